@@ -1,0 +1,59 @@
+"""Numba kernels: arrays and scalars in, arrays, scalars and integer status codes out.
+
+Every kernel is created through :func:`kernel`, a single decorator factory that fixes the house
+options (on-disk cache, GIL released, NumPy error model, no fastmath). When Numba cannot cache a
+function (for example because the package directory and ``NUMBA_CACHE_DIR`` are not writable), the
+kernel is compiled without the on-disk cache and one warning says so: slower cold starts, same
+results.
+"""
+
+import warnings
+
+import numba
+
+__all__ = ["kernel", "STATUS_OK", "STATUS_MAXITER", "STATUS_NUMERIC"]
+
+STATUS_OK = 0
+STATUS_MAXITER = 1
+STATUS_NUMERIC = 4
+
+_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": False}
+_warned_nocache = False
+
+
+def kernel(signature=None, **overrides):
+    """Compile a function with fastcf's Numba options.
+
+    Parameters
+    ----------
+    signature : str or numba signature, optional
+        Explicit signature for hot leaves, so that the first call does not compile.
+    **overrides
+        Changes to the house options (e.g. ``parallel=True`` for batch kernels).
+    """
+    options = dict(_OPTIONS, **overrides)
+
+    def decorate(func):
+        global _warned_nocache
+        try:
+            if signature is None:
+                return numba.njit(**options)(func)
+            return numba.njit(signature, **options)(func)
+        except RuntimeError as exc:  # "cannot cache function ...: no locator available"
+            if "cannot cache" not in str(exc):
+                raise
+            if not _warned_nocache:
+                warnings.warn(
+                    "fastcf: Numba's on-disk cache is not writable here; kernels are compiled "
+                    "in memory at every start (set NUMBA_CACHE_DIR to a writable folder to "
+                    f"keep them). Details: {exc}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                _warned_nocache = True
+            options["cache"] = False
+            if signature is None:
+                return numba.njit(**options)(func)
+            return numba.njit(signature, **options)(func)
+
+    return decorate

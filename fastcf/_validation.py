@@ -1,0 +1,259 @@
+"""Input validation shared by the explainers: every message names the argument, what was found and
+what is expected."""
+
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+__all__ = [
+    "as_float_array",
+    "as_queries",
+    "check_scalar_positive",
+    "check_probability",
+    "resolve_targets",
+    "resolve_frozen",
+    "resolve_weights",
+    "resolve_bounds",
+    "median_absolute_deviation",
+]
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"array of dtype {value.dtype} and shape {value.shape}"
+    return f"{type(value).__name__} {value!r}"[:200]
+
+
+def as_float_array(value, name: str, *, ndim=None, allow_nonfinite=False) -> np.ndarray:
+    """Convert ``value`` to a C-contiguous float64 array, rejecting non-numeric dtypes.
+
+    Booleans and integers are converted; object, complex, string and datetime dtypes raise
+    ``TypeError``; NaN or inf raise ``ValueError`` unless ``allow_nonfinite``.
+    """
+    if hasattr(value, "to_numpy") and not isinstance(value, np.ndarray):
+        value = value.to_numpy()
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} must be array-like of numbers; got {_describe(value)}") from exc
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{name} must be a real numeric array (float, int or bool); got dtype {arr.dtype}"
+            + (" (complex values are not supported)" if arr.dtype.kind == "c" else "")
+        )
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if ndim is not None:
+        ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in ndims:
+            expected = " or ".join(f"{d}-D" for d in ndims)
+            raise ValueError(f"{name} must be {expected}; got an array of shape {arr.shape}")
+    if not allow_nonfinite and not np.isfinite(arr).all():
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); all must be finite")
+    return arr
+
+
+def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
+    """Validate one query (D,) or a batch (N, D).
+
+    Returns
+    -------
+    X : ndarray of shape (N, D), float64, C-contiguous
+    single : bool
+        Whether the input was one query.
+    names : ndarray of str or None
+        The feature names carried by a pandas input (checked against ``feature_names``), else
+        ``feature_names``.
+    """
+    names = None
+    if hasattr(x, "columns"):  # pandas DataFrame
+        names = np.asarray([str(c) for c in x.columns], dtype=object)
+    elif hasattr(x, "index") and hasattr(x, "to_numpy") and getattr(x, "ndim", 0) == 1:  # Series
+        names = np.asarray([str(c) for c in x.index], dtype=object)
+    if names is not None and feature_names is not None:
+        expected = np.asarray(feature_names, dtype=object)
+        if names.shape != expected.shape or not np.all(names == expected):
+            missing = sorted(set(expected) - set(names))[:5]
+            extra = sorted(set(names) - set(expected))[:5]
+            raise ValueError(
+                f"{name} has feature names that do not match the model's: missing {missing}, "
+                f"unexpected {extra} (the order must also match)"
+            )
+    X = as_float_array(x, name, ndim=(1, 2))
+    single = X.ndim == 1
+    if single:
+        X = X[None, :]
+    if X.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {X.shape[1]} features but the model expects {n_features}"
+        )
+    if names is None and feature_names is not None:
+        names = np.asarray(feature_names, dtype=object)
+    return X, single, names
+
+
+def check_scalar_positive(value, name: str, *, allow_array=False, n=None) -> np.ndarray | float:
+    """Return ``value`` as a float (or an (n,) array when ``allow_array``), finite and > 0."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a positive real number; got a bool ({value!r})")
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        if not isinstance(value, numbers.Real) and arr.dtype.kind not in "iuf":
+            raise TypeError(f"{name} must be a positive real number; got {_describe(value)}")
+        v = float(arr)
+        if not np.isfinite(v) or v <= 0:
+            raise ValueError(f"{name} must be finite and > 0; got {v!r}")
+        return v
+    if not allow_array:
+        raise ValueError(f"{name} must be a scalar; got an array of shape {arr.shape}")
+    arr = as_float_array(arr, name, ndim=1, allow_nonfinite=True)
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"{name} must be a scalar or have one value per query ({n}); got {arr.shape[0]}")
+    if not (np.isfinite(arr).all() and (arr > 0).all()):
+        raise ValueError(f"{name} must be finite and > 0; got min {arr.min()!r}, max {arr.max()!r}")
+    return arr
+
+
+def check_probability(value, name: str = "proba") -> float:
+    """Return ``value`` as a float in the open interval (0, 1)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in (0, 1); got {_describe(value)}")
+    v = float(value)
+    if not (0.0 < v < 1.0):
+        raise ValueError(f"{name} must be in the open interval (0, 1); got {v!r}")
+    return v
+
+
+def resolve_targets(targets, classes: np.ndarray, n: int, name: str = "target") -> np.ndarray:
+    """Map target labels to indices into ``classes``: one label for all N queries, or N labels."""
+    classes = np.asarray(classes)
+    index = {c.item() if hasattr(c, "item") else c: i for i, c in enumerate(classes)}
+
+    def lookup(t):
+        key = t.item() if hasattr(t, "item") else t
+        try:
+            return index[key]
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"{name}={t!r} is not a class of the model; classes_ = {classes.tolist()}"
+            ) from None
+
+    arr = np.asarray(targets, dtype=object) if not np.isscalar(targets) else None
+    if arr is None or arr.ndim == 0:
+        return np.full(n, lookup(targets), dtype=np.int64)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(
+            f"{name} must be one label or one label per query ({n}); got shape {arr.shape}"
+        )
+    return np.fromiter((lookup(t) for t in arr), dtype=np.int64, count=n)
+
+
+def resolve_frozen(frozen, n_features: int, feature_names=None) -> np.ndarray:
+    """Return a boolean mask of frozen features from indices or feature names."""
+    mask = np.zeros(n_features, dtype=bool)
+    if frozen is None:
+        return mask
+    if isinstance(frozen, (str, numbers.Integral)):
+        frozen = [frozen]
+    frozen = list(frozen)
+    if len(frozen) == n_features and all(isinstance(f, (bool, np.bool_)) for f in frozen):
+        return np.asarray(frozen, dtype=bool)
+    names = None if feature_names is None else [str(f) for f in feature_names]
+    for f in frozen:
+        if isinstance(f, str):
+            if names is None or f not in names:
+                raise ValueError(
+                    f"frozen names feature {f!r}, which the model does not know "
+                    f"(feature names: {names[:10] if names else None})"
+                )
+            mask[names.index(f)] = True
+        else:
+            try:
+                i = operator.index(f)
+            except TypeError:
+                raise TypeError(
+                    f"frozen must hold feature indices or names; got {_describe(f)}"
+                ) from None
+            if not -n_features <= i < n_features:
+                raise ValueError(
+                    f"frozen index {i} is out of range for {n_features} features"
+                )
+            mask[i] = True
+    return mask
+
+
+def median_absolute_deviation(X: np.ndarray) -> np.ndarray:
+    """Per-feature median absolute deviation, with a guard for MAD = 0.
+
+    A feature whose MAD is 0 (more than half of the values equal) would get an infinite weight
+    ``1/MAD``; it falls back to the mean absolute deviation, then to 1.
+    """
+    X = as_float_array(X, "X", ndim=2)
+    if X.shape[0] < 2:
+        raise ValueError(f"X must have at least 2 rows to estimate the MAD; got {X.shape[0]}")
+    med = np.median(X, axis=0)
+    dev = np.abs(X - med)
+    mad = np.median(dev, axis=0)
+    fallback = dev.mean(axis=0)
+    mad = np.where(mad > 0, mad, fallback)
+    return np.where(mad > 0, mad, 1.0)
+
+
+def resolve_weights(weights, n_features: int, mad=None) -> np.ndarray | None:
+    """Return the diagonal metric weights (D,), all > 0 and finite, or None for the identity.
+
+    ``"mad"`` means ``1 / MAD`` per feature, from an earlier ``fit_mad(X)``.
+    """
+    if weights is None:
+        return None
+    if isinstance(weights, str):
+        if weights != "mad":
+            raise ValueError(f"weights must be an array of shape ({n_features},), None or 'mad'; got {weights!r}")
+        if mad is None:
+            raise ValueError("weights='mad' needs the MAD of the training data: call fit_mad(X_train) first")
+        return 1.0 / mad
+    w = as_float_array(weights, "weights", ndim=(0, 1))
+    if w.ndim == 0:
+        w = np.full(n_features, float(w))
+    if w.shape[0] != n_features:
+        raise ValueError(f"weights must have shape ({n_features},); got {w.shape}")
+    if not (w > 0).all():
+        raise ValueError(
+            f"weights must be > 0 (use frozen= to keep a feature fixed); got min {w.min()!r}"
+        )
+    return w
+
+
+def resolve_bounds(bounds, n_features: int, X: np.ndarray):
+    """Return (lo, hi) arrays of shape (D,), lo <= hi, with every source row inside them."""
+    if bounds is None:
+        return None
+    if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+        raise ValueError(f"bounds must be a pair (lo, hi) of scalars or arrays; got {_describe(bounds)}")
+    out = []
+    for part, label in zip(bounds, ("lo", "hi"), strict=True):
+        if part is None:
+            part = -np.inf if label == "lo" else np.inf
+        a = as_float_array(part, f"bounds[{label}]", ndim=(0, 1), allow_nonfinite=True)
+        if np.isnan(a).any():
+            raise ValueError(f"bounds[{label}] contains NaN; use -inf/inf for no bound")
+        if a.ndim == 0:
+            a = np.full(n_features, float(a))
+        if a.shape[0] != n_features:
+            raise ValueError(f"bounds[{label}] must have shape ({n_features},); got {a.shape}")
+        out.append(np.ascontiguousarray(a))
+    lo, hi = out
+    if (lo > hi).any():
+        i = int(np.argmax(lo > hi))
+        raise ValueError(f"bounds have lo > hi at feature {i}: lo={lo[i]!r}, hi={hi[i]!r}")
+    outside = (X < lo) | (X > hi)
+    if outside.any():
+        r, c = np.argwhere(outside)[0]
+        raise ValueError(
+            f"the source x lies outside bounds at feature {c} (row {r}): x={X[r, c]!r}, "
+            f"lo={lo[c]!r}, hi={hi[c]!r}; widen the bounds or move x inside them"
+        )
+    return lo, hi

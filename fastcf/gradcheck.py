@@ -1,0 +1,137 @@
+"""The Taylor test for derivatives (lecture slides 002, "derivative check").
+
+For a smooth f and a direction d,
+
+    |f(x + h d) - f(x)|                 = O(h)     (first order)
+    |f(x + h d) - f(x) - h dᵀ∇f(x)|     = O(h²)    (second order, only if ∇f is right)
+
+so halving h must halve the first error and quarter the second one, until rounding takes over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["check_gradient", "GradientCheck"]
+
+
+@dataclass(frozen=True)
+class GradientCheck:
+    """Result of :func:`check_gradient`.
+
+    Attributes
+    ----------
+    h : ndarray
+        Step lengths, decreasing.
+    first_order : ndarray
+        ``|f(x + h d) - f(x)|``.
+    second_order : ndarray
+        ``|f(x + h d) - f(x) - h dᵀ∇f(x)|``.
+    order1, order2 : float
+        Observed orders of decay: median slope on a log-log scale over the smaller half of the
+        steps above the rounding level (the asymptotic regime); ``nan`` when no step is above it.
+    passed : bool
+        The second-order error decays as O(h²) (order2 >= 1.8), or stays at rounding level over
+        all steps while the first-order error does not (e.g. an exact gradient of a quadratic).
+    """
+
+    h: np.ndarray
+    first_order: np.ndarray
+    second_order: np.ndarray
+    order1: float
+    order2: float
+    passed: bool
+
+    def table(self) -> str:
+        """The Taylor table as text: h, first-order error, second-order error."""
+        rows = [f"{'h':>10} {'|f(x+hd)-f(x)|':>18} {'|f(x+hd)-f(x)-h dᵀg|':>22}"]
+        for h, e1, e2 in zip(self.h, self.first_order, self.second_order, strict=True):
+            rows.append(f"{h:10.3e} {e1:18.6e} {e2:22.6e}")
+        rows.append(f"observed orders: {self.order1:.2f} (expect 1), {self.order2:.2f} (expect 2)")
+        return "\n".join(rows)
+
+    def __repr__(self) -> str:
+        return (
+            f"GradientCheck(passed={self.passed}, order1={self.order1:.3f}, "
+            f"order2={self.order2:.3f}, n_steps={self.h.size})"
+        )
+
+
+def _median_order(h, err, floor):
+    ok = err > floor
+    slopes = []
+    for i in range(len(h) - 1):
+        if ok[i] and ok[i + 1] and err[i + 1] > 0:
+            slopes.append(np.log(err[i] / err[i + 1]) / np.log(h[i] / h[i + 1]))
+    # the asymptotic regime is at the small steps: use the smaller half of the valid pairs
+    tail = slopes[len(slopes) // 2 :]
+    return float(np.median(tail)) if tail else float("nan")
+
+
+def check_gradient(f, x, direction=None, *, h0=1.0, n_steps=16, factor=0.5, random_state=0):
+    """Taylor test of a gradient.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x) -> (value, grad)`` with ``value`` a float and ``grad`` an array shaped like ``x``.
+    x : array_like
+        The point at which to test.
+    direction : array_like, optional
+        Direction d; a random unit vector (seeded by ``random_state``) by default.
+    h0 : float, default=1.0
+        Largest step, scaled by ``max(1, |x|)``.
+    n_steps : int, default=16
+        Number of steps; each is ``factor`` times the previous one.
+    factor : float, default=0.5
+    random_state : int, default=0
+
+    Returns
+    -------
+    GradientCheck
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastcf import check_gradient
+    >>> f = lambda x: (float(np.sum(np.exp(x))), np.exp(x))
+    >>> check_gradient(f, np.array([0.1, -0.3])).passed
+    True
+    >>> wrong = lambda x: (float(np.sum(np.exp(x))), 1.01 * np.exp(x))
+    >>> check_gradient(wrong, np.array([0.1, -0.3])).passed
+    False
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if direction is None:
+        d = np.random.default_rng(random_state).standard_normal(x.shape)
+    else:
+        d = np.asarray(direction, dtype=np.float64)
+        if d.shape != x.shape:
+            raise ValueError(f"direction must have the shape of x {x.shape}; got {d.shape}")
+    nd = np.linalg.norm(d)
+    if nd == 0 or not np.isfinite(nd):
+        raise ValueError("direction must be finite and non-zero")
+    d = d / nd
+    f0, g0 = f(x)
+    f0 = float(f0)
+    slope = float(np.dot(np.ravel(g0), np.ravel(d)))
+    scale = max(1.0, float(np.linalg.norm(x)))
+    hs = h0 * scale * factor ** np.arange(n_steps)
+    e1 = np.empty(n_steps)
+    e2 = np.empty(n_steps)
+    for i, h in enumerate(hs):
+        fh = float(f(x + h * d)[0])
+        e1[i] = abs(fh - f0)
+        e2[i] = abs(fh - f0 - h * slope)
+    eps = np.finfo(float).eps
+    floor = 100 * eps * (abs(f0) + hs * abs(slope) + 1e-300)
+    order1 = _median_order(hs, e1, floor)
+    order2 = _median_order(hs, e2, floor)
+    if np.isnan(order2):
+        # second-order error at rounding level everywhere: fine if f really moved
+        passed = bool(np.nanmax(e1) > np.max(floor))
+    else:
+        passed = bool(order2 >= 1.8)
+    return GradientCheck(hs, e1, e2, order1, order2, passed)

@@ -1,0 +1,352 @@
+"""Result objects returned by every explainer: one query, a batch of queries, a λ-path.
+
+Status codes (``status``), shared by all explainers:
+
+====  ==================================================================================
+code  meaning
+====  ==================================================================================
+0     converged / exact answer
+1     iteration limit reached before the tolerance (the point is the last iterate)
+2     the target is unreachable: the model cannot change class through the free features
+3     infeasible: the constraints (bounds, frozen features, user constraints, margin) leave
+      no point that the model classifies as the target
+4     numerical failure (non-finite values, a factorisation that failed)
+5     the optimum was found but the model does not classify it as the target (problem (2)
+      with a λ too large); decrease ``lam`` or ask for ``proba=`` / ``region=True``
+6     the solver of an external library reported a failure (its status is in the message)
+====  ==================================================================================
+
+``success`` is ``True`` only when the returned point is classified as the target by the model
+(and meets ``proba`` when that was asked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "Counterfactual",
+    "CounterfactualBatch",
+    "CounterfactualPath",
+    "STATUS_MESSAGES",
+]
+
+STATUS_MESSAGES = {
+    0: "converged",
+    1: "iteration limit reached",
+    2: "target unreachable: no free feature changes the model's decision",
+    3: "infeasible: the constraints leave no point classified as the target",
+    4: "numerical failure",
+    5: "the optimum is not classified as the target; decrease lam or use proba=/region=True",
+    6: "the external solver failed",
+}
+
+
+def _short(a, n=4):
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return repr(a.item())
+    flat = np.array2string(
+        a.ravel()[:n], precision=4, separator=", ", suppress_small=False, floatmode="maxprec"
+    )
+    if a.size > n:
+        flat = flat[:-1] + ", ...]"
+    return f"{flat} (shape {a.shape})" if a.ndim > 1 or a.size > n else flat
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class Counterfactual:
+    """The answer to one inverse-classification query.
+
+    Attributes
+    ----------
+    x : ndarray of shape (D,)
+        The counterfactual, in the model's input space.
+    x0 : ndarray of shape (D,)
+        The source instance.
+    target : object
+        The class label that was asked for.
+    proba : ndarray of shape (K,) or None
+        Class probabilities at ``x`` in the order of ``classes_`` (``None`` for models without
+        probabilities).
+    distance : float
+        Distance from ``x0`` to ``x`` in the metric that was minimised.
+    success : bool
+        ``True`` when the model classifies ``x`` as ``target`` (and ``proba`` was met, if asked).
+    status : int
+        0 when converged; see :data:`STATUS_MESSAGES` for the other codes.
+    message : str
+        Human-readable reason for ``status``.
+    nit : int
+        Iterations of the solver that ran (0 for closed forms).
+    method : str
+        The algorithm that produced ``x``.
+    lam : float or None
+        The λ of problem (2), where one applies.
+    grad_norm : float or None
+        Norm of the (projected) gradient of the objective at ``x``, where it applies.
+    feature_names : ndarray of str or None
+        Feature names, when the input carried them (pandas) or the model knows them.
+    info : dict
+        Extra, method-specific diagnostics (e.g. backtracking trials per iteration).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastcf import LinearExplainer
+    >>> ex = LinearExplainer.from_arrays(np.array([[1.0, 1.0]]), np.array([0.0]))
+    >>> res = ex.explain(np.array([-1.0, -1.0]), target=1, proba=0.9)
+    >>> res.changed
+    array([0, 1])
+    >>> round(float(res.proba[1]), 12)
+    0.9
+    """
+
+    x: np.ndarray
+    x0: np.ndarray
+    target: object
+    proba: np.ndarray | None
+    distance: float
+    success: bool
+    status: int
+    message: str
+    nit: int
+    method: str
+    lam: float | None = None
+    grad_norm: float | None = None
+    feature_names: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def delta(self) -> np.ndarray:
+        """``x - x0``."""
+        return self.x - self.x0
+
+    def changed_mask(self, tol: float = 0.0) -> np.ndarray:
+        """Boolean mask of the features with ``|x - x0| > tol``."""
+        return np.abs(self.delta) > tol
+
+    @property
+    def changed(self) -> np.ndarray:
+        """Indices of the features that moved (``|x - x0| > 0``)."""
+        return np.flatnonzero(self.changed_mask())
+
+    def to_frame(self):
+        """Return a :class:`pandas.DataFrame` with columns feature, original, counterfactual, change.
+
+        Raises
+        ------
+        ImportError
+            If pandas is not installed.
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("Counterfactual.to_frame() needs pandas: pip install pandas") from exc
+        names = (
+            self.feature_names
+            if self.feature_names is not None
+            else np.array([f"x{i}" for i in range(self.x.shape[0])])
+        )
+        return pd.DataFrame(
+            {
+                "feature": names,
+                "original": self.x0,
+                "counterfactual": self.x,
+                "change": self.delta,
+            }
+        )
+
+    def __repr__(self) -> str:
+        lines = [
+            f"Counterfactual(success={self.success}, status={self.status}, "
+            f"method={self.method!r}, target={self.target!r},",
+            f"  message={self.message!r},",
+            f"  distance={self.distance:.6g}, nit={self.nit}, lam={self.lam!r}, "
+            f"grad_norm={None if self.grad_norm is None else float(f'{self.grad_norm:.3g}')},",
+            f"  proba={_short(self.proba) if self.proba is not None else None},",
+            f"  changed={self.changed.size} of {self.x.shape[0]} features,",
+            f"  x={_short(self.x)})",
+        ]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class CounterfactualBatch:
+    """Answers to N queries, with the fields of :class:`Counterfactual` stacked over N.
+
+    Attributes
+    ----------
+    x, x0 : ndarray of shape (N, D)
+    target : ndarray of shape (N,)
+    proba : ndarray of shape (N, K) or None
+    distance : ndarray of shape (N,)
+    success : ndarray of bool, shape (N,)
+    status : ndarray of int, shape (N,)
+    message : list of str
+    nit : ndarray of int, shape (N,)
+    method : str
+    lam : ndarray of shape (N,) or None
+    grad_norm : ndarray of shape (N,) or None
+    feature_names : ndarray of str or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastcf import LinearExplainer
+    >>> ex = LinearExplainer.from_arrays(np.array([[1.0, 1.0]]), np.array([0.0]))
+    >>> batch = ex.explain(np.array([[-1.0, -1.0], [-2.0, 0.0]]), target=1, region=True)
+    >>> len(batch), bool(batch.success.all())
+    (2, True)
+    >>> batch[1].target
+    1
+    """
+
+    x: np.ndarray
+    x0: np.ndarray
+    target: np.ndarray
+    proba: np.ndarray | None
+    distance: np.ndarray
+    success: np.ndarray
+    status: np.ndarray
+    message: list
+    nit: np.ndarray
+    method: str
+    lam: np.ndarray | None = None
+    grad_norm: np.ndarray | None = None
+    feature_names: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def delta(self) -> np.ndarray:
+        """``x - x0``, shape (N, D)."""
+        return self.x - self.x0
+
+    def __getitem__(self, i) -> Counterfactual:
+        """Return query ``i`` as a :class:`Counterfactual`."""
+        i = int(i)
+        return Counterfactual(
+            x=self.x[i],
+            x0=self.x0[i],
+            target=self.target[i].item() if hasattr(self.target[i], "item") else self.target[i],
+            proba=None if self.proba is None else self.proba[i],
+            distance=float(self.distance[i]),
+            success=bool(self.success[i]),
+            status=int(self.status[i]),
+            message=self.message[i],
+            nit=int(self.nit[i]),
+            method=self.method,
+            lam=None if self.lam is None else float(self.lam[i]),
+            grad_norm=None if self.grad_norm is None else float(self.grad_norm[i]),
+            feature_names=self.feature_names,
+        )
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def to_frame(self):
+        """Return a :class:`pandas.DataFrame`, one row per query (success, status, distance, ...)."""
+        import pandas as pd
+
+        data = {
+            "target": self.target,
+            "success": self.success,
+            "status": self.status,
+            "distance": self.distance,
+            "nit": self.nit,
+            "n_changed": (self.delta != 0).sum(axis=1),
+        }
+        if self.lam is not None:
+            data["lam"] = self.lam
+        return pd.DataFrame(data)
+
+    def __repr__(self) -> str:
+        n = len(self)
+        return (
+            f"CounterfactualBatch(n={n}, method={self.method!r}, "
+            f"success={int(np.sum(self.success))}/{n}, "
+            f"median distance={np.median(self.distance) if n else float('nan'):.6g}, "
+            f"max nit={int(np.max(self.nit)) if n else 0})"
+        )
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class CounterfactualPath:
+    """Solutions of problem (2) along a sequence of λ values (warm-started).
+
+    Attributes
+    ----------
+    lams : ndarray of shape (L,)
+    X : ndarray of shape (L, D)
+        The minimiser for each λ.
+    x0 : ndarray of shape (D,)
+    target : object
+    proba : ndarray of shape (L, K)
+    distance : ndarray of shape (L,)
+    nit : ndarray of int, shape (L,)
+    success : ndarray of bool, shape (L,)
+        Whether the model classifies ``X[l]`` as the target.
+    status : ndarray of int, shape (L,)
+    grad_norm : ndarray of shape (L,)
+    method : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastcf import LinearExplainer
+    >>> ex = LinearExplainer.from_arrays(np.array([[1.0, 1.0]]), np.array([0.0]))
+    >>> path = ex.path(np.array([-1.0, -1.0]), target=1, lams=[10.0, 1.0, 0.1])
+    >>> bool(np.all(np.diff(path.proba[:, 1]) > 0))
+    True
+    """
+
+    lams: np.ndarray
+    X: np.ndarray
+    x0: np.ndarray
+    target: object
+    proba: np.ndarray
+    distance: np.ndarray
+    nit: np.ndarray
+    success: np.ndarray
+    status: np.ndarray
+    grad_norm: np.ndarray
+    method: str
+    feature_names: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.lams.shape[0]
+
+    def __getitem__(self, i) -> Counterfactual:
+        """Return the solution at ``lams[i]`` as a :class:`Counterfactual`."""
+        i = int(i)
+        status = int(self.status[i])
+        return Counterfactual(
+            x=self.X[i],
+            x0=self.x0,
+            target=self.target,
+            proba=self.proba[i],
+            distance=float(self.distance[i]),
+            success=bool(self.success[i]),
+            status=status,
+            message=STATUS_MESSAGES.get(status, "unknown status"),
+            nit=int(self.nit[i]),
+            method=self.method,
+            lam=float(self.lams[i]),
+            grad_norm=float(self.grad_norm[i]),
+            feature_names=self.feature_names,
+        )
+
+    def __repr__(self) -> str:
+        L = len(self)
+        return (
+            f"CounterfactualPath(L={L}, method={self.method!r}, target={self.target!r}, "
+            f"lam {self.lams[0]:.3g} -> {self.lams[-1]:.3g}, "
+            f"total nit={int(np.sum(self.nit))}, success={int(np.sum(self.success))}/{L})"
+        )
