@@ -44,7 +44,7 @@ def as_float_array(value, name: str, *, ndim=None, allow_nonfinite=False) -> np.
             f"{name} must be a real numeric array (float, int or bool); got dtype {arr.dtype}"
             + (" (complex values are not supported)" if arr.dtype.kind == "c" else "")
         )
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    arr = np.asarray(arr, dtype=np.float64, order="C")
     if ndim is not None:
         ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if arr.ndim not in ndims:

@@ -70,7 +70,7 @@ def _median_order(h, err, floor):
     return float(np.median(tail)) if tail else float("nan")
 
 
-def check_gradient(f, x, direction=None, *, h0=1.0, n_steps=16, factor=0.5, random_state=0):
+def check_gradient(f, x, direction=None, *, h0=1.0, n_steps=30, factor=0.5, random_state=0):
     """Taylor test of a gradient.
 
     Parameters
@@ -83,7 +83,7 @@ def check_gradient(f, x, direction=None, *, h0=1.0, n_steps=16, factor=0.5, rand
         Direction d; a random unit vector (seeded by ``random_state``) by default.
     h0 : float, default=1.0
         Largest step, scaled by ``max(1, |x|)``.
-    n_steps : int, default=16
+    n_steps : int, default=30
         Number of steps; each is ``factor`` times the previous one.
     factor : float, default=0.5
     random_state : int, default=0

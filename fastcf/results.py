@@ -14,6 +14,8 @@ code  meaning
 5     the optimum was found but the model does not classify it as the target (problem (2)
       with a λ too large); decrease ``lam`` or ask for ``proba=`` / ``region=True``
 6     the solver of an external library reported a failure (its status is in the message)
+7     ``proba`` was met, but the model does not classify the point as the target (τ is below
+      the decision threshold, e.g. τ < 1/2 for a binary model); ask for a larger ``proba``
 ====  ==================================================================================
 
 ``success`` is ``True`` only when the returned point is classified as the target by the model
@@ -41,6 +43,8 @@ STATUS_MESSAGES = {
     4: "numerical failure",
     5: "the optimum is not classified as the target; decrease lam or use proba=/region=True",
     6: "the external solver failed",
+    7: "proba was met but the model does not classify the point as the target; "
+    "ask for a larger proba or region=True",
 }
 
 

@@ -10,6 +10,152 @@ import numpy as np
 # Linear models: logistic and softmax (paper 000)
 # =====================================================================================
 
+def phi_mp(alpha, beta, dps=60):
+    """φ(α, β) and 1 − φ(α, β) by bisection at ``dps`` digits on the logit y = logit(t):
+    y + α σ(y) + β = 0 (increasing in y), bracketed by [−β − α, −β]."""
+    import mpmath
+
+    with mpmath.workdps(dps):
+        a = mpmath.mpf(alpha)
+        b = mpmath.mpf(beta)
+        lo, hi = -b - a, -b
+        for _ in range(4 * dps + 200):
+            mid = (lo + hi) / 2
+            if mid + a / (1 + mpmath.exp(-mid)) + b > 0:
+                hi = mid
+            else:
+                lo = mid
+        y = (lo + hi) / 2
+        return 1 / (1 + mpmath.exp(-y)), 1 / (1 + mpmath.exp(y))
+
+
+def logistic_lam_brentq(w, c, x0, sign, lam, wt=None, frozen=None):
+    """Problem (2) for a binary model by SciPy's brentq on the scalar stationarity equation.
+
+    With u = sign·w, v = 1/wt (0 on frozen): x = x̄ + (q/λ) v∘u and q solves
+    q = σ(−(ζ̄ + (uᵀVu/λ) q)), q ∈ (0, 1).
+    """
+    from scipy.optimize import brentq
+    from scipy.special import expit
+
+    D = x0.shape[0]
+    wt = np.ones(D) if wt is None else wt
+    v = 1.0 / wt
+    if frozen is not None:
+        v = np.where(frozen, 0.0, v)
+    u = sign * w
+    zbar = float(u @ x0 + sign * c)
+    a = float(u @ (v * u)) / lam
+    q = brentq(lambda q: q - expit(-(zbar + a * q)), 0.0, 1.0, xtol=1e-300, rtol=8.9e-16,
+               maxiter=500)
+    return x0 + (q / lam) * v * u
+
+
+def softmax_energy(A, b, x0, k, lam, wt=None):
+    """E(x) = λ/2 ‖x − x̄‖²_W − log p_k(x) and its gradient, plain NumPy."""
+    wt = np.ones(x0.shape[0]) if wt is None else wt
+
+    def f(x):
+        z = A @ x + b
+        m = z.max()
+        e = np.exp(z - m)
+        p = e / e.sum()
+        d = x - x0
+        E = 0.5 * lam * float(np.sum(wt * d * d)) + m + np.log(e.sum()) - z[k]
+        pe = p.copy()
+        pe[k] -= 1.0
+        return E, lam * wt * d + A.T @ pe
+
+    return f
+
+
+def softmax_lam_scipy(A, b, x0, k, lam, wt=None, frozen=None, tol=1e-12):
+    """Problem (2) for a softmax model by SciPy's Newton-CG with exact Hessian-vector products
+    (Hv = λ W v + Aᵀ (diag p − p pᵀ) A v), then a few Newton-CG polishing restarts."""
+    from scipy.optimize import minimize
+
+    D = x0.shape[0]
+    wt = np.ones(D) if wt is None else wt
+    free = np.ones(D, bool) if frozen is None else ~np.asarray(frozen)
+    f = softmax_energy(A, b, x0, k, lam, wt)
+    x = x0.copy()
+
+    def fun(xf):
+        x[free] = xf
+        E, g = f(x)
+        return E, g[free]
+
+    def hessp(xf, vf):
+        x[free] = xf
+        z = A @ x + b
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        v = np.zeros(D)
+        v[free] = vf
+        Av = A @ v
+        hv = lam * wt * v + A.T @ (p * Av - p * (p @ Av))
+        return hv[free]
+
+    xf = x0[free].copy()
+    for _ in range(3):
+        res = minimize(fun, xf, jac=True, hessp=hessp, method="Newton-CG",
+                       options={"xtol": 1e-16, "maxiter": 500})
+        xf = res.x
+    x[free] = xf
+    return x.copy()
+
+
+def box_kkt_residual(g, x, lo, hi, free=None):
+    """Largest violation of the KKT conditions of min f(x) s.t. lo ≤ x ≤ hi, given ∇f = g:
+    g_i = 0 inside, g_i ≥ 0 at lo, g_i ≤ 0 at hi."""
+    r = np.where((x > lo) & (x < hi), np.abs(g), 0.0)
+    r = np.maximum(r, np.where(x <= lo, np.maximum(-g, 0.0), 0.0))
+    r = np.maximum(r, np.where(x >= hi, np.maximum(g, 0.0), 0.0))
+    if free is not None:
+        r = np.where(free, r, 0.0)
+    return float(r.max())
+
+
+def minimize_box_lbfgsb(f, x0, lo, hi):
+    """min f over a box by SciPy's L-BFGS-B with tight tolerances (f returns value, grad)."""
+    from scipy.optimize import minimize
+
+    res = minimize(f, x0.copy(), jac=True, method="L-BFGS-B",
+                   bounds=list(zip(lo, hi, strict=True)),
+                   options={"ftol": 0.0, "gtol": 1e-13, "maxiter": 20000, "maxcor": 30})
+    return res.x
+
+
+def softmax_region_cvxpy(A, b, x0, k, margin, wt=None, bounds=None):
+    """Closest point (weighted Euclidean) with z_k ≥ z_j + margin for all j ≠ k, by cvxpy."""
+    import cvxpy as cp
+
+    D = x0.shape[0]
+    wt = np.ones(D) if wt is None else wt
+    x = cp.Variable(D)
+    others = [j for j in range(A.shape[0]) if j != k]
+    cons = [(A[k] - A[others]) @ x + (b[k] - b[others]) >= margin]
+    if bounds is not None:
+        cons += [x >= bounds[0], x <= bounds[1]]
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(wt, cp.square(x - x0)))), cons)
+    prob.solve(solver=cp.CLARABEL)
+    return prob.status, (None if x.value is None else np.asarray(x.value))
+
+
+def softmax_proba_cvxpy(A, b, x0, k, tau, wt=None):
+    """min ‖x − x̄‖²_W s.t. log p_k(x) ≥ log τ  ⇔  lse(Ax + b) − z_k ≤ −log τ (convex), cvxpy."""
+    import cvxpy as cp
+
+    D = x0.shape[0]
+    wt = np.ones(D) if wt is None else wt
+    x = cp.Variable(D)
+    z = A @ x + b
+    cons = [cp.log_sum_exp(z) - z[k] <= -np.log(tau)]
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(wt, cp.square(x - x0)))), cons)
+    prob.solve(solver=cp.CLARABEL)
+    return prob.status, (None if x.value is None else np.asarray(x.value))
+
+
 # (end of linear section)
 
 

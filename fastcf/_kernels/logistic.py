@@ -1,0 +1,309 @@
+"""Binary logistic inverse classification (paper 000, §4), batched over queries.
+
+Notation (one query). The model's logit is z(x) = w·x + c, p(classes_[1]) = σ(z). For a target
+class with sign s = +1 (classes_[1]) or s = −1 (classes_[0]) the target's logit is
+ζ(x) = s (w·x + c) and p_target = σ(ζ). The metric is ‖x − x̄‖²_W with W = diag(weights); frozen
+features get W⁻¹ = 0. Write v = W⁻¹ (0 on frozen features) and dir = s v∘w.
+
+Problem (2): min λ/2 ‖x − x̄‖²_W − log σ(ζ(x)). Stationarity gives x* = x̄ + (q/λ) dir with
+q = 1 − p_target(x*) = σ(−ζ(x*)); substituting, q = 1/(1 + exp(ζ̄ + α q)) with
+α = wᵀVw / λ and ζ̄ = ζ(x̄): q = φ(α, ζ̄). (The paper writes p₁* = φ(α, β) with β = wᵀx̄ + w₀ − α for
+p₁ = 1/(1 + exp(wᵀx + w₀)); the two are the same root through 1 − φ(α, β) = φ(α, −α − β). Note
+also that the paper's sentence "w points towards class 1" is the wrong way round for its eq. (7a):
+increasing wᵀx *decreases* p₁, so w points towards class 2.)
+
+With a box lo ≤ x ≤ hi the objective is still a function of the scalar ζ plus a separable
+quadratic, so for the multiplier c = 1 − p_target the minimiser is x(c) = clip(x̄ + (c/λ) dir, lo, hi)
+and c solves c = σ(−ζ(x(c))). ζ(x(c)) is piecewise linear and nondecreasing in c: between two
+consecutive breakpoints (where a coordinate reaches its bound) it is ζ₀ + S c, and there the
+equation is again c = φ(S, ζ₀). We walk the sorted breakpoints to the segment where
+h(c) = c − σ(−ζ(x(c))) changes sign: exact, O(D log D).
+
+The constrained forms (proba=τ, region=True) are projections onto the half-space ζ(x) ≥ θ
+(θ = logit τ, or the margin), again piecewise linear in the multiplier μ when bounds are present.
+"""
+
+import math
+
+import numpy as np
+from numba import prange
+
+from . import kernel
+from .roots import phi, sigmoid
+
+_EPS = 2.220446049250313e-16
+
+
+@kernel()
+def _dot(a, b):
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i] * b[i]
+    return acc
+
+
+@kernel()
+def _breakpoints(x0, dirv, lo, hi, scale):
+    """Where each coordinate of clip(x0 + t·dir/scale, lo, hi) reaches its bound (t ≥ 0)."""
+    D = x0.shape[0]
+    bp = np.empty(D)
+    for i in range(D):
+        d = dirv[i]
+        if d > 0.0:
+            bp[i] = scale * (hi[i] - x0[i]) / d if math.isfinite(hi[i]) else np.inf
+        elif d < 0.0:
+            bp[i] = scale * (lo[i] - x0[i]) / d if math.isfinite(lo[i]) else np.inf
+        else:
+            bp[i] = np.inf
+        if bp[i] < 0.0:
+            bp[i] = 0.0
+    return bp
+
+
+@kernel()
+def _segment(x0, dirv, u, lo, hi, bp, t, scale):
+    """ζ on the segment that contains t: returns (const, slope) with ζ(x(τ)) = const + slope·τ
+    for every τ in that segment, computed afresh (no accumulated rounding)."""
+    const = 0.0
+    slope = 0.0
+    for i in range(x0.shape[0]):
+        d = dirv[i]
+        if d == 0.0:
+            const += u[i] * x0[i]
+        elif bp[i] <= t:
+            const += u[i] * (hi[i] if d > 0.0 else lo[i])
+        else:
+            const += u[i] * x0[i]
+            slope += u[i] * d / scale
+    return const, slope
+
+
+@kernel()
+def _clip_step(x0, dirv, t, scale, lo, hi, out):
+    for i in range(x0.shape[0]):
+        xi = x0[i] + (t / scale) * dirv[i]
+        if xi < lo[i]:
+            xi = lo[i]
+        elif xi > hi[i]:
+            xi = hi[i]
+        out[i] = xi
+
+
+@kernel()
+def _lam_bounded_one(x0, w, sign, c0, vw, lam, lo, hi, out, max_iter):
+    """Problem (2) with a box, one query. Returns (q, nit, status)."""
+    D = x0.shape[0]
+    dirv = np.empty(D)
+    u = np.empty(D)
+    for i in range(D):
+        dirv[i] = sign * vw[i]
+        u[i] = sign * w[i]
+    u0 = sign * c0
+    bp = _breakpoints(x0, dirv, lo, hi, lam)
+    order = np.argsort(bp)
+    # walk the breakpoints inside (0, 1): c = 1 − p_target is in (0, 1)
+    const, slope = _segment(x0, dirv, u, lo, hi, bp, 0.0, lam)
+    const += u0
+    seg_start = 0.0
+    for j in range(D):
+        i = order[j]
+        b = bp[i]
+        if b <= 0.0:
+            continue
+        if b >= 1.0 or not math.isfinite(b):
+            break
+        # h(b) = b − σ(−ζ(b)); h is increasing in c
+        if b - sigmoid(-(const + slope * b)) >= 0.0:
+            break
+        seg_start = b
+        d = dirv[i]
+        const += u[i] * ((hi[i] if d > 0.0 else lo[i]) - x0[i])
+        slope -= u[i] * d / lam
+    # recompute the segment exactly, then solve c = φ(S, ζ₀) on it
+    const, slope = _segment(x0, dirv, u, lo, hi, bp, seg_start, lam)
+    const += u0
+    if slope <= 0.0:
+        q = sigmoid(-const)
+        nit = 0
+        status = 0
+    else:
+        q, _p, nit, status = phi(slope, const, max_iter)
+    _clip_step(x0, dirv, q, lam, lo, hi, out)
+    return q, nit, status
+
+
+@kernel()
+def _project_one(x0, w, sign, c0, vw, theta, lo, hi, bounded, out):
+    """min ‖x − x̄‖²_W s.t. ζ(x) ≥ θ (and lo ≤ x ≤ hi). Returns (μ, status): 0 ok, 3 infeasible.
+
+    θ is raised by the rounding level of the dot product (2 ε Σ|w_i x_i|), so that the answer
+    meets ζ ≥ θ however another library orders its sums (a relative change of ~1e−15).
+    """
+    D = x0.shape[0]
+    u0 = sign * c0
+    zeta0 = sign * _dot(w, x0) + u0
+    if zeta0 >= theta:
+        for i in range(D):
+            out[i] = x0[i]
+        return 0.0, 0
+    absdot = abs(c0)
+    for i in range(D):
+        absdot += abs(w[i] * x0[i])
+    theta = theta + 2.0 * _EPS * (absdot + abs(theta))
+    if not bounded:
+        S = _dot(w, vw)
+        if S <= 0.0:
+            for i in range(D):
+                out[i] = x0[i]
+            return 0.0, 2
+        mu = (theta - zeta0) / S
+        for _ in range(4):  # guard the rounding of ζ at the answer
+            for i in range(D):
+                out[i] = x0[i] + mu * sign * vw[i]
+            z = sign * _dot(w, out) + u0
+            if z >= theta:
+                return mu, 0
+            mu += (theta - z) / S + 4.0 * _EPS * mu
+        return mu, 4
+    dirv = np.empty(D)
+    u = np.empty(D)
+    for i in range(D):
+        dirv[i] = sign * vw[i]
+        u[i] = sign * w[i]
+    bp = _breakpoints(x0, dirv, lo, hi, 1.0)
+    order = np.argsort(bp)
+    const, slope = _segment(x0, dirv, u, lo, hi, bp, 0.0, 1.0)
+    seg_start = 0.0
+    found = False
+    for j in range(D):
+        i = order[j]
+        b = bp[i]
+        if b <= 0.0:
+            continue
+        if not math.isfinite(b):
+            break
+        if const + slope * b + u0 >= theta:
+            found = True
+            break
+        seg_start = b
+        d = dirv[i]
+        const += u[i] * ((hi[i] if d > 0.0 else lo[i]) - x0[i])
+        slope -= u[i] * d
+    # the last segment is unbounded above: feasible iff ζ still grows there
+    const, slope = _segment(x0, dirv, u, lo, hi, bp, seg_start, 1.0)
+    if not found and slope <= 0.0:
+        for i in range(D):  # the best the box allows: every moving coordinate at its bound
+            d = dirv[i]
+            out[i] = x0[i] if d == 0.0 else (hi[i] if d > 0.0 else lo[i])
+        return seg_start, 3
+    mu = (theta - u0 - const) / slope
+    for _ in range(4):
+        _clip_step(x0, dirv, mu, 1.0, lo, hi, out)
+        z = sign * _dot(w, out) + u0
+        if z >= theta:
+            return mu, 0
+        mu += (theta - z) / slope + 4.0 * _EPS * mu
+    return mu, 4
+
+
+@kernel()
+def _dist_grad(x0, out, w, sign, zeta, wt, lam, lo, hi, bounded):
+    """Distance ‖out − x0‖_W and, for lam > 0, the (projected) gradient norm of problem (2) at
+    ``out`` over the free features (wt > 0), in one pass."""
+    qa = sigmoid(-zeta)
+    d2 = 0.0
+    g2 = 0.0
+    for i in range(x0.shape[0]):
+        d = out[i] - x0[i]
+        d2 += wt[i] * d * d
+        if lam > 0.0 and wt[i] > 0.0:
+            g = lam * wt[i] * d - qa * sign * w[i]
+            if bounded:
+                if out[i] <= lo[i] and g > 0.0:
+                    g = 0.0
+                elif out[i] >= hi[i] and g < 0.0:
+                    g = 0.0
+            g2 += g * g
+    return math.sqrt(d2), math.sqrt(g2)
+
+
+@kernel()
+def _lam_row(n, X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw,
+             X, zeta, q, nit, status, dist, gnorm):
+    sign = signs[n]
+    lam = lams[n]
+    x0 = X0[n]
+    out = X[n]
+    if bounded:
+        q[n], nit[n], status[n] = _lam_bounded_one(x0, w, sign, c0, vw, lam, lo, hi, out, max_iter)
+    else:
+        zbar = sign * (_dot(w, x0) + c0)
+        qq, _p, it, st = phi(wvw / lam, zbar, max_iter)
+        coef = sign * qq / lam
+        for i in range(x0.shape[0]):
+            out[i] = x0[i] + coef * vw[i]
+        q[n] = qq
+        nit[n] = it
+        status[n] = st
+    zeta[n] = sign * (_dot(w, out) + c0)
+    dist[n], gnorm[n] = _dist_grad(x0, out, w, sign, zeta[n], wt, lam, lo, hi, bounded)
+
+
+@kernel(parallel=True)
+def lam_batch(X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, parallel):
+    """Problem (2) for N queries, writing only the (N, D) output.
+
+    Returns
+    -------
+    X : (N, D) minimisers
+    zeta : (N,) target logit at X, recomputed from X (what the model sees)
+    q : (N,) 1 − p_target at the optimum, from φ (full relative precision)
+    nit, status : (N,) int64
+    dist, gnorm : (N,) distance in the metric, (projected) gradient norm at X
+
+    ``parallel=False`` runs the rows in the calling thread (single queries: no thread launch).
+    """
+    N, D = X0.shape
+    X = np.empty((N, D))
+    zeta = np.empty(N)
+    q = np.empty(N)
+    dist = np.empty(N)
+    gnorm = np.empty(N)
+    nit = np.zeros(N, dtype=np.int64)
+    status = np.zeros(N, dtype=np.int64)
+    wvw = _dot(w, vw)
+    if parallel:
+        for n in prange(N):
+            _lam_row(n, X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw,
+                     X, zeta, q, nit, status, dist, gnorm)
+    else:
+        for n in range(N):
+            _lam_row(n, X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw,
+                     X, zeta, q, nit, status, dist, gnorm)
+    return X, zeta, q, nit, status, dist, gnorm
+
+
+@kernel()
+def _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist):
+    _mu, status[n] = _project_one(X0[n], w, signs[n], c0, vw, thetas[n], lo, hi, bounded, X[n])
+    zeta[n] = signs[n] * (_dot(w, X[n]) + c0)
+    dist[n], _g = _dist_grad(X0[n], X[n], w, signs[n], zeta[n], wt, 0.0, lo, hi, bounded)
+
+
+@kernel(parallel=True)
+def project_batch(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, parallel):
+    """Closest point with target logit ζ ≥ θ for N queries: returns (X, zeta, status, dist)."""
+    N, D = X0.shape
+    X = np.empty((N, D))
+    zeta = np.empty(N)
+    dist = np.empty(N)
+    status = np.zeros(N, dtype=np.int64)
+    if parallel:
+        for n in prange(N):
+            _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status,
+                         dist)
+    else:
+        for n in range(N):
+            _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status,
+                         dist)
+    return X, zeta, status, dist

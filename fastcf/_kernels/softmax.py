@@ -1,0 +1,537 @@
+"""Softmax inverse classification in the K-dimensional space (paper 000, §3), batched.
+
+Problem (2) with a diagonal metric W (V = W⁻¹, 0 on frozen features):
+
+    min_x  E(x) = λ/2 ‖x − x̄‖²_W − log p_k(x),   z(x) = A x + b.
+
+Stationarity, λ W (x − x̄) + Aᵀ(p − e_k) = 0, puts x* − x̄ in the range of V Aᵀ. Writing
+x = x̄ + V Aᵀ y (y ∈ R^K) and G = A V Aᵀ (K×K, computed once per explainer and metric):
+
+    z(y) = z̄ + G y,    ‖x − x̄‖²_W = yᵀ G y,
+    E(y) = λ/2 yᵀ G y + lse(z(y)) − z_k(y),
+    ∇_x E = Aᵀ r (on free features)  with  r = λ y + p − e_k.
+
+The D-dimensional Newton step restricted to this subspace is x ← x + V Aᵀ Δ with
+(λ I + S G) Δ = −r, S = diag(p) − p pᵀ. We never form that non-symmetric system and never divide
+by p_j (which underflows for far classes): with T = Π diag(√p), Π = I − √p √pᵀ, one has S = Tᵀ T and
+
+    Δ = −(r − Tᵀ m) / λ,   (λ I + T G Tᵀ) m = T G r,
+
+where λI + T G Tᵀ is symmetric positive definite with eigenvalues ≥ λ (Cholesky, status code).
+Each iteration costs O(K³), independent of D; rank-deficient G (D < K − 1, duplicated weight rows)
+is fine because nothing inverts G. ‖∇_x E‖² = rᵀ G_F r with G_F = A F Aᵀ (F = free-feature mask),
+equal to G when W = I.
+"""
+
+import math
+
+import numpy as np
+from numba import prange
+
+from . import kernel
+from .linalg import cholesky_inplace, cholesky_solve_inplace
+
+_EPS = 2.220446049250313e-16
+
+
+@kernel()
+def softmax_into(z, p):
+    """p ← softmax(z) (shifted by the max); returns log-sum-exp(z)."""
+    K = z.shape[0]
+    m = z[0]
+    for j in range(1, K):
+        if z[j] > m:
+            m = z[j]
+    s = 0.0
+    for j in range(K):
+        e = math.exp(z[j] - m)
+        p[j] = e
+        s += e
+    for j in range(K):
+        p[j] /= s
+    return m + math.log(s)
+
+
+@kernel()
+def _matvec(G, v, out):
+    K = v.shape[0]
+    for i in range(K):
+        acc = 0.0
+        for j in range(K):
+            acc += G[i, j] * v[j]
+        out[i] = acc
+
+
+@kernel()
+def _newton_direction(G, p, r, lam, M, sp, Gr, rhs, delta):
+    """Δ = −(r − Tᵀ m)/λ with (λI + T G Tᵀ) m = T G r. Returns a status code (0 or 4)."""
+    K = p.shape[0]
+    for j in range(K):
+        sp[j] = math.sqrt(p[j])
+    _matvec(G, r, Gr)
+    # rhs = T (G r) = Π (sp ∘ Gr)
+    c = 0.0
+    for j in range(K):
+        rhs[j] = sp[j] * Gr[j]
+        c += sp[j] * rhs[j]
+    for j in range(K):
+        rhs[j] -= c * sp[j]
+    # B = diag(sp) G diag(sp); M = λI + Π B Π = λI + B − sp uᵀ − u spᵀ + (spᵀu) sp spᵀ, u = B sp
+    u = delta  # scratch
+    for i in range(K):
+        acc = 0.0
+        for j in range(K):
+            acc += G[i, j] * sp[j] * sp[j]
+        u[i] = sp[i] * acc
+    cu = 0.0
+    for j in range(K):
+        cu += sp[j] * u[j]
+    trace = 0.0
+    for i in range(K):
+        for j in range(K):
+            M[i, j] = sp[i] * G[i, j] * sp[j] - sp[i] * u[j] - u[i] * sp[j] + cu * sp[i] * sp[j]
+        trace += M[i, i]
+    jitter = 0.0
+    status = 4
+    for _attempt in range(8):
+        if _attempt > 0:
+            # numerically indefinite (λ below the rounding level of ‖TGTᵀ‖): rebuild with jitter
+            jitter = (jitter * 100.0) if jitter > 0.0 else 1e-14 * max(trace, 1.0)
+            for i in range(K):
+                for j in range(K):
+                    M[i, j] = (
+                        sp[i] * G[i, j] * sp[j] - sp[i] * u[j] - u[i] * sp[j] + cu * sp[i] * sp[j]
+                    )
+        for i in range(K):
+            M[i, i] += lam + jitter
+        status = cholesky_inplace(M, K)
+        if status == 0:
+            break
+    if status != 0:
+        return status
+    cholesky_solve_inplace(M, rhs, K)  # rhs ← m
+    # Tᵀ m = sp ∘ (Π m)
+    c = 0.0
+    for j in range(K):
+        c += sp[j] * rhs[j]
+    for j in range(K):
+        delta[j] = -(r[j] - sp[j] * (rhs[j] - c * sp[j])) / lam
+    return 0
+
+
+@kernel()
+def _objective(zbar, G, y, k, lam, z, p):
+    """E(y) with z, p filled in; returns (E, quad, lse) where quad = yᵀ G y."""
+    K = y.shape[0]
+    _matvec(G, y, z)
+    quad = 0.0
+    for j in range(K):
+        quad += y[j] * z[j]
+        z[j] += zbar[j]
+    lse = softmax_into(z, p)
+    return 0.5 * lam * quad + lse - z[k], quad, lse
+
+
+@kernel()
+def reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter, trials):
+    """Minimise E over y (in place), from the given y. Returns (E, gnorm, quad, nit, status).
+
+    ``trials[i]`` receives the number of step sizes tried at iteration i (backtracking from the
+    unit step, ρ = 0.8, Armijo c₁ = 1e−4). Status: 0 converged (‖∇E‖ ≤ tol), 1 iteration limit,
+    4 numerical failure (non-finite values, no descent possible above the rounding level).
+    """
+    K = zbar.shape[0]
+    z = np.empty(K)
+    p = np.empty(K)
+    r = np.empty(K)
+    Gr = np.empty(K)
+    GFr = np.empty(K)
+    delta = np.empty(K)
+    Gd = np.empty(K)
+    sp = np.empty(K)
+    rhs = np.empty(K)
+    M = np.empty((K, K))
+    ynew = np.empty(K)
+    znew = np.empty(K)
+    pnew = np.empty(K)
+    E, quad, lse = _objective(zbar, G, y, k, lam, z, p)
+    gnorm = np.inf
+    for it in range(max_iter + 1):
+        for j in range(K):
+            r[j] = lam * y[j] + p[j]
+        r[k] -= 1.0
+        _matvec(GF, r, GFr)
+        g2 = 0.0
+        for j in range(K):
+            g2 += r[j] * GFr[j]
+        gnorm = math.sqrt(max(g2, 0.0))
+        if not math.isfinite(E) or not math.isfinite(gnorm):
+            return E, gnorm, quad, it, 4
+        if gnorm <= tol:
+            return E, gnorm, quad, it, 0
+        if it == max_iter:
+            break
+        st = _newton_direction(G, p, r, lam, M, sp, Gr, rhs, delta)
+        if st != 0:
+            return E, gnorm, quad, it, 4
+        # slope = ∇_y Eᵀ Δ = (G r)ᵀ Δ
+        slope = 0.0
+        for j in range(K):
+            slope += Gr[j] * delta[j]
+        _matvec(G, delta, Gd)
+        alpha = 1.0
+        accepted = False
+        ntried = 0
+        for _ls in range(200):
+            ntried += 1
+            for j in range(K):
+                ynew[j] = y[j] + alpha * delta[j]
+            Enew, qn, ln = _objective(zbar, G, ynew, k, lam, znew, pnew)
+            if Enew <= E + 1e-4 * alpha * slope or (
+                abs(slope) <= 4.0 * _EPS * max(1.0, abs(E)) and Enew <= E + 8.0 * _EPS * abs(E)
+            ):
+                accepted = True
+                break
+            alpha *= 0.8
+        if it < trials.shape[0]:
+            trials[it] = ntried
+        if not accepted:
+            return E, gnorm, quad, it, 4
+        for j in range(K):
+            y[j] = ynew[j]
+            z[j] = znew[j]
+            p[j] = pnew[j]
+        E = Enew
+        quad = qn
+        lse = ln
+    return E, gnorm, quad, max_iter, 1
+
+
+@kernel(parallel=True)
+def reduced_batch(Zbar, G, GF, ks, lams, tol, max_iter, parallel):
+    """reduced_newton for N queries from y = 0: returns (Y, E, gnorm, quad, nit, status).
+
+    ``parallel=False`` runs in the calling thread (single queries: no thread launch)."""
+    N, K = Zbar.shape
+    Y = np.zeros((N, K))
+    E = np.empty(N)
+    gn = np.empty(N)
+    quad = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    trials = np.empty(0, dtype=np.int64)
+    if parallel:
+        for n in prange(N):
+            E[n], gn[n], quad[n], nit[n], status[n] = reduced_newton(
+                Zbar[n], G, GF, ks[n], lams[n], Y[n], tol, max_iter, trials
+            )
+    else:
+        for n in range(N):
+            E[n], gn[n], quad[n], nit[n], status[n] = reduced_newton(
+                Zbar[n], G, GF, ks[n], lams[n], Y[n], tol, max_iter, trials
+            )
+    return Y, E, gn, quad, nit, status
+
+
+@kernel()
+def region_dual(zbar, G, k, margin, tol, max_iter, nu):
+    """Closest point (in the metric of G) with z_k − z_j ≥ margin for all j ≠ k.
+
+    Primal: min ½‖x − x̄‖²_W s.t. (a_k − a_j)·x + b_k − b_j ≥ margin. With x = x̄ + V Dᵀ ν
+    (rows of D: a_k − a_j), the dual is the (K−1)-variable QP
+
+        max_{ν ≥ 0}  cᵀν − ½ νᵀ Q ν,   Q = D V Dᵀ,  c_j = margin − (z̄_k − z̄_j),
+
+    with Q_ij = G_kk − G_kj − G_ik + G_ij read off G. Solved exactly by an active-set method
+    (Lawson–Hanson style: add the most violated dual constraint, solve the equality-constrained
+    subproblem by Cholesky, step back to feasibility, drop indices that reach 0).
+
+    ``nu`` (K,) receives the multipliers (nu[k] = 0); the step in y-coordinates is y = −ν except
+    y_k = Σν. Returns (nit, status): 0 optimal, 1 iteration limit, 3 infeasible (the target cannot
+    win: a singular direction along which the margin can never be met).
+    """
+    K = zbar.shape[0]
+    m = K - 1
+    idx = np.empty(m, dtype=np.int64)
+    t = 0
+    for j in range(K):
+        if j != k:
+            idx[t] = j
+            t += 1
+    Q = np.empty((m, m))
+    c = np.empty(m)
+    for a in range(m):
+        ja = idx[a]
+        c[a] = margin - (zbar[k] - zbar[ja])
+        for b in range(m):
+            jb = idx[b]
+            Q[a, b] = G[k, k] - G[k, jb] - G[ja, k] + G[ja, jb]
+    scale = 1.0
+    for a in range(m):
+        scale = max(scale, abs(Q[a, a]))
+    x = np.zeros(m)
+    inP = np.zeros(m, dtype=np.bool_)
+    wgrad = np.empty(m)
+    s = np.empty(m)
+    L = np.empty((m, m))
+    Pidx = np.empty(m, dtype=np.int64)
+    nit = 0
+    status = 1
+    for outer in range(max_iter):
+        nit = outer
+        # dual gradient w = c − Q x
+        best = -1
+        bestv = tol * max(1.0, scale)
+        for a in range(m):
+            acc = c[a]
+            for b in range(m):
+                acc -= Q[a, b] * x[b]
+            wgrad[a] = acc
+            if not inP[a] and acc > bestv:
+                bestv = acc
+                best = a
+        if best < 0:
+            status = 0
+            break
+        inP[best] = True
+        for _inner in range(m + 1):
+            nP = 0
+            for a in range(m):
+                if inP[a]:
+                    Pidx[nP] = a
+                    nP += 1
+            for a in range(nP):
+                s[a] = c[Pidx[a]]
+                for b in range(nP):
+                    L[a, b] = Q[Pidx[a], Pidx[b]]
+            # a (numerically) singular Q_PP with c in a direction it cannot reach => infeasible
+            if cholesky_inplace(L, nP) != 0:
+                return nit, 3
+            pivot_min = np.inf
+            pivot_max = 0.0
+            for a in range(nP):
+                pivot_min = min(pivot_min, L[a, a] * L[a, a])
+                pivot_max = max(pivot_max, L[a, a] * L[a, a])
+            if pivot_min <= 1e-13 * max(pivot_max, scale):
+                return nit, 3
+            cholesky_solve_inplace(L, s, nP)
+            allpos = True
+            for a in range(nP):
+                if s[a] <= 0.0:
+                    allpos = False
+            if allpos:
+                for a in range(m):
+                    x[a] = 0.0
+                for a in range(nP):
+                    x[Pidx[a]] = s[a]
+                break
+            # step from x towards s until the first coordinate hits 0
+            step = 1.0
+            for a in range(nP):
+                ia = Pidx[a]
+                if s[a] <= 0.0:
+                    denom = x[ia] - s[a]
+                    if denom > 0.0:
+                        step = min(step, x[ia] / denom)
+            for a in range(nP):
+                ia = Pidx[a]
+                x[ia] = x[ia] + step * (s[a] - x[ia])
+                if x[ia] <= 1e-300 or (s[a] <= 0.0 and x[ia] <= 1e-15 * max(1.0, abs(s[a]))):
+                    x[ia] = 0.0
+                    inP[ia] = False
+    for j in range(K):
+        nu[j] = 0.0
+    for a in range(m):
+        nu[idx[a]] = x[a]
+    return nit, status
+
+
+@kernel()
+def _region_row(zbar, G, k, margin, tol, max_iter, y):
+    K = zbar.shape[0]
+    nu = np.empty(K)
+    nit, status = region_dual(zbar, G, k, margin, tol, max_iter, nu)
+    s = 0.0
+    for j in range(K):
+        y[j] = -nu[j]
+        s += nu[j]
+    y[k] = s
+    return nit, status
+
+
+@kernel(parallel=True)
+def region_batch(Zbar, G, ks, margins, tol, max_iter, parallel):
+    """region_dual for N queries: returns (Y, nit, status) with y = −ν, y_k = Σ ν."""
+    N, K = Zbar.shape
+    Y = np.zeros((N, K))
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    if parallel:
+        for n in prange(N):
+            nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
+    else:
+        for n in range(N):
+            nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
+    return Y, nit, status
+
+
+@kernel()
+def _log_pk(zbar, G, y, k):
+    K = y.shape[0]
+    z = np.empty(K)
+    p = np.empty(K)
+    _matvec(G, y, z)
+    for j in range(K):
+        z[j] += zbar[j]
+    return z[k] - softmax_into(z, p)
+
+
+@kernel()
+def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y):
+    """min ‖x − x̄‖_W s.t. p_k ≥ τ through problem (2): p_k(x*(λ)) decreases with λ, so the
+    constrained optimum is x*(λ) at the λ where p_k = τ (its KKT multiplier is 1/λ).
+
+    A safeguarded regula falsi (Illinois) in t = log λ on f(t) = log p_k(x*(e^t)) − log τ,
+    each evaluation a warm-started reduced Newton solve. The returned y is the solution on the
+    feasible side of the bracket (p_k ≥ τ). Returns (lam, nit_total, status): 0 converged,
+    3 τ unreachable (p_k stays below τ as λ → 0), 4 numerical failure.
+    """
+    K = zbar.shape[0]
+    trials = np.empty(0, dtype=np.int64)
+    for j in range(K):
+        y[j] = 0.0
+    z0 = _log_pk(zbar, G, y, k)
+    if z0 >= log_tau:
+        return np.inf, 0, 0
+    total = 0
+    y_ok = np.empty(K)
+    # bracket: find t_lo with f ≥ 0 (feasible) and t_hi with f < 0, stepping by a factor 10 in λ
+    t = 0.0
+    _E, _g, _q, nit, st = reduced_newton(zbar, G, GF, k, math.exp(t), y, tol, max_iter, trials)
+    total += nit
+    f = _log_pk(zbar, G, y, k) - log_tau
+    t_lo = np.nan
+    t_hi = np.nan
+    f_lo = 0.0
+    f_hi = 0.0
+    if f >= 0.0:
+        t_lo = t
+        f_lo = f
+        for j in range(K):
+            y_ok[j] = y[j]
+        while True:
+            t += 2.302585092994046
+            if t > 80.0:
+                return np.nan, total, 4
+            _E, _g, _q, nit, st = reduced_newton(
+                zbar, G, GF, k, math.exp(t), y, tol, max_iter, trials
+            )
+            total += nit
+            f = _log_pk(zbar, G, y, k) - log_tau
+            if f < 0.0:
+                t_hi = t
+                f_hi = f
+                break
+            t_lo = t
+            f_lo = f
+            for j in range(K):
+                y_ok[j] = y[j]
+    else:
+        t_hi = t
+        f_hi = f
+        while True:
+            t -= 2.302585092994046
+            if t < -80.0:  # λ ≈ 1e−35 and still p_k < τ: the target cannot reach τ
+                return math.exp(t), total, 3
+            _E, _g, _q, nit, st = reduced_newton(
+                zbar, G, GF, k, math.exp(t), y, tol, max_iter, trials
+            )
+            total += nit
+            f = _log_pk(zbar, G, y, k) - log_tau
+            if f >= 0.0:
+                t_lo = t
+                f_lo = f
+                for j in range(K):
+                    y_ok[j] = y[j]
+                break
+            t_hi = t
+            f_hi = f
+    # Illinois regula falsi on [t_lo, t_hi] (f_lo ≥ 0 > f_hi)
+    side = 0
+    for _it in range(200):
+        if f_lo <= 1e-15 * max(1.0, abs(log_tau)) or (t_hi - t_lo) <= 1e-15 * max(1.0, abs(t_lo)):
+            break
+        t = (t_lo * f_hi - t_hi * f_lo) / (f_hi - f_lo)
+        if not (t_lo < t < t_hi):
+            t = 0.5 * (t_lo + t_hi)
+        for j in range(K):
+            y[j] = y_ok[j]
+        _E, _g, _q, nit, st = reduced_newton(zbar, G, GF, k, math.exp(t), y, tol, max_iter, trials)
+        total += nit
+        if st == 4:
+            return math.exp(t), total, 4
+        f = _log_pk(zbar, G, y, k) - log_tau
+        if f >= 0.0:
+            t_lo = t
+            f_lo = f
+            for j in range(K):
+                y_ok[j] = y[j]
+            if side == -1:
+                f_hi *= 0.5
+            side = -1
+        else:
+            t_hi = t
+            f_hi = f
+            if side == 1:
+                f_lo *= 0.5
+            side = 1
+    for j in range(K):
+        y[j] = y_ok[j]
+    return math.exp(t_lo), total, 0
+
+
+@kernel(parallel=True)
+def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel):
+    """proba_search for N queries: returns (Y, lam, nit, status)."""
+    N, K = Zbar.shape
+    Y = np.zeros((N, K))
+    lam = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    if parallel:
+        for n in prange(N):
+            lam[n], nit[n], status[n] = proba_search(
+                Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n]
+            )
+    else:
+        for n in range(N):
+            lam[n], nit[n], status[n] = proba_search(
+                Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n]
+            )
+    return Y, lam, nit, status
+
+
+@kernel()
+def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm):
+    """Problem (2) along lams (warm-started from the previous solution when ``warm``).
+
+    Returns (Y (L, K), E, gnorm, nit, status)."""
+    L = lams.shape[0]
+    K = zbar.shape[0]
+    Y = np.zeros((L, K))
+    E = np.empty(L)
+    gn = np.empty(L)
+    nit = np.empty(L, dtype=np.int64)
+    status = np.empty(L, dtype=np.int64)
+    y = np.zeros(K)
+    trials = np.empty(0, dtype=np.int64)
+    for i in range(L):
+        if not warm:
+            for j in range(K):
+                y[j] = 0.0
+        E[i], gn[i], _q, nit[i], status[i] = reduced_newton(
+            zbar, G, GF, k, lams[i], y, tol, max_iter, trials
+        )
+        for j in range(K):
+            Y[i, j] = y[j]
+    return Y, E, gn, nit, status

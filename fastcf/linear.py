@@ -1,0 +1,824 @@
+"""Inverse classification for logistic and softmax classifiers (paper 000).
+
+:class:`LinearExplainer` answers three kinds of query for a model with logits ``z = A x + b``:
+
+* ``lam=λ``: problem (2), ``min_x λ/2 ‖x − x̄‖²_W − log p_target(x)``;
+* ``proba=τ``: ``min ‖x − x̄‖_W`` subject to ``p_target(x) ≥ τ``;
+* ``region=True``: the closest point classified as the target, with a margin on the logits.
+
+Binary models (one weight row, as scikit-learn stores them) are solved in closed form through the
+scalar root φ(α, β) (Theorem 4.2); softmax models by Newton's method in the K-dimensional space
+spanned by the weight rows (see :mod:`fastcf._kernels.softmax`).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from . import _solvers
+from ._kernels import logistic as _lk
+from ._kernels import softmax as _sk
+from ._validation import (
+    as_float_array,
+    as_queries,
+    check_probability,
+    check_scalar_positive,
+    median_absolute_deviation,
+    resolve_bounds,
+    resolve_frozen,
+    resolve_targets,
+    resolve_weights,
+)
+from .adapters import linear_model_arrays
+from .results import STATUS_MESSAGES, Counterfactual, CounterfactualBatch, CounterfactualPath
+
+__all__ = ["LinearExplainer"]
+
+_METHODS = ("auto", "reduced", "woodbury", "lbfgs", "cg", "gd")
+
+
+def _messages(status, success, kind):
+    out = []
+    for st, ok in zip(status.tolist(), success.tolist(), strict=True):
+        if ok and st == 0:
+            out.append(f"{kind}: converged" if kind != "closed form" else "exact (closed form)")
+        else:
+            out.append(STATUS_MESSAGES.get(st, "unknown status"))
+    return out
+
+
+class LinearExplainer:
+    """Counterfactuals of logistic-regression and softmax classifiers.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted ``LogisticRegression`` (binary or multinomial), ``LogisticRegressionCV``,
+        binary ``SGDClassifier(loss="log_loss")``, or a ``Pipeline`` whose steps before the
+        classifier are affine (``StandardScaler``, ``MinMaxScaler``, ``MaxAbsScaler``, ``PCA``);
+        those steps are folded into ``(A, b)`` so that counterfactuals live in the raw input
+        space. Use :meth:`from_arrays` for any other source of weights.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (K, D)
+        Weights in the raw input space (K = 1 for a binary model).
+    intercept_ : ndarray of shape (K,)
+    classes_ : ndarray
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str or None
+    mad_ : ndarray of shape (D,) or None
+        Per-feature median absolute deviation, set by :meth:`fit_mad`.
+
+    Notes
+    -----
+    All per-model work (contiguous float64 weights, the Gram matrix ``A Aᵀ``) is done once here;
+    each query does only per-query work. The explainer is immutable after construction apart from
+    :meth:`fit_mad` and an internal cache of Gram matrices per metric, and is safe to share between
+    threads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = LogisticRegression(max_iter=1000).fit(X, y)
+    >>> ex = LinearExplainer(model)
+    >>> res = ex.explain(X[0], target=2, proba=0.5)
+    >>> bool(res.success), int(model.predict(res.x[None])[0])
+    (True, 2)
+    >>> round(float(res.proba[2]), 10)
+    0.5
+    """
+
+    def __init__(self, model):
+        A, b, classes, names = linear_model_arrays(model)
+        self._init_arrays(A, b, classes, names)
+
+    @classmethod
+    def from_arrays(cls, A, b, classes=None, feature_names=None):
+        """Build an explainer from logits ``z = A x + b``.
+
+        Parameters
+        ----------
+        A : array_like of shape (K, D)
+            ``K = 1`` means binary logistic with ``p(classes[1]) = σ(A x + b)`` (scikit-learn's
+            convention); ``K = 2`` is the equivalent two-class softmax.
+        b : array_like of shape (K,)
+        classes : array_like of shape (max(K, 2),), optional
+            Class labels; ``0, 1, ..., K-1`` by default.
+        feature_names : array_like of str, optional
+
+        Returns
+        -------
+        LinearExplainer
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> ex = LinearExplainer.from_arrays(np.eye(3, 4), np.zeros(3), classes=["a", "b", "c"])
+        >>> ex.explain(np.zeros(4), target="c", lam=0.1).target
+        'c'
+        """
+        self = cls.__new__(cls)
+        A = as_float_array(A, "A", ndim=2)
+        b = as_float_array(b, "b", ndim=(0, 1))
+        b = np.atleast_1d(b)
+        if b.shape[0] != A.shape[0]:
+            raise ValueError(f"b must have shape ({A.shape[0]},) to match A {A.shape}; got {b.shape}")
+        if A.shape[1] == 0:
+            raise ValueError("A must have at least one feature (column)")
+        n_cls = max(A.shape[0], 2)
+        classes = np.arange(n_cls) if classes is None else np.asarray(classes)
+        if classes.ndim != 1 or classes.shape[0] != n_cls:
+            raise ValueError(
+                f"classes must have {n_cls} labels for A with {A.shape[0]} row(s); got {classes.shape}"
+            )
+        if len(set(classes.tolist())) != n_cls:
+            raise ValueError(f"classes must be distinct; got {classes.tolist()}")
+        if feature_names is not None:
+            feature_names = np.asarray([str(f) for f in feature_names], dtype=object)
+            if feature_names.shape != (A.shape[1],):
+                raise ValueError(
+                    f"feature_names must have {A.shape[1]} names; got {feature_names.shape}"
+                )
+        self._init_arrays(A, b, classes, feature_names)
+        return self
+
+    def _init_arrays(self, A, b, classes, names):
+        A = np.ascontiguousarray(A, dtype=np.float64)
+        b = np.ascontiguousarray(b, dtype=np.float64)
+        if not (np.isfinite(A).all() and np.isfinite(b).all()):
+            raise ValueError("the model's weights (A, b) contain NaN or infinite values")
+        self.coef_ = A
+        self.intercept_ = b
+        self.classes_ = np.asarray(classes)
+        self.n_features_in_ = A.shape[1]
+        self.feature_names_in_ = names
+        self.mad_ = None
+        self._binary = A.shape[0] <= 2
+        if A.shape[0] == 2:  # two-class softmax == logistic with w = a1 − a0
+            self._w = np.ascontiguousarray(A[1] - A[0])
+            self._c = float(b[1] - b[0])
+        elif A.shape[0] == 1:
+            self._w = np.ascontiguousarray(A[0])
+            self._c = float(b[0])
+        # the softmax form of the model (for binary: rows [0, w]), used by the K-space solvers
+        if self._binary:
+            self._A = np.ascontiguousarray(np.vstack([np.zeros_like(self._w), self._w]))
+            self._b = np.array([0.0, self._c])
+        else:
+            self._A = A
+            self._b = b
+        self._AT = np.ascontiguousarray(self._A.T)
+        self._G = self._A @ self._A.T
+        self._gram_cache = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ model evaluation
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_lock", None)
+        state["_gram_cache"] = {}
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def decision_function(self, X):
+        """Logits ``A x + b``: shape (N,) for a binary model (as scikit-learn), else (N, K).
+
+        Parameters
+        ----------
+        X : array_like of shape (N, D) or (D,)
+
+        Returns
+        -------
+        ndarray
+        """
+        X, single, _ = as_queries(X, self.n_features_in_, name="X")
+        if self._binary:
+            out = X @ self._w + self._c
+        else:
+            out = X @ self._AT + self._b
+        return out[0] if single else out
+
+    def predict_proba(self, X):
+        """Class probabilities in the order of ``classes_``.
+
+        Parameters
+        ----------
+        X : array_like of shape (N, D) or (D,)
+
+        Returns
+        -------
+        ndarray of shape (N, n_classes) or (n_classes,)
+        """
+        Z = np.atleast_1d(self.decision_function(X))
+        single = np.ndim(X) == 1 or (hasattr(X, "ndim") and X.ndim == 1)
+        P = self._proba_from_logits(Z if Z.ndim > 0 else Z[None])
+        return P[0] if single else P
+
+    def _proba_from_logits(self, Z):
+        if self._binary:
+            Z = np.asarray(Z).reshape(-1)
+            e = np.exp(-np.abs(Z))
+            p1 = np.where(Z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+            p0 = np.where(Z >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
+            return np.column_stack([p0, p1])
+        m = Z.max(axis=1, keepdims=True)
+        E = np.exp(Z - m)
+        return E / E.sum(axis=1, keepdims=True)
+
+    def _predict_index(self, Z):
+        if self._binary:
+            return (np.asarray(Z).reshape(-1) > 0).astype(np.int64)
+        return np.argmax(Z, axis=1)
+
+    def predict(self, X):
+        """Predicted class labels (scikit-learn's rule: argmax; ties to the first class).
+
+        Parameters
+        ----------
+        X : array_like of shape (N, D) or (D,)
+
+        Returns
+        -------
+        ndarray of shape (N,)
+        """
+        Z = self.decision_function(X)
+        Z = np.atleast_1d(Z) if self._binary else np.atleast_2d(Z)
+        return self.classes_[self._predict_index(Z)]
+
+    def fit_mad(self, X):
+        """Store the per-feature median absolute deviation of ``X`` for ``weights="mad"``.
+
+        Parameters
+        ----------
+        X : array_like of shape (N, D)
+            Training data, in the raw input space.
+
+        Returns
+        -------
+        self
+        """
+        X, _, _ = as_queries(X, self.n_features_in_, self.feature_names_in_, name="X")
+        self.mad_ = median_absolute_deviation(X)
+        return self
+
+    # ------------------------------------------------------------------ metric helpers
+    def _metric(self, frozen_mask, weights):
+        """v = W⁻¹ on free features (0 on frozen), wt = W (0 on frozen), G_V = A V Aᵀ, G_F."""
+        D = self.n_features_in_
+        if weights is None and not frozen_mask.any():
+            ones = np.ones(D)
+            return ones, ones, self._G, self._G
+        wt = np.ones(D) if weights is None else weights
+        key = (frozen_mask.tobytes(), None if weights is None else weights.tobytes())
+        hit = self._gram_cache.get(key)
+        if hit is not None:
+            return hit
+        free = ~frozen_mask
+        v = np.where(free, 1.0 / wt, 0.0)
+        wt_f = np.where(free, wt, 0.0)
+        GV = (self._A * v) @ self._A.T
+        GF = GV if weights is None else (self._A * free) @ self._A.T
+        out = (v, wt_f, GV, GF)
+        with self._lock:
+            if len(self._gram_cache) > 16:
+                self._gram_cache.clear()
+            self._gram_cache[key] = out
+        return out
+
+    def _prepare(self, x, target, frozen, weights, bounds):
+        X, single, names = as_queries(x, self.n_features_in_, self.feature_names_in_)
+        N = X.shape[0]
+        if N == 0:
+            raise ValueError("x is empty: need at least one query row")
+        tidx = resolve_targets(target, self.classes_, N)
+        fmask = resolve_frozen(frozen, self.n_features_in_, names)
+        w = resolve_weights(weights, self.n_features_in_, self.mad_)
+        bnd = resolve_bounds(bounds, self.n_features_in_, X)
+        return X, single, names, tidx, fmask, w, bnd
+
+    # ------------------------------------------------------------------ public queries
+    def explain(
+        self,
+        x,
+        target,
+        lam=None,
+        *,
+        proba=None,
+        region=False,
+        margin=1e-6,
+        frozen=None,
+        weights=None,
+        bounds=None,
+        method="auto",
+        tol=1e-10,
+        max_iter=100,
+    ):
+        """Find the closest point that the model puts in ``target``.
+
+        Exactly one of ``lam``, ``proba`` or ``region=True`` selects the problem; with none,
+        ``lam=0.01``.
+
+        Parameters
+        ----------
+        x : array_like of shape (D,) or (N, D)
+            The source instance(s); pandas Series/DataFrame keep their feature names.
+        target : label or array_like of N labels
+            Class label(s) as in ``classes_``.
+        lam : float or array_like of shape (N,), optional
+            λ > 0 of problem (2): ``min λ/2 ‖x − x̄‖²_W − log p_target(x)``.
+        proba : float, optional
+            τ ∈ (0, 1): ``min ‖x − x̄‖_W`` s.t. ``p_target(x) ≥ τ`` (exact; x̄ itself if it
+            already meets τ).
+        region : bool, default=False
+            The closest point classified as the target: ``z_target ≥ z_j + margin`` for all j.
+        margin : float, default=1e-6
+            Margin on the logits for ``region=True``.
+        frozen : sequence of int or str, optional
+            Features that must not change (indices or feature names).
+        weights : array_like of shape (D,) or "mad", optional
+            Diagonal metric ``‖W^{1/2}(x − x̄)‖``; ``"mad"`` uses 1/MAD from :meth:`fit_mad`.
+        bounds : (lo, hi), optional
+            Per-feature box (scalars or arrays; ±inf allowed). The source must lie inside.
+        method : {"auto", "reduced", "woodbury", "lbfgs", "cg", "gd"}, default="auto"
+            Solver of problem (2). ``"auto"``/``"reduced"``: closed form for binary models, the
+            K-dimensional Newton for softmax. The others run in R^D, for comparison.
+        tol : float, default=1e-10
+            Tolerance on ‖∇E‖ (iterative methods).
+        max_iter : int, default=100
+            Iteration limit of the iterative methods.
+
+        Returns
+        -------
+        Counterfactual or CounterfactualBatch
+            A batch when ``x`` is 2-D.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> ex = LinearExplainer.from_arrays(np.array([[1.0, -2.0]]), np.array([0.0]))
+        >>> res = ex.explain(np.array([-1.0, 1.0]), target=1, lam=0.1)
+        >>> bool(res.success), res.method, res.nit
+        (True, 'closed form', 0)
+        >>> res.grad_norm < 1e-12
+        True
+        """
+        modes = (lam is not None) + (proba is not None) + bool(region)
+        if modes > 1:
+            raise ValueError("give only one of lam=, proba= or region=True")
+        if method not in _METHODS:
+            raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+        tol = check_scalar_positive(tol, "tol")
+        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+            raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
+        X, single, names, tidx, fmask, w, bnd = self._prepare(x, target, frozen, weights, bounds)
+        N = X.shape[0]
+        if proba is not None or region:
+            if method not in ("auto", "reduced"):
+                raise ValueError(
+                    f"method={method!r} applies to problem (2) (lam=); proba= and region=True are "
+                    "solved exactly by the default method"
+                )
+            if proba is not None:
+                tau = check_probability(proba, "proba")
+                res = self._constrained(X, tidx, fmask, w, bnd, proba=tau, margin=None,
+                                        tol=tol, max_iter=max_iter)
+            else:
+                if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating)):
+                    raise TypeError(f"margin must be a real number >= 0; got {margin!r}")
+                if not (np.isfinite(margin) and margin >= 0):
+                    raise ValueError(f"margin must be finite and >= 0; got {margin!r}")
+                res = self._constrained(X, tidx, fmask, w, bnd, proba=None, margin=float(margin),
+                                        tol=tol, max_iter=max_iter)
+        else:
+            lams = check_scalar_positive(0.01 if lam is None else lam, "lam", allow_array=True, n=N)
+            lams = np.full(N, lams) if np.ndim(lams) == 0 else np.ascontiguousarray(lams)
+            res = self._lam(X, tidx, fmask, w, bnd, lams, method, tol, max_iter)
+        return self._package(res, X, tidx, names, single)
+
+    def path(self, x, target, lams=None, *, frozen=None, weights=None, bounds=None,
+             warm_start=True, tol=1e-10, max_iter=100):
+        """Solutions of problem (2) over a decreasing sequence of λ, warm-started (§3.4).
+
+        Parameters
+        ----------
+        x : array_like of shape (D,)
+        target : label
+        lams : array_like of shape (L,), optional
+            λ values; ``np.logspace(3, -5, 100)`` by default. Solved in the order given
+            (decreasing λ is the efficient order).
+        frozen, weights, bounds, tol, max_iter
+            As in :meth:`explain`.
+        warm_start : bool, default=True
+            Start each solve from the previous solution (``False`` starts from x̄, for
+            comparison).
+
+        Returns
+        -------
+        CounterfactualPath
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> ex = LinearExplainer.from_arrays(np.eye(3, 5), np.zeros(3))
+        >>> path = ex.path(np.zeros(5), target=2, lams=np.logspace(2, -2, 9))
+        >>> bool(np.all(np.diff(path.proba[:, 2]) > 0))
+        True
+        """
+        lams = np.logspace(3, -5, 100) if lams is None else as_float_array(lams, "lams", ndim=1)
+        if lams.size == 0 or not (lams > 0).all():
+            raise ValueError("lams must be a non-empty 1-D array of values > 0")
+        tol = check_scalar_positive(tol, "tol")
+        X, single, names, tidx, fmask, w, bnd = self._prepare(x, target, frozen, weights, bounds)
+        if not single:
+            raise ValueError(f"path takes one query x of shape ({self.n_features_in_},); got {X.shape}")
+        x0 = X[0]
+        k = int(tidx[0])
+        L = lams.shape[0]
+        if self._binary:
+            Xr = np.repeat(X, L, axis=0)
+            res = self._lam(Xr, np.full(L, k), fmask, w, bnd, np.ascontiguousarray(lams),
+                            "auto", tol, max_iter)
+            XL, nit, status, gn = res["x"], res["nit"], res["status"], res["grad_norm"]
+            method = "closed form"
+        else:
+            v, wt, GV, GF = self._metric(fmask, w)
+            if bnd is not None:
+                XL = np.empty((L, x0.shape[0]))
+                nit = np.zeros(L, dtype=np.int64)
+                status = np.zeros(L, dtype=np.int64)
+                gn = np.zeros(L)
+                xw = None
+                for i, lm in enumerate(lams):
+                    xi, nit[i], status[i], gn[i] = self._bounded_one(
+                        x0, k, float(lm), v, wt, bnd, tol, max_iter, x_init=xw
+                    )
+                    XL[i] = xi
+                    xw = xi if warm_start else None
+                method = "reduced (active set)"
+            else:
+                zbar = self._A @ x0 + self._b
+                Y, _E, gn, nit, status = _sk.lam_path(zbar, GV, GF, k, lams, tol, max_iter,
+                                                      warm_start)
+                XL = Y @ self._A
+                XL *= v
+                XL += x0
+                method = "reduced"
+        Z = XL @ self._AT + self._b
+        P = self._proba_from_logits(Z[:, 1] - Z[:, 0] if self._binary else Z)
+        pred = np.argmax(P, axis=1) if not self._binary else (Z[:, 1] - Z[:, 0] > 0).astype(int)
+        success = (pred == k) & (status == 0)
+        status = np.where((status == 0) & ~success, 5, status)
+        wt_full = np.ones_like(x0) if w is None else w
+        dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
+        return CounterfactualPath(
+            lams=lams, X=XL, x0=x0, target=self.classes_[k].item()
+            if hasattr(self.classes_[k], "item") else self.classes_[k],
+            proba=P, distance=dist, nit=np.asarray(nit), success=success, status=status,
+            grad_norm=np.asarray(gn), method=method, feature_names=names,
+        )
+
+    # ------------------------------------------------------------------ problem (2)
+    def _lam(self, X, tidx, fmask, w, bnd, lams, method, tol, max_iter):
+        N, D = X.shape
+        v, wt, GV, GF = self._metric(fmask, w)
+        if self._binary and method in ("auto", "reduced"):
+            signs = np.where(tidx == 1, 1.0, -1.0)
+            vw = np.ascontiguousarray(v * self._w)
+            lo, hi = (bnd if bnd is not None else (np.empty(0), np.empty(0)))
+            Xs, zeta, q, nit, status, dist, gn = _lk.lam_batch(
+                X, self._w, self._c, signs, vw, wt, lams, lo, hi, bnd is not None, 200, N > 1
+            )
+            unreachable = float(self._w @ vw) == 0.0
+            return self._finish_binary(Xs, zeta, tidx, nit, status, lams, dist, gn,
+                                       "closed form", unreachable, proba_min=None)
+        if method in ("auto", "reduced"):
+            if bnd is not None:
+                Xs = np.empty_like(X)
+                nit = np.zeros(N, dtype=np.int64)
+                status = np.zeros(N, dtype=np.int64)
+                for n in range(N):
+                    Xs[n], nit[n], status[n], _ = self._bounded_one(
+                        X[n], int(tidx[n]), float(lams[n]), v, wt, bnd, tol, max_iter
+                    )
+                return self._finish_softmax(X, Xs, tidx, nit, status, lams, wt, v, bnd,
+                                            "reduced (active set)")
+            Zbar = X @ self._AT
+            Zbar += self._b
+            Y, _E, gn, quad, nit, status = _sk.reduced_batch(Zbar, GV, GF, tidx, lams, tol,
+                                                             max_iter, N > 1)
+            Xs = Y @ self._A
+            Xs *= v
+            Xs += X
+            # ‖x − x̄‖²_W = yᵀ G y and ‖∇E‖ come from the K-space solver: no (N, D) temporaries
+            return self._finish_softmax(X, Xs, tidx, nit, status, lams, wt, v, bnd, "reduced",
+                                        dist=np.sqrt(np.maximum(quad, 0.0)), gn=gn)
+        # D-dimensional reference methods, one query at a time
+        if bnd is not None and method != "lbfgs":
+            raise ValueError(
+                f"bounds are supported by method='auto'/'reduced' (exact) and 'lbfgs' "
+                f"(L-BFGS-B); got method={method!r}"
+            )
+        Xs = np.empty_like(X)
+        nit = np.zeros(N, dtype=np.int64)
+        status = np.zeros(N, dtype=np.int64)
+        infos = []
+        wt1 = np.ones(D) if w is None else w
+        for n in range(N):
+            prob = _solvers.SoftmaxProblem(self._A, self._b, X[n], int(tidx[n]) if not self._binary
+                                           else int(tidx[n]), float(lams[n]), wt1, ~fmask)
+            if method == "woodbury":
+                xs, it, st, _g, info = _solvers.woodbury_newton(prob, GV, tol=tol, max_iter=max_iter)
+            elif method in ("lbfgs", "cg"):
+                xs, it, st, _g, info = _solvers.scipy_method(
+                    prob, method, tol=tol, max_iter=max(max_iter, 1000), bounds=bnd
+                )
+            else:
+                xs, it, st, _g, info = _solvers.gradient_descent(
+                    prob, tol=tol, max_iter=max(max_iter, 1000)
+                )
+            Xs[n], nit[n], status[n] = xs, it, st
+            infos.append(info)
+        res = self._finish_softmax(X, Xs, tidx, nit, status, lams, wt, v, bnd, method)
+        res["info"] = {"per_query": infos}
+        return res
+
+    def _bounded_one(self, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None):
+        """Problem (2) with a box for a softmax model: primal active-set over the reduced solver.
+
+        Each outer iteration fixes the clamped features at their bounds (like frozen features)
+        and solves the remaining smooth problem exactly with the K-dimensional Newton method;
+        then features that left the box are clamped and clamped features whose multiplier has
+        the wrong sign are released. At the fixed point the KKT conditions of the box-constrained
+        problem hold (checked in R^D). Chosen over L-BFGS-B because every inner solve is exact
+        (to machine precision) and costs O(K³) per Newton step plus one O(DK²) Gram update.
+        """
+        lo, hi = bnd
+        A, b = self._A, self._b
+        free0 = v > 0
+        at_lo = np.zeros_like(free0)
+        at_hi = np.zeros_like(free0)
+        if x_init is not None:
+            at_lo = free0 & (x_init <= lo)
+            at_hi = free0 & (x_init >= hi)
+        total = 0
+        y = np.zeros(A.shape[0])
+        for _outer in range(100):
+            clamped = at_lo | at_hi
+            v_eff = np.where(clamped, 0.0, v)
+            xb = np.where(at_lo, lo, np.where(at_hi, hi, x0))
+            G = (A * v_eff) @ A.T
+            GF = (A * (free0 & ~clamped)) @ A.T if not np.all(v[free0] == 1.0) else G
+            zbar = A @ xb + b
+            # the distance of the clamped features to x̄ is a constant: not part of E(y)
+            trials = np.empty(0, dtype=np.int64)
+            _E, _gn, _q, nit, st = _sk.reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter,
+                                                     trials)
+            total += nit
+            x = xb + v_eff * (A.T @ y)
+            z = A @ x + b
+            p = np.exp(z - z.max())
+            p /= p.sum()
+            p[k] -= 1.0
+            g = lam * wt * (x - x0) + A.T @ p
+            out_lo = free0 & ~clamped & (x < lo)
+            out_hi = free0 & ~clamped & (x > hi)
+            rel_lo = at_lo & (g < 0)  # at lo, the objective wants to go up: release
+            rel_hi = at_hi & (g > 0)
+            if not (out_lo.any() or out_hi.any() or rel_lo.any() or rel_hi.any()):
+                gp = np.where(free0 & ~clamped, g, 0.0)
+                return x, total, (0 if st == 0 else st), float(np.linalg.norm(gp))
+            at_lo = (at_lo & ~rel_lo) | out_lo
+            at_hi = (at_hi & ~rel_hi) | out_hi
+        x = np.clip(x, lo, hi)
+        return x, total, 1, float("nan")
+
+    # ------------------------------------------------------------------ constrained forms
+    def _constrained(self, X, tidx, fmask, w, bnd, proba, margin, tol, max_iter):
+        N, D = X.shape
+        v, wt, GV, GF = self._metric(fmask, w)
+        if self._binary:
+            signs = np.where(tidx == 1, 1.0, -1.0)
+            vw = np.ascontiguousarray(v * self._w)
+            if proba is not None:
+                # θ = logit τ, rounded up until σ(θ) ≥ τ in floating point, so that meeting
+                # ζ ≥ θ really gives p_target ≥ τ
+                theta = math.log(proba) - math.log1p(-proba)
+                while self._proba_from_logits(np.array([theta]))[0, 1] < proba:
+                    theta = float(np.nextafter(theta, np.inf))
+            else:
+                theta = margin
+            lo, hi = (bnd if bnd is not None else (np.empty(0), np.empty(0)))
+            Xs, zeta, status, dist = _lk.project_batch(
+                X, self._w, self._c, signs, vw, wt, np.full(N, theta), lo, hi, bnd is not None, N > 1
+            )
+            return self._finish_binary(Xs, zeta, tidx, np.zeros(N, dtype=np.int64), status,
+                                       None, dist, None, "projection", False, proba_min=proba)
+        if bnd is not None:
+            return self._constrained_cvxpy(X, tidx, v, wt, bnd, proba, margin)
+        Zbar = X @ self._AT
+        Zbar += self._b
+        if proba is not None:
+            log_tau = np.full(N, math.log(proba))
+            Y, lamv, nit, status = _sk.proba_batch(Zbar, GV, GF, tidx, log_tau, tol, max_iter,
+                                                   N > 1)
+            # p_k ≥ τ holds in log space; rounding of the normalised probabilities can leave it
+            # an ulp short: re-solve those rows for a τ a few ulps higher
+            for _ in range(3):
+                Z = (Y @ self._A * v + X) @ self._AT + self._b
+                P = self._proba_from_logits(Z)
+                short = (status == 0) & (P[np.arange(N), tidx] < proba)
+                if not short.any():
+                    break
+                log_tau[short] += 8 * np.finfo(float).eps * (1 + abs(math.log(proba)))
+                idx = np.flatnonzero(short)
+                Y2, lam2, nit2, st2 = _sk.proba_batch(Zbar[idx], GV, GF, tidx[idx], log_tau[idx],
+                                                      tol, max_iter, idx.size > 1)
+                Y[idx], lamv[idx], nit[idx], status[idx] = Y2, lam2, nit[idx] + nit2, st2
+            method = "reduced (λ search)"
+        else:
+            Y, nit, status = _sk.region_batch(Zbar, GV, tidx, np.full(N, margin), 1e-12,
+                                              10 * self._A.shape[0] + 100, N > 1)
+            lamv = None
+            method = "reduced (dual active set)"
+        Xs = Y @ self._A
+        Xs *= v
+        Xs += X
+        res = self._finish_softmax(X, Xs, tidx, nit, status, lamv, wt, v, None, method,
+                                   proba_min=proba, margin=margin)
+        return res
+
+    def _constrained_cvxpy(self, X, tidx, v, wt, bnd, proba, margin):
+        """proba=/region= with bounds for softmax models: a QP (region) solved by cvxpy, or the
+        λ search over the exact active-set solver (proba)."""
+        import cvxpy as cp
+
+        N, D = X.shape
+        lo, hi = bnd
+        Xs = X.copy()
+        nit = np.zeros(N, dtype=np.int64)
+        status = np.zeros(N, dtype=np.int64)
+        lamv = np.full(N, np.nan)
+        free = v > 0
+        for n in range(N):
+            k = int(tidx[n])
+            if proba is not None:
+                xs, st, lm, it = self._proba_bounded_one(X[n], k, v, wt, bnd, proba)
+                Xs[n], status[n], lamv[n], nit[n] = xs, st, lm, it
+                continue
+            xv = cp.Variable(D)
+            D_rows = self._A[k] - np.delete(self._A, k, axis=0)
+            e = self._b[k] - np.delete(self._b, k)
+            cons = [D_rows @ xv + e >= margin, xv >= lo, xv <= hi]
+            if (~free).any():
+                cons.append(xv[~free] == X[n][~free])
+            prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(wt, cp.square(xv - X[n])))), cons)
+            try:
+                prob.solve(solver=cp.CLARABEL)
+            except cp.error.SolverError:
+                status[n] = 6
+                continue
+            if prob.status in cp.settings.SOLUTION_PRESENT and xv.value is not None:
+                Xs[n] = np.clip(xv.value, lo, hi)
+                Xs[n][~free] = X[n][~free]
+            else:
+                status[n] = 3 if "infeasible" in prob.status else 6
+        method = "reduced (λ search, active set)" if proba is not None else "cvxpy QP (Clarabel)"
+        return self._finish_softmax(X, Xs, tidx, nit, status, lamv if proba else None, wt, v,
+                                    bnd, method, proba_min=proba, margin=margin)
+
+    def _proba_bounded_one(self, x0, k, v, wt, bnd, tau):
+        log_tau = math.log(tau)
+
+        def logp(lam, x_init):
+            x, it, st, _ = self._bounded_one(x0, k, lam, v, wt, bnd, 1e-12, 100, x_init=x_init)
+            z = self._A @ x + self._b
+            m = z.max()
+            return z[k] - m - math.log(np.exp(z - m).sum()), x, it
+
+        z = self._A @ x0 + self._b
+        if z[k] - z.max() - math.log(np.exp(z - z.max()).sum()) >= log_tau:
+            return x0.copy(), 0, np.inf, 0
+        t_lo = t_hi = None
+        x_lo = None
+        total = 0
+        t = 0.0
+        xw = None
+        for _ in range(60):
+            f, x, it = logp(math.exp(t), xw)
+            total += it
+            xw = x
+            if f >= log_tau:
+                t_lo, x_lo = t, x
+                if t_hi is not None:
+                    break
+                t += 2.3
+            else:
+                t_hi = t
+                if t_lo is not None:
+                    break
+                t -= 2.3
+                if t < -80:
+                    return x, 3, math.exp(t), total
+        for _ in range(200):
+            if t_hi - t_lo <= 1e-14 * max(1.0, abs(t_lo)):
+                break
+            t = 0.5 * (t_lo + t_hi)
+            f, x, it = logp(math.exp(t), x_lo)
+            total += it
+            if f >= log_tau:
+                t_lo, x_lo = t, x
+                if f - log_tau <= 1e-15:
+                    break
+            else:
+                t_hi = t
+        return x_lo, 0, math.exp(t_lo), total
+
+    # ------------------------------------------------------------------ results
+    def _finish_binary(self, Xs, zeta, tidx, nit, status, lams, dist, gn, method,
+                       unreachable, proba_min):
+        # zeta = target logit at Xs, recomputed from Xs; the model predicts classes_[1] iff z > 0
+        pos = tidx == 1
+        z = np.where(pos, zeta, -zeta)
+        pred = (z > 0).astype(np.int64)
+        P = self._proba_from_logits(z)
+        success = (pred == tidx) & (status == 0)
+        status = status.copy()
+        if proba_min is not None:
+            met = P[np.arange(len(tidx)), tidx] >= proba_min
+            status[(status == 0) & met & ~success] = 7
+            success &= met
+        if unreachable:
+            status[(status == 0) & ~success] = 2
+        status[(status == 0) & ~success] = 5 if lams is not None else 4
+        return {"x": Xs, "proba": P, "distance": dist, "success": success, "status": status,
+                "nit": nit, "lam": lams, "grad_norm": gn, "method": method,
+                "message": _messages(status, success, method)}
+
+    def _finish_softmax(self, X, Xs, tidx, nit, status, lams, wt, v, bnd, method,
+                        proba_min=None, margin=None, dist=None, gn=None):
+        N, D = X.shape
+        Z = Xs @ self._AT
+        Z += self._b
+        if self._binary:
+            P = self._proba_from_logits(Z[:, 1] - Z[:, 0])
+            pred = (Z[:, 1] - Z[:, 0] > 0).astype(np.int64)
+        else:
+            P = self._proba_from_logits(Z)
+            pred = np.argmax(Z, axis=1)
+        success = (pred == tidx) & (status == 0)
+        status = status.copy()
+        if proba_min is not None:
+            met = P[np.arange(N), tidx] >= proba_min
+            status[(status == 0) & met & ~success] = 7
+            success &= met
+        status[(status == 0) & ~success] = 5 if (lams is not None and proba_min is None) else 4
+        if dist is not None:
+            return {"x": Xs, "proba": P, "distance": dist, "success": success, "status": status,
+                    "nit": nit, "lam": lams, "grad_norm": gn, "method": method,
+                    "message": _messages(status, success, method)}
+        diff = Xs - X
+        dist = np.sqrt(np.einsum("ij,ij->i", diff * wt if not np.all(wt == 1) else diff, diff))
+        if lams is not None and proba_min is None:
+            Pm = P.copy()
+            Pm[np.arange(N), tidx] -= 1.0
+            G = lams[:, None] * wt * diff + Pm @ self._A
+            G[:, v == 0] = 0.0
+            if bnd is not None:
+                lo, hi = bnd
+                G = np.where((Xs <= lo) & (G > 0), 0.0, G)
+                G = np.where((Xs >= hi) & (G < 0), 0.0, G)
+            gn = np.sqrt(np.einsum("ij,ij->i", G, G))
+        return {"x": Xs, "proba": P, "distance": dist, "success": success, "status": status,
+                "nit": nit, "lam": lams, "grad_norm": gn, "method": method,
+                "message": _messages(status, success, method)}
+
+    def _package(self, res, X, tidx, names, single):
+        targets = self.classes_[tidx]
+        if single:
+            t = targets[0]
+            return Counterfactual(
+                x=res["x"][0], x0=X[0], target=t.item() if hasattr(t, "item") else t,
+                proba=res["proba"][0], distance=float(res["distance"][0]),
+                success=bool(res["success"][0]), status=int(res["status"][0]),
+                message=res["message"][0], nit=int(res["nit"][0]), method=res["method"],
+                lam=None if res["lam"] is None or not np.isfinite(res["lam"][0])
+                else float(res["lam"][0]),
+                grad_norm=None if res["grad_norm"] is None else float(res["grad_norm"][0]),
+                feature_names=names, info=res.get("info", {}),
+            )
+        return CounterfactualBatch(
+            x=res["x"], x0=X, target=targets, proba=res["proba"], distance=res["distance"],
+            success=res["success"], status=res["status"], message=res["message"],
+            nit=np.asarray(res["nit"]), method=res["method"], lam=res["lam"],
+            grad_norm=res["grad_norm"], feature_names=names, info=res.get("info", {}),
+        )
