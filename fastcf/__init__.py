@@ -1,8 +1,8 @@
 """fastcf: exact, fast inverse classification.
 
-Given a trained classifier and an input ``x``, find the closest input that the model puts in a chosen
-class. The public names (see ``shared/API.md``) are imported lazily, so ``import fastcf`` stays cheap
-and an optional dependency that is missing only matters to the feature that needs it.
+Given a trained classifier and an input ``x``, find the closest input that the model puts in a
+chosen class. The public names (see ``shared/API.md``) are imported lazily, so ``import fastcf``
+stays cheap and an optional dependency that is missing only matters to the feature that needs it.
 
 Examples
 --------

@@ -1,5 +1,7 @@
-"""Input validation shared by the explainers: every message names the argument, what was found and
-what is expected."""
+"""Input validation shared by the explainers.
+
+Every message names the argument, what was found and what is expected.
+"""
 
 from __future__ import annotations
 
@@ -87,9 +89,7 @@ def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
     if single:
         X = X[None, :]
     if X.shape[1] != n_features:
-        raise ValueError(
-            f"{name} has {X.shape[1]} features but the model expects {n_features}"
-        )
+        raise ValueError(f"{name} has {X.shape[1]} features but the model expects {n_features}")
     if names is None and feature_names is not None:
         names = np.asarray(feature_names, dtype=object)
     return X, single, names
@@ -111,7 +111,9 @@ def check_scalar_positive(value, name: str, *, allow_array=False, n=None) -> np.
         raise ValueError(f"{name} must be a scalar; got an array of shape {arr.shape}")
     arr = as_float_array(arr, name, ndim=1, allow_nonfinite=True)
     if n is not None and arr.shape[0] != n:
-        raise ValueError(f"{name} must be a scalar or have one value per query ({n}); got {arr.shape[0]}")
+        raise ValueError(
+            f"{name} must be a scalar or have one value per query ({n}); got {arr.shape[0]}"
+        )
     if not (np.isfinite(arr).all() and (arr > 0).all()):
         raise ValueError(f"{name} must be finite and > 0; got min {arr.min()!r}, max {arr.max()!r}")
     return arr
@@ -178,9 +180,7 @@ def resolve_frozen(frozen, n_features: int, feature_names=None) -> np.ndarray:
                     f"frozen must hold feature indices or names; got {_describe(f)}"
                 ) from None
             if not -n_features <= i < n_features:
-                raise ValueError(
-                    f"frozen index {i} is out of range for {n_features} features"
-                )
+                raise ValueError(f"frozen index {i} is out of range for {n_features} features")
             mask[i] = True
     return mask
 
@@ -211,9 +211,13 @@ def resolve_weights(weights, n_features: int, mad=None) -> np.ndarray | None:
         return None
     if isinstance(weights, str):
         if weights != "mad":
-            raise ValueError(f"weights must be an array of shape ({n_features},), None or 'mad'; got {weights!r}")
+            raise ValueError(
+                f"weights must be an array of shape ({n_features},), None or 'mad'; got {weights!r}"
+            )
         if mad is None:
-            raise ValueError("weights='mad' needs the MAD of the training data: call fit_mad(X_train) first")
+            raise ValueError(
+                "weights='mad' needs the MAD of the training data: call fit_mad(X_train) first"
+            )
         return 1.0 / mad
     w = as_float_array(weights, "weights", ndim=(0, 1))
     if w.ndim == 0:
@@ -232,7 +236,9 @@ def resolve_bounds(bounds, n_features: int, X: np.ndarray):
     if bounds is None:
         return None
     if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
-        raise ValueError(f"bounds must be a pair (lo, hi) of scalars or arrays; got {_describe(bounds)}")
+        raise ValueError(
+            f"bounds must be a pair (lo, hi) of scalars or arrays; got {_describe(bounds)}"
+        )
     out = []
     for part, label in zip(bounds, ("lo", "hi"), strict=True):
         if part is None:

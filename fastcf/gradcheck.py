@@ -45,7 +45,7 @@ class GradientCheck:
     passed: bool
 
     def table(self) -> str:
-        """The Taylor table as text: h, first-order error, second-order error."""
+        """Return the Taylor table as text: h, first-order error, second-order error."""
         rows = [f"{'h':>10} {'|f(x+hd)-f(x)|':>18} {'|f(x+hd)-f(x)-h dᵀg|':>22}"]
         for h, e1, e2 in zip(self.h, self.first_order, self.second_order, strict=True):
             rows.append(f"{h:10.3e} {e1:18.6e} {e2:22.6e}")

@@ -21,6 +21,7 @@ import numpy as np
 from . import _solvers
 from ._kernels import logistic as _lk
 from ._kernels import softmax as _sk
+from ._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
 from ._validation import (
     as_float_array,
     as_queries,
@@ -129,14 +130,17 @@ class LinearExplainer:
         b = as_float_array(b, "b", ndim=(0, 1))
         b = np.atleast_1d(b)
         if b.shape[0] != A.shape[0]:
-            raise ValueError(f"b must have shape ({A.shape[0]},) to match A {A.shape}; got {b.shape}")
+            raise ValueError(
+                f"b must have shape ({A.shape[0]},) to match A {A.shape}; got {b.shape}"
+            )
         if A.shape[1] == 0:
             raise ValueError("A must have at least one feature (column)")
         n_cls = max(A.shape[0], 2)
         classes = np.arange(n_cls) if classes is None else np.asarray(classes)
         if classes.ndim != 1 or classes.shape[0] != n_cls:
             raise ValueError(
-                f"classes must have {n_cls} labels for A with {A.shape[0]} row(s); got {classes.shape}"
+                f"classes must have {n_cls} labels for A with {A.shape[0]} row(s); "
+                f"got {classes.shape}"
             )
         if len(set(classes.tolist())) != n_cls:
             raise ValueError(f"classes must be distinct; got {classes.tolist()}")
@@ -219,9 +223,9 @@ class LinearExplainer:
         -------
         ndarray of shape (N, n_classes) or (n_classes,)
         """
-        Z = np.atleast_1d(self.decision_function(X))
-        single = np.ndim(X) == 1 or (hasattr(X, "ndim") and X.ndim == 1)
-        P = self._proba_from_logits(Z if Z.ndim > 0 else Z[None])
+        Xq, single, _ = as_queries(X, self.n_features_in_, name="X")
+        Z = Xq @ self._w + self._c if self._binary else Xq @ self._AT + self._b
+        P = self._proba_from_logits(Z)
         return P[0] if single else P
 
     def _proba_from_logits(self, Z):
@@ -273,7 +277,7 @@ class LinearExplainer:
 
     # ------------------------------------------------------------------ metric helpers
     def _metric(self, frozen_mask, weights):
-        """v = W⁻¹ on free features (0 on frozen), wt = W (0 on frozen), G_V = A V Aᵀ, G_F."""
+        """V = W⁻¹ on free features (0 on frozen), wt = W (0 on frozen), G_V = A V Aᵀ, G_F."""
         D = self.n_features_in_
         if weights is None and not frozen_mask.any():
             ones = np.ones(D)
@@ -378,7 +382,11 @@ class LinearExplainer:
         if method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
         tol = check_scalar_positive(tol, "tol")
-        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        if (
+            isinstance(max_iter, bool)
+            or not isinstance(max_iter, (int, np.integer))
+            or max_iter < 1
+        ):
             raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
         X, single, names, tidx, fmask, w, bnd = self._prepare(x, target, frozen, weights, bounds)
         N = X.shape[0]
@@ -390,23 +398,44 @@ class LinearExplainer:
                 )
             if proba is not None:
                 tau = check_probability(proba, "proba")
-                res = self._constrained(X, tidx, fmask, w, bnd, proba=tau, margin=None,
-                                        tol=tol, max_iter=max_iter)
+                res = self._constrained(
+                    X, tidx, fmask, w, bnd, proba=tau, margin=None, tol=tol, max_iter=max_iter
+                )
             else:
                 if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating)):
                     raise TypeError(f"margin must be a real number >= 0; got {margin!r}")
                 if not (np.isfinite(margin) and margin >= 0):
                     raise ValueError(f"margin must be finite and >= 0; got {margin!r}")
-                res = self._constrained(X, tidx, fmask, w, bnd, proba=None, margin=float(margin),
-                                        tol=tol, max_iter=max_iter)
+                res = self._constrained(
+                    X,
+                    tidx,
+                    fmask,
+                    w,
+                    bnd,
+                    proba=None,
+                    margin=float(margin),
+                    tol=tol,
+                    max_iter=max_iter,
+                )
         else:
             lams = check_scalar_positive(0.01 if lam is None else lam, "lam", allow_array=True, n=N)
             lams = np.full(N, lams) if np.ndim(lams) == 0 else np.ascontiguousarray(lams)
             res = self._lam(X, tidx, fmask, w, bnd, lams, method, tol, max_iter)
         return self._package(res, X, tidx, names, single)
 
-    def path(self, x, target, lams=None, *, frozen=None, weights=None, bounds=None,
-             warm_start=True, tol=1e-10, max_iter=100):
+    def path(
+        self,
+        x,
+        target,
+        lams=None,
+        *,
+        frozen=None,
+        weights=None,
+        bounds=None,
+        warm_start=True,
+        tol=1e-10,
+        max_iter=100,
+    ):
         """Solutions of problem (2) over a decreasing sequence of λ, warm-started (§3.4).
 
         Parameters
@@ -440,14 +469,17 @@ class LinearExplainer:
         tol = check_scalar_positive(tol, "tol")
         X, single, names, tidx, fmask, w, bnd = self._prepare(x, target, frozen, weights, bounds)
         if not single:
-            raise ValueError(f"path takes one query x of shape ({self.n_features_in_},); got {X.shape}")
+            raise ValueError(
+                f"path takes one query x of shape ({self.n_features_in_},); got {X.shape}"
+            )
         x0 = X[0]
         k = int(tidx[0])
         L = lams.shape[0]
         if self._binary:
             Xr = np.repeat(X, L, axis=0)
-            res = self._lam(Xr, np.full(L, k), fmask, w, bnd, np.ascontiguousarray(lams),
-                            "auto", tol, max_iter)
+            res = self._lam(
+                Xr, np.full(L, k), fmask, w, bnd, np.ascontiguousarray(lams), "auto", tol, max_iter
+            )
             XL, nit, status, gn = res["x"], res["nit"], res["status"], res["grad_norm"]
             method = "closed form"
         else:
@@ -467,8 +499,9 @@ class LinearExplainer:
                 method = "reduced (active set)"
             else:
                 zbar = self._A @ x0 + self._b
-                Y, _E, gn, nit, status = _sk.lam_path(zbar, GV, GF, k, lams, tol, max_iter,
-                                                      warm_start)
+                Y, _E, gn, nit, status = _sk.lam_path(
+                    zbar, GV, GF, k, lams, tol, max_iter, warm_start
+                )
                 XL = Y @ self._A
                 XL *= v
                 XL += x0
@@ -481,10 +514,20 @@ class LinearExplainer:
         wt_full = np.ones_like(x0) if w is None else w
         dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
         return CounterfactualPath(
-            lams=lams, X=XL, x0=x0, target=self.classes_[k].item()
-            if hasattr(self.classes_[k], "item") else self.classes_[k],
-            proba=P, distance=dist, nit=np.asarray(nit), success=success, status=status,
-            grad_norm=np.asarray(gn), method=method, feature_names=names,
+            lams=lams,
+            X=XL,
+            x0=x0,
+            target=self.classes_[k].item()
+            if hasattr(self.classes_[k], "item")
+            else self.classes_[k],
+            proba=P,
+            distance=dist,
+            nit=np.asarray(nit),
+            success=success,
+            status=status,
+            grad_norm=np.asarray(gn),
+            method=method,
+            feature_names=names,
         )
 
     # ------------------------------------------------------------------ problem (2)
@@ -494,13 +537,24 @@ class LinearExplainer:
         if self._binary and method in ("auto", "reduced"):
             signs = np.where(tidx == 1, 1.0, -1.0)
             vw = np.ascontiguousarray(v * self._w)
-            lo, hi = (bnd if bnd is not None else (np.empty(0), np.empty(0)))
+            lo, hi = bnd if bnd is not None else (np.empty(0), np.empty(0))
             Xs, zeta, q, nit, status, dist, gn = _lk.lam_batch(
                 X, self._w, self._c, signs, vw, wt, lams, lo, hi, bnd is not None, 200, N > 1
             )
             unreachable = float(self._w @ vw) == 0.0
-            return self._finish_binary(Xs, zeta, tidx, nit, status, lams, dist, gn,
-                                       "closed form", unreachable, proba_min=None)
+            return self._finish_binary(
+                Xs,
+                zeta,
+                tidx,
+                nit,
+                status,
+                lams,
+                dist,
+                gn,
+                "closed form",
+                unreachable,
+                proba_min=None,
+            )
         if method in ("auto", "reduced"):
             if bnd is not None:
                 Xs = np.empty_like(X)
@@ -510,18 +564,29 @@ class LinearExplainer:
                     Xs[n], nit[n], status[n], _ = self._bounded_one(
                         X[n], int(tidx[n]), float(lams[n]), v, wt, bnd, tol, max_iter
                     )
-                return self._finish_softmax(X, Xs, tidx, nit, status, lams, wt, v, bnd,
-                                            "reduced (active set)")
-            Zbar = X @ self._AT
-            Zbar += self._b
-            Y, _E, gn, quad, nit, status = _sk.reduced_batch(Zbar, GV, GF, tidx, lams, tol,
-                                                             max_iter, N > 1)
-            Xs = Y @ self._A
-            Xs *= v
-            Xs += X
+                return self._finish_softmax(
+                    X, Xs, tidx, nit, status, lams, wt, v, bnd, "reduced (active set)"
+                )
+            Zbar = _sk.logits_rows(X, self._A, self._b, N > 1)
+            Y, _E, gn, quad, nit, status = _sk.reduced_batch(
+                Zbar, GV, GF, tidx, lams, tol, max_iter, N > 1
+            )
+            Xs = _sk.expand_rows(X, Y, self._A, v, N > 1)
             # ‖x − x̄‖²_W = yᵀ G y and ‖∇E‖ come from the K-space solver: no (N, D) temporaries
-            return self._finish_softmax(X, Xs, tidx, nit, status, lams, wt, v, bnd, "reduced",
-                                        dist=np.sqrt(np.maximum(quad, 0.0)), gn=gn)
+            return self._finish_softmax(
+                X,
+                Xs,
+                tidx,
+                nit,
+                status,
+                lams,
+                wt,
+                v,
+                bnd,
+                "reduced",
+                dist=np.sqrt(np.maximum(quad, 0.0)),
+                gn=gn,
+            )
         # D-dimensional reference methods, one query at a time
         if bnd is not None and method != "lbfgs":
             raise ValueError(
@@ -534,10 +599,19 @@ class LinearExplainer:
         infos = []
         wt1 = np.ones(D) if w is None else w
         for n in range(N):
-            prob = _solvers.SoftmaxProblem(self._A, self._b, X[n], int(tidx[n]) if not self._binary
-                                           else int(tidx[n]), float(lams[n]), wt1, ~fmask)
+            prob = _solvers.SoftmaxProblem(
+                self._A,
+                self._b,
+                X[n],
+                int(tidx[n]) if not self._binary else int(tidx[n]),
+                float(lams[n]),
+                wt1,
+                ~fmask,
+            )
             if method == "woodbury":
-                xs, it, st, _g, info = _solvers.woodbury_newton(prob, GV, tol=tol, max_iter=max_iter)
+                xs, it, st, _g, info = _solvers.woodbury_newton(
+                    prob, GV, tol=tol, max_iter=max_iter
+                )
             elif method in ("lbfgs", "cg"):
                 xs, it, st, _g, info = _solvers.scipy_method(
                     prob, method, tol=tol, max_iter=max(max_iter, 1000), bounds=bnd
@@ -553,54 +627,87 @@ class LinearExplainer:
         return res
 
     def _bounded_one(self, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None):
-        """Problem (2) with a box for a softmax model: primal active-set over the reduced solver.
+        """Problem (2) with a box for a softmax model: projected Newton (Bertsekas, 1982).
 
-        Each outer iteration fixes the clamped features at their bounds (like frozen features)
-        and solves the remaining smooth problem exactly with the K-dimensional Newton method;
-        then features that left the box are clamped and clamped features whose multiplier has
-        the wrong sign are released. At the fixed point the KKT conditions of the box-constrained
-        problem hold (checked in R^D). Chosen over L-BFGS-B because every inner solve is exact
-        (to machine precision) and costs O(K³) per Newton step plus one O(DK²) Gram update.
+        Each iteration splits the free features into an ε-active set (at a bound, with the
+        gradient pushing outward) and the rest, takes the exact Newton step on the rest — through
+        the same K×K Woodbury system as the unconstrained solver, with the metric restricted to
+        those features — and a scaled gradient step on the active set, then backtracks along the
+        projection arc (Armijo). Once the active set is identified this is Newton's method on a
+        face of the box: quadratic convergence to the exact optimum, KKT residual at rounding
+        level. Chosen over L-BFGS-B (only linear convergence, stops at ~1e−8) and over a pure
+        active-set loop (can cycle). Cost: O(DK²) per iteration for the restricted Gram matrix.
         """
         lo, hi = bnd
-        A, b = self._A, self._b
+        A, b, AT = self._A, self._b, self._AT
+        K = A.shape[0]
         free0 = v > 0
-        at_lo = np.zeros_like(free0)
-        at_hi = np.zeros_like(free0)
-        if x_init is not None:
-            at_lo = free0 & (x_init <= lo)
-            at_hi = free0 & (x_init >= hi)
-        total = 0
-        y = np.zeros(A.shape[0])
-        for _outer in range(100):
-            clamped = at_lo | at_hi
-            v_eff = np.where(clamped, 0.0, v)
-            xb = np.where(at_lo, lo, np.where(at_hi, hi, x0))
-            G = (A * v_eff) @ A.T
-            GF = (A * (free0 & ~clamped)) @ A.T if not np.all(v[free0] == 1.0) else G
-            zbar = A @ xb + b
-            # the distance of the clamped features to x̄ is a constant: not part of E(y)
-            trials = np.empty(0, dtype=np.int64)
-            _E, _gn, _q, nit, st = _sk.reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter,
-                                                     trials)
-            total += nit
-            x = xb + v_eff * (A.T @ y)
+        x = x0.copy() if x_init is None else np.clip(x_init, lo, hi)
+        x[~free0] = x0[~free0]
+
+        def val_grad(x):
             z = A @ x + b
-            p = np.exp(z - z.max())
-            p /= p.sum()
-            p[k] -= 1.0
-            g = lam * wt * (x - x0) + A.T @ p
-            out_lo = free0 & ~clamped & (x < lo)
-            out_hi = free0 & ~clamped & (x > hi)
-            rel_lo = at_lo & (g < 0)  # at lo, the objective wants to go up: release
-            rel_hi = at_hi & (g > 0)
-            if not (out_lo.any() or out_hi.any() or rel_lo.any() or rel_hi.any()):
-                gp = np.where(free0 & ~clamped, g, 0.0)
-                return x, total, (0 if st == 0 else st), float(np.linalg.norm(gp))
-            at_lo = (at_lo & ~rel_lo) | out_lo
-            at_hi = (at_hi & ~rel_hi) | out_hi
-        x = np.clip(x, lo, hi)
-        return x, total, 1, float("nan")
+            m = z.max()
+            e = np.exp(z - m)
+            s = e.sum()
+            p = e / s
+            d = x - x0
+            E = 0.5 * lam * float(np.dot(wt * d, d)) + m + np.log(s) - z[k]
+            pe = p.copy()
+            pe[k] -= 1.0
+            g = lam * wt * d + AT @ pe
+            g[~free0] = 0.0
+            return E, g, p
+
+        def projected(g, x):
+            return np.where(((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0)), 0.0, g)
+
+        E, g, p = val_grad(x)
+        eps = np.finfo(float).eps
+        for it in range(max_iter + 1):
+            gn = float(np.linalg.norm(projected(g, x)))
+            if gn <= tol:
+                return x, it, 0, gn
+            if it == max_iter:
+                break
+            width = float(np.linalg.norm(x - np.clip(x - g, lo, hi)))
+            eps_k = min(1e-6, width)
+            active = free0 & (((x <= lo + eps_k) & (g > 0)) | ((x >= hi - eps_k) & (g < 0)))
+            vF = np.where(free0 & ~active, v, 0.0)
+            GF = (A * vF) @ AT
+            sp = np.sqrt(p)
+            B = sp[:, None] * GF * sp[None, :]
+            u = B @ sp
+            M = B - np.outer(sp, u) - np.outer(u, sp) + (sp @ u) * np.outer(sp, sp)
+            M[np.diag_indices(K)] += lam
+            M = np.ascontiguousarray(M)
+            if cholesky_inplace(M, K) != 0:
+                return x, it, 4, gn
+            Vg = vF * g
+            t = sp * (A @ Vg)
+            t -= sp * (sp @ t)
+            cholesky_solve_inplace(M, t, K)
+            t = sp * (t - sp * (sp @ t))
+            d = -(Vg - vF * (AT @ t)) / lam
+            d[active] = -g[active] * v[active] / lam
+            alpha = 1.0
+            Escale = 1.0 + abs(E)
+            for _ls in range(60):
+                xn = np.clip(x + alpha * d, lo, hi)
+                xn[~free0] = x0[~free0]
+                En, gnew, pnew = val_grad(xn)
+                pred = float(g @ (xn - x))
+                if En <= E + 1e-4 * pred or (
+                    abs(pred) <= 64 * eps * Escale and En <= E + 64 * eps * Escale
+                ):
+                    break
+                alpha *= 0.5
+            else:
+                return x, it, (0 if gn <= 1e3 * tol else 4), gn
+            if np.array_equal(xn, x):
+                return x, it, 0, gn
+            x, E, g, p = xn, En, gnew, pnew
+        return x, max_iter, 1, float(np.linalg.norm(projected(g, x)))
 
     # ------------------------------------------------------------------ constrained forms
     def _constrained(self, X, tidx, fmask, w, bnd, proba, margin, tol, max_iter):
@@ -617,49 +724,75 @@ class LinearExplainer:
                     theta = float(np.nextafter(theta, np.inf))
             else:
                 theta = margin
-            lo, hi = (bnd if bnd is not None else (np.empty(0), np.empty(0)))
+            lo, hi = bnd if bnd is not None else (np.empty(0), np.empty(0))
             Xs, zeta, status, dist = _lk.project_batch(
-                X, self._w, self._c, signs, vw, wt, np.full(N, theta), lo, hi, bnd is not None, N > 1
+                X,
+                self._w,
+                self._c,
+                signs,
+                vw,
+                wt,
+                np.full(N, theta),
+                lo,
+                hi,
+                bnd is not None,
+                N > 1,
             )
-            return self._finish_binary(Xs, zeta, tidx, np.zeros(N, dtype=np.int64), status,
-                                       None, dist, None, "projection", False, proba_min=proba)
+            return self._finish_binary(
+                Xs,
+                zeta,
+                tidx,
+                np.zeros(N, dtype=np.int64),
+                status,
+                None,
+                dist,
+                None,
+                "projection",
+                False,
+                proba_min=proba,
+            )
         if bnd is not None:
             return self._constrained_cvxpy(X, tidx, v, wt, bnd, proba, margin)
-        Zbar = X @ self._AT
-        Zbar += self._b
+        Zbar = _sk.logits_rows(X, self._A, self._b, N > 1)
         if proba is not None:
             log_tau = np.full(N, math.log(proba))
-            Y, lamv, nit, status = _sk.proba_batch(Zbar, GV, GF, tidx, log_tau, tol, max_iter,
-                                                   N > 1)
+            Y, lamv, nit, status = _sk.proba_batch(
+                Zbar, GV, GF, tidx, log_tau, tol, max_iter, N > 1
+            )
             # p_k ≥ τ holds in log space; rounding of the normalised probabilities can leave it
             # an ulp short: re-solve those rows for a τ a few ulps higher
             for _ in range(3):
-                Z = (Y @ self._A * v + X) @ self._AT + self._b
+                Z = _sk.logits_rows(
+                    _sk.expand_rows(X, Y, self._A, v, N > 1), self._A, self._b, N > 1
+                )
                 P = self._proba_from_logits(Z)
                 short = (status == 0) & (P[np.arange(N), tidx] < proba)
                 if not short.any():
                     break
                 log_tau[short] += 8 * np.finfo(float).eps * (1 + abs(math.log(proba)))
                 idx = np.flatnonzero(short)
-                Y2, lam2, nit2, st2 = _sk.proba_batch(Zbar[idx], GV, GF, tidx[idx], log_tau[idx],
-                                                      tol, max_iter, idx.size > 1)
+                Y2, lam2, nit2, st2 = _sk.proba_batch(
+                    Zbar[idx], GV, GF, tidx[idx], log_tau[idx], tol, max_iter, idx.size > 1
+                )
                 Y[idx], lamv[idx], nit[idx], status[idx] = Y2, lam2, nit[idx] + nit2, st2
             method = "reduced (λ search)"
         else:
-            Y, nit, status = _sk.region_batch(Zbar, GV, tidx, np.full(N, margin), 1e-12,
-                                              10 * self._A.shape[0] + 100, N > 1)
+            Y, nit, status = _sk.region_batch(
+                Zbar, GV, tidx, np.full(N, margin), 1e-12, 10 * self._A.shape[0] + 100, N > 1
+            )
             lamv = None
             method = "reduced (dual active set)"
-        Xs = Y @ self._A
-        Xs *= v
-        Xs += X
-        res = self._finish_softmax(X, Xs, tidx, nit, status, lamv, wt, v, None, method,
-                                   proba_min=proba, margin=margin)
+        Xs = _sk.expand_rows(X, Y, self._A, v, N > 1)
+        res = self._finish_softmax(
+            X, Xs, tidx, nit, status, lamv, wt, v, None, method, proba_min=proba, margin=margin
+        )
         return res
 
     def _constrained_cvxpy(self, X, tidx, v, wt, bnd, proba, margin):
-        """proba=/region= with bounds for softmax models: a QP (region) solved by cvxpy, or the
-        λ search over the exact active-set solver (proba)."""
+        """Solve proba=/region= with bounds for softmax models.
+
+        region: a QP solved by cvxpy (Clarabel); proba: the λ search over the exact box solver.
+        """
         import cvxpy as cp
 
         N, D = X.shape
@@ -693,8 +826,20 @@ class LinearExplainer:
             else:
                 status[n] = 3 if "infeasible" in prob.status else 6
         method = "reduced (λ search, active set)" if proba is not None else "cvxpy QP (Clarabel)"
-        return self._finish_softmax(X, Xs, tidx, nit, status, lamv if proba else None, wt, v,
-                                    bnd, method, proba_min=proba, margin=margin)
+        return self._finish_softmax(
+            X,
+            Xs,
+            tidx,
+            nit,
+            status,
+            lamv if proba else None,
+            wt,
+            v,
+            bnd,
+            method,
+            proba_min=proba,
+            margin=margin,
+        )
 
     def _proba_bounded_one(self, x0, k, v, wt, bnd, tau):
         log_tau = math.log(tau)
@@ -744,8 +889,9 @@ class LinearExplainer:
         return x_lo, 0, math.exp(t_lo), total
 
     # ------------------------------------------------------------------ results
-    def _finish_binary(self, Xs, zeta, tidx, nit, status, lams, dist, gn, method,
-                       unreachable, proba_min):
+    def _finish_binary(
+        self, Xs, zeta, tidx, nit, status, lams, dist, gn, method, unreachable, proba_min
+    ):
         # zeta = target logit at Xs, recomputed from Xs; the model predicts classes_[1] iff z > 0
         pos = tidx == 1
         z = np.where(pos, zeta, -zeta)
@@ -760,15 +906,38 @@ class LinearExplainer:
         if unreachable:
             status[(status == 0) & ~success] = 2
         status[(status == 0) & ~success] = 5 if lams is not None else 4
-        return {"x": Xs, "proba": P, "distance": dist, "success": success, "status": status,
-                "nit": nit, "lam": lams, "grad_norm": gn, "method": method,
-                "message": _messages(status, success, method)}
+        return {
+            "x": Xs,
+            "proba": P,
+            "distance": dist,
+            "success": success,
+            "status": status,
+            "nit": nit,
+            "lam": lams,
+            "grad_norm": gn,
+            "method": method,
+            "message": _messages(status, success, method),
+        }
 
-    def _finish_softmax(self, X, Xs, tidx, nit, status, lams, wt, v, bnd, method,
-                        proba_min=None, margin=None, dist=None, gn=None):
+    def _finish_softmax(
+        self,
+        X,
+        Xs,
+        tidx,
+        nit,
+        status,
+        lams,
+        wt,
+        v,
+        bnd,
+        method,
+        proba_min=None,
+        margin=None,
+        dist=None,
+        gn=None,
+    ):
         N, D = X.shape
-        Z = Xs @ self._AT
-        Z += self._b
+        Z = _sk.logits_rows(Xs, self._A, self._b, N > 1)
         if self._binary:
             P = self._proba_from_logits(Z[:, 1] - Z[:, 0])
             pred = (Z[:, 1] - Z[:, 0] > 0).astype(np.int64)
@@ -783,9 +952,18 @@ class LinearExplainer:
             success &= met
         status[(status == 0) & ~success] = 5 if (lams is not None and proba_min is None) else 4
         if dist is not None:
-            return {"x": Xs, "proba": P, "distance": dist, "success": success, "status": status,
-                    "nit": nit, "lam": lams, "grad_norm": gn, "method": method,
-                    "message": _messages(status, success, method)}
+            return {
+                "x": Xs,
+                "proba": P,
+                "distance": dist,
+                "success": success,
+                "status": status,
+                "nit": nit,
+                "lam": lams,
+                "grad_norm": gn,
+                "method": method,
+                "message": _messages(status, success, method),
+            }
         diff = Xs - X
         dist = np.sqrt(np.einsum("ij,ij->i", diff * wt if not np.all(wt == 1) else diff, diff))
         if lams is not None and proba_min is None:
@@ -798,27 +976,54 @@ class LinearExplainer:
                 G = np.where((Xs <= lo) & (G > 0), 0.0, G)
                 G = np.where((Xs >= hi) & (G < 0), 0.0, G)
             gn = np.sqrt(np.einsum("ij,ij->i", G, G))
-        return {"x": Xs, "proba": P, "distance": dist, "success": success, "status": status,
-                "nit": nit, "lam": lams, "grad_norm": gn, "method": method,
-                "message": _messages(status, success, method)}
+        return {
+            "x": Xs,
+            "proba": P,
+            "distance": dist,
+            "success": success,
+            "status": status,
+            "nit": nit,
+            "lam": lams,
+            "grad_norm": gn,
+            "method": method,
+            "message": _messages(status, success, method),
+        }
 
     def _package(self, res, X, tidx, names, single):
         targets = self.classes_[tidx]
         if single:
             t = targets[0]
             return Counterfactual(
-                x=res["x"][0], x0=X[0], target=t.item() if hasattr(t, "item") else t,
-                proba=res["proba"][0], distance=float(res["distance"][0]),
-                success=bool(res["success"][0]), status=int(res["status"][0]),
-                message=res["message"][0], nit=int(res["nit"][0]), method=res["method"],
-                lam=None if res["lam"] is None or not np.isfinite(res["lam"][0])
+                x=res["x"][0],
+                x0=X[0],
+                target=t.item() if hasattr(t, "item") else t,
+                proba=res["proba"][0],
+                distance=float(res["distance"][0]),
+                success=bool(res["success"][0]),
+                status=int(res["status"][0]),
+                message=res["message"][0],
+                nit=int(res["nit"][0]),
+                method=res["method"],
+                lam=None
+                if res["lam"] is None or not np.isfinite(res["lam"][0])
                 else float(res["lam"][0]),
                 grad_norm=None if res["grad_norm"] is None else float(res["grad_norm"][0]),
-                feature_names=names, info=res.get("info", {}),
+                feature_names=names,
+                info=res.get("info", {}),
             )
         return CounterfactualBatch(
-            x=res["x"], x0=X, target=targets, proba=res["proba"], distance=res["distance"],
-            success=res["success"], status=res["status"], message=res["message"],
-            nit=np.asarray(res["nit"]), method=res["method"], lam=res["lam"],
-            grad_norm=res["grad_norm"], feature_names=names, info=res.get("info", {}),
+            x=res["x"],
+            x0=X,
+            target=targets,
+            proba=res["proba"],
+            distance=res["distance"],
+            success=res["success"],
+            status=res["status"],
+            message=res["message"],
+            nit=np.asarray(res["nit"]),
+            method=res["method"],
+            lam=res["lam"],
+            grad_norm=res["grad_norm"],
+            feature_names=names,
+            info=res.get("info", {}),
         )

@@ -138,7 +138,7 @@ class Counterfactual:
         return np.flatnonzero(self.changed_mask())
 
     def to_frame(self):
-        """Return a :class:`pandas.DataFrame` with columns feature, original, counterfactual, change.
+        """Return a :class:`pandas.DataFrame`: feature, original, counterfactual, change.
 
         Raises
         ------
@@ -255,7 +255,7 @@ class CounterfactualBatch:
             yield self[i]
 
     def to_frame(self):
-        """Return a :class:`pandas.DataFrame`, one row per query (success, status, distance, ...)."""
+        """Return a :class:`pandas.DataFrame`, one row per query (success, status, ...)."""
         import pandas as pd
 
         data = {

@@ -10,6 +10,7 @@ import numpy as np
 # Linear models: logistic and softmax (paper 000)
 # =====================================================================================
 
+
 def phi_mp(alpha, beta, dps=60):
     """φ(α, β) and 1 − φ(α, β) by bisection at ``dps`` digits on the logit y = logit(t):
     y + α σ(y) + β = 0 (increasing in y), bracketed by [−β − α, −β]."""
@@ -46,8 +47,9 @@ def logistic_lam_brentq(w, c, x0, sign, lam, wt=None, frozen=None):
     u = sign * w
     zbar = float(u @ x0 + sign * c)
     a = float(u @ (v * u)) / lam
-    q = brentq(lambda q: q - expit(-(zbar + a * q)), 0.0, 1.0, xtol=1e-300, rtol=8.9e-16,
-               maxiter=500)
+    q = brentq(
+        lambda q: q - expit(-(zbar + a * q)), 0.0, 1.0, xtol=1e-300, rtol=8.9e-16, maxiter=500
+    )
     return x0 + (q / lam) * v * u
 
 
@@ -98,10 +100,24 @@ def softmax_lam_scipy(A, b, x0, k, lam, wt=None, frozen=None, tol=1e-12):
 
     xf = x0[free].copy()
     for _ in range(3):
-        res = minimize(fun, xf, jac=True, hessp=hessp, method="Newton-CG",
-                       options={"xtol": 1e-16, "maxiter": 500})
+        res = minimize(
+            fun,
+            xf,
+            jac=True,
+            hessp=hessp,
+            method="Newton-CG",
+            options={"xtol": 1e-16, "maxiter": 500},
+        )
         xf = res.x
     x[free] = xf
+    if free.sum() <= 3000:  # polish with exact dense Newton steps on the free features
+        for _ in range(3):
+            z = A @ x + b
+            p = np.exp(z - z.max())
+            p /= p.sum()
+            Af = A[:, free]
+            H = lam * np.diag(wt[free]) + Af.T @ (np.diag(p) - np.outer(p, p)) @ Af
+            x[free] -= np.linalg.solve(H, f(x)[1][free])
     return x.copy()
 
 
@@ -120,9 +136,14 @@ def minimize_box_lbfgsb(f, x0, lo, hi):
     """min f over a box by SciPy's L-BFGS-B with tight tolerances (f returns value, grad)."""
     from scipy.optimize import minimize
 
-    res = minimize(f, x0.copy(), jac=True, method="L-BFGS-B",
-                   bounds=list(zip(lo, hi, strict=True)),
-                   options={"ftol": 0.0, "gtol": 1e-13, "maxiter": 20000, "maxcor": 30})
+    res = minimize(
+        f,
+        x0.copy(),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=list(zip(lo, hi, strict=True)),
+        options={"ftol": 0.0, "gtol": 1e-13, "maxiter": 20000, "maxcor": 30},
+    )
     return res.x
 
 

@@ -47,8 +47,10 @@ def test_closed_form_agrees_with_brentq_on_200_problems(rng):
         # rounding level of the two cancelling terms λW(x − x̄) and (1 − p)w, the latter through
         # the rounding of z = w·x + c
         wts = wt if use_w else 1.0
-        gscale = lam * np.abs(wts * res.x).max() + lam * np.abs(wts * x0).max() + np.abs(w).max() * (
-            1 + np.abs(w * res.x).sum()
+        gscale = (
+            lam * np.abs(wts * res.x).max()
+            + lam * np.abs(wts * x0).max()
+            + np.abs(w).max() * (1 + np.abs(w * res.x).sum())
         )
         assert np.abs(g).max() <= 1e-14 * gscale
         assert res.grad_norm <= 1e-14 * gscale * np.sqrt(w.shape[0])
@@ -101,7 +103,9 @@ def test_region_closest_point_with_margin(rng):
         if s * (w @ x0 + c) < 0.5:  # moved: exactly onto the margin, along w
             assert s * (w @ res.x + c) == pytest.approx(0.5, abs=1e-9)
             d = res.x - x0
-            assert abs(abs(d @ w) - np.linalg.norm(d) * np.linalg.norm(w)) <= 1e-9 * np.linalg.norm(d) * np.linalg.norm(w)
+            assert abs(abs(d @ w) - np.linalg.norm(d) * np.linalg.norm(w)) <= 1e-9 * np.linalg.norm(
+                d
+            ) * np.linalg.norm(w)
 
 
 def test_frozen_features_unchanged_bit_for_bit(rng):
@@ -278,8 +282,9 @@ def test_two_row_softmax_is_the_same_logistic_model(rng):
     A2[1] = A2[0] + w
     ex1 = LinearExplainer.from_arrays(w[None], [c])
     ex2 = LinearExplainer.from_arrays(A2, [0.3, 0.3 + c])
-    np.testing.assert_allclose(ex1.explain(x0, 1, lam=0.2).x, ex2.explain(x0, 1, lam=0.2).x,
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        ex1.explain(x0, 1, lam=0.2).x, ex2.explain(x0, 1, lam=0.2).x, rtol=1e-12, atol=1e-12
+    )
 
 
 def test_counterfactual_fields_and_repr(rng):

@@ -11,8 +11,10 @@ from . import kernel
 
 @kernel()
 def cholesky_inplace(M, n):
-    """Overwrite the lower triangle of ``M[:n, :n]`` with L, M = L Lᵀ. Returns 0, or 4 if M is
-    not (numerically) positive definite."""
+    """Overwrite the lower triangle of ``M[:n, :n]`` with L, M = L Lᵀ.
+
+    Returns 0, or 4 if M is not (numerically) positive definite.
+    """
     for j in range(n):
         s = M[j, j]
         for k in range(j):

@@ -13,7 +13,8 @@ also that the paper's sentence "w points towards class 1" is the wrong way round
 increasing wᵀx *decreases* p₁, so w points towards class 2.)
 
 With a box lo ≤ x ≤ hi the objective is still a function of the scalar ζ plus a separable
-quadratic, so for the multiplier c = 1 − p_target the minimiser is x(c) = clip(x̄ + (c/λ) dir, lo, hi)
+quadratic, so for the multiplier c = 1 − p_target the minimiser is
+x(c) = clip(x̄ + (c/λ) dir, lo, hi)
 and c solves c = σ(−ζ(x(c))). ζ(x(c)) is piecewise linear and nondecreasing in c: between two
 consecutive breakpoints (where a coordinate reaches its bound) it is ζ₀ + S c, and there the
 equation is again c = φ(S, ζ₀). We walk the sorted breakpoints to the segment where
@@ -62,8 +63,11 @@ def _breakpoints(x0, dirv, lo, hi, scale):
 
 @kernel()
 def _segment(x0, dirv, u, lo, hi, bp, t, scale):
-    """ζ on the segment that contains t: returns (const, slope) with ζ(x(τ)) = const + slope·τ
-    for every τ in that segment, computed afresh (no accumulated rounding)."""
+    """Return ζ on the segment that contains t as (const, slope).
+
+    ζ(x(τ)) = const + slope·τ for every τ in that segment, computed afresh (no accumulated
+    rounding).
+    """
     const = 0.0
     slope = 0.0
     for i in range(x0.shape[0]):
@@ -134,7 +138,7 @@ def _lam_bounded_one(x0, w, sign, c0, vw, lam, lo, hi, out, max_iter):
 
 @kernel()
 def _project_one(x0, w, sign, c0, vw, theta, lo, hi, bounded, out):
-    """min ‖x − x̄‖²_W s.t. ζ(x) ≥ θ (and lo ≤ x ≤ hi). Returns (μ, status): 0 ok, 3 infeasible.
+    """Min ‖x − x̄‖²_W s.t. ζ(x) ≥ θ (and lo ≤ x ≤ hi). Returns (μ, status): 0 ok, 3 infeasible.
 
     θ is raised by the rounding level of the dot product (2 ε Σ|w_i x_i|), so that the answer
     meets ζ ≥ θ however another library orders its sums (a relative change of ~1e−15).
@@ -208,8 +212,10 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, bounded, out):
 
 @kernel()
 def _dist_grad(x0, out, w, sign, zeta, wt, lam, lo, hi, bounded):
-    """Distance ‖out − x0‖_W and, for lam > 0, the (projected) gradient norm of problem (2) at
-    ``out`` over the free features (wt > 0), in one pass."""
+    """Return the distance ‖out − x0‖_W and the (projected) gradient norm of problem (2).
+
+    The gradient norm (for lam > 0) is over the free features (wt > 0); one pass over D.
+    """
     qa = sigmoid(-zeta)
     d2 = 0.0
     g2 = 0.0
@@ -228,8 +234,28 @@ def _dist_grad(x0, out, w, sign, zeta, wt, lam, lo, hi, bounded):
 
 
 @kernel()
-def _lam_row(n, X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw,
-             X, zeta, q, nit, status, dist, gnorm):
+def _lam_row(
+    n,
+    X0,
+    w,
+    c0,
+    signs,
+    vw,
+    wt,
+    lams,
+    lo,
+    hi,
+    bounded,
+    max_iter,
+    wvw,
+    X,
+    zeta,
+    q,
+    nit,
+    status,
+    dist,
+    gnorm,
+):
     sign = signs[n]
     lam = lams[n]
     x0 = X0[n]
@@ -274,12 +300,52 @@ def lam_batch(X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, paralle
     wvw = _dot(w, vw)
     if parallel:
         for n in prange(N):
-            _lam_row(n, X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw,
-                     X, zeta, q, nit, status, dist, gnorm)
+            _lam_row(
+                n,
+                X0,
+                w,
+                c0,
+                signs,
+                vw,
+                wt,
+                lams,
+                lo,
+                hi,
+                bounded,
+                max_iter,
+                wvw,
+                X,
+                zeta,
+                q,
+                nit,
+                status,
+                dist,
+                gnorm,
+            )
     else:
         for n in range(N):
-            _lam_row(n, X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw,
-                     X, zeta, q, nit, status, dist, gnorm)
+            _lam_row(
+                n,
+                X0,
+                w,
+                c0,
+                signs,
+                vw,
+                wt,
+                lams,
+                lo,
+                hi,
+                bounded,
+                max_iter,
+                wvw,
+                X,
+                zeta,
+                q,
+                nit,
+                status,
+                dist,
+                gnorm,
+            )
     return X, zeta, q, nit, status, dist, gnorm
 
 
@@ -300,10 +366,12 @@ def project_batch(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, parallel):
     status = np.zeros(N, dtype=np.int64)
     if parallel:
         for n in prange(N):
-            _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status,
-                         dist)
+            _project_row(
+                n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist
+            )
     else:
         for n in range(N):
-            _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status,
-                         dist)
+            _project_row(
+                n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist
+            )
     return X, zeta, status, dist

@@ -81,7 +81,7 @@ def softplus(z):
 
 @kernel("float64(float64)")
 def log_sigmoid(z):
-    """log σ(z) = −softplus(−z)."""
+    """Log σ(z) = −softplus(−z)."""
     return -softplus(-z)
 
 

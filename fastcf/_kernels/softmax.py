@@ -36,7 +36,7 @@ _EPS = 2.220446049250313e-16
 
 @kernel()
 def softmax_into(z, p):
-    """p ← softmax(z) (shifted by the max); returns log-sum-exp(z)."""
+    """P ← softmax(z) (shifted by the max); returns log-sum-exp(z)."""
     K = z.shape[0]
     m = z[0]
     for j in range(1, K):
@@ -63,7 +63,7 @@ def _matvec(G, v, out):
 
 
 @kernel()
-def _newton_direction(G, p, r, lam, M, sp, Gr, rhs, delta):
+def _newton_direction(G, p, r, y, k, lam, M, sp, Gr, rhs, delta):
     """Δ = −(r − Tᵀ m)/λ with (λI + T G Tᵀ) m = T G r. Returns a status code (0 or 4)."""
     K = p.shape[0]
     for j in range(K):
@@ -109,8 +109,32 @@ def _newton_direction(G, p, r, lam, M, sp, Gr, rhs, delta):
             break
     if status != 0:
         return status
+    if p[k] >= 1e-3:
+        # Form B (no division by λ): since p − e_k = −S e_k / p_k, the same step is
+        # Δ = −y + Tᵀ M⁻¹ T (G y + e_k / p_k). Form A below cancels O(1) terms and divides by λ,
+        # which loses every digit of the small, active-subspace components when λ ≪ ‖G‖;
+        # form B is used once the target is reasonably probable (p_k ≥ 1e−3), where 1/p_k is safe.
+        for i in range(K):
+            acc = 0.0
+            for j in range(K):
+                acc += G[i, j] * y[j]
+            u[i] = acc
+        u[k] += 1.0 / p[k]
+        c = 0.0
+        for j in range(K):
+            rhs[j] = sp[j] * u[j]
+            c += sp[j] * rhs[j]
+        for j in range(K):
+            rhs[j] -= c * sp[j]
+        cholesky_solve_inplace(M, rhs, K)
+        c = 0.0
+        for j in range(K):
+            c += sp[j] * rhs[j]
+        for j in range(K):
+            delta[j] = -y[j] + sp[j] * (rhs[j] - c * sp[j])
+        return 0
+    # Form A: Δ = −(r − Tᵀ m)/λ, (λI + T G Tᵀ) m = T G r
     cholesky_solve_inplace(M, rhs, K)  # rhs ← m
-    # Tᵀ m = sp ∘ (Π m)
     c = 0.0
     for j in range(K):
         c += sp[j] * rhs[j]
@@ -136,9 +160,13 @@ def _objective(zbar, G, y, k, lam, z, p):
 def reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter, trials):
     """Minimise E over y (in place), from the given y. Returns (E, gnorm, quad, nit, status).
 
+    Converged when ‖∇_x E‖ ≤ tol, or at machine precision: when the Newton step no longer changes
+    y in floating point, or when the predicted decrease of E is below the rounding level of E
+    (``tol=0`` asks for machine precision; the returned gnorm says what was reached).
     ``trials[i]`` receives the number of step sizes tried at iteration i (backtracking from the
-    unit step, ρ = 0.8, Armijo c₁ = 1e−4). Status: 0 converged (‖∇E‖ ≤ tol), 1 iteration limit,
-    4 numerical failure (non-finite values, no descent possible above the rounding level).
+    unit step with safeguarded quadratic interpolation, factor in [0.1, 0.8], Armijo c₁ = 1e−4).
+    Status: 0 converged (‖∇E‖ ≤ tol, or machine precision), 1 iteration limit, 4 numerical
+    failure (non-finite values, no descent possible above the rounding level).
     """
     K = zbar.shape[0]
     z = np.empty(K)
@@ -147,7 +175,6 @@ def reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter, trials):
     Gr = np.empty(K)
     GFr = np.empty(K)
     delta = np.empty(K)
-    Gd = np.empty(K)
     sp = np.empty(K)
     rhs = np.empty(K)
     M = np.empty((K, K))
@@ -171,32 +198,46 @@ def reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter, trials):
             return E, gnorm, quad, it, 0
         if it == max_iter:
             break
-        st = _newton_direction(G, p, r, lam, M, sp, Gr, rhs, delta)
+        st = _newton_direction(G, p, r, y, k, lam, M, sp, Gr, rhs, delta)
         if st != 0:
             return E, gnorm, quad, it, 4
         # slope = ∇_y Eᵀ Δ = (G r)ᵀ Δ
         slope = 0.0
         for j in range(K):
             slope += Gr[j] * delta[j]
-        _matvec(G, delta, Gd)
+        # the rounding level of E: its terms cancel, each carries a relative error ε
+        Escale = 1.0 + 0.5 * lam * abs(quad) + abs(lse) + abs(z[k])
+        at_rounding = abs(slope) <= 64.0 * _EPS * Escale
         alpha = 1.0
         accepted = False
         ntried = 0
-        for _ls in range(200):
+        for _ls in range(100):
             ntried += 1
             for j in range(K):
                 ynew[j] = y[j] + alpha * delta[j]
             Enew, qn, ln = _objective(zbar, G, ynew, k, lam, znew, pnew)
             if Enew <= E + 1e-4 * alpha * slope or (
-                abs(slope) <= 4.0 * _EPS * max(1.0, abs(E)) and Enew <= E + 8.0 * _EPS * abs(E)
+                at_rounding and Enew <= E + 64.0 * _EPS * Escale
             ):
                 accepted = True
                 break
-            alpha *= 0.8
+            # safeguarded quadratic interpolation: α ← clip(α*, 0.1 α, 0.8 α), where α* minimises
+            # the parabola through E(0), E'(0) and E(α); plain ρ = 0.8 when E(α) is not finite
+            denom = 2.0 * (Enew - E - alpha * slope)
+            a_q = -slope * alpha * alpha / denom if (math.isfinite(Enew) and denom > 0.0) else 0.0
+            alpha = min(0.8 * alpha, max(0.1 * alpha, a_q))
         if it < trials.shape[0]:
             trials[it] = ntried
         if not accepted:
+            # no decrease can be measured: converged to the rounding level of E if the
+            # predicted decrease is below it (gnorm is reported), otherwise a failure
+            if abs(slope) <= 1e4 * _EPS * Escale:
+                return E, gnorm, quad, it, 0
             return E, gnorm, quad, it, 4
+        step_small = True
+        for j in range(K):
+            if abs(alpha * delta[j]) > 4.0 * _EPS * max(abs(y[j]), 1e-300):
+                step_small = False
         for j in range(K):
             y[j] = ynew[j]
             z[j] = znew[j]
@@ -204,6 +245,8 @@ def reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter, trials):
         E = Enew
         quad = qn
         lse = ln
+        if step_small:  # y no longer changes in floating point: machine precision reached
+            return E, gnorm, quad, it + 1, 0
     return E, gnorm, quad, max_iter, 1
 
 
@@ -211,7 +254,8 @@ def reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter, trials):
 def reduced_batch(Zbar, G, GF, ks, lams, tol, max_iter, parallel):
     """reduced_newton for N queries from y = 0: returns (Y, E, gnorm, quad, nit, status).
 
-    ``parallel=False`` runs in the calling thread (single queries: no thread launch)."""
+    ``parallel=False`` runs in the calling thread (single queries: no thread launch).
+    """
     N, K = Zbar.shape
     Y = np.zeros((N, K))
     E = np.empty(N)
@@ -222,11 +266,13 @@ def reduced_batch(Zbar, G, GF, ks, lams, tol, max_iter, parallel):
     trials = np.empty(0, dtype=np.int64)
     if parallel:
         for n in prange(N):
+            initial_y(Zbar[n], G, ks[n], lams[n], Y[n])
             E[n], gn[n], quad[n], nit[n], status[n] = reduced_newton(
                 Zbar[n], G, GF, ks[n], lams[n], Y[n], tol, max_iter, trials
             )
     else:
         for n in range(N):
+            initial_y(Zbar[n], G, ks[n], lams[n], Y[n])
             E[n], gn[n], quad[n], nit[n], status[n] = reduced_newton(
                 Zbar[n], G, GF, ks[n], lams[n], Y[n], tol, max_iter, trials
             )
@@ -347,6 +393,42 @@ def region_dual(zbar, G, k, margin, tol, max_iter, nu):
 
 
 @kernel()
+def initial_y(zbar, G, k, lam, y):
+    """Set the cold start y of problem (2).
+
+    From y = 0, unless the target's logit is far below the largest (p_k(x̄) < e^{−30}): there
+    E is exponential-like along the path and Newton needs many damped
+    steps, so we also try the closest point where the target ties with the best class (the
+    region dual with margin 0, K−1 variables) and keep whichever has the lower E.
+    """
+    K = zbar.shape[0]
+    for j in range(K):
+        y[j] = 0.0
+    zmax = zbar[0]
+    for j in range(K):
+        zmax = max(zmax, zbar[j])
+    if zmax - zbar[k] <= 30.0:
+        return
+    nu = np.empty(K)
+    _nit, status = region_dual(zbar, G, k, 0.0, 1e-12, 10 * K + 100, nu)
+    if status != 0:
+        return
+    yr = np.empty(K)
+    s = 0.0
+    for j in range(K):
+        yr[j] = -nu[j]
+        s += nu[j]
+    yr[k] = s
+    z = np.empty(K)
+    p = np.empty(K)
+    E0, _q0, _l0 = _objective(zbar, G, y, k, lam, z, p)
+    Er, _qr, _lr = _objective(zbar, G, yr, k, lam, z, p)
+    if Er < E0:
+        for j in range(K):
+            y[j] = yr[j]
+
+
+@kernel()
 def _region_row(zbar, G, k, margin, tol, max_iter, y):
     K = zbar.shape[0]
     nu = np.empty(K)
@@ -388,8 +470,10 @@ def _log_pk(zbar, G, y, k):
 
 @kernel()
 def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y):
-    """min ‖x − x̄‖_W s.t. p_k ≥ τ through problem (2): p_k(x*(λ)) decreases with λ, so the
-    constrained optimum is x*(λ) at the λ where p_k = τ (its KKT multiplier is 1/λ).
+    """Solve min ‖x − x̄‖_W s.t. p_k ≥ τ through problem (2).
+
+    p_k(x*(λ)) decreases with λ, so the constrained optimum is x*(λ) at the λ where p_k = τ
+    (its KKT multiplier is 1/λ).
 
     A safeguarded regula falsi (Illinois) in t = log λ on f(t) = log p_k(x*(e^t)) − log τ,
     each evaluation a warm-started reduced Newton solve. The returned y is the solution on the
@@ -407,7 +491,7 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y):
     y_ok = np.empty(K)
     # bracket: find t_lo with f ≥ 0 (feasible) and t_hi with f < 0, stepping by a factor 10 in λ
     t = 0.0
-    _E, _g, _q, nit, st = reduced_newton(zbar, G, GF, k, math.exp(t), y, tol, max_iter, trials)
+    _E, _g, _q, nit, st = reduced_newton(zbar, G, GF, k, math.exp(t), y, 0.0, max_iter, trials)
     total += nit
     f = _log_pk(zbar, G, y, k) - log_tau
     t_lo = np.nan
@@ -424,7 +508,7 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y):
             if t > 80.0:
                 return np.nan, total, 4
             _E, _g, _q, nit, st = reduced_newton(
-                zbar, G, GF, k, math.exp(t), y, tol, max_iter, trials
+                zbar, G, GF, k, math.exp(t), y, 0.0, max_iter, trials
             )
             total += nit
             f = _log_pk(zbar, G, y, k) - log_tau
@@ -444,7 +528,7 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y):
             if t < -80.0:  # λ ≈ 1e−35 and still p_k < τ: the target cannot reach τ
                 return math.exp(t), total, 3
             _E, _g, _q, nit, st = reduced_newton(
-                zbar, G, GF, k, math.exp(t), y, tol, max_iter, trials
+                zbar, G, GF, k, math.exp(t), y, 0.0, max_iter, trials
             )
             total += nit
             f = _log_pk(zbar, G, y, k) - log_tau
@@ -459,14 +543,14 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y):
     # Illinois regula falsi on [t_lo, t_hi] (f_lo ≥ 0 > f_hi)
     side = 0
     for _it in range(200):
-        if f_lo <= 1e-15 * max(1.0, abs(log_tau)) or (t_hi - t_lo) <= 1e-15 * max(1.0, abs(t_lo)):
+        if f_lo <= 2e-15 or (t_hi - t_lo) <= 1e-15 * max(1.0, abs(t_lo)):
             break
         t = (t_lo * f_hi - t_hi * f_lo) / (f_hi - f_lo)
         if not (t_lo < t < t_hi):
             t = 0.5 * (t_lo + t_hi)
         for j in range(K):
             y[j] = y_ok[j]
-        _E, _g, _q, nit, st = reduced_newton(zbar, G, GF, k, math.exp(t), y, tol, max_iter, trials)
+        _E, _g, _q, nit, st = reduced_newton(zbar, G, GF, k, math.exp(t), y, 0.0, max_iter, trials)
         total += nit
         if st == 4:
             return math.exp(t), total, 4
@@ -515,7 +599,8 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel):
 def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm):
     """Problem (2) along lams (warm-started from the previous solution when ``warm``).
 
-    Returns (Y (L, K), E, gnorm, nit, status)."""
+    Returns (Y (L, K), E, gnorm, nit, status).
+    """
     L = lams.shape[0]
     K = zbar.shape[0]
     Y = np.zeros((L, K))
@@ -526,12 +611,64 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm):
     y = np.zeros(K)
     trials = np.empty(0, dtype=np.int64)
     for i in range(L):
-        if not warm:
-            for j in range(K):
-                y[j] = 0.0
+        if i == 0 or not warm:
+            initial_y(zbar, G, k, lams[i], y)
         E[i], gn[i], _q, nit[i], status[i] = reduced_newton(
             zbar, G, GF, k, lams[i], y, tol, max_iter, trials
         )
         for j in range(K):
             Y[i, j] = y[j]
     return Y, E, gn, nit, status
+
+
+@kernel()
+def _logits_row(x, A, b, z):
+    K, D = A.shape
+    for j in range(K):
+        acc = 0.0
+        for i in range(D):
+            acc += A[j, i] * x[i]
+        z[j] = acc + b[j]
+
+
+@kernel(parallel=True)
+def logits_rows(X, A, b, parallel):
+    """Z = X Aᵀ + b row by row, in a fixed summation order (bit-identical for a row whatever N)."""
+    N = X.shape[0]
+    K = A.shape[0]
+    Z = np.empty((N, K))
+    if parallel:
+        for n in prange(N):
+            _logits_row(X[n], A, b, Z[n])
+    else:
+        for n in range(N):
+            _logits_row(X[n], A, b, Z[n])
+    return Z
+
+
+@kernel()
+def _expand_row(x0, y, A, v, out):
+    K, D = A.shape
+    for i in range(D):
+        out[i] = 0.0
+    for j in range(K):
+        yj = y[j]
+        if yj != 0.0:
+            for i in range(D):
+                out[i] += yj * A[j, i]
+    for i in range(D):
+        out[i] = x0[i] + v[i] * out[i]
+
+
+@kernel(parallel=True)
+def expand_rows(X0, Y, A, v, parallel):
+    """X = X0 + (Y A) ∘ v row by row: the counterfactuals from their K-space coordinates."""
+    N, D = X0.shape
+    X = np.empty((N, D))
+    if parallel:
+        for n in prange(N):
+            _expand_row(X0[n], Y[n], A, v, X[n])
+    else:
+        for n in range(N):
+            _expand_row(X0[n], Y[n], A, v, X[n])
+    return X

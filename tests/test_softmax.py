@@ -1,0 +1,319 @@
+"""Softmax counterfactuals (paper 000, §3): K-space Newton vs Woodbury Newton vs SciPy."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+
+from fastcf import LinearExplainer, check_gradient
+from fastcf._kernels import softmax as sk
+from tests.reference import (
+    box_kkt_residual,
+    minimize_box_lbfgsb,
+    softmax_energy,
+    softmax_lam_scipy,
+    softmax_proba_cvxpy,
+    softmax_region_cvxpy,
+)
+
+
+def train_softmax(D, K, seed=0, n_per_class=4, max_iter=30):
+    """A multinomial LogisticRegression trained on synthetic Gaussian classes of shape (D, K)."""
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((K, D)) / np.sqrt(D) * 4
+    y = np.repeat(np.arange(K), n_per_class)
+    X = means[y] + rng.standard_normal((y.size, D)) / np.sqrt(D) * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = LogisticRegression(max_iter=max_iter, C=10.0).fit(X, y)
+    return model, X
+
+
+def paper_problems(ex, X, n=50, seed=0, lams=(0.01, 0.1)):
+    """Appendix A: 40 problems with the farthest class and λ = 0.01, 10 with the second most
+    probable class and λ = 0.1 (sources drawn from the training set)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        x = X[rng.integers(len(X))]
+        order = np.argsort(ex.predict_proba(x))
+        if i < int(0.8 * n):
+            out.append((x, int(order[0]), lams[0]))
+        else:
+            out.append((x, int(order[-2]), lams[1]))
+    return out
+
+
+def check_problem(ex, x, k, lam, with_scipy):
+    A, b = ex.coef_, ex.intercept_
+    f = softmax_energy(A, b, x, k, lam)
+    red = ex.explain(x, k, lam=lam)
+    assert red.status in (0, 5)  # 5: converged, but λ too large for the target to win
+    assert red.success == (ex.predict(red.x)[0] == k) and red.success == (red.status == 0)
+    E_red, g_red = f(red.x)
+    assert np.linalg.norm(g_red) <= 1e-8
+    wood = ex.explain(x, k, lam=lam, method="woodbury")
+    assert wood.status == red.status
+    E_wood, g_wood = f(wood.x)
+    assert np.linalg.norm(g_wood) <= 1e-8
+    assert abs(E_red - E_wood) <= 1e-12 * abs(E_red)
+    if with_scipy:
+        ref = softmax_lam_scipy(A, b, x, k, lam)
+        E_ref = f(ref)[0]
+        assert E_red <= E_ref + 1e-12 * abs(E_ref)
+        assert np.abs(red.x - ref).max() <= 1e-6 * (1 + np.abs(ref - x).max())
+    return red, wood
+
+
+@pytest.mark.parametrize(
+    "D,K",
+    [
+        (784, 10),
+        (8192, 16),
+        pytest.param(47236, 51, marks=pytest.mark.slow),
+        pytest.param(131072, 16, marks=pytest.mark.slow),
+    ],
+)
+def test_paper_protocol(D, K):
+    model, X = train_softmax(D, K)
+    ex = LinearExplainer(model)
+    nits = []
+    for j, (x, k, lam) in enumerate(paper_problems(ex, X)):
+        red, wood = check_problem(ex, x, k, lam, with_scipy=(j % 10 == 0))
+        nits.append((red.nit, wood.nit))
+    nits = np.array(nits)
+    assert nits[:, 0].max() <= 30  # Newton: a handful of iterations, as in the paper's Fig. 1
+
+
+def test_digits_protocol():
+    X, y = load_digits(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = LogisticRegression(max_iter=200).fit(X, y)
+    ex = LinearExplainer(model)
+    for j, (x, k, lam) in enumerate(paper_problems(ex, X)):
+        check_problem(ex, x, k, lam, with_scipy=(j % 5 == 0))
+
+
+@pytest.mark.parametrize("method", ["lbfgs", "cg", "gd"])
+def test_first_order_references_reach_the_optimum(method, rng):
+    A = rng.standard_normal((5, 30))
+    b = rng.standard_normal(5)
+    ex = LinearExplainer.from_arrays(A, b)
+    x = rng.standard_normal(30)
+    f = softmax_energy(A, b, x, 2, 0.5)
+    red = ex.explain(x, 2, lam=0.5)
+    other = ex.explain(x, 2, lam=0.5, method=method, tol=1e-8, max_iter=5000)
+    assert other.status == 0 and np.linalg.norm(f(other.x)[1]) <= 1e-8
+    assert f(red.x)[0] <= f(other.x)[0] + 1e-13
+    np.testing.assert_allclose(other.x, red.x, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "scale,lam,K,D",
+    [
+        (1e4, 1e-8, 10, 50),
+        (1e4, 1e8, 10, 50),
+        (1.0, 1e-8, 30, 200),
+        (1.0, 1e8, 30, 200),
+        (100.0, 1e-3, 1000, 40),
+        (1.0, 1.0, 1000, 2000),
+        (10.0, 1e-6, 50, 5),
+        (1.0, 0.1, 8, 1),
+    ],
+)
+def test_stress(scale, lam, K, D, rng):
+    A = rng.standard_normal((K, D)) * scale / np.sqrt(D)
+    b = rng.standard_normal(K) * scale
+    ex = LinearExplainer.from_arrays(A, b)
+    x = rng.standard_normal(D)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in (int(np.argmin(A @ x + b)), int(np.argsort(A @ x + b)[-2])):
+            res = ex.explain(x, k, lam=lam)
+            assert np.all(np.isfinite(res.x)) and np.isfinite(res.distance)
+            assert res.status in (0, 5), res.message
+            E, g = softmax_energy(A, b, x, k, lam)(res.x)
+            # gradient at the rounding level of its largest term
+            assert np.linalg.norm(g) <= 1e-8 * max(
+                1.0, np.abs(A).max() * np.sqrt(D), lam * np.abs(res.x).max()
+            )
+
+
+def test_rank_deficient_gram_duplicated_rows(rng):
+    A = rng.standard_normal((6, 3))
+    A[4] = A[1]  # duplicated row; and D < K − 1
+    b = rng.standard_normal(6)
+    b[4] = b[1] - 0.5
+    ex = LinearExplainer.from_arrays(A, b)
+    x = rng.standard_normal(3)
+    for k in range(6):
+        res = ex.explain(x, k, lam=0.05)
+        wood = ex.explain(x, k, lam=0.05, method="woodbury")
+        f = softmax_energy(A, b, x, k, 0.05)
+        assert res.status in (0, 5) and wood.status == res.status
+        assert np.linalg.norm(f(res.x)[1]) <= 1e-9
+        assert abs(f(res.x)[0] - f(wood.x)[0]) <= 1e-12 * abs(f(res.x)[0])
+    # class 4 is class 1 minus 0.5 on every input: it can never win
+    res = ex.explain(x, 4, region=True)
+    assert not res.success and res.status == 3 and "infeasible" in res.message
+    res = ex.explain(x, 4, lam=1e-4)
+    assert not res.success and res.status == 5
+
+
+def test_taylor_test_full_and_reduced(rng):
+    A = rng.standard_normal((7, 20))
+    b = rng.standard_normal(7)
+    x0 = rng.standard_normal(20)
+    assert check_gradient(softmax_energy(A, b, x0, 3, 0.2), x0 + 0.3).passed
+    G = A @ A.T
+    zbar = A @ x0 + b
+
+    def reduced(y):
+        z = zbar + G @ y
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        E = 0.1 * y @ G @ y + z.max() + np.log(np.exp(z - z.max()).sum()) - z[3]
+        r = 0.2 * y + p
+        r[3] -= 1.0
+        return E, G @ r
+
+    assert check_gradient(reduced, rng.standard_normal(7) * 0.1).passed
+    # the kernel's E(y) equals the D-space E at x = x̄ + Aᵀy
+    y = rng.standard_normal(7) * 0.1
+    z, p = np.empty(7), np.empty(7)
+    E_k, _, _ = sk._objective(zbar, G, y, 3, 0.2, z, p)
+    assert E_k == pytest.approx(softmax_energy(A, b, x0, 3, 0.2)(x0 + A.T @ y)[0], rel=1e-13)
+
+
+def test_region_matches_cvxpy(rng):
+    for _ in range(10):
+        K, D = int(rng.integers(3, 9)), int(rng.integers(2, 40))
+        A = rng.standard_normal((K, D))
+        b = rng.standard_normal(K)
+        ex = LinearExplainer.from_arrays(A, b)
+        x = rng.standard_normal(D)
+        k = int(np.argmin(A @ x + b))
+        wt = rng.uniform(0.5, 2, D)
+        res = ex.explain(x, k, region=True, margin=0.1, weights=wt)
+        status, ref = softmax_region_cvxpy(A, b, x, k, 0.1, wt)
+        if status != "optimal":
+            assert not res.success
+            continue
+        assert res.success and ex.predict(res.x)[0] == k
+        z = A @ res.x + b
+        assert np.all(z[k] - np.delete(z, k) >= 0.1 - 1e-9)
+        d_ref = np.sqrt(np.sum(wt * (ref - x) ** 2))
+        assert res.distance == pytest.approx(d_ref, rel=1e-6)
+        assert res.distance <= d_ref * (1 + 1e-9)
+
+
+def test_proba_is_exact_and_matches_cvxpy(rng):
+    for _ in range(8):
+        K, D = int(rng.integers(3, 7)), int(rng.integers(3, 30))
+        A = rng.standard_normal((K, D))
+        b = rng.standard_normal(K)
+        ex = LinearExplainer.from_arrays(A, b)
+        x = rng.standard_normal(D)
+        k = int(np.argmin(A @ x + b))
+        for tau in (0.6, 0.95, 0.999):
+            res = ex.explain(x, k, proba=tau)
+            assert res.success and res.proba[k] >= tau
+            assert abs(res.proba[k] - tau) <= 1e-12
+            status, ref = softmax_proba_cvxpy(A, b, x, k, tau)
+            assert status == "optimal"
+            assert res.distance == pytest.approx(np.linalg.norm(ref - x), rel=1e-5)
+    # already above τ: x̄ itself
+    res = ex.explain(x, int(np.argmax(A @ x + b)), proba=1e-3)
+    assert res.distance == 0 and np.array_equal(res.x, x)
+
+
+def test_proba_unreachable(rng):
+    A = rng.standard_normal((3, 4))
+    A[2] = A[0]
+    b = np.array([0.0, 0.0, 0.0])  # p_2 == p_0 always: p_2 ≤ 1/2
+    ex = LinearExplainer.from_arrays(A, b)
+    res = ex.explain(rng.standard_normal(4), 2, proba=0.8)
+    assert not res.success and res.status == 3
+
+
+def test_frozen_and_weights_match_woodbury_and_scipy(rng):
+    A = rng.standard_normal((6, 25))
+    b = rng.standard_normal(6)
+    ex = LinearExplainer.from_arrays(A, b)
+    x = rng.standard_normal(25)
+    frozen = [0, 5, 6, 20]
+    wt = rng.uniform(0.2, 5, 25)
+    fm = np.zeros(25, bool)
+    fm[frozen] = True
+    res = ex.explain(x, 1, lam=0.03, frozen=frozen, weights=wt)
+    wood = ex.explain(x, 1, lam=0.03, frozen=frozen, weights=wt, method="woodbury")
+    ref = softmax_lam_scipy(A, b, x, 1, 0.03, wt=wt, frozen=fm)
+    assert np.array_equal(res.x[frozen], x[frozen]) and np.array_equal(wood.x[frozen], x[frozen])
+    np.testing.assert_allclose(res.x, wood.x, atol=1e-9)
+    np.testing.assert_allclose(res.x, ref, atol=1e-7)
+    E, g = softmax_energy(A, b, x, 1, 0.03, wt)(res.x)
+    assert np.linalg.norm(g[~fm]) <= 1e-9 and res.grad_norm <= 1e-9
+    assert res.distance == pytest.approx(np.sqrt(np.sum(wt * (res.x - x) ** 2)), rel=1e-10)
+
+
+@pytest.mark.parametrize("lam", [1e-3, 0.1])
+def test_bounds_kkt(rng, lam):
+    for _ in range(6):
+        K, D = int(rng.integers(3, 8)), int(rng.integers(5, 60))
+        A = rng.standard_normal((K, D))
+        b = rng.standard_normal(K)
+        ex = LinearExplainer.from_arrays(A, b)
+        x = rng.standard_normal(D)
+        lo, hi = x - rng.uniform(0, 0.5, D), x + rng.uniform(0, 0.5, D)
+        k = int(np.argmin(A @ x + b))
+        res = ex.explain(x, k, lam=lam, bounds=(lo, hi))
+        assert res.status in (0, 5), res.message
+        assert np.all(res.x >= lo) and np.all(res.x <= hi)
+        f = softmax_energy(A, b, x, k, lam)
+        E, g = f(res.x)
+        assert box_kkt_residual(g, res.x, lo, hi) <= 1e-8
+        ref = minimize_box_lbfgsb(f, x, lo, hi)
+        assert E <= f(ref)[0] + 1e-10
+        lb = ex.explain(x, k, lam=lam, bounds=(lo, hi), method="lbfgs", tol=1e-9, max_iter=5000)
+        assert E <= f(lb.x)[0] + 1e-12
+
+
+def test_batch_equals_single(rng):
+    A = rng.standard_normal((10, 64))
+    b = rng.standard_normal(10)
+    ex = LinearExplainer.from_arrays(A, b)
+    X = rng.standard_normal((200, 64))
+    t = rng.integers(0, 10, 200)
+    for kw in [dict(lam=0.01), dict(proba=0.9), dict(region=True)]:
+        batch = ex.explain(X, t, **kw)
+        assert batch.success.mean() > 0.9
+        for i in range(0, 200, 23):
+            one = ex.explain(X[i], t[i], **kw)
+            assert np.array_equal(one.x, batch.x[i])
+            assert one.nit == batch.nit[i] and one.success == batch.success[i]
+
+
+def test_path_warm_equals_cold_and_is_monotone(rng):
+    A = rng.standard_normal((5, 40))
+    b = rng.standard_normal(5)
+    ex = LinearExplainer.from_arrays(A, b)
+    x = rng.standard_normal(40)
+    k = int(np.argmin(A @ x + b))
+    warm = ex.path(x, k)
+    cold = ex.path(x, k, warm_start=False)
+    assert len(warm) == 100 and warm.X.shape == (100, 40)
+    # same minimisers: E agrees to rounding (x itself only to ‖∇E‖/λ, ~1e-5 at λ = 1e-5)
+    Ew = [softmax_energy(A, b, x, k, lam)(xw)[0] for lam, xw in zip(warm.lams, warm.X, strict=True)]
+    Ec = [softmax_energy(A, b, x, k, lam)(xc)[0] for lam, xc in zip(cold.lams, cold.X, strict=True)]
+    np.testing.assert_allclose(Ew, Ec, rtol=1e-12, atol=1e-14)
+    assert warm.nit.sum() < cold.nit.sum()
+    assert np.all(np.diff(warm.proba[:, k]) >= -1e-12)
+    assert np.all(warm.grad_norm <= 1e-9)
+    one = ex.explain(x, k, lam=warm.lams[50])
+    f = softmax_energy(A, b, x, k, warm.lams[50])
+    assert f(one.x)[0] == pytest.approx(f(warm.X[50])[0], rel=1e-12)
+    assert warm[50].lam == warm.lams[50]
