@@ -25,7 +25,7 @@ def demo(argv=None) -> int:
     X, y, names = data.data, data.target, data.feature_names
     model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(X, y)
     print("fastcf demo — breast cancer (569 × 30), StandardScaler + LogisticRegression")
-    print(f"classes: {list(data.target_names)}; the 'rejected' cases are those predicted malignant\n")
+    print("classes: malignant (0), benign (1); 'rejected' cases are those predicted malignant\n")
     # distances in units of each feature's median absolute deviation (raw units would make
     # features measured in small numbers cheap to move)
     ex = fastcf.LinearExplainer(model).fit_mad(X)
@@ -79,8 +79,10 @@ def demo(argv=None) -> int:
     print(f"  one query, proba=0.9, box (exact)  {1e6 * t_one:8.1f} µs")
     print(f"  one query, lam=0.01 (closed form)  {1e6 * t_lam:8.1f} µs")
     print(f"  model.predict_proba of one row     {1e6 * t_pred:8.1f} µs  (for scale)")
-    print(f"  batch of 2000 queries              {1e3 * t_batch:8.2f} ms "
-          f"({len(Xb) / t_batch:,.0f} queries/s)")
+    print(
+        f"  batch of 2000 queries              {1e3 * t_batch:8.2f} ms "
+        f"({len(Xb) / t_batch:,.0f} queries/s)"
+    )
 
     # a softmax model: digits, 10 classes
     Xd, yd = load_digits(return_X_y=True)
