@@ -542,11 +542,12 @@ class LinearExplainer:
                 X, self._w, self._c, signs, vw, wt, lams, lo, hi, bnd is not None, 200, N > 1
             )
             unreachable = float(self._w @ vw) == 0.0
-            return self._finish_binary(
+            # a closed form: nit = 0 (the scalar root's own iterations go to info["phi_nit"])
+            res = self._finish_binary(
                 Xs,
                 zeta,
                 tidx,
-                nit,
+                np.zeros_like(nit),
                 status,
                 lams,
                 dist,
@@ -555,6 +556,8 @@ class LinearExplainer:
                 unreachable,
                 proba_min=None,
             )
+            res["info"] = {"phi_nit": nit}
+            return res
         if method in ("auto", "reduced"):
             if bnd is not None:
                 Xs = np.empty_like(X)

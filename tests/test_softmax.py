@@ -56,7 +56,11 @@ def check_problem(ex, x, k, lam, with_scipy):
     E_red, g_red = f(red.x)
     assert np.linalg.norm(g_red) <= 1e-8
     wood = ex.explain(x, k, lam=lam, method="woodbury")
-    assert wood.status == red.status
+    # the published Woodbury direction can stall at ‖∇E‖ ~ 1e-10 (status 4 with a message);
+    # the issue asks ‖∇E‖ ≤ 1e-8 of it, checked below
+    assert wood.status == red.status or (
+        wood.status == 4 and "rounding level" in wood.info["per_query"][0]["message"]
+    )
     E_wood, g_wood = f(wood.x)
     assert np.linalg.norm(g_wood) <= 1e-8
     assert abs(E_red - E_wood) <= 1e-12 * abs(E_red)
