@@ -1,0 +1,579 @@
+"""Warm-started SMO for the constrained SVM dual (EnumSV, paper 003).
+
+The dual, written as libsvm writes it (a minimisation)::
+
+    min_α  ½ αᵀQα − eᵀα    s.t.  0 ≤ α_i ≤ C,  Σ y_i α_i = 0,  α_i = 0 for i ∉ S
+
+with ``Q_ij = y_i y_j k(x_i, x_j)``. The paper's objective is ``f(α) = eᵀα − ½ αᵀQα`` (maximised),
+so ``f = −(libsvm objective)``.
+
+Rows of Q live in a row cache: ``rows`` has ``m`` slots of length ``n``; ``slot_of[i]`` is the slot
+holding row ``i`` (−1 if none), ``owner[s]`` the row held by slot ``s``, ``stamp[s]`` its last use.
+When ``m >= n`` nothing is ever evicted and the cache is the dense matrix, filled lazily; otherwise
+the least recently used row is evicted (a linear scan over the slots: simple, and cheap next to
+computing a row). ``counters`` = [clock, slots in use, rows computed, rows evicted].
+
+Everything here is deterministic (sequential loops, fixed tie-breaking): the same warm start and
+the same active set give bit-identical α.
+"""
+
+import numpy as np
+
+from fastcf._kernels import STATUS_MAXITER, STATUS_OK, kernel
+
+__all__ = [
+    "KIND_LINEAR",
+    "KIND_POLY",
+    "KIND_RBF",
+    "KIND_SIGMOID",
+    "KIND_PRECOMPUTED",
+    "STATUS_DEGENERATE",
+    "kernel_block",
+    "kernel_diag",
+    "make_cache",
+    "get_row",
+    "solve",
+    "solve_children",
+]
+
+KIND_LINEAR = 0
+KIND_POLY = 1
+KIND_RBF = 2
+KIND_SIGMOID = 3
+KIND_PRECOMPUTED = 4
+
+#: the subset holds a single class: α = 0 is its only feasible point, not an SVM
+STATUS_DEGENERATE = 8
+
+TAU = 1e-12  # libsvm's guard for a non-positive curvature along the working pair
+
+
+@kernel()
+def _kval(A, i, B, j, kind, gamma, coef0, degree):
+    """k(A[i], B[j]) for the vector kernels (not for ``KIND_PRECOMPUTED``)."""
+    d = A.shape[1]
+    if kind == KIND_RBF:
+        s = 0.0
+        for t in range(d):
+            diff = A[i, t] - B[j, t]
+            s += diff * diff
+        return np.exp(-gamma * s)
+    s = 0.0
+    for t in range(d):
+        s += A[i, t] * B[j, t]
+    if kind == KIND_LINEAR:
+        return s
+    if kind == KIND_POLY:
+        return (gamma * s + coef0) ** degree
+    return np.tanh(gamma * s + coef0)  # KIND_SIGMOID
+
+
+@kernel()
+def kernel_block(A, B, kind, gamma, coef0, degree):
+    """Kernel matrix ``K[p, q] = k(A[p], B[q])``, shape (len(A), len(B))."""
+    m = A.shape[0]
+    p = B.shape[0]
+    out = np.empty((m, p))
+    for a in range(m):
+        for b in range(p):
+            out[a, b] = _kval(A, a, B, b, kind, gamma, coef0, degree)
+    return out
+
+
+@kernel()
+def kernel_diag(X, kind, gamma, coef0, degree):
+    """Diagonal ``k(x_i, x_i)``; for ``KIND_PRECOMPUTED`` X is the Gram matrix."""
+    n = X.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        if kind == KIND_PRECOMPUTED:
+            out[i] = X[i, i]
+        else:
+            out[i] = _kval(X, i, X, i, kind, gamma, coef0, degree)
+    return out
+
+
+def make_cache(n, n_slots):
+    """Allocate an empty row cache with ``n_slots`` rows of length ``n`` (plain NumPy)."""
+    n_slots = max(2, min(int(n_slots), int(n)))
+    rows = np.empty((n_slots, n))
+    slot_of = np.full(n, -1, dtype=np.int64)
+    owner = np.full(n_slots, -1, dtype=np.int64)
+    stamp = np.zeros(n_slots, dtype=np.int64)
+    counters = np.zeros(4, dtype=np.int64)
+    return rows, slot_of, owner, stamp, counters
+
+
+@kernel()
+def get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters):
+    """Row ``i`` of Q (``y_i y_j k(x_i, x_j)`` for all j), from the cache or computed into it."""
+    counters[0] += 1
+    s = slot_of[i]
+    if s >= 0:
+        stamp[s] = counters[0]
+        return rows[s]
+    m = rows.shape[0]
+    if counters[1] < m:
+        s = counters[1]
+        counters[1] += 1
+    else:  # evict the least recently used row
+        s = 0
+        for t in range(1, m):
+            if stamp[t] < stamp[s]:
+                s = t
+        slot_of[owner[s]] = -1
+        counters[3] += 1
+    owner[s] = i
+    slot_of[i] = s
+    stamp[s] = counters[0]
+    n = X.shape[0]
+    row = rows[s]
+    yi = y[i]
+    if kind == KIND_PRECOMPUTED:
+        for j in range(n):
+            row[j] = yi * y[j] * X[i, j]
+    else:
+        for j in range(n):
+            row[j] = yi * y[j] * _kval(X, i, X, j, kind, gamma, coef0, degree)
+    counters[2] += 1
+    return row
+
+
+@kernel()
+def _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
+                   counters):
+    """G = Qα − e on the active indices (α is zero outside them)."""
+    for t in range(act.shape[0]):
+        G[act[t]] = -1.0
+    for t in range(act.shape[0]):
+        j = act[t]
+        aj = alpha[j]
+        if aj != 0.0:
+            row = get_row(j, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
+                          counters)
+            for u in range(act.shape[0]):
+                k = act[u]
+                G[k] += aj * row[k]
+
+
+@kernel()
+def _objective_and_intercept(alpha, act, G, y, C):
+    """f(α) = eᵀα − ½αᵀQα = ½ Σ α_i (1 − G_i), and libsvm's intercept b = −ρ."""
+    f = 0.0
+    nr_free = 0
+    sum_free = 0.0
+    ub = np.inf
+    lb = -np.inf
+    for t in range(act.shape[0]):
+        i = act[t]
+        f += alpha[i] * (1.0 - G[i])
+        yG = y[i] * G[i]
+        if alpha[i] >= C:
+            if y[i] < 0:
+                ub = min(ub, yG)
+            else:
+                lb = max(lb, yG)
+        elif alpha[i] <= 0.0:
+            if y[i] > 0:
+                ub = min(ub, yG)
+            else:
+                lb = max(lb, yG)
+        else:
+            nr_free += 1
+            sum_free += yG
+    if nr_free > 0:
+        rho = sum_free / nr_free
+    else:
+        rho = 0.5 * (ub + lb)
+    return 0.5 * f, -rho
+
+
+@kernel()
+def _smo_loop(alpha, act, G, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of, owner,
+              stamp, counters, tol, max_iter):
+    """SMO as in libsvm, with second-order working-set selection (WSS2, Fan et al. 2005).
+
+    Returns (status, n_iter); stops when the maximal violation m(α) − M(α) < tol.
+    """
+    n_act = act.shape[0]
+    it = 0
+    while it < max_iter:
+        # --- select i: the maximal violator of the first kind
+        Gmax = -np.inf
+        i = -1
+        for t in range(n_act):
+            k = act[t]
+            if y[k] > 0:
+                if alpha[k] < C and -G[k] >= Gmax:
+                    Gmax = -G[k]
+                    i = k
+            else:
+                if alpha[k] > 0.0 and G[k] >= Gmax:
+                    Gmax = G[k]
+                    i = k
+        if i == -1:
+            return STATUS_OK, it
+        Qi = get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters)
+        # --- select j: the largest second-order decrease of the objective
+        Gmax2 = -np.inf
+        jbest = -1
+        obj_min = np.inf
+        for t in range(n_act):
+            k = act[t]
+            if y[k] > 0:
+                if alpha[k] > 0.0:
+                    grad_diff = Gmax + G[k]
+                    if G[k] >= Gmax2:
+                        Gmax2 = G[k]
+                    if grad_diff > 0.0:
+                        quad = QD[i] + QD[k] - 2.0 * y[i] * Qi[k]
+                        if quad <= 0.0:
+                            quad = TAU
+                        obj = -(grad_diff * grad_diff) / quad
+                        if obj <= obj_min:
+                            jbest = k
+                            obj_min = obj
+            else:
+                if alpha[k] < C:
+                    grad_diff = Gmax - G[k]
+                    if -G[k] >= Gmax2:
+                        Gmax2 = -G[k]
+                    if grad_diff > 0.0:
+                        quad = QD[i] + QD[k] + 2.0 * y[i] * Qi[k]
+                        if quad <= 0.0:
+                            quad = TAU
+                        obj = -(grad_diff * grad_diff) / quad
+                        if obj <= obj_min:
+                            jbest = k
+                            obj_min = obj
+        if Gmax + Gmax2 < tol or jbest == -1:
+            return STATUS_OK, it
+        j = jbest
+        it += 1
+        Qj = get_row(j, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters)
+        # Qi stays valid: the cache has >= 2 slots and row i was used more recently than any
+        # other row but j, so fetching j never evicts it.
+        old_ai = alpha[i]
+        old_aj = alpha[j]
+        ai = old_ai
+        aj = old_aj
+        if y[i] != y[j]:
+            quad = QD[i] + QD[j] + 2.0 * Qi[j]
+            if quad <= 0.0:
+                quad = TAU
+            delta = (-G[i] - G[j]) / quad
+            diff = ai - aj
+            ai += delta
+            aj += delta
+            if diff > 0.0:
+                if aj < 0.0:
+                    aj = 0.0
+                    ai = diff
+            else:
+                if ai < 0.0:
+                    ai = 0.0
+                    aj = -diff
+            if diff > 0.0:  # C_i - C_j = 0
+                if ai > C:
+                    ai = C
+                    aj = C - diff
+            else:
+                if aj > C:
+                    aj = C
+                    ai = C + diff
+        else:
+            quad = QD[i] + QD[j] - 2.0 * Qi[j]
+            if quad <= 0.0:
+                quad = TAU
+            delta = (G[i] - G[j]) / quad
+            total = ai + aj
+            ai -= delta
+            aj += delta
+            if total > C:
+                if ai > C:
+                    ai = C
+                    aj = total - C
+            else:
+                if aj < 0.0:
+                    aj = 0.0
+                    ai = total
+            if total > C:
+                if aj > C:
+                    aj = C
+                    ai = total - C
+            else:
+                if ai < 0.0:
+                    ai = 0.0
+                    aj = total
+        alpha[i] = ai
+        alpha[j] = aj
+        dai = ai - old_ai
+        daj = aj - old_aj
+        for t in range(n_act):
+            k = act[t]
+            G[k] += Qi[k] * dai + Qj[k] * daj
+    return STATUS_MAXITER, it
+
+
+@kernel()
+def _lu_solve(A, rhs):
+    """Solve A x = rhs in place (Gaussian elimination, partial pivoting); False if singular."""
+    m = A.shape[0]
+    scale = 0.0
+    for i in range(m):
+        for j in range(m):
+            scale = max(scale, abs(A[i, j]))
+    if scale == 0.0:
+        return False
+    for c in range(m):
+        p = c
+        for r in range(c + 1, m):
+            if abs(A[r, c]) > abs(A[p, c]):
+                p = r
+        if abs(A[p, c]) <= 1e-11 * scale:
+            return False
+        if p != c:
+            for j in range(m):
+                tmp = A[c, j]
+                A[c, j] = A[p, j]
+                A[p, j] = tmp
+            tmp = rhs[c]
+            rhs[c] = rhs[p]
+            rhs[p] = tmp
+        for r in range(c + 1, m):
+            fct = A[r, c] / A[c, c]
+            if fct != 0.0:
+                for j in range(c, m):
+                    A[r, j] -= fct * A[c, j]
+                rhs[r] -= fct * rhs[c]
+    for c in range(m - 1, -1, -1):
+        s = rhs[c]
+        for j in range(c + 1, m):
+            s -= A[c, j] * rhs[j]
+        rhs[c] = s / A[c, c]
+    return True
+
+
+@kernel()
+def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
+                counters, tol, max_pivots):
+    """Primal active-set method started from the feasible ``alpha`` (and its gradient ``G``).
+
+    The free set F = {0 < α < C} is kept; each step solves the equality-constrained KKT system
+    on F exactly (Q_FF δ + b y_F = −G_F, y_Fᵀ δ = 0), steps towards it until an α hits a bound
+    (which then leaves F), and once the full step is taken adds the bounded index that violates
+    its KKT condition most. A child differs from its parent by one index, so a few pivots
+    usually reach the exact optimum. Returns the number of pivots, or −1 when it gives up
+    (singular system, no free index, too many pivots); α stays feasible either way and the
+    caller then finishes with SMO.
+    """
+    n_act = act.shape[0]
+    n = alpha.shape[0]
+    inF = np.zeros(n, dtype=np.bool_)
+    F = np.empty(n_act, dtype=np.int64)
+    nF = 0
+    for t in range(n_act):
+        k = act[t]
+        if 0.0 < alpha[k] < C:
+            inF[k] = True
+            F[nF] = k
+            nF += 1
+    for piv in range(max_pivots):
+        if nF == 0:
+            return -1
+        m = nF + 1
+        A = np.empty((m, m))
+        rhs = np.empty(m)
+        for a in range(nF):
+            row = get_row(F[a], X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
+                          counters)
+            for c in range(nF):
+                A[a, c] = row[F[c]]
+            A[a, nF] = y[F[a]]
+            A[nF, a] = y[F[a]]
+            rhs[a] = -G[F[a]]
+        A[nF, nF] = 0.0
+        rhs[nF] = 0.0
+        if not _lu_solve(A, rhs):
+            return -1
+        b = rhs[nF]
+        # ratio test: the largest step t <= 1 that keeps 0 <= α_F <= C
+        t_step = 1.0
+        block = -1
+        for a in range(nF):
+            k = F[a]
+            d = rhs[a]
+            if d < 0.0:
+                tk = -alpha[k] / d
+            elif d > 0.0:
+                tk = (C - alpha[k]) / d
+            else:
+                continue
+            if tk < t_step:
+                t_step = tk
+                block = a
+        if t_step < 0.0:
+            t_step = 0.0
+        for a in range(nF):
+            k = F[a]
+            dk = t_step * rhs[a]
+            if dk != 0.0:
+                row = get_row(k, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
+                              counters)
+                for u in range(n_act):
+                    kk = act[u]
+                    G[kk] += dk * row[kk]
+            alpha[k] = min(max(alpha[k] + dk, 0.0), C)
+        if block >= 0:
+            k = F[block]
+            alpha[k] = 0.0 if rhs[block] < 0.0 else C
+            inF[k] = False
+            F[block] = F[nF - 1]
+            nF -= 1
+            continue
+        # full step taken: look for the bounded index violating its KKT condition most
+        worst = -1
+        wv = 0.5 * tol
+        for u in range(n_act):
+            k = act[u]
+            if inF[k]:
+                continue
+            r = G[k] + b * y[k]
+            v = -r if alpha[k] <= 0.0 else r
+            if v > wv:
+                wv = v
+                worst = k
+        if worst == -1:
+            return piv + 1
+        inF[worst] = True
+        F[nF] = worst
+        nF += 1
+    return -1
+
+
+@kernel()
+def solve(alpha, active, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
+          counters, tol, max_iter, use_active_set):
+    """Solve the dual restricted to ``active`` from the feasible start ``alpha`` (in place).
+
+    With ``use_active_set`` the exact active-set step runs first (see ``_active_set``); SMO then
+    runs from wherever it stopped until the maximal violation is below ``tol`` (zero SMO
+    iterations when the active-set step already reached it).
+
+    Returns (status, n_iter, f, b); n_iter counts SMO iterations plus active-set pivots. ``alpha``
+    must be feasible (box, equality, zero outside the active set). A single-class active set
+    returns ``STATUS_DEGENERATE`` with α = 0.
+    """
+    act = np.flatnonzero(active)
+    n_pos = 0
+    for t in range(act.shape[0]):
+        if y[act[t]] > 0:
+            n_pos += 1
+    if n_pos == 0 or n_pos == act.shape[0]:
+        alpha[:] = 0.0
+        return STATUS_DEGENERATE, 0, 0.0, 0.0
+    G = np.zeros(alpha.shape[0])
+    _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
+                   counters)
+    n_piv = 0
+    if use_active_set:
+        n_piv = _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
+                            owner, stamp, counters, tol, 50 + act.shape[0] // 10)
+        if n_piv < 0:
+            n_piv = 0
+        _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner,
+                       stamp, counters)
+    status, it = _smo_loop(alpha, act, G, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
+                           owner, stamp, counters, tol, max_iter)
+    if it > 0:
+        # refresh the gradient so that f and b carry no drift from the incremental updates
+        _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner,
+                       stamp, counters)
+    f, b = _objective_and_intercept(alpha, act, G, y, C)
+    return status, it + n_piv, f, b
+
+
+@kernel()
+def _take(alpha, active, y, cls, lo_excl, hi_excl, sign, need, C):
+    """Move up to ``need`` of mass on the α_j of class ``cls`` with lo_excl < α_j < hi_excl.
+
+    ``sign`` = −1 takes mass off (towards 0), +1 adds mass (towards C), proportionally to each
+    index's room. Returns the mass still needed.
+    """
+    n = alpha.shape[0]
+    room = 0.0
+    for j in range(n):
+        if active[j] and y[j] == cls and lo_excl < alpha[j] < hi_excl:
+            room += alpha[j] if sign < 0 else C - alpha[j]
+    if room <= 0.0 or need <= 0.0:
+        return need
+    frac = need / room
+    if frac >= 1.0:
+        for j in range(n):
+            if active[j] and y[j] == cls and lo_excl < alpha[j] < hi_excl:
+                alpha[j] = 0.0 if sign < 0 else C
+        return need - room
+    for j in range(n):
+        if active[j] and y[j] == cls and lo_excl < alpha[j] < hi_excl:
+            if sign < 0:
+                alpha[j] = min(max(alpha[j] - frac * alpha[j], 0.0), C)
+            else:
+                alpha[j] = min(max(alpha[j] + frac * (C - alpha[j]), 0.0), C)
+    return 0.0
+
+
+@kernel()
+def remove_and_rebalance(alpha, r, y, active, C):
+    """Set α_r = 0 and restore Σ y_i α_i = 0 without enlarging the support.
+
+    After removing α_r the other class carries α_r more mass than r's class. The mass is moved,
+    in this order, until none is missing: off the free (0 < α < C) α's of the other class, onto
+    the free α's of r's class, off the other class's bounded (α = C) ones — each step
+    proportional to the room of each index. Free α's are the ones an optimum moves most easily,
+    so this start is close to the child's optimum; the last step is always enough, since
+    Σ_other α ≥ α_r at a feasible parent. Deterministic; keeps 0 ≤ α ≤ C.
+    """
+    ar = alpha[r]
+    alpha[r] = 0.0
+    if ar <= 0.0:
+        return
+    yr = y[r]
+    other = -yr
+    need = _take(alpha, active, y, other, 0.0, C, -1, ar, C)
+    need = _take(alpha, active, y, yr, 0.0, C, 1, need, C)
+    need = _take(alpha, active, y, other, 0.0, np.inf, -1, need, C)
+    if need > 1e-12 * max(ar, 1.0):  # cannot happen at a feasible parent; stay feasible anyway
+        for j in range(alpha.shape[0]):
+            alpha[j] = 0.0
+
+
+@kernel()
+def solve_children(alpha_parent, active_parent, branch, QD, X, y, C, kind, gamma, coef0, degree,
+                   rows, slot_of, owner, stamp, counters, tol, max_iter, use_active_set):
+    """Solve α*(S minus {i}) for every i in ``branch``, each warm-started from the parent's α.
+
+    Returns alphas (m, n), status (m,), n_iter (m,), f (m,), b (m,).
+    """
+    m = branch.shape[0]
+    n = alpha_parent.shape[0]
+    alphas = np.empty((m, n))
+    status = np.empty(m, dtype=np.int64)
+    n_iter = np.empty(m, dtype=np.int64)
+    fs = np.empty(m)
+    bs = np.empty(m)
+    active = np.empty(n, dtype=np.bool_)
+    for c in range(m):
+        r = branch[c]
+        for j in range(n):
+            active[j] = active_parent[j]
+            alphas[c, j] = alpha_parent[j]
+        active[r] = False
+        a = alphas[c]
+        remove_and_rebalance(a, r, y, active, C)
+        st, it, f, b = solve(a, active, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
+                             owner, stamp, counters, tol, max_iter, use_active_set)
+        status[c] = st
+        n_iter[c] = it
+        fs[c] = f
+        bs[c] = b
+    return alphas, status, n_iter, fs, bs
