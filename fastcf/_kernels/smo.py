@@ -45,6 +45,7 @@ KIND_PRECOMPUTED = 4
 #: the subset holds a single class: α = 0 is its only feasible point, not an SVM
 STATUS_DEGENERATE = 8
 
+LOOSE_TOL = 1e-3  # SMO's tolerance before the exact active-set step
 TAU = 1e-12  # libsvm's guard for a non-positive curvature along the working pair
 
 
@@ -142,17 +143,20 @@ def get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, co
 @kernel()
 def _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
                    counters):
-    """G = Qα − e on the active indices (α is zero outside them)."""
-    for t in range(act.shape[0]):
-        G[act[t]] = -1.0
+    """G = Qα − e (α is zero outside the active indices).
+
+    G is only ever read on the active indices; it is updated on all n entries anyway, because a
+    contiguous loop vectorises and an indexed one does not.
+    """
+    n = G.shape[0]
+    G[:] = -1.0
     for t in range(act.shape[0]):
         j = act[t]
         aj = alpha[j]
         if aj != 0.0:
             row = get_row(j, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
                           counters)
-            for u in range(act.shape[0]):
-                k = act[u]
+            for k in range(n):
                 G[k] += aj * row[k]
 
 
@@ -309,8 +313,7 @@ def _smo_loop(alpha, act, G, QD, X, y, C, kind, gamma, coef0, degree, rows, slot
         alpha[j] = aj
         dai = ai - old_ai
         daj = aj - old_aj
-        for t in range(n_act):
-            k = act[t]
+        for k in range(G.shape[0]):  # all n entries: contiguous (see _init_gradient)
             G[k] += Qi[k] * dai + Qj[k] * daj
     return STATUS_MAXITER, it
 
@@ -420,8 +423,7 @@ def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_o
             if dk != 0.0:
                 row = get_row(k, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
                               counters)
-                for u in range(n_act):
-                    kk = act[u]
+                for kk in range(n):  # all n entries: contiguous (see _init_gradient)
                     G[kk] += dk * row[kk]
             alpha[k] = min(max(alpha[k] + dk, 0.0), C)
         if block >= 0:
@@ -476,16 +478,27 @@ def solve(alpha, active, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
     _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
                    counters)
     n_piv = 0
+    it = 0
     if use_active_set:
-        n_piv = _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
-                            owner, stamp, counters, tol, 50 + act.shape[0] // 10)
-        if n_piv < 0:
-            n_piv = 0
-        _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner,
-                       stamp, counters)
-    status, it = _smo_loop(alpha, act, G, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
-                           owner, stamp, counters, tol, max_iter)
-    if it > 0:
+        max_piv = 50 + act.shape[0] // 10
+        p = _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
+                        owner, stamp, counters, tol, max_piv)
+        n_piv += max(p, 0)
+        # SMO to a loose tolerance identifies the free set (cheap: SMO's slow phase is the
+        # last digits); the exact KKT solve on that set then replaces the slow phase
+        status, it = _smo_loop(alpha, act, G, QD, X, y, C, kind, gamma, coef0, degree, rows,
+                               slot_of, owner, stamp, counters, max(tol, LOOSE_TOL), max_iter)
+        if it > 0:
+            _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of,
+                           owner, stamp, counters)
+            p = _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
+                            owner, stamp, counters, tol, max_piv)
+            n_piv += max(p, 0)
+    # SMO to the requested tolerance: zero iterations when the exact step already got there
+    status, it2 = _smo_loop(alpha, act, G, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
+                            owner, stamp, counters, tol, max(max_iter - it, 1))
+    it += it2
+    if it2 > 0:
         # refresh the gradient so that f and b carry no drift from the incremental updates
         _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner,
                        stamp, counters)
