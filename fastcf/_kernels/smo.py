@@ -319,6 +319,26 @@ def _smo_loop(alpha, act, G, QD, X, y, C, kind, gamma, coef0, degree, rows, slot
 
 
 @kernel()
+def _max_violation(alpha, act, G, y, C):
+    """m(α) − M(α), SMO's stopping quantity (≤ 0 at an exact optimum)."""
+    Gmax = -np.inf
+    Gmax2 = -np.inf
+    for t in range(act.shape[0]):
+        k = act[t]
+        if y[k] > 0:
+            if alpha[k] < C:
+                Gmax = max(Gmax, -G[k])
+            if alpha[k] > 0.0:
+                Gmax2 = max(Gmax2, G[k])
+        else:
+            if alpha[k] > 0.0:
+                Gmax = max(Gmax, G[k])
+            if alpha[k] < C:
+                Gmax2 = max(Gmax2, -G[k])
+    return Gmax + Gmax2
+
+
+@kernel()
 def _lu_solve(A, rhs):
     """Solve A x = rhs in place (Gaussian elimination, partial pivoting); False if singular."""
     m = A.shape[0]
@@ -479,6 +499,11 @@ def solve(alpha, active, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
                    counters)
     n_piv = 0
     it = 0
+    if _max_violation(alpha, act, G, y, C) < tol:
+        # already optimal (e.g. Proposition 1: only non-support indices were removed): α is
+        # returned bit-for-bit unchanged
+        f, b = _objective_and_intercept(alpha, act, G, y, C)
+        return STATUS_OK, 0, f, b
     if use_active_set:
         max_piv = 50 + act.shape[0] // 10
         p = _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
