@@ -378,3 +378,17 @@ def test_bad_prediction_input():
         m.predict([[0.0, 1.0, 2.0]])
     with pytest.raises(ValueError, match="not in the model's classes_"):
         m.hinge_loss([[0.0, 0.0]], [5])
+
+
+@pytest.mark.needs_jit
+def test_bench_rows_structure_and_agreement():
+    from fastcf.svm_enum import bench_rows
+
+    rows = bench_rows(quick=True)
+    assert [sorted(r) for r in rows] == [
+        ["accuracy_gap", "baseline", "baseline_s", "fastcf_s", "name", "ratio"]
+    ] * 2
+    for r in rows:
+        assert r["fastcf_s"] > 0 and r["baseline_s"] > 0
+        assert r["ratio"] == pytest.approx(r["baseline_s"] / r["fastcf_s"])
+        assert r["accuracy_gap"] < 1e-6  # same objective sequence as the sklearn search
