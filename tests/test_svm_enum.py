@@ -276,7 +276,6 @@ def test_top_k_list_and_wrapper_agree(cancer):
     assert len({tuple(m.support_) for m in top}) == 10
 
 
-@pytest.mark.needs_jit
 def test_enumeration_ends_and_k_larger_than_the_model_count():
     X = np.array([[0.0], [1.0], [3.0], [4.0]])
     y = np.array([0, 0, 1, 1])
@@ -286,7 +285,6 @@ def test_enumeration_ends_and_k_larger_than_the_model_count():
     assert all(set(m.n_support_.tolist()) != {0} and min(m.n_support_) > 0 for m in models)
 
 
-@pytest.mark.needs_jit
 def test_degenerate_children_are_skipped():
     X = np.array([[0.0, 0.0], [0.2, 0.1], [0.4, -0.1], [2.0, 0.0]])
     y = np.array([0, 0, 0, 1])  # removing the only positive leaves a single class
@@ -297,7 +295,6 @@ def test_degenerate_children_are_skipped():
     assert all(m.n_support_[1] == 1 for m in models)
 
 
-@pytest.mark.needs_jit
 def test_iteration_limit_is_reported():
     X, y = _data(12, 60, 3, noise=2.0)
     with pytest.warns(ConvergenceWarning, match="iteration limit"):
@@ -307,7 +304,6 @@ def test_iteration_limit_is_reported():
     assert it.n_maxiter >= 1
 
 
-@pytest.mark.needs_jit
 def test_models_pickle_and_metrics():
     X, y = _data(13, 30, 2, labels=("a", "b"))
     m = enumerate_svms(X, y, k=2, C=1.0)[1]
@@ -371,7 +367,6 @@ def test_bad_k(k, exc):
         enumerate_svms([[0.0], [1.0]], [0, 1], k=k)
 
 
-@pytest.mark.needs_jit
 def test_bad_prediction_input():
     m = enumerate_svms([[0.0, 0.0], [1.0, 1.0]], [0, 1], k=1)[0]
     with pytest.raises(ValueError, match="X has 3 columns"):
