@@ -339,9 +339,12 @@ def _max_violation(alpha, act, G, y, C):
 
 
 @kernel()
-def _lu_solve(A, rhs):
-    """Solve A x = rhs in place (Gaussian elimination, partial pivoting); False if singular."""
-    m = A.shape[0]
+def _invert(M, m, Minv):
+    """Minv[:m, :m] = inverse of M[:m, :m] (Gauss-Jordan, partial pivoting); False if singular."""
+    A = M[:m, :m].copy()
+    for i in range(m):
+        for j in range(m):
+            Minv[i, j] = 1.0 if i == j else 0.0
     scale = 0.0
     for i in range(m):
         for j in range(m):
@@ -360,20 +363,77 @@ def _lu_solve(A, rhs):
                 tmp = A[c, j]
                 A[c, j] = A[p, j]
                 A[p, j] = tmp
-            tmp = rhs[c]
-            rhs[c] = rhs[p]
-            rhs[p] = tmp
-        for r in range(c + 1, m):
-            fct = A[r, c] / A[c, c]
-            if fct != 0.0:
-                for j in range(c, m):
-                    A[r, j] -= fct * A[c, j]
-                rhs[r] -= fct * rhs[c]
-    for c in range(m - 1, -1, -1):
-        s = rhs[c]
-        for j in range(c + 1, m):
-            s -= A[c, j] * rhs[j]
-        rhs[c] = s / A[c, c]
+                tmp = Minv[c, j]
+                Minv[c, j] = Minv[p, j]
+                Minv[p, j] = tmp
+        piv = 1.0 / A[c, c]
+        for j in range(m):
+            A[c, j] *= piv
+            Minv[c, j] *= piv
+        for r in range(m):
+            if r != c:
+                fct = A[r, c]
+                if fct != 0.0:
+                    for j in range(m):
+                        A[r, j] -= fct * A[c, j]
+                        Minv[r, j] -= fct * Minv[c, j]
+    return True
+
+
+@kernel()
+def _inverse_remove(Minv, m, p):
+    """Inverse of the matrix without row/column p, from the inverse of the whole (size m).
+
+    Row/column p is swapped with the last one first (the caller swaps its index lists the same
+    way); the result occupies Minv[:m-1, :m-1]. Returns False if the pivot is ~0.
+    """
+    last = m - 1
+    if p != last:
+        for j in range(m):
+            tmp = Minv[p, j]
+            Minv[p, j] = Minv[last, j]
+            Minv[last, j] = tmp
+        for i in range(m):
+            tmp = Minv[i, p]
+            Minv[i, p] = Minv[i, last]
+            Minv[i, last] = tmp
+    d = Minv[last, last]
+    if d == 0.0:
+        return False
+    for i in range(last):
+        f = Minv[i, last] / d
+        if f != 0.0:
+            for j in range(last):
+                Minv[i, j] -= f * Minv[last, j]
+    return True
+
+
+@kernel()
+def _inverse_add(Minv, m, u, dnew, w):
+    """Extend the inverse (size m) by one row/column [u; dnew] of the matrix (bordering).
+
+    ``w`` is scratch of length >= m. Returns False when the Schur complement is ~0 (singular).
+    """
+    for i in range(m):
+        s = 0.0
+        for j in range(m):
+            s += Minv[i, j] * u[j]
+        w[i] = s
+    schur = dnew
+    size = abs(dnew)
+    for i in range(m):
+        schur -= u[i] * w[i]
+        size += abs(u[i] * w[i])
+    if abs(schur) <= 1e-10 * max(size, 1e-300):
+        return False
+    inv_s = 1.0 / schur
+    for i in range(m):
+        wi = w[i] * inv_s
+        for j in range(m):
+            Minv[i, j] += wi * w[j]
+        Minv[i, m] = -wi
+        Minv[m, i] = -wi
+    Minv[m, m] = inv_s
     return True
 
 
@@ -383,17 +443,26 @@ def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_o
     """Primal active-set method started from the feasible ``alpha`` (and its gradient ``G``).
 
     The free set F = {0 < α < C} is kept; each step solves the equality-constrained KKT system
-    on F exactly (Q_FF δ + b y_F = −G_F, y_Fᵀ δ = 0), steps towards it until an α hits a bound
+    on F exactly, [Q_FF y_F; y_Fᵀ 0] [δ; b] = [−G_F; 0], steps towards it until an α hits a bound
     (which then leaves F), and once the full step is taken adds the bounded index that violates
-    its KKT condition most. A child differs from its parent by one index, so a few pivots
-    usually reach the exact optimum. Returns the number of pivots, or −1 when it gives up
-    (singular system, no free index, too many pivots); α stays feasible either way and the
-    caller then finishes with SMO.
+    its KKT condition most. The inverse of the KKT matrix is formed once and then updated by
+    bordering (one index in) or deflation (one index out), O(|F|²) per pivot. A child differs
+    from its parent by one index, so a few pivots usually reach the exact optimum. Returns the
+    number of pivots, or −1 when it gives up (singular system, no free index, too many pivots,
+    F outgrowing its workspace); α stays feasible either way and the caller finishes with SMO.
     """
     n_act = act.shape[0]
     n = alpha.shape[0]
     inF = np.zeros(n, dtype=np.bool_)
-    F = np.empty(n_act, dtype=np.int64)
+    nF = 0
+    for t in range(n_act):
+        k = act[t]
+        if 0.0 < alpha[k] < C:
+            nF += 1
+    if nF == 0:
+        return -1
+    cap = min(n_act, 2 * nF + 32)  # workspace for F; beyond it, give up (SMO takes over)
+    F = np.empty(cap, dtype=np.int64)
     nF = 0
     for t in range(n_act):
         k = act[t]
@@ -401,31 +470,39 @@ def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_o
             inF[k] = True
             F[nF] = k
             nF += 1
+    # matrix index 0 is the multiplier b (the row y_Fᵀ), index a + 1 is F[a]
+    Minv = np.empty((cap + 1, cap + 1))
+    M = np.empty((nF + 1, nF + 1))
+    M[0, 0] = 0.0
+    for a in range(nF):
+        row = get_row(F[a], X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
+                      counters)
+        M[0, a + 1] = y[F[a]]
+        M[a + 1, 0] = y[F[a]]
+        for c in range(nF):
+            M[a + 1, c + 1] = row[F[c]]
+    if not _invert(M, nF + 1, Minv):
+        return -1
+    sol = np.empty(cap + 1)
+    u = np.empty(cap + 1)
+    w = np.empty(cap + 1)
     for piv in range(max_pivots):
         if nF == 0:
             return -1
         m = nF + 1
-        A = np.empty((m, m))
-        rhs = np.empty(m)
-        for a in range(nF):
-            row = get_row(F[a], X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
-                          counters)
-            for c in range(nF):
-                A[a, c] = row[F[c]]
-            A[a, nF] = y[F[a]]
-            A[nF, a] = y[F[a]]
-            rhs[a] = -G[F[a]]
-        A[nF, nF] = 0.0
-        rhs[nF] = 0.0
-        if not _lu_solve(A, rhs):
-            return -1
-        b = rhs[nF]
+        # sol = Minv [0; −G_F]
+        for i in range(m):
+            s = 0.0
+            for a in range(nF):
+                s -= Minv[i, a + 1] * G[F[a]]
+            sol[i] = s
+        b = sol[0]
         # ratio test: the largest step t <= 1 that keeps 0 <= α_F <= C
         t_step = 1.0
         block = -1
         for a in range(nF):
             k = F[a]
-            d = rhs[a]
+            d = sol[a + 1]
             if d < 0.0:
                 tk = -alpha[k] / d
             elif d > 0.0:
@@ -439,7 +516,7 @@ def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_o
             t_step = 0.0
         for a in range(nF):
             k = F[a]
-            dk = t_step * rhs[a]
+            dk = t_step * sol[a + 1]
             if dk != 0.0:
                 row = get_row(k, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
                               counters)
@@ -448,16 +525,18 @@ def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_o
             alpha[k] = min(max(alpha[k] + dk, 0.0), C)
         if block >= 0:
             k = F[block]
-            alpha[k] = 0.0 if rhs[block] < 0.0 else C
+            alpha[k] = 0.0 if sol[block + 1] < 0.0 else C
             inF[k] = False
+            if not _inverse_remove(Minv, m, block + 1):
+                return -1
             F[block] = F[nF - 1]
             nF -= 1
             continue
         # full step taken: look for the bounded index violating its KKT condition most
         worst = -1
         wv = 0.5 * tol
-        for u in range(n_act):
-            k = act[u]
+        for t in range(n_act):
+            k = act[t]
             if inF[k]:
                 continue
             r = G[k] + b * y[k]
@@ -467,6 +546,15 @@ def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_o
                 worst = k
         if worst == -1:
             return piv + 1
+        if nF == cap:
+            return -1
+        row = get_row(worst, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
+                      counters)
+        u[0] = y[worst]
+        for a in range(nF):
+            u[a + 1] = row[F[a]]
+        if not _inverse_add(Minv, m, u, row[worst], w):
+            return -1
         inF[worst] = True
         F[nF] = worst
         nF += 1
