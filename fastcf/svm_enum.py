@@ -133,8 +133,21 @@ class EnumeratedSVM:
     ['a', 'b']
     """
 
-    def __init__(self, *, rank, objective, alpha, support, y_pm, intercept, classes, spec,
-                 removed, n_iter, status):
+    def __init__(
+        self,
+        *,
+        rank,
+        objective,
+        alpha,
+        support,
+        y_pm,
+        intercept,
+        classes,
+        spec,
+        removed,
+        n_iter,
+        status,
+    ):
         self.rank = int(rank)
         self.objective = float(objective)
         self.alpha = alpha
@@ -179,8 +192,12 @@ class EnumeratedSVM:
             Kx = np.ascontiguousarray(X[:, self.support_])
         else:
             Kx = _smo().kernel_block(
-                X, np.ascontiguousarray(self.support_vectors_), spec.kind, spec.gamma,
-                spec.coef0, spec.degree,
+                X,
+                np.ascontiguousarray(self.support_vectors_),
+                spec.kind,
+                spec.gamma,
+                spec.coef0,
+                spec.degree,
             )
         return Kx @ self.dual_coef_[0] + self.intercept_[0]
 
@@ -203,8 +220,9 @@ class EnumeratedSVM:
 
     def demographic_parity(self, X, sensitive, positive=None) -> float:
         """Demographic parity of the predictions on X (§5.2); see :func:`demographic_parity`."""
-        return demographic_parity(self.predict(X), sensitive, positive=self.classes_[1]
-                                  if positive is None else positive)
+        return demographic_parity(
+            self.predict(X), sensitive, positive=self.classes_[1] if positive is None else positive
+        )
 
     def __repr__(self) -> str:
         return (
@@ -365,8 +383,9 @@ class SVMEnumeration:
         self.gamma = gamma
         n = X.shape[0]
         self._n = n
-        self._spec = _KernelSpec(X, kind, gamma, params["coef0"], float(params["degree"]),
-                                 X.shape[1])
+        self._spec = _KernelSpec(
+            X, kind, gamma, params["coef0"], float(params["degree"]), X.shape[1]
+        )
         self._C = params["C"]
         self._tol = params["tol"]
         self._stol = params["support_tol"]
@@ -430,8 +449,9 @@ class SVMEnumeration:
         if idx.size == 0:
             self.n_degenerate += 1
             return
-        node = _Node(float(f), idx, alpha[idx].copy(), float(b), removed, F, int(n_iter),
-                     int(status))
+        node = _Node(
+            float(f), idx, alpha[idx].copy(), float(b), removed, F, int(n_iter), int(status)
+        )
         heapq.heappush(self._heap, (-node.f, self._seq, node))
         self._seq += 1
 
@@ -447,8 +467,20 @@ class SVMEnumeration:
         alpha = alpha0.copy()
         s = self._spec
         status, n_iter, f, b = smo.solve(
-            alpha, active, self._QD, self._X, self._y, self._C, s.kind, s.gamma, s.coef0,
-            s.degree, *self._cache, self._tol, self._max_iter, True,
+            alpha,
+            active,
+            self._QD,
+            self._X,
+            self._y,
+            self._C,
+            s.kind,
+            s.gamma,
+            s.coef0,
+            s.degree,
+            *self._cache,
+            self._tol,
+            self._max_iter,
+            True,
         )
         return alpha, int(status), int(n_iter), float(f), float(b)
 
@@ -463,9 +495,16 @@ class SVMEnumeration:
             return alpha, smo.STATUS_DEGENERATE, 0, 0.0, 0.0
         s = self._spec
         kernel = [k for k, v in _KINDS.items() if v == s.kind][0]
-        svc = SVC(kernel=kernel, C=self._C, tol=self._tol, gamma=s.gamma, coef0=s.coef0,
-                  degree=int(self._p["degree"]), max_iter=-1 if self._max_iter is None
-                  else self._max_iter, cache_size=self._p["cache_size"])
+        svc = SVC(
+            kernel=kernel,
+            C=self._C,
+            tol=self._tol,
+            gamma=s.gamma,
+            coef0=s.coef0,
+            degree=int(self._p["degree"]),
+            max_iter=-1 if self._max_iter is None else self._max_iter,
+            cache_size=self._p["cache_size"],
+        )
         if s.kind == _KINDS["precomputed"]:
             svc.fit(self._X[np.ix_(sub, sub)], y_sub)
         else:
@@ -506,28 +545,48 @@ class SVMEnumeration:
                 raise ValueError(f"subset as a mask must have shape ({self._n},); got {sub.shape}")
             mask[:] = sub
         else:
-            if sub.size and (sub.dtype.kind not in "iu" or sub.min() < -self._n
-                             or sub.max() >= self._n):
+            if sub.size and (
+                sub.dtype.kind not in "iu" or sub.min() < -self._n or sub.max() >= self._n
+            ):
                 raise ValueError(f"subset must hold indices in [0, {self._n}); got {sub[:5]}")
             mask[sub.astype(np.intp)] = True
         if self._sklearn:
             alpha, status, n_iter, f, b = self._solve_sklearn(mask)
         else:
-            a0 = np.zeros(self._n) if warm_start is None else as_float_array(
-                warm_start, "warm_start", ndim=1).copy()
+            a0 = (
+                np.zeros(self._n)
+                if warm_start is None
+                else as_float_array(warm_start, "warm_start", ndim=1).copy()
+            )
             if a0.shape[0] != self._n:
                 raise ValueError(f"warm_start must have shape ({self._n},); got {a0.shape}")
-            if np.any(a0[~mask] != 0) or np.any(a0 < 0) or np.any(a0 > self._C) or abs(
-                    a0 @ self._y) > 1e-9 * max(1.0, a0.sum()):
-                raise ValueError("warm_start must be feasible: 0 <= α <= C, Σ y_i α_i = 0 and "
-                                 "α_i = 0 outside subset")
+            if (
+                np.any(a0[~mask] != 0)
+                or np.any(a0 < 0)
+                or np.any(a0 > self._C)
+                or abs(a0 @ self._y) > 1e-9 * max(1.0, a0.sum())
+            ):
+                raise ValueError(
+                    "warm_start must be feasible: 0 <= α <= C, Σ y_i α_i = 0 and "
+                    "α_i = 0 outside subset"
+                )
             alpha, status, n_iter, f, b = self._solve_smo(mask, a0)
         if status == _smo().STATUS_DEGENERATE:
             return None
         support = np.flatnonzero(alpha > self._stol)
-        return EnumeratedSVM(rank=0, objective=f, alpha=alpha, support=support, y_pm=self._y,
-                             intercept=b, classes=self.classes_, spec=self._spec,
-                             removed=tuple(np.flatnonzero(~mask)), n_iter=n_iter, status=status)
+        return EnumeratedSVM(
+            rank=0,
+            objective=f,
+            alpha=alpha,
+            support=support,
+            y_pm=self._y,
+            intercept=b,
+            classes=self.classes_,
+            spec=self._spec,
+            removed=tuple(np.flatnonzero(~mask)),
+            n_iter=n_iter,
+            status=status,
+        )
 
     def _solve_root(self):
         t0 = time.perf_counter()
@@ -559,11 +618,26 @@ class SVMEnumeration:
             alpha_p[node.idx] = node.val
             s = self._spec
             alphas, status, n_iter, fs, bs = smo.solve_children(
-                alpha_p, active, branch, self._QD, self._X, self._y, self._C, s.kind, s.gamma,
-                s.coef0, s.degree, *self._cache, self._tol, self._max_iter, True,
+                alpha_p,
+                active,
+                branch,
+                self._QD,
+                self._X,
+                self._y,
+                self._C,
+                s.kind,
+                s.gamma,
+                s.coef0,
+                s.degree,
+                *self._cache,
+                self._tol,
+                self._max_iter,
+                True,
             )
-            results = [(alphas[c], int(status[c]), int(n_iter[c]), float(fs[c]), float(bs[c]))
-                       for c in range(branch.size)]
+            results = [
+                (alphas[c], int(status[c]), int(n_iter[c]), float(fs[c]), float(bs[c]))
+                for c in range(branch.size)
+            ]
         self.time_solving += time.perf_counter() - t0
         degenerate = _smo().STATUS_DEGENERATE
         F = node.F
@@ -603,9 +677,17 @@ class SVMEnumeration:
             alpha = np.zeros(self._n)
             alpha[node.idx] = node.val
             return EnumeratedSVM(
-                rank=self._rank, objective=node.f, alpha=alpha, support=node.idx.copy(),
-                y_pm=self._y, intercept=node.b, classes=self.classes_, spec=self._spec,
-                removed=node.removed, n_iter=node.n_iter, status=node.status,
+                rank=self._rank,
+                objective=node.f,
+                alpha=alpha,
+                support=node.idx.copy(),
+                y_pm=self._y,
+                intercept=node.b,
+                classes=self.classes_,
+                spec=self._spec,
+                removed=node.removed,
+                n_iter=node.n_iter,
+                status=node.status,
             )
         raise StopIteration
 
@@ -684,8 +766,19 @@ class SVMEnumerator:
     5
     """
 
-    def __init__(self, C=1.0, kernel="linear", gamma="scale", degree=3, coef0=0.0, tol=1e-8,
-                 support_tol=None, solver="smo", max_iter=None, cache_size=1024.0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="linear",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        tol=1e-8,
+        support_tol=None,
+        solver="smo",
+        max_iter=None,
+        cache_size=1024.0,
+    ):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -699,8 +792,21 @@ class SVMEnumerator:
 
     def get_params(self, deep=True):
         """Parameters as a dict (scikit-learn convention)."""
-        return {k: getattr(self, k) for k in ("C", "kernel", "gamma", "degree", "coef0", "tol",
-                                              "support_tol", "solver", "max_iter", "cache_size")}
+        return {
+            k: getattr(self, k)
+            for k in (
+                "C",
+                "kernel",
+                "gamma",
+                "degree",
+                "coef0",
+                "tol",
+                "support_tol",
+                "solver",
+                "max_iter",
+                "cache_size",
+            )
+        }
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -712,12 +818,16 @@ class SVMEnumerator:
             raise ValueError(f"kernel must be one of {sorted(_KINDS)}; got {self.kernel!r}")
         kind = _KINDS[self.kernel]
         tol = _check_real(self.tol, "tol")
-        stol = 1e-10 * C if self.support_tol is None else _check_real(
-            self.support_tol, "support_tol", allow_zero=True)
+        stol = (
+            1e-10 * C
+            if self.support_tol is None
+            else _check_real(self.support_tol, "support_tol", allow_zero=True)
+        )
         if self.solver not in _SOLVERS:
             raise ValueError(f"solver must be one of {_SOLVERS}; got {self.solver!r}")
-        if isinstance(self.degree, (bool, np.bool_)) or not isinstance(self.degree,
-                                                                       numbers.Integral):
+        if isinstance(self.degree, (bool, np.bool_)) or not isinstance(
+            self.degree, numbers.Integral
+        ):
             raise TypeError(f"degree must be an int; got {self.degree!r}")
         if self.degree < 0:
             raise ValueError(f"degree must be >= 0; got {self.degree}")
@@ -742,9 +852,7 @@ class SVMEnumerator:
             raise ValueError("y contains None; every row needs a label")
         classes = np.unique(y)
         if classes.size < 2:
-            raise ValueError(
-                f"y has a single class ({classes.tolist()}); an SVM needs two classes"
-            )
+            raise ValueError(f"y has a single class ({classes.tolist()}); an SVM needs two classes")
         if classes.size > 2:
             raise ValueError(
                 f"y has {classes.size} classes ({classes.tolist()[:10]}); only binary SVMs are "
@@ -755,7 +863,8 @@ class SVMEnumerator:
             max_iter = max(10_000_000, 100 * n)
         else:
             if isinstance(self.max_iter, (bool, np.bool_)) or not isinstance(
-                    self.max_iter, numbers.Integral):
+                self.max_iter, numbers.Integral
+            ):
                 raise TypeError(f"max_iter must be an int or None; got {self.max_iter!r}")
             if self.max_iter <= 0:
                 raise ValueError(f"max_iter must be > 0; got {self.max_iter}")
@@ -769,14 +878,21 @@ class SVMEnumerator:
             elif self.gamma == "auto":
                 gamma = 1.0 / X.shape[1]
             else:
-                raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0; got "
-                                 f"{self.gamma!r}")
+                raise ValueError(
+                    f"gamma must be 'scale', 'auto' or a float > 0; got {self.gamma!r}"
+                )
         else:
             gamma = _check_real(self.gamma, "gamma")
         params = {
-            "C": C, "tol": tol, "support_tol": stol, "solver": self.solver,
-            "degree": int(self.degree), "coef0": coef0, "max_iter": max_iter,
-            "cache_size": cache_size, "cache_rows": int(cache_size * 2**20 // (8 * max(n, 1))),
+            "C": C,
+            "tol": tol,
+            "support_tol": stol,
+            "solver": self.solver,
+            "degree": int(self.degree),
+            "coef0": coef0,
+            "max_iter": max_iter,
+            "cache_size": cache_size,
+            "cache_rows": int(cache_size * 2**20 // (8 * max(n, 1))),
         }
         return params, X, y_pm, classes, kind, float(gamma)
 
@@ -920,10 +1036,20 @@ def bench_rows(quick: bool = False) -> list[dict]:
     base_t, base_lat, base_obj = run("sklearn")
     gap = float(np.max(np.abs(fast_obj - base_obj) / np.abs(base_obj)))
     return [
-        {"name": f"svm_enum top-{k} breast cancer (linear, C={C:g})", "fastcf_s": fast_t,
-         "baseline_s": base_t, "ratio": base_t / fast_t, "accuracy_gap": gap,
-         "baseline": "same EnumSV search refitting sklearn.svm.SVC"},
-        {"name": "svm_enum median next() latency after the first", "fastcf_s": fast_lat,
-         "baseline_s": base_lat, "ratio": base_lat / fast_lat, "accuracy_gap": gap,
-         "baseline": "same EnumSV search refitting sklearn.svm.SVC"},
+        {
+            "name": f"svm_enum top-{k} breast cancer (linear, C={C:g})",
+            "fastcf_s": fast_t,
+            "baseline_s": base_t,
+            "ratio": base_t / fast_t,
+            "accuracy_gap": gap,
+            "baseline": "same EnumSV search refitting sklearn.svm.SVC",
+        },
+        {
+            "name": "svm_enum median next() latency after the first",
+            "fastcf_s": fast_lat,
+            "baseline_s": base_lat,
+            "ratio": base_lat / fast_lat,
+            "accuracy_gap": gap,
+            "baseline": "same EnumSV search refitting sklearn.svm.SVC",
+        },
     ]

@@ -163,8 +163,7 @@ def test_sklearn_solver_gives_the_same_enumeration():
     fast = SVMEnumerator(C=1.0, kernel="rbf").enumerate(X, y, k=20)
     slow = SVMEnumerator(C=1.0, kernel="rbf", solver="sklearn").enumerate(X, y, k=20)
     assert [m.support_.tolist() for m in fast] == [m.support_.tolist() for m in slow]
-    np.testing.assert_allclose([m.objective for m in fast], [m.objective for m in slow],
-                               rtol=1e-6)
+    np.testing.assert_allclose([m.objective for m in fast], [m.objective for m in slow], rtol=1e-6)
     for a, b in zip(fast[:5], slow[:5], strict=True):
         np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-5)
 

@@ -67,9 +67,14 @@ def one_run(seed):
     dp = np.array([m.demographic_parity(Xte, s_te) for m in models])
     err = np.array([np.mean(m.predict(Xte) != yte) for m in models])
     obj = np.array([m.objective for m in models])
-    return {"C": C, "dp": dp, "err": err, "obj": obj,
-            "dp_ref": ref.demographic_parity(Xte, s_te),
-            "err_ref": np.mean(ref.predict(Xte) != yte)}
+    return {
+        "C": C,
+        "dp": dp,
+        "err": err,
+        "obj": obj,
+        "dp_ref": ref.demographic_parity(Xte, s_te),
+        "err_ref": np.mean(ref.predict(Xte) != yte),
+    }
 
 
 def main():
@@ -87,12 +92,20 @@ def main():
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(ROOT / "figures" / "svm_fairness.png", dpi=120)
-    np.savetxt(ROOT / "tables" / "svm_fairness_seed0.csv",
-               np.column_stack([r, main_run["obj"], main_run["dp"], main_run["err"]]),
-               delimiter=",", fmt="%.12g", header="rank,objective,dp_test,error_test")
+    np.savetxt(
+        ROOT / "tables" / "svm_fairness_seed0.csv",
+        np.column_stack([r, main_run["obj"], main_run["dp"], main_run["err"]]),
+        delimiter=",",
+        fmt="%.12g",
+        header="rank,objective,dp_test,error_test",
+    )
 
-    better = np.flatnonzero((main_run["dp"] < main_run["dp"][0])
-                            & (main_run["err"] < main_run["err"][0])) + 1
+    better = (
+        np.flatnonzero(
+            (main_run["dp"] < main_run["dp"][0]) & (main_run["err"] < main_run["err"][0])
+        )
+        + 1
+    )
     lines = [
         f"main run (seed 0): C = {main_run['C']:g}; objective ratio f_50/f_1 = "
         f"{main_run['obj'][-1] / main_run['obj'][0]:.6f}",
@@ -107,8 +120,15 @@ def main():
     for seed in range(1, 21):
         d = one_run(seed)
         ok = (d["dp"] < d["dp"][0]) & (d["err"] <= d["err"][0])
-        stats.append((d["dp_ref"], d["dp"][0], d["dp"].min(), int(ok.sum()),
-                      d["dp"][ok].min() if ok.any() else np.nan))
+        stats.append(
+            (
+                d["dp_ref"],
+                d["dp"][0],
+                d["dp"].min(),
+                int(ok.sum()),
+                d["dp"][ok].min() if ok.any() else np.nan,
+            )
+        )
     st = np.array(stats)
     lines += [
         "20 more seeds:",

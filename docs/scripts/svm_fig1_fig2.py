@@ -37,7 +37,9 @@ def run(name, solver):
         models.append(next(it))
         stamps.append(time.perf_counter() - t0)
     return {
-        "C": C, "n_train": Xtr.shape[0], "n_features": Xtr.shape[1],
+        "C": C,
+        "n_train": Xtr.shape[0],
+        "n_features": Xtr.shape[1],
         "objective": np.array([m.objective for m in models]),
         "hinge": np.array([m.hinge_loss(Xte, yte) for m in models]),
         "accuracy": np.array([np.mean(m.predict(Xte) == yte) for m in models]),
@@ -71,18 +73,19 @@ def main():
 
     fig, axes = plt.subplots(1, len(DATASETS), figsize=(10, 3.8))
     for ax, (name, label) in zip(axes, DATASETS.items(), strict=True):
-        for solver, lab in (("smo", "fastcf (warm-started SMO)"),
-                            ("sklearn", "refit sklearn SVC")):
+        for solver, lab in (("smo", "fastcf (warm-started SMO)"), ("sklearn", "refit sklearn SVC")):
             ax.plot(r, res[name][solver]["time"], marker=".", label=lab)
         ax.set(xlabel="rank r", ylabel="total time [s]", yscale="log", title=label)
         ax.legend()
     fig.tight_layout()
     fig.savefig(ROOT / "figures" / "svm_fig2.png", dpi=120)
 
-    lines = ["| data set | n train | d | C | f(α_50)/f(α_1) | min L_r/L_1 (rank) | "
-             "models with L_r < L_1 | acc. best / range | fastcf top-50 [s] | "
-             "sklearn top-50 [s] | ratio | max rel. objective gap | solves |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| data set | n train | d | C | f(α_50)/f(α_1) | min L_r/L_1 (rank) | "
+        "models with L_r < L_1 | acc. best / range | fastcf top-50 [s] | "
+        "sklearn top-50 [s] | ratio | max rel. objective gap | solves |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, label in DATASETS.items():
         d, b = res[name]["smo"], res[name]["sklearn"]
         hr = d["hinge"] / d["hinge"][0]
@@ -97,11 +100,22 @@ def main():
         )
         np.savetxt(
             ROOT / "tables" / f"svm_fig1_{name}.csv",
-            np.column_stack([r, d["objective"], d["hinge"], d["accuracy"], d["n_support"],
-                             d["time"], b["time"], b["objective"]]),
-            delimiter=",", fmt="%.12g",
+            np.column_stack(
+                [
+                    r,
+                    d["objective"],
+                    d["hinge"],
+                    d["accuracy"],
+                    d["n_support"],
+                    d["time"],
+                    b["time"],
+                    b["objective"],
+                ]
+            ),
+            delimiter=",",
+            fmt="%.12g",
             header="rank,objective,test_hinge,test_accuracy,n_support,time_fastcf_s,"
-                   "time_sklearn_s,objective_sklearn",
+            "time_sklearn_s,objective_sklearn",
         )
     table = "\n".join(lines)
     (ROOT / "tables" / "svm_fig1_fig2.md").write_text(table + "\n")

@@ -141,8 +141,9 @@ def get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, co
 
 
 @kernel()
-def _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
-                   counters):
+def _init_gradient(
+    alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
+):
     """G = Qα − e (α is zero outside the active indices).
 
     G is only ever read on the active indices; it is updated on all n entries anyway, because a
@@ -154,8 +155,9 @@ def _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_o
         j = act[t]
         aj = alpha[j]
         if aj != 0.0:
-            row = get_row(j, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
-                          counters)
+            row = get_row(
+                j, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
+            )
             for k in range(n):
                 G[k] += aj * row[k]
 
@@ -193,8 +195,26 @@ def _objective_and_intercept(alpha, act, G, y, C):
 
 
 @kernel()
-def _smo_loop(alpha, act, G, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of, owner,
-              stamp, counters, tol, max_iter):
+def _smo_loop(
+    alpha,
+    act,
+    G,
+    QD,
+    X,
+    y,
+    C,
+    kind,
+    gamma,
+    coef0,
+    degree,
+    rows,
+    slot_of,
+    owner,
+    stamp,
+    counters,
+    tol,
+    max_iter,
+):
     """SMO as in libsvm, with second-order working-set selection (WSS2, Fan et al. 2005).
 
     Returns (status, n_iter); stops when the maximal violation m(α) − M(α) < tol.
@@ -438,8 +458,25 @@ def _inverse_add(Minv, m, u, dnew, w):
 
 
 @kernel()
-def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
-                counters, tol, max_pivots):
+def _active_set(
+    alpha,
+    act,
+    G,
+    X,
+    y,
+    C,
+    kind,
+    gamma,
+    coef0,
+    degree,
+    rows,
+    slot_of,
+    owner,
+    stamp,
+    counters,
+    tol,
+    max_pivots,
+):
     """Primal active-set method started from the feasible ``alpha`` (and its gradient ``G``).
 
     The free set F = {0 < α < C} is kept; each step solves the equality-constrained KKT system
@@ -475,8 +512,7 @@ def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_o
     M = np.empty((nF + 1, nF + 1))
     M[0, 0] = 0.0
     for a in range(nF):
-        row = get_row(F[a], X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
-                      counters)
+        row = get_row(F[a], X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters)
         M[0, a + 1] = y[F[a]]
         M[a + 1, 0] = y[F[a]]
         for c in range(nF):
@@ -518,8 +554,9 @@ def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_o
             k = F[a]
             dk = t_step * sol[a + 1]
             if dk != 0.0:
-                row = get_row(k, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
-                              counters)
+                row = get_row(
+                    k, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
+                )
                 for kk in range(n):  # all n entries: contiguous (see _init_gradient)
                     G[kk] += dk * row[kk]
             alpha[k] = min(max(alpha[k] + dk, 0.0), C)
@@ -548,8 +585,9 @@ def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_o
             return piv + 1
         if nF == cap:
             return -1
-        row = get_row(worst, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
-                      counters)
+        row = get_row(
+            worst, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
+        )
         u[0] = y[worst]
         for a in range(nF):
             u[a + 1] = row[F[a]]
@@ -562,8 +600,26 @@ def _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_o
 
 
 @kernel()
-def solve(alpha, active, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
-          counters, tol, max_iter, use_active_set):
+def solve(
+    alpha,
+    active,
+    QD,
+    X,
+    y,
+    C,
+    kind,
+    gamma,
+    coef0,
+    degree,
+    rows,
+    slot_of,
+    owner,
+    stamp,
+    counters,
+    tol,
+    max_iter,
+    use_active_set,
+):
     """Solve the dual restricted to ``active`` from the feasible start ``alpha`` (in place).
 
     With ``use_active_set`` the exact active-set step runs first (see ``_active_set``); SMO then
@@ -583,8 +639,9 @@ def solve(alpha, active, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
         alpha[:] = 0.0
         return STATUS_DEGENERATE, 0, 0.0, 0.0
     G = np.zeros(alpha.shape[0])
-    _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp,
-                   counters)
+    _init_gradient(
+        alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
+    )
     n_piv = 0
     it = 0
     if _max_violation(alpha, act, G, y, C) < tol:
@@ -594,27 +651,112 @@ def solve(alpha, active, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
         return STATUS_OK, 0, f, b
     if use_active_set:
         max_piv = 50 + act.shape[0] // 10
-        p = _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
-                        owner, stamp, counters, tol, max_piv)
+        p = _active_set(
+            alpha,
+            act,
+            G,
+            X,
+            y,
+            C,
+            kind,
+            gamma,
+            coef0,
+            degree,
+            rows,
+            slot_of,
+            owner,
+            stamp,
+            counters,
+            tol,
+            max_piv,
+        )
         n_piv += max(p, 0)
         # SMO to a loose tolerance identifies the free set (cheap: SMO's slow phase is the
         # last digits); the exact KKT solve on that set then replaces the slow phase
-        status, it = _smo_loop(alpha, act, G, QD, X, y, C, kind, gamma, coef0, degree, rows,
-                               slot_of, owner, stamp, counters, max(tol, LOOSE_TOL), max_iter)
+        status, it = _smo_loop(
+            alpha,
+            act,
+            G,
+            QD,
+            X,
+            y,
+            C,
+            kind,
+            gamma,
+            coef0,
+            degree,
+            rows,
+            slot_of,
+            owner,
+            stamp,
+            counters,
+            max(tol, LOOSE_TOL),
+            max_iter,
+        )
         if it > 0:
-            _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of,
-                           owner, stamp, counters)
-            p = _active_set(alpha, act, G, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
-                            owner, stamp, counters, tol, max_piv)
+            _init_gradient(
+                alpha,
+                act,
+                G,
+                X,
+                y,
+                kind,
+                gamma,
+                coef0,
+                degree,
+                rows,
+                slot_of,
+                owner,
+                stamp,
+                counters,
+            )
+            p = _active_set(
+                alpha,
+                act,
+                G,
+                X,
+                y,
+                C,
+                kind,
+                gamma,
+                coef0,
+                degree,
+                rows,
+                slot_of,
+                owner,
+                stamp,
+                counters,
+                tol,
+                max_piv,
+            )
             n_piv += max(p, 0)
     # SMO to the requested tolerance: zero iterations when the exact step already got there
-    status, it2 = _smo_loop(alpha, act, G, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
-                            owner, stamp, counters, tol, max(max_iter - it, 1))
+    status, it2 = _smo_loop(
+        alpha,
+        act,
+        G,
+        QD,
+        X,
+        y,
+        C,
+        kind,
+        gamma,
+        coef0,
+        degree,
+        rows,
+        slot_of,
+        owner,
+        stamp,
+        counters,
+        tol,
+        max(max_iter - it, 1),
+    )
     it += it2
     if it2 > 0:
         # refresh the gradient so that f and b carry no drift from the incremental updates
-        _init_gradient(alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner,
-                       stamp, counters)
+        _init_gradient(
+            alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
+        )
     f, b = _objective_and_intercept(alpha, act, G, y, C)
     return status, it + n_piv, f, b
 
@@ -674,8 +816,27 @@ def remove_and_rebalance(alpha, r, y, active, C):
 
 
 @kernel()
-def solve_children(alpha_parent, active_parent, branch, QD, X, y, C, kind, gamma, coef0, degree,
-                   rows, slot_of, owner, stamp, counters, tol, max_iter, use_active_set):
+def solve_children(
+    alpha_parent,
+    active_parent,
+    branch,
+    QD,
+    X,
+    y,
+    C,
+    kind,
+    gamma,
+    coef0,
+    degree,
+    rows,
+    slot_of,
+    owner,
+    stamp,
+    counters,
+    tol,
+    max_iter,
+    use_active_set,
+):
     """Solve α*(S minus {i}) for every i in ``branch``, each warm-started from the parent's α.
 
     Returns alphas (m, n), status (m,), n_iter (m,), f (m,), b (m,).
@@ -696,8 +857,26 @@ def solve_children(alpha_parent, active_parent, branch, QD, X, y, C, kind, gamma
         active[r] = False
         a = alphas[c]
         remove_and_rebalance(a, r, y, active, C)
-        st, it, f, b = solve(a, active, QD, X, y, C, kind, gamma, coef0, degree, rows, slot_of,
-                             owner, stamp, counters, tol, max_iter, use_active_set)
+        st, it, f, b = solve(
+            a,
+            active,
+            QD,
+            X,
+            y,
+            C,
+            kind,
+            gamma,
+            coef0,
+            degree,
+            rows,
+            slot_of,
+            owner,
+            stamp,
+            counters,
+            tol,
+            max_iter,
+            use_active_set,
+        )
         status[c] = st
         n_iter[c] = it
         fs[c] = f
