@@ -386,3 +386,41 @@ def test_bench_rows_structure_and_agreement():
         assert r["fastcf_s"] > 0 and r["baseline_s"] > 0
         assert r["ratio"] == pytest.approx(r["baseline_s"] / r["fastcf_s"])
         assert r["accuracy_gap"] < 1e-6  # same objective sequence as the sklearn search
+
+
+_DIGEST = """
+import hashlib, numpy as np
+from fastcf import enumerate_svms
+rng = np.random.default_rng(3)
+X = rng.normal(size=(60, 4))
+y = (X[:, 0] + 0.5 * rng.normal(size=60) > 0).astype(int)
+h = hashlib.sha256()
+for m in enumerate_svms(X, y, k=15, C=1.0, kernel="rbf"):
+    h.update(m.alpha.tobytes())
+    h.update(np.float64(m.objective).tobytes())
+print(h.hexdigest())
+"""
+
+
+@pytest.mark.needs_jit
+def test_enumeration_is_bit_identical_across_processes():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _DIGEST], capture_output=True, text=True, check=True, env=env
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    ns = {}
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        exec(_DIGEST, ns)
+    assert runs[0] == runs[1] == buf.getvalue().strip()
