@@ -686,6 +686,11 @@ class LVQExplainer:
             x0 = X[a]
             fail = None
             for i in np.flatnonzero(self._cls == tgt[a]):
+                # fallback of the Suggest step: p_i itself, when it meets the hard constraints
+                zf = P[i] - x0
+                if (np.all(zf[~free] == 0) and np.all(P[i] >= lo) and np.all(P[i] <= hi)
+                        and np.all(C @ P[i] <= c)):
+                    fallback[a] = min(fallback[a], self._theta(zf, metric, w))
                 prog = self._program(i, metric, free, lo, hi, C, ccp=True)
                 par, others = prog["par"], prog["others"]
                 self._set_common(prog, x0, metric, w, lo, hi)
@@ -736,9 +741,6 @@ class LVQExplainer:
                     st_i, msg_i = 4, "numerical failure: the penalty CCP iterate is infeasible"
                     fail = (st_i, msg_i)
                     continue
-                zf = P[i] - x0
-                if np.all(zf[~free] == 0):
-                    fallback[a] = min(fallback[a], self._theta(zf, metric, w))
                 if dd < dist[a]:
                     dist[a], Xcf[a], proto[a], status[a], messages[a] = dd, x, i, st_i, msg_i
             if proto[a] < 0 and fail is not None:

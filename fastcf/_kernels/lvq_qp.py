@@ -54,12 +54,13 @@ def nnls(E, f, max_iter):
     w = E.T @ resid
     it = 0
     status = ST_OK
+    blocked = np.zeros(m, dtype=np.bool_)
     while True:
         # most violated dual condition among the zero set
         t = -1
         best = tol
         for j in range(m):
-            if not passive[j] and w[j] > best:
+            if not passive[j] and not blocked[j] and w[j] > best:
                 best = w[j]
                 t = j
         if t < 0:
@@ -68,6 +69,7 @@ def nnls(E, f, max_iter):
             status = ST_MAXITER
             break
         passive[t] = True
+        first = True
         while True:
             it += 1
             idx = np.flatnonzero(passive)
@@ -76,6 +78,14 @@ def nnls(E, f, max_iter):
             s = np.zeros(m)
             for a in range(idx.size):
                 s[idx[a]] = sol[a]
+            if first and s[t] <= tol:
+                # Lawson & Hanson's safeguard: the new column does not enter with a positive
+                # coefficient (rounding, or a column dependent on the passive set); without it
+                # the method cycles adding and dropping t. Block t until v changes.
+                passive[t] = False
+                blocked[t] = True
+                break
+            first = False
             ok = True
             for a in range(idx.size):
                 if s[idx[a]] <= tol:
@@ -105,6 +115,9 @@ def nnls(E, f, max_iter):
                 break
         if status != ST_OK:
             break
+        if blocked[t]:
+            continue  # v unchanged: try the next candidate
+        blocked[:] = False
         resid = f - E @ v
         w = E.T @ resid
     return v, it, status
@@ -133,6 +146,19 @@ def ldp(G, h, max_iter):
     for i in range(n):
         u[i] = r[i] / denom
     lam = v / denom
+    # a posteriori check of G u ≥ h (rows have unit norm, so this is a distance)
+    unorm = 0.0
+    for i in range(n):
+        unorm = max(unorm, abs(u[i]))
+    viol = 0.0
+    for j in range(m):
+        gu = 0.0
+        for i in range(n):
+            gu += G[j, i] * u[i]
+        viol = max(viol, h[j] - gu)
+    if viol > 1e-9 * max(1.0, unorm):
+        # a tiny r[n] means E v ≈ f, i.e. the LDP is (numerically) infeasible
+        return np.zeros(n), np.zeros(m), it, ST_INFEASIBLE if denom < 1e-6 else ST_NUMERIC
     return u, lam, it, status
 
 
