@@ -1,0 +1,12 @@
+"""scikit-learn's estimator checks for the LVQ models."""
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from fastcf.lvq import GLVQ, GMLVQ, LGMLVQ
+
+
+@parametrize_with_checks(
+    [GLVQ(random_state=0), GMLVQ(random_state=0), LGMLVQ(random_state=0)],
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
