@@ -3,27 +3,30 @@
 Algorithm 1: the counterfactual of x̄ for a target class y is the closest point (in θ) that some
 prototype p_i of class y wins, so for each such p_i we solve
 
-    min_x θ(x, x̄)   s.t.   d(x, p_i) + ε ≤ d(x, p_j)   for every prototype p_j of another class   (9)
+    min_x θ(x, x̄)  s.t.  d(x, p_i) + ε ≤ d(x, p_j)  for every prototype p_j of another class  (9)
 
 and keep the best i. With a metric shared by all prototypes (GLVQ: Λ = I, GMLVQ: Λ = ΩᵀΩ) the
 quadratic terms cancel and each constraint is linear:
 
     2 (Λ(p_j − p_i))ᵀ x ≤ p_jᵀΛp_j − p_iᵀΛp_i − ε
 
-(the paper's eq. 12–13 write the same half-scaled, q_ij = Λ(p_j − p_i), r_ij = ½(p_iᵀΛp_i − p_jᵀΛp_j),
-but then add ε to the *halved* inequality, i.e. a margin of 2ε in d; we keep eq. 9b's margin ε on d).
+(the paper's eq. 12–13 write the same half-scaled, q_ij = Λ(p_j − p_i),
+r_ij = ½(p_iᵀΛp_i − p_jᵀΛp_j), but then add ε to the *halved* inequality, i.e. a margin of 2ε in d;
+we keep eq. 9b's margin ε on d).
 Euclidean θ → a QP (eq. 11), solved here without cvxpy by the exact least-distance-program solver of
 :mod:`fastcf._kernels.lvq_qp` (or by cvxpy on request); weighted Manhattan θ → an LP (eq. 10/21).
 
-With one Ω_k per prototype (LGMLVQ) the constraints are differences of convex quadratics (eq. 14, 24–27,
-36–38) and the program is a non-convex QCQP, solved approximately by the penalty convex–concave
-procedure of Park & Boyd (§6.4): starting from p_i ("Suggest"), the concave part −g_j is replaced by
-its linearisation at the current point, slack variables s_j ≥ 0 enter the linearised constraints,
-their sum is penalised with τ, and τ ← min(μτ, τ_max) after every step.
+With one Ω_k per prototype (LGMLVQ) the constraints are differences of convex quadratics
+(eq. 14, 24–27, 36–38) and the program is a non-convex QCQP, solved approximately by the penalty
+convex–concave procedure of Park & Boyd (§6.4): starting from p_i ("Suggest"), the concave part
+−g_j is replaced by its linearisation at the current point, slack variables s_j ≥ 0 enter the
+linearised constraints, their sum is penalised with τ, and τ ← min(μτ, τ_max) after every step.
+Since g_j is convex its linearisation under-estimates it, so an iterate with zero slack is feasible
+for the true constraints, and from the feasible start the objective never increases.
 
-Typos in the paper, for the record: eq. 9b reads d(x', p_i) + ε ≤ d(x', p_i) (the right-hand side must
-be p_j); eq. 24 has p_jᵀΩ_i p_j where p_jᵀΩ_j p_j is meant (eq. 27 has it right); eq. 29/32 print
-p_i − p_i for p_j − p_i; eq. 18/21 write β > 0 for β ≥ 0; eq. 28 writes x for x'.
+Typos in the paper, for the record: eq. 9b reads d(x', p_i) + ε ≤ d(x', p_i) (the right-hand
+side must be p_j); eq. 24 has p_jᵀΩ_i p_j where p_jᵀΩ_j p_j is meant (eq. 27 has it right);
+eq. 29/32 print p_i − p_i for p_j − p_i; eq. 18/21 write β > 0 for β ≥ 0; eq. 28 writes x for x'.
 """
 
 from __future__ import annotations
@@ -96,8 +99,7 @@ def _read_model(model):
         idx = np.asarray(model.prototypes_labels_)
         if idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= classes.size:
             raise ValueError(
-                "prototypes_labels_ of an sklvq model must be indices into classes_; "
-                f"got {idx!r}"
+                f"prototypes_labels_ of an sklvq model must be indices into classes_; got {idx!r}"
             )
         labels = classes[idx]
         om = getattr(model, "omega_", None)
@@ -130,7 +132,8 @@ def _read_model(model):
     raise TypeError(
         "LVQExplainer needs a fitted fastcf.lvq model (prototypes_, prototype_labels_), an "
         "sklearn-lvq model (w_, c_w_) or an sklvq model (prototypes_, prototypes_labels_); got "
-        f"{type(model).__name__}. Use LVQExplainer.from_arrays(prototypes, labels, omega) otherwise."
+        f"{type(model).__name__}. Use LVQExplainer.from_arrays(prototypes, labels, omega) "
+        "otherwise."
     )
 
 
@@ -207,8 +210,11 @@ class LVQExplainer:
             omega = _omega_from_relevance(relevance, "relevance", P.shape[1])
         labels = np.asarray(labels)
         self._setup(
-            prototypes, labels, np.unique(labels) if classes is None else np.asarray(classes),
-            omega, feature_names,
+            prototypes,
+            labels,
+            np.unique(labels) if classes is None else np.asarray(classes),
+            omega,
+            feature_names,
         )
         return self
 
@@ -220,7 +226,9 @@ class LVQExplainer:
             raise ValueError(f"prototypes must hold at least 2 prototypes; got {M}")
         labels = np.asarray(labels)
         if labels.ndim != 1 or labels.shape[0] != M:
-            raise ValueError(f"labels must have shape ({M},), one per prototype; got {labels.shape}")
+            raise ValueError(
+                f"labels must have shape ({M},), one per prototype; got {labels.shape}"
+            )
         classes = np.asarray(classes)
         pos = {c.item() if hasattr(c, "item") else c: k for k, c in enumerate(classes)}
         try:
@@ -262,7 +270,9 @@ class LVQExplainer:
         self._omegas = np.ascontiguousarray(omegas)
         self._lams = np.einsum("kri,krj->kij", omegas, omegas)
         self.n_features_in_ = D
-        self.feature_names = None if feature_names is None else np.asarray(feature_names, dtype=object)
+        self.feature_names = (
+            None if feature_names is None else np.asarray(feature_names, dtype=object)
+        )
         self.mad_ = None
         self._cache = {}
         # linear constraints of eq. 12-13 for a shared metric: A[i, j]·x ≤ b[i, j] ⇔ d_i ≤ d_j
@@ -301,7 +311,9 @@ class LVQExplainer:
         """
         X = as_float_array(X, "X", ndim=2)
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features but the model expects {self.n_features_in_}")
+            raise ValueError(
+                f"X has {X.shape[1]} features but the model expects {self.n_features_in_}"
+            )
         self.mad_ = median_absolute_deviation(X)
         return self
 
@@ -359,13 +371,17 @@ class LVQExplainer:
         rows, rhs = [], []
         for k, item in enumerate(constraints):
             if not isinstance(item, (list, tuple)) or len(item) != 2:
-                raise ValueError(f"constraints[{k}] must be a pair (a, c) meaning a·x ≤ c; got {item!r}")
+                raise ValueError(
+                    f"constraints[{k}] must be a pair (a, c) meaning a·x ≤ c; got {item!r}"
+                )
             a = as_float_array(item[0], f"constraints[{k}][0]", ndim=1)
             if a.shape[0] != D:
                 raise ValueError(f"constraints[{k}][0] must have shape ({D},); got {a.shape}")
             c = np.asarray(item[1])
             if c.ndim != 0 or c.dtype.kind not in "biuf" or not np.isfinite(c):
-                raise ValueError(f"constraints[{k}][1] must be a finite real number; got {item[1]!r}")
+                raise ValueError(
+                    f"constraints[{k}][1] must be a finite real number; got {item[1]!r}"
+                )
             rows.append(a)
             rhs.append(float(c))
         return np.array(rows).reshape(-1, D), np.array(rhs)
@@ -500,8 +516,7 @@ class LVQExplainer:
         success = ok_status & ~wrong
         messages = [
             (
-                "numerical failure: the solution is not classified as the target "
-                "(increase epsilon)"
+                "numerical failure: the solution is not classified as the target (increase epsilon)"
                 if wrong[k]
                 else messages[k]
             )
@@ -510,18 +525,37 @@ class LVQExplainer:
         info["prototype"] = proto
         targets = self.classes_[tgt]
         batch = CounterfactualBatch(
-            x=Xcf, x0=X, target=targets, proba=None, distance=dist, success=success,
-            status=status, message=messages, nit=nit, method=method, feature_names=names,
+            x=Xcf,
+            x0=X,
+            target=targets,
+            proba=None,
+            distance=dist,
+            success=success,
+            status=status,
+            message=messages,
+            nit=nit,
+            method=method,
+            feature_names=names,
             info=info,
         )
         if single:
             b0 = batch[0]
             return Counterfactual(
-                x=b0.x, x0=b0.x0, target=b0.target, proba=None, distance=b0.distance,
-                success=b0.success, status=b0.status, message=b0.message, nit=b0.nit,
-                method=method, feature_names=names,
-                info={k: (v[0] if isinstance(v, np.ndarray) and v.shape[:1] == (N,) else v)
-                      for k, v in info.items()},
+                x=b0.x,
+                x0=b0.x0,
+                target=b0.target,
+                proba=None,
+                distance=b0.distance,
+                success=b0.success,
+                status=b0.status,
+                message=b0.message,
+                nit=b0.nit,
+                method=method,
+                feature_names=names,
+                info={
+                    k: (v[0] if isinstance(v, np.ndarray) and v.shape[:1] == (N,) else v)
+                    for k, v in info.items()
+                },
             )
         return batch
 
@@ -529,17 +563,36 @@ class LVQExplainer:
     def _explain_fast(self, X, tgt, opts, max_iter):
         w, free, lo, hi, C, c, eps = opts
         Xcf, dist, best, nit, status = lvq_fast_batch(
-            X, tgt, self._A, self._b, self._valid, self._cls, np.sqrt(w), free, lo, hi,
-            np.ascontiguousarray(C), np.ascontiguousarray(c), eps, int(max_iter),
+            X,
+            tgt,
+            self._A,
+            self._b,
+            self._valid,
+            self._cls,
+            np.sqrt(w),
+            free,
+            lo,
+            hi,
+            np.ascontiguousarray(C),
+            np.ascontiguousarray(c),
+            eps,
+            int(max_iter),
         )
         messages = [STATUS_MESSAGES[int(s)] for s in status]
         return Xcf, dist, best, nit, status, messages, {}
 
     # ------------------------------------------------------------------ cvxpy programs
     def _program(self, i, metric, free, lo, hi, C, ccp=False):
-        """The cvxpy program for target prototype i, built once and cached (cp.Parameter)."""
-        key = (i, metric, free.tobytes(), np.isfinite(lo).tobytes(), np.isfinite(hi).tobytes(),
-               C.tobytes(), ccp)
+        """Return the cvxpy program for target prototype i, built once and cached (cp.Parameter)."""
+        key = (
+            i,
+            metric,
+            free.tobytes(),
+            np.isfinite(lo).tobytes(),
+            np.isfinite(hi).tobytes(),
+            C.tobytes(),
+            ccp,
+        )
         prog = self._cache.get(key)
         if prog is not None:
             return prog
@@ -593,8 +646,14 @@ class LVQExplainer:
             par["hi"] = cp.Parameter(hi_idx.size)
             cons.append(z[hi_idx] <= par["hi"])
         prob = cp.Problem(cp.Minimize(obj), cons)
-        prog = {"prob": prob, "z": z, "par": par, "others": others, "lo_idx": lo_idx,
-                "hi_idx": hi_idx}
+        prog = {
+            "prob": prob,
+            "z": z,
+            "par": par,
+            "others": others,
+            "lo_idx": lo_idx,
+            "hi_idx": hi_idx,
+        }
         self._cache[key] = prog
         return prog
 
@@ -670,8 +729,9 @@ class LVQExplainer:
         return Xcf, dist, proto, np.zeros(N, dtype=np.int64), status, messages, {}
 
     # ------------------------------------------------------------------ LGMLVQ: penalty CCP
-    def _explain_ccp(self, X, tgt, metric, opts, solver, max_iter, tol,
-                     tau0=1.0, mu=2.0, tau_max=1e6):
+    def _explain_ccp(
+        self, X, tgt, metric, opts, solver, max_iter, tol, tau0=1.0, mu=2.0, tau_max=1e6
+    ):
         w, free, lo, hi, C, c, eps = opts
         N, D = X.shape
         P, Om, Lams = self.prototypes_, self._omegas, self._lams
@@ -688,8 +748,12 @@ class LVQExplainer:
             for i in np.flatnonzero(self._cls == tgt[a]):
                 # fallback of the Suggest step: p_i itself, when it meets the hard constraints
                 zf = P[i] - x0
-                if (np.all(zf[~free] == 0) and np.all(P[i] >= lo) and np.all(P[i] <= hi)
-                        and np.all(C @ P[i] <= c)):
+                if (
+                    np.all(zf[~free] == 0)
+                    and np.all(P[i] >= lo)
+                    and np.all(P[i] <= hi)
+                    and np.all(C @ P[i] <= c)
+                ):
                     fallback[a] = min(fallback[a], self._theta(zf, metric, w))
                 prog = self._program(i, metric, free, lo, hi, C, ccp=True)
                 par, others = prog["par"], prog["others"]
@@ -750,8 +814,11 @@ class LVQExplainer:
 
 # ---------------------------------------------------------------------- baselines and benchmarks
 def _rebuild_and_solve(ex, x0, target_idx, metric="euclidean", eps=1e-6, solver="CLARABEL"):
-    """Baseline of the benchmarks: build and solve the x-space cvxpy program of every target
-    prototype from scratch for one query (what the paper's reference code does), best distance."""
+    """Solve one query by building the x-space cvxpy programs from scratch (benchmark baseline).
+
+    This is what the paper's reference code does: one new program per query and target prototype.
+    Returns the best distance.
+    """
     import cvxpy as cp
 
     best = np.inf
@@ -820,24 +887,50 @@ def bench_rows(quick: bool = True) -> list[dict]:
         fast = ex.explain(Z[:nq], tgt_lab)
         par = ex.explain(Z[:nq], tgt_lab, solver="cvxpy")
         base = np.array([_rebuild_and_solve(ex, Z[k], tgt_idx[k]) for k in range(nq)])
-        t_fast = _median_time(lambda: ex.explain(Z[:nq], tgt_lab), rep) / nq
-        t_par = _median_time(lambda: ex.explain(Z[:nq], tgt_lab, solver="cvxpy"), rep) / nq
-        t_base = _median_time(
-            lambda: [_rebuild_and_solve(ex, Z[k], tgt_idx[k]) for k in range(nq)], rep
-        ) / nq
+        t_fast = _median_time(lambda ex=ex, t=tgt_lab: ex.explain(Z[:nq], t), rep) / nq
+        t_par = (
+            _median_time(lambda ex=ex, t=tgt_lab: ex.explain(Z[:nq], t, solver="cvxpy"), rep) / nq
+        )
+        t_base = (
+            _median_time(
+                lambda ex=ex, t=tgt_idx: [_rebuild_and_solve(ex, Z[k], t[k]) for k in range(nq)],
+                rep,
+            )
+            / nq
+        )
         gap_f = float(np.max(np.abs(fast.distance - base) / base))
         gap_p = float(np.max(np.abs(par.distance - base) / base))
-        rows.append({"name": f"lvq {Model.__name__} fast QP vs cvxpy rebuild", "fastcf_s": t_fast,
-                     "baseline_s": t_base, "ratio": t_base / t_fast, "accuracy_gap": gap_f})
-        rows.append({"name": f"lvq {Model.__name__} cp.Parameter vs cvxpy rebuild",
-                     "fastcf_s": t_par, "baseline_s": t_base, "ratio": t_base / t_par,
-                     "accuracy_gap": gap_p})
+        rows.append(
+            {
+                "name": f"lvq {Model.__name__} fast QP vs cvxpy rebuild",
+                "fastcf_s": t_fast,
+                "baseline_s": t_base,
+                "ratio": t_base / t_fast,
+                "accuracy_gap": gap_f,
+            }
+        )
+        rows.append(
+            {
+                "name": f"lvq {Model.__name__} cp.Parameter vs cvxpy rebuild",
+                "fastcf_s": t_par,
+                "baseline_s": t_base,
+                "ratio": t_base / t_par,
+                "accuracy_gap": gap_p,
+            }
+        )
     m = LGMLVQ(prototypes_per_class=3, random_state=0, max_iter=200).fit(Z, y)
     ex = LVQExplainer(m)
     pred = m.predict(Z[:nq])
     tgt_lab = np.where(pred == m.classes_[0], m.classes_[1], m.classes_[0])
     ex.explain(Z[:1], tgt_lab[:1], metric="manhattan")
     t_ccp = _median_time(lambda: ex.explain(Z[:nq], tgt_lab, metric="manhattan"), 1 if quick else 3)
-    rows.append({"name": "lvq LGMLVQ penalty CCP latency", "fastcf_s": t_ccp / nq,
-                 "baseline_s": None, "ratio": None, "accuracy_gap": None})
+    rows.append(
+        {
+            "name": "lvq LGMLVQ penalty CCP latency",
+            "fastcf_s": t_ccp / nq,
+            "baseline_s": None,
+            "ratio": None,
+            "accuracy_gap": None,
+        }
+    )
     return rows

@@ -4,9 +4,9 @@ All three minimise the generalised LVQ cost (Sato & Yamada 1996)
 
     E = (1/N) Σ_n f(μ_n),     μ_n = (d⁺_n − d⁻_n) / (d⁺_n + d⁻_n)
 
-with SciPy's L-BFGS-B and the analytic gradients of :mod:`fastcf._kernels.lvq_cost`. GMLVQ learns one
-global Ω (distance ‖Ω(x − w)‖², relevance matrix Λ = ΩᵀΩ with trace 1); LGMLVQ learns one Ω_k per
-prototype (Schneider, Biehl & Hammer 2009). The trace normalisation is built into the cost
+with SciPy's L-BFGS-B and the analytic gradients of :mod:`fastcf._kernels.lvq_cost`. GMLVQ learns
+one global Ω (distance ‖Ω(x − w)‖², relevance matrix Λ = ΩᵀΩ with trace 1); LGMLVQ learns one
+Ω_k per prototype (Schneider, Biehl & Hammer 2009). The trace normalisation is built into the cost
 (the cost sees Ω/‖Ω‖_F), so L-BFGS never drifts along the scale direction.
 """
 
@@ -47,11 +47,11 @@ class _LVQBase(ClassifierMixin, BaseEstimator):
                 )
             ppc = ppc.astype(np.int64)
         if (ppc < 1).any():
-            raise ValueError(f"prototypes_per_class must be >= 1; got {self.prototypes_per_class!r}")
-        if self.activation not in ("identity", "sigmoid"):
             raise ValueError(
-                f"activation must be 'identity' or 'sigmoid'; got {self.activation!r}"
+                f"prototypes_per_class must be >= 1; got {self.prototypes_per_class!r}"
             )
+        if self.activation not in ("identity", "sigmoid"):
+            raise ValueError(f"activation must be 'identity' or 'sigmoid'; got {self.activation!r}")
         if not (isinstance(self.beta, numbers.Real) and self.beta > 0):
             raise ValueError(f"beta must be a real number > 0; got {self.beta!r}")
         if not (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 1):
@@ -126,7 +126,9 @@ class _LVQBase(ClassifierMixin, BaseEstimator):
 
         def fun(theta):
             Wt, om, norms = unpack(theta)
-            cost, gW, gO = glvq_cost_grad(X, yi, np.ascontiguousarray(Wt), wlab, om, mode, act, beta)
+            cost, gW, gO = glvq_cost_grad(
+                X, yi, np.ascontiguousarray(Wt), wlab, om, mode, act, beta
+            )
             if mode == 0:
                 return cost, gW.ravel()
             # chain rule through Ω̃ = Ω / ‖Ω‖_F: ∂E/∂Ω = (G − ⟨G, Ω̃⟩ Ω̃) / ‖Ω‖_F
@@ -159,7 +161,9 @@ class _LVQBase(ClassifierMixin, BaseEstimator):
     def _distances(self, X):
         check_is_fitted(self, "prototypes_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return lvq_distances(np.ascontiguousarray(X), self.prototypes_, self._omegas, _MODE[self._kind])
+        return lvq_distances(
+            np.ascontiguousarray(X), self.prototypes_, self._omegas, _MODE[self._kind]
+        )
 
     def predict(self, X):
         """Label of the nearest prototype.

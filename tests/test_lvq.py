@@ -123,8 +123,8 @@ def test_cost_gradient_taylor(mode, act):
 
     def f(theta):
         W = theta[:nW].reshape(W0.shape)
-        O = theta[nW:].reshape(O0.shape) if mode else O0
-        c, gW, gO = glvq_cost_grad(X, y, W, wlab, O, mode, act, 2.0)
+        om = theta[nW:].reshape(O0.shape) if mode else O0
+        c, gW, gO = glvq_cost_grad(X, y, W, wlab, om, mode, act, 2.0)
         return c, (np.concatenate([gW.ravel(), gO.ravel()]) if mode else gW.ravel())
 
     theta = np.concatenate([W0.ravel(), O0.ravel()]) if mode else W0.ravel()
@@ -132,7 +132,7 @@ def test_cost_gradient_taylor(mode, act):
     assert chk.passed, chk.table()
 
 
-# ------------------------------------------------------------------------------ explainer vs reference
+# ------------------------------------------------------------------------ explainer vs reference
 def _options(kind, X, D):
     lo = np.minimum(X.min(axis=0), -1.0) - 0.2
     hi = np.maximum(X.max(axis=0), 1.0) * 0.6 + 0.2
@@ -177,7 +177,12 @@ def test_matches_reference(bc, model_cls, metric, kind):
         _assert_valid(ex, res)
         for k in range(len(X)):
             d_ref, _ = lvq_counterfactual_reference(
-                m.prototypes_, m.prototype_labels_, X[k], tg[k], omega=omega, metric=metric,
+                m.prototypes_,
+                m.prototype_labels_,
+                X[k],
+                tg[k],
+                omega=omega,
+                metric=metric,
                 **ref,
             )
             if np.isfinite(d_ref):
@@ -199,7 +204,12 @@ def test_matches_reference_multiclass_digits(digits):
         _assert_valid(ex, res)
         for k in range(len(X)):
             d_ref, _ = lvq_counterfactual_reference(
-                m.prototypes_, m.prototype_labels_, X[k], tg[k], omega=m.omega_, metric=metric,
+                m.prototypes_,
+                m.prototype_labels_,
+                X[k],
+                tg[k],
+                omega=m.omega_,
+                metric=metric,
                 frozen=np.arange(10) == 0,
             )
             assert res.success[k]
@@ -220,7 +230,11 @@ def test_mad_weights_match_reference(bc):
         _assert_valid(ex, res)
         for k in range(len(X)):
             d_ref, _ = lvq_counterfactual_reference(
-                m.prototypes_, m.prototype_labels_, X[k], tg[k], metric=metric,
+                m.prototypes_,
+                m.prototype_labels_,
+                X[k],
+                tg[k],
+                metric=metric,
                 weights=1.0 / ex.mad_,
             )
             assert res.distance[k] == pytest.approx(d_ref, rel=1e-6)
@@ -349,18 +363,47 @@ def test_adapters_sklearn_lvq_and_sklvq():
     eye = [np.eye(3)] * 4
     cases = [
         (SimpleNamespace(w_=P, c_w_=lab, classes_=np.array([0, 1])), "euclidean", eye),
-        (SimpleNamespace(w_=P, c_w_=lab, classes_=np.array([0, 1]), omega_=oms[0]), "global",
-         [oms[0]] * 4),
-        (SimpleNamespace(w_=P, c_w_=lab, classes_=np.array([0, 1]), omegas_=oms,
-                         classwise=False), "local", oms),
-        (SimpleNamespace(w_=P, c_w_=lab, classes_=np.array([0, 1]), omegas_=ocls,
-                         classwise=True), "local", [ocls[c] for c in lab]),
-        (SimpleNamespace(prototypes_=P, prototypes_labels_=lab, classes_=np.array(["a", "b"])),
-         "euclidean", eye),
-        (SimpleNamespace(prototypes_=P, prototypes_labels_=lab, classes_=np.array(["a", "b"]),
-                         omega_=oms[1]), "global", [oms[1]] * 4),
-        (SimpleNamespace(prototypes_=P, prototypes_labels_=lab, classes_=np.array(["a", "b"]),
-                         omega_=np.array(oms)), "local", oms),
+        (
+            SimpleNamespace(w_=P, c_w_=lab, classes_=np.array([0, 1]), omega_=oms[0]),
+            "global",
+            [oms[0]] * 4,
+        ),
+        (
+            SimpleNamespace(
+                w_=P, c_w_=lab, classes_=np.array([0, 1]), omegas_=oms, classwise=False
+            ),
+            "local",
+            oms,
+        ),
+        (
+            SimpleNamespace(
+                w_=P, c_w_=lab, classes_=np.array([0, 1]), omegas_=ocls, classwise=True
+            ),
+            "local",
+            [ocls[c] for c in lab],
+        ),
+        (
+            SimpleNamespace(prototypes_=P, prototypes_labels_=lab, classes_=np.array(["a", "b"])),
+            "euclidean",
+            eye,
+        ),
+        (
+            SimpleNamespace(
+                prototypes_=P, prototypes_labels_=lab, classes_=np.array(["a", "b"]), omega_=oms[1]
+            ),
+            "global",
+            [oms[1]] * 4,
+        ),
+        (
+            SimpleNamespace(
+                prototypes_=P,
+                prototypes_labels_=lab,
+                classes_=np.array(["a", "b"]),
+                omega_=np.array(oms),
+            ),
+            "local",
+            oms,
+        ),
     ]
     for obj, kind, om_list in cases:
         ex = LVQExplainer(obj)
@@ -465,12 +508,21 @@ def test_fast_path_random_problems(seed):
     frozen[rng.integers(0, D)] = seed >= 3
     a = rng.normal(size=D)
     cons = [(a, float(np.median(X @ a)))]
-    res = ex.explain(X, tg, weights=w, bounds=(lo, hi), frozen=np.flatnonzero(frozen),
-                     constraints=cons)
+    res = ex.explain(
+        X, tg, weights=w, bounds=(lo, hi), frozen=np.flatnonzero(frozen), constraints=cons
+    )
     _assert_valid(ex, res)
     for k in range(len(X)):
         d_ref, _ = lvq_counterfactual_reference(
-            P, lab, X[k], tg[k], omega=omega, weights=w, frozen=frozen, lo=lo, hi=hi,
+            P,
+            lab,
+            X[k],
+            tg[k],
+            omega=omega,
+            weights=w,
+            frozen=frozen,
+            lo=lo,
+            hi=hi,
             constraints=cons,
         )
         if np.isfinite(d_ref):

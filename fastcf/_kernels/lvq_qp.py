@@ -9,8 +9,8 @@ With u = W^{1/2}(x − x̄) on the free features this is a *least-distance progr
 
     min ½‖u‖²  s.t.  G u ≥ h
 
-(rows: −a_j W^{-1/2}, and ±e_k for finite bounds). Lawson & Hanson (1974, ch. 23) solve an LDP exactly
-through its dual, a non-negative least-squares problem with one variable per constraint:
+(rows: −a_j W^{-1/2}, and ±e_k for finite bounds). Lawson & Hanson (1974, ch. 23) solve an LDP
+exactly through its dual, a non-negative least-squares problem with one variable per constraint:
 
     min_{v ≥ 0} ‖E v − f‖,   E = [Gᵀ; hᵀ] ((n+1) × m),  f = e_{n+1},
     r = E v − f,  u = −r[:n] / r[n]   (r = 0  ⇔  the LDP is infeasible).
@@ -125,7 +125,7 @@ def nnls(E, f, max_iter):
 
 @kernel()
 def ldp(G, h, max_iter):
-    """min ½‖u‖² s.t. G u ≥ h. Returns (u, lam, n_iter, status); status 3 = infeasible."""
+    """Min ½‖u‖² s.t. G u ≥ h. Returns (u, lam, n_iter, status); status 3 = infeasible."""
     m, n = G.shape
     if m == 0:
         return np.zeros(n), np.zeros(0), 0, ST_OK
