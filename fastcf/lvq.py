@@ -163,7 +163,7 @@ class LVQExplainer:
     >>> from fastcf import LVQExplainer
     >>> ex = LVQExplainer.from_arrays([[0.0, 0.0], [2.0, 0.0]], ["a", "b"])
     >>> res = ex.explain([0.5, 1.0], target="b")
-    >>> bool(res.success), np.round(res.x, 6).tolist(), ex.predict(res.x)[0]
+    >>> bool(res.success), np.round(res.x, 6).tolist(), str(ex.predict(res.x)[0])
     (True, [1.0, 1.0], 'b')
     """
 
@@ -242,6 +242,13 @@ class LVQExplainer:
         if np.unique(cls_idx).size < 2:
             raise ValueError("labels must hold at least 2 different classes")
         # metric
+        if isinstance(om, (list, tuple)):
+            try:  # a nested list may be one (d, D) matrix
+                arr = np.asarray(om, dtype=np.float64)
+            except (ValueError, TypeError):  # ragged: one Ω_k per prototype with different d_k
+                arr = None
+            if arr is not None and arr.ndim == 2:
+                om = arr
         if om is None:
             kind, omegas = "euclidean", np.eye(D)[None]
         elif isinstance(om, (list, tuple)) or (isinstance(om, np.ndarray) and om.ndim == 3):
@@ -463,7 +470,7 @@ class LVQExplainer:
         >>> import numpy as np
         >>> from fastcf import LVQExplainer
         >>> ex = LVQExplainer.from_arrays([[0.0, 0.0], [2.0, 0.0]], [0, 1])
-        >>> res = ex.explain([0.0, 0.0], 1, metric="manhattan", bounds=(-1.0, 1.0))
+        >>> res = ex.explain([0.0, 0.0], 1, metric="manhattan", bounds=(-1.0, 1.5))
         >>> bool(res.success), round(res.distance, 5)
         (True, 1.0)
         >>> ex.explain([0.0, 0.0], 1, frozen=[0]).message
