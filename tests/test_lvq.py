@@ -530,3 +530,21 @@ def test_fast_path_random_problems(seed):
             assert res.distance[k] == pytest.approx(d_ref, rel=1e-6, abs=1e-9)
         else:
             assert res.status[k] == 3
+
+
+def test_compiled_clarabel_path_matches_problem_solve(bc):
+    """The compiled re-solve (affine parameter map read from cvxpy) and cvxpy's own
+    Problem.solve on the same parameterised program agree."""
+    _, Xte, _, _ = bc
+    m = _model(GMLVQ, "bc", bc)
+    X = Xte[:6]
+    tg = _other_targets(m, X)
+    opts, _ = _options("all", X, X.shape[1])
+    for metric in ("euclidean", "manhattan"):
+        ex1, ex2 = LVQExplainer(m), LVQExplainer(m)
+        ex2._direct = False
+        r1 = ex1.explain(X, tg, metric=metric, solver="cvxpy", **opts)
+        r2 = ex2.explain(X, tg, metric=metric, solver="cvxpy", **opts)
+        np.testing.assert_array_equal(r1.status, r2.status)
+        ok = r1.success
+        np.testing.assert_allclose(r1.distance[ok], r2.distance[ok], rtol=1e-7)
