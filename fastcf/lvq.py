@@ -405,7 +405,10 @@ class LVQExplainer:
         if isinstance(bounds, (tuple, list)) and len(bounds) == 2:
             # broadcast scalars here: _validation.as_float_array turns 0-d input into shape (1,)
             bounds = tuple(
-                np.full(D, float(v)) if v is not None and np.ndim(v) == 0 else v for v in bounds
+                np.full(D, (-np.inf, np.inf)[k] if v is None else float(v))
+                if v is None or np.ndim(v) == 0
+                else v
+                for k, v in enumerate(bounds)
             )
         bb = resolve_bounds(bounds, D, X)
         lo, hi = (np.full(D, -np.inf), np.full(D, np.inf)) if bb is None else bb

@@ -295,6 +295,11 @@ def test_single_query_and_target_already_reached():
     np.testing.assert_array_equal(res.x, [0.2, 0.3])
     res = ex.explain(np.array([0.2, 0.3]), 1)
     np.testing.assert_allclose(res.x, [1.0, 0.3], atol=1e-6)
+    # scalar and None bounds are broadcast; a box that cuts the target region off is infeasible
+    res = ex.explain(np.array([0.2, 0.3]), 1, bounds=(None, 3.0), metric="manhattan")
+    assert res.success and res.distance == pytest.approx(0.8, abs=1e-6)
+    res = ex.explain(np.array([0.2, 0.3]), 1, bounds=(-1.0, None))
+    assert res.success
 
 
 def test_pandas_feature_names():
