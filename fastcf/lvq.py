@@ -147,6 +147,7 @@ class LVQExplainer:
         A :mod:`fastcf.lvq` model, or an sklearn-lvq (``GlvqModel``, ``GmlvqModel``,
         ``LgmlvqModel``) or sklvq (``GLVQ``, ``GMLVQ``, ``LGMLVQ``) model, read by its attributes.
     feature_names : sequence of str, optional
+        Defaults to the model's ``feature_names_in_`` (set when it was fitted on a DataFrame).
 
     Attributes
     ----------
@@ -170,6 +171,8 @@ class LVQExplainer:
 
     def __init__(self, model, feature_names=None):
         P, labels, classes, om = _read_model(model)
+        if feature_names is None:
+            feature_names = getattr(model, "feature_names_in_", None)
         self._setup(P, labels, classes, om, feature_names)
 
     @classmethod

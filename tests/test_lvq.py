@@ -553,3 +553,17 @@ def test_compiled_clarabel_path_matches_problem_solve(bc):
         np.testing.assert_array_equal(r1.status, r2.status)
         ok = r1.success
         np.testing.assert_allclose(r1.distance[ok], r2.distance[ok], rtol=1e-7)
+
+
+def test_dataframe_model_feature_names():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame(rng.normal(size=(60, 3)), columns=["u", "v", "w"])
+    y = (df["u"] + df["v"] > 0).astype(int)
+    m = GLVQ(random_state=0).fit(df, y)
+    ex = LVQExplainer(m)
+    row = df.iloc[0]
+    res = ex.explain(row, 1 - m.predict(df.iloc[:1])[0], frozen=["w"])
+    assert res.success
+    assert list(res.to_frame()["feature"]) == ["u", "v", "w"]
+    assert res.x[2] == row["w"]

@@ -55,7 +55,7 @@ def main(quick=False, max_lgmlvq=None):
 
         folds = StratifiedKFold(4, shuffle=True, random_state=0)
         for Model in (GLVQ, GMLVQ, LGMLVQ):
-            dists, acc, ok, n_total, secs, nit = [], [], 0, 0, 0.0, []
+            dists, acc, ok, conv, n_total, secs, nit = [], [], 0, 0, 0, 0.0, []
             for k, (tr, te) in enumerate(folds.split(X, y)):
                 pre = prep().fit(X[tr])
                 Ztr, Zte = pre.transform(X[tr]), pre.transform(X[te])
@@ -76,6 +76,7 @@ def main(quick=False, max_lgmlvq=None):
                 dists.append(res.distance[res.success])
                 nit.append(res.nit)
                 ok += int(res.success.sum())
+                conv += int(np.sum(res.success & (res.status == 0)))
                 n_total += len(Zte)
             d = np.concatenate(dists)
             paper = PAPER[(name, Model.__name__)]
@@ -86,6 +87,8 @@ def main(quick=False, max_lgmlvq=None):
                     "test accuracy (mean of 4 folds)": round(float(np.mean(acc)), 3),
                     "queries": n_total,
                     "success": f"{ok}/{n_total}",
+                    "converged (status 0)": f"{conv}/{n_total}",
+                    "mean solver rounds": round(float(np.mean(np.concatenate(nit))), 1),
                     "mean Manhattan distance (fastcf)": round(float(d.mean()), 2),
                     "paper: ours": paper[2],
                     "paper: DS": paper[0],
