@@ -70,6 +70,7 @@ def _assert_valid(ex, res):
 
 
 # ------------------------------------------------------------------------------ models
+@pytest.mark.needs_jit
 def test_model_accuracy_breast_cancer(bc):
     _, Xte, _, yte = bc
     # published GLVQ/GMLVQ results on WDBC are about 0.93-0.97
@@ -78,6 +79,7 @@ def test_model_accuracy_breast_cancer(bc):
         assert acc >= 0.90, (cls.__name__, acc)
 
 
+@pytest.mark.needs_jit
 def test_model_accuracy_digits(digits):
     _, Xte, _, yte = digits
     # 10 PCA components keep roughly 3/4 of the variance; LVQ reaches about 0.85-0.93
@@ -86,6 +88,7 @@ def test_model_accuracy_digits(digits):
         assert acc >= 0.84, (cls.__name__, acc)
 
 
+@pytest.mark.needs_jit
 def test_fitted_attributes(bc):
     m = _model(GMLVQ, "bc", bc)
     assert m.prototypes_.shape == (6, 5)
@@ -160,6 +163,7 @@ def _options(kind, X, D):
     return opts, ref
 
 
+@pytest.mark.needs_jit
 @pytest.mark.parametrize("model_cls", [GLVQ, GMLVQ])
 @pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
 @pytest.mark.parametrize("kind", ["none", "frozen", "bounds", "constraints", "all"])
@@ -193,6 +197,7 @@ def test_matches_reference(bc, model_cls, metric, kind):
                 assert res.status[k] == 3
 
 
+@pytest.mark.needs_jit
 def test_matches_reference_multiclass_digits(digits):
     _, Xte, _, _ = digits
     m = _model(GMLVQ, "digits", digits)
@@ -216,6 +221,7 @@ def test_matches_reference_multiclass_digits(digits):
             assert res.distance[k] == pytest.approx(d_ref, rel=1e-6)
 
 
+@pytest.mark.needs_jit
 def test_mad_weights_match_reference(bc):
     Xtr, Xte, _, _ = bc
     m = _model(GLVQ, "bc", bc)
@@ -240,6 +246,7 @@ def test_mad_weights_match_reference(bc):
             assert res.distance[k] == pytest.approx(d_ref, rel=1e-6)
 
 
+@pytest.mark.needs_jit
 @pytest.mark.parametrize("model_cls", [GLVQ, GMLVQ])
 def test_fast_path_kkt(bc, model_cls):
     _, Xte, _, _ = bc
@@ -311,6 +318,7 @@ def test_pandas_feature_names():
 
 
 # ------------------------------------------------------------------------------ LGMLVQ
+@pytest.mark.needs_jit
 @pytest.mark.parametrize("name", ["bc", "digits"])
 def test_lgmlvq_ccp_converges(name, bc, digits):
     data = bc if name == "bc" else digits
@@ -335,6 +343,7 @@ def test_lgmlvq_ccp_converges(name, bc, digits):
             assert dist[k, i] + 1e-6 * (1 - 1e-3) <= dist[k, other].min()
 
 
+@pytest.mark.needs_jit
 def test_lgmlvq_with_constraints(bc):
     _, Xte, _, _ = bc
     m = _model(LGMLVQ, "bc", bc)
@@ -477,6 +486,7 @@ def test_bad_input():
 
 
 # ------------------------------------------------------------------------------ pickling
+@pytest.mark.needs_jit
 def test_pickle_models_and_explainers(bc):
     _, Xte, _, _ = bc
     for cls in (GLVQ, GMLVQ, LGMLVQ):
@@ -537,6 +547,7 @@ def test_fast_path_random_problems(seed):
             assert res.status[k] == 3
 
 
+@pytest.mark.needs_jit
 def test_compiled_clarabel_path_matches_problem_solve(bc):
     """The compiled re-solve (affine parameter map read from cvxpy) and cvxpy's own
     Problem.solve on the same parameterised program agree."""
