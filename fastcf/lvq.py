@@ -463,7 +463,7 @@ class LVQExplainer:
             program.
         max_iter : int, optional
             Iteration cap of the solver that runs (NNLS steps, or penalty-CCP rounds for LGMLVQ,
-            default 100 and 50).
+            default 100 and 200).
         tol : float, default=1e-7
             Penalty CCP: stop when the objective change (relative) and the largest slack are
             both below ``tol``.
@@ -519,7 +519,7 @@ class LVQExplainer:
             method = f"lvq-{'qp' if metric == 'euclidean' else 'lp'}-cvxpy"
         else:
             out = self._explain_ccp(
-                X, tgt, metric, opts, solver, 50 if max_iter is None else max_iter, tol
+                X, tgt, metric, opts, solver, 200 if max_iter is None else max_iter, tol
             )
             method = "lvq-penalty-ccp"
         Xcf, dist, proto, nit, status, messages, info = out

@@ -418,6 +418,17 @@ def test_adapters_sklearn_lvq_and_sklvq():
             "local",
             oms,
         ),
+        (
+            SimpleNamespace(
+                prototypes_=P,
+                prototypes_labels_=lab,
+                classes_=np.array(["a", "b"]),
+                omega_=np.array(ocls),
+                localization="class",
+            ),
+            "local",
+            [ocls[c] for c in lab],
+        ),
     ]
     for obj, kind, om_list in cases:
         ex = LVQExplainer(obj)
