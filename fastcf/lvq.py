@@ -718,10 +718,15 @@ class LVQExplainer:
         prob, par = prog["prob"], prog["par"]
         names = [k for k in ("h", "lo", "hi") if k in par]
 
+        notes = []
+
         def solver_data():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return prob.get_problem_data(cp.CLARABEL)
+            # warnings of the compilation are recorded and reported in every result's message
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out = prob.get_problem_data(cp.CLARABEL)
+            notes.extend(str(w.message) for w in caught if str(w.message) not in notes)
+            return out
 
         sizes = [par[k].size for k in names]
         n = int(sum(sizes))
@@ -759,6 +764,7 @@ class LVQExplainer:
             "b0": b0,
             "Mb": Mb,
             "zcol": zcol,
+            "note": "; cvxpy warnings: " + "; ".join(notes) if notes else "",
         }
 
     def _solve_compiled(self, prog, D):
@@ -780,7 +786,7 @@ class LVQExplainer:
         if st in ("Solved", "AlmostSolved"):
             z = np.asarray(sol.x[comp["zcol"] : comp["zcol"] + D], dtype=np.float64)
             note = "" if st == "Solved" else " (CLARABEL status AlmostSolved)"
-            return 0, STATUS_MESSAGES[0] + note, z
+            return 0, STATUS_MESSAGES[0] + note + comp["note"], z
         if st in ("PrimalInfeasible", "AlmostPrimalInfeasible"):
             return 3, STATUS_MESSAGES[3], None
         return 6, f"the external solver failed: CLARABEL status {st}", None
