@@ -589,3 +589,32 @@ def test_dataframe_model_feature_names():
     assert res.success
     assert list(res.to_frame()["feature"]) == ["u", "v", "w"]
     assert res.x[2] == row["w"]
+
+
+def test_parallel_batch_kernel_matches_serial():
+    from fastcf._kernels.lvq_qp import lvq_fast_batch, lvq_fast_batch_parallel
+
+    rng = np.random.default_rng(7)
+    P = rng.normal(size=(6, 4))
+    ex = LVQExplainer.from_arrays(P, [0, 1, 2, 0, 1, 2])
+    X = rng.normal(size=(50, 4))
+    tg = rng.integers(0, 3, 50).astype(np.int64)
+    D = 4
+    args = (
+        X,
+        tg,
+        ex._A,
+        ex._b,
+        ex._valid,
+        ex._cls,
+        np.ones(D),
+        np.ones(D, dtype=bool),
+        np.full(D, -2.0),
+        np.full(D, np.inf),
+        np.zeros((0, D)),
+        np.zeros(0),
+        1e-6,
+        100,
+    )
+    for a, b in zip(lvq_fast_batch(*args), lvq_fast_batch_parallel(*args), strict=True):
+        np.testing.assert_array_equal(a, b)
