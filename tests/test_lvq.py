@@ -1,0 +1,620 @@
+"""LVQ counterfactuals (paper 001): programs vs an independent cvxpy reference, KKT of the fast
+path, the penalty CCP for LGMLVQ, adapters, bad input, pickling."""
+
+import pickle
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.decomposition import PCA
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from fastcf.lvq import GLVQ, GMLVQ, LGMLVQ, LVQExplainer
+from tests.reference import lvq_counterfactual_reference, lvq_kkt_residual
+
+
+def _data(name):
+    if name == "bc":
+        X, y = load_breast_cancer(return_X_y=True)
+        nc = 5
+    else:
+        X, y = load_digits(return_X_y=True)
+        nc = 10
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+    pre = make_pipeline(StandardScaler(), PCA(nc, random_state=0)).fit(Xtr)
+    return pre.transform(Xtr), pre.transform(Xte), ytr, yte
+
+
+@pytest.fixture(scope="module")
+def bc():
+    return _data("bc")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return _data("digits")
+
+
+_MODELS = {}
+
+
+def _model(cls, name, data):
+    key = (cls.__name__, name)
+    if key not in _MODELS:
+        Xtr, _, ytr, _ = data
+        _MODELS[key] = cls(prototypes_per_class=3, random_state=0, max_iter=300).fit(Xtr, ytr)
+    return _MODELS[key]
+
+
+def _other_targets(model, X, seed=0):
+    """A target label different from the prediction for every row."""
+    rng = np.random.default_rng(seed)
+    pred = model.predict(X)
+    out = []
+    for p in pred:
+        choices = [c for c in model.classes_ if c != p]
+        out.append(choices[rng.integers(len(choices))])
+    return np.array(out)
+
+
+def _assert_valid(ex, res):
+    """Every success=True counterfactual is predicted as the target by the model itself."""
+    ok = np.atleast_1d(res.success)
+    X = np.atleast_2d(res.x)
+    tg = np.atleast_1d(res.target)
+    if ok.any():
+        assert np.all(ex.predict(X[ok]) == tg[ok])
+
+
+# ------------------------------------------------------------------------------ models
+@pytest.mark.needs_jit
+def test_model_accuracy_breast_cancer(bc):
+    _, Xte, _, yte = bc
+    # published GLVQ/GMLVQ results on WDBC are about 0.93-0.97
+    for cls in (GLVQ, GMLVQ, LGMLVQ):
+        acc = _model(cls, "bc", bc).score(Xte, yte)
+        assert acc >= 0.90, (cls.__name__, acc)
+
+
+@pytest.mark.needs_jit
+def test_model_accuracy_digits(digits):
+    _, Xte, _, yte = digits
+    # 10 PCA components keep roughly 3/4 of the variance; LVQ reaches about 0.85-0.93
+    for cls in (GLVQ, GMLVQ, LGMLVQ):
+        acc = _model(cls, "digits", digits).score(Xte, yte)
+        assert acc >= 0.84, (cls.__name__, acc)
+
+
+@pytest.mark.needs_jit
+def test_fitted_attributes(bc):
+    m = _model(GMLVQ, "bc", bc)
+    assert m.prototypes_.shape == (6, 5)
+    assert set(m.prototype_labels_) == {0, 1}
+    assert np.isclose(np.trace(m.omega_.T @ m.omega_), 1.0)
+    lm = _model(LGMLVQ, "bc", bc)
+    assert lm.omegas_.shape == (6, 5, 5)
+    assert np.allclose(np.einsum("kij,kij->k", lm.omegas_, lm.omegas_), 1.0)
+
+
+def test_string_labels_and_decision_function():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (30, 2)), rng.normal(4, 1, (30, 2))])
+    y = np.array(["neg"] * 30 + ["pos"] * 30)
+    m = GLVQ(random_state=0).fit(X, y)
+    df = m.decision_function(X)
+    assert df.shape == (60,)
+    assert np.all((df > 0) == (m.predict(X) == "pos"))
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("act", [0, 1])
+def test_cost_gradient_taylor(mode, act):
+    from fastcf import check_gradient
+    from fastcf._kernels.lvq_cost import glvq_cost_grad
+
+    rng = np.random.default_rng(mode * 2 + act)
+    X = rng.normal(size=(40, 3))
+    y = rng.integers(0, 2, 40).astype(np.int64)
+    wlab = np.array([0, 1, 0, 1], dtype=np.int64)
+    W0 = rng.normal(size=(4, 3))
+    M = 1 if mode < 2 else 4
+    O0 = rng.normal(size=(M, 2, 3))
+    nW = W0.size
+
+    def f(theta):
+        W = theta[:nW].reshape(W0.shape)
+        om = theta[nW:].reshape(O0.shape) if mode else O0
+        c, gW, gO = glvq_cost_grad(X, y, W, wlab, om, mode, act, 2.0)
+        return c, (np.concatenate([gW.ravel(), gO.ravel()]) if mode else gW.ravel())
+
+    theta = np.concatenate([W0.ravel(), O0.ravel()]) if mode else W0.ravel()
+    chk = check_gradient(f, theta, h0=1e-2)
+    assert chk.passed, chk.table()
+
+
+# ------------------------------------------------------------------------ explainer vs reference
+def _options(kind, X, D):
+    lo = np.minimum(X.min(axis=0), -1.0) - 0.2
+    hi = np.maximum(X.max(axis=0), 1.0) * 0.6 + 0.2
+    lo = np.minimum(lo, X.min(axis=0))
+    hi = np.maximum(hi, X.max(axis=0))
+    # tighter on two features so that the box binds
+    hi[1] = X[:, 1].max() + 0.05
+    lo[2] = X[:, 2].min() - 0.05
+    a = np.zeros(D)
+    a[0], a[3] = 1.0, -1.0  # x0 − x3 ≤ max over the queries (a "1stFlr ≥ 2ndFlr"-type rule)
+    cmax = float(np.median(X @ a)) - 0.5  # binds for several queries
+    opts = {
+        "none": {},
+        "frozen": {"frozen": [1, 4]},
+        "bounds": {"bounds": (lo, hi)},
+        "constraints": {"constraints": [(a, cmax)]},
+        "all": {"frozen": [4], "bounds": (lo, hi), "constraints": [(a, cmax)]},
+    }[kind]
+    ref = {
+        "frozen": None if "frozen" not in opts else np.isin(np.arange(D), opts["frozen"]),
+        "lo": opts.get("bounds", (None, None))[0],
+        "hi": opts.get("bounds", (None, None))[1],
+        "constraints": opts.get("constraints", ()),
+    }
+    return opts, ref
+
+
+@pytest.mark.needs_jit
+@pytest.mark.parametrize("model_cls", [GLVQ, GMLVQ])
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+@pytest.mark.parametrize("kind", ["none", "frozen", "bounds", "constraints", "all"])
+def test_matches_reference(bc, model_cls, metric, kind):
+    _, Xte, _, _ = bc
+    m = _model(model_cls, "bc", bc)
+    ex = LVQExplainer(m)
+    X = Xte[:6]
+    tg = _other_targets(m, X)
+    opts, ref = _options(kind, X, X.shape[1])
+    omega = getattr(m, "omega_", None)
+    solvers = [None, "cvxpy"] if metric == "euclidean" else [None, "HIGHS"]
+    for solver in solvers:
+        res = ex.explain(X, tg, metric=metric, solver=solver, **opts)
+        _assert_valid(ex, res)
+        for k in range(len(X)):
+            d_ref, _ = lvq_counterfactual_reference(
+                m.prototypes_,
+                m.prototype_labels_,
+                X[k],
+                tg[k],
+                omega=omega,
+                metric=metric,
+                **ref,
+            )
+            if np.isfinite(d_ref):
+                assert res.success[k], (k, res.message[k])
+                assert res.distance[k] == pytest.approx(d_ref, rel=1e-6, abs=1e-9)
+            else:
+                assert not res.success[k]
+                assert res.status[k] == 3
+
+
+@pytest.mark.needs_jit
+def test_matches_reference_multiclass_digits(digits):
+    _, Xte, _, _ = digits
+    m = _model(GMLVQ, "digits", digits)
+    ex = LVQExplainer(m)
+    X = Xte[:5]
+    tg = _other_targets(m, X, seed=3)
+    for metric in ("euclidean", "manhattan"):
+        res = ex.explain(X, tg, metric=metric, frozen=[0])
+        _assert_valid(ex, res)
+        for k in range(len(X)):
+            d_ref, _ = lvq_counterfactual_reference(
+                m.prototypes_,
+                m.prototype_labels_,
+                X[k],
+                tg[k],
+                omega=m.omega_,
+                metric=metric,
+                frozen=np.arange(10) == 0,
+            )
+            assert res.success[k]
+            assert res.distance[k] == pytest.approx(d_ref, rel=1e-6)
+
+
+@pytest.mark.needs_jit
+def test_mad_weights_match_reference(bc):
+    Xtr, Xte, _, _ = bc
+    m = _model(GLVQ, "bc", bc)
+    Xm = Xtr.copy()
+    Xm[: len(Xm) // 2 + 5, 2] = 0.0  # MAD of feature 2 is 0: the guard must keep it finite
+    ex = LVQExplainer(m).fit_mad(Xm)
+    assert np.all(np.isfinite(ex.mad_)) and np.all(ex.mad_ > 0)
+    X = Xte[:4]
+    tg = _other_targets(m, X)
+    for metric in ("euclidean", "manhattan"):
+        res = ex.explain(X, tg, metric=metric, weights="mad")
+        _assert_valid(ex, res)
+        for k in range(len(X)):
+            d_ref, _ = lvq_counterfactual_reference(
+                m.prototypes_,
+                m.prototype_labels_,
+                X[k],
+                tg[k],
+                metric=metric,
+                weights=1.0 / ex.mad_,
+            )
+            assert res.distance[k] == pytest.approx(d_ref, rel=1e-6)
+
+
+@pytest.mark.needs_jit
+@pytest.mark.parametrize("model_cls", [GLVQ, GMLVQ])
+def test_fast_path_kkt(bc, model_cls):
+    _, Xte, _, _ = bc
+    m = _model(model_cls, "bc", bc)
+    ex = LVQExplainer(m)
+    X = Xte[:10]
+    tg = _other_targets(m, X)
+    opts, _ = _options("all", X, X.shape[1])
+    w = np.linspace(0.5, 2.0, X.shape[1])
+    res = ex.explain(X, tg, weights=w, **opts)
+    assert res.method == "lvq-ldp"
+    lo, hi = opts["bounds"]
+    D = X.shape[1]
+    free = ~np.isin(np.arange(D), opts["frozen"])
+    Lam = np.eye(D) if model_cls is GLVQ else m.omega_.T @ m.omega_
+    P, lab = m.prototypes_, m.prototype_labels_
+    for k in np.flatnonzero(res.success):
+        i = res.info["prototype"][k]
+        rows, rhs = [], []
+        for j in np.flatnonzero(lab != lab[i]):
+            rows.append(2 * Lam @ (P[j] - P[i]))
+            rhs.append(P[j] @ Lam @ P[j] - P[i] @ Lam @ P[i] - 1e-6)
+        for a, c in opts["constraints"]:
+            rows.append(a)
+            rhs.append(c)
+        for q in range(D):
+            e = np.eye(D)[q]
+            rows += [e, -e]
+            rhs += [hi[q], -lo[q]]
+        viol, stat, comp = lvq_kkt_residual(
+            res.x[k], X[k], np.array(rows), np.array(rhs), weights=w, free=free
+        )
+        assert viol <= 1e-9
+        assert stat <= 1e-8 * max(1.0, np.linalg.norm(res.x[k] - X[k]))
+        assert comp <= 1e-8
+        assert np.all(res.x[k][~free] == X[k][~free])
+
+
+def test_infeasible_returns_reason():
+    ex = LVQExplainer.from_arrays([[0.0, 0.0], [2.0, 0.0]], [0, 1])
+    res = ex.explain([0.0, 0.0], 1, frozen=[0])
+    assert not res.success and res.status == 3 and "infeasible" in res.message
+    res = ex.explain([0.0, 0.0], 1, constraints=[([1.0, 0.0], 0.5)], metric="manhattan")
+    assert not res.success and res.status == 3
+    res = ex.explain([0.0, 0.0], 1, bounds=(-1.0, 0.9))
+    assert not res.success and res.status == 3
+
+
+def test_single_query_and_target_already_reached():
+    ex = LVQExplainer.from_arrays([[0.0, 0.0], [2.0, 0.0]], [0, 1])
+    res = ex.explain(np.array([0.2, 0.3]), 0)
+    assert res.success and res.distance == 0.0
+    np.testing.assert_array_equal(res.x, [0.2, 0.3])
+    res = ex.explain(np.array([0.2, 0.3]), 1)
+    np.testing.assert_allclose(res.x, [1.0, 0.3], atol=1e-6)
+    # scalar and None bounds are broadcast; a box that cuts the target region off is infeasible
+    res = ex.explain(np.array([0.2, 0.3]), 1, bounds=(None, 3.0), metric="manhattan")
+    assert res.success and res.distance == pytest.approx(0.8, abs=1e-6)
+    res = ex.explain(np.array([0.2, 0.3]), 1, bounds=(-1.0, None))
+    assert res.success
+
+
+def test_pandas_feature_names():
+    pd = pytest.importorskip("pandas")
+    ex = LVQExplainer.from_arrays([[0.0, 0.0], [2.0, 0.0]], [0, 1], feature_names=["a", "b"])
+    res = ex.explain(pd.Series([0.0, 0.0], index=["a", "b"]), 1, frozen=["b"])
+    assert res.success
+    assert list(res.to_frame()["feature"]) == ["a", "b"]
+
+
+# ------------------------------------------------------------------------------ LGMLVQ
+@pytest.mark.needs_jit
+@pytest.mark.parametrize("name", ["bc", "digits"])
+def test_lgmlvq_ccp_converges(name, bc, digits):
+    data = bc if name == "bc" else digits
+    _, Xte, _, _ = data
+    m = _model(LGMLVQ, name, data)
+    ex = LVQExplainer(m)
+    assert ex.kind == "local"
+    X = Xte[:4]
+    tg = _other_targets(m, X)
+    for metric in ("euclidean", "manhattan"):
+        res = ex.explain(X, tg, metric=metric)
+        assert res.method == "lvq-penalty-ccp"
+        assert np.all(res.success), res.message
+        assert np.all(res.status == 0), res.message
+        _assert_valid(ex, res)
+        assert np.all(res.distance <= res.info["fallback_distance"] * (1 + 1e-9))
+        # the margin of eq. 9b holds for the winning prototype
+        dist = ex.distances(res.x)
+        for k in range(len(X)):
+            i = res.info["prototype"][k]
+            other = m.prototype_labels_ != tg[k]
+            assert dist[k, i] + 1e-6 * (1 - 1e-3) <= dist[k, other].min()
+
+
+@pytest.mark.needs_jit
+def test_lgmlvq_with_constraints(bc):
+    _, Xte, _, _ = bc
+    m = _model(LGMLVQ, "bc", bc)
+    ex = LVQExplainer(m)
+    X = Xte[:3]
+    tg = _other_targets(m, X)
+    opts, _ = _options("all", X, X.shape[1])
+    res = ex.explain(X, tg, metric="manhattan", **opts)
+    _assert_valid(ex, res)
+    for k in np.flatnonzero(res.success):
+        lo, hi = opts["bounds"]
+        assert np.all(res.x[k] >= lo - 1e-7) and np.all(res.x[k] <= hi + 1e-7)
+        assert res.x[k][4] == X[k][4]
+        a, c = opts["constraints"][0]
+        assert a @ res.x[k] <= c + 1e-7
+
+
+# ------------------------------------------------------------------------------ adapters
+def _nearest(P, labels, oms, X):
+    d = np.array([[(x - p) @ (o.T @ o) @ (x - p) for p, o in zip(P, oms, strict=True)] for x in X])
+    return labels[np.argmin(d, axis=1)]
+
+
+def test_adapters_sklearn_lvq_and_sklvq():
+    rng = np.random.default_rng(1)
+    P = rng.normal(size=(4, 3))
+    lab = np.array([0, 1, 0, 1])
+    oms = [rng.normal(size=(3, 3)) for _ in range(4)]
+    ocls = [rng.normal(size=(2, 3)) for _ in range(2)]
+    X = rng.normal(size=(50, 3))
+    eye = [np.eye(3)] * 4
+    cases = [
+        (SimpleNamespace(w_=P, c_w_=lab, classes_=np.array([0, 1])), "euclidean", eye),
+        (
+            SimpleNamespace(w_=P, c_w_=lab, classes_=np.array([0, 1]), omega_=oms[0]),
+            "global",
+            [oms[0]] * 4,
+        ),
+        (
+            SimpleNamespace(
+                w_=P, c_w_=lab, classes_=np.array([0, 1]), omegas_=oms, classwise=False
+            ),
+            "local",
+            oms,
+        ),
+        (
+            SimpleNamespace(
+                w_=P, c_w_=lab, classes_=np.array([0, 1]), omegas_=ocls, classwise=True
+            ),
+            "local",
+            [ocls[c] for c in lab],
+        ),
+        (
+            SimpleNamespace(prototypes_=P, prototypes_labels_=lab, classes_=np.array(["a", "b"])),
+            "euclidean",
+            eye,
+        ),
+        (
+            SimpleNamespace(
+                prototypes_=P, prototypes_labels_=lab, classes_=np.array(["a", "b"]), omega_=oms[1]
+            ),
+            "global",
+            [oms[1]] * 4,
+        ),
+        (
+            SimpleNamespace(
+                prototypes_=P,
+                prototypes_labels_=lab,
+                classes_=np.array(["a", "b"]),
+                omega_=np.array(oms),
+            ),
+            "local",
+            oms,
+        ),
+        (
+            SimpleNamespace(
+                prototypes_=P,
+                prototypes_labels_=lab,
+                classes_=np.array(["a", "b"]),
+                omega_=np.array(ocls),
+                localization="class",
+            ),
+            "local",
+            [ocls[c] for c in lab],
+        ),
+    ]
+    for obj, kind, om_list in cases:
+        ex = LVQExplainer(obj)
+        assert ex.kind == kind
+        labels = obj.classes_[lab] if hasattr(obj, "prototypes_labels_") else lab
+        np.testing.assert_array_equal(ex.predict(X), _nearest(P, labels, om_list, X))
+        tgt = ex.classes_[1]
+        res = ex.explain(X[:3], tgt)
+        assert np.all(res.success)
+        _assert_valid(ex, res)
+
+
+def test_from_arrays_local_and_relevance():
+    P = [[0.0, 0.0], [2.0, 0.0]]
+    ex = LVQExplainer.from_arrays(P, [0, 1], relevance=[[2.0, 0.0], [0.0, 1.0]])
+    assert ex.kind == "global"
+    np.testing.assert_allclose(ex.distances([[1.0, 1.0]]), [[3.0, 3.0]])
+    ex = LVQExplainer.from_arrays(P, [0, 1], omega=[np.eye(2), 2 * np.eye(2)])
+    assert ex.kind == "local"
+    res = ex.explain([0.0, 0.0], 1)
+    assert res.success
+
+
+# ------------------------------------------------------------------------------ bad input
+def test_bad_input():
+    P = [[0.0, 0.0], [2.0, 0.0]]
+    ex = LVQExplainer.from_arrays(P, [0, 1])
+    with pytest.raises(ValueError, match="x has 3 features"):
+        ex.explain([0.0, 0.0, 0.0], 1)
+    with pytest.raises(ValueError, match="NaN"):
+        ex.explain([np.nan, 0.0], 1)
+    with pytest.raises(ValueError, match="target=7"):
+        ex.explain([0.0, 0.0], 7)
+    with pytest.raises(ValueError, match="metric"):
+        ex.explain([0.0, 0.0], 1, metric="cosine")
+    with pytest.raises(ValueError, match="fit_mad"):
+        ex.explain([0.0, 0.0], 1, weights="mad")
+    with pytest.raises(ValueError, match="solver"):
+        ex.explain([0.0, 0.0], 1, solver="nope")
+    with pytest.raises(ValueError, match="epsilon"):
+        ex.explain([0.0, 0.0], 1, epsilon=-1.0)
+    with pytest.raises(ValueError, match="constraints\\[0\\]\\[0\\]"):
+        ex.explain([0.0, 0.0], 1, constraints=[([1.0], 0.0)])
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        LVQExplainer.from_arrays(P, [0, 1], relevance=[[1.0, 0.0], [0.0, -1.0]])
+    with pytest.raises(ValueError, match="symmetric"):
+        LVQExplainer.from_arrays(P, [0, 1], relevance=[[1.0, 0.5], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="omega must have shape"):
+        LVQExplainer.from_arrays(P, [0, 1], omega=np.eye(3))
+    with pytest.raises(ValueError, match="one per prototype"):
+        LVQExplainer.from_arrays(P, [0, 1], omega=[np.eye(2)] * 3)
+    with pytest.raises(ValueError, match="all zeros"):
+        LVQExplainer.from_arrays(P, [0, 1], omega=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="no prototype"):
+        LVQExplainer.from_arrays(P, [0, 1], classes=[0, 1, 2]).explain([0.0, 0.0], 2)
+    with pytest.raises(ValueError, match="labels must have shape"):
+        LVQExplainer.from_arrays(P, [0, 1, 1])
+    with pytest.raises(ValueError, match="NaN"):
+        LVQExplainer.from_arrays([[0.0, np.nan], [1.0, 1.0]], [0, 1])
+    with pytest.raises(TypeError, match="LVQExplainer needs"):
+        LVQExplainer(object())
+    with pytest.raises(ValueError, match="solver='fast'"):
+        ex.explain([0.0, 0.0], 1, solver="fast", metric="manhattan")
+    with pytest.raises(ValueError, match="prototypes_per_class"):
+        GLVQ(prototypes_per_class=0).fit([[0.0], [1.0]], [0, 1])
+
+
+# ------------------------------------------------------------------------------ pickling
+@pytest.mark.needs_jit
+def test_pickle_models_and_explainers(bc):
+    _, Xte, _, _ = bc
+    for cls in (GLVQ, GMLVQ, LGMLVQ):
+        m = _model(cls, "bc", bc)
+        m2 = pickle.loads(pickle.dumps(m))
+        np.testing.assert_array_equal(m.predict(Xte), m2.predict(Xte))
+        ex = LVQExplainer(m)
+        tg = _other_targets(m, Xte[:2])
+        metric = "manhattan"
+        r1 = ex.explain(Xte[:2], tg, metric=metric)
+        ex2 = pickle.loads(pickle.dumps(ex))
+        r2 = ex2.explain(Xte[:2], tg, metric=metric)
+        np.testing.assert_allclose(r1.distance, r2.distance, rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_path_random_problems(seed):
+    """Random prototypes, weights, boxes, frozen features and user rows: the exact LDP path
+    agrees with the independent reference, including on infeasible combinations."""
+    rng = np.random.default_rng(100 + seed)
+    D = int(rng.integers(2, 7))
+    M = int(rng.integers(3, 10))
+    P = rng.normal(size=(M, D)) * 2
+    lab = rng.integers(0, 3, M)
+    lab[:3] = [0, 1, 2]
+    omega = None if seed % 2 == 0 else rng.normal(size=(D, D))
+    ex = LVQExplainer.from_arrays(P, lab, omega=omega)
+    X = rng.normal(size=(8, D)) * 2
+    tg = rng.integers(0, 3, 8)
+    w = rng.uniform(0.3, 3.0, D)
+    lo = X.min(axis=0) - rng.uniform(0, 1, D)
+    hi = X.max(axis=0) + rng.uniform(0, 1, D)
+    frozen = np.zeros(D, dtype=bool)
+    frozen[rng.integers(0, D)] = seed >= 3
+    a = rng.normal(size=D)
+    cons = [(a, float(np.median(X @ a)))]
+    res = ex.explain(
+        X, tg, weights=w, bounds=(lo, hi), frozen=np.flatnonzero(frozen), constraints=cons
+    )
+    _assert_valid(ex, res)
+    for k in range(len(X)):
+        d_ref, _ = lvq_counterfactual_reference(
+            P,
+            lab,
+            X[k],
+            tg[k],
+            omega=omega,
+            weights=w,
+            frozen=frozen,
+            lo=lo,
+            hi=hi,
+            constraints=cons,
+        )
+        if np.isfinite(d_ref):
+            assert res.success[k], res.message[k]
+            assert res.distance[k] == pytest.approx(d_ref, rel=1e-6, abs=1e-9)
+        else:
+            assert res.status[k] == 3
+
+
+@pytest.mark.needs_jit
+def test_compiled_clarabel_path_matches_problem_solve(bc):
+    """The compiled re-solve (affine parameter map read from cvxpy) and cvxpy's own
+    Problem.solve on the same parameterised program agree."""
+    _, Xte, _, _ = bc
+    m = _model(GMLVQ, "bc", bc)
+    X = Xte[:6]
+    tg = _other_targets(m, X)
+    opts, _ = _options("all", X, X.shape[1])
+    for metric in ("euclidean", "manhattan"):
+        ex1, ex2 = LVQExplainer(m), LVQExplainer(m)
+        ex2._direct = False
+        r1 = ex1.explain(X, tg, metric=metric, solver="cvxpy", **opts)
+        r2 = ex2.explain(X, tg, metric=metric, solver="cvxpy", **opts)
+        np.testing.assert_array_equal(r1.status, r2.status)
+        ok = r1.success
+        np.testing.assert_allclose(r1.distance[ok], r2.distance[ok], rtol=1e-7)
+
+
+def test_dataframe_model_feature_names():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame(rng.normal(size=(60, 3)), columns=["u", "v", "w"])
+    y = (df["u"] + df["v"] > 0).astype(int)
+    m = GLVQ(random_state=0).fit(df, y)
+    ex = LVQExplainer(m)
+    row = df.iloc[0]
+    res = ex.explain(row, 1 - m.predict(df.iloc[:1])[0], frozen=["w"])
+    assert res.success
+    assert list(res.to_frame()["feature"]) == ["u", "v", "w"]
+    assert res.x[2] == row["w"]
+
+
+def test_parallel_batch_kernel_matches_serial():
+    from fastcf._kernels.lvq_qp import lvq_fast_batch, lvq_fast_batch_parallel
+
+    rng = np.random.default_rng(7)
+    P = rng.normal(size=(6, 4))
+    ex = LVQExplainer.from_arrays(P, [0, 1, 2, 0, 1, 2])
+    X = rng.normal(size=(50, 4))
+    tg = rng.integers(0, 3, 50).astype(np.int64)
+    D = 4
+    args = (
+        X,
+        tg,
+        ex._A,
+        ex._b,
+        ex._valid,
+        ex._cls,
+        np.ones(D),
+        np.ones(D, dtype=bool),
+        np.full(D, -2.0),
+        np.full(D, np.inf),
+        np.zeros((0, D)),
+        np.zeros(0),
+        1e-6,
+        100,
+    )
+    for a, b in zip(lvq_fast_batch(*args), lvq_fast_batch_parallel(*args), strict=True):
+        np.testing.assert_array_equal(a, b)
