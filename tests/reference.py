@@ -184,9 +184,21 @@ def softmax_proba_cvxpy(A, b, x0, k, tau, wt=None):
 # LVQ models (paper 001)
 # =====================================================================================
 
+
 def lvq_counterfactual_reference(
-    prototypes, labels, x0, target, *, omega=None, metric="euclidean", weights=None,
-    frozen=None, lo=None, hi=None, constraints=(), epsilon=1e-6,
+    prototypes,
+    labels,
+    x0,
+    target,
+    *,
+    omega=None,
+    metric="euclidean",
+    weights=None,
+    frozen=None,
+    lo=None,
+    hi=None,
+    constraints=(),
+    epsilon=1e-6,
 ):
     """Algorithm 1 of paper 001 written out with cvxpy in x-space, straight from the paper.
 
@@ -272,6 +284,7 @@ def lvq_kkt_residual(x, x0, A, b, weights=None, free=None, tol=1e-7):
 # SVM enumeration (paper 003)
 # =====================================================================================
 
+
 def svm_kernel_ref(A, B, kernel, gamma=1.0, coef0=0.0, degree=3):
     """Kernel matrix k(A[p], B[q]) in plain NumPy, with SVC's formulas."""
     A = np.asarray(A, dtype=float)
@@ -294,8 +307,9 @@ def svm_dual_objective_ref(K, y_pm, alpha):
     return float(alpha.sum() - 0.5 * v @ K @ v)
 
 
-def svm_fit_subset_ref(X, y_pm, subset, C, kernel="linear", gamma=1.0, coef0=0.0, degree=3,
-                       tol=1e-10):
+def svm_fit_subset_ref(
+    X, y_pm, subset, C, kernel="linear", gamma=1.0, coef0=0.0, degree=3, tol=1e-10
+):
     """α*(S) by scikit-learn's SVC (libsvm) refitted on the subset; α is zero outside it.
 
     libsvm caches kernel values in single precision, so a KKT tolerance of 1e-10 is sometimes
@@ -310,8 +324,9 @@ def svm_fit_subset_ref(X, y_pm, subset, C, kernel="linear", gamma=1.0, coef0=0.0
     subset = np.asarray(subset)
     alpha = np.zeros(len(y_pm))
     while True:
-        svc = SVC(kernel=kernel, C=C, gamma=gamma, coef0=coef0, degree=degree, tol=tol,
-                  max_iter=20_000)
+        svc = SVC(
+            kernel=kernel, C=C, gamma=gamma, coef0=coef0, degree=degree, tol=tol, max_iter=20_000
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             svc.fit(X[subset], y_pm[subset])
@@ -322,8 +337,9 @@ def svm_fit_subset_ref(X, y_pm, subset, C, kernel="linear", gamma=1.0, coef0=0.0
     return alpha, float(svc.intercept_[0])
 
 
-def svm_brute_force_ref(X, y_pm, C, kernel="linear", gamma=1.0, coef0=0.0, degree=3,
-                        support_tol=0.0):
+def svm_brute_force_ref(
+    X, y_pm, C, kernel="linear", gamma=1.0, coef0=0.0, degree=3, support_tol=0.0
+):
     """Problem 1 by brute force: α*(S) for all 2^n subsets S, one entry per distinct support.
 
     Subsets with a single class are skipped (no SVM). Returns a list of (objective, support
