@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,7 +39,20 @@ from .results import STATUS_MESSAGES, Counterfactual, CounterfactualBatch, Count
 
 __all__ = ["LinearExplainer"]
 
+
+class _Metric(NamedTuple):
+    v: np.ndarray  # W⁻¹ on free features, 0 on frozen ones
+    wt: np.ndarray  # W on free features, 0 on frozen ones
+    GV: np.ndarray  # A V Aᵀ
+    GF: np.ndarray  # A F Aᵀ (F: free-feature mask)
+    vw: np.ndarray | None  # binary: V w
+    wvw: float | None  # binary: wᵀ V w
+    wfree2: float | None  # binary: Σ_free w²
+    unit_wt: bool  # W = I on the free features
+
+
 _METHODS = ("auto", "reduced", "woodbury", "lbfgs", "cg", "gd")
+_EMPTY = np.empty(0)
 
 
 def _messages(status, success, kind):
@@ -182,6 +196,7 @@ class LinearExplainer:
         self._G = self._A @ self._A.T
         self._gram_cache = {}
         self._lock = threading.Lock()
+        self._default_metric = self._make_metric(np.zeros(A.shape[1], dtype=bool), None)
 
     # ------------------------------------------------------------------ model evaluation
     def __getstate__(self):
@@ -276,23 +291,35 @@ class LinearExplainer:
         return self
 
     # ------------------------------------------------------------------ metric helpers
-    def _metric(self, frozen_mask, weights):
-        """V = W⁻¹ on free features (0 on frozen), wt = W (0 on frozen), G_V = A V Aᵀ, G_F."""
+    def _make_metric(self, frozen_mask, weights):
         D = self.n_features_in_
-        if weights is None and not frozen_mask.any():
-            ones = np.ones(D)
-            return ones, ones, self._G, self._G
+        free = ~frozen_mask
         wt = np.ones(D) if weights is None else weights
+        v = np.where(free, 1.0 / wt, 0.0) if (weights is not None or frozen_mask.any()) else wt
+        wt_f = np.where(free, wt, 0.0) if frozen_mask.any() else wt
+        GV = (self._A * v) @ self._A.T if v is not wt else self._G
+        GF = GV if weights is None else (self._A * free) @ self._A.T
+        vw = wfree2 = wvw = None
+        if self._binary:
+            vw = np.ascontiguousarray(v * self._w) if v is not wt else self._w
+            wvw = float(self._w @ vw)
+            wfree2 = float(np.sum(self._w[free] ** 2))
+        unit = weights is None
+        return _Metric(v, wt_f, GV, GF, vw, wvw, wfree2, unit)
+
+    def _metric(self, frozen_mask, weights):
+        """Return the per-metric constants (cached).
+
+        V = W⁻¹ (0 on frozen features), W (0 on frozen features), G_V = A V Aᵀ, G_F = A F Aᵀ
+        and, for binary models, V w, wᵀVw and Σ_free w².
+        """
+        if weights is None and not frozen_mask.any():
+            return self._default_metric
         key = (frozen_mask.tobytes(), None if weights is None else weights.tobytes())
         hit = self._gram_cache.get(key)
         if hit is not None:
             return hit
-        free = ~frozen_mask
-        v = np.where(free, 1.0 / wt, 0.0)
-        wt_f = np.where(free, wt, 0.0)
-        GV = (self._A * v) @ self._A.T
-        GF = GV if weights is None else (self._A * free) @ self._A.T
-        out = (v, wt_f, GV, GF)
+        out = self._make_metric(frozen_mask, weights)
         with self._lock:
             if len(self._gram_cache) > 16:
                 self._gram_cache.clear()
@@ -483,7 +510,8 @@ class LinearExplainer:
             XL, nit, status, gn = res["x"], res["nit"], res["status"], res["grad_norm"]
             method = "closed form"
         else:
-            v, wt, GV, GF = self._metric(fmask, w)
+            m = self._metric(fmask, w)
+            v, wt, GV, GF = m.v, m.wt, m.GV, m.GF
             if bnd is not None:
                 XL = np.empty((L, x0.shape[0]))
                 nit = np.zeros(L, dtype=np.int64)
@@ -533,15 +561,29 @@ class LinearExplainer:
     # ------------------------------------------------------------------ problem (2)
     def _lam(self, X, tidx, fmask, w, bnd, lams, method, tol, max_iter):
         N, D = X.shape
-        v, wt, GV, GF = self._metric(fmask, w)
+        m = self._metric(fmask, w)
+        v, wt, GV, GF = m.v, m.wt, m.GV, m.GF
         if self._binary and method in ("auto", "reduced"):
             signs = np.where(tidx == 1, 1.0, -1.0)
-            vw = np.ascontiguousarray(v * self._w)
-            lo, hi = bnd if bnd is not None else (np.empty(0), np.empty(0))
+            lo, hi = bnd if bnd is not None else (_EMPTY, _EMPTY)
             Xs, zeta, q, nit, status, dist, gn = _lk.lam_batch(
-                X, self._w, self._c, signs, vw, wt, lams, lo, hi, bnd is not None, 200, N > 1
+                X,
+                self._w,
+                self._c,
+                signs,
+                m.vw,
+                wt,
+                lams,
+                lo,
+                hi,
+                bnd is not None,
+                200,
+                m.wvw,
+                m.wfree2,
+                m.unit_wt,
+                N > 1,
             )
-            unreachable = float(self._w @ vw) == 0.0
+            unreachable = m.wvw == 0.0
             # a closed form: nit = 0 (the scalar root's own iterations go to info["phi_nit"])
             res = self._finish_binary(
                 Xs,
@@ -715,10 +757,11 @@ class LinearExplainer:
     # ------------------------------------------------------------------ constrained forms
     def _constrained(self, X, tidx, fmask, w, bnd, proba, margin, tol, max_iter):
         N, D = X.shape
-        v, wt, GV, GF = self._metric(fmask, w)
+        m = self._metric(fmask, w)
+        v, wt, GV, GF = m.v, m.wt, m.GV, m.GF
         if self._binary:
             signs = np.where(tidx == 1, 1.0, -1.0)
-            vw = np.ascontiguousarray(v * self._w)
+            vw = m.vw
             if proba is not None:
                 # θ = logit τ, rounded up until σ(θ) ≥ τ in floating point, so that meeting
                 # ζ ≥ θ really gives p_target ≥ τ

@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 from fastcf._kernels.lvq_cost import lvq_distances
-from fastcf._kernels.lvq_qp import lvq_fast_batch, lvq_fast_batch_parallel
+from fastcf._kernels.lvq_qp import lvq_fast_batch
 from fastcf._validation import (
     as_float_array,
     as_queries,
@@ -577,8 +577,7 @@ class LVQExplainer:
     # ------------------------------------------------------------------ fast exact path
     def _explain_fast(self, X, tgt, opts, max_iter):
         w, free, lo, hi, C, c, eps = opts
-        fn = lvq_fast_batch_parallel if X.shape[0] >= _PARALLEL_MIN_BATCH else lvq_fast_batch
-        Xcf, dist, best, nit, status = fn(
+        Xcf, dist, best, nit, status = lvq_fast_batch(
             X,
             tgt,
             self._A,
@@ -593,6 +592,7 @@ class LVQExplainer:
             np.ascontiguousarray(c),
             eps,
             int(max_iter),
+            X.shape[0] >= _PARALLEL_MIN_BATCH,
         )
         messages = [STATUS_MESSAGES[int(s)] for s in status]
         return Xcf, dist, best, nit, status, messages, {}

@@ -11,13 +11,18 @@ import warnings
 
 import numba
 
-__all__ = ["kernel", "STATUS_OK", "STATUS_MAXITER", "STATUS_NUMERIC"]
+__all__ = ["kernel", "REASSOC", "STATUS_OK", "STATUS_MAXITER", "STATUS_NUMERIC"]
 
 STATUS_OK = 0
 STATUS_MAXITER = 1
 STATUS_NUMERIC = 4
 
 _OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": False}
+
+#: for reductions only (dot products, sums of squares): lets LLVM reorder the sum into SIMD
+#: lanes. No flag that assumes away NaN/inf/signed zeros. The order is fixed by the compiled
+#: code, so results stay deterministic; they differ from a sequential sum by rounding only.
+REASSOC = {"reassoc"}
 _warned_nocache = False
 
 

@@ -28,7 +28,7 @@ from numba import prange
 
 from fastcf._kernels import kernel
 
-__all__ = ["nnls", "ldp", "lvq_fast_batch", "lvq_fast_batch_parallel"]
+__all__ = ["nnls", "ldp", "lvq_fast_batch"]
 
 ST_OK = 0
 ST_MAXITER = 1
@@ -251,7 +251,59 @@ def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
     return x, np.sqrt(dist2), lam_full, it, status
 
 
-def _fast_batch(X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter):
+@kernel()
+def _fast_row(
+    a,
+    X0,
+    tgt,
+    A,
+    b,
+    valid,
+    proto_cls,
+    w_sqrt,
+    free,
+    lo,
+    hi,
+    C,
+    c,
+    eps,
+    max_iter,
+    X,
+    dist,
+    best,
+    nit,
+    status,
+):
+    M = A.shape[0]
+    X[a] = X0[a]
+    dist[a] = np.inf
+    best[a] = -1
+    nit[a] = 0
+    status[a] = ST_INFEASIBLE
+    worst_status = ST_INFEASIBLE
+    for i in range(M):
+        if proto_cls[i] != tgt[a]:
+            continue
+        x, dd, _, it, st = _solve_one(
+            X0[a], A[i], b[i], valid[i], w_sqrt, free, lo, hi, C, c, eps, max_iter
+        )
+        nit[a] += it
+        if st == ST_OK or st == ST_MAXITER:
+            if dd < dist[a]:
+                dist[a] = dd
+                X[a] = x
+                best[a] = i
+                status[a] = st
+        elif st == ST_NUMERIC:
+            worst_status = ST_NUMERIC
+    if best[a] < 0:
+        status[a] = worst_status
+
+
+@kernel(parallel=True)
+def lvq_fast_batch(
+    X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter, parallel
+):
     """Algorithm 1 with the exact LDP per target prototype, for N queries (parallel over queries).
 
     Parameters
@@ -267,37 +319,59 @@ def _fast_batch(X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps
     nit : (N,); status : (N,)
     """
     N, D = X0.shape
-    M = A.shape[0]
+    # np.empty only: np.full/np.zeros would become parallel loops (parfors) that wake the thread
+    # pool even when ``parallel`` is False
     X = np.empty((N, D))
-    dist = np.full(N, np.inf)
-    best = np.full(N, -1, dtype=np.int64)
-    nit = np.zeros(N, dtype=np.int64)
-    status = np.full(N, ST_INFEASIBLE, dtype=np.int64)
-    for a in prange(N):
-        X[a] = X0[a]
-        worst_status = ST_INFEASIBLE
-        for i in range(M):
-            if proto_cls[i] != tgt[a]:
-                continue
-            x, dd, _, it, st = _solve_one(
-                X0[a], A[i], b[i], valid[i], w_sqrt, free, lo, hi, C, c, eps, max_iter
+    dist = np.empty(N)
+    best = np.empty(N, dtype=np.int64)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    if parallel:
+        for a in prange(N):
+            _fast_row(
+                a,
+                X0,
+                tgt,
+                A,
+                b,
+                valid,
+                proto_cls,
+                w_sqrt,
+                free,
+                lo,
+                hi,
+                C,
+                c,
+                eps,
+                max_iter,
+                X,
+                dist,
+                best,
+                nit,
+                status,
             )
-            nit[a] += it
-            if st == ST_OK or st == ST_MAXITER:
-                if dd < dist[a]:
-                    dist[a] = dd
-                    X[a] = x
-                    best[a] = i
-                    status[a] = st
-            elif st == ST_NUMERIC:
-                worst_status = ST_NUMERIC
-        if best[a] < 0:
-            status[a] = worst_status
+    else:
+        for a in range(N):
+            _fast_row(
+                a,
+                X0,
+                tgt,
+                A,
+                b,
+                valid,
+                proto_cls,
+                w_sqrt,
+                free,
+                lo,
+                hi,
+                C,
+                c,
+                eps,
+                max_iter,
+                X,
+                dist,
+                best,
+                nit,
+                status,
+            )
     return X, dist, best, nit, status
-
-
-# Serial by default: one query costs a few microseconds, less than waking a thread pool (on a
-# loaded 2-core machine the parallel version measured ~50x slower per query for N = 30). The
-# parallel twin (prange over queries) is used for large batches only.
-lvq_fast_batch = kernel()(_fast_batch)
-lvq_fast_batch_parallel = kernel(parallel=True)(_fast_batch)

@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import prange
 
-from . import kernel
+from . import REASSOC, kernel
 from .linalg import cholesky_inplace, cholesky_solve_inplace
 
 _EPS = 2.220446049250313e-16
@@ -257,7 +257,7 @@ def reduced_batch(Zbar, G, GF, ks, lams, tol, max_iter, parallel):
     ``parallel=False`` runs in the calling thread (single queries: no thread launch).
     """
     N, K = Zbar.shape
-    Y = np.zeros((N, K))
+    Y = np.empty((N, K))  # np.empty only in parallel kernels (np.zeros becomes a parfor)
     E = np.empty(N)
     gn = np.empty(N)
     quad = np.empty(N)
@@ -445,7 +445,7 @@ def _region_row(zbar, G, k, margin, tol, max_iter, y):
 def region_batch(Zbar, G, ks, margins, tol, max_iter, parallel):
     """region_dual for N queries: returns (Y, nit, status) with y = −ν, y_k = Σ ν."""
     N, K = Zbar.shape
-    Y = np.zeros((N, K))
+    Y = np.empty((N, K))  # every entry is written by _region_row
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
     if parallel:
@@ -578,7 +578,7 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y):
 def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel):
     """proba_search for N queries: returns (Y, lam, nit, status)."""
     N, K = Zbar.shape
-    Y = np.zeros((N, K))
+    Y = np.empty((N, K))  # proba_search sets y to 0 first
     lam = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
@@ -621,7 +621,7 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm):
     return Y, E, gn, nit, status
 
 
-@kernel()
+@kernel(fastmath=REASSOC)
 def _logits_row(x, A, b, z):
     K, D = A.shape
     for j in range(K):
