@@ -116,12 +116,13 @@ def main(argv=None) -> int:
     b.add_argument("--quick", action="store_true", help="a short run (under two minutes)")
     b.add_argument("--only", choices=["linear", "lvq", "svm"], default=None)
     b.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON")
+    b.add_argument("--markdown", metavar="PATH", default=None, help="also write the tables")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
     from .bench import run
 
-    return run(quick=args.quick, only=args.only, json_path=args.json)
+    return run(quick=args.quick, only=args.only, json_path=args.json, markdown_path=args.markdown)
 
 
 if __name__ == "__main__":

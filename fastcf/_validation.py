@@ -15,6 +15,7 @@ __all__ = [
     "as_queries",
     "check_scalar_positive",
     "check_probability",
+    "class_index",
     "resolve_targets",
     "resolve_frozen",
     "resolve_weights",
@@ -131,10 +132,18 @@ def check_probability(value, name: str = "proba") -> float:
     return v
 
 
-def resolve_targets(targets, classes: np.ndarray, n: int, name: str = "target") -> np.ndarray:
-    """Map target labels to indices into ``classes``: one label for all N queries, or N labels."""
-    classes = np.asarray(classes)
-    index = {c.item() if hasattr(c, "item") else c: i for i, c in enumerate(classes)}
+def class_index(classes) -> dict:
+    """Map each label of ``classes`` (as a Python scalar) to its index."""
+    return {c.item() if hasattr(c, "item") else c: i for i, c in enumerate(np.asarray(classes))}
+
+
+def resolve_targets(targets, classes: np.ndarray, n: int, name: str = "target", index=None):
+    """Map target labels to indices into ``classes``: one label for all N queries, or N labels.
+
+    ``index`` is :func:`class_index` of ``classes``, when the caller keeps it.
+    """
+    if index is None:
+        index = class_index(classes)
 
     def lookup(t):
         key = t.item() if hasattr(t, "item") else t
@@ -142,12 +151,13 @@ def resolve_targets(targets, classes: np.ndarray, n: int, name: str = "target") 
             return index[key]
         except (KeyError, TypeError):
             raise ValueError(
-                f"{name}={t!r} is not a class of the model; classes_ = {classes.tolist()}"
+                f"{name}={t!r} is not a class of the model; classes_ = "
+                f"{np.asarray(classes).tolist()}"
             ) from None
 
-    arr = np.asarray(targets, dtype=object) if not np.isscalar(targets) else None
-    if arr is None or arr.ndim == 0:
+    if np.isscalar(targets) or (isinstance(targets, np.ndarray) and targets.ndim == 0):
         return np.full(n, lookup(targets), dtype=np.int64)
+    arr = np.asarray(targets, dtype=object)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(
             f"{name} must be one label or one label per query ({n}); got shape {arr.shape}"

@@ -28,6 +28,7 @@ from ._validation import (
     as_queries,
     check_probability,
     check_scalar_positive,
+    class_index,
     median_absolute_deviation,
     resolve_bounds,
     resolve_frozen,
@@ -175,6 +176,7 @@ class LinearExplainer:
         self.coef_ = A
         self.intercept_ = b
         self.classes_ = np.asarray(classes)
+        self._class_index = class_index(self.classes_)
         self.n_features_in_ = A.shape[1]
         self.feature_names_in_ = names
         self.mad_ = None
@@ -331,7 +333,7 @@ class LinearExplainer:
         N = X.shape[0]
         if N == 0:
             raise ValueError("x is empty: need at least one query row")
-        tidx = resolve_targets(target, self.classes_, N)
+        tidx = resolve_targets(target, self.classes_, N, index=self._class_index)
         fmask = resolve_frozen(frozen, self.n_features_in_, names)
         w = resolve_weights(weights, self.n_features_in_, self.mad_)
         bnd = resolve_bounds(bounds, self.n_features_in_, X)
@@ -527,23 +529,45 @@ class LinearExplainer:
                 method = "reduced (active set)"
             else:
                 zbar = self._A @ x0 + self._b
-                Y, _E, gn, nit, status = _sk.lam_path(
+                Y, Z, quad, _E, gn, nit, status = _sk.lam_path(
                     zbar, GV, GF, k, lams, tol, max_iter, warm_start
                 )
-                XL = Y @ self._A
-                XL *= v
-                XL += x0
+                A_ = self._A
+
+                def XL():  # formed on first access of path.X
+                    out = Y @ A_
+                    out *= v
+                    out += x0
+                    return out
+
                 method = "reduced"
+                # logits z̄ + G y of the K-space solutions (= A x + b up to rounding)
+                return self._path_result(
+                    lams,
+                    XL,
+                    x0,
+                    k,
+                    Z,
+                    np.sqrt(np.maximum(quad, 0.0)),
+                    nit,
+                    status,
+                    gn,
+                    method,
+                    names,
+                )
         Z = XL @ self._AT + self._b
+        wt_full = np.ones_like(x0) if w is None else w
+        dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
+        return self._path_result(lams, XL, x0, k, Z, dist, nit, status, gn, method, names)
+
+    def _path_result(self, lams, XL, x0, k, Z, dist, nit, status, gn, method, names):
         P = self._proba_from_logits(Z[:, 1] - Z[:, 0] if self._binary else Z)
         pred = np.argmax(P, axis=1) if not self._binary else (Z[:, 1] - Z[:, 0] > 0).astype(int)
         success = (pred == k) & (status == 0)
         status = np.where((status == 0) & ~success, 5, status)
-        wt_full = np.ones_like(x0) if w is None else w
-        dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
         return CounterfactualPath(
             lams=lams,
-            X=XL,
+            X=XL,  # an array, or a function that forms it on first access
             x0=x0,
             target=self.classes_[k].item()
             if hasattr(self.classes_[k], "item")

@@ -280,7 +280,6 @@ class CounterfactualBatch:
         )
 
 
-@dataclass(frozen=True, repr=False, eq=False)
 class CounterfactualPath:
     """Solutions of problem (2) along a sequence of λ values (warm-started).
 
@@ -288,14 +287,16 @@ class CounterfactualPath:
     ----------
     lams : ndarray of shape (L,)
     X : ndarray of shape (L, D)
-        The minimiser for each λ.
+        The minimiser for each λ. Formed on first access (one matrix product): the solver works
+        in the K-dimensional space, and a caller that only looks at ``proba`` and ``distance``
+        never pays for the (L, D) array.
     x0 : ndarray of shape (D,)
     target : object
     proba : ndarray of shape (L, K)
     distance : ndarray of shape (L,)
     nit : ndarray of int, shape (L,)
     success : ndarray of bool, shape (L,)
-        Whether the model classifies ``X[l]`` as the target.
+        Whether the model classifies the solution as the target.
     status : ndarray of int, shape (L,)
     grad_norm : ndarray of shape (L,)
     method : str
@@ -308,21 +309,46 @@ class CounterfactualPath:
     >>> path = ex.path(np.array([-1.0, -1.0]), target=1, lams=[10.0, 1.0, 0.1])
     >>> bool(np.all(np.diff(path.proba[:, 1]) > 0))
     True
+    >>> path.X.shape
+    (3, 2)
     """
 
-    lams: np.ndarray
-    X: np.ndarray
-    x0: np.ndarray
-    target: object
-    proba: np.ndarray
-    distance: np.ndarray
-    nit: np.ndarray
-    success: np.ndarray
-    status: np.ndarray
-    grad_norm: np.ndarray
-    method: str
-    feature_names: np.ndarray | None = None
-    info: dict = field(default_factory=dict)
+    def __init__(
+        self,
+        lams,
+        X,
+        x0,
+        target,
+        proba,
+        distance,
+        nit,
+        success,
+        status,
+        grad_norm,
+        method,
+        feature_names=None,
+        info=None,
+    ):
+        self.lams = lams
+        self._X = X  # an array, or a callable that makes it
+        self.x0 = x0
+        self.target = target
+        self.proba = proba
+        self.distance = distance
+        self.nit = nit
+        self.success = success
+        self.status = status
+        self.grad_norm = grad_norm
+        self.method = method
+        self.feature_names = feature_names
+        self.info = {} if info is None else info
+
+    @property
+    def X(self) -> np.ndarray:
+        """The minimisers, shape (L, D)."""
+        if callable(self._X):
+            self._X = self._X()
+        return self._X
 
     def __len__(self) -> int:
         return self.lams.shape[0]

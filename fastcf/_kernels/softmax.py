@@ -396,10 +396,13 @@ def region_dual(zbar, G, k, margin, tol, max_iter, nu):
 def initial_y(zbar, G, k, lam, y):
     """Set the cold start y of problem (2).
 
-    From y = 0, unless the target's logit is far below the largest (p_k(x̄) < e^{−30}): there
-    E is exponential-like along the path and Newton needs many damped
-    steps, so we also try the closest point where the target ties with the best class (the
-    region dual with margin 0, K−1 variables) and keep whichever has the lower E.
+    y = 0 (x = x̄) if the target already has the largest logit. Otherwise we also try the
+    closest point where the target ties with the best class (the region dual with margin 0,
+    K−1 variables, a few µs) and keep whichever has the lower E: from x̄, E is exponential-like
+    along the way to the target's region and Newton needs many damped steps (the more, the
+    farther the target), while from the tie point it is in its quadratic regime within a few
+    steps. Measured (paper's problem mix, 80 problems each): mean/max Newton iterations 14/24 →
+    6/7 at (784, 10), 14/23 → 6.5/9 at (8192, 16), 7.7/19 → 5/7 on digits.
     """
     K = zbar.shape[0]
     for j in range(K):
@@ -407,7 +410,7 @@ def initial_y(zbar, G, k, lam, y):
     zmax = zbar[0]
     for j in range(K):
         zmax = max(zmax, zbar[j])
-    if zmax - zbar[k] <= 30.0:
+    if zmax - zbar[k] <= 0.0:
         return
     nu = np.empty(K)
     _nit, status = region_dual(zbar, G, k, 0.0, 1e-12, 10 * K + 100, nu)
@@ -599,26 +602,32 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel):
 def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm):
     """Problem (2) along lams (warm-started from the previous solution when ``warm``).
 
-    Returns (Y (L, K), E, gnorm, nit, status).
+    Returns (Y (L, K), Z (L, K) logits z̄ + G y, quad (L,) = yᵀ G y = ‖x − x̄‖²_W, E, gnorm,
+    nit, status).
     """
     L = lams.shape[0]
     K = zbar.shape[0]
-    Y = np.zeros((L, K))
+    Y = np.empty((L, K))
+    Z = np.empty((L, K))
+    quad = np.empty(L)
     E = np.empty(L)
     gn = np.empty(L)
     nit = np.empty(L, dtype=np.int64)
     status = np.empty(L, dtype=np.int64)
     y = np.zeros(K)
+    z = np.empty(K)
     trials = np.empty(0, dtype=np.int64)
     for i in range(L):
         if i == 0 or not warm:
             initial_y(zbar, G, k, lams[i], y)
-        E[i], gn[i], _q, nit[i], status[i] = reduced_newton(
+        E[i], gn[i], quad[i], nit[i], status[i] = reduced_newton(
             zbar, G, GF, k, lams[i], y, tol, max_iter, trials
         )
+        _matvec(G, y, z)
         for j in range(K):
             Y[i, j] = y[j]
-    return Y, E, gn, nit, status
+            Z[i, j] = zbar[j] + z[j]
+    return Y, Z, quad, E, gn, nit, status
 
 
 @kernel(fastmath=REASSOC)

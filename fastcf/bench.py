@@ -1,0 +1,352 @@
+"""``python -m fastcf bench``: fastcf and its baselines on the same problems, in one process.
+
+Every number is a median over repeated calls (with the min–max range), and every speed claim is a
+ratio against a baseline timed in the same run, on the same problem: the machine is shared and
+noisy, so absolute times are context only. Each row also reports the accuracy of the answers
+(objective gap to the reference optimum, gradient norm, validity).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+import warnings
+
+import numpy as np
+
+__all__ = ["run", "linear_rows", "timeit"]
+
+
+def timeit(fn, repeat, min_time=0.0):
+    """Call ``fn`` ``repeat`` times (at least ``min_time`` seconds in all, 1000 calls at most).
+
+    Returns
+    -------
+    median, min, max : float
+        Seconds per call.
+    """
+    fn()  # warm-up: compiled kernels loaded, caches filled
+    ts = []
+    t_total = 0.0
+    while len(ts) < repeat or (t_total < min_time and len(ts) < 1000):
+        t0 = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t0
+        ts.append(dt)
+        t_total += dt
+    ts = np.asarray(ts)
+    return float(np.median(ts)), float(ts.min()), float(ts.max())
+
+
+def _row(name, fast, base=None, baseline="", accuracy="", note=""):
+    med, lo, hi = fast
+    row = {
+        "name": name,
+        "fastcf_s": med,
+        "fastcf_min": lo,
+        "fastcf_max": hi,
+        "baseline": baseline,
+        "accuracy": accuracy,
+        "note": note,
+    }
+    if base is not None:
+        row.update(
+            baseline_s=base[0], baseline_min=base[1], baseline_max=base[2], ratio=base[0] / med
+        )
+    return row
+
+
+def _softmax_model(D, K, seed=0):
+    """Return a seeded random softmax model (K, D) and 64 unit-variance inputs."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((K, D)) * (3.0 / np.sqrt(D))
+    b = rng.standard_normal(K)
+    X = rng.standard_normal((64, D))
+    return A, b, X
+
+
+def _energy(A, b, x0, k, lam):
+    def f(x):
+        z = A @ x + b
+        m = z.max()
+        e = np.exp(z - m)
+        p = e / e.sum()
+        d = x - x0
+        p[k] -= 1.0
+        return 0.5 * lam * float(d @ d) + m + np.log(e.sum()) - z[k], lam * d + A.T @ p
+
+    return f
+
+
+def _logistic_rows(D, rep):
+    from .linear import LinearExplainer
+
+    rng = np.random.default_rng(D)
+    w = rng.standard_normal(D) * (3.0 / np.sqrt(D))
+    x = rng.standard_normal(D)
+    ex = LinearExplainer.from_arrays(w[None], [0.2])
+    target = 1 - int(ex.predict(x)[0])
+    f = _energy(np.vstack([np.zeros(D), w]), np.array([0.0, 0.2]), x, target, 0.01)
+    cf = ex.explain(x, target, lam=0.01)
+    t_cf = timeit(lambda: ex.explain(x, target, lam=0.01), rep * 10, 0.2)
+    t_dot = timeit(lambda: w @ x, rep * 10, 0.2)
+    rows = [
+        _row(
+            f"logistic closed form, D={D}: explain vs one w @ x",
+            t_cf,
+            t_dot,
+            "NumPy w @ x",
+            f"‖∇E‖={np.linalg.norm(f(cf.x)[1]):.1e}",
+        )
+    ]
+    for method in ("woodbury", "lbfgs"):
+        other = ex.explain(x, target, lam=0.01, method=method)
+        t_m = timeit(lambda m=method: ex.explain(x, target, lam=0.01, method=m), 3)
+        gap = (f(other.x)[0] - f(cf.x)[0]) / abs(f(cf.x)[0])
+        rows.append(
+            _row(
+                f"logistic closed form vs {method}, D={D}",
+                t_cf,
+                t_m,
+                method,
+                f"E gap {gap:+.1e}, ‖∇E‖ {method} {np.linalg.norm(f(other.x)[1]):.1e}",
+            )
+        )
+    return rows
+
+
+def _softmax_rows(D, K, rep, quick):
+    from .linear import LinearExplainer
+
+    A, b, X = _softmax_model(D, K)
+    ex = LinearExplainer.from_arrays(A, b)
+    x = X[0]
+    k = int(np.argmin(A @ x + b))
+    f = _energy(A, b, x, k, 0.01)
+    cf = ex.explain(x, k, lam=0.01)
+    t_red = timeit(lambda: ex.explain(x, k, lam=0.01), rep * 4, 0.2)
+    y = np.ones(K)
+    t_mv = timeit(lambda: (A @ x, A.T @ y), rep * 4, 0.2)
+    rows = [
+        _row(
+            f"softmax reduced ({D}, {K}): explain vs two products with A",
+            t_red,
+            t_mv,
+            "A @ x and Aᵀ @ y",
+            f"nit={cf.nit}, ‖∇E‖={np.linalg.norm(f(cf.x)[1]):.1e}",
+        )
+    ]
+    methods = ["woodbury", "lbfgs", "cg"] + ([] if D > 8192 or quick else ["gd"])
+    for method in methods:
+        other = ex.explain(x, k, lam=0.01, method=method, max_iter=1000)
+        t_m = timeit(
+            lambda m=method: ex.explain(x, k, lam=0.01, method=m, max_iter=1000),
+            1 if D > 8192 else 3,
+        )
+        gap = (f(other.x)[0] - f(cf.x)[0]) / abs(f(cf.x)[0])
+        rows.append(
+            _row(
+                f"softmax reduced vs {method} ({D}, {K})",
+                t_red,
+                t_m,
+                method,
+                f"E gap {gap:+.1e}, {method} nit={other.nit}, "
+                f"‖∇E‖ {np.linalg.norm(f(other.x)[1]):.1e}",
+            )
+        )
+    # λ-path: warm vs cold, and the path against one solve
+    lams = np.logspace(3, -5, 100)
+    t_warm = timeit(lambda: ex.path(x, k, lams), 3)
+    t_cold = timeit(lambda: ex.path(x, k, lams, warm_start=False), 3)
+    rows.append(
+        _row(
+            f"λ-path of 100 values ({D}, {K}): warm vs cold start",
+            t_warm,
+            t_cold,
+            "cold start",
+            f"nit warm {int(ex.path(x, k, lams).nit.sum())}",
+        )
+    )
+    rows.append(
+        _row(
+            f"λ-path of 100 values ({D}, {K}) vs one solve",
+            t_red,
+            t_warm,
+            "one explain",
+            "speed-up column = path / one solve (target ≤ 5)",
+        )
+    )
+    return rows
+
+
+def _digits_rows(rep, N):
+    from sklearn.datasets import load_digits
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    from .linear import LinearExplainer
+
+    Xd, yd = load_digits(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = LogisticRegression(max_iter=300).fit(Xd, yd)
+    ex = LinearExplainer(model)
+    rng = np.random.default_rng(1)
+    idx = rng.integers(0, len(Xd), N)
+    Xb = np.ascontiguousarray(Xd[idx])
+    tb = (model.predict(Xb) + 1 + rng.integers(0, 9, N)) % 10
+    batch = ex.explain(Xb, tb, lam=0.01)
+    t_b = timeit(lambda: ex.explain(Xb, tb, lam=0.01), 3)
+    rows = [
+        _row(
+            f"digits batch of {N} queries (64, 10), λ=0.01",
+            t_b,
+            None,
+            "",
+            f"{N / t_b[0]:,.0f} queries/s; max ‖∇E‖={batch.grad_norm.max():.1e}; "
+            f"success {int(batch.success.sum())}/{N}",
+        )
+    ]
+    f = _energy(ex.coef_, ex.intercept_, Xd[0], 3, 0.01)
+    one = ex.explain(Xd[0], 3, lam=0.01)
+    t_one = timeit(lambda: ex.explain(Xd[0], 3, lam=0.01), rep * 20, 0.2)
+    for method in ("woodbury", "lbfgs", "cg", "gd"):
+        other = ex.explain(Xd[0], 3, lam=0.01, method=method, max_iter=5000)
+        t_m = timeit(lambda m=method: ex.explain(Xd[0], 3, lam=0.01, method=m, max_iter=5000), 3)
+        gap = (f(other.x)[0] - f(one.x)[0]) / abs(f(one.x)[0])
+        rows.append(
+            _row(
+                f"digits one query: reduced vs {method}",
+                t_one,
+                t_m,
+                method,
+                f"E gap {gap:+.1e}, {method} nit={other.nit}",
+            )
+        )
+    return rows
+
+
+def linear_rows(quick=False):
+    """Benchmark rows of the logistic and softmax explainers (see the module docstring).
+
+    Parameters
+    ----------
+    quick : bool, default=False
+        Smaller shapes and fewer repeats (under two minutes in all).
+
+    Returns
+    -------
+    list of dict
+    """
+    from .linear import LinearExplainer
+
+    rep = 5 if quick else 15
+    rows = []
+    for D in [784, 131072] if quick else [784, 47236, 131072]:
+        rows += _logistic_rows(D, rep)
+    shapes = (
+        [(784, 10), (8192, 16)] if quick else [(784, 10), (8192, 16), (47236, 51), (131072, 16)]
+    )
+    for D, K in shapes:
+        rows += _softmax_rows(D, K, rep, quick)
+    N = 10_000
+    rows += _digits_rows(rep, N)
+    # binary batch vs NumPy computing X @ w and writing an (N, D) output
+    D = 784
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal(D) * (3.0 / np.sqrt(D))
+    exb = LinearExplainer.from_arrays(w[None], [0.0])
+    Xb = rng.standard_normal((N, D))
+
+    def numpy_baseline():
+        z = Xb @ w
+        out = np.empty_like(Xb)
+        np.multiply(Xb, 1.0, out=out)
+        return z, out
+
+    t_bb = timeit(lambda: exb.explain(Xb, 1, lam=0.01), rep)
+    t_np = timeit(numpy_baseline, rep)
+    rows.append(
+        _row(
+            f"logistic batch of {N} queries, D={D}, vs NumPy X @ w + writing (N, D)",
+            t_bb,
+            t_np,
+            "NumPy",
+            f"{N / t_bb[0]:,.0f} queries/s",
+        )
+    )
+    return rows
+
+
+def _format(rows, title):
+    out = [
+        f"\n## {title}\n",
+        "| benchmark | fastcf median [min–max] | baseline median | speed-up (baseline/fastcf) "
+        "| accuracy / notes |",
+        "|---|---|---|---|---|",
+    ]
+
+    def t(s):
+        if s is None:
+            return "–"
+        return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} µs"
+
+    for r in rows:
+        fast = (
+            f"{t(r['fastcf_s'])} [{t(r.get('fastcf_min'))}–{t(r.get('fastcf_max'))}]"
+            if r.get("fastcf_min") is not None
+            else t(r["fastcf_s"])
+        )
+        base = t(r.get("baseline_s"))
+        ratio = r.get("ratio")
+        ratio = "–" if ratio is None else f"{ratio:.3g}×"
+        acc = r.get("accuracy") or r.get("accuracy_gap") or ""
+        if isinstance(acc, float):
+            acc = f"gap {acc:.1e}"
+        note = " ".join(str(v) for v in (acc, r.get("note", "")) if v)
+        out.append(f"| {r['name']} | {fast} | {base} | {ratio} | {note} |")
+    return "\n".join(out)
+
+
+def run(quick=False, only=None, json_path=None, markdown_path=None):
+    """Run the benchmarks, print the tables; optionally write JSON and Markdown.
+
+    Parameters
+    ----------
+    quick : bool
+    only : {"linear", "lvq", "svm"} or None
+    json_path, markdown_path : str or None
+
+    Returns
+    -------
+    int
+        Exit status (0).
+    """
+    t0 = time.perf_counter()
+    sections = {}
+    if only in (None, "linear"):
+        sections["Logistic and softmax (paper 000)"] = linear_rows(quick)
+    if only in (None, "lvq"):
+        from .lvq import bench_rows as lvq_rows
+
+        sections["LVQ counterfactuals (paper 001)"] = lvq_rows(quick=quick)
+    if only in (None, "svm"):
+        from .svm_enum import bench_rows as svm_rows
+
+        sections["SVM enumeration (EnumSV, paper 003)"] = svm_rows(quick=quick)
+    header = (
+        f"# fastcf bench{' --quick' if quick else ''}\n\nmachine: {platform.machine()}, "
+        f"{platform.python_implementation()} {platform.python_version()}; "
+        f"total {time.perf_counter() - t0:.0f} s. Medians of repeated calls, measured "
+        "side by side in one process; speed-up = baseline median / fastcf median."
+    )
+    text = header + "".join(_format(rows, title) for title, rows in sections.items())
+    print(text)
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump({"quick": quick, "sections": sections}, fh, indent=1, default=float)
+    if markdown_path:
+        with open(markdown_path, "w") as fh:
+            fh.write(text + "\n")
+    return 0
