@@ -276,6 +276,26 @@ class LinearExplainer:
         Z = np.atleast_1d(Z) if self._binary else np.atleast_2d(Z)
         return self.classes_[self._predict_index(Z)]
 
+    def _logits(self, X):
+        """Z = X Aᵀ + b with NumPy's BLAS (the products with A are the only O(DK) work of a
+        softmax query; BLAS reads A ~2× faster than a single-threaded loop here). Results agree
+        with a one-row call to rounding, not bit for bit (GEMM vs GEMV).
+        """
+        if X.shape[0] == 1:
+            Z = (self._A @ X[0])[None, :]
+        else:
+            Z = X @ self._AT
+        Z += self._b
+        return Z
+
+    def _expand(self, X, Y, v):
+        """The counterfactuals X + (Y A) ∘ v from their K-space coordinates, one (N, D) array."""
+        out = (self._AT @ Y[0])[None, :] if X.shape[0] == 1 else Y @ self._A
+        if v is not self._default_metric.v:
+            out *= v
+        out += X
+        return out
+
     def fit_mad(self, X):
         """Store the per-feature median absolute deviation of ``X`` for ``weights="mad"``.
 
@@ -636,11 +656,11 @@ class LinearExplainer:
                 return self._finish_softmax(
                     X, Xs, tidx, nit, status, lams, wt, v, bnd, "reduced (active set)"
                 )
-            Zbar = _sk.logits_rows(X, self._A, self._b, N > 1)
+            Zbar = self._logits(X)
             Y, _E, gn, quad, nit, status = _sk.reduced_batch(
                 Zbar, GV, GF, tidx, lams, tol, max_iter, N > 1
             )
-            Xs = _sk.expand_rows(X, Y, self._A, v, N > 1)
+            Xs = self._expand(X, Y, v)
             # ‖x − x̄‖²_W = yᵀ G y and ‖∇E‖ come from the K-space solver: no (N, D) temporaries
             return self._finish_softmax(
                 X,
@@ -823,7 +843,7 @@ class LinearExplainer:
             )
         if bnd is not None:
             return self._constrained_cvxpy(X, tidx, v, wt, bnd, proba, margin)
-        Zbar = _sk.logits_rows(X, self._A, self._b, N > 1)
+        Zbar = self._logits(X)
         if proba is not None:
             log_tau = np.full(N, math.log(proba))
             Y, lamv, nit, status = _sk.proba_batch(
@@ -832,9 +852,7 @@ class LinearExplainer:
             # p_k ≥ τ holds in log space; rounding of the normalised probabilities can leave it
             # an ulp short: re-solve those rows for a τ a few ulps higher
             for _ in range(3):
-                Z = _sk.logits_rows(
-                    _sk.expand_rows(X, Y, self._A, v, N > 1), self._A, self._b, N > 1
-                )
+                Z = self._logits(self._expand(X, Y, v))
                 P = self._proba_from_logits(Z)
                 short = (status == 0) & (P[np.arange(N), tidx] < proba)
                 if not short.any():
@@ -852,7 +870,7 @@ class LinearExplainer:
             )
             lamv = None
             method = "reduced (dual active set)"
-        Xs = _sk.expand_rows(X, Y, self._A, v, N > 1)
+        Xs = self._expand(X, Y, v)
         res = self._finish_softmax(
             X, Xs, tidx, nit, status, lamv, wt, v, None, method, proba_min=proba, margin=margin
         )
@@ -1007,7 +1025,7 @@ class LinearExplainer:
         gn=None,
     ):
         N, D = X.shape
-        Z = _sk.logits_rows(Xs, self._A, self._b, N > 1)
+        Z = self._logits(Xs)
         if self._binary:
             P = self._proba_from_logits(Z[:, 1] - Z[:, 0])
             pred = (Z[:, 1] - Z[:, 0] > 0).astype(np.int64)

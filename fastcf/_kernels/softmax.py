@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import prange
 
-from . import REASSOC, kernel
+from . import kernel
 from .linalg import cholesky_inplace, cholesky_solve_inplace
 
 _EPS = 2.220446049250313e-16
@@ -628,56 +628,3 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm):
             Y[i, j] = y[j]
             Z[i, j] = zbar[j] + z[j]
     return Y, Z, quad, E, gn, nit, status
-
-
-@kernel(fastmath=REASSOC)
-def _logits_row(x, A, b, z):
-    K, D = A.shape
-    for j in range(K):
-        acc = 0.0
-        for i in range(D):
-            acc += A[j, i] * x[i]
-        z[j] = acc + b[j]
-
-
-@kernel(parallel=True)
-def logits_rows(X, A, b, parallel):
-    """Z = X Aᵀ + b row by row, in a fixed summation order (bit-identical for a row whatever N)."""
-    N = X.shape[0]
-    K = A.shape[0]
-    Z = np.empty((N, K))
-    if parallel:
-        for n in prange(N):
-            _logits_row(X[n], A, b, Z[n])
-    else:
-        for n in range(N):
-            _logits_row(X[n], A, b, Z[n])
-    return Z
-
-
-@kernel()
-def _expand_row(x0, y, A, v, out):
-    K, D = A.shape
-    for i in range(D):
-        out[i] = 0.0
-    for j in range(K):
-        yj = y[j]
-        if yj != 0.0:
-            for i in range(D):
-                out[i] += yj * A[j, i]
-    for i in range(D):
-        out[i] = x0[i] + v[i] * out[i]
-
-
-@kernel(parallel=True)
-def expand_rows(X0, Y, A, v, parallel):
-    """X = X0 + (Y A) ∘ v row by row: the counterfactuals from their K-space coordinates."""
-    N, D = X0.shape
-    X = np.empty((N, D))
-    if parallel:
-        for n in prange(N):
-            _expand_row(X0[n], Y[n], A, v, X[n])
-    else:
-        for n in range(N):
-            _expand_row(X0[n], Y[n], A, v, X[n])
-    return X
