@@ -66,6 +66,39 @@ def _messages(status, success, kind):
     return out
 
 
+def _verdict(pred, P, tidx, status, proba_min, lam_mode, unreachable):
+    """Return (success, status): success = classified as the target (and p ≥ τ when asked).
+
+    The status of an answer that is not a success says why (2, 4, 5 or 7, see
+    :mod:`fastcf.results`).
+    """
+    success = (pred == tidx) & (status == 0)
+    status = status.copy()
+    if proba_min is not None:
+        met = P[np.arange(len(tidx)), tidx] >= proba_min
+        status[(status == 0) & met & ~success] = 7
+        success &= met
+    if unreachable:
+        status[(status == 0) & ~success] = 2
+    status[(status == 0) & ~success] = 5 if lam_mode else 4
+    return success, status
+
+
+def _result(x, P, dist, success, status, nit, lams, gn, method):
+    return {
+        "x": x,
+        "proba": P,
+        "distance": dist,
+        "success": success,
+        "status": status,
+        "nit": nit,
+        "lam": lams,
+        "grad_norm": gn,
+        "method": method,
+        "message": _messages(status, success, method),
+    }
+
+
 class LinearExplainer:
     """Counterfactuals of logistic-regression and softmax classifiers.
 
@@ -277,9 +310,11 @@ class LinearExplainer:
         return self.classes_[self._predict_index(Z)]
 
     def _logits(self, X):
-        """Z = X Aᵀ + b with NumPy's BLAS (the products with A are the only O(DK) work of a
-        softmax query; BLAS reads A ~2× faster than a single-threaded loop here). Results agree
-        with a one-row call to rounding, not bit for bit (GEMM vs GEMV).
+        """Return Z = X Aᵀ + b, computed with NumPy's BLAS.
+
+        The products with A are the only O(DK) work of a softmax query; BLAS reads A faster
+        than a single-threaded loop. Results agree with a one-row call to rounding, not bit for
+        bit (GEMM vs GEMV).
         """
         if X.shape[0] == 1:
             Z = (self._A @ X[0])[None, :]
@@ -289,7 +324,7 @@ class LinearExplainer:
         return Z
 
     def _expand(self, X, Y, v):
-        """The counterfactuals X + (Y A) ∘ v from their K-space coordinates, one (N, D) array."""
+        """Return the counterfactuals X + (Y A) ∘ v from their K-space coordinates."""
         out = (self._AT @ Y[0])[None, :] if X.shape[0] == 1 else Y @ self._A
         if v is not self._default_metric.v:
             out *= v
@@ -985,27 +1020,8 @@ class LinearExplainer:
         z = np.where(pos, zeta, -zeta)
         pred = (z > 0).astype(np.int64)
         P = self._proba_from_logits(z)
-        success = (pred == tidx) & (status == 0)
-        status = status.copy()
-        if proba_min is not None:
-            met = P[np.arange(len(tidx)), tidx] >= proba_min
-            status[(status == 0) & met & ~success] = 7
-            success &= met
-        if unreachable:
-            status[(status == 0) & ~success] = 2
-        status[(status == 0) & ~success] = 5 if lams is not None else 4
-        return {
-            "x": Xs,
-            "proba": P,
-            "distance": dist,
-            "success": success,
-            "status": status,
-            "nit": nit,
-            "lam": lams,
-            "grad_norm": gn,
-            "method": method,
-            "message": _messages(status, success, method),
-        }
+        success, status = _verdict(pred, P, tidx, status, proba_min, lams is not None, unreachable)
+        return _result(Xs, P, dist, success, status, nit, lams, gn, method)
 
     def _finish_softmax(
         self,
@@ -1032,26 +1048,11 @@ class LinearExplainer:
         else:
             P = self._proba_from_logits(Z)
             pred = np.argmax(Z, axis=1)
-        success = (pred == tidx) & (status == 0)
-        status = status.copy()
-        if proba_min is not None:
-            met = P[np.arange(N), tidx] >= proba_min
-            status[(status == 0) & met & ~success] = 7
-            success &= met
-        status[(status == 0) & ~success] = 5 if (lams is not None and proba_min is None) else 4
+        success, status = _verdict(
+            pred, P, tidx, status, proba_min, lams is not None and proba_min is None, False
+        )
         if dist is not None:
-            return {
-                "x": Xs,
-                "proba": P,
-                "distance": dist,
-                "success": success,
-                "status": status,
-                "nit": nit,
-                "lam": lams,
-                "grad_norm": gn,
-                "method": method,
-                "message": _messages(status, success, method),
-            }
+            return _result(Xs, P, dist, success, status, nit, lams, gn, method)
         diff = Xs - X
         dist = np.sqrt(np.einsum("ij,ij->i", diff * wt if not np.all(wt == 1) else diff, diff))
         if lams is not None and proba_min is None:
@@ -1064,18 +1065,7 @@ class LinearExplainer:
                 G = np.where((Xs <= lo) & (G > 0), 0.0, G)
                 G = np.where((Xs >= hi) & (G < 0), 0.0, G)
             gn = np.sqrt(np.einsum("ij,ij->i", G, G))
-        return {
-            "x": Xs,
-            "proba": P,
-            "distance": dist,
-            "success": success,
-            "status": status,
-            "nit": nit,
-            "lam": lams,
-            "grad_norm": gn,
-            "method": method,
-            "message": _messages(status, success, method),
-        }
+        return _result(Xs, P, dist, success, status, nit, lams, gn, method)
 
     def _package(self, res, X, tidx, names, single):
         targets = self.classes_[tidx]
