@@ -183,7 +183,7 @@ def plot_changes(cf, top=10, *, scale=None, feature_names=None, ax=None):
     if ax is None:
         plt = _pyplot()
         _fig, ax = plt.subplots(
-            figsize=(6.0, 0.35 * max(len(order), 3) + 1.0), layout="constrained"
+            figsize=(7.5, 0.35 * max(len(order), 3) + 1.0), layout="constrained"
         )
     vals = delta[order][::-1]  # barh draws bottom-up: largest change on top
     colors = np.where(vals > 0, "C0", "C3")
