@@ -4,7 +4,8 @@ Two softmax classifiers trained with scikit-learn's ``LogisticRegression`` (mult
 
 * ``digits``: scikit-learn's 8×8 digits, pixels scaled to [0, 1] (D = 64, K = 10);
 * ``synthetic784``: generated data of MNIST's shape (D = 784, K = 10): class means drawn at random,
-  Gaussian noise around them, N = 2000 (the paper's MNIST is not bundled and not downloaded here).
+  Gaussian noise around them, N = 2000 (the paper's MNIST is not bundled and not downloaded here);
+* ``synthetic8192``: the same at VGGFeat64's shape (D = 8192, K = 16), N = 1600.
 
 Problems as in the paper's Appendix A: ``n_far`` sources picked uniformly at random from the
 training set with the *farthest* class (lowest probability) as target and λ = 0.01, and
@@ -20,7 +21,11 @@ from sklearn.linear_model import LogisticRegression
 
 import fastcf
 
-DATASETS = {"digits": "digits (D = 64, K = 10)", "synthetic784": "synthetic (D = 784, K = 10)"}
+DATASETS = {
+    "digits": "digits (D = 64, K = 10)",
+    "synthetic784": "synthetic (D = 784, K = 10)",
+    "synthetic8192": "synthetic (D = 8192, K = 16)",
+}
 
 
 def load(name, seed=0):
@@ -36,6 +41,12 @@ def load(name, seed=0):
         y = rng.integers(0, K, N)
         X = means[y] + rng.normal(size=(N, D))
         C = 0.01
+    elif name == "synthetic8192":
+        D, K, N = 8192, 16, 1600
+        means = rng.normal(scale=0.04, size=(K, D))
+        y = rng.integers(0, K, N)
+        X = means[y] + rng.normal(size=(N, D))
+        C = 0.2
     else:
         raise ValueError(name)
     with warnings.catch_warnings():
