@@ -128,16 +128,17 @@ def woodbury_newton(prob: SoftmaxProblem, G_V, x_init=None, tol=1e-10, max_iter=
         # is taken as long as E does not grow beyond rounding (a departure from the published
         # rule, needed to reach ‖∇E‖ ≤ 1e-10 instead of stalling)
         tiny = abs(float(g @ step)) <= 8 * np.finfo(float).eps * max(1.0, abs(E))
-        alpha, ntry = 1.0, 0
-        while True:
+        alpha, ntry, accepted = 1.0, 0, False
+        while ntry < 60:
             ntry += 1
             xn = x + alpha * step
             En = prob.value(xn)
-            if En < E or (tiny and En <= E + 16 * np.finfo(float).eps * abs(E)) or ntry >= 60:
+            if En < E or (tiny and En <= E + 16 * np.finfo(float).eps * abs(E)):
+                accepted = True
                 break
             alpha *= rho
         trials.append(ntry)
-        if not (En < E or tiny):
+        if not accepted:
             # 60 trials (α ≈ 1.5e−6) without a decrease: near the optimum this is the rounding
             # level of the published direction (its Woodbury form cancels O(1) terms and divides
             # by λ); stop and report ‖∇E‖ with status 4
