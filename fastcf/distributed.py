@@ -492,10 +492,15 @@ def _explain_frame(explainer, data, targets, client, options, has_proba, dask, d
             )
     elif len(columns) != D:
         raise ValueError(f"data has {len(columns)} columns but the model expects {D} features")
-    bad = [f"{c} ({t})" for c, t in data.dtypes.items() if np.dtype(t).kind not in "biuf"]
+    bad = [
+        f"{c} ({t})"
+        for c, t in data.dtypes.items()
+        if not (isinstance(t, np.dtype) and t.kind in "biuf")
+    ]
     if bad:
         raise TypeError(
-            f"data must have real numeric columns (float, int or bool); non-numeric: {bad[:5]}"
+            "data must have real numeric NumPy columns (float, int or bool); non-numeric: "
+            f"{bad[:5]} (convert them, e.g. data.astype('float64'))"
         )
     out_columns, proba_columns = _output_columns(explainer, data.columns)
     if _is_scalar_target(targets):
