@@ -26,7 +26,7 @@ __all__ = ["explain", "explain_partition", "DaskCounterfactuals", "RESULT_COLUMN
 #: per-row result columns of a DataFrame result, after the counterfactual feature columns (and
 #: before the ``proba_<class>`` columns of models with probabilities)
 RESULT_COLUMNS = ("success", "status", "distance", "nit")
-_N_SCALARS = len(RESULT_COLUMNS)
+_FIELDS = ("x", "success", "status", "distance", "nit", "proba")
 
 
 def _import_dask():
@@ -92,13 +92,13 @@ def _run_block(explainer, X, targets, options, has_proba):
 
 
 def _array_block(X, targets, explainer, options, has_proba):
-    # one packed float64 block: [x (D) | success | status | distance | nit | proba (K)];
-    # bool and int64 values (status codes, iteration counts < 2**53) round-trip exactly
-    x, success, status, distance, nit, proba = _run_block(explainer, X, targets, options, has_proba)
-    cols = [x, success[:, None], status[:, None], distance[:, None], nit[:, None]]
-    if has_proba:
-        cols.append(proba)
-    return np.concatenate([np.asarray(c, dtype=np.float64) for c in cols], axis=1)
+    # one task per block returns the tuple of fields; _field tasks pick them out without copies
+    return _run_block(explainer, X, targets, options, has_proba)
+
+
+def _field(fields_of_block, i):
+    out = fields_of_block[i]
+    return out if out.ndim == 2 else out[:, None]  # a view; 1-D fields are sliced [:, 0] after
 
 
 def _frame_block(part, targets, explainer, options, has_proba, columns, proba_columns):
@@ -442,8 +442,8 @@ def _explain_array(explainer, data, targets, client, options, has_proba, dask, d
         target_arg, target_index = da.from_array(t, chunks=(row_chunks,)), "i"
     handle = _ship(explainer, client, dask)
     K = len(explainer.classes_)
-    width = D + _N_SCALARS + (K if has_proba else 0)
-    packed = da.blockwise(
+    # an internal collection whose blocks are tuples of result arrays (never computed alone)
+    blocks = da.blockwise(
         _array_block,
         "ij",
         data,
@@ -456,21 +456,30 @@ def _explain_array(explainer, data, targets, client, options, has_proba, dask, d
         None,
         has_proba,
         None,
-        new_axes={},
-        adjust_chunks={"j": width},
-        dtype=np.float64,
-        meta=np.empty((0, 0), dtype=np.float64),
+        dtype=object,
+        meta=np.empty((0, 0), dtype=object),
         concatenate=True,
         name=f"fastcf-explain-{uuid.uuid4().hex}",
     )
-    col = {name: D + i for i, name in enumerate(RESULT_COLUMNS)}
+
+    def pick(i, dtype, width=None):
+        out = blocks.map_blocks(
+            _field,
+            i,
+            chunks=(row_chunks, (1 if width is None else width,)),
+            dtype=dtype,
+            meta=np.empty((0, 0), dtype=dtype),
+            name=f"fastcf-{_FIELDS[i]}-{uuid.uuid4().hex}",
+        )
+        return out if width is not None else out[:, 0]
+
     return DaskCounterfactuals(
-        x=packed[:, :D],
-        success=packed[:, col["success"]].astype(bool),
-        status=packed[:, col["status"]].astype(np.int64),
-        distance=packed[:, col["distance"]],
-        nit=packed[:, col["nit"]].astype(np.int64),
-        proba=packed[:, D + _N_SCALARS :] if has_proba else None,
+        x=pick(0, np.float64, D),
+        success=pick(1, bool),
+        status=pick(2, np.int64),
+        distance=pick(3, np.float64),
+        nit=pick(4, np.int64),
+        proba=pick(5, np.float64, K) if has_proba else None,
         classes=np.asarray(explainer.classes_),
     )
 
