@@ -59,6 +59,11 @@ def _run_block(explainer, X, targets, options, has_proba):
     """Explain one block; return the CounterfactualBatch fields that leave the worker."""
     n = X.shape[0]
     K = len(explainer.classes_)
+    if np.ndim(targets) == 1 and len(targets) != n:
+        raise ValueError(
+            f"targets has {len(targets)} labels in a partition of {n} rows; targets must be "
+            "aligned with the rows of data (same partitioning)"
+        )
     if n == 0:  # an empty partition: the explainers reject N = 0, nothing to solve
         D = X.shape[1]
         return (
@@ -68,11 +73,6 @@ def _run_block(explainer, X, targets, options, has_proba):
             np.empty(0),
             np.empty(0, dtype=np.int64),
             np.empty((0, K)) if has_proba else None,
-        )
-    if np.ndim(targets) == 1 and len(targets) != n:
-        raise ValueError(
-            f"targets has {len(targets)} labels in a partition of {n} rows; targets must be "
-            "aligned with the rows of data (same partitioning)"
         )
     batch = explainer.explain(X, targets, **options)
     proba = batch.proba

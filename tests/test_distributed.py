@@ -146,9 +146,12 @@ def test_array_scalar_and_dask_targets(client, rng_data):
     ref = ex.explain(X, t, lam=0.01)
     dt = da.from_array(t, chunks=8)  # other chunks than the data: rechunked like the rows
     assert_bitwise(fdist.explain(ex, dX, dt, lam=0.01).compute(), ref)
-    # fields computed separately give the same numbers
+    # fields computed separately, or persisted in the cluster first, give the same numbers
     res = fdist.explain(ex, dX, dt, lam=0.01)
     assert np.array_equal(res.distance.compute(), ref.distance)
+    kept = res.persist()
+    assert isinstance(kept.x, da.Array) and "dask arrays" in repr(kept)
+    assert_bitwise(kept.compute(), ref)
 
 
 def test_array_without_client_threaded_scheduler(rng_data):
