@@ -6,11 +6,14 @@ the logits are O(1)), rows x ~ N(0, I), one random target class per row, problem
 lam=0.01 (the reduced K-space Newton).
 
 In ONE run the script measures
-  * the single-process batch ``ex.explain(X, targets, lam=0.01)`` (the baseline),
+  * the single-process batch ``ex.explain(X, targets, lam=0.01)`` (the baseline), with Numba's
+    default thread count (the number of cores) and with 1 thread,
   * ``fastcf.distributed.explain`` on a ``LocalCluster`` (processes, 1 thread per worker) with 1
     and with 2 workers, with Numba's default thread count in the workers and with
     NUMBA_NUM_THREADS=1 (one worker per core, no oversubscription),
   * the scheduler overhead: an empty ``map_blocks`` over the same partitioning.
+All clusters are started first, then the configurations are timed in turn, round after round, so
+that the load of this shared machine, which drifts during a run, hits all of them alike.
 
 Timed: building the graph, scattering the explainer, solving every block and holding the results
 (x, success, status, distance, nit, proba) in the workers' memory (``persist`` + ``wait``). Not
@@ -23,8 +26,10 @@ Usage: PYTHONPATH=. python docs/scripts/dask_throughput.py [--repeats 3]
 """
 
 import argparse
+import contextlib
 import os
 import pathlib
+import pickle
 import platform
 import statistics
 import time
@@ -32,6 +37,7 @@ import time
 import dask
 import dask.array as da
 import distributed
+import numba
 import numpy as np
 
 import fastcf
@@ -42,6 +48,7 @@ N, D, K = 1_000_000, 64, 10
 LAM = 0.01
 ROWS_PER_PARTITION = 50_000
 OUT = pathlib.Path(__file__).resolve().parents[1] / "tables" / "dask_throughput.md"
+FIELDS = ("x", "success", "status", "distance", "nit", "proba")
 
 
 def make_problem(seed=0):
@@ -59,8 +66,6 @@ def _empty_block(block):
 
 def _warm(explainer_bytes):
     # load the compiled kernels (Numba's on-disk cache) in a worker before timing
-    import pickle
-
     ex = pickle.loads(explainer_bytes)
     X = np.random.default_rng(1).normal(size=(64, ex.n_features_in_))
     ex.explain(X, 0, lam=LAM)
@@ -68,28 +73,10 @@ def _warm(explainer_bytes):
     return fastcf.__file__
 
 
-def timed(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times
-
-
-def run_cluster(ex, X, targets, ref, n_workers, numba_threads, repeats):
-    # the workers are spawned processes: they read NUMBA_NUM_THREADS from the environment they
-    # inherit (this process's Numba is already initialised and keeps its own thread count)
-    saved = os.environ.get("NUMBA_NUM_THREADS")
-    if numba_threads is not None:
-        os.environ["NUMBA_NUM_THREADS"] = str(numba_threads)
-    try:
-        return _run_cluster(ex, X, targets, ref, n_workers, repeats)
-    finally:
-        if saved is None:
-            os.environ.pop("NUMBA_NUM_THREADS", None)
-        else:
-            os.environ["NUMBA_NUM_THREADS"] = saved
+def timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def _scattered_rows(client, A, rows):
@@ -100,56 +87,72 @@ def _scattered_rows(client, A, rows):
         da.from_delayed(f, shape=p.shape, dtype=p.dtype)
         for f, p in zip(futures, parts, strict=True)
     ]
-    return da.concatenate(blocks, axis=0).persist()
+    return client.persist(da.concatenate(blocks, axis=0))
 
 
-def _run_cluster(ex, X, targets, ref, n_workers, repeats):
-    with (
-        distributed.LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        import pickle
+class ClusterRun:
+    """One LocalCluster configuration, with the rows and targets already in its workers."""
 
-        where = client.run(_warm, pickle.dumps(ex))
+    def __init__(self, stack, ex, X, targets, n_workers, numba_threads):
+        # the workers are spawned processes: they read NUMBA_NUM_THREADS from the environment
+        # they inherit (this process's Numba is already initialised and keeps its own count)
+        saved = os.environ.get("NUMBA_NUM_THREADS")
+        if numba_threads is not None:
+            os.environ["NUMBA_NUM_THREADS"] = str(numba_threads)
+        try:
+            cluster = stack.enter_context(
+                distributed.LocalCluster(
+                    n_workers=n_workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                )
+            )
+        finally:
+            if saved is None:
+                os.environ.pop("NUMBA_NUM_THREADS", None)
+            else:
+                os.environ["NUMBA_NUM_THREADS"] = saved
+        # several clients in one process: none is the default, each is passed explicitly
+        self.client = stack.enter_context(distributed.Client(cluster, set_as_default=False))
+        self.ex = ex
+        where = self.client.run(_warm, pickle.dumps(ex))
         assert set(where.values()) == {fastcf.__file__}, where
-        nthreads = client.run(lambda: __import__("numba").get_num_threads())
-        dX = _scattered_rows(client, X, ROWS_PER_PARTITION)
-        dt = _scattered_rows(client, targets, ROWS_PER_PARTITION)
-        distributed.wait([dX, dt])
-        n_parts = dX.numblocks[0]
-
-        def empty_map():
-            e = dX.map_blocks(_empty_block, chunks=(dX.chunks[0], (0,)), dtype=float).persist()
-            distributed.wait(e)
-            del e
-
-        def explain():
-            res = fdist.explain(ex, dX, dt, lam=LAM).persist()
-            distributed.wait([res.x, res.success, res.status, res.distance, res.nit, res.proba])
-            del res
-
-        empty_map()  # warm the scheduler path once
-        t_empty = timed(empty_map, repeats)
-        t_explain = timed(explain, repeats)
-        got = fdist.explain(ex, dX, dt, lam=LAM).compute()
-        same = all(
-            np.array_equal(getattr(got, f), getattr(ref, f))
-            for f in ("x", "success", "status", "distance", "nit", "proba")
+        threads = self.client.run(lambda: __import__("numba").get_num_threads())
+        self.dX = _scattered_rows(self.client, X, ROWS_PER_PARTITION)
+        self.dt = _scattered_rows(self.client, targets, ROWS_PER_PARTITION)
+        self._wait([self.dX, self.dt])
+        self.partitions = self.dX.numblocks[0]
+        self.label = (
+            f"Dask, {n_workers} worker{'s' if n_workers > 1 else ''} x 1 thread "
+            f"(Numba threads per worker: {sorted(set(threads.values()))[0]})"
         )
-    return {
-        "workers": n_workers,
-        "numba_threads": sorted(set(nthreads.values())),
-        "partitions": n_parts,
-        "t_explain": t_explain,
-        "t_empty": t_empty,
-        "bitwise": same,
-    }
+        self.t_explain, self.t_empty = [], []
+        self.empty_map()  # warm the scheduler path once
+
+    def _wait(self, collections):
+        with self.client.as_current():  # distributed.wait looks for the current client
+            distributed.wait(distributed.futures_of(collections))
+
+    def empty_map(self):
+        e = self.dX.map_blocks(_empty_block, chunks=(self.dX.chunks[0], (0,)), dtype=float)
+        self._wait(self.client.persist(e))
+
+    def _fields(self):
+        res = fdist.explain(self.ex, self.dX, self.dt, client=self.client, lam=LAM)
+        return [getattr(res, f) for f in FIELDS]
+
+    def explain(self):
+        self._wait(self.client.persist(self._fields()))
+
+    def time_once(self):
+        self.t_empty.append(timed(self.empty_map))
+        self.t_explain.append(timed(self.explain))
+
+    def bitwise_equal(self, ref):
+        got = self.client.gather(self.client.compute(self._fields()))
+        return all(np.array_equal(g, getattr(ref, f)) for g, f in zip(got, FIELDS, strict=True))
 
 
 def main():
@@ -165,43 +168,53 @@ def main():
     ex, X, targets = make_problem()
     ex.explain(X[:64], targets[:64], lam=LAM)  # compiled / cache loaded before timing
     ex.explain(X[:1], targets[:1], lam=LAM)
-    ref = None
+    default_threads = numba.get_num_threads()
+    refs = []
 
-    def baseline():
-        nonlocal ref
-        ref = ex.explain(X, targets, lam=LAM)
+    def baseline(threads):
+        numba.set_num_threads(threads)
+        try:
+            refs.append(ex.explain(X, targets, lam=LAM))
+        finally:
+            numba.set_num_threads(default_threads)
 
-    import numba
-
-    t_base = timed(baseline, args.repeats)
+    base = {default_threads: [], 1: []}
+    with contextlib.ExitStack() as stack:
+        runs = [
+            ClusterRun(stack, ex, X, targets, n, threads)
+            for n, threads in ((1, None), (2, None), (1, 1), (2, 1))
+        ]
+        for r in range(args.repeats):
+            for threads in base:
+                base[threads].append(timed(lambda t=threads: baseline(t)))
+                if len(refs) > 1:
+                    refs.pop()  # keep the first batch only (memory)
+            for run in runs:
+                run.time_once()
+            print(f"round {r + 1}: baseline {base}", [run.t_explain for run in runs], flush=True)
+        ref = refs[0]
+        same = [run.bitwise_equal(ref) for run in runs]
+    load1 = os.getloadavg()
     rows = [
         {
-            "label": f"single process, batch ex.explain (Numba threads: {numba.get_num_threads()})",
-            "t": t_base,
+            "label": f"single process, batch ex.explain (Numba threads: {t})",
+            "t": base[t],
             "overhead": None,
             "bitwise": None,
         }
+        for t in base
+    ] + [
+        {
+            "label": run.label,
+            "t": run.t_explain,
+            "overhead": statistics.median(run.t_empty) / run.partitions,
+            "empty": statistics.median(run.t_empty),
+            "bitwise": ok,
+            "partitions": run.partitions,
+        }
+        for run, ok in zip(runs, same, strict=True)
     ]
-    print(f"baseline: median {statistics.median(t_base):.2f} s  {t_base}", flush=True)
-    for n_workers, numba_threads in ((1, None), (2, None), (1, 1), (2, 1)):
-        r = run_cluster(ex, X, targets, ref, n_workers, numba_threads, args.repeats)
-        label = (
-            f"Dask, {n_workers} worker{'s' if n_workers > 1 else ''} x 1 thread "
-            f"(Numba threads per worker: {r['numba_threads'][0]})"
-        )
-        rows.append(
-            {
-                "label": label,
-                "t": r["t_explain"],
-                "overhead": statistics.median(r["t_empty"]) / r["partitions"],
-                "empty": statistics.median(r["t_empty"]),
-                "bitwise": r["bitwise"],
-                "partitions": r["partitions"],
-            }
-        )
-        print(label, r, flush=True)
-    load1 = os.getloadavg()
-    base = statistics.median(t_base)
+    base_t = statistics.median(base[default_threads])
     lines = [
         "# fastcf.distributed throughput (docs/scripts/dask_throughput.py)",
         "",
@@ -229,7 +242,7 @@ def main():
         )
         same = "–" if r["bitwise"] is None else ("yes" if r["bitwise"] else "NO")
         lines.append(
-            f"| {r['label']} | {t:.2f} [{runs}] | {N / t:,.0f} | {base / t:.2f}x "
+            f"| {r['label']} | {t:.2f} [{runs}] | {N / t:,.0f} | {base_t / t:.2f}x "
             f"| {over} | {same} |"
         )
     text = "\n".join(lines) + "\n"
