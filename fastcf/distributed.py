@@ -345,7 +345,8 @@ def explain(explainer, data, targets, *, client=None, **options):
         partitioning of ``data`` (e.g. a column of the same frame).
     client : distributed.Client, False or None, default=None
         Where to scatter the explainer. ``None``: the active Client if there is one, else the
-        explainer is one key of the task graph; ``False``: never scatter.
+        explainer is one key of the task graph; ``False``: never scatter. A scattered
+        explainer lives on that client's cluster: compute the results with the same client.
     **options
         Keyword arguments of ``explainer.explain``: ``lam=`` (a scalar here), ``proba=``,
         ``region=``, ``frozen=``, ``weights=``, ``bounds=``, ``method=``, ``metric=``, ...
