@@ -310,26 +310,13 @@ class LinearExplainer:
         return self.classes_[self._predict_index(Z)]
 
     def _logits(self, X):
-        """Return Z = X Aᵀ + b, computed with NumPy's BLAS.
-
-        The products with A are the only O(DK) work of a softmax query; BLAS reads A faster
-        than a single-threaded loop. Results agree with a one-row call to rounding, not bit for
-        bit (GEMM vs GEMV).
-        """
-        if X.shape[0] == 1:
-            Z = (self._A @ X[0])[None, :]
-        else:
-            Z = X @ self._AT
-        Z += self._b
-        return Z
+        """Return Z = X Aᵀ + b (row kernels: bit-identical per row whatever the batch)."""
+        return _sk.logits_rows(X, self._A, self._b, X.shape[0] > 1)
 
     def _expand(self, X, Y, v):
         """Return the counterfactuals X + (Y A) ∘ v from their K-space coordinates."""
-        out = (self._AT @ Y[0])[None, :] if X.shape[0] == 1 else Y @ self._A
-        if v is not self._default_metric.v:
-            out *= v
-        out += X
-        return out
+        unit = v is self._default_metric.v
+        return _sk.expand_rows(X, Y, self._A, v, unit, X.shape[0] > 1)
 
     def fit_mad(self, X):
         """Store the per-feature median absolute deviation of ``X`` for ``weights="mad"``.

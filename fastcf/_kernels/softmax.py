@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import prange
 
-from . import kernel
+from . import REASSOC, kernel
 from .linalg import cholesky_inplace, cholesky_solve_inplace
 
 _EPS = 2.220446049250313e-16
@@ -628,3 +628,74 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm):
             Y[i, j] = y[j]
             Z[i, j] = zbar[j] + z[j]
     return Y, Z, quad, E, gn, nit, status
+
+
+# ----------------------------------------------------------------------------------------------
+# The two O(DK) products of a query, row by row. Each row is computed by the same code in the same
+# order whatever the number of rows, so a query's answer is bit-identical alone, in a batch, or in
+# any partition of a batch (Dask); BLAS would pick GEMV or GEMM kernels by shape and change the
+# rounding. Batches run in parallel over rows.
+
+
+@kernel(fastmath=REASSOC)
+def _logits_row(x, A, b, z):
+    K, D = A.shape
+    for j in range(K):
+        acc = 0.0
+        for i in range(D):
+            acc += A[j, i] * x[i]
+        z[j] = acc + b[j]
+
+
+@kernel(parallel=True)
+def logits_rows(X, A, b, parallel):
+    """Z = X Aᵀ + b, one row at a time (see the note above)."""
+    N = X.shape[0]
+    K = A.shape[0]
+    Z = np.empty((N, K))
+    if parallel:
+        for n in prange(N):
+            _logits_row(X[n], A, b, Z[n])
+    else:
+        for n in range(N):
+            _logits_row(X[n], A, b, Z[n])
+    return Z
+
+
+_BLOCK = 512  # columns per block: the accumulators stay in L1 while A is streamed once
+
+
+@kernel()
+def _expand_row(x0, y, A, v, unit, out):
+    K, D = A.shape
+    acc = np.empty(_BLOCK)
+    for start in range(0, D, _BLOCK):
+        stop = min(start + _BLOCK, D)
+        m = stop - start
+        for i in range(m):
+            acc[i] = 0.0
+        for j in range(K):
+            yj = y[j]
+            if yj != 0.0:
+                for i in range(m):
+                    acc[i] += yj * A[j, start + i]
+        if unit:
+            for i in range(m):
+                out[start + i] = x0[start + i] + acc[i]
+        else:
+            for i in range(m):
+                out[start + i] = x0[start + i] + v[start + i] * acc[i]
+
+
+@kernel(parallel=True)
+def expand_rows(X0, Y, A, v, unit, parallel):
+    """X = X0 + (Y A) ∘ v row by row: the counterfactuals from their K-space coordinates."""
+    N, D = X0.shape
+    X = np.empty((N, D))
+    if parallel:
+        for n in prange(N):
+            _expand_row(X0[n], Y[n], A, v, unit, X[n])
+    else:
+        for n in range(N):
+            _expand_row(X0[n], Y[n], A, v, unit, X[n])
+    return X
