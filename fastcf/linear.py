@@ -149,6 +149,8 @@ class LinearExplainer:
             )
         if A.shape[1] == 0:
             raise ValueError("A must have at least one feature (column)")
+        if A.shape[0] == 0:
+            raise ValueError(f"A must have at least one row (K >= 1); got shape {A.shape}")
         n_cls = max(A.shape[0], 2)
         classes = np.arange(n_cls) if classes is None else np.asarray(classes)
         if classes.ndim != 1 or classes.shape[0] != n_cls:
