@@ -163,7 +163,12 @@ def resolve_frozen(frozen, n_features: int, feature_names=None) -> np.ndarray:
     if isinstance(frozen, (str, numbers.Integral)):
         frozen = [frozen]
     frozen = list(frozen)
-    if len(frozen) == n_features and all(isinstance(f, (bool, np.bool_)) for f in frozen):
+    if frozen and all(isinstance(f, (bool, np.bool_)) for f in frozen):
+        if len(frozen) != n_features:
+            raise ValueError(
+                f"frozen as a boolean mask must have {n_features} entries, one per feature; "
+                f"got {len(frozen)}"
+            )
         return np.asarray(frozen, dtype=bool)
     names = None if feature_names is None else [str(f) for f in feature_names]
     for f in frozen:
@@ -175,6 +180,11 @@ def resolve_frozen(frozen, n_features: int, feature_names=None) -> np.ndarray:
                 )
             mask[names.index(f)] = True
         else:
+            if isinstance(f, (bool, np.bool_)):
+                raise TypeError(
+                    "frozen mixes booleans with indices or names; give a boolean mask of all "
+                    "features or a list of indices/names"
+                )
             try:
                 i = operator.index(f)
             except TypeError:
