@@ -496,6 +496,12 @@ class LinearExplainer:
         if lams.size == 0 or not (lams > 0).all():
             raise ValueError("lams must be a non-empty 1-D array of values > 0")
         tol = check_scalar_positive(tol, "tol")
+        if (
+            isinstance(max_iter, bool)
+            or not isinstance(max_iter, (int, np.integer))
+            or max_iter < 1
+        ):
+            raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
         X, single, names, tidx, fmask, w, bnd = self._prepare(x, target, frozen, weights, bounds)
         if not single:
             raise ValueError(
