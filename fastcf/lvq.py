@@ -42,6 +42,7 @@ from fastcf._kernels.lvq_qp import lvq_fast_batch
 from fastcf._validation import (
     as_float_array,
     as_queries,
+    check_scalar_positive,
     median_absolute_deviation,
     resolve_bounds,
     resolve_frozen,
@@ -486,6 +487,8 @@ class LVQExplainer:
         """
         X, single, names = as_queries(x, self.n_features_in_, self.feature_names)
         N = X.shape[0]
+        if N == 0:
+            raise ValueError("x is empty: need at least one query row")
         tgt = resolve_targets(target, self.classes_, N)
         missing = sorted(set(tgt.tolist()) - set(self._cls.tolist()))
         if missing:
@@ -502,8 +505,12 @@ class LVQExplainer:
             raise ValueError(
                 f"solver must be None, 'fast', 'cvxpy' or a cvxpy solver name; got {solver!r}"
             )
-        if max_iter is not None and not (isinstance(max_iter, numbers.Integral) and max_iter >= 1):
+        if max_iter is not None and (
+            isinstance(max_iter, (bool, np.bool_))
+            or not (isinstance(max_iter, numbers.Integral) and max_iter >= 1)
+        ):
             raise ValueError(f"max_iter must be an int >= 1; got {max_iter!r}")
+        tol = check_scalar_positive(tol, "tol")
         fast_ok = self.kind != "local" and metric == "euclidean"
         if solver == "fast" and not fast_ok:
             raise ValueError(
