@@ -229,6 +229,8 @@ class LVQExplainer:
         M, D = P.shape
         if M < 2:
             raise ValueError(f"prototypes must hold at least 2 prototypes; got {M}")
+        if D < 1:
+            raise ValueError(f"prototypes must have at least one feature; got shape {P.shape}")
         labels = np.asarray(labels)
         if labels.ndim != 1 or labels.shape[0] != M:
             raise ValueError(
@@ -236,6 +238,8 @@ class LVQExplainer:
             )
         classes = np.asarray(classes)
         pos = {c.item() if hasattr(c, "item") else c: k for k, c in enumerate(classes)}
+        if classes.ndim != 1 or len(pos) != classes.shape[0]:
+            raise ValueError(f"classes must be a 1-D array of distinct labels; got {classes!r}")
         try:
             cls_idx = np.array(
                 [pos[lab.item() if hasattr(lab, "item") else lab] for lab in labels], dtype=np.int64
@@ -285,6 +289,11 @@ class LVQExplainer:
         self.feature_names = (
             None if feature_names is None else np.asarray(feature_names, dtype=object)
         )
+        if self.feature_names is not None and self.feature_names.shape != (D,):
+            raise ValueError(
+                f"feature_names must hold {D} names, one per feature; "
+                f"got shape {self.feature_names.shape}"
+            )
         self.mad_ = None
         self._cache = {}
         self._direct = True  # compiled Clarabel re-solve (False: cvxpy's Problem.solve per query)
