@@ -835,6 +835,10 @@ class SVMEnumerator:
         cache_size = _check_real(self.cache_size, "cache_size")
         X = as_float_array(X, "X", ndim=2)
         n = X.shape[0]
+        if n < 2 or X.shape[1] < 1:
+            raise ValueError(
+                f"X must have at least 2 rows and 1 feature (column); got shape {X.shape}"
+            )
         if kind == _KINDS["precomputed"] and X.shape[0] != X.shape[1]:
             raise ValueError(
                 f"X must be a square Gram matrix for kernel='precomputed'; got shape {X.shape}"
