@@ -54,7 +54,10 @@ def as_float_array(value, name: str, *, ndim=None, allow_nonfinite=False) -> np.
             raise ValueError(f"{name} must be {expected}; got an array of shape {arr.shape}")
     # a sum is one fast pass with no temporary; only if it is not finite (a NaN/inf, or finite
     # values overflowing) is the exact, slower check needed
-    if not allow_nonfinite and not np.isfinite(np.sum(arr)) and not np.isfinite(arr).all():
+    if not allow_nonfinite:
+        with np.errstate(over="ignore", invalid="ignore"):  # inf - inf, 1e308 + 1e308
+            total = np.sum(arr)
+    if not allow_nonfinite and not np.isfinite(total) and not np.isfinite(arr).all():
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s); all must be finite")
     return arr
