@@ -545,6 +545,7 @@ class LinearExplainer:
         Z = XL @ self._AT + self._b
         P = self._proba_from_logits(Z[:, 1] - Z[:, 0] if self._binary else Z)
         pred = np.argmax(P, axis=1) if not self._binary else (Z[:, 1] - Z[:, 0] > 0).astype(int)
+        status = np.where((status == 0) & ~np.isfinite(XL).all(axis=1), 4, status)
         success = (pred == k) & (status == 0)
         status = np.where((status == 0) & ~success, 5, status)
         wt_full = np.ones_like(x0) if w is None else w
@@ -951,8 +952,11 @@ class LinearExplainer:
         z = np.where(pos, zeta, -zeta)
         pred = (z > 0).astype(np.int64)
         P = self._proba_from_logits(z)
-        success = (pred == tidx) & (status == 0)
         status = status.copy()
+        # a step that overflowed (tiny w, e.g. |w| = 1e-158) lands at ±inf, where the logit
+        # "classifies" it: that is a numerical failure, not an answer
+        status[(status == 0) & ~(np.isfinite(Xs).all(axis=1) & np.isfinite(dist))] = 4
+        success = (pred == tidx) & (status == 0)
         if proba_min is not None:
             met = P[np.arange(len(tidx)), tidx] >= proba_min
             status[(status == 0) & met & ~success] = 7
@@ -998,8 +1002,12 @@ class LinearExplainer:
         else:
             P = self._proba_from_logits(Z)
             pred = np.argmax(Z, axis=1)
-        success = (pred == tidx) & (status == 0)
         status = status.copy()
+        bad = ~np.isfinite(Xs).all(axis=1)
+        if dist is not None:
+            bad |= ~np.isfinite(dist)
+        status[(status == 0) & bad] = 4
+        success = (pred == tidx) & (status == 0)
         if proba_min is not None:
             met = P[np.arange(N), tidx] >= proba_min
             status[(status == 0) & met & ~success] = 7
