@@ -542,7 +542,7 @@ class LVQExplainer:
         # verification with the model's decision rule
         pred_idx = self._cls[np.argmin(self.distances(Xcf), axis=1)]
         ok_status = (status == 0) | (status == 1)
-        wrong = ok_status & (pred_idx != tgt)
+        wrong = ok_status & ((pred_idx != tgt) | ~np.isfinite(Xcf).all(axis=1))
         status = np.where(wrong, 4, status)
         success = ok_status & ~wrong
         messages = [
