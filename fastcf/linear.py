@@ -19,7 +19,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _solvers
 from ._kernels import logistic as _lk
 from ._kernels import softmax as _sk
 from ._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
@@ -641,7 +640,10 @@ class LinearExplainer:
                 dist=np.sqrt(np.maximum(quad, 0.0)),
                 gn=gn,
             )
-        # D-dimensional reference methods, one query at a time
+        # D-dimensional reference methods, one query at a time (scipy.optimize is imported
+        # here, not at start-up: it is most of the import time of the package)
+        from . import _solvers
+
         if bnd is not None and method != "lbfgs":
             raise ValueError(
                 f"bounds are supported by method='auto'/'reduced' (exact) and 'lbfgs' "
