@@ -34,6 +34,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -49,8 +50,10 @@ from fastcf._validation import (
     resolve_targets,
     resolve_weights,
 )
-from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
 from fastcf.results import STATUS_MESSAGES, Counterfactual, CounterfactualBatch
+
+if TYPE_CHECKING:  # imported on first use, see __getattr__ at the end
+    from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
 
 __all__ = ["GLVQ", "GMLVQ", "LGMLVQ", "LVQExplainer", "bench_rows"]
 
@@ -1002,6 +1005,8 @@ def bench_rows(quick: bool = True) -> list[dict]:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
+
     X, y = load_breast_cancer(return_X_y=True)
     Z = make_pipeline(StandardScaler(), PCA(5, random_state=0)).fit_transform(X)
     nq = 5 if quick else 30
@@ -1082,3 +1087,12 @@ def bench_rows(quick: bool = True) -> list[dict]:
         }
     )
     return rows
+
+
+def __getattr__(name):
+    # the estimators need scikit-learn, whose import is most of a cold start: load them on use
+    if name in ("GLVQ", "GMLVQ", "LGMLVQ"):
+        from fastcf import lvq_models
+
+        return getattr(lvq_models, name)
+    raise AttributeError(f"module 'fastcf.lvq' has no attribute {name!r}")
