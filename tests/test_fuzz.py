@@ -357,8 +357,15 @@ def test_fuzz_check_gradient(data):
     def f(z):
         return float(0.5 * z @ H @ z + math.fsum(np.sin(z))), H @ z + np.cos(z)
 
-    def wrong(z):
-        return f(z)[0], 1.5 * f(z)[1] + 1.0
+    d = data.draw(scaled((D,), max_exp=0, min_exp=0))
+    if not np.any(d):
+        d[0] = 1.0
+    d /= np.linalg.norm(d)
+
+    def wrong(z):  # wrong along d (the Taylor test only sees the direction it probes)
+        v, g = f(z)
+        return v, g + 0.5 * (1.0 + np.linalg.norm(g)) * d
 
     assert check_gradient(f, x).passed
-    assert not check_gradient(wrong, x).passed
+    assert check_gradient(f, x, direction=d).passed
+    assert not check_gradient(wrong, x, direction=d).passed
