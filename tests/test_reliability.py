@@ -680,6 +680,20 @@ def test_batch_equals_single(name):
     np.testing.assert_array_equal(batch.status, status)
 
 
+@pytest.mark.needs_jit
+@pytest.mark.parametrize("name", ["binary", "softmax", "lvq"])
+def test_parallel_batch_equals_serial_chunks(name):
+    # 5 000 rows take the parallel kernels (LVQ switches at 4 096 rows); chunks of 500 do not
+    ex, D, K, opts = _thread_cases()[name]
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(5000, D))
+    T = rng.integers(0, K, size=5000)
+    big = ex.explain(X, T, **opts)
+    parts = [ex.explain(X[i : i + 500], T[i : i + 500], **opts) for i in range(0, 5000, 500)]
+    np.testing.assert_array_equal(big.x, np.concatenate([p.x for p in parts]))
+    np.testing.assert_array_equal(big.status, np.concatenate([p.status for p in parts]))
+
+
 # ------------------------------------------------------------------------------ determinism
 
 _DETERMINISM_SCRIPT = textwrap.dedent(
