@@ -16,6 +16,7 @@ Profiles: ``ci`` (default, fixed seed, at most 100 examples per test, some tests
 """
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -38,7 +39,12 @@ LONG = settings.default.max_examples >= 10_000
 
 
 def examples(ci):
-    """``ci`` examples in the CI profile, the profile's count (10 000) in the long one."""
+    """``ci`` examples in the CI profile, the profile's count (10 000) in the long one.
+
+    ``FASTCF_FUZZ_EXAMPLES=n`` overrides both (for a soak run with a time budget).
+    """
+    if os.environ.get("FASTCF_FUZZ_EXAMPLES"):
+        return int(os.environ["FASTCF_FUZZ_EXAMPLES"])
     return settings.default.max_examples if LONG else ci
 
 
