@@ -869,3 +869,24 @@ def test_finite_input_whose_sum_overflows_is_accepted_without_warning():
     assert res.status in (0, 1, 2, 3, 4)
     X = BIN.decision_function([[1e308, -1e308, 0.0]])
     assert X.shape == (1,)
+
+
+def test_lvq_nnls_empty_passive_set_regression():
+    # found by the long fuzz profile: every NNLS variable left the passive set and Numba's
+    # lstsq of the empty matrix raised LinAlgError out of explain()
+    P = [
+        [8148.18, 1805.31, 1404.17, 8317.37],
+        [3457.93, 6229.83, 3788.49, -1516.04],
+        [1663.56, -2773.1, 9306.51, 1992.78],
+        [2298.76, -8071.64, 3569.6, -862.56],
+    ]
+    om = [
+        [0.09733811535207154, 0.050428719207549794, 0.0, 0.008408476828450384],
+        [0.09931371688015884, 0.02898542167896996, 0.0, -0.06626449410687998],
+        [-0.03966473260938957, -0.04970540032035105, 0.0, 0.07470206419306401],
+    ]
+    ex = LVQExplainer.from_arrays(P, [0, 0, 1, 1], omega=om)
+    x = np.array([500000.0, 340899.22321443, 0.0, 0.0])
+    res = ex.explain(x, 1, epsilon=0.0, frozen=[0, 1], bounds=(x - 1, x + 1))
+    assert not res.success and res.status in (3, 4)
+    np.testing.assert_array_equal(res.x, x)
