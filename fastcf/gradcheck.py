@@ -127,10 +127,11 @@ def check_gradient(f, x, direction=None, *, h0=1.0, n_steps=30, factor=0.5, rand
         d = as_float_array(direction, "direction")
         if d.shape != x.shape:
             raise ValueError(f"direction must have the shape of x {x.shape}; got {d.shape}")
-    nd = np.linalg.norm(d)
-    if nd == 0 or not np.isfinite(nd):
+    big = float(np.max(np.abs(d))) if d.size else 0.0
+    if big == 0 or not np.isfinite(big):
         raise ValueError("direction must be finite and non-zero")
-    d = d / nd
+    d = d / big  # first: the norm of a tiny direction (1e-207) underflows to 0
+    d = d / np.linalg.norm(d)
     f0, g0 = f(x)
     f0 = float(f0)
     g0 = np.asarray(g0, dtype=np.float64)
