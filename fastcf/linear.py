@@ -543,7 +543,8 @@ class LinearExplainer:
                 method = "reduced"
         Z = XL @ self._AT + self._b
         P = self._proba_from_logits(Z[:, 1] - Z[:, 0] if self._binary else Z)
-        pred = np.argmax(P, axis=1) if not self._binary else (Z[:, 1] - Z[:, 0] > 0).astype(int)
+        # the model's decision is the argmax of the logits: probabilities can round to a tie
+        pred = np.argmax(Z, axis=1) if not self._binary else (Z[:, 1] - Z[:, 0] > 0).astype(int)
         status = np.where((status == 0) & ~np.isfinite(XL).all(axis=1), 4, status)
         success = (pred == k) & (status == 0)
         status = np.where((status == 0) & ~success, 5, status)

@@ -890,3 +890,12 @@ def test_lvq_nnls_empty_passive_set_regression():
     res = ex.explain(x, 1, epsilon=0.0, frozen=[0, 1], bounds=(x - 1, x + 1))
     assert not res.success and res.status in (3, 4)
     np.testing.assert_array_equal(res.x, x)
+
+
+def test_path_success_uses_the_logits_regression():
+    # found by the soak run: logits 0 and 1e-17 give equal probabilities, so argmax(P) said
+    # class 0 (the target) while the model predicts class 1; path reported success=True
+    ex = LinearExplainer.from_arrays([[0.0], [0.0], [0.0]], [0.0, 1e-17, -1.0])
+    path = ex.path(np.zeros(1), 0, lams=[1.0])
+    assert ex.predict(path.X)[0] == 1
+    assert not path.success[0] and path.status[0] == 5
