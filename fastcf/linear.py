@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -874,7 +875,11 @@ class LinearExplainer:
                 cons.append(xv[~free] == X[n][~free])
             prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(wt, cp.square(xv - X[n])))), cons)
             try:
-                prob.solve(solver=cp.CLARABEL)
+                # cvxpy warns "Solution may be inaccurate" (status optimal_inaccurate): the
+                # answer is verified against the model below, as every answer is
+                with warnings.catch_warnings(record=True):
+                    warnings.simplefilter("always")
+                    prob.solve(solver=cp.CLARABEL)
             except cp.error.SolverError:
                 status[n] = 6
                 continue
