@@ -450,7 +450,35 @@ class LinearExplainer:
             lams = check_scalar_positive(0.01 if lam is None else lam, "lam", allow_array=True, n=N)
             lams = np.full(N, lams) if np.ndim(lams) == 0 else np.ascontiguousarray(lams)
             res = self._lam(X, tidx, fmask, w, bnd, lams, method, tol, max_iter)
+        self._verify(res, tidx, proba if proba is not None else None)
         return self._package(res, X, tidx, names, single)
+
+    def _verify(self, res, tidx, proba):
+        """Re-check every success with the arithmetic of :meth:`predict` (in place).
+
+        The solvers check their answer with their own (kernel) evaluation of the logits; near the
+        decision boundary at large magnitudes (logits ~1e10, whose rounding exceeds a 1e-6
+        margin) the two evaluations can disagree. A success that ``predict`` does not confirm
+        becomes status 4.
+        """
+        Xs = res["x"]
+        ok = res["success"]
+        if not ok.any():
+            return
+        Z = Xs @ self._w + self._c if self._binary else Xs @ self._AT + self._b
+        good = self._predict_index(Z) == tidx
+        if proba is not None:
+            P = self._proba_from_logits(Z)
+            good &= P[np.arange(tidx.shape[0]), tidx] >= proba
+        bad = ok & ~good
+        if bad.any():
+            res["success"] = ok & good
+            res["status"] = np.where(bad, 4, res["status"])
+            msg = (
+                "numerical failure: the answer lies within rounding of the decision boundary "
+                "(increase margin= or proba=)"
+            )
+            res["message"] = [msg if b else m for b, m in zip(bad, res["message"], strict=True)]
 
     def path(
         self,
@@ -542,10 +570,10 @@ class LinearExplainer:
                 XL *= v
                 XL += x0
                 method = "reduced"
-        Z = XL @ self._AT + self._b
-        P = self._proba_from_logits(Z[:, 1] - Z[:, 0] if self._binary else Z)
+        Z = XL @ self._w + self._c if self._binary else XL @ self._AT + self._b
+        P = self._proba_from_logits(Z)
         # the model's decision is the argmax of the logits: probabilities can round to a tie
-        pred = np.argmax(Z, axis=1) if not self._binary else (Z[:, 1] - Z[:, 0] > 0).astype(int)
+        pred = self._predict_index(Z)
         status = np.where((status == 0) & ~np.isfinite(XL).all(axis=1), 4, status)
         success = (pred == k) & (status == 0)
         status = np.where((status == 0) & ~success, 5, status)
@@ -821,9 +849,8 @@ class LinearExplainer:
             # p_k ≥ τ holds in log space; rounding of the normalised probabilities can leave it
             # an ulp short: re-solve those rows for a τ a few ulps higher
             for _ in range(3):
-                Z = _sk.logits_rows(
-                    _sk.expand_rows(X, Y, self._A, v, N > 1), self._A, self._b, N > 1
-                )
+                # the arithmetic of predict_proba (and of the final check, _verify)
+                Z = _sk.expand_rows(X, Y, self._A, v, N > 1) @ self._AT + self._b
                 P = self._proba_from_logits(Z)
                 short = (status == 0) & (P[np.arange(N), tidx] < proba)
                 if not short.any():
@@ -1003,7 +1030,7 @@ class LinearExplainer:
         gn=None,
     ):
         N, D = X.shape
-        Z = _sk.logits_rows(Xs, self._A, self._b, N > 1)
+        Z = Xs @ self._AT + self._b  # the arithmetic of predict (see _verify)
         if self._binary:
             P = self._proba_from_logits(Z[:, 1] - Z[:, 0])
             pred = (Z[:, 1] - Z[:, 0] > 0).astype(np.int64)

@@ -899,3 +899,16 @@ def test_path_success_uses_the_logits_regression():
     path = ex.path(np.zeros(1), 0, lams=[1.0])
     assert ex.predict(path.X)[0] == 1
     assert not path.success[0] and path.status[0] == 5
+
+
+def test_success_agrees_with_predict_at_large_magnitudes_regression():
+    # found by the soak run: logits ~1e10 whose rounding exceeds the 1e-6 region margin; the
+    # solver's own logits said "target", predict (BLAS) said class 1, and success was True
+    A = np.array([[0.0, 0, 0, 0], [87.5, -68.75, 0, 0], [6.25, 0, 0, 0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    X = np.full((2, 4), 1.796875e09)
+    ex.fit_mad(X)
+    res = ex.explain(X, 2, weights="mad", region=True)
+    pred = ex.predict(res.x)
+    assert ((pred == 2) | ~res.success).all()
+    assert set(res.status[~res.success].tolist()) <= {4}
