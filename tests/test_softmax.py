@@ -92,6 +92,7 @@ def test_paper_protocol(D, K):
     assert nits[:, 0].max() <= 30  # Newton: a handful of iterations, as in the paper's Fig. 1
 
 
+@pytest.mark.needs_jit  # > 4 min as pure Python (the reference D-space solvers on 64 features)
 def test_digits_protocol():
     X, y = load_digits(return_X_y=True)
     with warnings.catch_warnings():
