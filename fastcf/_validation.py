@@ -55,7 +55,10 @@ def as_float_array(value, name: str, *, ndim=None, allow_nonfinite=False) -> np.
             raise ValueError(f"{name} must be {expected}; got an array of shape {arr.shape}")
     # a sum is one fast pass with no temporary; only if it is not finite (a NaN/inf, or finite
     # values overflowing) is the exact, slower check needed
-    if not allow_nonfinite and not np.isfinite(np.sum(arr)) and not np.isfinite(arr).all():
+    if not allow_nonfinite:
+        with np.errstate(over="ignore", invalid="ignore"):  # inf - inf, 1e308 + 1e308
+            total = np.sum(arr)
+    if not allow_nonfinite and not np.isfinite(total) and not np.isfinite(arr).all():
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s); all must be finite")
     return arr
@@ -158,6 +161,8 @@ def resolve_targets(targets, classes: np.ndarray, n: int, name: str = "target", 
     if np.isscalar(targets) or (isinstance(targets, np.ndarray) and targets.ndim == 0):
         return np.full(n, lookup(targets), dtype=np.int64)
     arr = np.asarray(targets, dtype=object)
+    if arr.ndim == 0:  # None, or any other single object: looked up (and refused) as one label
+        return np.full(n, lookup(targets), dtype=np.int64)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(
             f"{name} must be one label or one label per query ({n}); got shape {arr.shape}"
@@ -173,7 +178,12 @@ def resolve_frozen(frozen, n_features: int, feature_names=None) -> np.ndarray:
     if isinstance(frozen, (str, numbers.Integral)):
         frozen = [frozen]
     frozen = list(frozen)
-    if len(frozen) == n_features and all(isinstance(f, (bool, np.bool_)) for f in frozen):
+    if frozen and all(isinstance(f, (bool, np.bool_)) for f in frozen):
+        if len(frozen) != n_features:
+            raise ValueError(
+                f"frozen as a boolean mask must have {n_features} entries, one per feature; "
+                f"got {len(frozen)}"
+            )
         return np.asarray(frozen, dtype=bool)
     names = None if feature_names is None else [str(f) for f in feature_names]
     for f in frozen:
@@ -185,6 +195,11 @@ def resolve_frozen(frozen, n_features: int, feature_names=None) -> np.ndarray:
                 )
             mask[names.index(f)] = True
         else:
+            if isinstance(f, (bool, np.bool_)):
+                raise TypeError(
+                    "frozen mixes booleans with indices or names; give a boolean mask of all "
+                    "features or a list of indices/names"
+                )
             try:
                 i = operator.index(f)
             except TypeError:

@@ -10,9 +10,12 @@ so halving h must halve the first error and quarter the second one, until roundi
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
+
+from ._validation import as_float_array, check_scalar_positive
 
 __all__ = ["check_gradient", "GradientCheck"]
 
@@ -103,19 +106,40 @@ def check_gradient(f, x, direction=None, *, h0=1.0, n_steps=30, factor=0.5, rand
     >>> check_gradient(wrong, np.array([0.1, -0.3])).passed
     False
     """
-    x = np.asarray(x, dtype=np.float64)
+    if not callable(f):
+        raise TypeError(f"f must be callable as f(x) -> (value, grad); got {type(f).__name__}")
+    x = as_float_array(x, "x")
+    if x.size == 0:
+        raise ValueError(f"x must hold at least one value; got shape {x.shape}")
+    h0 = check_scalar_positive(h0, "h0")
+    if (
+        isinstance(n_steps, (bool, np.bool_))
+        or not isinstance(n_steps, numbers.Integral)
+        or n_steps < 2
+    ):
+        raise ValueError(f"n_steps must be an int >= 2; got {n_steps!r}")
+    factor = check_scalar_positive(factor, "factor")
+    if not factor < 1.0:
+        raise ValueError(f"factor must be in the open interval (0, 1); got {factor!r}")
     if direction is None:
         d = np.random.default_rng(random_state).standard_normal(x.shape)
     else:
-        d = np.asarray(direction, dtype=np.float64)
+        d = as_float_array(direction, "direction")
         if d.shape != x.shape:
             raise ValueError(f"direction must have the shape of x {x.shape}; got {d.shape}")
-    nd = np.linalg.norm(d)
-    if nd == 0 or not np.isfinite(nd):
+    big = float(np.max(np.abs(d))) if d.size else 0.0
+    if big == 0 or not np.isfinite(big):
         raise ValueError("direction must be finite and non-zero")
-    d = d / nd
+    d = d / big  # first: the norm of a tiny direction (1e-207) underflows to 0
+    d = d / np.linalg.norm(d)
     f0, g0 = f(x)
     f0 = float(f0)
+    g0 = np.asarray(g0, dtype=np.float64)
+    if g0.size != x.size:
+        raise ValueError(
+            f"f(x) must return (value, grad) with grad shaped like x {x.shape}; "
+            f"got grad of shape {g0.shape}"
+        )
     slope = float(np.dot(np.ravel(g0), np.ravel(d)))
     scale = max(1.0, float(np.linalg.norm(x)))
     hs = h0 * scale * factor ** np.arange(n_steps)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
-from . import _solvers
 from ._kernels import logistic as _lk
 from ._kernels import softmax as _sk
 from ._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
@@ -183,6 +183,8 @@ class LinearExplainer:
             )
         if A.shape[1] == 0:
             raise ValueError("A must have at least one feature (column)")
+        if A.shape[0] == 0:
+            raise ValueError(f"A must have at least one row (K >= 1); got shape {A.shape}")
         n_cls = max(A.shape[0], 2)
         classes = np.arange(n_cls) if classes is None else np.asarray(classes)
         if classes.ndim != 1 or classes.shape[0] != n_cls:
@@ -492,7 +494,35 @@ class LinearExplainer:
             lams = check_scalar_positive(0.01 if lam is None else lam, "lam", allow_array=True, n=N)
             lams = np.full(N, lams) if np.ndim(lams) == 0 else np.ascontiguousarray(lams)
             res = self._lam(X, tidx, fmask, w, bnd, lams, method, tol, max_iter)
+        self._verify(res, tidx, proba if proba is not None else None)
         return self._package(res, X, tidx, names, single)
+
+    def _verify(self, res, tidx, proba):
+        """Re-check every success with the arithmetic of :meth:`predict` (in place).
+
+        The solvers check their answer with their own (kernel) evaluation of the logits; near the
+        decision boundary at large magnitudes (logits ~1e10, whose rounding exceeds a 1e-6
+        margin) the two evaluations can disagree. A success that ``predict`` does not confirm
+        becomes status 4.
+        """
+        Xs = res["x"]
+        ok = res["success"]
+        if not ok.any():
+            return
+        Z = Xs @ self._w + self._c if self._binary else Xs @ self._AT + self._b
+        good = self._predict_index(Z) == tidx
+        if proba is not None:
+            P = self._proba_from_logits(Z)
+            good &= P[np.arange(tidx.shape[0]), tidx] >= proba
+        bad = ok & ~good
+        if bad.any():
+            res["success"] = ok & good
+            res["status"] = np.where(bad, 4, res["status"])
+            msg = (
+                "numerical failure: the answer lies within rounding of the decision boundary "
+                "(increase margin= or proba=)"
+            )
+            res["message"] = [msg if b else m for b, m in zip(bad, res["message"], strict=True)]
 
     def path(
         self,
@@ -538,6 +568,12 @@ class LinearExplainer:
         if lams.size == 0 or not (lams > 0).all():
             raise ValueError("lams must be a non-empty 1-D array of values > 0")
         tol = check_scalar_positive(tol, "tol")
+        if (
+            isinstance(max_iter, bool)
+            or not isinstance(max_iter, (int, np.integer))
+            or max_iter < 1
+        ):
+            raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
         X, single, names, tidx, fmask, w, bnd = self._prepare(x, target, frozen, weights, bounds)
         if not single:
             raise ValueError(
@@ -597,14 +633,19 @@ class LinearExplainer:
                     method,
                     names,
                 )
-        Z = XL @ self._AT + self._b
+        Z = XL @ self._w + self._c if self._binary else XL @ self._AT + self._b
         wt_full = np.ones_like(x0) if w is None else w
         dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
         return self._path_result(lams, XL, x0, k, Z, dist, nit, status, gn, method, names)
 
     def _path_result(self, lams, XL, x0, k, Z, dist, nit, status, gn, method, names):
-        P = self._proba_from_logits(Z[:, 1] - Z[:, 0] if self._binary else Z)
-        pred = np.argmax(P, axis=1) if not self._binary else (Z[:, 1] - Z[:, 0] > 0).astype(int)
+        if self._binary and Z.ndim == 2:  # K-space logits of the two-row softmax form
+            Z = Z[:, 1] - Z[:, 0]
+        P = self._proba_from_logits(Z)
+        # the model's decision is the argmax of the logits: probabilities can round to a tie
+        pred = self._predict_index(Z)
+        finite = np.isfinite(Z).all(axis=-1) if Z.ndim == 2 else np.isfinite(Z)
+        status = np.where((status == 0) & ~(finite & np.isfinite(dist)), 4, status)
         success = (pred == k) & (status == 0)
         status = np.where((status == 0) & ~success, 5, status)
         return CounterfactualPath(
@@ -698,7 +739,10 @@ class LinearExplainer:
                 dist=np.sqrt(np.maximum(quad, 0.0)),
                 gn=gn,
             )
-        # D-dimensional reference methods, one query at a time
+        # D-dimensional reference methods, one query at a time (scipy.optimize is imported
+        # here, not at start-up: it is most of the import time of the package)
+        from . import _solvers
+
         if bnd is not None and method != "lbfgs":
             raise ValueError(
                 f"bounds are supported by method='auto'/'reduced' (exact) and 'lbfgs' "
@@ -874,9 +918,14 @@ class LinearExplainer:
             # p_k ≥ τ holds in log space; rounding of the normalised probabilities can leave it
             # an ulp short: re-solve those rows for a τ a few ulps higher
             for _ in range(3):
-                Z = self._logits(self._expand(X, Y, v))
-                P = self._proba_from_logits(Z)
-                short = (status == 0) & (P[np.arange(N), tidx] < proba)
+                # both arithmetics that judge the answer: the row kernels (_finish_softmax) and
+                # predict_proba's BLAS (_verify)
+                Xs = self._expand(X, Y, v)
+                rows = np.arange(N)
+                short = (status == 0) & (
+                    (self._proba_from_logits(self._logits(Xs))[rows, tidx] < proba)
+                    | (self._proba_from_logits(Xs @ self._AT + self._b)[rows, tidx] < proba)
+                )
                 if not short.any():
                     break
                 log_tau[short] += 8 * np.finfo(float).eps * (1 + abs(math.log(proba)))
@@ -926,7 +975,11 @@ class LinearExplainer:
                 cons.append(xv[~free] == X[n][~free])
             prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(wt, cp.square(xv - X[n])))), cons)
             try:
-                prob.solve(solver=cp.CLARABEL)
+                # cvxpy warns "Solution may be inaccurate" (status optimal_inaccurate): the
+                # answer is verified against the model below, as every answer is
+                with warnings.catch_warnings(record=True):
+                    warnings.simplefilter("always")
+                    prob.solve(solver=cp.CLARABEL)
             except cp.error.SolverError:
                 status[n] = 6
                 continue
@@ -1007,6 +1060,10 @@ class LinearExplainer:
         z = np.where(pos, zeta, -zeta)
         pred = (z > 0).astype(np.int64)
         P = self._proba_from_logits(z)
+        status = status.copy()
+        # a step that overflowed (tiny w, e.g. |w| = 1e-158) lands at ±inf, where the logit
+        # "classifies" it: that is a numerical failure, not an answer
+        status[(status == 0) & ~(np.isfinite(Xs).all(axis=1) & np.isfinite(dist))] = 4
         success, status = _verdict(pred, P, tidx, status, proba_min, lams is not None, unreachable)
         return _result(Xs, P, dist, success, status, nit, lams, gn, method)
 
@@ -1028,13 +1085,18 @@ class LinearExplainer:
         gn=None,
     ):
         N, D = X.shape
-        Z = self._logits(Xs)
+        Z = self._logits(Xs)  # the solver's check; explain() re-checks with predict's (_verify)
         if self._binary:
             P = self._proba_from_logits(Z[:, 1] - Z[:, 0])
             pred = (Z[:, 1] - Z[:, 0] > 0).astype(np.int64)
         else:
             P = self._proba_from_logits(Z)
             pred = np.argmax(Z, axis=1)
+        status = status.copy()
+        bad = ~np.isfinite(Xs).all(axis=1)
+        if dist is not None:
+            bad |= ~np.isfinite(dist)
+        status[(status == 0) & bad] = 4
         success, status = _verdict(
             pred, P, tidx, status, proba_min, lams is not None and proba_min is None, False
         )

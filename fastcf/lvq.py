@@ -34,6 +34,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,14 +43,17 @@ from fastcf._kernels.lvq_qp import lvq_fast_batch
 from fastcf._validation import (
     as_float_array,
     as_queries,
+    check_scalar_positive,
     median_absolute_deviation,
     resolve_bounds,
     resolve_frozen,
     resolve_targets,
     resolve_weights,
 )
-from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
 from fastcf.results import STATUS_MESSAGES, Counterfactual, CounterfactualBatch
+
+if TYPE_CHECKING:  # imported on first use, see __getattr__ at the end
+    from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
 
 __all__ = ["GLVQ", "GMLVQ", "LGMLVQ", "LVQExplainer", "bench_rows"]
 
@@ -228,6 +232,8 @@ class LVQExplainer:
         M, D = P.shape
         if M < 2:
             raise ValueError(f"prototypes must hold at least 2 prototypes; got {M}")
+        if D < 1:
+            raise ValueError(f"prototypes must have at least one feature; got shape {P.shape}")
         labels = np.asarray(labels)
         if labels.ndim != 1 or labels.shape[0] != M:
             raise ValueError(
@@ -235,6 +241,8 @@ class LVQExplainer:
             )
         classes = np.asarray(classes)
         pos = {c.item() if hasattr(c, "item") else c: k for k, c in enumerate(classes)}
+        if classes.ndim != 1 or len(pos) != classes.shape[0]:
+            raise ValueError(f"classes must be a 1-D array of distinct labels; got {classes!r}")
         try:
             cls_idx = np.array(
                 [pos[lab.item() if hasattr(lab, "item") else lab] for lab in labels], dtype=np.int64
@@ -284,6 +292,11 @@ class LVQExplainer:
         self.feature_names = (
             None if feature_names is None else np.asarray(feature_names, dtype=object)
         )
+        if self.feature_names is not None and self.feature_names.shape != (D,):
+            raise ValueError(
+                f"feature_names must hold {D} names, one per feature; "
+                f"got shape {self.feature_names.shape}"
+            )
         self.mad_ = None
         self._cache = {}
         self._direct = True  # compiled Clarabel re-solve (False: cvxpy's Problem.solve per query)
@@ -486,6 +499,8 @@ class LVQExplainer:
         """
         X, single, names = as_queries(x, self.n_features_in_, self.feature_names)
         N = X.shape[0]
+        if N == 0:
+            raise ValueError("x is empty: need at least one query row")
         tgt = resolve_targets(target, self.classes_, N)
         missing = sorted(set(tgt.tolist()) - set(self._cls.tolist()))
         if missing:
@@ -502,8 +517,12 @@ class LVQExplainer:
             raise ValueError(
                 f"solver must be None, 'fast', 'cvxpy' or a cvxpy solver name; got {solver!r}"
             )
-        if max_iter is not None and not (isinstance(max_iter, numbers.Integral) and max_iter >= 1):
+        if max_iter is not None and (
+            isinstance(max_iter, (bool, np.bool_))
+            or not (isinstance(max_iter, numbers.Integral) and max_iter >= 1)
+        ):
             raise ValueError(f"max_iter must be an int >= 1; got {max_iter!r}")
+        tol = check_scalar_positive(tol, "tol")
         fast_ok = self.kind != "local" and metric == "euclidean"
         if solver == "fast" and not fast_ok:
             raise ValueError(
@@ -526,7 +545,7 @@ class LVQExplainer:
         # verification with the model's decision rule
         pred_idx = self._cls[np.argmin(self.distances(Xcf), axis=1)]
         ok_status = (status == 0) | (status == 1)
-        wrong = ok_status & (pred_idx != tgt)
+        wrong = ok_status & ((pred_idx != tgt) | ~np.isfinite(Xcf).all(axis=1))
         status = np.where(wrong, 4, status)
         success = ok_status & ~wrong
         messages = [
@@ -986,6 +1005,8 @@ def bench_rows(quick: bool = True) -> list[dict]:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
+
     X, y = load_breast_cancer(return_X_y=True)
     Z = make_pipeline(StandardScaler(), PCA(5, random_state=0)).fit_transform(X)
     nq = 5 if quick else 30
@@ -1066,3 +1087,12 @@ def bench_rows(quick: bool = True) -> list[dict]:
         }
     )
     return rows
+
+
+def __getattr__(name):
+    # the estimators need scikit-learn, whose import is most of a cold start: load them on use
+    if name in ("GLVQ", "GMLVQ", "LGMLVQ"):
+        from fastcf import lvq_models
+
+        return getattr(lvq_models, name)
+    raise AttributeError(f"module 'fastcf.lvq' has no attribute {name!r}")

@@ -665,7 +665,11 @@ class SVMEnumeration:
                 self._branch(node)
                 continue
             self._seen.add(key)
-            if node.f > self._last_f + self._slack + 1e-12 * abs(self._last_f):
+            # a solve stopped at max_iter (status 1, warned) gives an approximate objective, so
+            # the order is only approximate then: no error for what was already reported
+            if self.n_maxiter == 0 and node.f > self._last_f + self._slack + 1e-12 * abs(
+                self._last_f
+            ):
                 raise RuntimeError(
                     f"EnumSV produced an objective larger than its predecessor's "
                     f"({node.f!r} > {self._last_f!r}) beyond the solver tolerance; "
@@ -835,6 +839,10 @@ class SVMEnumerator:
         cache_size = _check_real(self.cache_size, "cache_size")
         X = as_float_array(X, "X", ndim=2)
         n = X.shape[0]
+        if n < 2 or X.shape[1] < 1:
+            raise ValueError(
+                f"X must have at least 2 rows and 1 feature (column); got shape {X.shape}"
+            )
         if kind == _KINDS["precomputed"] and X.shape[0] != X.shape[1]:
             raise ValueError(
                 f"X must be a square Gram matrix for kernel='precomputed'; got shape {X.shape}"

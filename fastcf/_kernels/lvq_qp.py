@@ -73,6 +73,9 @@ def nnls(E, f, max_iter):
         while True:
             it += 1
             idx = np.flatnonzero(passive)
+            if idx.size == 0:  # every variable left the passive set: v = 0 (lstsq of an empty
+                v = np.zeros(m)  # matrix raises LinAlgError in Numba)
+                break
             sub = np.ascontiguousarray(E[:, idx])
             sol = np.linalg.lstsq(sub, f)[0]
             s = np.zeros(m)

@@ -1,0 +1,78 @@
+"""Reliability benchmarks: cold start in a fresh process, and peak memory of a large batch.
+
+``time_import_and_first_call`` runs ``import fastcf`` and one query in a new interpreter with a
+warm Numba cache (``setup`` warms it): what a service pays at start-up. Target: < 1 s.
+
+``peakmem_batch`` explains 100 000 queries at D = 784 (a binary LinearExplainer, ``lam=``). asv's
+``peakmem_`` is the whole process's maximum RSS, which includes the (N, D) input built in
+``setup``; ``track_peak_over_output`` isolates the call: the peak of the memory allocated during
+``explain`` (tracemalloc, which sees Numba's allocations) divided by the size of the output
+``x``. Target: <= 1.5.
+"""
+
+import os
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+
+_COLD = """
+import numpy as np
+import fastcf
+ex = fastcf.LinearExplainer.from_arrays(np.array([[1.0, -2.0, 0.5]]), np.array([0.1]))
+ex.explain(np.zeros(3), 1, lam=0.1)
+"""
+
+
+def _run_fresh():
+    subprocess.run([sys.executable, "-c", _COLD], check=True, env=dict(os.environ))
+
+
+class ColdStart:
+    """Import + first query in a fresh interpreter, warm on-disk cache."""
+
+    timeout = 300
+    number = 1
+    repeat = 5
+
+    def setup(self):
+        _run_fresh()  # compiles and caches the kernels once
+
+    def time_import_and_first_call(self):
+        _run_fresh()
+
+
+def _batch_problem(N=100_000, D=784):
+    from fastcf import LinearExplainer
+
+    rng = np.random.default_rng(0)
+    ex = LinearExplainer.from_arrays(rng.normal(size=(1, D)) / np.sqrt(D), np.array([0.1]))
+    X = rng.normal(size=(N, D))
+    ex.explain(X[:8], 1, lam=0.1)  # load the kernels
+    return ex, X
+
+
+class BatchMemory:
+    """100 000 queries at D = 784, binary logistic, lam mode."""
+
+    timeout = 600
+    number = 1
+    repeat = 1
+
+    def setup(self):
+        self.ex, self.X = _batch_problem()
+
+    def peakmem_batch(self):
+        self.ex.explain(self.X, 1, lam=0.1)
+
+    def track_peak_over_output(self):
+        tracemalloc.start()
+        try:
+            res = self.ex.explain(self.X, 1, lam=0.1)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        return peak / res.x.nbytes
+
+    track_peak_over_output.unit = "x output size"

@@ -1,0 +1,392 @@
+"""Fuzzing every public entry point with hypothesis.
+
+Invariants checked on every example:
+
+* the call raises nothing (the inputs are valid; hostile *values* — huge or tiny magnitudes,
+  degenerate models — are not errors), and in particular no NumPy warning (pytest turns warnings
+  into errors);
+* ``status`` is a documented code, ``success`` implies ``status == 0``;
+* ``success`` implies a finite ``x`` and ``distance`` and that the model — the explainer's
+  ``predict`` and, for scikit-learn models, the scikit-learn model itself — classifies ``x`` as
+  the target, and meets ``proba`` when that was asked;
+* iteration counts stay within the documented caps (no hang).
+
+Profiles: ``ci`` (default, fixed seed, at most 100 examples per test, some tests fewer) and
+``long``: ``HYPOTHESIS_PROFILE=long python -m pytest tests/test_fuzz.py`` (10 000 per test).
+"""
+
+import math
+import os
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from fastcf import (
+    LinearExplainer,
+    LVQExplainer,
+    SVMEnumerator,
+    check_gradient,
+    counterfactual,
+)
+from fastcf.lvq import GLVQ, GMLVQ, LGMLVQ
+from fastcf.results import STATUS_MESSAGES
+
+LONG = settings.default.max_examples >= 10_000
+
+
+def examples(ci):
+    """``ci`` examples in the CI profile, the profile's count (10 000) in the long one.
+
+    ``FASTCF_FUZZ_EXAMPLES=n`` overrides both (for a soak run with a time budget).
+    """
+    if os.environ.get("FASTCF_FUZZ_EXAMPLES"):
+        return int(os.environ["FASTCF_FUZZ_EXAMPLES"])
+    return settings.default.max_examples if LONG else ci
+
+
+@pytest.fixture(autouse=True)
+def _pure_python_kernels_errstate():
+    """With NUMBA_DISABLE_JIT=1 the kernels run on NumPy scalars, which warn on overflow where
+    the compiled kernels (error_model="numpy") give the same inf/NaN silently: silence them
+    there. With the JIT (the CI run) every NumPy warning is still an error."""
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") == "1":
+        with np.errstate(all="ignore"):
+            yield
+    else:
+        yield
+
+
+# ------------------------------------------------------------------------------ strategies
+def scaled(shape, max_exp=4, min_exp=-3):
+    """Arrays with entries in [-1, 1] times 10**e, e drawn once per array (hostile scales)."""
+
+    @st.composite
+    def strategy(draw):
+        e = draw(st.integers(min_exp, max_exp))
+        base = draw(
+            hnp.arrays(
+                np.float64,
+                shape,
+                elements=st.floats(-1, 1, allow_nan=False, allow_subnormal=False),
+            )
+        )
+        return base * 10.0**e
+
+    return strategy()
+
+
+lams = st.floats(-8, 8).map(lambda e: 10.0**e)
+probas = st.floats(1e-6, 1 - 1e-6)
+
+
+@st.composite
+def linear_models(draw, binary):
+    D = draw(st.integers(1, 6))
+    K = 1 if binary else draw(st.integers(2, 5))
+    A = draw(scaled((K, D), max_exp=4))
+    kind = draw(st.sampled_from(["plain", "zero-row", "dup-rows", "one-feature"]))
+    if kind == "zero-row":
+        A[draw(st.integers(0, K - 1))] = 0.0
+    elif kind == "dup-rows" and K > 1:
+        A[1] = A[0]
+    elif kind == "one-feature":
+        A[:, 1:] = 0.0
+    b = draw(scaled((K,), max_exp=4))
+    return LinearExplainer.from_arrays(A, b), D, max(K, 2)
+
+
+@st.composite
+def linear_options(draw, D):
+    opts = {}
+    mode = draw(st.sampled_from(["lam", "proba", "region"]))
+    if mode == "lam":
+        opts["lam"] = draw(lams)
+    elif mode == "proba":
+        opts["proba"] = draw(probas)
+    else:
+        opts["region"] = True
+        opts["margin"] = draw(st.sampled_from([0.0, 1e-6, 1.0]))
+    if draw(st.booleans()):
+        opts["frozen"] = draw(st.lists(st.integers(0, D - 1), max_size=D, unique=True))
+    if draw(st.booleans()):
+        opts["weights"] = draw(st.floats(-3, 3).map(lambda e: 10.0**e)) * (
+            1.0 + draw(hnp.arrays(np.float64, D, elements=st.floats(0, 10)))
+        )
+    return opts
+
+
+def _check(ex, res, targets, proba=None, cap=None, sk_model=None):
+    single = np.ndim(res.status) == 0
+    X = np.atleast_2d(res.x)
+    status = np.atleast_1d(res.status)
+    success = np.atleast_1d(res.success)
+    dist = np.atleast_1d(res.distance)
+    targets = np.atleast_1d(np.asarray(targets, dtype=object))
+    assert set(status.tolist()) <= set(STATUS_MESSAGES), status
+    # LVQ: the penalty CCP may stop at its round cap (status 1) at a point that the model
+    # classifies as the target; that is reported as success with status 1
+    ok_codes = (0, 1) if isinstance(ex, LVQExplainer) else (0,)
+    assert not (success & ~np.isin(status, ok_codes)).any()
+    if cap is not None:
+        assert (np.atleast_1d(res.nit) <= cap).all(), res.nit
+    ok = np.flatnonzero(success)
+    if ok.size == 0:
+        return
+    assert np.isfinite(X[ok]).all(), (
+        X[ok],
+        getattr(ex, "coef_", None),
+        getattr(ex, "intercept_", None),
+        np.asarray(res.x0).tolist(),
+    )
+    assert np.isfinite(dist[ok]).all()
+    pred = ex.predict(X[ok])
+    assert (pred == targets[ok % targets.size] if targets.size > 1 else pred == targets[0]).all()
+    if sk_model is not None:
+        sk_pred = sk_model.predict(X[ok])
+        assert (sk_pred == (targets[ok] if targets.size > 1 else targets[0])).all()
+    if proba is not None:
+        cls = list(ex.classes_)
+        t_idx = np.array([cls.index(t) for t in (targets[ok] if targets.size > 1 else targets)])
+        P = ex.predict_proba(X[ok])
+        assert (P[np.arange(ok.size), t_idx if t_idx.size > 1 else t_idx[0]] >= proba).all()
+        if sk_model is not None:
+            Psk = sk_model.predict_proba(X[ok])
+            assert (Psk[np.arange(ok.size), t_idx if t_idx.size > 1 else t_idx[0]] >= proba).all()
+    if single:
+        assert isinstance(res.success, bool)
+
+
+# ------------------------------------------------------------------------- LinearExplainer
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "softmax"])
+@settings(max_examples=examples(100))
+@given(data=st.data())
+def test_fuzz_linear_explain(binary, data):
+    ex, D, n_cls = data.draw(linear_models(binary))
+    N = data.draw(st.integers(1, 4))
+    X = data.draw(scaled((N, D), max_exp=12))
+    T = data.draw(hnp.arrays(np.int64, N, elements=st.integers(0, n_cls - 1)))
+    opts = data.draw(linear_options(D))
+    if data.draw(st.booleans()):
+        lo = X.min(axis=0) - data.draw(st.sampled_from([0.0, 1.0, np.inf]))
+        hi = X.max(axis=0) + data.draw(st.sampled_from([0.0, 1.0, np.inf]))
+        opts["bounds"] = (lo, hi)
+    if not binary and "bounds" in opts and "region" in opts:
+        X, T = X[:1], T[:1]  # one cvxpy QP per row: keep it small
+    res = ex.explain(X, T, **opts)
+    _check(ex, res, T, proba=opts.get("proba"), cap=None)
+    one = ex.explain(X[0], int(T[0]), **opts)
+    _check(ex, one, T[:1], proba=opts.get("proba"))
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "softmax"])
+@settings(max_examples=examples(60))
+@given(data=st.data())
+def test_fuzz_linear_path(binary, data):
+    ex, D, n_cls = data.draw(linear_models(binary))
+    x = data.draw(scaled((D,), max_exp=12))
+    t = data.draw(st.integers(0, n_cls - 1))
+    ls = np.sort(data.draw(st.lists(lams, min_size=1, max_size=6)))[::-1]
+    opts = {}
+    if data.draw(st.booleans()):
+        opts["frozen"] = [0]
+    if data.draw(st.booleans()):
+        opts["bounds"] = (x - 1.0, x + 1.0)
+    path = ex.path(x, t, lams=ls.copy(), warm_start=data.draw(st.booleans()), **opts)
+    assert path.X.shape == (ls.size, D)
+    assert set(path.status.tolist()) <= set(STATUS_MESSAGES)
+    assert (path.nit <= 100).all()
+    ok = np.flatnonzero(path.success)
+    assert not (path.success & (path.status != 0)).any()
+    if ok.size:
+        assert np.isfinite(path.X[ok]).all() and np.isfinite(path.distance[ok]).all()
+        assert (ex.predict(path.X[ok]) == t).all()
+
+
+@settings(max_examples=examples(100))
+@given(data=st.data())
+def test_fuzz_from_arrays_and_fit_mad(data):
+    K = data.draw(st.integers(1, 4))
+    D = data.draw(st.integers(1, 5))
+    A = data.draw(scaled((K, D), max_exp=12, min_exp=-12))
+    b = data.draw(scaled((K,), max_exp=12, min_exp=-12))
+    ex = LinearExplainer.from_arrays(A, b)
+    n = data.draw(st.integers(2, 8))
+    Xtr = data.draw(scaled((n, D), max_exp=12))
+    if data.draw(st.booleans()):
+        Xtr[:] = Xtr[0]  # all rows duplicated: MAD = 0 everywhere
+    ex.fit_mad(Xtr)
+    assert np.isfinite(ex.mad_).all() and (ex.mad_ > 0).all()
+    P = ex.predict_proba(Xtr)
+    assert np.isfinite(P).all()
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-12)
+    res = ex.explain(Xtr[:2], ex.classes_[-1], weights="mad", region=True)
+    _check(ex, res, [ex.classes_[-1]])
+
+
+@settings(max_examples=examples(40))
+@given(data=st.data())
+def test_fuzz_counterfactual_sklearn(data):
+    """success ⇒ the scikit-learn model itself predicts the target (and meets proba)."""
+    from sklearn.linear_model import LogisticRegression
+
+    n_cls = data.draw(st.integers(2, 3))
+    D = data.draw(st.integers(1, 4))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    Xtr = rng.normal(size=(30, D)) * 10.0 ** data.draw(st.integers(-2, 4))
+    y = np.arange(30) % n_cls
+    model = LogisticRegression(C=data.draw(st.sampled_from([1e-2, 1.0, 1e4])), max_iter=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning is the model's business
+        model.fit(Xtr, y)
+    x = Xtr[data.draw(st.integers(0, 29))]
+    t = data.draw(st.integers(0, n_cls - 1))
+    mode = data.draw(st.sampled_from([{"region": True}, {"proba": 0.75}, {"lam": 1e-3}]))
+    res = counterfactual(model, x, t, **mode)
+    ex = LinearExplainer(model)
+    _check(ex, res, [t], proba=mode.get("proba"), sk_model=model)
+
+
+# ---------------------------------------------------------------------------- LVQExplainer
+@st.composite
+def lvq_models(draw, local=False):
+    D = draw(st.integers(1, 5))
+    n_cls = draw(st.integers(2, 3))
+    per = draw(st.integers(1, 2))
+    labels = np.repeat(np.arange(n_cls), per)
+    P = draw(scaled((labels.size, D), max_exp=6))
+    if draw(st.booleans()) and labels.size > 2:
+        P[-1] = P[0]  # a duplicated prototype (of another class)
+    kind = draw(st.sampled_from(["euclidean", "global"] + (["local"] if local else [])))
+    if local:
+        kind = "local"
+    omega = None
+    if kind == "global":
+        d = draw(st.integers(1, D))
+        omega = draw(scaled((d, D), max_exp=2, min_exp=-2))
+        if not np.any(omega):
+            omega[0, 0] = 1.0
+    elif kind == "local":
+        omega = []
+        for _ in range(labels.size):
+            o = draw(scaled((D, D), max_exp=1, min_exp=-1))
+            if not np.any(o):
+                o[0, 0] = 1.0
+            omega.append(o)
+    return LVQExplainer.from_arrays(P, labels, omega=omega), D, n_cls
+
+
+@settings(max_examples=examples(100))
+@given(data=st.data())
+def test_fuzz_lvq_fast(data):
+    ex, D, n_cls = data.draw(lvq_models())
+    N = data.draw(st.integers(1, 4))
+    X = data.draw(scaled((N, D), max_exp=12))
+    T = data.draw(hnp.arrays(np.int64, N, elements=st.integers(0, n_cls - 1)))
+    opts = {"epsilon": data.draw(st.sampled_from([0.0, 1e-6, 1e-2]))}
+    if data.draw(st.booleans()):
+        opts["frozen"] = data.draw(st.lists(st.integers(0, D - 1), max_size=D, unique=True))
+    if data.draw(st.booleans()):
+        opts["bounds"] = (X.min(axis=0) - 1.0, X.max(axis=0) + 1.0)
+    if data.draw(st.booleans()):
+        opts["weights"] = 0.5 + data.draw(hnp.arrays(np.float64, D, elements=st.floats(0, 4)))
+    res = ex.explain(X, T, **opts)
+    cap = 100 * ex.prototypes_.shape[0]  # nit adds the NNLS steps (max_iter=100 each) of the
+    _check(ex, res, T, cap=cap)  # target's prototypes
+    _check(ex, ex.explain(X[0], int(T[0]), **opts), T[:1], cap=cap)
+
+
+@settings(max_examples=examples(8))
+@given(data=st.data())
+def test_fuzz_lvq_cvxpy(data):
+    """Manhattan LP and the localised (penalty CCP) program, through cvxpy: few examples."""
+    local = data.draw(st.booleans())
+    ex, D, n_cls = data.draw(lvq_models(local=local))
+    x = data.draw(scaled((D,), max_exp=4))
+    t = data.draw(st.integers(0, n_cls - 1))
+    metric = data.draw(st.sampled_from(["euclidean", "manhattan"]))
+    res = ex.explain(x, t, metric=metric, max_iter=10 if local else None)
+    # nit adds the CCP rounds (max_iter=10 each) of the target's prototypes
+    _check(ex, res, [t], cap=None if not local else 10 * ex.prototypes_.shape[0])
+
+
+# --------------------------------------------------------------------------- LVQ estimators
+@settings(max_examples=examples(15))
+@given(data=st.data())
+def test_fuzz_lvq_estimators(data):
+    Model = data.draw(st.sampled_from([GLVQ, GMLVQ, LGMLVQ]))
+    D = data.draw(st.integers(1, 4))
+    n = data.draw(st.integers(4, 12))
+    X = data.draw(scaled((n, D), max_exp=6))
+    if data.draw(st.booleans()):
+        X[1::2] = X[0::2][: X[1::2].shape[0]]  # duplicated rows
+    y = np.arange(n) % data.draw(st.integers(2, 3))
+    m = Model(random_state=0, max_iter=30).fit(X, y)
+    assert np.isfinite(m.prototypes_).all()
+    pred = m.predict(X)
+    assert set(pred.tolist()) <= set(m.classes_.tolist())
+    ex = LVQExplainer(m)
+    np.testing.assert_array_equal(ex.predict(X), pred)
+
+
+# -------------------------------------------------------------------------- SVM enumeration
+@settings(max_examples=examples(30))
+@given(data=st.data())
+def test_fuzz_svm_enumerate(data):
+    n = data.draw(st.integers(2, 8))
+    D = data.draw(st.integers(1, 3))
+    X = data.draw(scaled((n, D), max_exp=4))
+    if data.draw(st.booleans()):
+        X[-1] = X[0]  # duplicated row (maybe with the other label)
+    y = np.arange(n) % 2
+    kernel = data.draw(st.sampled_from(["linear", "rbf", "poly"]))
+    C = data.draw(st.floats(-3, 3).map(lambda e: 10.0**e))
+    k = data.draw(st.integers(1, 5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a ConvergenceWarning is documented (status 1)
+        top = SVMEnumerator(C=C, kernel=kernel, max_iter=100_000).enumerate(X, y, k=k)
+    assert 1 <= len(top) <= k
+    objectives = [m.objective for m in top]
+    assert all(np.isfinite(objectives))
+    assert all(m.status in (0, 1) for m in top)
+    if all(m.status == 0 for m in top):  # a solve at its iteration cap is approximate
+        pairs = zip(objectives[:-1], objectives[1:], strict=True)
+        assert all(a >= b - 1e-9 * (1 + abs(a)) for a, b in pairs)
+    supports = [tuple(m.support_.tolist()) for m in top]
+    assert len(set(supports)) == len(supports)
+    for r, m in enumerate(top, start=1):
+        assert m.rank == r
+        assert np.isfinite(m.alpha).all() and (m.alpha >= -1e-12).all()
+        assert (m.alpha <= C * (1 + 1e-9)).all()
+        assert np.isfinite(m.decision_function(X)).all()
+        assert set(m.predict(X).tolist()) <= {0, 1}
+
+
+# --------------------------------------------------------------------------- check_gradient
+@settings(max_examples=examples(100))
+@given(data=st.data())
+def test_fuzz_check_gradient(data):
+    D = data.draw(st.integers(1, 5))
+    M = data.draw(scaled((D, D), max_exp=3, min_exp=-3))
+    H = M @ M.T + np.eye(D)
+    x = data.draw(scaled((D,), max_exp=3))
+
+    def f(z):
+        return float(0.5 * z @ H @ z + math.fsum(np.sin(z))), H @ z + np.cos(z)
+
+    d = data.draw(scaled((D,), max_exp=0, min_exp=0))
+    if not np.any(d):
+        d[0] = 1.0
+    d /= np.abs(d).max()
+    d /= np.linalg.norm(d)
+
+    def wrong(z):  # wrong along d (the Taylor test only sees the direction it probes)
+        v, g = f(z)
+        return v, g + 0.5 * (1.0 + np.linalg.norm(g)) * d
+
+    assert check_gradient(f, x).passed
+    assert check_gradient(f, x, direction=d).passed
+    assert not check_gradient(wrong, x, direction=d).passed

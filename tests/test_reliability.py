@@ -1,0 +1,914 @@
+"""Reliability: validation at every public entry point, threads, determinism, pickle, cold start.
+
+The validation table lists hostile inputs with the exception type and a fragment of the message
+that names the argument: the message must say which argument is wrong, not only that something
+failed.
+"""
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+
+from fastcf import (
+    LinearExplainer,
+    LVQExplainer,
+    SVMEnumerator,
+    check_gradient,
+    counterfactual,
+    enumerate_svms,
+)
+from fastcf.lvq import GLVQ, GMLVQ, LGMLVQ
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_rng = np.random.default_rng(0)
+XTR = _rng.normal(size=(40, 3))
+YTR = (XTR[:, 0] + 0.3 * XTR[:, 1] > 0).astype(int)
+BIN = LinearExplainer.from_arrays([[1.0, 2.0, -1.0]], [0.1])
+SM = LinearExplainer.from_arrays(_rng.normal(size=(3, 3)), np.zeros(3))
+NAMED = LinearExplainer.from_arrays([[1.0, 2.0, -1.0]], [0.1], feature_names=["a", "b", "c"])
+LVQ = LVQExplainer.from_arrays([[0.0, 0, 0], [1.0, 1, 1]], [0, 1])
+X0 = np.zeros(3)
+
+
+def _fitted_glvq():
+    return GLVQ(random_state=0).fit(XTR, YTR)
+
+
+def _grad(x):
+    return float(np.sum(x**2)), 2 * x
+
+
+def _pd():
+    return pytest.importorskip("pandas")
+
+
+# (id, call, exception type, fragment of the message)
+CASES = [
+    # LinearExplainer.from_arrays / __init__
+    (
+        "A-object",
+        lambda: LinearExplainer.from_arrays(np.array([[1, "a"]], dtype=object), [0.0]),
+        TypeError,
+        "A must be a real numeric",
+    ),
+    (
+        "A-complex",
+        lambda: LinearExplainer.from_arrays(np.array([[1 + 1j, 2]]), [0.0]),
+        TypeError,
+        "complex",
+    ),
+    (
+        "A-no-rows",
+        lambda: LinearExplainer.from_arrays(np.zeros((0, 3)), np.zeros(0)),
+        ValueError,
+        "A must have at least one row",
+    ),
+    (
+        "A-no-cols",
+        lambda: LinearExplainer.from_arrays(np.zeros((1, 0)), np.zeros(1)),
+        ValueError,
+        "A must have at least one feature",
+    ),
+    (
+        "A-nan",
+        lambda: LinearExplainer.from_arrays([[np.nan, 1.0]], [0.0]),
+        ValueError,
+        "A contains",
+    ),
+    (
+        "A-3d",
+        lambda: LinearExplainer.from_arrays(np.zeros((1, 1, 3)), [0.0]),
+        ValueError,
+        "A must be",
+    ),
+    (
+        "b-inf",
+        lambda: LinearExplainer.from_arrays([[1.0, 1.0]], [np.inf]),
+        ValueError,
+        "b contains",
+    ),
+    (
+        "b-shape",
+        lambda: LinearExplainer.from_arrays([[1.0, 1.0]], [0.0, 1.0]),
+        ValueError,
+        "b must",
+    ),
+    (
+        "classes-dup",
+        lambda: LinearExplainer.from_arrays([[1.0, 1.0]], [0.0], classes=[1, 1]),
+        ValueError,
+        "classes must be distinct",
+    ),
+    (
+        "classes-count",
+        lambda: LinearExplainer.from_arrays([[1.0, 1.0]], [0.0], classes=[0, 1, 2]),
+        ValueError,
+        "classes must have 2",
+    ),
+    (
+        "names-count",
+        lambda: LinearExplainer.from_arrays([[1.0, 1.0]], [0.0], feature_names=["a"]),
+        ValueError,
+        "feature_names",
+    ),
+    ("model-None", lambda: LinearExplainer(None), TypeError, "NoneType"),
+    ("model-unfitted", lambda: LinearExplainer(LogisticRegression()), NotFittedError, "fit"),
+    # explain: x
+    ("x-object", lambda: BIN.explain(np.array([1, None, 2], dtype=object), 1), TypeError, "x must"),
+    ("x-str", lambda: BIN.explain("abc", 1), TypeError, "x must"),
+    ("x-complex", lambda: BIN.explain(np.ones(3) * 1j, 1), TypeError, "x must"),
+    ("x-nan", lambda: BIN.explain([np.nan, 0, 0], 1), ValueError, "x contains 1 NaN"),
+    ("x-inf", lambda: BIN.explain([np.inf, 0, 0], 1), ValueError, "x contains 1 NaN"),
+    (
+        "x-nan-with-overflowing-sum",
+        lambda: BIN.explain([1e308, 1e308, np.nan], 1),
+        ValueError,
+        "x contains",
+    ),
+    ("x-empty-batch", lambda: BIN.explain(np.zeros((0, 3)), 1), ValueError, "x is empty"),
+    ("x-empty-1d", lambda: BIN.explain(np.zeros(0), 1), ValueError, "x has 0 features"),
+    ("x-3d", lambda: BIN.explain(np.zeros((1, 1, 3)), 1), ValueError, "x must be 1-D or 2-D"),
+    ("x-scalar", lambda: BIN.explain(1.0, 1), ValueError, "x must be 1-D or 2-D"),
+    ("x-wrong-D", lambda: BIN.explain(np.zeros(4), 1), ValueError, "x has 4 features"),
+    ("x-ragged", lambda: BIN.explain([[1, 2, 3], [1, 2]], 1), TypeError, "x must be array-like"),
+    ("sm-x-nan", lambda: SM.explain([np.nan, 0, 0], 1), ValueError, "x contains"),
+    # explain: target
+    ("target-unknown", lambda: BIN.explain(X0, 5), ValueError, "target=5 is not a class"),
+    ("target-None", lambda: BIN.explain(X0, None), ValueError, "target=None"),
+    ("target-count", lambda: BIN.explain(np.zeros((2, 3)), [1]), ValueError, "target must be one"),
+    ("target-one-bad", lambda: SM.explain(np.zeros((2, 3)), [1, 7]), ValueError, "target=7"),
+    # explain: lam / proba / margin / method / tol / max_iter
+    ("lam-0", lambda: BIN.explain(X0, 1, lam=0), ValueError, "lam must be finite and > 0"),
+    ("lam-neg", lambda: SM.explain(X0, 1, lam=-1.0), ValueError, "lam must be finite and > 0"),
+    ("lam-nan", lambda: BIN.explain(X0, 1, lam=np.nan), ValueError, "lam must be finite"),
+    ("lam-inf", lambda: BIN.explain(X0, 1, lam=np.inf), ValueError, "lam must be finite"),
+    ("lam-str", lambda: BIN.explain(X0, 1, lam="a"), TypeError, "lam must be a positive real"),
+    ("lam-complex", lambda: BIN.explain(X0, 1, lam=1j), TypeError, "lam must be a positive real"),
+    ("lam-bool", lambda: BIN.explain(X0, 1, lam=True), TypeError, "lam must be a positive real"),
+    (
+        "lam-array-count",
+        lambda: BIN.explain(np.zeros((2, 3)), 1, lam=[1.0, 2.0, 3.0]),
+        ValueError,
+        "lam must be a scalar or have one value per query",
+    ),
+    (
+        "lam-array-zero",
+        lambda: SM.explain(np.zeros((2, 3)), 1, lam=[1.0, 0.0]),
+        ValueError,
+        "lam must be finite and > 0",
+    ),
+    ("proba-0", lambda: BIN.explain(X0, 1, proba=0), ValueError, "proba must be in the open"),
+    ("proba-1", lambda: SM.explain(X0, 1, proba=1.0), ValueError, "proba must be in the open"),
+    ("proba-nan", lambda: BIN.explain(X0, 1, proba=np.nan), ValueError, "proba must be in"),
+    ("proba-str", lambda: BIN.explain(X0, 1, proba="0.5"), TypeError, "proba must be a real"),
+    ("proba-array", lambda: BIN.explain(X0, 1, proba=np.array([0.5])), TypeError, "proba must"),
+    ("margin-neg", lambda: BIN.explain(X0, 1, region=True, margin=-1), ValueError, "margin must"),
+    ("margin-nan", lambda: SM.explain(X0, 1, region=True, margin=np.nan), ValueError, "margin"),
+    ("margin-str", lambda: SM.explain(X0, 1, region=True, margin="a"), TypeError, "margin must"),
+    ("two-modes", lambda: BIN.explain(X0, 1, lam=1.0, proba=0.5), ValueError, "only one of lam="),
+    ("method-unknown", lambda: BIN.explain(X0, 1, method="foo"), ValueError, "method must be one"),
+    ("method-proba", lambda: SM.explain(X0, 1, proba=0.6, method="gd"), ValueError, "method='gd'"),
+    ("tol-0", lambda: BIN.explain(X0, 1, tol=0), ValueError, "tol must be finite and > 0"),
+    ("max_iter-0", lambda: SM.explain(X0, 1, max_iter=0), ValueError, "max_iter must be"),
+    ("max_iter-float", lambda: SM.explain(X0, 1, max_iter=1.5), ValueError, "max_iter must be"),
+    # explain: bounds / frozen / weights
+    ("bounds-lo>hi", lambda: BIN.explain(X0, 1, bounds=(1, 0)), ValueError, "lo > hi"),
+    ("bounds-outside", lambda: SM.explain(X0, 1, bounds=(1, 2)), ValueError, "outside bounds"),
+    ("bounds-nan", lambda: BIN.explain(X0, 1, bounds=(np.nan, 2)), ValueError, "bounds[lo]"),
+    (
+        "bounds-triple",
+        lambda: BIN.explain(X0, 1, bounds=(0, 1, 2)),
+        ValueError,
+        "bounds must be a pair",
+    ),
+    (
+        "bounds-wrong-D",
+        lambda: BIN.explain(X0, 1, bounds=(-np.ones(2), 1)),
+        ValueError,
+        "bounds[lo]",
+    ),
+    ("bounds-str", lambda: BIN.explain(X0, 1, bounds="a"), ValueError, "bounds must be a pair"),
+    ("bounds-object", lambda: BIN.explain(X0, 1, bounds=(["a"] * 3, 1)), TypeError, "bounds[lo]"),
+    ("frozen-range", lambda: BIN.explain(X0, 1, frozen=[5]), ValueError, "frozen index 5"),
+    ("frozen-neg-range", lambda: SM.explain(X0, 1, frozen=[-4]), ValueError, "frozen index -4"),
+    ("frozen-float", lambda: BIN.explain(X0, 1, frozen=[1.5]), TypeError, "frozen must hold"),
+    ("frozen-None-item", lambda: BIN.explain(X0, 1, frozen=[None]), TypeError, "frozen must hold"),
+    ("frozen-name-no-names", lambda: BIN.explain(X0, 1, frozen=["a"]), ValueError, "frozen names"),
+    ("frozen-name-unknown", lambda: NAMED.explain(X0, 1, frozen=["z"]), ValueError, "'z'"),
+    (
+        "frozen-mask-length",
+        lambda: BIN.explain(X0, 1, frozen=[True, False]),
+        ValueError,
+        "frozen as a boolean mask must have 3",
+    ),
+    ("frozen-mixed-bool", lambda: BIN.explain(X0, 1, frozen=[True, 1]), TypeError, "frozen mixes"),
+    (
+        "weights-0",
+        lambda: BIN.explain(X0, 1, weights=np.zeros(3)),
+        ValueError,
+        "weights must be > 0",
+    ),
+    (
+        "weights-neg",
+        lambda: SM.explain(X0, 1, weights=-np.ones(3)),
+        ValueError,
+        "weights must be > 0",
+    ),
+    (
+        "weights-nan",
+        lambda: BIN.explain(X0, 1, weights=[np.nan, 1, 1]),
+        ValueError,
+        "weights contains",
+    ),
+    (
+        "weights-wrong-D",
+        lambda: BIN.explain(X0, 1, weights=np.ones(2)),
+        ValueError,
+        "weights must have",
+    ),
+    ("weights-mad-unfitted", lambda: BIN.explain(X0, 1, weights="mad"), ValueError, "fit_mad"),
+    (
+        "weights-str",
+        lambda: BIN.explain(X0, 1, weights="abc"),
+        ValueError,
+        "weights must be an array",
+    ),
+    (
+        "weights-complex",
+        lambda: BIN.explain(X0, 1, weights=np.ones(3) + 1j),
+        TypeError,
+        "weights must",
+    ),
+    # path
+    ("path-lams-0", lambda: BIN.path(X0, 1, lams=[1, 0]), ValueError, "lams must"),
+    ("path-lams-nan", lambda: SM.path(X0, 1, lams=[1, np.nan]), ValueError, "lams contains"),
+    ("path-lams-empty", lambda: BIN.path(X0, 1, lams=[]), ValueError, "lams must be a non-empty"),
+    ("path-lams-2d", lambda: BIN.path(X0, 1, lams=[[1.0]]), ValueError, "lams must be 1-D"),
+    ("path-batch", lambda: BIN.path(np.zeros((2, 3)), 1, lams=[1.0]), ValueError, "path takes one"),
+    ("path-max_iter-0", lambda: SM.path(X0, 1, lams=[1.0], max_iter=0), ValueError, "max_iter"),
+    ("path-max_iter-str", lambda: SM.path(X0, 1, lams=[1.0], max_iter="a"), ValueError, "max_iter"),
+    ("path-target", lambda: SM.path(X0, 7, lams=[1.0]), ValueError, "target=7"),
+    ("path-x-nan", lambda: SM.path([0, np.nan, 0], 1, lams=[1.0]), ValueError, "x contains"),
+    # fit_mad
+    (
+        "fit_mad-1row",
+        lambda: LinearExplainer.from_arrays([[1.0, 1.0]], [0.0]).fit_mad([[0.0, 1.0]]),
+        ValueError,
+        "at least 2 rows",
+    ),
+    ("fit_mad-wrong-D", lambda: BIN.fit_mad(np.zeros((3, 2))), ValueError, "X has 2 features"),
+    ("fit_mad-nan", lambda: BIN.fit_mad([[np.nan, 0, 0], [0, 0, 0]]), ValueError, "X contains"),
+    ("lvq-fit_mad-1row", lambda: LVQ.fit_mad(np.zeros((1, 3))), ValueError, "at least 2 rows"),
+    ("lvq-fit_mad-wrong-D", lambda: LVQ.fit_mad(np.zeros((3, 2))), ValueError, "X has 2 features"),
+    # LVQExplainer.explain
+    ("lvq-x-nan", lambda: LVQ.explain([np.nan, 0, 0], 1), ValueError, "x contains"),
+    (
+        "lvq-x-object",
+        lambda: LVQ.explain(np.array(["a"] * 3, dtype=object), 1),
+        TypeError,
+        "x must",
+    ),
+    ("lvq-x-empty", lambda: LVQ.explain(np.zeros((0, 3)), 1), ValueError, "x is empty"),
+    ("lvq-x-wrong-D", lambda: LVQ.explain(np.zeros(2), 1), ValueError, "x has 2 features"),
+    ("lvq-target", lambda: LVQ.explain(X0, 9), ValueError, "target=9"),
+    (
+        "lvq-target-no-prototype",
+        lambda: LVQExplainer.from_arrays([[0.0], [1.0]], [0, 1], classes=[0, 1, 2]).explain(
+            [0.0], 2
+        ),
+        ValueError,
+        "has no prototype",
+    ),
+    ("lvq-bounds-lo>hi", lambda: LVQ.explain(X0, 1, bounds=(1, 0)), ValueError, "lo > hi"),
+    ("lvq-bounds-outside", lambda: LVQ.explain(X0, 1, bounds=(1, 2)), ValueError, "outside bounds"),
+    ("lvq-weights-0", lambda: LVQ.explain(X0, 1, weights=np.zeros(3)), ValueError, "weights must"),
+    ("lvq-weights-mad", lambda: LVQ.explain(X0, 1, weights="mad"), ValueError, "fit_mad"),
+    ("lvq-frozen", lambda: LVQ.explain(X0, 1, frozen=[9]), ValueError, "frozen index 9"),
+    ("lvq-epsilon-neg", lambda: LVQ.explain(X0, 1, epsilon=-1), ValueError, "epsilon must"),
+    ("lvq-epsilon-str", lambda: LVQ.explain(X0, 1, epsilon="a"), TypeError, "epsilon must"),
+    ("lvq-metric", lambda: LVQ.explain(X0, 1, metric="cos"), ValueError, "metric must"),
+    ("lvq-solver", lambda: LVQ.explain(X0, 1, solver="foo"), ValueError, "solver must"),
+    ("lvq-max_iter-0", lambda: LVQ.explain(X0, 1, max_iter=0), ValueError, "max_iter must"),
+    ("lvq-max_iter-bool", lambda: LVQ.explain(X0, 1, max_iter=True), ValueError, "max_iter must"),
+    ("lvq-tol-0", lambda: LVQ.explain(X0, 1, tol=0), ValueError, "tol must be finite and > 0"),
+    ("lvq-tol-nan", lambda: LVQ.explain(X0, 1, tol=np.nan), ValueError, "tol must be finite"),
+    ("lvq-tol-str", lambda: LVQ.explain(X0, 1, tol="a"), TypeError, "tol must"),
+    ("lvq-constraints-type", lambda: LVQ.explain(X0, 1, constraints=5), TypeError, "constraints"),
+    (
+        "lvq-constraints-shape",
+        lambda: LVQ.explain(X0, 1, constraints=[([1.0], 0.0)]),
+        ValueError,
+        "constraints[0][0]",
+    ),
+    (
+        "lvq-constraints-rhs",
+        lambda: LVQ.explain(X0, 1, constraints=[(np.ones(3), np.nan)]),
+        ValueError,
+        "constraints[0][1]",
+    ),
+    # LVQExplainer construction
+    (
+        "lvq-one-prototype",
+        lambda: LVQExplainer.from_arrays([[0, 0]], [0]),
+        ValueError,
+        "prototypes",
+    ),
+    (
+        "lvq-no-features",
+        lambda: LVQExplainer.from_arrays(np.zeros((2, 0)), [0, 1]),
+        ValueError,
+        "prototypes must have at least one feature",
+    ),
+    (
+        "lvq-proto-nan",
+        lambda: LVQExplainer.from_arrays([[0, np.nan], [1, 1]], [0, 1]),
+        ValueError,
+        "prototypes contains",
+    ),
+    (
+        "lvq-labels-count",
+        lambda: LVQExplainer.from_arrays([[0, 0], [1, 1]], [0, 1, 2]),
+        ValueError,
+        "labels must have shape",
+    ),
+    (
+        "lvq-one-class",
+        lambda: LVQExplainer.from_arrays([[0, 0], [1, 1]], [0, 0]),
+        ValueError,
+        "labels must hold at least 2",
+    ),
+    (
+        "lvq-label-not-class",
+        lambda: LVQExplainer.from_arrays([[0, 0], [1, 1]], [0, 1], classes=[0, 2]),
+        ValueError,
+        "not in classes",
+    ),
+    (
+        "lvq-classes-dup",
+        lambda: LVQExplainer.from_arrays([[0, 0], [1, 1]], [0, 1], classes=[0, 1, 1]),
+        ValueError,
+        "classes must be a 1-D array of distinct",
+    ),
+    (
+        "lvq-names-count",
+        lambda: LVQExplainer.from_arrays([[0, 0], [1, 1]], [0, 1], feature_names=["a"]),
+        ValueError,
+        "feature_names must hold 2",
+    ),
+    (
+        "lvq-omega-D",
+        lambda: LVQExplainer.from_arrays([[0, 0], [1, 1]], [0, 1], omega=np.eye(3)),
+        ValueError,
+        "omega must have shape",
+    ),
+    (
+        "lvq-omega-zero",
+        lambda: LVQExplainer.from_arrays([[0, 0], [1, 1]], [0, 1], omega=np.zeros((2, 2))),
+        ValueError,
+        "omega is all zeros",
+    ),
+    (
+        "lvq-omega-count",
+        lambda: LVQExplainer.from_arrays([[0, 0], [1, 1]], [0, 1], omega=[np.eye(2)] * 3),
+        ValueError,
+        "omega must be one",
+    ),
+    (
+        "lvq-relevance-npsd",
+        lambda: LVQExplainer.from_arrays([[0, 0], [1, 1]], [0, 1], relevance=-np.eye(2)),
+        ValueError,
+        "relevance must be positive semi-definite",
+    ),
+    ("lvq-model-None", lambda: LVQExplainer(None), TypeError, "LVQExplainer needs a fitted"),
+    ("lvq-model-unfitted", lambda: LVQExplainer(GLVQ()), TypeError, "LVQExplainer needs a fitted"),
+    # LVQ estimators
+    ("glvq-fit-nan", lambda: GLVQ().fit([[np.nan, 0], [1, 1]], [0, 1]), ValueError, "NaN"),
+    ("glvq-fit-one-class", lambda: GLVQ().fit([[0, 0], [1, 1]], [0, 0]), ValueError, "2 classes"),
+    (
+        "glvq-fit-ppc-0",
+        lambda: GLVQ(prototypes_per_class=0).fit(XTR, YTR),
+        ValueError,
+        "prototypes_per_class",
+    ),
+    ("glvq-fit-complex", lambda: GLVQ().fit(XTR + 1j, YTR), ValueError, "Complex"),
+    ("glvq-fit-y-count", lambda: GLVQ().fit(XTR, YTR[:-1]), ValueError, "inconsistent numbers"),
+    ("glvq-fit-empty", lambda: GLVQ().fit(np.zeros((0, 3)), []), ValueError, "0 sample"),
+    ("glvq-fit-continuous-y", lambda: GLVQ().fit(XTR, XTR[:, 0]), ValueError, "continuous"),
+    ("glvq-predict-unfitted", lambda: GLVQ().predict(XTR), NotFittedError, "not fitted"),
+    (
+        "glvq-predict-wrong-D",
+        lambda: _fitted_glvq().predict(np.zeros((2, 2))),
+        ValueError,
+        "features",
+    ),
+    ("glvq-predict-nan", lambda: _fitted_glvq().predict([[np.nan, 0, 0]]), ValueError, "NaN"),
+    ("gmlvq-n_components", lambda: GMLVQ(n_components=0).fit(XTR, YTR), ValueError, "n_components"),
+    ("lgmlvq-beta", lambda: LGMLVQ(beta=-1.0).fit(XTR, YTR), ValueError, "beta"),
+    # SVM enumeration
+    (
+        "svm-X-nan",
+        lambda: SVMEnumerator().enumerate([[np.nan, 0], [1, 1]], [0, 1], k=1),
+        ValueError,
+        "X contains",
+    ),
+    (
+        "svm-X-empty",
+        lambda: SVMEnumerator().enumerate(np.zeros((0, 2)), [], k=1),
+        ValueError,
+        "X must have at least 2 rows",
+    ),
+    (
+        "svm-X-no-features",
+        lambda: enumerate_svms(np.zeros((4, 0)), [0, 1, 0, 1], k=1),
+        ValueError,
+        "X must have at least 2 rows and 1 feature",
+    ),
+    (
+        "svm-X-1d",
+        lambda: SVMEnumerator().enumerate(np.zeros(2), [0, 1], k=1),
+        ValueError,
+        "X must be 2-D",
+    ),
+    ("svm-X-complex", lambda: enumerate_svms(XTR + 1j, YTR, k=1), TypeError, "X must be a real"),
+    (
+        "svm-k-0",
+        lambda: SVMEnumerator().enumerate(XTR, YTR, k=0),
+        ValueError,
+        "k must be a positive",
+    ),
+    ("svm-k-neg", lambda: enumerate_svms(XTR, YTR, k=-1), ValueError, "k must be a positive"),
+    ("svm-k-float", lambda: enumerate_svms(XTR, YTR, k=1.5), TypeError, "k must be a positive"),
+    ("svm-C-0", lambda: enumerate_svms(XTR, YTR, k=1, C=0), ValueError, "C must be > 0"),
+    ("svm-C-nan", lambda: enumerate_svms(XTR, YTR, k=1, C=np.nan), ValueError, "C must be finite"),
+    (
+        "svm-gamma-0",
+        lambda: enumerate_svms(XTR, YTR, k=1, kernel="rbf", gamma=0),
+        ValueError,
+        "gamma",
+    ),
+    ("svm-kernel", lambda: enumerate_svms(XTR, YTR, k=1, kernel="foo"), ValueError, "kernel must"),
+    ("svm-tol-0", lambda: enumerate_svms(XTR, YTR, k=1, tol=0), ValueError, "tol must be > 0"),
+    (
+        "svm-y-3-classes",
+        lambda: enumerate_svms(XTR, np.arange(40) % 3, k=1),
+        ValueError,
+        "3 classes",
+    ),
+    ("svm-y-count", lambda: enumerate_svms(XTR, YTR[:-1], k=1), ValueError, "y has 39 labels"),
+    (
+        "svm-y-nan",
+        lambda: enumerate_svms(XTR, np.where(YTR, np.nan, 0.0), k=1),
+        ValueError,
+        "y contains",
+    ),
+    ("svm-param", lambda: enumerate_svms(XTR, YTR, k=1, foo=1), TypeError, "foo"),
+    (
+        "svm-predict-wrong-D",
+        lambda: enumerate_svms(XTR, YTR, k=1)[0].predict(np.zeros((2, 2))),
+        ValueError,
+        "X has 2 columns",
+    ),
+    (
+        "svm-predict-nan",
+        lambda: enumerate_svms(XTR, YTR, k=1)[0].predict([[np.nan, 0, 0]]),
+        ValueError,
+        "X contains",
+    ),
+    # check_gradient
+    ("cg-f", lambda: check_gradient(None, np.zeros(2)), TypeError, "f must be callable"),
+    ("cg-x-nan", lambda: check_gradient(_grad, [np.nan, 0.0]), ValueError, "x contains"),
+    (
+        "cg-x-object",
+        lambda: check_gradient(_grad, np.array(["a"], dtype=object)),
+        TypeError,
+        "x must",
+    ),
+    ("cg-x-complex", lambda: check_gradient(_grad, np.array([1j])), TypeError, "x must"),
+    ("cg-x-empty", lambda: check_gradient(_grad, np.zeros(0)), ValueError, "x must hold"),
+    ("cg-n_steps", lambda: check_gradient(_grad, np.zeros(2), n_steps=0), ValueError, "n_steps"),
+    ("cg-h0", lambda: check_gradient(_grad, np.zeros(2), h0=0), ValueError, "h0 must"),
+    ("cg-factor", lambda: check_gradient(_grad, np.zeros(2), factor=2), ValueError, "factor must"),
+    (
+        "cg-direction",
+        lambda: check_gradient(_grad, np.zeros(2), direction=[1.0]),
+        ValueError,
+        "direction",
+    ),
+    (
+        "cg-direction-0",
+        lambda: check_gradient(_grad, np.zeros(2), direction=[0.0, 0.0]),
+        ValueError,
+        "direction must be finite and non-zero",
+    ),
+    (
+        "cg-grad-shape",
+        lambda: check_gradient(lambda x: (0.0, np.zeros(5)), np.zeros(2)),
+        ValueError,
+        "grad shaped like x",
+    ),
+    # counterfactual
+    ("cf-None", lambda: counterfactual(None, X0, 1), TypeError, "no explainer for NoneType"),
+    ("cf-str", lambda: counterfactual("abc", X0, 1), TypeError, "no explainer for str"),
+    (
+        "cf-option",
+        lambda: counterfactual(LogisticRegression().fit(XTR, YTR), X0, 1, foo=1),
+        TypeError,
+        "foo",
+    ),
+    (
+        "cf-target",
+        lambda: counterfactual(LogisticRegression().fit(XTR, YTR), X0, 3),
+        ValueError,
+        "target=3",
+    ),
+    (
+        "cf-x-nan",
+        lambda: counterfactual(_fitted_glvq(), [np.nan, 0, 0], 1),
+        ValueError,
+        "x contains",
+    ),
+    # pandas
+    (
+        "pd-names",
+        lambda: NAMED.explain(_pd().Series([0.0, 0, 0], index=["a", "b", "d"]), 1),
+        ValueError,
+        "feature names that do not match",
+    ),
+    (
+        "pd-order",
+        lambda: NAMED.explain(_pd().DataFrame([[0.0, 0, 0]], columns=["b", "a", "c"]), 1),
+        ValueError,
+        "order must also match",
+    ),
+    (
+        "pd-object",
+        lambda: NAMED.explain(_pd().DataFrame([[0.0, "x", 0]], columns=list("abc")), 1),
+        TypeError,
+        "x must be a real numeric",
+    ),
+    (
+        "lvq-pd-names",
+        lambda: LVQExplainer.from_arrays(
+            [[0, 0], [1, 1]], [0, 1], feature_names=["a", "b"]
+        ).explain(_pd().Series([0.0, 0], index=["a", "z"]), 1),
+        ValueError,
+        "feature names",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "fragment"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_validation(call, exc, fragment):
+    with pytest.raises(exc) as info:
+        call()
+    assert fragment in str(info.value)
+
+
+def test_validation_ids_unique():
+    ids = [c[0] for c in CASES]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        [0, 1, 0],  # int
+        [False, True, False],  # bool
+        np.array([0.0, 1.0, 0.0], dtype=np.float32),
+        np.array([[0.0], [1.0], [0.0]]).T[0],  # non-contiguous view
+    ],
+    ids=["int", "bool", "float32", "view"],
+)
+def test_numeric_dtypes_are_converted(x):
+    ref = BIN.explain(np.array([0.0, 1.0, 0.0]), 1, lam=0.5)
+    res = BIN.explain(x, 1, lam=0.5)
+    assert res.x.dtype == np.float64
+    np.testing.assert_array_equal(res.x, ref.x)
+
+
+# ---------------------------------------------------------------------------------- threads
+
+
+def _lvq_model():
+    rng = np.random.default_rng(3)
+    P = rng.normal(size=(6, 5))
+    return LVQExplainer.from_arrays(P, [0, 0, 1, 1, 2, 2], omega=rng.normal(size=(4, 5)))
+
+
+def _thread_cases():
+    rng = np.random.default_rng(7)
+    return {
+        "binary": (LinearExplainer.from_arrays(rng.normal(size=(1, 8)), [0.2]), 8, 2, {"lam": 0.3}),
+        "softmax": (
+            LinearExplainer.from_arrays(rng.normal(size=(4, 8)), rng.normal(size=4)),
+            8,
+            4,
+            {"lam": 0.05},
+        ),
+        "lvq": (_lvq_model(), 5, 3, {}),
+    }
+
+
+def _snapshot(obj, skip):
+    out = {}
+    for k, v in vars(obj).items():
+        if k in skip:
+            continue
+        out[k] = pickle.dumps(v)
+    return out
+
+
+@pytest.mark.needs_jit
+@pytest.mark.parametrize("name", ["binary", "softmax", "lvq"])
+def test_threads_bit_identical(name):
+    ex, D, K, opts = _thread_cases()[name]
+    n_threads, n_queries = 8, 1000
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(n_threads, n_queries, D))
+    T = rng.integers(0, K, size=(n_threads, n_queries))
+    skip = {"_gram_cache", "_lock", "_cache"}  # documented caches
+    before = _snapshot(ex, skip)
+
+    def run(t):
+        return np.stack([ex.explain(X[t, i], int(T[t, i]), **opts).x for i in range(n_queries)])
+
+    sequential = [run(t) for t in range(n_threads)]
+    results = [None] * n_threads
+    errors = []
+    barrier = threading.Barrier(n_threads)
+
+    def worker(t):
+        try:
+            barrier.wait()
+            results[t] = run(t)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(n_threads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for t in range(n_threads):
+        np.testing.assert_array_equal(results[t], sequential[t])
+    assert _snapshot(ex, skip) == before  # immutable after construction
+
+
+@pytest.mark.parametrize("name", ["binary", "softmax", "lvq"])
+def test_batch_equals_single(name):
+    ex, D, K, opts = _thread_cases()[name]
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(64, D))
+    T = rng.integers(0, K, size=64)
+    batch = ex.explain(X, T, **opts)
+    single = np.stack([ex.explain(X[i], int(T[i]), **opts).x for i in range(64)])
+    np.testing.assert_array_equal(batch.x, single)
+    status = np.array([ex.explain(X[i], int(T[i]), **opts).status for i in range(64)])
+    np.testing.assert_array_equal(batch.status, status)
+
+
+@pytest.mark.needs_jit
+@pytest.mark.parametrize("name", ["binary", "softmax", "lvq"])
+def test_parallel_batch_equals_serial_chunks(name):
+    # 5 000 rows take the parallel kernels (LVQ switches at 4 096 rows); chunks of 500 do not
+    ex, D, K, opts = _thread_cases()[name]
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(5000, D))
+    T = rng.integers(0, K, size=5000)
+    big = ex.explain(X, T, **opts)
+    parts = [ex.explain(X[i : i + 500], T[i : i + 500], **opts) for i in range(0, 5000, 500)]
+    np.testing.assert_array_equal(big.x, np.concatenate([p.x for p in parts]))
+    np.testing.assert_array_equal(big.status, np.concatenate([p.status for p in parts]))
+
+
+# ------------------------------------------------------------------------------ determinism
+
+_DETERMINISM_SCRIPT = textwrap.dedent(
+    """
+    import hashlib
+    import numpy as np
+    from fastcf import LinearExplainer, LVQExplainer
+
+    def digest():
+        rng = np.random.default_rng(5)
+        h = hashlib.sha256()
+        for K in (1, 4):
+            ex = LinearExplainer.from_arrays(rng.normal(size=(K, 6)), rng.normal(size=K))
+            X = rng.normal(size=(50, 6))
+            T = rng.integers(0, max(K, 2), size=50)
+            for opts in ({"lam": 0.1}, {"proba": 0.8}, {"region": True}):
+                h.update(ex.explain(X, T, **opts).x.tobytes())
+                h.update(ex.explain(X[0], int(T[0]), **opts).x.tobytes())
+            h.update(ex.path(X[1], int(T[1]), lams=np.logspace(2, -2, 7)).X.tobytes())
+        P = rng.normal(size=(6, 6))
+        ex = LVQExplainer.from_arrays(P, [0, 0, 1, 1, 2, 2], omega=rng.normal(size=(3, 6)))
+        X = rng.normal(size=(40, 6))
+        h.update(ex.explain(X, rng.integers(0, 3, size=40)).x.tobytes())
+        return h.hexdigest()
+    """
+)
+
+
+def _digest_here():
+    ns = {}
+    exec(_DETERMINISM_SCRIPT, ns)
+    return ns["digest"]
+
+
+def test_deterministic_across_runs_and_processes():
+    digest = _digest_here()
+    first = digest()
+    assert digest() == first
+    code = _DETERMINISM_SCRIPT + "\nprint(digest())\n"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == first
+
+
+# ----------------------------------------------------------------------------------- pickle
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(a.x, b.x)
+    np.testing.assert_array_equal(a.status, b.status)
+    np.testing.assert_array_equal(a.distance, b.distance)
+
+
+def test_pickle_linear_explainers():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 4))
+    lr2 = LogisticRegression().fit(X, (X[:, 0] > 0).astype(int))
+    lr3 = LogisticRegression().fit(X, np.digitize(X[:, 1], [-0.5, 0.5]))
+    for ex in (LinearExplainer(lr2), LinearExplainer(lr3), NAMED):
+        ex.fit_mad(rng.normal(size=(20, ex.n_features_in_)))
+        X = rng.normal(size=(10, ex.n_features_in_))
+        T = ex.classes_[rng.integers(0, ex.classes_.size, size=10)]
+        ex.explain(X, T, weights="mad", frozen=[0])  # fill the metric cache first
+        ex2 = pickle.loads(pickle.dumps(ex))
+        for opts in ({"lam": 0.1, "weights": "mad"}, {"proba": 0.7}, {"region": True}):
+            _same(ex.explain(X, T, **opts), ex2.explain(X, T, **opts))
+        p1 = ex.path(X[0], T[0], lams=[10.0, 1.0, 0.1])
+        p2 = ex2.path(X[0], T[0], lams=[10.0, 1.0, 0.1])
+        np.testing.assert_array_equal(p1.X, p2.X)
+
+
+@pytest.mark.parametrize("Model", [GLVQ, GMLVQ, LGMLVQ])
+def test_pickle_lvq_models_and_explainers(Model):
+    m = Model(random_state=0, max_iter=50).fit(XTR, YTR)
+    m2 = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(m.predict(XTR), m2.predict(XTR))
+    np.testing.assert_array_equal(m.decision_function(XTR), m2.decision_function(XTR))
+    ex = LVQExplainer(m)
+    X = XTR[:3]
+    T = 1 - m.predict(X)
+    r1 = ex.explain(X, T)  # fills the cvxpy cache for LGMLVQ
+    ex2 = pickle.loads(pickle.dumps(ex))
+    _same(r1, ex2.explain(X, T))
+
+
+def test_pickle_svm_enumeration():
+    en = SVMEnumerator(C=1.0, kernel="rbf")
+    top = en.enumerate(XTR, YTR, k=3)
+    en2 = pickle.loads(pickle.dumps(en))
+    top2 = en2.enumerate(XTR, YTR, k=3)
+    for a, b in zip(top, top2, strict=True):
+        np.testing.assert_array_equal(a.alpha, b.alpha)
+    for m in top:
+        m2 = pickle.loads(pickle.dumps(m))
+        np.testing.assert_array_equal(m.decision_function(XTR), m2.decision_function(XTR))
+
+
+def test_command_line_never_unpickles():
+    src = (ROOT / "fastcf" / "__main__.py").read_text()
+    for word in ("pickle", "joblib", "dill", "cloudpickle", "np.load", "numpy.load"):
+        assert word not in src, f"__main__ uses {word}: a user-given file must be marked trusted"
+
+
+# ------------------------------------------------------------------------------- cold start
+
+_COLD_SCRIPT = textwrap.dedent(
+    """
+    import numpy as np
+    import fastcf
+    assert fastcf.__file__.startswith({pkg!r}), fastcf.__file__
+    ex = fastcf.LinearExplainer.from_arrays([[1.0, 2.0, -1.0], [0.5, 0.0, 1.0]], [0.1, 0.0])
+    print(ex.explain(np.zeros(3), 1, lam=0.1).x.tobytes().hex())
+    """
+)
+
+
+@pytest.mark.needs_jit
+def test_cache_not_writable_falls_back_with_one_warning(tmp_path):
+    """No locator can cache: the kernels compile in memory, one warning, same answers.
+
+    The tests run as root, which ignores read-only permissions, so caching is made impossible
+    differently: the package is copied to a temporary folder in which every ``__pycache__`` is a
+    regular file, and NUMBA_CACHE_DIR and XDG_CACHE_HOME (the user-wide cache) point below a
+    regular file, so that no cache directory can be created.
+    """
+    import shutil
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(ROOT / "fastcf", pkg / "fastcf", ignore=shutil.ignore_patterns("__pycache__"))
+    for d in [p for p in (pkg / "fastcf").rglob("*") if p.is_dir()] + [pkg / "fastcf"]:
+        (d / "__pycache__").write_text("not a directory")
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file")
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(pkg),
+        NUMBA_CACHE_DIR=str(blocker / "numba"),
+        XDG_CACHE_HOME=str(blocker / "xdg"),
+    )
+    env.pop("NUMBA_DISABLE_JIT", None)
+    out = subprocess.run(
+        [sys.executable, "-c", _COLD_SCRIPT.format(pkg=str(pkg))],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("Numba's on-disk cache is not writable") == 1, out.stderr
+    ex = LinearExplainer.from_arrays([[1.0, 2.0, -1.0], [0.5, 0.0, 1.0]], [0.1, 0.0])
+    assert out.stdout.strip() == ex.explain(np.zeros(3), 1, lam=0.1).x.tobytes().hex()
+
+
+def test_kernel_factory_is_the_only_njit():
+    """Every kernel goes through the factory (cache=True, nogil=True)."""
+    for path in (ROOT / "fastcf").rglob("*.py"):
+        if path.name == "__init__.py" and path.parent.name == "_kernels":
+            continue
+        src = path.read_text()
+        assert "numba.njit(" not in src and "@njit" not in src and "@jit" not in src, path
+
+
+# without the JIT the kernels run on NumPy scalars, which warn on overflow where the compiled
+# kernels (error_model="numpy") compute the same inf silently
+@pytest.mark.needs_jit
+def test_finite_input_whose_sum_overflows_is_accepted_without_warning():
+    # the fast finiteness check sums the array; 1e308 + 1e308 overflows but is a valid input
+    res = LVQ.explain([1e308, 1e308, 0.0], 0)
+    assert res.status in (0, 1, 2, 3, 4)
+    X = BIN.decision_function([[1e308, -1e308, 0.0]])
+    assert X.shape == (1,)
+
+
+def test_lvq_nnls_empty_passive_set_regression():
+    # found by the long fuzz profile: every NNLS variable left the passive set and Numba's
+    # lstsq of the empty matrix raised LinAlgError out of explain()
+    P = [
+        [8148.18, 1805.31, 1404.17, 8317.37],
+        [3457.93, 6229.83, 3788.49, -1516.04],
+        [1663.56, -2773.1, 9306.51, 1992.78],
+        [2298.76, -8071.64, 3569.6, -862.56],
+    ]
+    om = [
+        [0.09733811535207154, 0.050428719207549794, 0.0, 0.008408476828450384],
+        [0.09931371688015884, 0.02898542167896996, 0.0, -0.06626449410687998],
+        [-0.03966473260938957, -0.04970540032035105, 0.0, 0.07470206419306401],
+    ]
+    ex = LVQExplainer.from_arrays(P, [0, 0, 1, 1], omega=om)
+    x = np.array([500000.0, 340899.22321443, 0.0, 0.0])
+    res = ex.explain(x, 1, epsilon=0.0, frozen=[0, 1], bounds=(x - 1, x + 1))
+    assert not res.success and res.status in (3, 4)
+    np.testing.assert_array_equal(res.x, x)
+
+
+def test_path_success_uses_the_logits_regression():
+    # found by the soak run: logits 0 and 1e-17 give equal probabilities, so argmax(P) said
+    # class 0 (the target) while the model predicts class 1; path reported success=True
+    ex = LinearExplainer.from_arrays([[0.0], [0.0], [0.0]], [0.0, 1e-17, -1.0])
+    path = ex.path(np.zeros(1), 0, lams=[1.0])
+    assert ex.predict(path.X)[0] == 1
+    assert not path.success[0] and path.status[0] == 5
+
+
+def test_success_agrees_with_predict_at_large_magnitudes_regression():
+    # found by the soak run: logits ~1e10 whose rounding exceeds the 1e-6 region margin; the
+    # solver's own logits said "target", predict (BLAS) said class 1, and success was True
+    A = np.array([[0.0, 0, 0, 0], [87.5, -68.75, 0, 0], [6.25, 0, 0, 0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    X = np.full((2, 4), 1.796875e09)
+    ex.fit_mad(X)
+    res = ex.explain(X, 2, weights="mad", region=True)
+    pred = ex.predict(res.x)
+    assert ((pred == 2) | ~res.success).all()
+    assert set(res.status[~res.success].tolist()) <= {4}
