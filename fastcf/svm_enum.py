@@ -882,7 +882,11 @@ class SVMEnumerator:
         elif isinstance(self.gamma, str):
             if self.gamma == "scale":
                 var = X.var()
-                gamma = 1.0 / (X.shape[1] * var) if var != 0 else 1.0
+                # a variance at the rounding level of X (constant data: 6 × 0.48 gives ~1e-34)
+                # is 0; SVC then uses γ = 1, and so do we (SVC itself would take γ ~ 1e33 and
+                # kernel entries ~1e97 in that case)
+                tiny = 16 * np.finfo(float).eps * float(np.mean(X * X))
+                gamma = 1.0 / (X.shape[1] * var) if var > tiny else 1.0
             elif self.gamma == "auto":
                 gamma = 1.0 / X.shape[1]
             else:

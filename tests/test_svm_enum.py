@@ -424,3 +424,14 @@ def test_enumeration_is_bit_identical_across_processes():
     with contextlib.redirect_stdout(buf):
         exec(_DIGEST, ns)
     assert runs[0] == runs[1] == buf.getvalue().strip()
+
+
+def test_constant_data_gamma_scale_does_not_explode():
+    # found by the reliability soak: X.var() of six copies of 0.48 rounds to ~1e-34, γ became
+    # ~1e33 and the enumeration raised RuntimeError; a variance at rounding level is 0 (γ = 1)
+    X = np.full((6, 1), 0.48)
+    y = np.array([0, 1, 0, 1, 0, 1])
+    models = enumerate_svms(X, y, k=5, kernel="poly")
+    assert len(models) == 5
+    objs = [m.objective for m in models]
+    assert all(np.isfinite(objs)) and objs == sorted(objs, reverse=True)
