@@ -258,11 +258,12 @@ class LinearExplainer:
         ndarray
         """
         X, single, _ = as_queries(X, self.n_features_in_, name="X")
-        if self._binary:
-            out = X @ self._w + self._c
-        else:
-            out = X @ self._AT + self._b
+        out = self._model_logits(X)
         return out[0] if single else out
+
+    def _model_logits(self, X):
+        """Return the logits with the model's own arithmetic (BLAS, as scikit-learn)."""
+        return X @ self._w + self._c if self._binary else X @ self._AT + self._b
 
     def predict_proba(self, X):
         """Class probabilities in the order of ``classes_``.
@@ -276,7 +277,7 @@ class LinearExplainer:
         ndarray of shape (N, n_classes) or (n_classes,)
         """
         Xq, single, _ = as_queries(X, self.n_features_in_, name="X")
-        Z = Xq @ self._w + self._c if self._binary else Xq @ self._AT + self._b
+        Z = self._model_logits(Xq)
         P = self._proba_from_logits(Z)
         return P[0] if single else P
 
@@ -509,7 +510,7 @@ class LinearExplainer:
         ok = res["success"]
         if not ok.any():
             return
-        Z = Xs @ self._w + self._c if self._binary else Xs @ self._AT + self._b
+        Z = self._model_logits(Xs)
         good = self._predict_index(Z) == tidx
         if proba is not None:
             P = self._proba_from_logits(Z)
@@ -633,7 +634,7 @@ class LinearExplainer:
                     method,
                     names,
                 )
-        Z = XL @ self._w + self._c if self._binary else XL @ self._AT + self._b
+        Z = self._model_logits(XL)
         wt_full = np.ones_like(x0) if w is None else w
         dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
         return self._path_result(lams, XL, x0, k, Z, dist, nit, status, gn, method, names)
@@ -924,7 +925,7 @@ class LinearExplainer:
                 rows = np.arange(N)
                 short = (status == 0) & (
                     (self._proba_from_logits(self._logits(Xs))[rows, tidx] < proba)
-                    | (self._proba_from_logits(Xs @ self._AT + self._b)[rows, tidx] < proba)
+                    | (self._proba_from_logits(self._model_logits(Xs))[rows, tidx] < proba)
                 )
                 if not short.any():
                     break
