@@ -462,13 +462,10 @@ class SVMEnumeration:
             active[list(removed)] = False
         return active
 
-    def _solve_smo(self, active, alpha0):
-        smo = _smo()
-        alpha = alpha0.copy()
+    def _problem(self):
+        """Return the arguments every SMO call shares: data, labels, C, kernel, row cache."""
         s = self._spec
-        status, n_iter, f, b = smo.solve(
-            alpha,
-            active,
+        return (
             self._QD,
             self._X,
             self._y,
@@ -478,9 +475,13 @@ class SVMEnumeration:
             s.coef0,
             s.degree,
             *self._cache,
-            self._tol,
-            self._max_iter,
-            True,
+        )
+
+    def _solve_smo(self, active, alpha0):
+        smo = _smo()
+        alpha = alpha0.copy()
+        status, n_iter, f, b = smo.solve(
+            alpha, active, *self._problem(), self._tol, self._max_iter, True
         )
         return alpha, int(status), int(n_iter), float(f), float(b)
 
@@ -616,23 +617,8 @@ class SVMEnumeration:
             smo = _smo()
             alpha_p = np.zeros(self._n)
             alpha_p[node.idx] = node.val
-            s = self._spec
             alphas, status, n_iter, fs, bs = smo.solve_children(
-                alpha_p,
-                active,
-                branch,
-                self._QD,
-                self._X,
-                self._y,
-                self._C,
-                s.kind,
-                s.gamma,
-                s.coef0,
-                s.degree,
-                *self._cache,
-                self._tol,
-                self._max_iter,
-                True,
+                alpha_p, active, branch, *self._problem(), self._tol, self._max_iter, True
             )
             results = [
                 (alphas[c], int(status[c]), int(n_iter[c]), float(fs[c]), float(bs[c]))
