@@ -420,7 +420,10 @@ class LinearExplainer:
         region : bool, default=False
             The closest point classified as the target: ``z_target ≥ z_j + margin`` for all j.
         margin : float, default=1e-6
-            Margin on the logits for ``region=True``.
+            Margin on the logits for ``region=True``. Where the logits are so large that their
+            rounding error could exceed it (logits ~1e10), the margin of that query is raised to
+            twice a worst-case bound of that error, so that every floating-point evaluation of
+            the model (batch or single row, BLAS or not) agrees on the class of the answer.
         frozen : sequence of int or str, optional
             Features that must not change (indices or feature names).
         weights : array_like of shape (D,) or "mad", optional
@@ -480,17 +483,7 @@ class LinearExplainer:
                     raise TypeError(f"margin must be a real number >= 0; got {margin!r}")
                 if not (np.isfinite(margin) and margin >= 0):
                     raise ValueError(f"margin must be finite and >= 0; got {margin!r}")
-                res = self._constrained(
-                    X,
-                    tidx,
-                    fmask,
-                    w,
-                    bnd,
-                    proba=None,
-                    margin=float(margin),
-                    tol=tol,
-                    max_iter=max_iter,
-                )
+                res = self._region(X, tidx, fmask, w, bnd, float(margin), tol, max_iter)
         else:
             lams = check_scalar_positive(0.01 if lam is None else lam, "lam", allow_array=True, n=N)
             lams = np.full(N, lams) if np.ndim(lams) == 0 else np.ascontiguousarray(lams)
@@ -866,7 +859,69 @@ class LinearExplainer:
         return x, max_iter, 1, float(np.linalg.norm(projected(g, x)))
 
     # ------------------------------------------------------------------ constrained forms
+    def _rounding_need(self, Xs, tidx):
+        """Twice the worst-case rounding error of the compared logits at ``Xs``, per row.
+
+        Any evaluation of ``z_i = a_i·x + b_i`` in floating point (BLAS in any blocking order,
+        scikit-learn's ``predict``, our row kernels) is within
+        ``γ (Σ_j |a_ij x_j| + |b_i|)``, γ = (D+1)u / (1 - (D+1)u) (Higham, *Accuracy and
+        Stability of Numerical Algorithms*, §3.1). A point whose solver-computed margin
+        ``z_k - z_j`` is at least twice ``err_k + err_j`` is classified as the target by every
+        such evaluation.
+        """
+        D = self.n_features_in_
+        u = np.finfo(float).eps / 2
+        gamma = (D + 1) * u / (1 - (D + 1) * u)
+        Xa = np.abs(Xs)
+        if self._binary:
+            err = gamma * (Xa @ np.abs(self._w) + abs(self._c))
+            return 2 * err
+        E = gamma * (Xa @ np.abs(self._AT) + np.abs(self._b))
+        rows = np.arange(Xs.shape[0])
+        Ek = E[rows, tidx]
+        E[rows, tidx] = -np.inf
+        return 2 * (Ek + E.max(axis=1))
+
+    def _region(self, X, tidx, fmask, w, bnd, margin, tol, max_iter):
+        """``region=True``: solve with ``margin``; re-solve rows where rounding can exceed it.
+
+        At ordinary magnitudes the rounding of the logits (~1e-13) is far below the default
+        margin and nothing is re-solved. At logits ~1e10 the margin of a row is raised to twice
+        its rounding bound (:meth:`_rounding_need`, evaluated at the answer), so that a success
+        does not depend on which arithmetic (batch or single row, BLAS or not) evaluates it.
+        """
+        N = X.shape[0]
+        margins = np.full(N, margin)
+        res = self._constrained(X, tidx, fmask, w, bnd, None, margins, tol, max_iter)
+        for _ in range(4):
+            # successes, and failures of the solver's own check (status 4) that a larger
+            # margin can repair
+            ok = np.isin(res["status"], (0, 4)) & np.isfinite(res["x"]).all(axis=1)
+            if not ok.any():
+                break
+            need = np.zeros(N)
+            with np.errstate(over="ignore", invalid="ignore"):
+                need[ok] = self._rounding_need(res["x"][ok], tidx[ok])
+            bump = ok & (margins < need) & np.isfinite(need)
+            if not bump.any():
+                break
+            idx = np.flatnonzero(bump)
+            margins[idx] = 2 * need[idx]
+            sub = self._constrained(
+                X[idx], tidx[idx], fmask, w, bnd, None, margins[idx], tol, max_iter
+            )
+            for key in ("x", "proba", "distance", "success", "status", "lam", "grad_norm"):
+                if res[key] is not None:
+                    res[key][idx] = sub[key]
+            res["nit"][idx] += sub["nit"]
+            msgs = list(res["message"])
+            for j, i in enumerate(idx):
+                msgs[i] = sub["message"][j]
+            res["message"] = msgs
+        return res
+
     def _constrained(self, X, tidx, fmask, w, bnd, proba, margin, tol, max_iter):
+        """``proba=`` (``margin`` None) or ``region=True`` (``margin``: one per row)."""
         N, D = X.shape
         m = self._metric(fmask, w)
         v, wt, GV, GF = m.v, m.wt, m.GV, m.GF
@@ -879,8 +934,9 @@ class LinearExplainer:
                 theta = math.log(proba) - math.log1p(-proba)
                 while self._proba_from_logits(np.array([theta]))[0, 1] < proba:
                     theta = float(np.nextafter(theta, np.inf))
+                thetas = np.full(N, theta)
             else:
-                theta = margin
+                thetas = margin
             lo, hi = bnd if bnd is not None else (np.empty(0), np.empty(0))
             Xs, zeta, status, dist = _lk.project_batch(
                 X,
@@ -889,7 +945,7 @@ class LinearExplainer:
                 signs,
                 vw,
                 wt,
-                np.full(N, theta),
+                thetas,
                 lo,
                 hi,
                 bnd is not None,
@@ -938,7 +994,7 @@ class LinearExplainer:
             method = "reduced (λ search)"
         else:
             Y, nit, status = _sk.region_batch(
-                Zbar, GV, tidx, np.full(N, margin), 1e-12, 10 * self._A.shape[0] + 100, N > 1
+                Zbar, GV, tidx, margin, 1e-12, 10 * self._A.shape[0] + 100, N > 1
             )
             lamv = None
             method = "reduced (dual active set)"
@@ -971,7 +1027,7 @@ class LinearExplainer:
             xv = cp.Variable(D)
             D_rows = self._A[k] - np.delete(self._A, k, axis=0)
             e = self._b[k] - np.delete(self._b, k)
-            cons = [D_rows @ xv + e >= margin, xv >= lo, xv <= hi]
+            cons = [D_rows @ xv + e >= margin[n], xv >= lo, xv <= hi]
             if (~free).any():
                 cons.append(xv[~free] == X[n][~free])
             prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(wt, cp.square(xv - X[n])))), cons)

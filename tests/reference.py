@@ -163,6 +163,21 @@ def softmax_region_cvxpy(A, b, x0, k, margin, wt=None, bounds=None):
     return prob.status, (None if x.value is None else np.asarray(x.value))
 
 
+def exact_logits(A, b, x):
+    """The logits ``A x + b`` in exact rational arithmetic (no rounding at all).
+
+    Every float64 is a rational number, so ``Fraction`` evaluates the products and the sum
+    exactly; comparing these logits decides the class of ``x`` with no floating-point doubt.
+    """
+    from fractions import Fraction
+
+    xf = [Fraction(float(v)) for v in x]
+    return [
+        sum((Fraction(float(a)) * v for a, v in zip(row, xf, strict=True)), Fraction(float(c)))
+        for row, c in zip(np.atleast_2d(A), np.atleast_1d(b), strict=True)
+    ]
+
+
 def softmax_proba_cvxpy(A, b, x0, k, tau, wt=None):
     """min ‖x − x̄‖²_W s.t. log p_k(x) ≥ log τ  ⇔  lse(Ax + b) − z_k ≤ −log τ (convex), cvxpy."""
     import cvxpy as cp
