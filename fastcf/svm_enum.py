@@ -444,8 +444,19 @@ class SVMEnumeration:
                 stacklevel=3,
             )
 
+    def _support_threshold(self, alpha):
+        """``support_tol``, or by default 1e-10 · max α of this solution.
+
+        Relative, not 1e-10 · C: with a huge kernel (poly with γ = "scale" on nearly equal
+        points, K ~ 1e14) every α of the optimum is ~1e-11 ≪ C and an absolute threshold would
+        call the support empty (found by the soak run).
+        """
+        if self._stol is not None:
+            return self._stol
+        return 1e-10 * float(alpha.max(initial=0.0))
+
     def _push(self, alpha, b, f, removed, F, n_iter, status):
-        idx = np.flatnonzero(alpha > self._stol)
+        idx = np.flatnonzero(alpha > self._support_threshold(alpha))
         if idx.size == 0:
             self.n_degenerate += 1
             return
@@ -574,7 +585,7 @@ class SVMEnumeration:
             alpha, status, n_iter, f, b = self._solve_smo(mask, a0)
         if status == _smo().STATUS_DEGENERATE:
             return None
-        support = np.flatnonzero(alpha > self._stol)
+        support = np.flatnonzero(alpha > self._support_threshold(alpha))
         return EnumeratedSVM(
             rank=0,
             objective=f,
@@ -727,8 +738,9 @@ class SVMEnumerator:
     tol : float, default 1e-8
         KKT tolerance of every solve: the maximal violating pair gap m(α) − M(α) < tol.
     support_tol : float or None, default None
-        Support = {i : α_i > support_tol}; None means 1e-10 · C. The solver returns exact zeros
-        for the α's at the lower bound, so this only guards against round-off.
+        Support = {i : α_i > support_tol}; None means 1e-10 · max α of each solution (relative,
+        so that the tiny α's of a huge kernel still form a support). The solver returns exact
+        zeros for the α's at the lower bound, so this only guards against round-off.
     solver : {"smo", "sklearn"}, default "smo"
         "smo": fastcf's Numba solver, warm-started from the parent model. "sklearn": refit
         ``sklearn.svm.SVC`` from scratch on every subset (the cross-check and speed baseline).
@@ -809,7 +821,7 @@ class SVMEnumerator:
         kind = _KINDS[self.kernel]
         tol = _check_real(self.tol, "tol")
         stol = (
-            1e-10 * C
+            None
             if self.support_tol is None
             else _check_real(self.support_tol, "support_tol", allow_zero=True)
         )

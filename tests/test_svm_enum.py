@@ -435,3 +435,22 @@ def test_constant_data_gamma_scale_does_not_explode():
     assert len(models) == 5
     objs = [m.objective for m in models]
     assert all(np.isfinite(objs)) and objs == sorted(objs, reverse=True)
+
+
+def test_support_of_a_huge_kernel_is_not_empty_regression():
+    # found by the soak run: poly kernel, gamma="scale" on two nearly equal points gives
+    # γ = 262144 and K ~ 1e14, so every α of the optimum is ~2.6e-11; the old absolute support
+    # threshold 1e-10 · C called the support empty and enumerate returned nothing
+    X = np.array([[-0.41796875], [-0.421875]])
+    y = np.array([0, 1])
+    top = SVMEnumerator(C=1.0, kernel="poly").enumerate(X, y, k=1)
+    ref = SVC(C=1.0, kernel="poly", tol=1e-10).fit(X, y)
+    assert len(top) == 1
+    np.testing.assert_array_equal(top[0].support_, np.sort(ref.support_))
+    # two points: α_1 = α_2 = 2 / (K11 + K22 − 2 K12), exactly (libsvm's own is 8e-6 off here)
+    mp = pytest.importorskip("mpmath")
+    with mp.workdps(50):
+        g = mp.mpf(1 / X.var())
+        k = [[(g * mp.mpf(a) * mp.mpf(b)) ** 3 for b in X[:, 0]] for a in X[:, 0]]
+        exact = float(2 / (k[0][0] + k[1][1] - 2 * k[0][1]))
+    np.testing.assert_allclose(top[0].alpha, [exact, exact], rtol=1e-12)
