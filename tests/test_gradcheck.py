@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 
@@ -26,3 +28,26 @@ def test_direction_validation():
     with pytest.raises(ValueError, match="non-zero"):
         check_gradient(f, np.ones(3), direction=np.zeros(3))
     assert check_gradient(f, np.ones(3), direction=np.array([1.0, 0, 0])).passed
+
+
+def test_wrong_slope_below_a_strong_curvature_is_caught_regression():
+    # open finding of the first soak run: f = ½ xᵀHx + Σ sin x with H = 1000·11ᵀ + I probed
+    # along d ∝ (1, 1, 1), gradient wrong by δ = 3.6e-4 along d. The O(h) error δh crosses the
+    # curvature term ≈ 1500 h² at h ≈ 2.4e-7, inside the smaller half of the steps, whose median
+    # order still read 2 and passed the wrong gradient. The asymptotic regime is at the end.
+    H = 1000.0 * np.ones((3, 3)) + np.eye(3)
+
+    def f(z):
+        return float(0.5 * z @ H @ z + math.fsum(np.sin(z))), H @ z + np.cos(z)
+
+    d = np.ones(3) / np.sqrt(3)
+
+    def wrong(z):
+        v, g = f(z)
+        return v, g + 3.6e-4 * d
+
+    x = np.zeros(3)
+    assert check_gradient(f, x, direction=d).passed
+    res = check_gradient(wrong, x, direction=d)
+    assert not res.passed
+    assert abs(res.order2 - 1.0) < 0.1  # the O(h) error of the wrong slope is what it saw
