@@ -213,6 +213,9 @@ class LinearExplainer:
         self.classes_ = np.asarray(classes)
         self._class_index = class_index(self.classes_)
         self.n_features_in_ = A.shape[1]
+        # γ_{D+1} = (D+1)u / (1 − (D+1)u): the relative rounding bound of a logit (Higham, §3.1)
+        u = np.finfo(float).eps / 2
+        self._gamma = (A.shape[1] + 1) * u / (1 - (A.shape[1] + 1) * u)
         self.feature_names_in_ = names
         self.mad_ = None
         self._binary = A.shape[0] <= 2
@@ -314,12 +317,14 @@ class LinearExplainer:
 
     def _logits(self, X):
         """Return Z = X Aᵀ + b (row kernels: bit-identical per row whatever the batch)."""
-        return _sk.logits_rows(X, self._A, self._b, X.shape[0] > 1)
+        return _sk.logits_rows(X, self._A, self._b, _sk.row_mode(X.shape[0], *self._A.shape[::-1]))
 
     def _expand(self, X, Y, v):
         """Return the counterfactuals X + (Y A) ∘ v from their K-space coordinates."""
         unit = v is self._default_metric.v
-        return _sk.expand_rows(X, Y, self._A, v, unit, X.shape[0] > 1)
+        return _sk.expand_rows(
+            X, Y, self._A, v, unit, _sk.row_mode(X.shape[0], *self._A.shape[::-1])
+        )
 
     def fit_mad(self, X):
         """Store the per-feature median absolute deviation of ``X`` for ``weights="mad"``.
@@ -499,18 +504,21 @@ class LinearExplainer:
         margin) the two evaluations can disagree. A success that ``predict`` does not confirm
         becomes status 4.
         """
-        Xs = res["x"]
-        ok = res["success"]
-        if not ok.any():
+        check = res["success"]
+        if "certified" in res:  # certified by a rounding bound (certify_rows): not rechecked
+            check = check & ~res.pop("certified")
+        if not check.any():
             return
-        Z = self._model_logits(Xs)
-        good = self._predict_index(Z) == tidx
+        rows = np.flatnonzero(check)
+        Z = self._model_logits(res["x"][rows])
+        good = self._predict_index(Z) == tidx[rows]
         if proba is not None:
             P = self._proba_from_logits(Z)
-            good &= P[np.arange(tidx.shape[0]), tidx] >= proba
-        bad = ok & ~good
+            good &= P[np.arange(rows.size), tidx[rows]] >= proba
+        bad = np.zeros(check.shape, dtype=bool)
+        bad[rows[~good]] = True
         if bad.any():
-            res["success"] = ok & good
+            res["success"] = res["success"] & ~bad
             res["status"] = np.where(bad, 4, res["status"])
             msg = (
                 "numerical failure: the answer lies within rounding of the decision boundary "
@@ -717,9 +725,18 @@ class LinearExplainer:
             Y, _E, gn, quad, nit, status = _sk.reduced_batch(
                 Zbar, GV, GF, tidx, lams, tol, max_iter, N > 1
             )
-            Xs = self._expand(X, Y, v)
+            # the answers, their logits and the logits' rounding scale in one pass over A
+            Xs, Z, S = _sk.expand_check_rows(
+                X,
+                Y,
+                self._A,
+                self._b,
+                v,
+                v is self._default_metric.v,
+                _sk.row_mode(N, *self._A.shape[::-1]),
+            )
             # ‖x − x̄‖²_W = yᵀ G y and ‖∇E‖ come from the K-space solver: no (N, D) temporaries
-            return self._finish_softmax(
+            res = self._finish_softmax(
                 X,
                 Xs,
                 tidx,
@@ -732,7 +749,12 @@ class LinearExplainer:
                 "reduced",
                 dist=np.sqrt(np.maximum(quad, 0.0)),
                 gn=gn,
+                Z=Z,
             )
+            # successes that no evaluation of the logits can put in another class: _verify
+            # need not recompute their logits with predict's arithmetic
+            res["certified"] = _sk.certify_rows(Z, S, tidx, self._gamma, res["success"])
+            return res
         # D-dimensional reference methods, one query at a time (scipy.optimize is imported
         # here, not at start-up: it is most of the import time of the package)
         from . import _solvers
@@ -1140,9 +1162,11 @@ class LinearExplainer:
         margin=None,
         dist=None,
         gn=None,
+        Z=None,
     ):
         N, D = X.shape
-        Z = self._logits(Xs)  # the solver's check; explain() re-checks with predict's (_verify)
+        if Z is None:  # the solver's check; explain() re-checks with predict's (_verify)
+            Z = self._logits(Xs)
         if self._binary:
             P = self._proba_from_logits(Z[:, 1] - Z[:, 0])
             pred = (Z[:, 1] - Z[:, 0] > 0).astype(np.int64)

@@ -12,6 +12,7 @@ from fastcf import LinearExplainer, check_gradient
 from fastcf._kernels import softmax as sk
 from tests.reference import (
     box_kkt_residual,
+    exact_logits,
     minimize_box_lbfgsb,
     softmax_energy,
     softmax_lam_scipy,
@@ -322,3 +323,75 @@ def test_path_warm_equals_cold_and_is_monotone(rng):
     f = softmax_energy(A, b, x, k, warm.lams[50])
     assert f(one.x)[0] == pytest.approx(f(warm.X[50])[0], rel=1e-12)
     assert warm[50].lam == warm.lams[50]
+
+
+@pytest.mark.parametrize("D, K", [(64, 10), (9000, 40), (20000, 16)])
+def test_row_kernels_give_the_same_bits_in_every_mode(D, K, rng):
+    # mode 2 (one large query: column chunks on several threads), mode 0 (chunks in turn) and
+    # mode 1 (a batch, parallel over rows) must agree bit for bit: single queries, batches and
+    # Dask partitions give the same answer
+    A = rng.standard_normal((K, D))
+    b = rng.standard_normal(K)
+    X = rng.standard_normal((3, D))
+    Y = rng.standard_normal((3, K))
+    v = rng.uniform(0.5, 2.0, D)
+    Z1 = sk.logits_rows(X, A, b, 1)
+    X1, Zc1, S1 = sk.expand_check_rows(X, Y, A, b, v, False, 1)
+    E1 = sk.expand_rows(X, Y, A, v, False, 1)
+    for n in range(3):
+        for mode in (0, 2):
+            np.testing.assert_array_equal(sk.logits_rows(X[n : n + 1], A, b, mode)[0], Z1[n])
+            xs, zc, s = sk.expand_check_rows(X[n : n + 1], Y[n : n + 1], A, b, v, False, mode)
+            np.testing.assert_array_equal(xs[0], X1[n])
+            np.testing.assert_array_equal(zc[0], Zc1[n])
+            np.testing.assert_array_equal(s[0], S1[n])
+            ex = sk.expand_rows(X[n : n + 1], Y[n : n + 1], A, v, False, mode)
+            np.testing.assert_array_equal(ex[0], E1[n])
+    # and they compute what they say, to rounding
+    np.testing.assert_allclose(X1, X + (Y @ A) * v, rtol=1e-12, atol=1e-12 * np.abs(X).max())
+    np.testing.assert_allclose(Z1, X @ A.T + b, rtol=1e-10, atol=1e-10 * np.abs(Z1).max())
+    np.testing.assert_allclose(Zc1, X1 @ A.T + b, rtol=1e-10, atol=1e-10 * np.abs(Zc1).max())
+    np.testing.assert_allclose(S1, np.abs(X1) @ np.abs(A).T + np.abs(b), rtol=1e-12)
+
+
+def test_large_single_query_equals_its_batch_row(rng):
+    # D·K large enough for the chunk-parallel single-query mode
+    D, K = 20000, 16
+    A = rng.standard_normal((K, D)) / np.sqrt(D)
+    ex = LinearExplainer.from_arrays(A, rng.standard_normal(K))
+    X = rng.standard_normal((3, D))
+    assert sk.row_mode(1, D, K) == 2
+    batch = ex.explain(X, [0, 5, 9], lam=0.05)
+    for n, t in enumerate([0, 5, 9]):
+        one = ex.explain(X[n], t, lam=0.05)
+        np.testing.assert_array_equal(one.x, batch.x[n])
+        np.testing.assert_array_equal(one.proba, batch.proba[n])
+        assert one.success == batch.success[n]
+
+
+def test_certified_successes_skip_the_recheck_and_hold_in_exact_arithmetic(rng, monkeypatch):
+    # an ordinary query is won by a margin far above the rounding bound: its success is
+    # certified and predict's logits are not recomputed; every certified success is the
+    # target in exact rational arithmetic (tests/reference.py::exact_logits)
+    A = np.round(rng.standard_normal((4, 30)) * 64) / 64
+    b = np.zeros(4)
+    ex = LinearExplainer.from_arrays(A, b)
+    calls = []
+    original = ex._model_logits
+    monkeypatch.setattr(ex, "_model_logits", lambda X: calls.append(len(X)) or original(X))
+    X = rng.standard_normal((40, 30))
+    res = ex.explain(X, 2, lam=0.01)
+    assert res.success.all() and calls == []
+    # near the boundary (λ so large that p_target stays ≈ 1/2 against one rival) certificates
+    # fail and the recheck runs; no certified row is wrong in exact arithmetic
+    Z = sk.logits_rows(X, A, b, 1)
+    S = np.abs(X) @ np.abs(A).T
+    margins = Z[:, 2] - np.delete(Z, 2, axis=1).max(axis=1)
+    Zs = Z.copy()
+    Zs[:, 2] -= margins - np.linspace(-1e-13, 1e-13, 40)  # margins from -1e-13 to 1e-13
+    cert = sk.certify_rows(Zs, S, np.full(40, 2), ex._gamma, np.ones(40, dtype=bool))
+    assert not cert.any()  # within rounding of the boundary: never certain
+    cert = sk.certify_rows(Z, S, np.full(40, 2), ex._gamma, np.ones(40, dtype=bool))
+    for n in np.flatnonzero(cert):
+        z = exact_logits(A, b, X[n])
+        assert all(z[2] > z[j] for j in range(4) if j != 2)

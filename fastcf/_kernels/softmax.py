@@ -634,68 +634,223 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm):
 # The two O(DK) products of a query, row by row. Each row is computed by the same code in the same
 # order whatever the number of rows, so a query's answer is bit-identical alone, in a batch, or in
 # any partition of a batch (Dask); BLAS would pick GEMV or GEMM kernels by shape and change the
-# rounding. Batches run in parallel over rows.
+# rounding. The columns are cut into fixed chunks of _CHUNK: a sum over D is the chunk order sum
+# of per-chunk sums, so running the chunks of one row on several threads (``mode=2``, one large
+# query) gives the same bits as running them in turn (``mode=0``, or ``mode=1``: a batch, in
+# parallel over rows).
+
+_BLOCK = 512  # columns per block: the accumulators stay in L1 while A is streamed once
+_CHUNK = 4096  # columns per chunk (a multiple of _BLOCK): the unit of work of mode 2
+
+
+def row_mode(N, D, K):
+    """Return the mode of the row kernels for N rows of A of shape (K, D).
+
+    0: serial, 1: parallel over rows (batches), 2: parallel over column chunks (one query large
+    enough to pay for waking the threads).
+    """
+    if N > 1:
+        return 1
+    return 2 if D * K >= 1 << 18 and D > _CHUNK else 0
 
 
 @kernel(fastmath=REASSOC)
-def _logits_row(x, A, b, z):
+def _dot(a, x):
+    d = 0.0
+    for i in range(a.shape[0]):
+        d += a[i] * x[i]
+    return d
+
+
+@kernel(fastmath=REASSOC)
+def _dot_abs(a, x):
+    """Return (a·x, |a|·|x|) (vectorised; the order of the sum is the compiler's)."""
+    d = 0.0
+    t = 0.0
+    for i in range(a.shape[0]):
+        d += a[i] * x[i]
+        t += abs(a[i] * x[i])
+    return d, t
+
+
+@kernel()
+def _logits_chunk(x, A, c, part):
     K, D = A.shape
+    lo = c * _CHUNK
+    hi = min(lo + _CHUNK, D)
     for j in range(K):
+        part[c, j] = _dot(A[j, lo:hi], x[lo:hi])
+
+
+@kernel()
+def _sum_chunks(part, b, z):
+    """z_j = Σ_c part[c, j] + b_j, in chunk order."""
+    for j in range(part.shape[1]):
         acc = 0.0
-        for i in range(D):
-            acc += A[j, i] * x[i]
+        for c in range(part.shape[0]):
+            acc += part[c, j]
         z[j] = acc + b[j]
 
 
 @kernel(parallel=True)
-def logits_rows(X, A, b, parallel):
-    """Z = X Aᵀ + b, one row at a time (see the note above)."""
+def logits_rows(X, A, b, mode):
+    """Z = X Aᵀ + b, one row at a time (see the note above; ``mode`` from :func:`row_mode`)."""
     N = X.shape[0]
-    K = A.shape[0]
+    K, D = A.shape
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     Z = np.empty((N, K))
-    if parallel:
+    if mode == 1:
         for n in prange(N):
-            _logits_row(X[n], A, b, Z[n])
+            part = np.empty((nc, K))
+            for c in range(nc):
+                _logits_chunk(X[n], A, c, part)
+            _sum_chunks(part, b, Z[n])
     else:
+        part = np.empty((nc, K))
         for n in range(N):
-            _logits_row(X[n], A, b, Z[n])
+            if mode == 2:
+                for c in prange(nc):
+                    _logits_chunk(X[n], A, c, part)
+            else:
+                for c in range(nc):
+                    _logits_chunk(X[n], A, c, part)
+            _sum_chunks(part, b, Z[n])
     return Z
 
 
-_BLOCK = 512  # columns per block: the accumulators stay in L1 while A is streamed once
-
-
 @kernel()
-def _expand_row(x0, y, A, v, unit, out):
+def _expand_chunk(x0, y, A, v, unit, c, out, check, pz, ps):
+    """Columns of chunk c of x = x0 + (yᵀA) ∘ v.
+
+    With ``check``, also the chunk's share of z = A x (pz[c]) and of s = |A| |x| (ps[c]), while
+    the block of A is in cache.
+    """
     K, D = A.shape
-    acc = np.empty(_BLOCK)
-    for start in range(0, D, _BLOCK):
-        stop = min(start + _BLOCK, D)
+    # block: K rows of it fit in L1 (32 KiB), so the check's second pass reads it from there
+    blk = max(64, min(_BLOCK, (4096 // K) // 8 * 8))
+    acc = np.empty(blk)
+    lo = c * _CHUNK
+    hi = min(lo + _CHUNK, D)
+    if check:
+        for j in range(K):
+            pz[c, j] = 0.0
+            ps[c, j] = 0.0
+    for start in range(lo, hi, blk):
+        stop = min(start + blk, hi)
         m = stop - start
         for i in range(m):
             acc[i] = 0.0
-        for j in range(K):
+        # four rows of A per sweep of acc: a quarter of the loads and stores of acc
+        j = 0
+        while j + 4 <= K:
+            y0, y1, y2, y3 = y[j], y[j + 1], y[j + 2], y[j + 3]
+            for i in range(m):
+                acc[i] += (
+                    y0 * A[j, start + i]
+                    + y1 * A[j + 1, start + i]
+                    + y2 * A[j + 2, start + i]
+                    + y3 * A[j + 3, start + i]
+                )
+            j += 4
+        while j < K:
             yj = y[j]
-            if yj != 0.0:
-                for i in range(m):
-                    acc[i] += yj * A[j, start + i]
+            for i in range(m):
+                acc[i] += yj * A[j, start + i]
+            j += 1
         if unit:
             for i in range(m):
                 out[start + i] = x0[start + i] + acc[i]
         else:
             for i in range(m):
                 out[start + i] = x0[start + i] + v[start + i] * acc[i]
+        if check:
+            for j in range(K):
+                zj, sj = _dot_abs(A[j, start:stop], out[start:stop])
+                pz[c, j] += zj
+                ps[c, j] += sj
 
 
 @kernel(parallel=True)
-def expand_rows(X0, Y, A, v, unit, parallel):
+def expand_rows(X0, Y, A, v, unit, mode):
     """X = X0 + (Y A) ∘ v row by row: the counterfactuals from their K-space coordinates."""
     N, D = X0.shape
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     X = np.empty((N, D))
-    if parallel:
+    none = np.empty((0, 0))
+    if mode == 1:
         for n in prange(N):
-            _expand_row(X0[n], Y[n], A, v, unit, X[n])
+            for c in range(nc):
+                _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
     else:
         for n in range(N):
-            _expand_row(X0[n], Y[n], A, v, unit, X[n])
+            if mode == 2:
+                for c in prange(nc):
+                    _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            else:
+                for c in range(nc):
+                    _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
     return X
+
+
+@kernel(parallel=True)
+def expand_check_rows(X0, Y, A, b, v, unit, mode):
+    """``expand_rows`` plus the logits Z of the answers and their rounding scale, in one pass.
+
+    S = |A||X| + |b|: every floating-point evaluation of z_j is within (D+1)u/(1 − (D+1)u) · S_j
+    of its exact value (Higham, §3.1). Returns (X, Z, S).
+    """
+    N, D = X0.shape
+    K = A.shape[0]
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    Z = np.empty((N, K))
+    S = np.empty((N, K))
+    absb = np.abs(b)
+    if mode == 1:
+        for n in prange(N):
+            pz = np.empty((nc, K))
+            ps = np.empty((nc, K))
+            for c in range(nc):
+                _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
+            _sum_chunks(pz, b, Z[n])
+            _sum_chunks(ps, absb, S[n])
+    else:
+        pz = np.empty((nc, K))
+        ps = np.empty((nc, K))
+        for n in range(N):
+            if mode == 2:
+                for c in prange(nc):
+                    _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
+            else:
+                for c in range(nc):
+                    _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
+            _sum_chunks(pz, b, Z[n])
+            _sum_chunks(ps, absb, S[n])
+    return X, Z, S
+
+
+@kernel()
+def certify_rows(Z, S, ks, gamma, ok):
+    """Rows whose class k no floating-point evaluation of the logits can change.
+
+    ``Z`` are logits computed in floating point, ``S = |A||x| + |b|`` their rounding scale; every
+    evaluation of z_j (ours, BLAS in any blocking, scikit-learn's) is within γ S_j of the exact
+    value. Row n is certain when ``ok[n]`` and z_k − max_{j≠k} z_j > 4γ (S_k + max_{j≠k} S_j)
+    (twice the worst case of two evaluations).
+    """
+    N, K = Z.shape
+    out = np.empty(N, dtype=np.bool_)
+    for n in range(N):
+        out[n] = False
+        if not ok[n]:
+            continue
+        k = ks[n]
+        zo = -np.inf
+        so = -np.inf
+        for j in range(K):
+            if j != k:
+                zo = max(zo, Z[n, j])
+                so = max(so, S[n, j])
+        need = 4.0 * gamma * (S[n, k] + so)
+        out[n] = math.isfinite(need) and Z[n, k] - zo > need
+    return out
