@@ -216,7 +216,8 @@ def median_absolute_deviation(X: np.ndarray) -> np.ndarray:
     """Per-feature median absolute deviation, with a guard for MAD = 0.
 
     A feature whose MAD is 0 (more than half of the values equal) would get an infinite weight
-    ``1/MAD``; it falls back to the mean absolute deviation, then to 1.
+    ``1/MAD``; it falls back to the mean absolute deviation, then to 1. A spread so small that its
+    reciprocal overflows (below ~5.6e-309, subnormal) counts as 0 as well.
     """
     X = as_float_array(X, "X", ndim=2)
     if X.shape[0] < 2:
@@ -225,8 +226,9 @@ def median_absolute_deviation(X: np.ndarray) -> np.ndarray:
     dev = np.abs(X - med)
     mad = np.median(dev, axis=0)
     fallback = dev.mean(axis=0)
-    mad = np.where(mad > 0, mad, fallback)
-    return np.where(mad > 0, mad, 1.0)
+    tiny = 1.0 / np.finfo(float).max  # 1/MAD must be finite (soak finding: MAD = 1.1e-309)
+    mad = np.where(mad > tiny, mad, fallback)
+    return np.where(mad > tiny, mad, 1.0)
 
 
 def resolve_weights(weights, n_features: int, mad=None) -> np.ndarray | None:

@@ -51,3 +51,22 @@ def test_wrong_slope_below_a_strong_curvature_is_caught_regression():
     res = check_gradient(wrong, x, direction=d)
     assert not res.passed
     assert abs(res.order2 - 1.0) < 0.1  # the O(h) error of the wrong slope is what it saw
+
+
+def test_third_order_bend_does_not_fail_a_right_gradient_regression():
+    # found by the second soak run: f = ½x² + sin x at x = −406.8, where f'' = 1 − sin x is
+    # small, so the h³ term cancels part of the h² term down to h ~ 1e-2 and the last steps above
+    # the rounding level read order ≈ 1.64, not 2 (the right gradient failed the 1.8 threshold)
+    def f(z):
+        return float(0.5 * z @ z + math.fsum(np.sin(z))), z + np.cos(z)
+
+    x = np.array([-406.80994048])
+    res = check_gradient(f, x, direction=np.array([-1.0]))
+    assert res.passed and 1.5 <= res.order2 < 2.2
+
+    def wrong(z):
+        v, g = f(z)
+        return v, g * (1 + 1e-6)
+
+    res = check_gradient(wrong, x, direction=np.array([-1.0]))
+    assert not res.passed and res.order2 < 1.2

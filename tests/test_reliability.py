@@ -938,3 +938,12 @@ def test_region_success_holds_in_every_arithmetic_at_large_magnitudes(K):
             z = exact_logits(AA, np.zeros(AA.shape[0]), res.x[n])
             assert all(z[tg[n]] > z[j] for j in range(len(z)) if j != tg[n])
     assert n_success > 100  # the test looked at real answers
+
+
+def test_subnormal_mad_gives_finite_weights_regression():
+    # found by the second soak run: X = [[0], [2.2e-309]] has MAD 1.1e-309, whose reciprocal
+    # overflowed to an infinite weight (a RuntimeWarning, then inf in the metric)
+    ex = LinearExplainer.from_arrays([[1.0]], [0.0]).fit_mad([[0.0], [2.2250738585072e-309]])
+    assert np.isfinite(1.0 / ex.mad_).all()
+    res = ex.explain(np.array([-1.0]), 1, lam=0.01, weights="mad")
+    assert res.success and np.isfinite(res.x).all()
