@@ -614,11 +614,26 @@ class LinearExplainer:
                 )
                 A_ = self._A
 
-                def XL():  # formed on first access of path.X
-                    out = Y @ A_
+                def form(Yr):
+                    out = Yr @ A_
                     out *= v
                     out += x0
                     return out
+
+                def XL():  # formed on first access of path.X
+                    return form(Y)
+
+                # the K-space logits decide the class only where their rounding cannot: under
+                # cancellation in G y (a target that can never win, λ → 0, y huge) they can
+                # name the target while the point itself is in another class (soak finding);
+                # such rows are formed and rechecked with predict's arithmetic
+                pred = np.argmax(Z, axis=1)
+                doubt = (pred == k) & (status == 0) & ~self._path_certain(Y, Z, x0, k, v)
+                if doubt.any():
+                    rows = np.flatnonzero(doubt)
+                    wrong = self._predict_index(self._model_logits(form(Y[rows]))) != k
+                    status = status.copy()
+                    status[rows[wrong]] = 4
 
                 method = "reduced"
                 # logits z̄ + G y of the K-space solutions (= A x + b up to rounding)
@@ -639,6 +654,32 @@ class LinearExplainer:
         wt_full = np.ones_like(x0) if w is None else w
         dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
         return self._path_result(lams, XL, x0, k, Z, dist, nit, status, gn, method, names)
+
+    def _path_certain(self, Y, Z, x0, k, v):
+        """Path rows whose K-space logits ``z̄ + G y`` put the point x̄ + V Aᵀ y in class k.
+
+        Rounding bound of every step, with Cauchy–Schwarz for the sums of |a_ij x_j|: z̄ is
+        within γ(‖a_i‖‖x̄‖ + |b_i|), G y within γ v_max ‖a_i‖ Σ_l ‖a_l‖ |y_l|, forming x adds
+        as much again, and any evaluation of A x + b at the formed point is within
+        γ(‖a_i‖‖x‖ + |b_i|), ‖x‖ ≤ ‖x̄‖ + v_max Σ_l ‖a_l‖ |y_l|; γ = γ_{D+K+2}. A row is certain
+        when z_k − z_j exceeds twice the sum of the bounds of k and j for every j ≠ k.
+        """
+        D = self.n_features_in_
+        K = self._A.shape[0]
+        u = np.finfo(float).eps / 2
+        gamma = (D + K + 2) * u / (1 - (D + K + 2) * u)
+        nrm = np.sqrt(np.einsum("ij,ij->i", self._A, self._A))
+        vmax = float(v.max()) if v.size else 0.0
+        with np.errstate(over="ignore", invalid="ignore"):
+            t = vmax * (np.abs(Y) @ nrm)  # (L,)
+            base = nrm * float(np.linalg.norm(x0)) + np.abs(self._b)  # (K,)
+            err = gamma * (2 * base[None, :] + 4 * nrm[None, :] * t[:, None])
+            Zo = Z.copy()
+            Zo[:, k] = -np.inf
+            Eo = err.copy()
+            Eo[:, k] = -np.inf
+            need = 2 * (err[:, k] + Eo.max(axis=1))
+            return np.isfinite(need) & (Z[:, k] - Zo.max(axis=1) > need)
 
     def _path_result(self, lams, XL, x0, k, Z, dist, nit, status, gn, method, names):
         if self._binary and Z.ndim == 2:  # K-space logits of the two-row softmax form

@@ -947,3 +947,19 @@ def test_subnormal_mad_gives_finite_weights_regression():
     assert np.isfinite(1.0 / ex.mad_).all()
     res = ex.explain(np.array([-1.0]), 1, lam=0.01, weights="mad")
     assert res.success and np.isfinite(res.x).all()
+
+
+def test_path_success_holds_for_a_class_that_can_never_win_regression():
+    # found by the second soak run: A = [[4218.75], [8125], [0]], x = 0, target 0, λ = 1e-7.
+    # Class 0 never wins (x > 0: class 1, x < 0: class 2); the path's K-space logits z̄ + G y,
+    # rounded under cancellation, said class 0 at x = 5.5e-6 and the path reported success
+    ex = LinearExplainer.from_arrays([[4218.75], [8125.0], [0.0]], np.zeros(3))
+    path = ex.path(np.zeros(1), 0, lams=[1e-7], warm_start=False)
+    assert not path.success[0]
+    assert not (ex.predict(path.X)[path.success] != 0).any()
+    # an ordinary path is certified without forming X (it stays lazy)
+    ex2 = LinearExplainer.from_arrays(np.eye(3), np.zeros(3))
+    p2 = ex2.path(np.zeros(3), 1, lams=np.logspace(1, -3, 20))
+    assert callable(p2._X)  # not formed by the certificate
+    assert p2.success.all()
+    assert (ex2.predict(p2.X) == 1).all()
