@@ -268,6 +268,18 @@ class LinearExplainer:
         """Return the logits with the model's own arithmetic (BLAS, as scikit-learn)."""
         return X @ self._w + self._c if self._binary else X @ self._AT + self._b
 
+    def _check_logits(self, X):
+        """Return the logits by BLAS one row at a time (the bits of ``predict`` of a row alone).
+
+        A batch GEMM rounds differently from a row GEMV. NumPy's matmul of a stack of (1, D)
+        matrices calls the same BLAS routine for every element of the stack, so row n here
+        equals ``X[n:n+1] @ Aᵀ`` bit for bit. Used to verify answers, so that a query's verdict
+        does not depend on its batch.
+        """
+        if self._binary:
+            return (X[:, None, :] @ self._w)[:, 0] + self._c
+        return (X[:, None, :] @ self._AT)[:, 0, :] + self._b
+
     def predict_proba(self, X):
         """Class probabilities in the order of ``classes_``.
 
@@ -458,6 +470,17 @@ class LinearExplainer:
         >>> res.grad_norm < 1e-12
         True
         """
+        if (
+            proba is None
+            and region is False
+            and frozen is None
+            and weights is None
+            and bounds is None
+            and (method == "auto" or method == "reduced")
+        ):
+            fast = self._explain_one(x, target, lam, tol, max_iter)
+            if fast is not None:
+                return fast
         modes = (lam is not None) + (proba is not None) + bool(region)
         if modes > 1:
             raise ValueError("give only one of lam=, proba= or region=True")
@@ -496,6 +519,48 @@ class LinearExplainer:
         self._verify(res, tidx, proba if proba is not None else None)
         return self._package(res, X, tidx, names, single)
 
+    def _explain_one(self, x, target, lam, tol, max_iter):
+        """Answer the common query (one softmax x̄, float64, a λ, no options) on a short path.
+
+        The same kernel and the same result code as :meth:`explain` (so the answer has the same
+        bits), with the argument checks reduced to type tests. Returns ``None`` whenever
+        anything is unusual (a NaN or inf in ``x`` included), and :meth:`explain` then validates
+        (and raises) as usual.
+        """
+        D = self.n_features_in_
+        if (
+            self._binary
+            or type(x) is not np.ndarray
+            or x.ndim != 1
+            or x.dtype != np.float64
+            or x.shape[0] != D
+            or not x.flags.c_contiguous
+            or type(lam) is not float
+            or not 0.0 < lam < math.inf
+            or type(tol) is not float
+            or not 0.0 < tol < math.inf
+            or type(max_iter) is not int
+            or max_iter < 1
+        ):
+            return None
+        try:
+            k = self._class_index.get(target.item() if hasattr(target, "item") else target)
+        except TypeError:  # unhashable
+            return None
+        if k is None:
+            return None
+        # NaN propagates through min and max, ±inf shows in them; no overflow is possible
+        if not (math.isfinite(x.min()) and math.isfinite(x.max())):
+            return None
+        X = x[None, :]
+        tidx = np.array([k], dtype=np.int64)
+        res = self._reduced_lam(X, tidx, np.array([lam]), self._default_metric, tol, max_iter)
+        self._verify(res, tidx, None)
+        names = self.feature_names_in_
+        return self._package(
+            res, X, tidx, None if names is None else np.asarray(names, object), True
+        )
+
     def _verify(self, res, tidx, proba):
         """Re-check every success with the arithmetic of :meth:`predict` (in place).
 
@@ -510,7 +575,7 @@ class LinearExplainer:
         if not check.any():
             return
         rows = np.flatnonzero(check)
-        Z = self._model_logits(res["x"][rows])
+        Z = self._check_logits(res["x"][rows])
         good = self._predict_index(Z) == tidx[rows]
         if proba is not None:
             P = self._proba_from_logits(Z)
@@ -631,7 +696,7 @@ class LinearExplainer:
                 doubt = (pred == k) & (status == 0) & ~self._path_certain(Y, Z, x0, k, v)
                 if doubt.any():
                     rows = np.flatnonzero(doubt)
-                    wrong = self._predict_index(self._model_logits(form(Y[rows]))) != k
+                    wrong = self._predict_index(self._check_logits(form(Y[rows]))) != k
                     status = status.copy()
                     status[rows[wrong]] = 4
 
@@ -712,7 +777,7 @@ class LinearExplainer:
     def _lam(self, X, tidx, fmask, w, bnd, lams, method, tol, max_iter):
         N, D = X.shape
         m = self._metric(fmask, w)
-        v, wt, GV, GF = m.v, m.wt, m.GV, m.GF
+        v, wt, GV = m.v, m.wt, m.GV
         if self._binary and method in ("auto", "reduced"):
             signs = np.where(tidx == 1, 1.0, -1.0)
             lo, hi = bnd if bnd is not None else (_EMPTY, _EMPTY)
@@ -762,40 +827,7 @@ class LinearExplainer:
                 return self._finish_softmax(
                     X, Xs, tidx, nit, status, lams, wt, v, bnd, "reduced (active set)"
                 )
-            Zbar = self._logits(X)
-            Y, _E, gn, quad, nit, status = _sk.reduced_batch(
-                Zbar, GV, GF, tidx, lams, tol, max_iter, N > 1
-            )
-            # the answers, their logits and the logits' rounding scale in one pass over A
-            Xs, Z, S = _sk.expand_check_rows(
-                X,
-                Y,
-                self._A,
-                self._b,
-                v,
-                v is self._default_metric.v,
-                _sk.row_mode(N, *self._A.shape[::-1]),
-            )
-            # ‖x − x̄‖²_W = yᵀ G y and ‖∇E‖ come from the K-space solver: no (N, D) temporaries
-            res = self._finish_softmax(
-                X,
-                Xs,
-                tidx,
-                nit,
-                status,
-                lams,
-                wt,
-                v,
-                bnd,
-                "reduced",
-                dist=np.sqrt(np.maximum(quad, 0.0)),
-                gn=gn,
-                Z=Z,
-            )
-            # successes that no evaluation of the logits can put in another class: _verify
-            # need not recompute their logits with predict's arithmetic
-            res["certified"] = _sk.certify_rows(Z, S, tidx, self._gamma, res["success"])
-            return res
+            return self._reduced_lam(X, tidx, lams, m, tol, max_iter)
         # D-dimensional reference methods, one query at a time (scipy.optimize is imported
         # here, not at start-up: it is most of the import time of the package)
         from . import _solvers
@@ -836,6 +868,37 @@ class LinearExplainer:
             infos.append(info)
         res = self._finish_softmax(X, Xs, tidx, nit, status, lams, wt, v, bnd, method)
         res["info"] = {"per_query": infos}
+        return res
+
+    def _reduced_lam(self, X, tidx, lams, m, tol, max_iter):
+        """Problem (2) by the reduced Newton, every step of every row in one kernel call.
+
+        ‖x − x̄‖²_W = yᵀ G y and ‖∇E‖ come from the K-space solver; the logits of the answer,
+        their rounding scale, the probabilities and the verdict from the pass that forms it.
+        Successes that the rounding bound certifies (``certified``) are not rechecked by
+        :meth:`_verify`.
+        """
+        N = X.shape[0]
+        Xs, P, quad, gn, nit, status, cert = _sk.reduced_rows(
+            X,
+            self._A,
+            self._b,
+            m.GV,
+            m.GF,
+            tidx,
+            lams,
+            tol,
+            max_iter,
+            m.v,
+            m.v is self._default_metric.v,
+            self._gamma,
+            _sk.row_mode(N, self.n_features_in_, self._A.shape[0]),
+        )
+        success = status == 0
+        res = _result(
+            Xs, P, np.sqrt(np.maximum(quad, 0.0)), success, status, nit, lams, gn, "reduced"
+        )
+        res["certified"] = cert
         return res
 
     def _bounded_one(self, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None):
@@ -1044,7 +1107,7 @@ class LinearExplainer:
                 rows = np.arange(N)
                 short = (status == 0) & (
                     (self._proba_from_logits(self._logits(Xs))[rows, tidx] < proba)
-                    | (self._proba_from_logits(self._model_logits(Xs))[rows, tidx] < proba)
+                    | (self._proba_from_logits(self._check_logits(Xs))[rows, tidx] < proba)
                 )
                 if not short.any():
                     break

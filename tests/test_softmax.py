@@ -395,3 +395,39 @@ def test_certified_successes_skip_the_recheck_and_hold_in_exact_arithmetic(rng, 
     for n in np.flatnonzero(cert):
         z = exact_logits(A, b, X[n])
         assert all(z[2] > z[j] for j in range(4) if j != 2)
+
+
+def test_short_path_of_explain_agrees_with_the_general_one(rng):
+    # explain(x, target, lam=float) on a float64 x takes a short path (_explain_one); anything
+    # else goes through the full validation. Both give the same bits and the same errors.
+    A = rng.standard_normal((5, 12))
+    ex = LinearExplainer.from_arrays(A, rng.standard_normal(5))
+    x = rng.standard_normal(12)
+    fast = ex.explain(x, 3, lam=0.02)
+    assert ex._explain_one(x, 3, 0.02, 1e-10, 100) is not None
+    for general in (
+        ex.explain(x, 3, lam=np.float64(0.02)),  # not a float: general path
+        ex.explain(list(x), 3, lam=0.02),
+        ex.explain(x, np.int64(3), lam=0.02, method="reduced"),
+        ex.explain(x[None], [3], lam=0.02)[0],
+    ):
+        np.testing.assert_array_equal(general.x, fast.x)
+        np.testing.assert_array_equal(general.proba, fast.proba)
+        assert (general.success, general.status, general.nit) == (
+            fast.success,
+            fast.status,
+            fast.nit,
+        )
+    for bad in (np.nan, np.inf, -np.inf):
+        xb = x.copy()
+        xb[4] = bad
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            ex.explain(xb, 3, lam=0.02)
+    with pytest.raises(ValueError, match="not a class"):
+        ex.explain(x, 7, lam=0.02)
+    with pytest.raises(ValueError, match="features"):
+        ex.explain(x[:5], 3, lam=0.02)
+    with pytest.raises(ValueError, match="lam"):
+        ex.explain(x, 3, lam=-1.0)
+    with pytest.raises(ValueError, match="tol"):
+        ex.explain(x, 3, lam=0.1, tol=-1.0)

@@ -854,3 +854,119 @@ def certify_rows(Z, S, ks, gamma, ok):
         need = 4.0 * gamma * (S[n, k] + so)
         out[n] = math.isfinite(need) and Z[n, k] - zo > need
     return out
+
+
+@kernel()
+def _row_newton(part, b, G, GF, k, lam, tol, max_iter, y):
+    """z̄ from its chunk sums, then the reduced Newton from initial_y (y in place).
+
+    Returns (gnorm, quad, nit, status).
+    """
+    K = b.shape[0]
+    zbar = np.empty(K)
+    _sum_chunks(part, b, zbar)
+    initial_y(zbar, G, k, lam, y)
+    trials = np.empty(0, dtype=np.int64)
+    _E, gn, quad, nit, status = reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter, trials)
+    return gn, quad, nit, status
+
+
+@kernel()
+def _row_verdict(x, pz, ps, b, k, gamma, quad, status, p):
+    """Logits z of x* from their chunk sums, p = softmax(z), and the verdict.
+
+    Returns (status, certified): status 4 for a non-finite answer, 5 when argmax z (ties to the
+    first class, the model's rule) is not k; certified when k wins by more than
+    4γ(S_k + max_{j≠k} S_j) (see :func:`certify_rows`).
+    """
+    K = b.shape[0]
+    z = np.empty(K)
+    sc = np.empty(K)
+    absb = np.empty(K)
+    for j in range(K):
+        absb[j] = abs(b[j])
+    _sum_chunks(pz, b, z)
+    _sum_chunks(ps, absb, sc)
+    softmax_into(z, p)
+    finite = math.isfinite(quad)
+    for i in range(x.shape[0]):
+        if not math.isfinite(x[i]):
+            finite = False
+            break
+    if status == 0 and not finite:
+        return 4, False
+    best = 0
+    for j in range(1, K):
+        if z[j] > z[best]:
+            best = j
+    if status != 0:
+        return status, False
+    if best != k:
+        return 5, False  # the optimum of problem (2) is not in the target class: λ too large
+    zo = -np.inf
+    so = -np.inf
+    for j in range(K):
+        if j != k:
+            zo = max(zo, z[j])
+            so = max(so, sc[j])
+    need = 4.0 * gamma * (sc[k] + so)
+    return 0, math.isfinite(need) and z[k] - zo > need
+
+
+@kernel(parallel=True)
+def reduced_rows(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, mode):
+    """Problem (2) for N softmax queries, all in one call (``mode`` from :func:`row_mode`).
+
+    Per row: z̄ = A x̄ + b, the reduced Newton from :func:`initial_y`, x* = x̄ + (yᵀA)∘v with its
+    logits and their rounding scale in the same pass over A, p = softmax(z), and the verdict of
+    :func:`_row_verdict`. The same code runs for every row in every mode (mode 2 only runs the
+    column chunks of the single row on several threads), so an answer has the same bits alone
+    or in a batch. Returns (X, P, quad, gnorm, nit, status, cert); quad = ‖x* − x̄‖²_W.
+    """
+    N, D = X0.shape
+    K = A.shape[0]
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    P = np.empty((N, K))
+    quad = np.empty(N)
+    gn = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    cert = np.empty(N, dtype=np.bool_)
+    if mode == 1:
+        for n in prange(N):
+            part = np.empty((nc, K))
+            pz = np.empty((nc, K))
+            ps = np.empty((nc, K))
+            y = np.empty(K)
+            for c in range(nc):
+                _logits_chunk(X0[n], A, c, part)
+            gn[n], quad[n], nit[n], st = _row_newton(
+                part, b, G, GF, ks[n], lams[n], tol, max_iter, y
+            )
+            for c in range(nc):
+                _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+            status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
+    else:
+        part = np.empty((nc, K))
+        pz = np.empty((nc, K))
+        ps = np.empty((nc, K))
+        y = np.empty(K)
+        for n in range(N):
+            if mode == 2:
+                for c in prange(nc):
+                    _logits_chunk(X0[n], A, c, part)
+            else:
+                for c in range(nc):
+                    _logits_chunk(X0[n], A, c, part)
+            gn[n], quad[n], nit[n], st = _row_newton(
+                part, b, G, GF, ks[n], lams[n], tol, max_iter, y
+            )
+            if mode == 2:
+                for c in prange(nc):
+                    _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+            else:
+                for c in range(nc):
+                    _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+            status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
+    return X, P, quad, gn, nit, status, cert
