@@ -570,7 +570,7 @@ class LinearExplainer:
         becomes status 4.
         """
         check = res["success"]
-        if "certified" in res:  # certified by a rounding bound (certify_rows): not rechecked
+        if "certified" in res:  # certified by a rounding bound (_certain_row): not rechecked
             check = check & ~res.pop("certified")
         if not check.any():
             return
@@ -1266,11 +1266,9 @@ class LinearExplainer:
         margin=None,
         dist=None,
         gn=None,
-        Z=None,
     ):
         N, D = X.shape
-        if Z is None:  # the solver's check; explain() re-checks with predict's (_verify)
-            Z = self._logits(Xs)
+        Z = self._logits(Xs)  # the solver's check; explain() re-checks with predict's (_verify)
         if self._binary:
             P = self._proba_from_logits(Z[:, 1] - Z[:, 0])
             pred = (Z[:, 1] - Z[:, 0] > 0).astype(np.int64)

@@ -330,28 +330,43 @@ def test_row_kernels_give_the_same_bits_in_every_mode(D, K, rng):
     # mode 2 (one large query: column chunks on several threads), mode 0 (chunks in turn) and
     # mode 1 (a batch, parallel over rows) must agree bit for bit: single queries, batches and
     # Dask partitions give the same answer
-    A = rng.standard_normal((K, D))
+    A = rng.standard_normal((K, D)) / np.sqrt(D)
     b = rng.standard_normal(K)
     X = rng.standard_normal((3, D))
     Y = rng.standard_normal((3, K))
     v = rng.uniform(0.5, 2.0, D)
+    G = (A * v) @ A.T
+    ks = np.array([0, K // 2, K - 1])
+    lams = np.array([0.01, 0.1, 1.0])
+    gamma = (D + 1) * 2.0**-53
     Z1 = sk.logits_rows(X, A, b, 1)
-    X1, Zc1, S1 = sk.expand_check_rows(X, Y, A, b, v, False, 1)
     E1 = sk.expand_rows(X, Y, A, v, False, 1)
+    R1 = sk.reduced_rows(X, A, b, G, G, ks, lams, 1e-10, 100, v, False, gamma, 1)
     for n in range(3):
         for mode in (0, 2):
-            np.testing.assert_array_equal(sk.logits_rows(X[n : n + 1], A, b, mode)[0], Z1[n])
-            xs, zc, s = sk.expand_check_rows(X[n : n + 1], Y[n : n + 1], A, b, v, False, mode)
-            np.testing.assert_array_equal(xs[0], X1[n])
-            np.testing.assert_array_equal(zc[0], Zc1[n])
-            np.testing.assert_array_equal(s[0], S1[n])
-            ex = sk.expand_rows(X[n : n + 1], Y[n : n + 1], A, v, False, mode)
-            np.testing.assert_array_equal(ex[0], E1[n])
+            one = slice(n, n + 1)
+            np.testing.assert_array_equal(sk.logits_rows(X[one], A, b, mode)[0], Z1[n])
+            np.testing.assert_array_equal(
+                sk.expand_rows(X[one], Y[one], A, v, False, mode)[0], E1[n]
+            )
+            R = sk.reduced_rows(
+                X[one], A, b, G, G, ks[one], lams[one], 1e-10, 100, v, False, gamma, mode
+            )
+            for got, want in zip(R, R1, strict=True):
+                np.testing.assert_array_equal(got[0], want[n])
     # and they compute what they say, to rounding
-    np.testing.assert_allclose(X1, X + (Y @ A) * v, rtol=1e-12, atol=1e-12 * np.abs(X).max())
+    np.testing.assert_allclose(E1, X + (Y @ A) * v, rtol=1e-12, atol=1e-12 * np.abs(X).max())
     np.testing.assert_allclose(Z1, X @ A.T + b, rtol=1e-10, atol=1e-10 * np.abs(Z1).max())
-    np.testing.assert_allclose(Zc1, X1 @ A.T + b, rtol=1e-10, atol=1e-10 * np.abs(Zc1).max())
-    np.testing.assert_allclose(S1, np.abs(X1) @ np.abs(A).T + np.abs(b), rtol=1e-12)
+    Xs, P, quad, gn, nit, status, cert = R1
+    assert set(status.tolist()) <= {0, 5} and (gn < 1e-8).all()  # 5: λ too large to reach k
+    Zs = Xs @ A.T + b
+    np.testing.assert_allclose(
+        P,
+        np.exp(Zs - Zs.max(1, keepdims=True))
+        / np.exp(Zs - Zs.max(1, keepdims=True)).sum(1, keepdims=True),
+        rtol=1e-9,
+    )
+    np.testing.assert_allclose(quad, np.einsum("ij,ij->i", (Xs - X) / v, Xs - X), rtol=1e-9)
 
 
 def test_large_single_query_equals_its_batch_row(rng):
@@ -371,63 +386,26 @@ def test_large_single_query_equals_its_batch_row(rng):
 
 def test_certified_successes_skip_the_recheck_and_hold_in_exact_arithmetic(rng, monkeypatch):
     # an ordinary query is won by a margin far above the rounding bound: its success is
-    # certified and predict's logits are not recomputed; every certified success is the
-    # target in exact rational arithmetic (tests/reference.py::exact_logits)
+    # certified and its logits are not recomputed; every certified success is the target in
+    # exact rational arithmetic (tests/reference.py::exact_logits)
     A = np.round(rng.standard_normal((4, 30)) * 64) / 64
     b = np.zeros(4)
     ex = LinearExplainer.from_arrays(A, b)
     calls = []
-    original = ex._model_logits
-    monkeypatch.setattr(ex, "_model_logits", lambda X: calls.append(len(X)) or original(X))
+    original = ex._check_logits
+    monkeypatch.setattr(ex, "_check_logits", lambda X: calls.append(len(X)) or original(X))
     X = rng.standard_normal((40, 30))
     res = ex.explain(X, 2, lam=0.01)
     assert res.success.all() and calls == []
-    # near the boundary (λ so large that p_target stays ≈ 1/2 against one rival) certificates
-    # fail and the recheck runs; no certified row is wrong in exact arithmetic
+    # within rounding of the boundary (margins from −1e-13 to 1e-13) no row is ever certain
     Z = sk.logits_rows(X, A, b, 1)
     S = np.abs(X) @ np.abs(A).T
     margins = Z[:, 2] - np.delete(Z, 2, axis=1).max(axis=1)
     Zs = Z.copy()
-    Zs[:, 2] -= margins - np.linspace(-1e-13, 1e-13, 40)  # margins from -1e-13 to 1e-13
-    cert = sk.certify_rows(Zs, S, np.full(40, 2), ex._gamma, np.ones(40, dtype=bool))
-    assert not cert.any()  # within rounding of the boundary: never certain
-    cert = sk.certify_rows(Z, S, np.full(40, 2), ex._gamma, np.ones(40, dtype=bool))
-    for n in np.flatnonzero(cert):
+    Zs[:, 2] -= margins - np.linspace(-1e-13, 1e-13, 40)
+    assert not any(sk._certain_row(Zs[n], S[n], 2, ex._gamma) for n in range(40))
+    certain = [n for n in range(40) if sk._certain_row(Z[n], S[n], 2, ex._gamma)]
+    assert certain  # the ordinary margins are certain
+    for n in certain:
         z = exact_logits(A, b, X[n])
         assert all(z[2] > z[j] for j in range(4) if j != 2)
-
-
-def test_short_path_of_explain_agrees_with_the_general_one(rng):
-    # explain(x, target, lam=float) on a float64 x takes a short path (_explain_one); anything
-    # else goes through the full validation. Both give the same bits and the same errors.
-    A = rng.standard_normal((5, 12))
-    ex = LinearExplainer.from_arrays(A, rng.standard_normal(5))
-    x = rng.standard_normal(12)
-    fast = ex.explain(x, 3, lam=0.02)
-    assert ex._explain_one(x, 3, 0.02, 1e-10, 100) is not None
-    for general in (
-        ex.explain(x, 3, lam=np.float64(0.02)),  # not a float: general path
-        ex.explain(list(x), 3, lam=0.02),
-        ex.explain(x, np.int64(3), lam=0.02, method="reduced"),
-        ex.explain(x[None], [3], lam=0.02)[0],
-    ):
-        np.testing.assert_array_equal(general.x, fast.x)
-        np.testing.assert_array_equal(general.proba, fast.proba)
-        assert (general.success, general.status, general.nit) == (
-            fast.success,
-            fast.status,
-            fast.nit,
-        )
-    for bad in (np.nan, np.inf, -np.inf):
-        xb = x.copy()
-        xb[4] = bad
-        with pytest.raises(ValueError, match="NaN or infinite"):
-            ex.explain(xb, 3, lam=0.02)
-    with pytest.raises(ValueError, match="not a class"):
-        ex.explain(x, 7, lam=0.02)
-    with pytest.raises(ValueError, match="features"):
-        ex.explain(x[:5], 3, lam=0.02)
-    with pytest.raises(ValueError, match="lam"):
-        ex.explain(x, 3, lam=-1.0)
-    with pytest.raises(ValueError, match="tol"):
-        ex.explain(x, 3, lam=0.1, tol=-1.0)

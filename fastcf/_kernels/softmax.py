@@ -250,35 +250,6 @@ def reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter, trials):
     return E, gnorm, quad, max_iter, 1
 
 
-@kernel(parallel=True)
-def reduced_batch(Zbar, G, GF, ks, lams, tol, max_iter, parallel):
-    """reduced_newton for N queries from y = 0: returns (Y, E, gnorm, quad, nit, status).
-
-    ``parallel=False`` runs in the calling thread (single queries: no thread launch).
-    """
-    N, K = Zbar.shape
-    Y = np.empty((N, K))  # np.empty only in parallel kernels (np.zeros becomes a parfor)
-    E = np.empty(N)
-    gn = np.empty(N)
-    quad = np.empty(N)
-    nit = np.empty(N, dtype=np.int64)
-    status = np.empty(N, dtype=np.int64)
-    trials = np.empty(0, dtype=np.int64)
-    if parallel:
-        for n in prange(N):
-            initial_y(Zbar[n], G, ks[n], lams[n], Y[n])
-            E[n], gn[n], quad[n], nit[n], status[n] = reduced_newton(
-                Zbar[n], G, GF, ks[n], lams[n], Y[n], tol, max_iter, trials
-            )
-    else:
-        for n in range(N):
-            initial_y(Zbar[n], G, ks[n], lams[n], Y[n])
-            E[n], gn[n], quad[n], nit[n], status[n] = reduced_newton(
-                Zbar[n], G, GF, ks[n], lams[n], Y[n], tol, max_iter, trials
-            )
-    return Y, E, gn, quad, nit, status
-
-
 @kernel()
 def region_dual(zbar, G, k, margin, tol, max_iter, nu):
     """Closest point (in the metric of G) with z_k − z_j ≥ margin for all j ≠ k.
@@ -792,68 +763,23 @@ def expand_rows(X0, Y, A, v, unit, mode):
     return X
 
 
-@kernel(parallel=True)
-def expand_check_rows(X0, Y, A, b, v, unit, mode):
-    """``expand_rows`` plus the logits Z of the answers and their rounding scale, in one pass.
-
-    S = |A||X| + |b|: every floating-point evaluation of z_j is within (D+1)u/(1 − (D+1)u) · S_j
-    of its exact value (Higham, §3.1). Returns (X, Z, S).
-    """
-    N, D = X0.shape
-    K = A.shape[0]
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X = np.empty((N, D))
-    Z = np.empty((N, K))
-    S = np.empty((N, K))
-    absb = np.abs(b)
-    if mode == 1:
-        for n in prange(N):
-            pz = np.empty((nc, K))
-            ps = np.empty((nc, K))
-            for c in range(nc):
-                _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
-            _sum_chunks(pz, b, Z[n])
-            _sum_chunks(ps, absb, S[n])
-    else:
-        pz = np.empty((nc, K))
-        ps = np.empty((nc, K))
-        for n in range(N):
-            if mode == 2:
-                for c in prange(nc):
-                    _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
-            else:
-                for c in range(nc):
-                    _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
-            _sum_chunks(pz, b, Z[n])
-            _sum_chunks(ps, absb, S[n])
-    return X, Z, S
-
-
 @kernel()
-def certify_rows(Z, S, ks, gamma, ok):
-    """Rows whose class k no floating-point evaluation of the logits can change.
+def _certain_row(z, sc, k, gamma):
+    """Whether no floating-point evaluation of the logits can take class k from this point.
 
-    ``Z`` are logits computed in floating point, ``S = |A||x| + |b|`` their rounding scale; every
-    evaluation of z_j (ours, BLAS in any blocking, scikit-learn's) is within γ S_j of the exact
-    value. Row n is certain when ``ok[n]`` and z_k − max_{j≠k} z_j > 4γ (S_k + max_{j≠k} S_j)
+    ``z`` are logits computed in floating point, ``sc = |A||x| + |b|`` their rounding scale;
+    every evaluation of z_j (ours, BLAS in any blocking, scikit-learn's) is within γ sc_j of the
+    exact value (Higham, §3.1). Certain when z_k − max_{j≠k} z_j > 4γ (sc_k + max_{j≠k} sc_j)
     (twice the worst case of two evaluations).
     """
-    N, K = Z.shape
-    out = np.empty(N, dtype=np.bool_)
-    for n in range(N):
-        out[n] = False
-        if not ok[n]:
-            continue
-        k = ks[n]
-        zo = -np.inf
-        so = -np.inf
-        for j in range(K):
-            if j != k:
-                zo = max(zo, Z[n, j])
-                so = max(so, S[n, j])
-        need = 4.0 * gamma * (S[n, k] + so)
-        out[n] = math.isfinite(need) and Z[n, k] - zo > need
-    return out
+    zo = -np.inf
+    so = -np.inf
+    for j in range(z.shape[0]):
+        if j != k:
+            zo = max(zo, z[j])
+            so = max(so, sc[j])
+    need = 4.0 * gamma * (sc[k] + so)
+    return math.isfinite(need) and z[k] - zo > need
 
 
 @kernel()
@@ -877,7 +803,7 @@ def _row_verdict(x, pz, ps, b, k, gamma, quad, status, p):
 
     Returns (status, certified): status 4 for a non-finite answer, 5 when argmax z (ties to the
     first class, the model's rule) is not k; certified when k wins by more than
-    4γ(S_k + max_{j≠k} S_j) (see :func:`certify_rows`).
+    4γ(S_k + max_{j≠k} S_j) (see :func:`_certain_row`).
     """
     K = b.shape[0]
     z = np.empty(K)
@@ -903,14 +829,7 @@ def _row_verdict(x, pz, ps, b, k, gamma, quad, status, p):
         return status, False
     if best != k:
         return 5, False  # the optimum of problem (2) is not in the target class: λ too large
-    zo = -np.inf
-    so = -np.inf
-    for j in range(K):
-        if j != k:
-            zo = max(zo, z[j])
-            so = max(so, sc[j])
-    need = 4.0 * gamma * (sc[k] + so)
-    return 0, math.isfinite(need) and z[k] - zo > need
+    return 0, _certain_row(z, sc, k, gamma)
 
 
 @kernel(parallel=True)
