@@ -236,7 +236,8 @@ class LinearExplainer:
         self._G = self._A @ self._A.T
         self._gram_cache = {}
         self._lock = threading.Lock()
-        self._default_metric = self._make_metric(np.zeros(A.shape[1], dtype=bool), None)
+        self._no_frozen = np.zeros(A.shape[1], dtype=bool)
+        self._default_metric = self._make_metric(self._no_frozen, None)
 
     # ------------------------------------------------------------------ model evaluation
     def __getstate__(self):
@@ -298,11 +299,7 @@ class LinearExplainer:
 
     def _proba_from_logits(self, Z):
         if self._binary:
-            Z = np.asarray(Z).reshape(-1)
-            e = np.exp(-np.abs(Z))
-            p1 = np.where(Z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-            p0 = np.where(Z >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
-            return np.column_stack([p0, p1])
+            return _lk.binary_proba(np.ascontiguousarray(Z, dtype=np.float64).reshape(-1))
         m = Z.max(axis=1, keepdims=True)
         E = np.exp(Z - m)
         return E / E.sum(axis=1, keepdims=True)
@@ -520,7 +517,7 @@ class LinearExplainer:
         return self._package(res, X, tidx, names, single)
 
     def _explain_one(self, x, target, lam, tol, max_iter):
-        """Answer the common query (one softmax x̄, float64, a λ, no options) on a short path.
+        """Answer the common query (one float64 x̄, a λ, no options) on a short path.
 
         The same kernel and the same result code as :meth:`explain` (so the answer has the same
         bits), with the argument checks reduced to type tests. Returns ``None`` whenever
@@ -529,8 +526,7 @@ class LinearExplainer:
         """
         D = self.n_features_in_
         if (
-            self._binary
-            or type(x) is not np.ndarray
+            type(x) is not np.ndarray
             or x.ndim != 1
             or x.dtype != np.float64
             or x.shape[0] != D
@@ -554,7 +550,12 @@ class LinearExplainer:
             return None
         X = x[None, :]
         tidx = np.array([k], dtype=np.int64)
-        res = self._reduced_lam(X, tidx, np.array([lam]), self._default_metric, tol, max_iter)
+        if self._binary:
+            res = self._lam(
+                X, tidx, self._no_frozen, None, None, np.array([lam]), "auto", tol, max_iter
+            )
+        else:
+            res = self._reduced_lam(X, tidx, np.array([lam]), self._default_metric, tol, max_iter)
         self._verify(res, tidx, None)
         names = self.feature_names_in_
         return self._package(
@@ -580,6 +581,8 @@ class LinearExplainer:
         if proba is not None:
             P = self._proba_from_logits(Z)
             good &= P[np.arange(rows.size), tidx[rows]] >= proba
+        if good.all():
+            return
         bad = np.zeros(check.shape, dtype=bool)
         bad[rows[~good]] = True
         if bad.any():
@@ -781,7 +784,7 @@ class LinearExplainer:
         if self._binary and method in ("auto", "reduced"):
             signs = np.where(tidx == 1, 1.0, -1.0)
             lo, hi = bnd if bnd is not None else (_EMPTY, _EMPTY)
-            Xs, zeta, q, nit, status, dist, gn = _lk.lam_batch(
+            Xs, zeta, q, nit, status, dist, gn, scale = _lk.lam_batch(
                 X,
                 self._w,
                 self._c,
@@ -814,6 +817,8 @@ class LinearExplainer:
                 proba_min=None,
             )
             res["info"] = {"phi_nit": nit}
+            # a target logit above 4γ·scale is positive in every evaluation (see _certain_row)
+            res["certified"] = res["success"] & (zeta > 4.0 * self._gamma * scale)
             return res
         if method in ("auto", "reduced"):
             if bnd is not None:

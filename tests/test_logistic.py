@@ -10,6 +10,7 @@ import fastcf
 from fastcf import LinearExplainer, check_gradient
 from tests.reference import (
     box_kkt_residual,
+    exact_logits,
     logistic_lam_brentq,
     minimize_box_lbfgsb,
     softmax_energy,
@@ -295,3 +296,23 @@ def test_counterfactual_fields_and_repr(rng):
     assert "Counterfactual(success=" in repr(res)
     assert res.distance == pytest.approx(np.linalg.norm(res.x - x0), rel=1e-13)
     assert fastcf.Counterfactual is type(res)
+
+
+def test_certified_binary_successes_skip_the_recheck_and_hold_exactly(rng, monkeypatch):
+    # the closed form returns the logit of its answer and Σ|w_i x_i| + |c|; a success whose
+    # logit exceeds 4γ times that is positive in every evaluation and is not recomputed
+    w = np.round(rng.standard_normal(40) * 64) / 64
+    ex = LinearExplainer.from_arrays(w[None], [0.25])
+    calls = []
+    original = ex._check_logits
+    monkeypatch.setattr(ex, "_check_logits", lambda X: calls.append(len(X)) or original(X))
+    X = rng.standard_normal((30, 40))
+    targets = (X @ w + 0.25 <= 0).astype(int)  # the other class
+    res = ex.explain(X, targets, lam=0.05)
+    assert res.success.all() and calls == []
+    for n in range(30):
+        z = exact_logits(w[None], [0.25], res.x[n])[0]
+        assert (z > 0) == (targets[n] == 1)
+    # region= answers carry no certificate: every success is rechecked
+    reg = ex.explain(X[:3], 1 - targets[:3], region=True)
+    assert calls == [int(reg.success.sum())]

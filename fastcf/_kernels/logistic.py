@@ -47,6 +47,17 @@ def _dot(a, b):
     return acc
 
 
+@kernel(fastmath=REASSOC)
+def _dot_abs(a, b):
+    """Return (a·b, |a|·|b|)."""
+    d = 0.0
+    t = 0.0
+    for i in range(a.shape[0]):
+        d += a[i] * b[i]
+        t += abs(a[i] * b[i])
+    return d, t
+
+
 @kernel()
 def _breakpoints(x0, dirv, lo, hi, scale):
     """Where each coordinate of clip(x0 + t·dir/scale, lo, hi) reaches its bound (t ≥ 0)."""
@@ -239,7 +250,10 @@ def _dist_grad(x0, out, w, sign, zeta, wt, lam, lo, hi, bounded):
 
 @kernel(fastmath=REASSOC)
 def _closed_form_row(x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_iter, out):
-    """Theorem 4.2 for one query in two passes over D. Returns (zeta, q, nit, status, dist, gn).
+    """Theorem 4.2 for one query in two passes over D.
+
+    Returns (zeta, q, nit, status, dist, gn, scale), scale = Σ|w_i x*_i| + |c|: the rounding
+    scale of the logit at x* (every evaluation of it is within γ_{D+1}·scale of the exact one).
 
     Pass 1: ζ̄ = s(w·x̄ + c). Pass 2: x* = x̄ + (s q/λ) v∘w, with
     the target logit at x*, the distance and the gradient norm accumulated on the way: with
@@ -252,6 +266,7 @@ def _closed_form_row(x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_ite
     q, _p, nit, status = phi(wvw / lam, zbar, max_iter)
     coef = sign * q / lam
     az = 0.0
+    sa = 0.0
     d2 = 0.0
     awe = 0.0
     aee = 0.0
@@ -263,6 +278,7 @@ def _closed_form_row(x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_ite
             d = xi - x0[i]
             e = d - step
             az += w[i] * xi
+            sa += abs(w[i] * xi)
             d2 += d * d
             awe += w[i] * e
             aee += e * e
@@ -274,6 +290,7 @@ def _closed_form_row(x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_ite
             d = xi - x0[i]
             e = d - step
             az += w[i] * xi
+            sa += abs(w[i] * xi)
             d2 += wt[i] * d * d
             we = wt[i] * e
             awe += w[i] * we
@@ -282,7 +299,7 @@ def _closed_form_row(x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_ite
     qa = sigmoid(-zeta)
     dq = q - qa
     g2 = dq * dq * wfree2 + 2.0 * sign * dq * lam * awe + lam * lam * aee
-    return zeta, q, nit, status, math.sqrt(d2), math.sqrt(max(g2, 0.0))
+    return zeta, q, nit, status, math.sqrt(d2), math.sqrt(max(g2, 0.0)), sa + abs(c0)
 
 
 @kernel()
@@ -309,6 +326,7 @@ def _lam_row(
     status,
     dist,
     gnorm,
+    scale,
 ):
     sign = signs[n]
     lam = lams[n]
@@ -316,10 +334,12 @@ def _lam_row(
     out = X[n]
     if bounded:
         q[n], nit[n], status[n] = _lam_bounded_one(x0, w, sign, c0, vw, lam, lo, hi, out, max_iter)
-        zeta[n] = sign * (_dot(w, out) + c0)
+        z, sa = _dot_abs(w, out)
+        zeta[n] = sign * (z + c0)
+        scale[n] = sa + abs(c0)
         dist[n], gnorm[n] = _dist_grad(x0, out, w, sign, zeta[n], wt, lam, lo, hi, bounded)
     else:
-        zeta[n], q[n], nit[n], status[n], dist[n], gnorm[n] = _closed_form_row(
+        zeta[n], q[n], nit[n], status[n], dist[n], gnorm[n], scale[n] = _closed_form_row(
             x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_iter, out
         )
 
@@ -341,6 +361,7 @@ def lam_batch(
     q : (N,) 1 − p_target at the optimum, from φ (full relative precision)
     nit, status : (N,) int64
     dist, gnorm : (N,) distance in the metric, (projected) gradient norm at X
+    scale : (N,) Σ|w_i x_i| + |c| at X, the rounding scale of zeta
     """
     N, D = X0.shape
     X = np.empty((N, D))
@@ -352,14 +373,15 @@ def lam_batch(
     # pool even when ``parallel`` is False (every slot is written by the row function)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
+    scale = np.empty(N)
     args = (w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt)
     if parallel:
         for n in prange(N):
-            _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm)
+            _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
     else:
         for n in range(N):
-            _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm)
-    return X, zeta, q, nit, status, dist, gnorm
+            _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
+    return X, zeta, q, nit, status, dist, gnorm, scale
 
 
 @kernel()
@@ -388,3 +410,21 @@ def project_batch(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, parallel):
                 n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist
             )
     return X, zeta, status, dist
+
+
+@kernel()
+def binary_proba(z):
+    """Return P of shape (N, 2): (σ(−z), σ(z)) per logit, each from exp(−|z|) (no overflow)."""
+    N = z.shape[0]
+    P = np.empty((N, 2))
+    for n in range(N):
+        e = math.exp(-abs(z[n]))
+        big = 1.0 / (1.0 + e)
+        small = e / (1.0 + e)
+        if z[n] >= 0:
+            P[n, 0] = small
+            P[n, 1] = big
+        else:
+            P[n, 0] = big
+            P[n, 1] = small
+    return P
