@@ -435,8 +435,8 @@ class LinearExplainer:
             The closest point classified as the target: ``z_target ≥ z_j + margin`` for all j.
         margin : float, default=1e-6
             Margin on the logits for ``region=True``. Where the logits are so large that their
-            rounding error could exceed it (logits ~1e10), the margin of that query is raised to
-            twice a worst-case bound of that error, so that every floating-point evaluation of
+            rounding error could exceed it (logits ~1e10), the margin of that query is raised
+            above a worst-case bound of that error, so that every floating-point evaluation of
             the model (batch or single row, BLAS or not) agrees on the class of the answer.
         frozen : sequence of int or str, optional
             Features that must not change (indices or feature names).
@@ -563,12 +563,14 @@ class LinearExplainer:
         )
 
     def _verify(self, res, tidx, proba):
-        """Re-check every success with the arithmetic of :meth:`predict` (in place).
+        """Re-check every success that no rounding bound certified yet (in place).
 
-        The solvers check their answer with their own (kernel) evaluation of the logits; near the
-        decision boundary at large magnitudes (logits ~1e10, whose rounding exceeds a 1e-6
-        margin) the two evaluations can disagree. A success that ``predict`` does not confirm
-        becomes status 4.
+        The class: the margin of the target over the others, computed by BLAS one row at a time
+        (:meth:`_check_logits`), must exceed :meth:`_rounding_need`, so that every evaluation of
+        the model (batch or single row, BLAS or not) puts the answer in the target class; near
+        the boundary at large magnitudes (logits ~1e10) it may not. ``proba``: p_target ≥ τ in
+        that same row-by-row arithmetic (at p = τ another evaluation can differ by an ulp).
+        A success that fails becomes status 4.
         """
         check = res["success"]
         if "certified" in res:  # certified by a rounding bound (_certain_row): not rechecked
@@ -576,8 +578,20 @@ class LinearExplainer:
         if not check.any():
             return
         rows = np.flatnonzero(check)
-        Z = self._check_logits(res["x"][rows])
-        good = self._predict_index(Z) == tidx[rows]
+        Xr = res["x"][rows]
+        Z = self._check_logits(Xr)
+        # the class must hold in every evaluation of the logits, not only in this one: the
+        # margin must exceed the rounding bound (an answer within rounding of the decision
+        # boundary is in one class or the other depending on who evaluates it)
+        with np.errstate(over="ignore", invalid="ignore"):
+            need = self._rounding_need(Xr, tidx[rows])
+            if self._binary:
+                margin = np.where(tidx[rows] == 1, Z, -Z)
+            else:
+                Zo = Z.copy()
+                Zo[np.arange(rows.size), tidx[rows]] = -np.inf
+                margin = Z[np.arange(rows.size), tidx[rows]] - Zo.max(axis=1)
+            good = np.isfinite(need) & (margin > need)
         if proba is not None:
             P = self._proba_from_logits(Z)
             good &= P[np.arange(rows.size), tidx[rows]] >= proba
@@ -991,27 +1005,24 @@ class LinearExplainer:
 
     # ------------------------------------------------------------------ constrained forms
     def _rounding_need(self, Xs, tidx):
-        """Twice the worst-case rounding error of the compared logits at ``Xs``, per row.
+        """Return the margin a point needs so that no evaluation of its logits can change its class.
 
         Any evaluation of ``z_i = a_i·x + b_i`` in floating point (BLAS in any blocking order,
-        scikit-learn's ``predict``, our row kernels) is within
-        ``γ (Σ_j |a_ij x_j| + |b_i|)``, γ = (D+1)u / (1 - (D+1)u) (Higham, *Accuracy and
-        Stability of Numerical Algorithms*, §3.1). A point whose solver-computed margin
-        ``z_k - z_j`` is at least twice ``err_k + err_j`` is classified as the target by every
-        such evaluation.
+        scikit-learn's ``predict``, our row kernels) is within ``γ S_i``,
+        ``S_i = Σ_j |a_ij x_j| + |b_i|``, γ = (D+1)u / (1 − (D+1)u) (Higham, *Accuracy and
+        Stability of Numerical Algorithms*, §3.1). A margin ``z_k − z_j`` computed in any of
+        them that exceeds ``4γ (S_k + S_j)`` (twice the worst case of two evaluations) holds in
+        all of them: this returns ``4γ (S_k + max_{j≠k} S_j)`` per row (``4γ S`` for a binary
+        model, whose other logit is 0) — the criterion of :func:`_kernels.softmax._certain_row`.
         """
-        D = self.n_features_in_
-        u = np.finfo(float).eps / 2
-        gamma = (D + 1) * u / (1 - (D + 1) * u)
         Xa = np.abs(Xs)
         if self._binary:
-            err = gamma * (Xa @ np.abs(self._w) + abs(self._c))
-            return 2 * err
-        E = gamma * (Xa @ np.abs(self._AT) + np.abs(self._b))
+            return 4 * self._gamma * (Xa @ np.abs(self._w) + abs(self._c))
+        S = Xa @ np.abs(self._AT) + np.abs(self._b)
         rows = np.arange(Xs.shape[0])
-        Ek = E[rows, tidx]
-        E[rows, tidx] = -np.inf
-        return 2 * (Ek + E.max(axis=1))
+        Sk = S[rows, tidx]
+        S[rows, tidx] = -np.inf
+        return 4 * self._gamma * (Sk + S.max(axis=1))
 
     def _region(self, X, tidx, fmask, w, bnd, margin, tol, max_iter):
         """``region=True``: solve with ``margin``; re-solve rows where rounding can exceed it.
