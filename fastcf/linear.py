@@ -1015,10 +1015,10 @@ class LinearExplainer:
         all of them: this returns ``4γ (S_k + max_{j≠k} S_j)`` per row (``4γ S`` for a binary
         model, whose other logit is 0) — the criterion of :func:`_kernels.softmax._certain_row`.
         """
-        Xa = np.abs(Xs)
+        Xa = np.abs(Xs)[:, None, :]  # a stack of rows: each row's bits whatever the batch
         if self._binary:
-            return 4 * self._gamma * (Xa @ np.abs(self._w) + abs(self._c))
-        S = Xa @ np.abs(self._AT) + np.abs(self._b)
+            return 4 * self._gamma * ((Xa @ np.abs(self._w))[:, 0] + abs(self._c))
+        S = (Xa @ np.abs(self._AT))[:, 0, :] + np.abs(self._b)
         rows = np.arange(Xs.shape[0])
         Sk = S[rows, tidx]
         S[rows, tidx] = -np.inf
