@@ -169,18 +169,22 @@ def reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter, trials):
     failure (non-finite values, no descent possible above the rounding level).
     """
     K = zbar.shape[0]
-    z = np.empty(K)
-    p = np.empty(K)
-    r = np.empty(K)
-    Gr = np.empty(K)
-    GFr = np.empty(K)
-    delta = np.empty(K)
-    sp = np.empty(K)
-    rhs = np.empty(K)
+    # one allocation for the eleven work vectors (rows are views): paths call this 100 times
+    W = np.empty((11, K))
+    z, p, r, Gr, GFr, delta, sp, rhs, ynew, znew, pnew = (
+        W[0],
+        W[1],
+        W[2],
+        W[3],
+        W[4],
+        W[5],
+        W[6],
+        W[7],
+        W[8],
+        W[9],
+        W[10],
+    )
     M = np.empty((K, K))
-    ynew = np.empty(K)
-    znew = np.empty(K)
-    pnew = np.empty(K)
     E, quad, lse = _objective(zbar, G, y, k, lam, z, p)
     gnorm = np.inf
     for it in range(max_iter + 1):
