@@ -6,7 +6,7 @@ LAPACK call overhead and, unlike ``np.linalg.cholesky`` in Numba, never raises.
 
 import math
 
-from . import kernel
+from . import REASSOC, kernel
 
 
 @kernel()
@@ -44,3 +44,27 @@ def cholesky_solve_inplace(L, b, n):
         for k in range(i + 1, n):
             s -= L[k, i] * b[k]
         b[i] = s / L[i, i]
+
+
+@kernel(fastmath=REASSOC)
+def dot(a, b):
+    """Return a·b."""
+    # A reassociated loop (SIMD), not np.dot: inside Numba np.dot calls SciPy's OpenBLAS, whose
+    # thread pool fights NumPy's for the cores (measured: 8 ms instead of 35 µs per call after
+    # a NumPy BLAS call on this 2-core machine), and it would not be deterministic across
+    # thread counts.
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i] * b[i]
+    return acc
+
+
+@kernel(fastmath=REASSOC)
+def dot_abs(a, b):
+    """Return (a·b, |a|·|b|)."""
+    d = 0.0
+    t = 0.0
+    for i in range(a.shape[0]):
+        d += a[i] * b[i]
+        t += abs(a[i] * b[i])
+    return d, t

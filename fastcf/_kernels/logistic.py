@@ -30,32 +30,11 @@ import numpy as np
 from numba import prange
 
 from . import REASSOC, kernel
+from .linalg import dot as _dot
+from .linalg import dot_abs as _dot_abs
 from .roots import phi, sigmoid
 
 _EPS = 2.220446049250313e-16
-
-
-@kernel(fastmath=REASSOC)
-def _dot(a, b):
-    # A reassociated loop (SIMD), not np.dot: inside Numba np.dot calls SciPy's OpenBLAS, whose
-    # thread pool fights NumPy's for the cores (measured: 8 ms instead of 35 µs per call after
-    # a NumPy BLAS call on this 2-core machine), and it would not be deterministic across
-    # thread counts.
-    acc = 0.0
-    for i in range(a.shape[0]):
-        acc += a[i] * b[i]
-    return acc
-
-
-@kernel(fastmath=REASSOC)
-def _dot_abs(a, b):
-    """Return (a·b, |a|·|b|)."""
-    d = 0.0
-    t = 0.0
-    for i in range(a.shape[0]):
-        d += a[i] * b[i]
-        t += abs(a[i] * b[i])
-    return d, t
 
 
 @kernel()

@@ -28,8 +28,10 @@ import math
 import numpy as np
 from numba import prange
 
-from . import REASSOC, kernel
+from . import kernel
 from .linalg import cholesky_inplace, cholesky_solve_inplace
+from .linalg import dot as _dot
+from .linalg import dot_abs as _dot_abs
 
 _EPS = 2.220446049250313e-16
 
@@ -627,25 +629,6 @@ def row_mode(N, D, K):
     if N > 1:
         return 1
     return 2 if D * K >= 1 << 18 and D > _CHUNK else 0
-
-
-@kernel(fastmath=REASSOC)
-def _dot(a, x):
-    d = 0.0
-    for i in range(a.shape[0]):
-        d += a[i] * x[i]
-    return d
-
-
-@kernel(fastmath=REASSOC)
-def _dot_abs(a, x):
-    """Return (a·x, |a|·|x|) (vectorised; the order of the sum is the compiler's)."""
-    d = 0.0
-    t = 0.0
-    for i in range(a.shape[0]):
-        d += a[i] * x[i]
-        t += abs(a[i] * x[i])
-    return d, t
 
 
 @kernel()
