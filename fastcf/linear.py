@@ -233,6 +233,8 @@ class LinearExplainer:
             self._A = A
             self._b = b
         self._AT = np.ascontiguousarray(self._A.T)
+        self._row_norms = np.sqrt(np.einsum("ij,ij->i", self._A, self._A))  # for path_certain
+        self._abs_b = np.abs(self._b)
         self._G = self._A @ self._A.T
         self._gram_cache = {}
         self._lock = threading.Lock()
@@ -562,6 +564,25 @@ class LinearExplainer:
             res, X, tidx, None if names is None else np.asarray(names, object), True
         )
 
+    def _surely_in(self, Xr, tr):
+        """Return (in_class, Z): rows whose class ``tr`` holds in every evaluation of the model.
+
+        Z are the logits computed by BLAS one row at a time (:meth:`_check_logits`); the margin
+        of the target over the others must exceed :meth:`_rounding_need` (an answer within
+        rounding of the decision boundary is in one class or the other depending on who
+        evaluates it).
+        """
+        Z = self._check_logits(Xr)
+        with np.errstate(over="ignore", invalid="ignore"):
+            need = self._rounding_need(Xr, tr)
+            if self._binary:
+                margin = np.where(tr == 1, Z, -Z)
+            else:
+                Zo = Z.copy()
+                Zo[np.arange(tr.size), tr] = -np.inf
+                margin = Z[np.arange(tr.size), tr] - Zo.max(axis=1)
+            return np.isfinite(need) & (margin > need), Z
+
     def _verify(self, res, tidx, proba):
         """Re-check every success that no rounding bound certified yet (in place).
 
@@ -578,20 +599,7 @@ class LinearExplainer:
         if not check.any():
             return
         rows = np.flatnonzero(check)
-        Xr = res["x"][rows]
-        Z = self._check_logits(Xr)
-        # the class must hold in every evaluation of the logits, not only in this one: the
-        # margin must exceed the rounding bound (an answer within rounding of the decision
-        # boundary is in one class or the other depending on who evaluates it)
-        with np.errstate(over="ignore", invalid="ignore"):
-            need = self._rounding_need(Xr, tidx[rows])
-            if self._binary:
-                margin = np.where(tidx[rows] == 1, Z, -Z)
-            else:
-                Zo = Z.copy()
-                Zo[np.arange(rows.size), tidx[rows]] = -np.inf
-                margin = Z[np.arange(rows.size), tidx[rows]] - Zo.max(axis=1)
-            good = np.isfinite(need) & (margin > need)
+        good, Z = self._surely_in(res["x"][rows], tidx[rows])
         if proba is not None:
             P = self._proba_from_logits(Z)
             good &= P[np.arange(rows.size), tidx[rows]] >= proba
@@ -691,7 +699,7 @@ class LinearExplainer:
                 method = "reduced (active set)"
             else:
                 zbar = self._A @ x0 + self._b
-                Y, Z, quad, _E, gn, nit, status = _sk.lam_path(
+                Y, Z, P, quad, _E, gn, nit, status = _sk.lam_path(
                     zbar, GV, GF, k, lams, tol, max_iter, warm_start
                 )
                 A_ = self._A
@@ -710,10 +718,22 @@ class LinearExplainer:
                 # name the target while the point itself is in another class (soak finding);
                 # such rows are formed and rechecked with predict's arithmetic
                 pred = np.argmax(Z, axis=1)
-                doubt = (pred == k) & (status == 0) & ~self._path_certain(Y, Z, x0, k, v)
+                D, K = self.n_features_in_, self._A.shape[0]
+                u = np.finfo(float).eps / 2
+                certain = _sk.path_certain(
+                    Y,
+                    Z,
+                    k,
+                    self._row_norms,
+                    float(np.linalg.norm(x0)),
+                    self._abs_b,
+                    float(v.max()) if v.size else 0.0,
+                    (D + K + 2) * u / (1 - (D + K + 2) * u),
+                )
+                doubt = (pred == k) & (status == 0) & ~certain
                 if doubt.any():
                     rows = np.flatnonzero(doubt)
-                    wrong = self._predict_index(self._check_logits(form(Y[rows]))) != k
+                    wrong = ~self._surely_in(form(Y[rows]), np.full(rows.size, k))[0]
                     status = status.copy()
                     status[rows[wrong]] = 4
 
@@ -731,42 +751,18 @@ class LinearExplainer:
                     gn,
                     method,
                     names,
+                    P=P,
                 )
         Z = self._model_logits(XL)
         wt_full = np.ones_like(x0) if w is None else w
         dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
         return self._path_result(lams, XL, x0, k, Z, dist, nit, status, gn, method, names)
 
-    def _path_certain(self, Y, Z, x0, k, v):
-        """Path rows whose K-space logits ``z̄ + G y`` put the point x̄ + V Aᵀ y in class k.
-
-        Rounding bound of every step, with Cauchy–Schwarz for the sums of |a_ij x_j|: z̄ is
-        within γ(‖a_i‖‖x̄‖ + |b_i|), G y within γ v_max ‖a_i‖ Σ_l ‖a_l‖ |y_l|, forming x adds
-        as much again, and any evaluation of A x + b at the formed point is within
-        γ(‖a_i‖‖x‖ + |b_i|), ‖x‖ ≤ ‖x̄‖ + v_max Σ_l ‖a_l‖ |y_l|; γ = γ_{D+K+2}. A row is certain
-        when z_k − z_j exceeds twice the sum of the bounds of k and j for every j ≠ k.
-        """
-        D = self.n_features_in_
-        K = self._A.shape[0]
-        u = np.finfo(float).eps / 2
-        gamma = (D + K + 2) * u / (1 - (D + K + 2) * u)
-        nrm = np.sqrt(np.einsum("ij,ij->i", self._A, self._A))
-        vmax = float(v.max()) if v.size else 0.0
-        with np.errstate(over="ignore", invalid="ignore"):
-            t = vmax * (np.abs(Y) @ nrm)  # (L,)
-            base = nrm * float(np.linalg.norm(x0)) + np.abs(self._b)  # (K,)
-            err = gamma * (2 * base[None, :] + 4 * nrm[None, :] * t[:, None])
-            Zo = Z.copy()
-            Zo[:, k] = -np.inf
-            Eo = err.copy()
-            Eo[:, k] = -np.inf
-            need = 2 * (err[:, k] + Eo.max(axis=1))
-            return np.isfinite(need) & (Z[:, k] - Zo.max(axis=1) > need)
-
-    def _path_result(self, lams, XL, x0, k, Z, dist, nit, status, gn, method, names):
+    def _path_result(self, lams, XL, x0, k, Z, dist, nit, status, gn, method, names, P=None):
         if self._binary and Z.ndim == 2:  # K-space logits of the two-row softmax form
             Z = Z[:, 1] - Z[:, 0]
-        P = self._proba_from_logits(Z)
+        if P is None:
+            P = self._proba_from_logits(Z)
         # the model's decision is the argmax of the logits: probabilities can round to a tie
         pred = self._predict_index(Z)
         finite = np.isfinite(Z).all(axis=-1) if Z.ndim == 2 else np.isfinite(Z)

@@ -579,13 +579,14 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel):
 def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm):
     """Problem (2) along lams (warm-started from the previous solution when ``warm``).
 
-    Returns (Y (L, K), Z (L, K) logits z̄ + G y, quad (L,) = yᵀ G y = ‖x − x̄‖²_W, E, gnorm,
-    nit, status).
+    Returns (Y (L, K), Z (L, K) logits z̄ + G y, P (L, K) = softmax(Z), quad (L,) = yᵀ G y =
+    ‖x − x̄‖²_W, E, gnorm, nit, status).
     """
     L = lams.shape[0]
     K = zbar.shape[0]
     Y = np.empty((L, K))
     Z = np.empty((L, K))
+    P = np.empty((L, K))
     quad = np.empty(L)
     E = np.empty(L)
     gn = np.empty(L)
@@ -604,7 +605,41 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm):
         for j in range(K):
             Y[i, j] = y[j]
             Z[i, j] = zbar[j] + z[j]
-    return Y, Z, quad, E, gn, nit, status
+        softmax_into(Z[i], P[i])
+    return Y, Z, P, quad, E, gn, nit, status
+
+
+@kernel()
+def path_certain(Y, Z, k, nrm, x0norm, absb, vmax, gamma):
+    """Path rows whose K-space logits ``z̄ + G y`` put x̄ + V Aᵀ y in class k in every evaluation.
+
+    A rounding bound of each step, with Cauchy–Schwarz (Σ_j |a_ij x_j| ≤ ‖a_i‖ ‖x‖) and
+    t = v_max Σ_l ‖a_l‖ |y_l| (a bound on the size of V Aᵀ y): z̄ is within
+    γ(‖a_i‖‖x̄‖ + |b_i|), G y within γ ‖a_i‖ t, forming x adds as much again, and any evaluation
+    of A x + b at the formed point is within γ(‖a_i‖(‖x̄‖ + t) + |b_i|); γ = γ_{D+K+2}. Together
+    err_i ≤ γ(2(‖a_i‖‖x̄‖ + |b_i|) + 4‖a_i‖ t). A row is certain when z_k − z_j exceeds
+    2(err_k + err_j) for every j ≠ k.
+    """
+    L, K = Z.shape
+    out = np.empty(L, dtype=np.bool_)
+    for i in range(L):
+        t = 0.0
+        for j in range(K):
+            t += abs(Y[i, j]) * nrm[j]
+        t *= vmax
+        zo = -np.inf
+        eo = -np.inf
+        ek = 0.0
+        for j in range(K):
+            e = gamma * (2.0 * (nrm[j] * x0norm + absb[j]) + 4.0 * nrm[j] * t)
+            if j == k:
+                ek = e
+            else:
+                zo = max(zo, Z[i, j])
+                eo = max(eo, e)
+        need = 2.0 * (ek + eo)
+        out[i] = math.isfinite(need) and Z[i, k] - zo > need
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
