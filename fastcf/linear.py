@@ -1043,7 +1043,7 @@ class LinearExplainer:
             need = np.zeros(N)
             with np.errstate(over="ignore", invalid="ignore"):
                 need[ok] = self._rounding_need(res["x"][ok], tidx[ok])
-            bump = ok & (margins < need) & np.isfinite(need)
+                bump = ok & (margins < need) & np.isfinite(2 * need)
             if not bump.any():
                 break
             idx = np.flatnonzero(bump)
@@ -1284,12 +1284,14 @@ class LinearExplainer:
     ):
         N, D = X.shape
         Z = self._logits(Xs)  # the solver's check; explain() re-checks with predict's (_verify)
-        if self._binary:
-            P = self._proba_from_logits(Z[:, 1] - Z[:, 0])
-            pred = (Z[:, 1] - Z[:, 0] > 0).astype(np.int64)
-        else:
-            P = self._proba_from_logits(Z)
-            pred = np.argmax(Z, axis=1)
+        # a failed answer may be huge or non-finite (status 4 below): no warnings for its P
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self._binary:
+                P = self._proba_from_logits(Z[:, 1] - Z[:, 0])
+                pred = (Z[:, 1] - Z[:, 0] > 0).astype(np.int64)
+            else:
+                P = self._proba_from_logits(Z)
+                pred = np.argmax(Z, axis=1)
         status = status.copy()
         bad = ~np.isfinite(Xs).all(axis=1)
         if dist is not None:

@@ -963,3 +963,17 @@ def test_path_success_holds_for_a_class_that_can_never_win_regression():
     assert callable(p2._X)  # not formed by the certificate
     assert p2.success.all()
     assert (ex2.predict(p2.X) == 1).all()
+
+
+def test_infeasible_region_answer_is_the_source_every_time_regression():
+    # found by the third soak run: when the target can never win (status 3), the region dual
+    # returned early without writing its multipliers, so the "answer" was the caller's
+    # np.empty garbage — different on every call, sometimes inf (then a RuntimeWarning)
+    A = np.array([[51.42], [51.42], [7.1], [-2778.0]])  # rows 0 and 1 equal: 0 never wins alone
+    ex = LinearExplainer.from_arrays(A, [-3776.3, -120.97, -0.156, -5.04])
+    X = np.array([[0.0], [-4807.945], [-4807.945], [-4807.945]])
+    r1 = ex.explain(X, 0, region=True, margin=0.0)
+    r2 = ex.explain(X, 0, region=True, margin=0.0)
+    assert (r1.status == 3).all() and not r1.success.any()
+    np.testing.assert_array_equal(r1.x, X)  # x̄ itself, not garbage
+    np.testing.assert_array_equal(r2.x, r1.x)

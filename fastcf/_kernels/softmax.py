@@ -275,6 +275,10 @@ def region_dual(zbar, G, k, margin, tol, max_iter, nu):
     """
     K = zbar.shape[0]
     m = K - 1
+    # ν = 0 (x = x̄) unless a solution is found: the infeasible returns below leave it so (they
+    # used to leave the caller's np.empty garbage, a different "answer" on every call; soak)
+    for j in range(K):
+        nu[j] = 0.0
     idx = np.empty(m, dtype=np.int64)
     t = 0
     for j in range(K):
