@@ -1142,7 +1142,7 @@ class LinearExplainer:
             method = "reduced (dual active set)"
         Xs = self._expand(X, Y, v)
         res = self._finish_softmax(
-            X, Xs, tidx, nit, status, lamv, wt, v, None, method, proba_min=proba, margin=margin
+            X, Xs, tidx, nit, status, lamv, wt, v, None, method, proba_min=proba
         )
         return res
 
@@ -1200,7 +1200,6 @@ class LinearExplainer:
             bnd,
             method,
             proba_min=proba,
-            margin=margin,
         )
 
     def _proba_bounded_one(self, x0, k, v, wt, bnd, tau):
@@ -1279,9 +1278,6 @@ class LinearExplainer:
         bnd,
         method,
         proba_min=None,
-        margin=None,
-        dist=None,
-        gn=None,
     ):
         N, D = X.shape
         Z = self._logits(Xs)  # the solver's check; explain() re-checks with predict's (_verify)
@@ -1294,15 +1290,11 @@ class LinearExplainer:
                 P = self._proba_from_logits(Z)
                 pred = np.argmax(Z, axis=1)
         status = status.copy()
-        bad = ~np.isfinite(Xs).all(axis=1)
-        if dist is not None:
-            bad |= ~np.isfinite(dist)
-        status[(status == 0) & bad] = 4
+        status[(status == 0) & ~np.isfinite(Xs).all(axis=1)] = 4
         success, status = _verdict(
             pred, P, tidx, status, proba_min, lams is not None and proba_min is None, False
         )
-        if dist is not None:
-            return _result(Xs, P, dist, success, status, nit, lams, gn, method)
+        gn = None
         diff = Xs - X
         dist = np.sqrt(np.einsum("ij,ij->i", diff * wt if not np.all(wt == 1) else diff, diff))
         if lams is not None and proba_min is None:
