@@ -50,9 +50,11 @@ class _Metric(NamedTuple):
     wvw: float | None  # binary: wᵀ V w
     wfree2: float | None  # binary: Σ_free w²
     unit_wt: bool  # W = I on the free features
+    vmax: float  # max of v (0 when D = 0)
 
 
 _METHODS = ("auto", "reduced", "woodbury", "lbfgs", "cg", "gd")
+_DEFAULT_LAMS = np.logspace(3, -5, 100)  # path()'s grid (copied for each path)
 _EMPTY = np.empty(0)
 
 
@@ -216,6 +218,9 @@ class LinearExplainer:
         # γ_{D+1} = (D+1)u / (1 − (D+1)u): the relative rounding bound of a logit (Higham, §3.1)
         u = np.finfo(float).eps / 2
         self._gamma = (A.shape[1] + 1) * u / (1 - (A.shape[1] + 1) * u)
+        # γ_{D+K+2}: the bound of lam_path's certificate (forming x̄ + V Aᵀ y, then A x + b)
+        n = A.shape[1] + A.shape[0] + 2
+        self._gamma_path = n * u / (1 - n * u)
         self.feature_names_in_ = names
         self.mad_ = None
         self._binary = A.shape[0] <= 2
@@ -235,7 +240,8 @@ class LinearExplainer:
         self._AT = np.ascontiguousarray(self._A.T)
         self._row_norms = np.sqrt(np.einsum("ij,ij->i", self._A, self._A))  # for path_certain
         self._abs_b = np.abs(self._b)
-        self._G = self._A @ self._A.T
+        G = self._A @ self._A.T
+        self._G = 0.5 * (G + G.T)  # exactly symmetric (a no-op when BLAS made it so)
         self._gram_cache = {}
         self._lock = threading.Lock()
         self._no_frozen = np.zeros(A.shape[1], dtype=bool)
@@ -368,7 +374,12 @@ class LinearExplainer:
             wvw = float(self._w @ vw)
             wfree2 = float(np.sum(self._w[free] ** 2))
         unit = weights is None
-        return _Metric(v, wt_f, GV, GF, vw, wvw, wfree2, unit)
+        # G_V, G_F exactly symmetric (a GEMM of A V and Aᵀ need not be): the kernels read G by
+        # rows for G by columns (_matvec)
+        GV = 0.5 * (GV + GV.T) if GV is not self._G else GV
+        GF = GV if weights is None else 0.5 * (GF + GF.T)
+        vmax = float(v.max()) if v.size else 0.0
+        return _Metric(v, wt_f, GV, GF, vw, wvw, wfree2, unit, vmax)
 
     def _metric(self, frozen_mask, weights):
         """Return the per-metric constants (cached).
@@ -660,7 +671,10 @@ class LinearExplainer:
         >>> bool(np.all(np.diff(path.proba[:, 2]) > 0))
         True
         """
-        lams = np.logspace(3, -5, 100) if lams is None else as_float_array(lams, "lams", ndim=1)
+        fast = self._path_one(x, target, lams, frozen, weights, bounds, warm_start, tol, max_iter)
+        if fast is not None:
+            return fast
+        lams = _DEFAULT_LAMS.copy() if lams is None else as_float_array(lams, "lams", ndim=1)
         if lams.size == 0 or not (lams > 0).all():
             raise ValueError("lams must be a non-empty 1-D array of values > 0")
         tol = check_scalar_positive(tol, "tol")
@@ -687,7 +701,7 @@ class LinearExplainer:
             method = "closed form"
         else:
             m = self._metric(fmask, w)
-            v, wt, GV, GF = m.v, m.wt, m.GV, m.GF
+            v, wt = m.v, m.wt
             if bnd is not None:
                 XL = np.empty((L, x0.shape[0]))
                 nit = np.zeros(L, dtype=np.int64)
@@ -702,65 +716,120 @@ class LinearExplainer:
                     xw = xi if warm_start else None
                 method = "reduced (active set)"
             else:
-                zbar = self._A @ x0 + self._b
-                Y, Z, P, quad, _E, gn, nit, status = _sk.lam_path(
-                    zbar, GV, GF, k, lams, tol, max_iter, warm_start
-                )
-                A_ = self._A
-
-                def form(Yr):
-                    out = Yr @ A_
-                    out *= v
-                    out += x0
-                    return out
-
-                def XL():  # formed on first access of path.X
-                    return form(Y)
-
-                # the K-space logits decide the class only where their rounding cannot: under
-                # cancellation in G y (a target that can never win, λ → 0, y huge) they can
-                # name the target while the point itself is in another class (soak finding);
-                # such rows are formed and rechecked as explain() rechecks (_surely_in)
-                pred = np.argmax(Z, axis=1)
-                D, K = self.n_features_in_, self._A.shape[0]
-                u = np.finfo(float).eps / 2
-                certain = _sk.path_certain(
-                    Y,
-                    Z,
-                    k,
-                    self._row_norms,
-                    float(np.linalg.norm(x0)),
-                    self._abs_b,
-                    float(v.max()) if v.size else 0.0,
-                    (D + K + 2) * u / (1 - (D + K + 2) * u),
-                )
-                doubt = (pred == k) & (status == 0) & ~certain
-                if doubt.any():
-                    rows = np.flatnonzero(doubt)
-                    wrong = ~self._surely_in(form(Y[rows]), np.full(rows.size, k))[0]
-                    status = status.copy()
-                    status[rows[wrong]] = 4
-
-                method = "reduced"
-                # logits z̄ + G y of the K-space solutions (= A x + b up to rounding)
-                return self._path_result(
-                    lams,
-                    XL,
-                    x0,
-                    k,
-                    Z,
-                    np.sqrt(np.maximum(quad, 0.0)),
-                    nit,
-                    status,
-                    gn,
-                    method,
-                    names,
-                    P=P,
-                )
+                return self._reduced_path(x0, k, lams, m, warm_start, tol, max_iter, names)
         Z = self._model_logits(XL)
         wt_full = np.ones_like(x0) if w is None else w
         dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
         return self._path_result(lams, XL, x0, k, Z, dist, nit, status, gn, method, names)
+
+    def _path_one(self, x, target, lams, frozen, weights, bounds, warm, tol, max_iter):
+        """Answer the common λ-path (softmax, one float64 x̄, no options) on a short path.
+
+        As :meth:`_explain_one`: the same kernel and result as :meth:`path`, the argument checks
+        reduced to type tests; ``None`` (and :meth:`path` validates as usual) whenever anything
+        is unusual.
+        """
+        D = self.n_features_in_
+        if (
+            self._binary
+            or frozen is not None
+            or weights is not None
+            or bounds is not None
+            or type(x) is not np.ndarray
+            or x.ndim != 1
+            or x.dtype != np.float64
+            or x.shape[0] != D
+            or not x.flags.c_contiguous
+            or type(warm) is not bool
+            or type(tol) is not float
+            or not 0.0 < tol < math.inf
+            or type(max_iter) is not int
+            or max_iter < 1
+        ):
+            return None
+        if lams is None:
+            lams = _DEFAULT_LAMS.copy()
+        elif (
+            type(lams) is not np.ndarray
+            or lams.ndim != 1
+            or lams.dtype != np.float64
+            or lams.size == 0
+            or not lams.flags.c_contiguous
+            or not (lams > 0).all()
+        ):
+            return None
+        try:
+            k = self._class_index.get(target.item() if hasattr(target, "item") else target)
+        except TypeError:  # unhashable
+            return None
+        xx = x @ x  # finite iff x is (and not huge: those go the long way)
+        if k is None or not math.isfinite(xx):
+            return None
+        names = self.feature_names_in_
+        names = None if names is None else np.asarray(names, object)
+        return self._reduced_path(
+            x, k, lams, self._default_metric, warm, tol, max_iter, names, xx=xx
+        )
+
+    def _reduced_path(self, x0, k, lams, m, warm, tol, max_iter, names, xx=None):
+        """Solve the λ-path of a softmax model without bounds in one kernel call (``lam_path``).
+
+        ``xx``: x0·x0 if the caller has it.
+        """
+        A_, v = self._A, m.v
+        D, K = A_.shape[1], A_.shape[0]
+        x0norm = math.sqrt(x0 @ x0 if xx is None else xx)
+        if not math.isfinite(x0norm):  # x0·x0 overflowed
+            x0norm = float(np.linalg.norm(x0))
+        zbar = _sk.logits_rows(x0[None, :], A_, self._b, _sk.row_mode(1, D, K))[0]
+        Y, Z, P, dist, gn, nit, status, ndoubt = _sk.lam_path(
+            zbar,
+            m.GV,
+            m.GF,
+            k,
+            lams,
+            tol,
+            max_iter,
+            warm,
+            self._row_norms,
+            x0norm,
+            self._abs_b,
+            m.vmax,
+            self._gamma_path,
+        )
+
+        def form(Yr):
+            out = Yr @ A_
+            out *= v
+            out += x0
+            return out
+
+        def XL():  # formed on first access of path.X
+            return form(Y)
+
+        # the K-space logits decide the class only where their rounding cannot: under
+        # cancellation in G y (a target that can never win, λ → 0, y huge) they can name the
+        # target while the point itself is in another class (soak finding); such rows (status
+        # −1) are formed and rechecked as explain() rechecks (_surely_in)
+        if ndoubt:
+            rows = np.flatnonzero(status < 0)
+            good = self._surely_in(form(Y[rows]), np.full(rows.size, k))[0]
+            status[rows] = np.where(good, 0, 4)
+        target = self.classes_[k]
+        return CounterfactualPath(
+            lams=lams,
+            X=XL,
+            x0=x0,
+            target=target.item() if hasattr(target, "item") else target,
+            proba=P,
+            distance=dist,
+            nit=nit,
+            success=status == 0,
+            status=status,
+            grad_norm=gn,
+            method="reduced",
+            feature_names=names,
+        )
 
     def _path_result(self, lams, XL, x0, k, Z, dist, nit, status, gn, method, names, P=None):
         if self._binary and Z.ndim == 2:  # K-space logits of the two-row softmax form
