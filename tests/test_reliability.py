@@ -977,3 +977,20 @@ def test_infeasible_region_answer_is_the_source_every_time_regression():
     assert (r1.status == 3).all() and not r1.success.any()
     np.testing.assert_array_equal(r1.x, X)  # x̄ itself, not garbage
     np.testing.assert_array_equal(r2.x, r1.x)
+
+
+def test_path_prediction_retry_stays_within_max_iter_regression():
+    # found by the soak of the Hermite predictor: D = 1, logits ~5e4, λ from 10 to 1. The
+    # tangent-line prediction left Newton in the flat part of E (100 iterations, no
+    # convergence); the retry from the last solution then got max_iter again (nit 117 > 100).
+    # A prediction now gets a few iterations and the retry the rest.
+    A = [[0.0], [-274.60628588], [521.57756917]]
+    ex = LinearExplainer.from_arrays(A, [-106.37409653, -256.29086026, -45.85198873])
+    x = np.array([100.0])
+    for max_iter in (100, 30, 12):
+        path = ex.path(x, 1, lams=[10.0, 1.0], max_iter=max_iter)
+        assert (path.nit <= max_iter).all(), path.nit
+    path = ex.path(x, 1, lams=[10.0, 1.0])
+    assert path.status.tolist() == [5, 0] and path.grad_norm[1] <= 1e-10
+    cold = ex.path(x, 1, lams=[10.0, 1.0], warm_start=False)
+    assert path.distance[1] == pytest.approx(cold.distance[1], rel=1e-12)

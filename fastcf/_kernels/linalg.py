@@ -36,7 +36,10 @@ def cholesky_inplace(M, n):
 def cholesky_solve_inplace(L, b, n):
     """Solve L Lᵀ x = b in place (b becomes x), L from :func:`cholesky_inplace`."""
     # multiplications by 1/L_ii: the reciprocals do not depend on b, so the CPU computes them
-    # off the chain of dependent updates that a division would lengthen (about 3× at n = 10)
+    # off the chain of dependent updates that a division would lengthen. With the reciprocal
+    # in the factorisation this took the λ-path kernel at (784, 10) from 117–126 to 107–109 µs
+    # (an LDLᵀ without square roots measured no better); results differ from divisions by
+    # rounding (≤ 1 ulp per operation), not in accuracy.
     for i in range(n):
         s = b[i]
         for k in range(i):
