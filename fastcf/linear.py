@@ -23,6 +23,7 @@ import numpy as np
 from ._kernels import logistic as _lk
 from ._kernels import softmax as _sk
 from ._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
+from ._kernels.linalg import dot as _dot
 from ._validation import (
     as_float_array,
     as_queries,
@@ -558,8 +559,10 @@ class LinearExplainer:
             return None
         if k is None:
             return None
-        # one BLAS pass, no warnings: x·x is finite iff x is (and not huge: those go the long way)
-        if not math.isfinite(x @ x):
+        # one pass, no warnings: x·x is finite iff x is (and not huge: those go the long way).
+        # Not NumPy's x @ x: OpenBLAS runs a long dot on its own threads, which then spin and
+        # slowed the parallel row kernel that follows 12× at (131 072, 16) on 2 cores
+        if not math.isfinite(_dot(x, x)):
             return None
         X = x[None, :]
         tidx = np.array([k], dtype=np.int64)
@@ -653,11 +656,13 @@ class LinearExplainer:
         frozen, weights, bounds, tol, max_iter
             As in :meth:`explain`.
         warm_start : bool, default=True
-            Start each solve from the previous solutions: the last one (the paper's warm
-            start, §3.4) for the second λ, then the secant extrapolation of the last two in
-            log λ, which starts Newton at O(h²) from the answer on a smooth path (about 1.6–1.8
-            iterations per λ instead of 2.7–3 on a 100-value log grid). ``False`` starts every
-            solve from x̄, for comparison.
+            Start each solve from a prediction made of the previous solutions (§3.4 warm-
+            starts from the last one): the cubic Hermite extrapolation in log λ of the last
+            two solutions and their tangents dy/d(log λ), which starts Newton O(h⁴) from the
+            answer on a smooth path — about 1.3 Newton iterations per λ on the default grid,
+            against 1.8 for a secant predictor and 2.7–3 for the last solution. A prediction
+            that does not converge within 10 iterations falls back to the last solution (within
+            ``max_iter``). ``False`` starts every solve cold, for comparison.
 
         Returns
         -------
@@ -762,7 +767,7 @@ class LinearExplainer:
             k = self._class_index.get(target.item() if hasattr(target, "item") else target)
         except TypeError:  # unhashable
             return None
-        xx = x @ x  # finite iff x is (and not huge: those go the long way)
+        xx = _dot(x, x)  # finite iff x is (and not huge: those go the long way); see _explain_one
         if k is None or not math.isfinite(xx):
             return None
         names = self.feature_names_in_
@@ -778,7 +783,7 @@ class LinearExplainer:
         """
         A_, v = self._A, m.v
         D, K = A_.shape[1], A_.shape[0]
-        x0norm = math.sqrt(x0 @ x0 if xx is None else xx)
+        x0norm = math.sqrt(_dot(x0, x0) if xx is None else xx)
         if not math.isfinite(x0norm):  # x0·x0 overflowed
             x0norm = float(np.linalg.norm(x0))
         zbar = _sk.logits_rows(x0[None, :], A_, self._b, _sk.row_mode(1, D, K))[0]
