@@ -721,43 +721,16 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm, nrm, x0norm, absb, vmax,
     tl = np.empty(L)  # log λ, once
     for i in range(L):
         tl[i] = math.log(lams[i])
+    prob = (zbar, G, GF, lams, tl, nrm, absb)
+    par = (k, tol, max_iter, warm, x0norm, vmax, gamma)
+    out = (Y, Z, P, dist, gn, nit, status)
+    work = (Tn, tok, conv, W, M, scratch, y, trials)
     i = 0
     while i < L:
         # a cold start (the first λ, after a failure, or every λ without ``warm``); then the
         # rows run without reference counting until the next cold start is due
         initial_y(zbar, G, k, lams[i], y)
-        i = _path_rows(
-            i,
-            zbar,
-            G,
-            GF,
-            k,
-            lams,
-            tl,
-            tol,
-            max_iter,
-            warm,
-            nrm,
-            x0norm,
-            absb,
-            vmax,
-            gamma,
-            Y,
-            Z,
-            P,
-            dist,
-            gn,
-            nit,
-            status,
-            Tn,
-            tok,
-            conv,
-            W,
-            M,
-            scratch,
-            y,
-            trials,
-        )
+        i = _path_rows(i, prob, par, out, work)
     ndoubt = 0
     for i in range(L):
         ndoubt += status[i] < 0
@@ -789,47 +762,21 @@ def _hermite_weights(tl, i, m, w):
 
 
 @kernel(_nrt=False)
-def _path_rows(
-    i0,
-    zbar,
-    G,
-    GF,
-    k,
-    lams,
-    tl,
-    tol,
-    max_iter,
-    warm,
-    nrm,
-    x0norm,
-    absb,
-    vmax,
-    gamma,
-    Y,
-    Z,
-    P,
-    dist,
-    gn,
-    nit,
-    status,
-    Tn,
-    tok,
-    conv,
-    W,
-    M,
-    scratch,
-    y,
-    trials,
-):
+def _path_rows(i0, prob, par, out, work):
     """Solve the rows i0, i0 + 1, … of :func:`lam_path` on the caller's arrays.
 
-    y holds the cold start of row i0. Returns the next row that needs a cold start (after a
-    failure, or every row without ``warm``), or L. tl: log λ; Tn: tangents dy/d(log λ), tok:
-    tangent available, conv: Newton converged; then work arrays. Allocates nothing, so it is
-    compiled without reference counting (see :func:`kernel`): called once per row from the
-    allocating caller, the 30 arrays it takes were counted up and down at every call (15% of a
-    path at (784, 10), measured with ``perf``).
+    The arguments are the tuples built by :func:`lam_path` (the problem, the parameters, the
+    outputs and the work arrays: Tn tangents dy/d(log λ), tok tangent available, conv Newton
+    converged). y holds the cold start of row i0. Returns the next row that needs a cold start
+    (after a failure, or every row without ``warm``), or L. Allocates nothing, so it is
+    compiled without reference counting (see :func:`kernel`). It runs all rows up to the next cold
+    start: called once per row from the allocating caller, the thirty arrays it took were
+    counted up and down at every call (15% of a path at (784, 10), measured with ``perf``).
     """
+    zbar, G, GF, lams, tl, nrm, absb = prob
+    k, tol, max_iter, warm, x0norm, vmax, gamma = par
+    Y, Z, P, dist, gn, nit, status = out
+    Tn, tok, conv, W, M, scratch, y, trials = work
     K = zbar.shape[0]
     L = lams.shape[0]
     for i in range(i0, L):
