@@ -239,7 +239,7 @@ class LinearExplainer:
             self._A = A
             self._b = b
         self._AT = np.ascontiguousarray(self._A.T)
-        self._row_norms = np.sqrt(np.einsum("ij,ij->i", self._A, self._A))  # for path_certain
+        self._row_norms = np.sqrt(np.einsum("ij,ij->i", self._A, self._A))  # path certificate
         self._abs_b = np.abs(self._b)
         G = self._A @ self._A.T
         self._G = 0.5 * (G + G.T)  # exactly symmetric (a no-op when BLAS made it so)
