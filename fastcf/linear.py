@@ -530,23 +530,20 @@ class LinearExplainer:
         self._verify(res, tidx, proba if proba is not None else None)
         return self._package(res, X, tidx, names, single)
 
-    def _explain_one(self, x, target, lam, tol, max_iter):
-        """Answer the common query (one float64 x̄, a λ, no options) on a short path.
+    def _plain_query(self, x, target, tol, max_iter):
+        """Return (k, x·x) for the common query, or ``None`` when anything is unusual.
 
-        The same kernel and the same result code as :meth:`explain` (so the answer has the same
-        bits), with the argument checks reduced to type tests. Returns ``None`` whenever
-        anything is unusual (a NaN or inf in ``x`` included), and :meth:`explain` then validates
-        (and raises) as usual.
+        The common query is one float64 C-contiguous x̄ of the right length, finite, a known
+        target, a float ``tol`` and an int ``max_iter`` in range: the short paths
+        (:meth:`_explain_one`, :meth:`_path_one`) reduce the argument checks to these type tests,
+        and on ``None`` the public method validates (and raises) as usual.
         """
-        D = self.n_features_in_
         if (
             type(x) is not np.ndarray
             or x.ndim != 1
             or x.dtype != np.float64
-            or x.shape[0] != D
+            or x.shape[0] != self.n_features_in_
             or not x.flags.c_contiguous
-            or type(lam) is not float
-            or not 0.0 < lam < math.inf
             or type(tol) is not float
             or not 0.0 < tol < math.inf
             or type(max_iter) is not int
@@ -562,10 +559,30 @@ class LinearExplainer:
         # one pass, no warnings: x·x is finite iff x is (and not huge: those go the long way).
         # Not NumPy's x @ x: OpenBLAS runs a long dot on its own threads, which then spin and
         # slowed the parallel row kernel that follows 12× at (131 072, 16) on 2 cores
-        if not math.isfinite(_dot(x, x)):
+        xx = _dot(x, x)
+        if not math.isfinite(xx):
+            return None
+        return k, xx
+
+    def _names(self):
+        names = self.feature_names_in_
+        return None if names is None else np.asarray(names, object)
+
+    def _explain_one(self, x, target, lam, tol, max_iter):
+        """Answer the common query (one float64 x̄, a λ, no options) on a short path.
+
+        The same kernel and the same result code as :meth:`explain` (so the answer has the same
+        bits), with the argument checks reduced to type tests (:meth:`_plain_query`). Returns
+        ``None`` whenever anything is unusual (a NaN or inf in ``x`` included), and
+        :meth:`explain` then validates (and raises) as usual.
+        """
+        if type(lam) is not float or not 0.0 < lam < math.inf:
+            return None
+        plain = self._plain_query(x, target, tol, max_iter)
+        if plain is None:
             return None
         X = x[None, :]
-        tidx = np.array([k], dtype=np.int64)
+        tidx = np.array([plain[0]], dtype=np.int64)
         if self._binary:
             res = self._lam(
                 X, tidx, self._no_frozen, None, None, np.array([lam]), "auto", tol, max_iter
@@ -573,10 +590,7 @@ class LinearExplainer:
         else:
             res = self._reduced_lam(X, tidx, np.array([lam]), self._default_metric, tol, max_iter)
         self._verify(res, tidx, None)
-        names = self.feature_names_in_
-        return self._package(
-            res, X, tidx, None if names is None else np.asarray(names, object), True
-        )
+        return self._package(res, X, tidx, self._names(), True)
 
     def _surely_in(self, Xr, tr):
         """Return (in_class, Z): rows whose class ``tr`` holds in every evaluation of the model.
@@ -734,22 +748,12 @@ class LinearExplainer:
         reduced to type tests; ``None`` (and :meth:`path` validates as usual) whenever anything
         is unusual.
         """
-        D = self.n_features_in_
         if (
             self._binary
             or frozen is not None
             or weights is not None
             or bounds is not None
-            or type(x) is not np.ndarray
-            or x.ndim != 1
-            or x.dtype != np.float64
-            or x.shape[0] != D
-            or not x.flags.c_contiguous
             or type(warm) is not bool
-            or type(tol) is not float
-            or not 0.0 < tol < math.inf
-            or type(max_iter) is not int
-            or max_iter < 1
         ):
             return None
         if lams is None:
@@ -763,17 +767,12 @@ class LinearExplainer:
             or not (lams > 0).all()
         ):
             return None
-        try:
-            k = self._class_index.get(target.item() if hasattr(target, "item") else target)
-        except TypeError:  # unhashable
+        plain = self._plain_query(x, target, tol, max_iter)
+        if plain is None:
             return None
-        xx = _dot(x, x)  # finite iff x is (and not huge: those go the long way); see _explain_one
-        if k is None or not math.isfinite(xx):
-            return None
-        names = self.feature_names_in_
-        names = None if names is None else np.asarray(names, object)
+        k, xx = plain
         return self._reduced_path(
-            x, k, lams, self._default_metric, warm, tol, max_iter, names, xx=xx
+            x, k, lams, self._default_metric, warm, tol, max_iter, self._names(), xx=xx
         )
 
     def _reduced_path(self, x0, k, lams, m, warm, tol, max_iter, names, xx=None):
@@ -787,7 +786,7 @@ class LinearExplainer:
         if not math.isfinite(x0norm):  # x0·x0 overflowed
             x0norm = float(np.linalg.norm(x0))
         zbar = _sk.logits_rows(x0[None, :], A_, self._b, _sk.row_mode(1, D, K))[0]
-        Y, Z, P, dist, gn, nit, status, ndoubt = _sk.lam_path(
+        Y, P, dist, gn, nit, status, ndoubt = _sk.lam_path(
             zbar,
             m.GV,
             m.GF,
@@ -836,11 +835,8 @@ class LinearExplainer:
             feature_names=names,
         )
 
-    def _path_result(self, lams, XL, x0, k, Z, dist, nit, status, gn, method, names, P=None):
-        if self._binary and Z.ndim == 2:  # K-space logits of the two-row softmax form
-            Z = Z[:, 1] - Z[:, 0]
-        if P is None:
-            P = self._proba_from_logits(Z)
+    def _path_result(self, lams, XL, x0, k, Z, dist, nit, status, gn, method, names):
+        P = self._proba_from_logits(Z)
         # the model's decision is the argmax of the logits: probabilities can round to a tie
         pred = self._predict_index(Z)
         finite = np.isfinite(Z).all(axis=-1) if Z.ndim == 2 else np.isfinite(Z)

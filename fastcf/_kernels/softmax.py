@@ -699,13 +699,12 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm, nrm, x0norm, absb, vmax,
     −1 when the K-space logits name k but their rounding could be deciding (the caller rechecks
     the formed point), 5 another class, 4 non-finite or numerical failure, 1 iteration limit.
 
-    Returns (Y (L, K), Z (L, K) = z̄ + G y, P (L, K) = softmax(Z), dist (L,) = ‖x − x̄‖_W =
+    Returns (Y (L, K), P (L, K) = softmax(z̄ + G y), dist (L,) = ‖x − x̄‖_W =
     √(yᵀ G y), gnorm, nit, status, the number of rows with status −1).
     """
     L = lams.shape[0]
     K = zbar.shape[0]
     Y = np.empty((L, K))
-    Z = np.empty((L, K))
     P = np.empty((L, K))
     dist = np.empty(L)
     gn = np.empty(L)
@@ -724,7 +723,7 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm, nrm, x0norm, absb, vmax,
         tl[i] = math.log(lams[i])
     prob = (zbar, G, GF, lams, tl, nrm, absb)
     par = (k, tol, max_iter, warm, x0norm, vmax, gamma)
-    out = (Y, Z, P, dist, gn, nit, status)
+    out = (Y, P, dist, gn, nit, status)
     work = (Tn, tok, conv, W, M, scratch, y, trials)
     i = 0
     while i < L:
@@ -735,7 +734,7 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm, nrm, x0norm, absb, vmax,
     ndoubt = 0
     for i in range(L):
         ndoubt += status[i] < 0
-    return Y, Z, P, dist, gn, nit, status, ndoubt
+    return Y, P, dist, gn, nit, status, ndoubt
 
 
 @kernel(inline="always")
@@ -776,7 +775,7 @@ def _path_rows(i0, prob, par, out, work):
     """
     zbar, G, GF, lams, tl, nrm, absb = prob
     k, tol, max_iter, warm, x0norm, vmax, gamma = par
-    Y, Z, P, dist, gn, nit, status = out
+    Y, P, dist, gn, nit, status = out
     Tn, tok, conv, W, M, scratch, y, trials = work
     K = zbar.shape[0]
     L = lams.shape[0]
@@ -828,7 +827,6 @@ def _path_rows(i0, prob, par, out, work):
         p = W[1]
         for j in range(K):
             Y[i, j] = y[j]
-            Z[i, j] = z[j]
             P[i, j] = p[j]
         gn[i] = gnorm
         nit[i] = it
