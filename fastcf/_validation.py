@@ -13,6 +13,8 @@ import numpy as np
 __all__ = [
     "as_float_array",
     "as_queries",
+    "check_scalar",
+    "check_int",
     "check_scalar_positive",
     "check_probability",
     "class_index",
@@ -101,38 +103,105 @@ def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
     return X, single, names
 
 
+def check_scalar(
+    value, name: str, *, lo=None, hi=None, lo_open=False, hi_open=False, allow_none=False
+):
+    """Return ``value`` as a float after checking its type and range (one message form).
+
+    The one helper for real scalar options (as scikit-learn's ``check_scalar``): a bool or a
+    non-real raises ``TypeError``, a NaN, an infinity or a value out of ``[lo, hi]`` (``lo_open``
+    / ``hi_open`` exclude an end) raises ``ValueError``; every message reads
+    ``"<name> must be <what is expected>; got <what was found>"``.
+
+    Examples
+    --------
+    >>> check_scalar(0.5, "proba", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    0.5
+    >>> check_scalar(0.0, "tol", lo=0.0, lo_open=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: tol must be a finite real number > 0; got 0.0
+    """
+    if value is None and allow_none:
+        return None
+    expect = _expectation("a finite real number", lo, hi, lo_open, hi_open, allow_none)
+    if isinstance(value, (bool, np.bool_)) or not (
+        isinstance(value, numbers.Real)
+        or (isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf")
+    ):
+        raise TypeError(f"{name} must be {expect}; got {_describe(value)}")
+    v = float(value)
+    if not (
+        np.isfinite(v)
+        and (lo is None or (v > lo if lo_open else v >= lo))
+        and (hi is None or (v < hi if hi_open else v <= hi))
+    ):
+        raise ValueError(f"{name} must be {expect}; got {v!r}")
+    return v
+
+
+def check_int(value, name: str, *, lo=None, hi=None, allow_none=False):
+    """Return ``value`` as an int after checking its type and range (``lo <= value <= hi``).
+
+    The integer sibling of :func:`check_scalar`, with the same message form.
+
+    Examples
+    --------
+    >>> check_int(3, "max_iter", lo=1)
+    3
+    >>> check_int(1.5, "max_iter", lo=1)
+    Traceback (most recent call last):
+    ...
+    TypeError: max_iter must be an integer >= 1; got float 1.5
+    """
+    if value is None and allow_none:
+        return None
+    expect = _expectation("an integer", lo, hi, False, False, allow_none)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {expect}; got {_describe(value)}")
+    v = operator.index(value)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError(f"{name} must be {expect}; got {v!r}")
+    return v
+
+
+def _expectation(what, lo, hi, lo_open, hi_open, allow_none):
+    if lo is not None and hi is not None:
+        what += f" in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    elif lo is not None:
+        what += f" {'>' if lo_open else '>='} {lo:g}"
+    elif hi is not None:
+        what += f" {'<' if hi_open else '<='} {hi:g}"
+    return what + (" or None" if allow_none else "")
+
+
 def check_scalar_positive(value, name: str, *, allow_array=False, n=None) -> np.ndarray | float:
-    """Return ``value`` as a float (or an (n,) array when ``allow_array``), finite and > 0."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a positive real number; got a bool ({value!r})")
-    arr = np.asarray(value)
-    if arr.ndim == 0:
-        if not isinstance(value, numbers.Real) and arr.dtype.kind not in "iuf":
-            raise TypeError(f"{name} must be a positive real number; got {_describe(value)}")
-        v = float(arr)
-        if not np.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be finite and > 0; got {v!r}")
-        return v
-    if not allow_array:
-        raise ValueError(f"{name} must be a scalar; got an array of shape {arr.shape}")
-    arr = as_float_array(arr, name, ndim=1, allow_nonfinite=True)
+    """Return ``value`` as a float > 0 (:func:`check_scalar`), or an (n,) array of them.
+
+    With ``allow_array`` an array gives one value per query (``n`` of them), each finite and
+    > 0, in the message form of :func:`check_scalar`.
+    """
+    if not allow_array or np.ndim(value) == 0:
+        if np.ndim(value) != 0:
+            raise ValueError(
+                f"{name} must be a finite real number > 0; got an array of shape {np.shape(value)}"
+            )
+        return check_scalar(value, name, lo=0.0, lo_open=True)
+    arr = as_float_array(value, name, ndim=1, allow_nonfinite=True)
     if n is not None and arr.shape[0] != n:
         raise ValueError(
             f"{name} must be a scalar or have one value per query ({n}); got {arr.shape[0]}"
         )
     if not (np.isfinite(arr).all() and (arr > 0).all()):
-        raise ValueError(f"{name} must be finite and > 0; got min {arr.min()!r}, max {arr.max()!r}")
+        raise ValueError(
+            f"{name} must be finite real numbers > 0; got min {arr.min()!r}, max {arr.max()!r}"
+        )
     return arr
 
 
 def check_probability(value, name: str = "proba") -> float:
-    """Return ``value`` as a float in the open interval (0, 1)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number in (0, 1); got {_describe(value)}")
-    v = float(value)
-    if not (0.0 < v < 1.0):
-        raise ValueError(f"{name} must be in the open interval (0, 1); got {v!r}")
-    return v
+    """Return ``value`` as a float in the open interval (0, 1) (:func:`check_scalar`)."""
+    return check_scalar(value, name, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
 
 
 def class_index(classes) -> dict:

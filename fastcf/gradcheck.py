@@ -10,12 +10,11 @@ so halving h must halve the first error and quarter the second one, until roundi
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import as_float_array, check_scalar_positive
+from ._validation import as_float_array, check_int, check_scalar
 
 __all__ = ["check_gradient", "GradientCheck"]
 
@@ -117,16 +116,9 @@ def check_gradient(f, x, direction=None, *, h0=1.0, n_steps=30, factor=0.5, rand
     x = as_float_array(x, "x")
     if x.size == 0:
         raise ValueError(f"x must hold at least one value; got shape {x.shape}")
-    h0 = check_scalar_positive(h0, "h0")
-    if (
-        isinstance(n_steps, (bool, np.bool_))
-        or not isinstance(n_steps, numbers.Integral)
-        or n_steps < 2
-    ):
-        raise ValueError(f"n_steps must be an int >= 2; got {n_steps!r}")
-    factor = check_scalar_positive(factor, "factor")
-    if not factor < 1.0:
-        raise ValueError(f"factor must be in the open interval (0, 1); got {factor!r}")
+    h0 = check_scalar(h0, "h0", lo=0.0, lo_open=True)
+    n_steps = check_int(n_steps, "n_steps", lo=2)
+    factor = check_scalar(factor, "factor", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     if direction is None:
         d = np.random.default_rng(random_state).standard_normal(x.shape)
     else:

@@ -10,6 +10,8 @@ Examples
 >>> import matplotlib
 >>> matplotlib.use("Agg")
 >>> import numpy as np
+
+from ._validation import check_int
 >>> import fastcf
 >>> from fastcf.plot import plot_changes
 >>> ex = fastcf.LinearExplainer.from_arrays(np.array([[1.0, -2.0, 0.0]]), np.array([0.0]))
@@ -22,6 +24,8 @@ Examples
 from __future__ import annotations
 
 import numpy as np
+
+from ._validation import check_int
 
 __all__ = ["plot_changes", "plot_enumeration", "plot_image", "plot_path"]
 
@@ -166,8 +170,7 @@ def plot_changes(cf, top=10, *, scale=None, feature_names=None, ax=None):
     >>> [t.get_text() for t in ax.get_yticklabels()]
     ['x1', 'x0']
     """
-    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
-        raise ValueError(f"top must be a positive integer; got {top!r}")
+    top = check_int(top, "top", lo=1)
     delta = np.asarray(cf.x, dtype=float) - np.asarray(cf.x0, dtype=float)
     if scale is not None:
         scale = np.broadcast_to(np.asarray(scale, dtype=float), delta.shape)

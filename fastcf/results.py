@@ -1,51 +1,127 @@
 """Result objects returned by every explainer: one query, a batch of queries, a λ-path.
 
-Status codes (``status``), shared by all explainers:
+Status codes (``status``) are those of :mod:`fastcf._status`, one table for every explainer
+(0 converged, 1 iteration limit, 2 unreachable, 3 infeasible, 4 numerical failure, 5 the optimum
+of problem (2) is not in the target class, 6 external solver failure, 7 ``proba`` met below the
+decision threshold, 8 degenerate SVM subset). ``success`` is ``True`` only when the returned
+point is classified as the target by the model (and meets ``proba`` when that was asked).
 
-====  ==================================================================================
-code  meaning
-====  ==================================================================================
-0     converged / exact answer
-1     iteration limit reached before the tolerance (the point is the last iterate)
-2     the target is unreachable: the model cannot change class through the free features
-3     infeasible: the constraints (bounds, frozen features, user constraints, margin) leave
-      no point that the model classifies as the target
-4     numerical failure (non-finite values, a factorisation that failed)
-5     the optimum was found but the model does not classify it as the target (problem (2)
-      with a λ too large); decrease ``lam`` or ask for ``proba=`` / ``region=True``
-6     the solver of an external library reported a failure (its status is in the message)
-7     ``proba`` was met, but the model does not classify the point as the target (τ is below
-      the decision threshold, e.g. τ < 1/2 for a binary model); ask for a larger ``proba``
-====  ==================================================================================
-
-``success`` is ``True`` only when the returned point is classified as the target by the model
-(and meets ``proba`` when that was asked).
+Solvers hand their answers to the façades as a :class:`Solution` (arrays stacked over the N
+queries); :func:`package` turns one into the public :class:`CounterfactualBatch`, or into a
+:class:`Counterfactual` for a single query, through the same :func:`_item` that
+``CounterfactualBatch.__getitem__`` uses.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
+
+from ._status import MESSAGES, message
 
 __all__ = [
     "Counterfactual",
     "CounterfactualBatch",
     "CounterfactualPath",
     "STATUS_MESSAGES",
+    "Solution",
+    "package",
 ]
 
-STATUS_MESSAGES = {
-    0: "converged",
-    1: "iteration limit reached",
-    2: "target unreachable: no free feature changes the model's decision",
-    3: "infeasible: the constraints leave no point classified as the target",
-    4: "numerical failure",
-    5: "the optimum is not classified as the target; decrease lam or use proba=/region=True",
-    6: "the external solver failed",
-    7: "proba was met but the model does not classify the point as the target; "
-    "ask for a larger proba or region=True",
-}
+#: status code -> message (the table of :mod:`fastcf._status`; ``Status`` keys equal their ints)
+STATUS_MESSAGES = MESSAGES
+
+
+class Solution(NamedTuple):
+    """What a solver returns to a façade: N answers, arrays stacked over the queries.
+
+    Immutable: a later step (the verification, a re-solve of some rows) makes a new one with
+    ``_replace``.
+    """
+
+    x: np.ndarray  # (N, D) the answers
+    proba: np.ndarray | None  # (N, K) class probabilities at x, None without probabilities
+    distance: np.ndarray  # (N,) in the metric that was minimised
+    success: np.ndarray  # (N,) bool
+    status: np.ndarray  # (N,) int64 codes of fastcf._status.Status
+    nit: np.ndarray  # (N,) int
+    method: str
+    message: list  # N str
+    lam: np.ndarray | None = None  # (N,) the λ of problem (2), where one applies
+    grad_norm: np.ndarray | None = None  # (N,) ‖∇E‖ at x, where it applies
+    certified: np.ndarray | None = None  # (N,) bool: successes a rounding bound already proved
+    info: dict | None = None  # method-specific diagnostics
+
+
+def _item_info(info, i, n):
+    """Return the diagnostics of query ``i``: per-query arrays (leading length ``n``) indexed."""
+    return {
+        k: (v[i] if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == n else v)
+        for k, v in (info or {}).items()
+    }
+
+
+def _item(src, i, x0, target, names, info) -> Counterfactual:
+    """Return answer ``i`` of ``src`` (a :class:`CounterfactualBatch` or a :class:`Solution`).
+
+    The one batch → single function: ``CounterfactualBatch.__getitem__`` and every explainer's
+    single-query answer (:func:`package`) go through it. ``x0``, ``target``: those of answer ``i``.
+    """
+    lam = None if src.lam is None else float(src.lam[i])
+    return Counterfactual(
+        x=src.x[i],
+        x0=x0,
+        target=target.item() if hasattr(target, "item") else target,
+        proba=None if src.proba is None else src.proba[i],
+        distance=float(src.distance[i]),
+        success=bool(src.success[i]),
+        status=int(src.status[i]),
+        message=src.message[i],
+        nit=int(src.nit[i]),
+        method=src.method,
+        lam=lam if lam is not None and math.isfinite(lam) else None,
+        grad_norm=None if src.grad_norm is None else float(src.grad_norm[i]),
+        feature_names=names,
+        info=_item_info(info, i, src.x.shape[0]),
+    )
+
+
+def package(sol: Solution, X: np.ndarray, targets: np.ndarray, names, single: bool):
+    """Return the public answer of a :class:`Solution`.
+
+    Parameters
+    ----------
+    sol : Solution
+    X : ndarray of shape (N, D)
+        The queries.
+    targets : ndarray of shape (N,)
+        The target labels (as in ``classes_``).
+    names : ndarray of str or None
+        Feature names.
+    single : bool
+        The caller asked one query (``x`` of shape (D,)): return a :class:`Counterfactual`.
+    """
+    if single:
+        return _item(sol, 0, X[0], targets[0], names, sol.info)
+    return CounterfactualBatch(
+        x=sol.x,
+        x0=X,
+        target=targets,
+        proba=sol.proba,
+        distance=sol.distance,
+        success=sol.success,
+        status=sol.status,
+        message=sol.message,
+        nit=np.asarray(sol.nit),
+        method=sol.method,
+        lam=sol.lam,
+        grad_norm=sol.grad_norm,
+        feature_names=names,
+        info={} if sol.info is None else sol.info,
+    )
 
 
 def _short(a, n=4):
@@ -234,21 +310,7 @@ class CounterfactualBatch:
     def __getitem__(self, i) -> Counterfactual:
         """Return query ``i`` as a :class:`Counterfactual`."""
         i = int(i)
-        return Counterfactual(
-            x=self.x[i],
-            x0=self.x0[i],
-            target=self.target[i].item() if hasattr(self.target[i], "item") else self.target[i],
-            proba=None if self.proba is None else self.proba[i],
-            distance=float(self.distance[i]),
-            success=bool(self.success[i]),
-            status=int(self.status[i]),
-            message=self.message[i],
-            nit=int(self.nit[i]),
-            method=self.method,
-            lam=None if self.lam is None else float(self.lam[i]),
-            grad_norm=None if self.grad_norm is None else float(self.grad_norm[i]),
-            feature_names=self.feature_names,
-        )
+        return _item(self, i, self.x0[i], self.target[i], self.feature_names, self.info)
 
     def __iter__(self):
         for i in range(len(self)):
@@ -365,7 +427,7 @@ class CounterfactualPath:
             distance=float(self.distance[i]),
             success=bool(self.success[i]),
             status=status,
-            message=STATUS_MESSAGES.get(status, "unknown status"),
+            message=message(status),
             nit=int(self.nit[i]),
             method=self.method,
             lam=float(self.lams[i]),

@@ -1,60 +1,19 @@
-"""``python -m fastcf bench``: fastcf and its baselines on the same problems, in one process.
+"""Benchmark rows of the linear family (paper 000): logistic and softmax against their baselines.
 
-Every number is a median over repeated calls (with the min–max range), and every speed claim is a
-ratio against a baseline timed in the same run, on the same problem: the machine is shared and
-noisy, so absolute times are context only. Each row also reports the accuracy of the answers
-(objective gap to the reference optimum, gradient norm, validity).
+The baselines (SciPy's L-BFGS on the D-dimensional energy, the paper's Woodbury Newton, NumPy's two
+products with A) are timed in the same process, on the same problem, as fastcf.
 """
 
 from __future__ import annotations
 
-import json
-import platform
-import time
 import warnings
 
 import numpy as np
 
-__all__ = ["run", "linear_rows", "timeit"]
+from .common import row as _row
+from .common import timeit
 
-
-def timeit(fn, repeat, min_time=0.0):
-    """Call ``fn`` ``repeat`` times (at least ``min_time`` seconds in all, 1000 calls at most).
-
-    Returns
-    -------
-    median, min, max : float
-        Seconds per call.
-    """
-    fn()  # warm-up: compiled kernels loaded, caches filled
-    ts = []
-    t_total = 0.0
-    while len(ts) < repeat or (t_total < min_time and len(ts) < 1000):
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        ts.append(dt)
-        t_total += dt
-    ts = np.asarray(ts)
-    return float(np.median(ts)), float(ts.min()), float(ts.max())
-
-
-def _row(name, fast, base=None, baseline="", accuracy="", note=""):
-    med, lo, hi = fast
-    row = {
-        "name": name,
-        "fastcf_s": med,
-        "fastcf_min": lo,
-        "fastcf_max": hi,
-        "baseline": baseline,
-        "accuracy": accuracy,
-        "note": note,
-    }
-    if base is not None:
-        row.update(
-            baseline_s=base[0], baseline_min=base[1], baseline_max=base[2], ratio=base[0] / med
-        )
-    return row
+__all__ = ["linear_rows"]
 
 
 def _softmax_model(D, K, seed=0):
@@ -80,7 +39,7 @@ def _energy(A, b, x0, k, lam):
 
 
 def _logistic_rows(D, rep):
-    from .linear import LinearExplainer
+    from ..linear import LinearExplainer
 
     rng = np.random.default_rng(D)
     w = rng.standard_normal(D) * (3.0 / np.sqrt(D))
@@ -117,7 +76,7 @@ def _logistic_rows(D, rep):
 
 
 def _softmax_rows(D, K, rep, quick):
-    from .linear import LinearExplainer
+    from ..linear import LinearExplainer
 
     A, b, X = _softmax_model(D, K)
     ex = LinearExplainer.from_arrays(A, b)
@@ -188,7 +147,7 @@ def _digits_rows(rep, N):
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 
-    from .linear import LinearExplainer
+    from ..linear import LinearExplainer
 
     Xd, yd = load_digits(return_X_y=True)
     with warnings.catch_warnings():
@@ -242,7 +201,7 @@ def linear_rows(quick=False):
     -------
     list of dict
     """
-    from .linear import LinearExplainer
+    from ..linear import LinearExplainer
 
     rep = 5 if quick else 15
     rows = []
@@ -280,76 +239,3 @@ def linear_rows(quick=False):
         )
     )
     return rows
-
-
-def _format(rows, title):
-    out = [
-        f"\n## {title}\n",
-        "| benchmark | fastcf median [min–max] | baseline median | speed-up (baseline/fastcf) "
-        "| accuracy / notes |",
-        "|---|---|---|---|---|",
-    ]
-
-    def t(s):
-        if s is None:
-            return "–"
-        return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} µs"
-
-    for r in rows:
-        fast = (
-            f"{t(r['fastcf_s'])} [{t(r.get('fastcf_min'))}–{t(r.get('fastcf_max'))}]"
-            if r.get("fastcf_min") is not None
-            else t(r["fastcf_s"])
-        )
-        base = t(r.get("baseline_s"))
-        ratio = r.get("ratio")
-        ratio = "–" if ratio is None else f"{ratio:.3g}×"
-        acc = r.get("accuracy") or r.get("accuracy_gap") or ""
-        if isinstance(acc, float):
-            acc = f"gap {acc:.1e}"
-        note = " ".join(str(v) for v in (acc, r.get("note", "")) if v)
-        out.append(f"| {r['name']} | {fast} | {base} | {ratio} | {note} |")
-    return "\n".join(out)
-
-
-def run(quick=False, only=None, json_path=None, markdown_path=None):
-    """Run the benchmarks, print the tables; optionally write JSON and Markdown.
-
-    Parameters
-    ----------
-    quick : bool
-    only : {"linear", "lvq", "svm"} or None
-    json_path, markdown_path : str or None
-
-    Returns
-    -------
-    int
-        Exit status (0).
-    """
-    t0 = time.perf_counter()
-    sections = {}
-    if only in (None, "linear"):
-        sections["Logistic and softmax (paper 000)"] = linear_rows(quick)
-    if only in (None, "lvq"):
-        from .lvq import bench_rows as lvq_rows
-
-        sections["LVQ counterfactuals (paper 001)"] = lvq_rows(quick=quick)
-    if only in (None, "svm"):
-        from .svm_enum import bench_rows as svm_rows
-
-        sections["SVM enumeration (EnumSV, paper 003)"] = svm_rows(quick=quick)
-    header = (
-        f"# fastcf bench{' --quick' if quick else ''}\n\nmachine: {platform.machine()}, "
-        f"{platform.python_implementation()} {platform.python_version()}; "
-        f"total {time.perf_counter() - t0:.0f} s. Medians of repeated calls, measured "
-        "side by side in one process; speed-up = baseline median / fastcf median."
-    )
-    text = header + "".join(_format(rows, title) for title, rows in sections.items())
-    print(text)
-    if json_path:
-        with open(json_path, "w") as fh:
-            json.dump({"quick": quick, "sections": sections}, fh, indent=1, default=float)
-    if markdown_path:
-        with open(markdown_path, "w") as fh:
-            fh.write(text + "\n")
-    return 0
