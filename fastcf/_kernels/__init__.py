@@ -5,17 +5,29 @@ options (on-disk cache, GIL released, NumPy error model, no fastmath). When Numb
 function (for example because the package directory and ``NUMBA_CACHE_DIR`` are not writable), the
 kernel is compiled without the on-disk cache and one warning says so: slower cold starts, same
 results.
+
+Status codes are the members of :class:`fastcf._status.Status`; each kernel module takes the ones
+it returns as plain ``int`` constants (``_OK = int(Status.OK)``, …), which Numba freezes as
+literals.
+
+Where each algorithm lives:
+
+- :mod:`.softmax` — softmax models (paper 000, §3), one module per algorithm: ``core`` (the
+  K-space Newton method), ``region`` (the region dual QP), ``lamsearch`` (the λ-search of
+  ``proba=τ``), ``lampath`` (the warm-started λ-path), ``rows`` (the row products and the batch
+  solve of N queries).
+- :mod:`.logistic` — binary logistic models (paper 000, §4); :mod:`.roots` — the root φ(α, β).
+- :mod:`.lvq_qp` — the exact QP of LVQ counterfactuals; :mod:`.lvq_cost` — the GLVQ cost.
+- :mod:`.smo` — the warm-started SMO of the SVM enumeration (paper 003).
+- :mod:`.linalg` — small dense linear algebra: Cholesky, dot products, KKT-inverse updates,
+  NNLS and LDP.
 """
 
 import warnings
 
 import numba
 
-__all__ = ["kernel", "REASSOC", "STATUS_OK", "STATUS_MAXITER", "STATUS_NUMERIC"]
-
-STATUS_OK = 0
-STATUS_MAXITER = 1
-STATUS_NUMERIC = 4
+__all__ = ["kernel", "REASSOC"]
 
 _OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": False}
 

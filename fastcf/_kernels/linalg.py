@@ -1,26 +1,42 @@
-"""Small dense linear algebra for K×K systems: Cholesky factor/solve that return a status code.
+"""Small dense linear algebra of the kernels; every routine reports a status code, none raises.
 
-The matrices here are λI + (PSD), with K up to a few hundred; a hand-written Cholesky avoids the
-LAPACK call overhead and, unlike ``np.linalg.cholesky`` in Numba, never raises.
+- Cholesky factor/solve (:func:`cholesky_inplace`, :func:`cholesky_solve_inplace`) for the K×K
+  systems λI + (PSD) of the softmax kernels, with K up to a few hundred: a hand-written Cholesky
+  avoids the LAPACK call overhead and, unlike ``np.linalg.cholesky`` in Numba, never raises.
+- Reassociated (SIMD) dot products :func:`dot`, :func:`dot_abs`.
+- The inverse of a small KKT matrix and its rank-one updates (:func:`invert`,
+  :func:`inverse_remove`, :func:`inverse_add`: one index out / in), used by the active-set step
+  of the SVM dual (:mod:`fastcf._kernels.smo`).
+- Lawson & Hanson's non-negative least squares :func:`nnls` and least-distance program
+  :func:`ldp` (its dual), the exact QP of the LVQ counterfactuals (:mod:`fastcf._kernels.lvq_qp`).
 """
 
 import math
 
+import numpy as np
+
+from fastcf._status import Status
+
 from . import REASSOC, kernel
+
+_OK = int(Status.OK)
+_MAXITER = int(Status.MAXITER)
+_INFEASIBLE = int(Status.INFEASIBLE)
+_NUMERIC = int(Status.NUMERIC)
 
 
 @kernel()
 def cholesky_inplace(M, n):
     """Overwrite the lower triangle of ``M[:n, :n]`` with L, M = L Lᵀ.
 
-    Returns 0, or 4 if M is not (numerically) positive definite.
+    Returns OK, or NUMERIC if M is not (numerically) positive definite.
     """
     for j in range(n):
         s = M[j, j]
         for k in range(j):
             s -= M[j, k] * M[j, k]
         if not (s > 0.0) or not math.isfinite(s):
-            return 4
+            return _NUMERIC
         d = math.sqrt(s)
         M[j, j] = d
         dinv = 1.0 / d  # one division per column instead of one per entry
@@ -29,7 +45,7 @@ def cholesky_inplace(M, n):
             for k in range(j):
                 s -= M[i, k] * M[j, k]
             M[i, j] = s * dinv
-    return 0
+    return _OK
 
 
 @kernel()
@@ -74,3 +90,231 @@ def dot_abs(a, b):
         d += a[i] * b[i]
         t += abs(a[i] * b[i])
     return d, t
+
+
+@kernel()
+def invert(M, m, Minv):
+    """Minv[:m, :m] = inverse of M[:m, :m] (Gauss-Jordan, partial pivoting); False if singular."""
+    A = M[:m, :m].copy()
+    for i in range(m):
+        for j in range(m):
+            Minv[i, j] = 1.0 if i == j else 0.0
+    scale = 0.0
+    for i in range(m):
+        for j in range(m):
+            scale = max(scale, abs(A[i, j]))
+    if scale == 0.0:
+        return False
+    for c in range(m):
+        p = c
+        for r in range(c + 1, m):
+            if abs(A[r, c]) > abs(A[p, c]):
+                p = r
+        if abs(A[p, c]) <= 1e-11 * scale:
+            return False
+        if p != c:
+            for j in range(m):
+                tmp = A[c, j]
+                A[c, j] = A[p, j]
+                A[p, j] = tmp
+                tmp = Minv[c, j]
+                Minv[c, j] = Minv[p, j]
+                Minv[p, j] = tmp
+        piv = 1.0 / A[c, c]
+        for j in range(m):
+            A[c, j] *= piv
+            Minv[c, j] *= piv
+        for r in range(m):
+            if r != c:
+                fct = A[r, c]
+                if fct != 0.0:
+                    for j in range(m):
+                        A[r, j] -= fct * A[c, j]
+                        Minv[r, j] -= fct * Minv[c, j]
+    return True
+
+
+@kernel()
+def inverse_remove(Minv, m, p):
+    """Inverse of the matrix without row/column p, from the inverse of the whole (size m).
+
+    Row/column p is swapped with the last one first (the caller swaps its index lists the same
+    way); the result occupies Minv[:m-1, :m-1]. Returns False if the pivot is ~0.
+    """
+    last = m - 1
+    if p != last:
+        for j in range(m):
+            tmp = Minv[p, j]
+            Minv[p, j] = Minv[last, j]
+            Minv[last, j] = tmp
+        for i in range(m):
+            tmp = Minv[i, p]
+            Minv[i, p] = Minv[i, last]
+            Minv[i, last] = tmp
+    d = Minv[last, last]
+    if d == 0.0:
+        return False
+    for i in range(last):
+        f = Minv[i, last] / d
+        if f != 0.0:
+            for j in range(last):
+                Minv[i, j] -= f * Minv[last, j]
+    return True
+
+
+@kernel()
+def inverse_add(Minv, m, u, dnew, w):
+    """Extend the inverse (size m) by one row/column [u; dnew] of the matrix (bordering).
+
+    ``w`` is scratch of length >= m. Returns False when the Schur complement is ~0 (singular).
+    """
+    for i in range(m):
+        s = 0.0
+        for j in range(m):
+            s += Minv[i, j] * u[j]
+        w[i] = s
+    schur = dnew
+    size = abs(dnew)
+    for i in range(m):
+        schur -= u[i] * w[i]
+        size += abs(u[i] * w[i])
+    if abs(schur) <= 1e-10 * max(size, 1e-300):
+        return False
+    inv_s = 1.0 / schur
+    for i in range(m):
+        wi = w[i] * inv_s
+        for j in range(m):
+            Minv[i, j] += wi * w[j]
+        Minv[i, m] = -wi
+        Minv[m, i] = -wi
+    Minv[m, m] = inv_s
+    return True
+
+
+@kernel()
+def nnls(E, f, max_iter):
+    """Lawson–Hanson NNLS: min ‖E v − f‖ s.t. v ≥ 0. Returns (v, n_iter, status)."""
+    n, m = E.shape
+    v = np.zeros(m)
+    passive = np.zeros(m, dtype=np.bool_)
+    # tolerance as in Lawson & Hanson / SciPy: 10 · eps · ‖E‖_1 · max(n, m)
+    norm1 = 0.0
+    for j in range(m):
+        s = 0.0
+        for i in range(n):
+            s += abs(E[i, j])
+        norm1 = max(norm1, s)
+    tol = 10.0 * 2.220446049250313e-16 * norm1 * max(n, m)
+    resid = f - E @ v
+    w = E.T @ resid
+    it = 0
+    status = _OK
+    blocked = np.zeros(m, dtype=np.bool_)
+    while True:
+        # most violated dual condition among the zero set
+        t = -1
+        best = tol
+        for j in range(m):
+            if not passive[j] and not blocked[j] and w[j] > best:
+                best = w[j]
+                t = j
+        if t < 0:
+            break
+        if it >= max_iter:
+            status = _MAXITER
+            break
+        passive[t] = True
+        first = True
+        while True:
+            it += 1
+            idx = np.flatnonzero(passive)
+            if idx.size == 0:  # every variable left the passive set: v = 0 (lstsq of an empty
+                v = np.zeros(m)  # matrix raises LinAlgError in Numba)
+                break
+            sub = np.ascontiguousarray(E[:, idx])
+            sol = np.linalg.lstsq(sub, f)[0]
+            s = np.zeros(m)
+            for a in range(idx.size):
+                s[idx[a]] = sol[a]
+            if first and s[t] <= tol:
+                # Lawson & Hanson's safeguard: the new column does not enter with a positive
+                # coefficient (rounding, or a column dependent on the passive set); without it
+                # the method cycles adding and dropping t. Block t until v changes.
+                passive[t] = False
+                blocked[t] = True
+                break
+            first = False
+            ok = True
+            for a in range(idx.size):
+                if s[idx[a]] <= tol:
+                    ok = False
+                    break
+            if ok:
+                v = s
+                break
+            alpha = np.inf
+            for a in range(idx.size):
+                j = idx[a]
+                if s[j] <= tol:
+                    den = v[j] - s[j]
+                    if den > 0:
+                        alpha = min(alpha, v[j] / den)
+            if not np.isfinite(alpha):
+                alpha = 0.0
+            for j in range(m):
+                v[j] = v[j] + alpha * (s[j] - v[j])
+            for a in range(idx.size):
+                j = idx[a]
+                if v[j] <= tol:
+                    v[j] = 0.0
+                    passive[j] = False
+            if it >= max_iter:
+                status = _MAXITER
+                break
+        if status != _OK:
+            break
+        if blocked[t]:
+            continue  # v unchanged: try the next candidate
+        blocked[:] = False
+        resid = f - E @ v
+        w = E.T @ resid
+    return v, it, status
+
+
+@kernel()
+def ldp(G, h, max_iter):
+    """Min ½‖u‖² s.t. G u ≥ h. Returns (u, lam, n_iter, status); INFEASIBLE: no such u."""
+    m, n = G.shape
+    if m == 0:
+        return np.zeros(n), np.zeros(0), 0, _OK
+    E = np.empty((n + 1, m))
+    for j in range(m):
+        for i in range(n):
+            E[i, j] = G[j, i]
+        E[n, j] = h[j]
+    f = np.zeros(n + 1)
+    f[n] = 1.0
+    v, it, status = nnls(E, f, max_iter)
+    r = E @ v - f
+    # r[n] = hᵀv − 1; the LDP is infeasible iff the NNLS residual vanishes
+    denom = -r[n]
+    if denom <= 1e-12:
+        return np.zeros(n), np.zeros(m), it, _INFEASIBLE
+    u = np.empty(n)
+    for i in range(n):
+        u[i] = r[i] / denom
+    lam = v / denom
+    # a posteriori check of G u ≥ h (rows have unit norm, so this is a distance)
+    unorm = 0.0
+    for i in range(n):
+        unorm = max(unorm, abs(u[i]))
+    viol = 0.0
+    for j in range(m):
+        gu = 0.0
+        for i in range(n):
+            gu += G[j, i] * u[i]
+        viol = max(viol, h[j] - gu)
+    if viol > 1e-9 * max(1.0, unorm):
+        # a tiny r[n] means E v ≈ f, i.e. the LDP is (numerically) infeasible
+        return np.zeros(n), np.zeros(m), it, _INFEASIBLE if denom < 1e-6 else _NUMERIC
+    return u, lam, it, status

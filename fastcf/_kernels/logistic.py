@@ -29,12 +29,18 @@ import math
 import numpy as np
 from numba import prange
 
+from fastcf._status import Status
+
 from . import REASSOC, kernel
 from .linalg import dot as _dot
 from .linalg import dot_abs as _dot_abs
 from .roots import phi, sigmoid
 
 _EPS = 2.220446049250313e-16
+_OK = int(Status.OK)
+_UNREACHABLE = int(Status.UNREACHABLE)
+_INFEASIBLE = int(Status.INFEASIBLE)
+_NUMERIC = int(Status.NUMERIC)
 
 
 @kernel()
@@ -123,16 +129,40 @@ def _lam_bounded_one(x0, w, sign, c0, vw, lam, lo, hi, out, max_iter):
     if slope <= 0.0:
         q = sigmoid(-const)
         nit = 0
-        status = 0
+        status = _OK
     else:
         q, _p, nit, status = phi(slope, const, max_iter)
     _clip_step(x0, dirv, q, lam, lo, hi, out)
     return q, nit, status
 
 
+#: rounds of the rounding guard of the projections: the push doubles from the fourth on, so 64
+#: rounds cover a step 2⁶⁰ times the first correction
+_GUARD_ROUNDS = 64
+
+
+@kernel()
+def _guard_push(short, slope, mu, r):
+    """Return the increase of μ after round ``r`` of the guard left ζ short of θ by ``short``.
+
+    The first three corrections are the exact ones, (θ − ζ)/slope + 4ε μ. When x̄ is large
+    against the step, such a correction can be below one ulp of x, so that x and ζ do not move:
+    from the fourth round on the push doubles each round, until x moves. The answer then
+    overshoots θ by at most about twice the rounding of x. (Until issue 16 the guard gave up
+    after four rounds with status 4 although ζ ≥ θ was one ulp away: breast cancer, row 213.)
+    """
+    push = short / slope + 4.0 * _EPS * mu
+    if r >= 3:
+        push *= 2.0 ** (r - 2)
+    return push
+
+
 @kernel()
 def _project_one(x0, w, sign, c0, vw, theta, lo, hi, bounded, out):
-    """Min ‖x − x̄‖²_W s.t. ζ(x) ≥ θ (and lo ≤ x ≤ hi). Returns (μ, status): 0 ok, 3 infeasible.
+    """Min ‖x − x̄‖²_W s.t. ζ(x) ≥ θ (and lo ≤ x ≤ hi). Returns (μ, status).
+
+    Status: OK, UNREACHABLE (no free feature moves ζ), INFEASIBLE (the box stops ζ below θ),
+    NUMERIC (the rounding guard failed).
 
     θ is raised by the rounding level of the dot product (2 ε Σ|w_i x_i|), so that the answer
     meets ζ ≥ θ however another library orders its sums (a relative change of ~1e−15).
@@ -143,7 +173,7 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, bounded, out):
     if zeta0 >= theta:
         for i in range(D):
             out[i] = x0[i]
-        return 0.0, 0
+        return 0.0, _OK
     absdot = abs(c0)
     for i in range(D):
         absdot += abs(w[i] * x0[i])
@@ -153,16 +183,16 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, bounded, out):
         if S <= 0.0:
             for i in range(D):
                 out[i] = x0[i]
-            return 0.0, 2
+            return 0.0, _UNREACHABLE
         mu = (theta - zeta0) / S
-        for _ in range(4):  # guard the rounding of ζ at the answer
+        for r in range(_GUARD_ROUNDS):  # guard the rounding of ζ at the answer
             for i in range(D):
                 out[i] = x0[i] + mu * sign * vw[i]
             z = sign * _dot(w, out) + u0
             if z >= theta:
-                return mu, 0
-            mu += (theta - z) / S + 4.0 * _EPS * mu
-        return mu, 4
+                return mu, _OK
+            mu += _guard_push(theta - z, S, mu, r)
+        return mu, _NUMERIC
     dirv = np.empty(D)
     u = np.empty(D)
     for i in range(D):
@@ -193,15 +223,15 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, bounded, out):
         for i in range(D):  # the best the box allows: every moving coordinate at its bound
             d = dirv[i]
             out[i] = x0[i] if d == 0.0 else (hi[i] if d > 0.0 else lo[i])
-        return seg_start, 3
+        return seg_start, _INFEASIBLE
     mu = (theta - u0 - const) / slope
-    for _ in range(4):
+    for r in range(_GUARD_ROUNDS):  # guard the rounding of ζ at the answer
         _clip_step(x0, dirv, mu, 1.0, lo, hi, out)
         z = sign * _dot(w, out) + u0
         if z >= theta:
-            return mu, 0
-        mu += (theta - z) / slope + 4.0 * _EPS * mu
-    return mu, 4
+            return mu, _OK
+        mu += _guard_push(theta - z, slope, mu, r)
+    return mu, _NUMERIC
 
 
 @kernel(fastmath=REASSOC)

@@ -21,148 +21,25 @@ in finitely many steps at the exact optimum (each step is a least-squares solve 
 set), unlike a first-order method (Dykstra/ADMM) that only approaches it. The dual has one variable
 per other-class prototype plus per finite bound — tens, so each step is a tiny dense solve.
 Rows of G are scaled to unit norm first (same feasible set, better conditioning).
+
+The LDP and NNLS solvers are :func:`fastcf._kernels.linalg.ldp` and
+:func:`fastcf._kernels.linalg.nnls`; this module builds the LDP of each target prototype
+(:func:`_solve_one`) and runs Algorithm 1 over a batch of queries (:func:`lvq_fast_batch`).
 """
 
 import numpy as np
 from numba import prange
 
 from fastcf._kernels import kernel
+from fastcf._kernels.linalg import ldp
+from fastcf._status import Status
 
-__all__ = ["nnls", "ldp", "lvq_fast_batch"]
+__all__ = ["lvq_fast_batch"]
 
-ST_OK = 0
-ST_MAXITER = 1
-ST_INFEASIBLE = 3
-ST_NUMERIC = 4
-
-
-@kernel()
-def nnls(E, f, max_iter):
-    """Lawson–Hanson NNLS: min ‖E v − f‖ s.t. v ≥ 0. Returns (v, n_iter, status)."""
-    n, m = E.shape
-    v = np.zeros(m)
-    passive = np.zeros(m, dtype=np.bool_)
-    # tolerance as in Lawson & Hanson / SciPy: 10 · eps · ‖E‖_1 · max(n, m)
-    norm1 = 0.0
-    for j in range(m):
-        s = 0.0
-        for i in range(n):
-            s += abs(E[i, j])
-        norm1 = max(norm1, s)
-    tol = 10.0 * 2.220446049250313e-16 * norm1 * max(n, m)
-    resid = f - E @ v
-    w = E.T @ resid
-    it = 0
-    status = ST_OK
-    blocked = np.zeros(m, dtype=np.bool_)
-    while True:
-        # most violated dual condition among the zero set
-        t = -1
-        best = tol
-        for j in range(m):
-            if not passive[j] and not blocked[j] and w[j] > best:
-                best = w[j]
-                t = j
-        if t < 0:
-            break
-        if it >= max_iter:
-            status = ST_MAXITER
-            break
-        passive[t] = True
-        first = True
-        while True:
-            it += 1
-            idx = np.flatnonzero(passive)
-            if idx.size == 0:  # every variable left the passive set: v = 0 (lstsq of an empty
-                v = np.zeros(m)  # matrix raises LinAlgError in Numba)
-                break
-            sub = np.ascontiguousarray(E[:, idx])
-            sol = np.linalg.lstsq(sub, f)[0]
-            s = np.zeros(m)
-            for a in range(idx.size):
-                s[idx[a]] = sol[a]
-            if first and s[t] <= tol:
-                # Lawson & Hanson's safeguard: the new column does not enter with a positive
-                # coefficient (rounding, or a column dependent on the passive set); without it
-                # the method cycles adding and dropping t. Block t until v changes.
-                passive[t] = False
-                blocked[t] = True
-                break
-            first = False
-            ok = True
-            for a in range(idx.size):
-                if s[idx[a]] <= tol:
-                    ok = False
-                    break
-            if ok:
-                v = s
-                break
-            alpha = np.inf
-            for a in range(idx.size):
-                j = idx[a]
-                if s[j] <= tol:
-                    den = v[j] - s[j]
-                    if den > 0:
-                        alpha = min(alpha, v[j] / den)
-            if not np.isfinite(alpha):
-                alpha = 0.0
-            for j in range(m):
-                v[j] = v[j] + alpha * (s[j] - v[j])
-            for a in range(idx.size):
-                j = idx[a]
-                if v[j] <= tol:
-                    v[j] = 0.0
-                    passive[j] = False
-            if it >= max_iter:
-                status = ST_MAXITER
-                break
-        if status != ST_OK:
-            break
-        if blocked[t]:
-            continue  # v unchanged: try the next candidate
-        blocked[:] = False
-        resid = f - E @ v
-        w = E.T @ resid
-    return v, it, status
-
-
-@kernel()
-def ldp(G, h, max_iter):
-    """Min ½‖u‖² s.t. G u ≥ h. Returns (u, lam, n_iter, status); status 3 = infeasible."""
-    m, n = G.shape
-    if m == 0:
-        return np.zeros(n), np.zeros(0), 0, ST_OK
-    E = np.empty((n + 1, m))
-    for j in range(m):
-        for i in range(n):
-            E[i, j] = G[j, i]
-        E[n, j] = h[j]
-    f = np.zeros(n + 1)
-    f[n] = 1.0
-    v, it, status = nnls(E, f, max_iter)
-    r = E @ v - f
-    # r[n] = hᵀv − 1; the LDP is infeasible iff the NNLS residual vanishes
-    denom = -r[n]
-    if denom <= 1e-12:
-        return np.zeros(n), np.zeros(m), it, ST_INFEASIBLE
-    u = np.empty(n)
-    for i in range(n):
-        u[i] = r[i] / denom
-    lam = v / denom
-    # a posteriori check of G u ≥ h (rows have unit norm, so this is a distance)
-    unorm = 0.0
-    for i in range(n):
-        unorm = max(unorm, abs(u[i]))
-    viol = 0.0
-    for j in range(m):
-        gu = 0.0
-        for i in range(n):
-            gu += G[j, i] * u[i]
-        viol = max(viol, h[j] - gu)
-    if viol > 1e-9 * max(1.0, unorm):
-        # a tiny r[n] means E v ≈ f, i.e. the LDP is (numerically) infeasible
-        return np.zeros(n), np.zeros(m), it, ST_INFEASIBLE if denom < 1e-6 else ST_NUMERIC
-    return u, lam, it, status
+_OK = int(Status.OK)
+_MAXITER = int(Status.MAXITER)
+_INFEASIBLE = int(Status.INFEASIBLE)
+_NUMERIC = int(Status.NUMERIC)
 
 
 @kernel()
@@ -238,10 +115,10 @@ def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
     lam_full = np.zeros(M + mu + 2 * D)
     x = x0.copy()
     if infeasible:
-        return x, np.inf, lam_full, 0, ST_INFEASIBLE
+        return x, np.inf, lam_full, 0, _INFEASIBLE
     u, lam, it, status = ldp(np.ascontiguousarray(G[:nr]), h[:nr].copy(), max_iter)
-    if status == ST_INFEASIBLE:
-        return x, np.inf, lam_full, it, ST_INFEASIBLE
+    if status == _INFEASIBLE:
+        return x, np.inf, lam_full, it, _INFEASIBLE
     dist2 = 0.0
     for q in range(nf):
         k = fidx[q]
@@ -250,40 +127,26 @@ def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
     for r in range(nr):
         lam_full[origin[r]] = lam[r]
     if not np.isfinite(dist2):
-        return x0.copy(), np.inf, lam_full, it, ST_NUMERIC
+        return x0.copy(), np.inf, lam_full, it, _NUMERIC
     return x, np.sqrt(dist2), lam_full, it, status
 
 
 @kernel()
-def _fast_row(
-    a,
-    X0,
-    tgt,
-    A,
-    b,
-    valid,
-    proto_cls,
-    w_sqrt,
-    free,
-    lo,
-    hi,
-    C,
-    c,
-    eps,
-    max_iter,
-    X,
-    dist,
-    best,
-    nit,
-    status,
-):
+def _fast_row(a, prob, out):
+    """Query a of :func:`lvq_fast_batch`: the best of the LDPs of its target's prototypes.
+
+    ``prob`` and ``out`` are the tuples built by :func:`lvq_fast_batch` (its arguments and its
+    output arrays); row a of the outputs is written.
+    """
+    X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter = prob
+    X, dist, best, nit, status = out
     M = A.shape[0]
     X[a] = X0[a]
     dist[a] = np.inf
     best[a] = -1
     nit[a] = 0
-    status[a] = ST_INFEASIBLE
-    worst_status = ST_INFEASIBLE
+    status[a] = _INFEASIBLE
+    worst_status = _INFEASIBLE
     for i in range(M):
         if proto_cls[i] != tgt[a]:
             continue
@@ -291,14 +154,14 @@ def _fast_row(
             X0[a], A[i], b[i], valid[i], w_sqrt, free, lo, hi, C, c, eps, max_iter
         )
         nit[a] += it
-        if st == ST_OK or st == ST_MAXITER:
+        if st == _OK or st == _MAXITER:
             if dd < dist[a]:
                 dist[a] = dd
                 X[a] = x
                 best[a] = i
                 status[a] = st
-        elif st == ST_NUMERIC:
-            worst_status = ST_NUMERIC
+        elif st == _NUMERIC:
+            worst_status = _NUMERIC
     if best[a] < 0:
         status[a] = worst_status
 
@@ -329,52 +192,12 @@ def lvq_fast_batch(
     best = np.empty(N, dtype=np.int64)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
+    prob = (X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter)
+    out = (X, dist, best, nit, status)
     if parallel:
         for a in prange(N):
-            _fast_row(
-                a,
-                X0,
-                tgt,
-                A,
-                b,
-                valid,
-                proto_cls,
-                w_sqrt,
-                free,
-                lo,
-                hi,
-                C,
-                c,
-                eps,
-                max_iter,
-                X,
-                dist,
-                best,
-                nit,
-                status,
-            )
+            _fast_row(a, prob, out)
     else:
         for a in range(N):
-            _fast_row(
-                a,
-                X0,
-                tgt,
-                A,
-                b,
-                valid,
-                proto_cls,
-                w_sqrt,
-                free,
-                lo,
-                hi,
-                C,
-                c,
-                eps,
-                max_iter,
-                X,
-                dist,
-                best,
-                nit,
-                status,
-            )
+            _fast_row(a, prob, out)
     return X, dist, best, nit, status

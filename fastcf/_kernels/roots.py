@@ -25,7 +25,8 @@ possible:
 A logit variable alone is not enough: for t ≈ e^{−700} the logit ≈ −700 carries an absolute
 error of ~1e−13, i.e. a relative error of 1e−13 in t.
 
-Status codes: 0 converged, 1 iteration limit, 4 non-finite input.
+Status codes (:class:`fastcf._status.Status`): OK converged, MAXITER iteration limit, NUMERIC
+non-finite input.
 """
 
 import math
@@ -33,10 +34,15 @@ import math
 import numpy as np
 from numba import prange
 
+from fastcf._status import Status
+
 from . import kernel
 
 _SPLITTER = 134217729.0  # 2**27 + 1, Veltkamp splitting for TwoProduct
 _EPS = 2.220446049250313e-16
+_OK = int(Status.OK)
+_MAXITER = int(Status.MAXITER)
+_NUMERIC = int(Status.NUMERIC)
 
 
 @kernel("UniTuple(float64, 2)(float64, float64)")
@@ -79,12 +85,6 @@ def softplus(z):
     return math.log1p(math.exp(z))
 
 
-@kernel("float64(float64)")
-def log_sigmoid(z):
-    """Log σ(z) = −softplus(−z)."""
-    return -softplus(-z)
-
-
 @kernel("UniTuple(float64, 3)(float64, float64, float64, float64)")
 def _residual(s, alpha, d_hi, d_lo):
     """Return (H, H', g) at s, with u = α s + d in double-double."""
@@ -115,7 +115,7 @@ def _small_root(alpha, d_hi, d_lo, max_iter):
     if lo <= 0.0:
         lo = 5e-324
     if alpha == 0.0 or hi <= lo:
-        return hi, 0, 0
+        return hi, 0, _OK
     # initial guess: for α s + d ≫ 1 the equation is ≈ log s + α s + d = 0, whose solution is
     # s = W(α e^{−d}) / α (Lambert W); W(e^z) ≈ z − log z + log z / z for z ≥ 2
     z = math.log(alpha) - d
@@ -130,7 +130,7 @@ def _small_root(alpha, d_hi, d_lo, max_iter):
     for it in range(1, max_iter + 1):
         h, dh, g = _residual(s, alpha, d_hi, d_lo)
         if h == 0.0:
-            return s, it, 0
+            return s, it, _OK
         L = math.log(s)
         if h > 0.0:
             L_hi = min(L_hi, L)
@@ -146,9 +146,9 @@ def _small_root(alpha, d_hi, d_lo, max_iter):
         else:
             s_new = s * math.exp(step)
         if abs(step) <= 4.0 * _EPS or s_new == s:
-            return s_new, it, 0
+            return s_new, it, _OK
         s = s_new
-    return s, max_iter, 1
+    return s, max_iter, _MAXITER
 
 
 @kernel("Tuple((float64, float64, int64, int64))(float64, float64, int64)")
@@ -163,10 +163,10 @@ def phi(alpha, beta, max_iter):
         1 − t, with full relative precision even when t → 1.
     nit : int
     status : int
-        0 converged, 1 iteration limit, 4 non-finite or negative α / non-finite β.
+        OK converged, MAXITER iteration limit, NUMERIC non-finite or negative α / non-finite β.
     """
     if not (math.isfinite(alpha) and math.isfinite(beta)) or alpha < 0.0:
-        return np.nan, np.nan, 0, 4
+        return np.nan, np.nan, 0, _NUMERIC
     if 0.5 * alpha + beta >= 0.0:
         s, nit, status = _small_root(alpha, beta, 0.0, max_iter)
         return s, 1.0 - s, nit, status

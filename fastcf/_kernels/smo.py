@@ -19,7 +19,9 @@ the same active set give bit-identical α.
 
 import numpy as np
 
-from fastcf._kernels import STATUS_MAXITER, STATUS_OK, kernel
+from fastcf._kernels import kernel
+from fastcf._kernels.linalg import inverse_add, inverse_remove, invert
+from fastcf._status import Status
 
 __all__ = [
     "KIND_LINEAR",
@@ -27,7 +29,6 @@ __all__ = [
     "KIND_RBF",
     "KIND_SIGMOID",
     "KIND_PRECOMPUTED",
-    "STATUS_DEGENERATE",
     "kernel_block",
     "kernel_diag",
     "make_cache",
@@ -42,8 +43,10 @@ KIND_RBF = 2
 KIND_SIGMOID = 3
 KIND_PRECOMPUTED = 4
 
+_OK = int(Status.OK)
+_MAXITER = int(Status.MAXITER)
 #: the subset holds a single class: α = 0 is its only feasible point, not an SVM
-STATUS_DEGENERATE = 8
+_DEGENERATE = int(Status.DEGENERATE)
 
 LOOSE_TOL = 1e-3  # SMO's tolerance before the exact active-set step
 TAU = 1e-12  # libsvm's guard for a non-positive curvature along the working pair
@@ -236,7 +239,7 @@ def _smo_loop(
                     Gmax = G[k]
                     i = k
         if i == -1:
-            return STATUS_OK, it
+            return _OK, it
         Qi = get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters)
         # --- select j: the largest second-order decrease of the objective
         Gmax2 = -np.inf
@@ -271,7 +274,7 @@ def _smo_loop(
                             jbest = k
                             obj_min = obj
         if Gmax + Gmax2 < tol or jbest == -1:
-            return STATUS_OK, it
+            return _OK, it
         j = jbest
         it += 1
         Qj = get_row(j, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters)
@@ -335,7 +338,7 @@ def _smo_loop(
         daj = aj - old_aj
         for k in range(G.shape[0]):  # all n entries: contiguous (see _init_gradient)
             G[k] += Qi[k] * dai + Qj[k] * daj
-    return STATUS_MAXITER, it
+    return _MAXITER, it
 
 
 @kernel()
@@ -356,105 +359,6 @@ def _max_violation(alpha, act, G, y, C):
             if alpha[k] < C:
                 Gmax2 = max(Gmax2, -G[k])
     return Gmax + Gmax2
-
-
-@kernel()
-def _invert(M, m, Minv):
-    """Minv[:m, :m] = inverse of M[:m, :m] (Gauss-Jordan, partial pivoting); False if singular."""
-    A = M[:m, :m].copy()
-    for i in range(m):
-        for j in range(m):
-            Minv[i, j] = 1.0 if i == j else 0.0
-    scale = 0.0
-    for i in range(m):
-        for j in range(m):
-            scale = max(scale, abs(A[i, j]))
-    if scale == 0.0:
-        return False
-    for c in range(m):
-        p = c
-        for r in range(c + 1, m):
-            if abs(A[r, c]) > abs(A[p, c]):
-                p = r
-        if abs(A[p, c]) <= 1e-11 * scale:
-            return False
-        if p != c:
-            for j in range(m):
-                tmp = A[c, j]
-                A[c, j] = A[p, j]
-                A[p, j] = tmp
-                tmp = Minv[c, j]
-                Minv[c, j] = Minv[p, j]
-                Minv[p, j] = tmp
-        piv = 1.0 / A[c, c]
-        for j in range(m):
-            A[c, j] *= piv
-            Minv[c, j] *= piv
-        for r in range(m):
-            if r != c:
-                fct = A[r, c]
-                if fct != 0.0:
-                    for j in range(m):
-                        A[r, j] -= fct * A[c, j]
-                        Minv[r, j] -= fct * Minv[c, j]
-    return True
-
-
-@kernel()
-def _inverse_remove(Minv, m, p):
-    """Inverse of the matrix without row/column p, from the inverse of the whole (size m).
-
-    Row/column p is swapped with the last one first (the caller swaps its index lists the same
-    way); the result occupies Minv[:m-1, :m-1]. Returns False if the pivot is ~0.
-    """
-    last = m - 1
-    if p != last:
-        for j in range(m):
-            tmp = Minv[p, j]
-            Minv[p, j] = Minv[last, j]
-            Minv[last, j] = tmp
-        for i in range(m):
-            tmp = Minv[i, p]
-            Minv[i, p] = Minv[i, last]
-            Minv[i, last] = tmp
-    d = Minv[last, last]
-    if d == 0.0:
-        return False
-    for i in range(last):
-        f = Minv[i, last] / d
-        if f != 0.0:
-            for j in range(last):
-                Minv[i, j] -= f * Minv[last, j]
-    return True
-
-
-@kernel()
-def _inverse_add(Minv, m, u, dnew, w):
-    """Extend the inverse (size m) by one row/column [u; dnew] of the matrix (bordering).
-
-    ``w`` is scratch of length >= m. Returns False when the Schur complement is ~0 (singular).
-    """
-    for i in range(m):
-        s = 0.0
-        for j in range(m):
-            s += Minv[i, j] * u[j]
-        w[i] = s
-    schur = dnew
-    size = abs(dnew)
-    for i in range(m):
-        schur -= u[i] * w[i]
-        size += abs(u[i] * w[i])
-    if abs(schur) <= 1e-10 * max(size, 1e-300):
-        return False
-    inv_s = 1.0 / schur
-    for i in range(m):
-        wi = w[i] * inv_s
-        for j in range(m):
-            Minv[i, j] += wi * w[j]
-        Minv[i, m] = -wi
-        Minv[m, i] = -wi
-    Minv[m, m] = inv_s
-    return True
 
 
 @kernel()
@@ -483,7 +387,8 @@ def _active_set(
     on F exactly, [Q_FF y_F; y_Fᵀ 0] [δ; b] = [−G_F; 0], steps towards it until an α hits a bound
     (which then leaves F), and once the full step is taken adds the bounded index that violates
     its KKT condition most. The inverse of the KKT matrix is formed once and then updated by
-    bordering (one index in) or deflation (one index out), O(|F|²) per pivot. A child differs
+    bordering (one index in) or deflation (one index out), O(|F|²) per pivot (see
+    :mod:`fastcf._kernels.linalg`). A child differs
     from its parent by one index, so a few pivots usually reach the exact optimum. Returns the
     number of pivots, or −1 when it gives up (singular system, no free index, too many pivots,
     F outgrowing its workspace); α stays feasible either way and the caller finishes with SMO.
@@ -517,7 +422,7 @@ def _active_set(
         M[a + 1, 0] = y[F[a]]
         for c in range(nF):
             M[a + 1, c + 1] = row[F[c]]
-    if not _invert(M, nF + 1, Minv):
+    if not invert(M, nF + 1, Minv):
         return -1
     sol = np.empty(cap + 1)
     u = np.empty(cap + 1)
@@ -564,7 +469,7 @@ def _active_set(
             k = F[block]
             alpha[k] = 0.0 if sol[block + 1] < 0.0 else C
             inF[k] = False
-            if not _inverse_remove(Minv, m, block + 1):
+            if not inverse_remove(Minv, m, block + 1):
                 return -1
             F[block] = F[nF - 1]
             nF -= 1
@@ -591,7 +496,7 @@ def _active_set(
         u[0] = y[worst]
         for a in range(nF):
             u[a + 1] = row[F[a]]
-        if not _inverse_add(Minv, m, u, row[worst], w):
+        if not inverse_add(Minv, m, u, row[worst], w):
             return -1
         inF[worst] = True
         F[nF] = worst
@@ -628,7 +533,7 @@ def solve(
 
     Returns (status, n_iter, f, b); n_iter counts SMO iterations plus active-set pivots. ``alpha``
     must be feasible (box, equality, zero outside the active set). A single-class active set
-    returns ``STATUS_DEGENERATE`` with α = 0.
+    returns status DEGENERATE with α = 0.
     """
     act = np.flatnonzero(active)
     n_pos = 0
@@ -637,7 +542,7 @@ def solve(
             n_pos += 1
     if n_pos == 0 or n_pos == act.shape[0]:
         alpha[:] = 0.0
-        return STATUS_DEGENERATE, 0, 0.0, 0.0
+        return _DEGENERATE, 0, 0.0, 0.0
     G = np.zeros(alpha.shape[0])
     _init_gradient(
         alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
@@ -648,7 +553,7 @@ def solve(
         # already optimal (e.g. Proposition 1: only non-support indices were removed): α is
         # returned bit-for-bit unchanged
         f, b = _objective_and_intercept(alpha, act, G, y, C)
-        return STATUS_OK, 0, f, b
+        return _OK, 0, f, b
     if use_active_set:
         max_piv = 50 + act.shape[0] // 10
         p = _active_set(

@@ -1,0 +1,163 @@
+"""The closest point of the target's region (``region=True``): the dual QP of :func:`region_dual`.
+
+Also the cold start of :func:`~fastcf._kernels.softmax.core.initial_y` (margin 0: the closest
+point where the target ties with the best class).
+"""
+
+import numpy as np
+from numba import prange
+
+from fastcf._status import Status
+
+from .. import kernel
+from ..linalg import cholesky_inplace, cholesky_solve_inplace
+
+_OK = int(Status.OK)
+_MAXITER = int(Status.MAXITER)
+_INFEASIBLE = int(Status.INFEASIBLE)
+
+
+@kernel()
+def region_dual(zbar, G, k, margin, tol, max_iter, nu):
+    """Closest point (in the metric of G) with z_k − z_j ≥ margin for all j ≠ k.
+
+    Primal: min ½‖x − x̄‖²_W s.t. (a_k − a_j)·x + b_k − b_j ≥ margin. With x = x̄ + V Dᵀ ν
+    (rows of D: a_k − a_j), the dual is the (K−1)-variable QP
+
+        max_{ν ≥ 0}  cᵀν − ½ νᵀ Q ν,   Q = D V Dᵀ,  c_j = margin − (z̄_k − z̄_j),
+
+    with Q_ij = G_kk − G_kj − G_ik + G_ij read off G. Solved exactly by an active-set method
+    (Lawson–Hanson style: add the most violated dual constraint, solve the equality-constrained
+    subproblem by Cholesky, step back to feasibility, drop indices that reach 0).
+
+    ``nu`` (K,) receives the multipliers (nu[k] = 0); the step in y-coordinates is y = −ν except
+    y_k = Σν. Returns (nit, status): OK optimal, MAXITER iteration limit, INFEASIBLE (the target
+    cannot win: a singular direction along which the margin can never be met).
+    """
+    K = zbar.shape[0]
+    m = K - 1
+    # ν = 0 (x = x̄) unless a solution is found: the infeasible returns below leave it so (they
+    # used to leave the caller's np.empty garbage, a different "answer" on every call; soak)
+    for j in range(K):
+        nu[j] = 0.0
+    idx = np.empty(m, dtype=np.int64)
+    t = 0
+    for j in range(K):
+        if j != k:
+            idx[t] = j
+            t += 1
+    Q = np.empty((m, m))
+    c = np.empty(m)
+    for a in range(m):
+        ja = idx[a]
+        c[a] = margin - (zbar[k] - zbar[ja])
+        for b in range(m):
+            jb = idx[b]
+            Q[a, b] = G[k, k] - G[k, jb] - G[ja, k] + G[ja, jb]
+    scale = 1.0
+    for a in range(m):
+        scale = max(scale, abs(Q[a, a]))
+    x = np.zeros(m)
+    inP = np.zeros(m, dtype=np.bool_)
+    wgrad = np.empty(m)
+    s = np.empty(m)
+    L = np.empty((m, m))
+    Pidx = np.empty(m, dtype=np.int64)
+    nit = 0
+    status = _MAXITER
+    for outer in range(max_iter):
+        nit = outer
+        # dual gradient w = c − Q x
+        best = -1
+        bestv = tol * max(1.0, scale)
+        for a in range(m):
+            acc = c[a]
+            for b in range(m):
+                acc -= Q[a, b] * x[b]
+            wgrad[a] = acc
+            if not inP[a] and acc > bestv:
+                bestv = acc
+                best = a
+        if best < 0:
+            status = _OK
+            break
+        inP[best] = True
+        for _inner in range(m + 1):
+            nP = 0
+            for a in range(m):
+                if inP[a]:
+                    Pidx[nP] = a
+                    nP += 1
+            for a in range(nP):
+                s[a] = c[Pidx[a]]
+                for b in range(nP):
+                    L[a, b] = Q[Pidx[a], Pidx[b]]
+            # a (numerically) singular Q_PP with c in a direction it cannot reach => infeasible
+            if cholesky_inplace(L, nP) != _OK:
+                return nit, _INFEASIBLE
+            pivot_min = np.inf
+            pivot_max = 0.0
+            for a in range(nP):
+                pivot_min = min(pivot_min, L[a, a] * L[a, a])
+                pivot_max = max(pivot_max, L[a, a] * L[a, a])
+            if pivot_min <= 1e-13 * max(pivot_max, scale):
+                return nit, _INFEASIBLE
+            cholesky_solve_inplace(L, s, nP)
+            allpos = True
+            for a in range(nP):
+                if s[a] <= 0.0:
+                    allpos = False
+            if allpos:
+                for a in range(m):
+                    x[a] = 0.0
+                for a in range(nP):
+                    x[Pidx[a]] = s[a]
+                break
+            # step from x towards s until the first coordinate hits 0
+            step = 1.0
+            for a in range(nP):
+                ia = Pidx[a]
+                if s[a] <= 0.0:
+                    denom = x[ia] - s[a]
+                    if denom > 0.0:
+                        step = min(step, x[ia] / denom)
+            for a in range(nP):
+                ia = Pidx[a]
+                x[ia] = x[ia] + step * (s[a] - x[ia])
+                if x[ia] <= 1e-300 or (s[a] <= 0.0 and x[ia] <= 1e-15 * max(1.0, abs(s[a]))):
+                    x[ia] = 0.0
+                    inP[ia] = False
+    for j in range(K):
+        nu[j] = 0.0
+    for a in range(m):
+        nu[idx[a]] = x[a]
+    return nit, status
+
+
+@kernel()
+def _region_row(zbar, G, k, margin, tol, max_iter, y):
+    K = zbar.shape[0]
+    nu = np.empty(K)
+    nit, status = region_dual(zbar, G, k, margin, tol, max_iter, nu)
+    s = 0.0
+    for j in range(K):
+        y[j] = -nu[j]
+        s += nu[j]
+    y[k] = s
+    return nit, status
+
+
+@kernel(parallel=True)
+def region_batch(Zbar, G, ks, margins, tol, max_iter, parallel):
+    """region_dual for N queries: returns (Y, nit, status) with y = −ν, y_k = Σ ν."""
+    N, K = Zbar.shape
+    Y = np.empty((N, K))  # every entry is written by _region_row
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    if parallel:
+        for n in prange(N):
+            nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
+    else:
+        for n in range(N):
+            nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
+    return Y, nit, status

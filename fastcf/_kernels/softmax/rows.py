@@ -1,0 +1,292 @@
+"""Queries row by row: the O(DK) products of a query and problem (2) for N queries.
+
+:func:`logits_rows` (Z = X Aᵀ + b), :func:`expand_rows` (x = x̄ + (yᵀA) ∘ v) and
+:func:`reduced_rows` (per row: z̄, the reduced Newton from its cold start, x* with its logits and
+their rounding scale, and the verdict), in the modes of :func:`row_mode`.
+"""
+
+import math
+
+import numpy as np
+from numba import prange
+
+from fastcf._status import Status
+
+from .. import kernel
+from ..linalg import dot as _dot
+from ..linalg import dot_abs as _dot_abs
+from .core import initial_y, reduced_newton, softmax_into
+
+_OK = int(Status.OK)
+_NUMERIC = int(Status.NUMERIC)
+_NOT_TARGET = int(Status.NOT_TARGET)
+
+# ----------------------------------------------------------------------------------------------
+# The two O(DK) products of a query, row by row. Each row is computed by the same code in the same
+# order whatever the number of rows, so a query's answer is bit-identical alone, in a batch, or in
+# any partition of a batch (Dask); BLAS would pick GEMV or GEMM kernels by shape and change the
+# rounding. The columns are cut into fixed chunks of _CHUNK: a sum over D is the chunk order sum
+# of per-chunk sums, so running the chunks of one row on several threads (``mode=2``, one large
+# query) gives the same bits as running them in turn (``mode=0``, or ``mode=1``: a batch, in
+# parallel over rows).
+
+_BLOCK = 512  # columns per block: the accumulators stay in L1 while A is streamed once
+_CHUNK = 4096  # columns per chunk (a multiple of _BLOCK): the unit of work of mode 2
+
+
+def row_mode(N, D, K):
+    """Return the mode of the row kernels for N rows of A of shape (K, D).
+
+    0: serial, 1: parallel over rows (batches), 2: parallel over column chunks (one query large
+    enough to pay for waking the threads).
+    """
+    if N > 1:
+        return 1
+    return 2 if D * K >= 1 << 18 and D > _CHUNK else 0
+
+
+@kernel()
+def _logits_chunk(x, A, c, part):
+    K, D = A.shape
+    lo = c * _CHUNK
+    hi = min(lo + _CHUNK, D)
+    for j in range(K):
+        part[c, j] = _dot(A[j, lo:hi], x[lo:hi])
+
+
+@kernel()
+def _sum_chunks(part, b, z):
+    """z_j = Σ_c part[c, j] + b_j, in chunk order."""
+    for j in range(part.shape[1]):
+        acc = 0.0
+        for c in range(part.shape[0]):
+            acc += part[c, j]
+        z[j] = acc + b[j]
+
+
+@kernel(parallel=True)
+def logits_rows(X, A, b, mode):
+    """Z = X Aᵀ + b, one row at a time (see the note above; ``mode`` from :func:`row_mode`)."""
+    N = X.shape[0]
+    K, D = A.shape
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    Z = np.empty((N, K))
+    if mode == 1:
+        for n in prange(N):
+            part = np.empty((nc, K))
+            for c in range(nc):
+                _logits_chunk(X[n], A, c, part)
+            _sum_chunks(part, b, Z[n])
+    else:
+        part = np.empty((nc, K))
+        for n in range(N):
+            if mode == 2:
+                for c in prange(nc):
+                    _logits_chunk(X[n], A, c, part)
+            else:
+                for c in range(nc):
+                    _logits_chunk(X[n], A, c, part)
+            _sum_chunks(part, b, Z[n])
+    return Z
+
+
+@kernel()
+def _expand_chunk(x0, y, A, v, unit, c, out, check, pz, ps):
+    """Columns of chunk c of x = x0 + (yᵀA) ∘ v.
+
+    With ``check``, also the chunk's share of z = A x (pz[c]) and of s = |A| |x| (ps[c]), while
+    the block of A is in cache.
+    """
+    K, D = A.shape
+    # block: K rows of it fit in L1 (32 KiB), so the check's second pass reads it from there
+    blk = max(64, min(_BLOCK, (4096 // K) // 8 * 8))
+    acc = np.empty(blk)
+    lo = c * _CHUNK
+    hi = min(lo + _CHUNK, D)
+    if check:
+        for j in range(K):
+            pz[c, j] = 0.0
+            ps[c, j] = 0.0
+    for start in range(lo, hi, blk):
+        stop = min(start + blk, hi)
+        m = stop - start
+        for i in range(m):
+            acc[i] = 0.0
+        # four rows of A per sweep of acc: a quarter of the loads and stores of acc
+        j = 0
+        while j + 4 <= K:
+            y0, y1, y2, y3 = y[j], y[j + 1], y[j + 2], y[j + 3]
+            for i in range(m):
+                acc[i] += (
+                    y0 * A[j, start + i]
+                    + y1 * A[j + 1, start + i]
+                    + y2 * A[j + 2, start + i]
+                    + y3 * A[j + 3, start + i]
+                )
+            j += 4
+        while j < K:
+            yj = y[j]
+            for i in range(m):
+                acc[i] += yj * A[j, start + i]
+            j += 1
+        if unit:
+            for i in range(m):
+                out[start + i] = x0[start + i] + acc[i]
+        else:
+            for i in range(m):
+                out[start + i] = x0[start + i] + v[start + i] * acc[i]
+        if check:
+            for j in range(K):
+                zj, sj = _dot_abs(A[j, start:stop], out[start:stop])
+                pz[c, j] += zj
+                ps[c, j] += sj
+
+
+@kernel(parallel=True)
+def expand_rows(X0, Y, A, v, unit, mode):
+    """X = X0 + (Y A) ∘ v row by row: the counterfactuals from their K-space coordinates."""
+    N, D = X0.shape
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    none = np.empty((0, 0))
+    if mode == 1:
+        for n in prange(N):
+            for c in range(nc):
+                _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+    else:
+        for n in range(N):
+            if mode == 2:
+                for c in prange(nc):
+                    _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            else:
+                for c in range(nc):
+                    _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+    return X
+
+
+@kernel()
+def _certain_row(z, sc, k, gamma):
+    """Whether no floating-point evaluation of the logits can take class k from this point.
+
+    ``z`` are logits computed in floating point, ``sc = |A||x| + |b|`` their rounding scale;
+    every evaluation of z_j (ours, BLAS in any blocking, scikit-learn's) is within γ sc_j of the
+    exact value (Higham, §3.1). Certain when z_k − max_{j≠k} z_j > 4γ (sc_k + max_{j≠k} sc_j)
+    (twice the worst case of two evaluations).
+    """
+    zo = -np.inf
+    so = -np.inf
+    for j in range(z.shape[0]):
+        if j != k:
+            zo = max(zo, z[j])
+            so = max(so, sc[j])
+    need = 4.0 * gamma * (sc[k] + so)
+    return math.isfinite(need) and z[k] - zo > need
+
+
+@kernel()
+def _row_newton(part, b, G, GF, k, lam, tol, max_iter, y):
+    """z̄ from its chunk sums, then the reduced Newton from initial_y (y in place).
+
+    Returns (gnorm, quad, nit, status).
+    """
+    K = b.shape[0]
+    zbar = np.empty(K)
+    _sum_chunks(part, b, zbar)
+    initial_y(zbar, G, k, lam, y)
+    _E, gn, quad, nit, status = reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter)
+    return gn, quad, nit, status
+
+
+@kernel()
+def _row_verdict(x, pz, ps, b, k, gamma, quad, status, p):
+    """Logits z of x* from their chunk sums, p = softmax(z), and the verdict.
+
+    Returns (status, certified): status NUMERIC for a non-finite answer, NOT_TARGET when argmax z
+    (ties to the first class, the model's rule) is not k; certified when k wins by more than
+    4γ(S_k + max_{j≠k} S_j) (see :func:`_certain_row`).
+    """
+    K = b.shape[0]
+    z = np.empty(K)
+    sc = np.empty(K)
+    absb = np.empty(K)
+    for j in range(K):
+        absb[j] = abs(b[j])
+    _sum_chunks(pz, b, z)
+    _sum_chunks(ps, absb, sc)
+    softmax_into(z, p)
+    finite = math.isfinite(quad)
+    for i in range(x.shape[0]):
+        if not math.isfinite(x[i]):
+            finite = False
+            break
+    if status == _OK and not finite:
+        return _NUMERIC, False
+    best = 0
+    for j in range(1, K):
+        if z[j] > z[best]:
+            best = j
+    if status != _OK:
+        return status, False
+    if best != k:
+        # the optimum of problem (2) is not in the target class: λ too large
+        return _NOT_TARGET, False
+    return _OK, _certain_row(z, sc, k, gamma)
+
+
+@kernel(parallel=True)
+def reduced_rows(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, mode):
+    """Problem (2) for N softmax queries, all in one call (``mode`` from :func:`row_mode`).
+
+    Per row: z̄ = A x̄ + b, the reduced Newton from :func:`initial_y`, x* = x̄ + (yᵀA)∘v with its
+    logits and their rounding scale in the same pass over A, p = softmax(z), and the verdict of
+    :func:`_row_verdict`. The same code runs for every row in every mode (mode 2 only runs the
+    column chunks of the single row on several threads), so an answer has the same bits alone
+    or in a batch. Returns (X, P, quad, gnorm, nit, status, cert); quad = ‖x* − x̄‖²_W.
+    """
+    N, D = X0.shape
+    K = A.shape[0]
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    P = np.empty((N, K))
+    quad = np.empty(N)
+    gn = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    cert = np.empty(N, dtype=np.bool_)
+    if mode == 1:
+        for n in prange(N):
+            part = np.empty((nc, K))
+            pz = np.empty((nc, K))
+            ps = np.empty((nc, K))
+            y = np.empty(K)
+            for c in range(nc):
+                _logits_chunk(X0[n], A, c, part)
+            gn[n], quad[n], nit[n], st = _row_newton(
+                part, b, G, GF, ks[n], lams[n], tol, max_iter, y
+            )
+            for c in range(nc):
+                _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+            status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
+    else:
+        part = np.empty((nc, K))
+        pz = np.empty((nc, K))
+        ps = np.empty((nc, K))
+        y = np.empty(K)
+        for n in range(N):
+            if mode == 2:
+                for c in prange(nc):
+                    _logits_chunk(X0[n], A, c, part)
+            else:
+                for c in range(nc):
+                    _logits_chunk(X0[n], A, c, part)
+            gn[n], quad[n], nit[n], st = _row_newton(
+                part, b, G, GF, ks[n], lams[n], tol, max_iter, y
+            )
+            if mode == 2:
+                for c in prange(nc):
+                    _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+            else:
+                for c in range(nc):
+                    _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+            status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
+    return X, P, quad, gn, nit, status, cert
