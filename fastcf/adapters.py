@@ -2,14 +2,18 @@
 
 :func:`linear_model_arrays` turns a fitted scikit-learn logistic/softmax classifier, or a pipeline
 whose steps before it are affine, into ``(A, b, classes, feature_names)`` with
-``logits(x) = A @ x + b`` in the *raw* input space (the affine steps folded in).
+``logits(x) = A @ x + b`` in the *raw* input space (the affine steps folded in);
+:func:`check_linear_arrays` checks and normalises such arrays when a user gives them directly
+(:meth:`fastcf.LinearExplainer.from_arrays`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["linear_model_arrays", "SUPPORTED_LINEAR"]
+from ._validation import as_float_array
+
+__all__ = ["check_linear_arrays", "linear_model_arrays", "SUPPORTED_LINEAR"]
 
 SUPPORTED_LINEAR = (
     "LogisticRegression (binary or multinomial), LogisticRegressionCV, "
@@ -60,9 +64,7 @@ def _classifier_arrays(clf):
         raise TypeError(f"cannot explain a {name}; supported: {SUPPORTED_LINEAR}")
     A = np.array(clf.coef_, dtype=np.float64, order="C", ndmin=2)
     b = np.array(clf.intercept_, dtype=np.float64, ndmin=1).ravel()
-    if b.shape[0] == 1 and A.shape[0] == 1:
-        pass
-    elif b.shape[0] != A.shape[0]:
+    if b.shape[0] != A.shape[0]:
         b = np.broadcast_to(b, (A.shape[0],)).copy()
     return A, b, np.asarray(clf.classes_)
 
@@ -99,6 +101,61 @@ def _fold_step(step, A, b):
         f"pipeline step {name} is not an affine transform fastcf can fold; supported steps: "
         "StandardScaler, MinMaxScaler(clip=False), MaxAbsScaler, PCA, 'passthrough'"
     )
+
+
+def check_linear_arrays(A, b, classes=None, feature_names=None):
+    """Return ``(A, b, classes, feature_names)`` of logits ``A x + b`` given as arrays, checked.
+
+    Parameters
+    ----------
+    A : array_like of shape (K, D)
+        ``K = 1`` means binary logistic with ``p(classes[1]) = σ(A x + b)``.
+    b : array_like of shape (K,)
+    classes : array_like of shape (max(K, 2),), optional
+        Distinct class labels; ``0, 1, ..., K-1`` by default.
+    feature_names : array_like of str, optional
+
+    Returns
+    -------
+    A : ndarray of shape (K, D)
+    b : ndarray of shape (K,)
+    classes : ndarray
+    feature_names : ndarray of str (object) or None
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not match, A has no row or no column, or the labels are not distinct.
+
+    Examples
+    --------
+    >>> A, b, classes, names = check_linear_arrays([[1.0, 2.0]], 0.5)
+    >>> b.tolist(), classes.tolist(), names
+    ([0.5], [0, 1], None)
+    """
+    A = as_float_array(A, "A", ndim=2)
+    b = np.atleast_1d(as_float_array(b, "b", ndim=(0, 1)))
+    if b.shape[0] != A.shape[0]:
+        raise ValueError(f"b must have shape ({A.shape[0]},) to match A {A.shape}; got {b.shape}")
+    if A.shape[1] == 0:
+        raise ValueError("A must have at least one feature (column)")
+    if A.shape[0] == 0:
+        raise ValueError(f"A must have at least one row (K >= 1); got shape {A.shape}")
+    n_cls = max(A.shape[0], 2)
+    classes = np.arange(n_cls) if classes is None else np.asarray(classes)
+    if classes.ndim != 1 or classes.shape[0] != n_cls:
+        raise ValueError(
+            f"classes must have {n_cls} labels for A with {A.shape[0]} row(s); got {classes.shape}"
+        )
+    if len(set(classes.tolist())) != n_cls:
+        raise ValueError(f"classes must be distinct; got {classes.tolist()}")
+    if feature_names is not None:
+        feature_names = np.asarray([str(f) for f in feature_names], dtype=object)
+        if feature_names.shape != (A.shape[1],):
+            raise ValueError(
+                f"feature_names must have {A.shape[1]} names; got {feature_names.shape}"
+            )
+    return A, b, classes, feature_names
 
 
 def linear_model_arrays(model):

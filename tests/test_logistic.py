@@ -242,12 +242,20 @@ def test_bad_input_messages(rng):
         (dict(x=np.zeros(4), target=1), ValueError, "x has 4 features"),
         (dict(x=np.zeros((2, 2, 3)), target=1), ValueError, "x must be 1-D or 2-D"),
         (dict(x=x, target=7), ValueError, "target=7 is not a class"),
-        (dict(x=x, target=1, lam=0.0), ValueError, "lam must be finite and > 0"),
-        (dict(x=x, target=1, lam=-1.0), ValueError, "lam must be finite and > 0"),
-        (dict(x=x, target=1, lam=np.nan), ValueError, "lam must be finite and > 0"),
-        (dict(x=x, target=1, proba=1.0), ValueError, "proba must be in the open interval"),
-        (dict(x=x, target=1, proba=0.0), ValueError, "proba must be in the open interval"),
-        (dict(x=x, target=1, proba="0.5"), TypeError, "proba must be a real number"),
+        (dict(x=x, target=1, lam=0.0), ValueError, "lam must be a finite real number > 0"),
+        (dict(x=x, target=1, lam=-1.0), ValueError, "lam must be a finite real number > 0"),
+        (dict(x=x, target=1, lam=np.nan), ValueError, "lam must be a finite real number > 0"),
+        (
+            dict(x=x, target=1, proba=1.0),
+            ValueError,
+            r"proba must be a finite real number in \(0, 1\)",
+        ),
+        (
+            dict(x=x, target=1, proba=0.0),
+            ValueError,
+            r"proba must be a finite real number in \(0, 1\)",
+        ),
+        (dict(x=x, target=1, proba="0.5"), TypeError, "proba must be a finite real number"),
         (dict(x=x, target=1, lam=0.1, proba=0.5), ValueError, "only one of"),
         (dict(x=["a", "b", "c"], target=1), TypeError, "x must be a real numeric array"),
         (dict(x=np.zeros(3, complex), target=1), TypeError, "complex"),
@@ -256,6 +264,12 @@ def test_bad_input_messages(rng):
         (dict(x=x, target=1, bounds=(1.0, 0.0)), ValueError, "lo > hi"),
         (dict(x=x, target=1, bounds=(0.5, 1.0)), ValueError, "outside bounds"),
         (dict(x=x, target=1, method="newton"), ValueError, "method must be one of"),
+        (dict(x=x, target=1, max_iter=1.5), TypeError, "max_iter must be an integer >= 1"),
+        (dict(x=x, target=1, max_iter=True), TypeError, "max_iter must be an integer >= 1"),
+        (dict(x=x, target=1, max_iter=0), ValueError, "max_iter must be an integer >= 1"),
+        (dict(x=x, target=1, tol=-1.0), ValueError, "tol must be a finite real number > 0"),
+        (dict(x=x, target=1, region=True, margin=-1.0), ValueError, "margin must be a finite"),
+        (dict(x=x, target=1, region=True, margin=True), TypeError, "margin must be a finite"),
         (dict(x=np.zeros((0, 3)), target=1), ValueError, "empty"),
         (dict(x=np.zeros((2, 3)), target=[0, 1, 1]), ValueError, "one label per query"),
     ]
@@ -304,8 +318,8 @@ def test_certified_binary_successes_skip_the_recheck_and_hold_exactly(rng, monke
     w = np.round(rng.standard_normal(40) * 64) / 64
     ex = LinearExplainer.from_arrays(w[None], [0.25])
     calls = []
-    original = ex._check_logits
-    monkeypatch.setattr(ex, "_check_logits", lambda X: calls.append(len(X)) or original(X))
+    original = ex._model.check_logits
+    monkeypatch.setattr(ex._model, "check_logits", lambda X: calls.append(len(X)) or original(X))
     X = rng.standard_normal((30, 40))
     targets = (X @ w + 0.25 <= 0).astype(int)  # the other class
     res = ex.explain(X, targets, lam=0.05)

@@ -336,12 +336,11 @@ def test_path_tangent_is_the_derivative_of_the_solution(rng):
     G = 0.5 * (G + G.T)
     zbar = A @ x + b
     k = int(np.argmin(zbar))
-    trials = np.empty(0, dtype=np.int64)
     for lam in (10.0, 0.3, 1e-3):
 
         def solve(lm):
             y = np.zeros(K)
-            st = sk.reduced_newton(zbar, G, G, k, lm, y, 1e-13, 100, trials)[4]
+            st = sk.reduced_newton(zbar, G, G, k, lm, y, 1e-13, 100)[4]
             assert st == 0
             return y
 
@@ -466,8 +465,8 @@ def test_certified_successes_skip_the_recheck_and_hold_in_exact_arithmetic(rng, 
     b = np.zeros(4)
     ex = LinearExplainer.from_arrays(A, b)
     calls = []
-    original = ex._check_logits
-    monkeypatch.setattr(ex, "_check_logits", lambda X: calls.append(len(X)) or original(X))
+    original = ex._model.check_logits
+    monkeypatch.setattr(ex._model, "check_logits", lambda X: calls.append(len(X)) or original(X))
     X = rng.standard_normal((40, 30))
     res = ex.explain(X, 2, lam=0.01)
     assert res.success.all() and calls == []
@@ -477,9 +476,40 @@ def test_certified_successes_skip_the_recheck_and_hold_in_exact_arithmetic(rng, 
     margins = Z[:, 2] - np.delete(Z, 2, axis=1).max(axis=1)
     Zs = Z.copy()
     Zs[:, 2] -= margins - np.linspace(-1e-13, 1e-13, 40)
-    assert not any(sk._certain_row(Zs[n], S[n], 2, ex._gamma) for n in range(40))
-    certain = [n for n in range(40) if sk._certain_row(Z[n], S[n], 2, ex._gamma)]
+    assert not any(sk._certain_row(Zs[n], S[n], 2, ex._model.gamma) for n in range(40))
+    certain = [n for n in range(40) if sk._certain_row(Z[n], S[n], 2, ex._model.gamma)]
     assert certain  # the ordinary margins are certain
     for n in certain:
         z = exact_logits(A, b, X[n])
         assert all(z[2] > z[j] for j in range(4) if j != 2)
+
+
+def test_the_one_energy_function_matches_the_reference(rng):
+    # fastcf._linear.reference.softmax_energy serves the reference methods, the boxed Newton
+    # method and the benchmarks: value and gradient of problem (2), frozen features at 0
+    from fastcf._linear.reference import softmax_energy as shared
+
+    A, b = rng.standard_normal((5, 12)), rng.standard_normal(5)
+    x0, x = rng.standard_normal(12), rng.standard_normal(12)
+    wt = rng.uniform(0.5, 2.0, 12)
+    free = np.ones(12, dtype=bool)
+    free[[2, 7]] = False
+    E_ref, g_ref = softmax_energy(A, b, x0, 3, 0.3, wt)(x)
+    E, g, p = shared(A, b, x0, 3, 0.3, x, wt, free)
+    assert E == pytest.approx(E_ref, rel=1e-14)
+    np.testing.assert_allclose(g[free], g_ref[free], rtol=1e-13, atol=1e-15)
+    assert (g[~free] == 0).all() and p.sum() == pytest.approx(1.0, rel=1e-15)
+    assert shared(A, b, x0, 3, 0.3, x, wt, free, grad=False) == pytest.approx(E, rel=1e-14)
+
+
+def test_family_is_a_model_object_chosen_once():
+    # K ≤ 2 rows: a binary model (two rows folded to w = a1 − a0); K ≥ 3: softmax
+    A = np.array([[1.0, 2.0], [0.5, -1.0]])
+    two = LinearExplainer.from_arrays(A, [0.25, 1.0])
+    assert type(two._model).__name__ == "BinaryModel"
+    np.testing.assert_array_equal(two._model.w, A[1] - A[0])
+    assert two._model.c == 0.75
+    three = LinearExplainer.from_arrays(np.eye(3, 2), np.zeros(3))
+    assert type(three._model).__name__ == "SoftmaxModel"
+    x = np.array([0.3, -0.2])
+    np.testing.assert_array_equal(two.decision_function(x), x @ (A[1] - A[0]) + 0.75)

@@ -1,0 +1,128 @@
+"""Binary logistic models in closed form (paper 000, §4; kernels: :mod:`fastcf._kernels.logistic`).
+
+For the logit z(x) = w·x + c and a target of sign s (+1 for ``classes_[1]``, −1 for
+``classes_[0]``), the target's logit is ζ(x) = s (w·x + c). With V = W⁻¹ (0 on frozen features):
+
+* problem (2), ``min λ/2 ‖x − x̄‖²_W − log σ(ζ(x))``: stationarity gives
+  x* = x̄ + (q/λ) s V w with q = 1 − p_target(x*) = φ(α, ζ̄), α = wᵀVw / λ, ζ̄ = ζ(x̄) — the scalar
+  root of Theorem 4.2, computed to full relative precision (:func:`lam_closed_form`); with a box,
+  the breakpoints of the clipped ray are walked to the segment that holds the root (exact,
+  O(D log D));
+* ``proba=τ`` and ``region=True``: the projection of x̄ onto the half-space ζ(x) ≥ θ
+  (θ = logit τ, or the margin), piecewise linear in the multiplier with a box (:func:`project`);
+* the λ-path: the closed form at every λ (:func:`path`).
+
+:func:`finish` turns the kernels' answers into a :class:`~fastcf.results.Solution`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._kernels import logistic as _lk
+from .._status import Status
+from .verify import path_result, solution, verdict
+
+__all__ = ["finish", "lam_closed_form", "path", "project"]
+
+# the codes as plain ints: NumPy compares an array with an int much faster than with an
+# IntEnum member (as the kernels do, see fastcf._kernels)
+_NUMERIC = int(Status.NUMERIC)
+_OK = int(Status.OK)
+_EMPTY = np.empty(0)
+
+
+def lam_closed_form(model, X, tidx, m, bnd, lams):
+    """Problem (2) for N queries by the closed form (one kernel call).
+
+    The answer's ``nit`` is 0 (a closed form); the scalar root's own iterations go to
+    ``info["phi_nit"]``. A success whose target logit exceeds 4γ times the rounding scale
+    Σ|w_i x_i| + |c| is positive in every evaluation of the model (see
+    :func:`fastcf._kernels.softmax._certain_row`): it is ``certified`` and not rechecked.
+    """
+    N = X.shape[0]
+    signs = np.where(tidx == 1, 1.0, -1.0)
+    lo, hi = bnd if bnd is not None else (_EMPTY, _EMPTY)
+    Xs, zeta, q, nit, status, dist, gn, scale = _lk.lam_batch(
+        X,
+        model.w,
+        model.c,
+        signs,
+        m.vw,
+        m.wt,
+        lams,
+        lo,
+        hi,
+        bnd is not None,
+        200,
+        m.wvw,
+        m.wfree2,
+        m.unit_wt,
+        N > 1,
+    )
+    return finish(
+        model, Xs, zeta, tidx, np.zeros_like(nit), status, lams, dist, gn, "closed form",
+        m.wvw == 0.0, None, scale=scale, info={"phi_nit": nit},
+    )  # fmt: skip
+
+
+def project(model, X, tidx, m, bnd, proba, margins):
+    """``proba=τ`` (``margins`` None) or ``region=True``: the closest point with ζ ≥ θ."""
+    N = X.shape[0]
+    signs = np.where(tidx == 1, 1.0, -1.0)
+    if proba is not None:
+        # θ = logit τ, rounded up until σ(θ) ≥ τ in floating point, so that meeting
+        # ζ ≥ θ really gives p_target ≥ τ
+        theta = math.log(proba) - math.log1p(-proba)
+        while model.proba_from_logits(np.array([theta]))[0, 1] < proba:
+            theta = float(np.nextafter(theta, np.inf))
+        thetas = np.full(N, theta)
+    else:
+        thetas = margins
+    lo, hi = bnd if bnd is not None else (_EMPTY, _EMPTY)
+    Xs, zeta, status, dist = _lk.project_batch(
+        X, model.w, model.c, signs, m.vw, m.wt, thetas, lo, hi, bnd is not None, N > 1
+    )
+    return finish(
+        model, Xs, zeta, tidx, np.zeros(N, dtype=np.int64), status, None, dist, None,
+        "projection", False, proba_min=proba,
+    )  # fmt: skip
+
+
+def finish(
+    model, Xs, zeta, tidx, nit, status, lams, dist, gn, method, unreachable, proba_min,
+    scale=None, info=None,
+):  # fmt: skip
+    """Return the :class:`~fastcf.results.Solution` of the kernels' answers and verdicts.
+
+    ``zeta`` is the target logit at ``Xs``, recomputed from ``Xs``; the model predicts
+    ``classes_[1]`` iff z > 0. ``scale``: the rounding scale Σ|w_i x_i| + |c| of each ``zeta``
+    (a success with ``zeta > 4γ scale`` is ``certified``).
+    """
+    z = np.where(tidx == 1, zeta, -zeta)
+    pred = (z > 0).astype(np.int64)
+    P = model.proba_from_logits(z)
+    status = status.copy()
+    # a step that overflowed (tiny w, e.g. |w| = 1e-158) lands at ±inf, where the logit
+    # "classifies" it: that is a numerical failure, not an answer
+    bad = (status == _OK) & ~(np.isfinite(Xs).all(axis=1) & np.isfinite(dist))
+    status[bad] = _NUMERIC
+    success, status = verdict(pred, P, tidx, status, proba_min, lams is not None, unreachable)
+    cert = None if scale is None else success & (zeta > 4.0 * model.gamma * scale)
+    return solution(Xs, P, dist, success, status, nit, lams, gn, method, cert, info)
+
+
+def path(model, x0, k, target, lams, m, w, bnd, names):
+    """Solve the λ-path of a binary model: the closed form at every λ of ``lams``."""
+    L = lams.shape[0]
+    Xr = np.repeat(x0[None, :], L, axis=0)
+    sol = lam_closed_form(model, Xr, np.full(L, k), m, bnd, np.ascontiguousarray(lams))
+    XL = sol.x
+    wt_full = np.ones_like(x0) if w is None else w
+    dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
+    return path_result(
+        model, lams, XL, x0, k, target, dist, sol.nit, sol.status, sol.grad_norm, "closed form",
+        names,
+    )  # fmt: skip

@@ -1,0 +1,261 @@
+"""The two linear model families as objects with one interface (paper 000, §3 and §4).
+
+A :class:`BinaryModel` (one weight row w and an intercept c: ``p(classes[1]) = σ(w·x + c)``,
+scikit-learn's convention; a two-class softmax is folded to ``w = a1 − a0``, ``c = b1 − b0``) and a
+:class:`SoftmaxModel` (``p = softmax(A x + b)``, K ≥ 3) answer the same questions — the model's
+logits, probabilities and predicted class, the rounding bound of a logit, whether an answer is
+surely in its target class — and carry their own solvers of problem (2) (``lam``), of ``proba=`` /
+``region=True`` (``constrained``) and of the λ-path (``path``). :func:`make_model` picks the family
+once, so the explainer (:class:`fastcf.LinearExplainer`) holds one model object and never asks
+which family it has.
+
+Both keep the softmax form of the model (for binary models the rows ``[0, w]`` and intercepts
+``[0, c]``), used by the K-space solvers and the D-dimensional reference methods, with its
+transpose, its Gram matrix ``A Aᵀ``, its row norms and ``|b|`` (the λ-path's certificate), and the
+rounding constants γ.
+
+Rounding (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1): any evaluation of a
+logit ``z_i = a_i·x + b_i`` in floating point (BLAS in any blocking order, scikit-learn's
+``predict``, our row kernels) is within ``γ S_i`` of the exact one,
+``S_i = Σ_j |a_ij x_j| + |b_i|``, ``γ = γ_{D+1} = (D+1)u / (1 − (D+1)u)``. A margin ``z_k − z_j``
+computed in any of them that exceeds ``4γ (S_k + S_j)`` (twice the worst case of two
+evaluations) holds in all of them (``rounding_need``, the criterion of
+:func:`fastcf._kernels.softmax._certain_row`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._kernels import logistic as _lk
+from .._kernels import softmax as _sk
+from . import binary as _binary
+from . import boxed as _boxed
+from . import softmax as _softmax
+
+__all__ = ["BinaryModel", "SoftmaxModel", "make_model"]
+
+
+def make_model(A, b):
+    """Return the model object of logits ``A x + b``: binary for K ≤ 2 rows, else softmax."""
+    return BinaryModel(A, b) if A.shape[0] <= 2 else SoftmaxModel(A, b)
+
+
+class _LinearModel:
+    """What both families share: the softmax-form arrays and the checks built on the logits."""
+
+    def __init__(self, A, b, K):
+        # A, b: the softmax form; K: the rows of the model as given (for the path's constant)
+        self.A = A
+        self.b = b
+        self.AT = np.ascontiguousarray(A.T)
+        self.row_norms = np.sqrt(np.einsum("ij,ij->i", A, A))  # path certificate
+        self.abs_b = np.abs(b)
+        G = A @ A.T
+        self.G = 0.5 * (G + G.T)  # exactly symmetric (a no-op when BLAS made it so)
+        D = A.shape[1]
+        # γ_{D+1} = (D+1)u / (1 − (D+1)u): the relative rounding bound of a logit (Higham, §3.1)
+        u = np.finfo(float).eps / 2
+        self.gamma = (D + 1) * u / (1 - (D + 1) * u)
+        # γ_{D+K+2}: the bound of lam_path's certificate (forming x̄ + V Aᵀ y, then A x + b)
+        n = D + K + 2
+        self.gamma_path = n * u / (1 - n * u)
+
+    # ------------------------------------------------------------------ softmax-form rows
+    def logits(self, X):
+        """Return Z = X Aᵀ + b (row kernels: bit-identical per row whatever the batch)."""
+        return _sk.logits_rows(X, self.A, self.b, _sk.row_mode(X.shape[0], *self.A.shape[::-1]))
+
+    def expand(self, X, Y, m):
+        """Return the counterfactuals X + (Y A) ∘ v from their K-space coordinates."""
+        mode = _sk.row_mode(X.shape[0], *self.A.shape[::-1])
+        return _sk.expand_rows(X, Y, self.A, m.v, m.unit_v, mode)
+
+    # ------------------------------------------------------------------ verification
+    def surely_in(self, Xr, tr):
+        """Return (in_class, Z): rows whose class ``tr`` holds in every evaluation of the model.
+
+        Z are the logits computed by BLAS one row at a time (:meth:`check_logits`); the margin
+        of the target over the others must exceed :meth:`rounding_need` (an answer within
+        rounding of the decision boundary is in one class or the other depending on who
+        evaluates it).
+        """
+        Z = self.check_logits(Xr)
+        with np.errstate(over="ignore", invalid="ignore"):
+            need = self.rounding_need(Xr, tr)
+            return np.isfinite(need) & (self.target_margin(Z, tr) > need), Z
+
+    def in_target(self, X, tidx, proba=None):
+        """Return which rows of ``X`` the model surely puts in ``tidx`` (and p ≥ ``proba``).
+
+        The class: :meth:`surely_in`. ``proba``: p_target ≥ τ in that same row-by-row
+        arithmetic (at p = τ another evaluation can differ by the rounding of the logits).
+        """
+        good, Z = self.surely_in(X, tidx)
+        if proba is not None:
+            P = self.proba_from_logits(Z)
+            good &= P[np.arange(tidx.size), tidx] >= proba
+        return good
+
+
+class BinaryModel(_LinearModel):
+    """Binary logistic model ``p(classes[1]) = σ(w·x + c)``; from one row, or two (w = a1 − a0).
+
+    Solvers: the closed form of problem (2) and the projections of ``proba=`` / ``region=True``
+    (:mod:`fastcf._linear.binary`).
+    """
+
+    def __init__(self, A, b):
+        if A.shape[0] == 2:  # two-class softmax == logistic with w = a1 − a0
+            self.w = np.ascontiguousarray(A[1] - A[0])
+            self.c = float(b[1] - b[0])
+        else:
+            self.w = np.ascontiguousarray(A[0])
+            self.c = float(b[0])
+        A2 = np.ascontiguousarray(np.vstack([np.zeros_like(self.w), self.w]))
+        super().__init__(A2, np.array([0.0, self.c]), A.shape[0])
+
+    def model_logits(self, X):
+        """Return the logits w·x + c, shape (N,), with BLAS (as scikit-learn)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return X @ self.w + self.c
+
+    def check_logits(self, X):
+        """Return the logits by BLAS one row at a time (the bits of ``predict`` of a row alone).
+
+        A batch GEMV rounds differently from a row's dot product. NumPy's matmul of a stack of
+        (1, D) matrices calls the same BLAS routine for every element of the stack, so row n here
+        equals ``X[n:n+1] @ w`` bit for bit. Used to verify answers, so that a query's verdict
+        does not depend on its batch.
+        """
+        return (X[:, None, :] @ self.w)[:, 0] + self.c
+
+    def proba_from_logits(self, Z):
+        """Return the (N, 2) probabilities of logits ``Z`` of shape (N,)."""
+        return _lk.binary_proba(np.ascontiguousarray(Z, dtype=np.float64).reshape(-1))
+
+    def predict_index(self, Z):
+        """Return the predicted class index (1 iff z > 0)."""
+        return (np.asarray(Z).reshape(-1) > 0).astype(np.int64)
+
+    def rows_proba_pred(self, Z):
+        """Return (P, predicted index) of softmax-form logits ``Z = [0, w·x + c]`` (N, 2)."""
+        P = self.proba_from_logits(Z[:, 1] - Z[:, 0])
+        return P, (Z[:, 1] - Z[:, 0] > 0).astype(np.int64)
+
+    def rounding_need(self, Xs, tidx):
+        """Return the margin ``4γ (Σ_j |w_j x_j| + |c|)`` that no rounding of the logit exceeds.
+
+        The other logit is 0 (see the module docstring); computed one row at a time, so each
+        row's bits do not depend on its batch.
+        """
+        Xa = np.abs(Xs)[:, None, :]
+        return 4 * self.gamma * ((Xa @ np.abs(self.w))[:, 0] + abs(self.c))
+
+    def target_margin(self, Z, tidx):
+        """Return the target's logit margin: z for class 1, −z for class 0."""
+        return np.where(tidx == 1, Z, -Z)
+
+    def metric_extras(self, v, free, default):
+        """Return (V w, wᵀ V w, Σ_free w²): the metric's constants of the closed form."""
+        vw = np.ascontiguousarray(v * self.w) if not default else self.w
+        return vw, float(self.w @ vw), float(np.sum(self.w[free] ** 2))
+
+    def lam(self, X, tidx, m, bnd, lams, tol, max_iter):
+        """Problem (2), exact: :func:`fastcf._linear.binary.lam_closed_form`."""
+        return _binary.lam_closed_form(self, X, tidx, m, bnd, lams)
+
+    def constrained(self, X, tidx, m, bnd, proba, margins, tol, max_iter):
+        """``proba=`` / ``region=True``: :func:`fastcf._linear.binary.project`."""
+        return _binary.project(self, X, tidx, m, bnd, proba, margins)
+
+    def path(self, x0, k, target, lams, m, warm, tol, max_iter, names, w=None, bnd=None, xx=None):
+        """Solve the λ-path: the closed form at every λ (:func:`fastcf._linear.binary.path`)."""
+        return _binary.path(self, x0, k, target, lams, m, w, bnd, names)
+
+
+class SoftmaxModel(_LinearModel):
+    """Softmax model ``p = softmax(A x + b)`` with K ≥ 3 classes.
+
+    Solvers: the K-space Newton method and its λ-search, λ-path and region dual
+    (:mod:`fastcf._linear.softmax`); with ``bounds=``, the projected Newton method
+    (:mod:`fastcf._linear.boxed`).
+    """
+
+    def __init__(self, A, b):
+        super().__init__(A, b, A.shape[0])
+
+    def model_logits(self, X):
+        """Return the logits X Aᵀ + b, shape (N, K), with BLAS (as scikit-learn)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return X @ self.AT + self.b
+
+    def check_logits(self, X):
+        """Return the logits by BLAS one row at a time (the bits of ``predict`` of a row alone).
+
+        A batch GEMM rounds differently from a row GEMV. NumPy's matmul of a stack of (1, D)
+        matrices calls the same BLAS routine for every element of the stack, so row n here
+        equals ``X[n:n+1] @ Aᵀ`` bit for bit. Used to verify answers, so that a query's verdict
+        does not depend on its batch.
+        """
+        return (X[:, None, :] @ self.AT)[:, 0, :] + self.b
+
+    def proba_from_logits(self, Z):
+        """Return the stable softmax of the rows of ``Z``."""
+        m = Z.max(axis=1, keepdims=True)
+        E = np.exp(Z - m)
+        return E / E.sum(axis=1, keepdims=True)
+
+    def predict_index(self, Z):
+        """Return the predicted class index (argmax; ties to the first class, as scikit-learn)."""
+        return np.argmax(Z, axis=1)
+
+    def rows_proba_pred(self, Z):
+        """Return (P, predicted index) of logits ``Z`` (N, K)."""
+        return self.proba_from_logits(Z), np.argmax(Z, axis=1)
+
+    def rounding_need(self, Xs, tidx):
+        """Return ``4γ (S_k + max_{j≠k} S_j)`` per row: no rounding of the logits exceeds it.
+
+        See the module docstring; computed one row at a time (a stack of rows), so each row's
+        bits do not depend on its batch.
+        """
+        Xa = np.abs(Xs)[:, None, :]
+        S = (Xa @ np.abs(self.AT))[:, 0, :] + self.abs_b
+        rows = np.arange(Xs.shape[0])
+        Sk = S[rows, tidx]
+        S[rows, tidx] = -np.inf
+        return 4 * self.gamma * (Sk + S.max(axis=1))
+
+    def target_margin(self, Z, tidx):
+        """Return ``z_k − max_{j≠k} z_j`` per row."""
+        rows = np.arange(tidx.size)
+        Zo = Z.copy()
+        Zo[rows, tidx] = -np.inf
+        return Z[rows, tidx] - Zo.max(axis=1)
+
+    def metric_extras(self, v, free, default):
+        """Return (None, None, None): the closed form's constants exist for binary models only."""
+        return None, None, None
+
+    def lam(self, X, tidx, m, bnd, lams, tol, max_iter):
+        """Problem (2): the reduced Newton method, or the projected one with ``bounds``."""
+        if bnd is not None:
+            return _boxed.lam_boxed(self, X, tidx, m, bnd, lams, tol, max_iter)
+        return _softmax.reduced_lam(self, X, tidx, lams, m, tol, max_iter)
+
+    def constrained(self, X, tidx, m, bnd, proba, margins, tol, max_iter):
+        """``proba=`` (``margins`` None) or ``region=True`` (``margins``: one per row)."""
+        if bnd is not None:
+            return _boxed.constrained_boxed(self, X, tidx, m, bnd, proba, margins)
+        return _softmax.constrained(self, X, tidx, m, proba, margins, tol, max_iter)
+
+    def path(self, x0, k, target, lams, m, warm, tol, max_iter, names, w=None, bnd=None, xx=None):
+        """Solve the λ-path: one kernel call, or projected Newton λ by λ with ``bounds``."""
+        if bnd is not None:
+            return _boxed.path_boxed(
+                self, x0, k, target, lams, m, w, bnd, warm, tol, max_iter, names
+            )
+        return _softmax.reduced_path(
+            self, x0, k, target, lams, m, warm, tol, max_iter, names, xx=xx
+        )

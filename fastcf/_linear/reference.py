@@ -1,0 +1,327 @@
+"""D-dimensional reference solvers of problem (2) and the one softmax energy (paper 000, §3).
+
+``method="woodbury" | "lbfgs" | "cg" | "gd"`` of :meth:`fastcf.LinearExplainer.explain`: the
+paper's Woodbury Newton (Theorem 3.6) and the first-order references (SciPy's L-BFGS-B and CG,
+gradient descent with Armijo backtracking, slides 002). These work on x ∈ R^D directly (O(DK) per
+iteration) and exist for comparison, benchmarks and the reproduction of the paper's figures; the
+production path is the K-dimensional Newton of :mod:`fastcf._kernels.softmax`.
+
+:func:`softmax_energy` is the one implementation in Python of the energy of problem (2),
+
+    E(x) = λ/2 ‖x − x̄‖²_W − log p_k(x),   p = softmax(A x + b),
+    ∇E(x) = λ W (x − x̄) + Aᵀ (p − e_k)   (0 on frozen features),
+
+with the log-sum-exp taken stably (−log p_k = max z + log Σ exp(z − max z) − z_k). It serves
+:class:`SoftmaxProblem` (the reference methods), the boxed Newton method
+(:mod:`fastcf._linear.boxed`) and the benchmarks (:mod:`fastcf.bench.linear`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
+from .._status import Status
+from .softmax import finish
+
+__all__ = [
+    "SoftmaxProblem",
+    "gradient_descent",
+    "lam_reference",
+    "scipy_method",
+    "softmax_energy",
+    "woodbury_newton",
+]
+
+
+def softmax_energy(A, b, x0, k, lam, x, wt=None, free=None, grad=True):
+    """Return (E, ∇E, p) of problem (2) at ``x`` (see the module docstring), or E alone.
+
+    Parameters
+    ----------
+    A : ndarray of shape (K, D)
+    b : ndarray of shape (K,)
+    x0 : ndarray of shape (D,)
+        The source x̄.
+    k : int
+        The target class.
+    lam : float
+    x : ndarray of shape (D,)
+    wt : ndarray of shape (D,), optional
+        The diagonal of W (the identity by default).
+    free : ndarray of bool, shape (D,), optional
+        Features allowed to move: the gradient is 0 on the others (all free by default).
+    grad : bool, default=True
+        ``False``: return E alone (the line searches of the reference methods).
+
+    Returns
+    -------
+    E : float
+    g : ndarray of shape (D,)
+    p : ndarray of shape (K,)
+        The class probabilities at ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> E, g, p = softmax_energy(np.eye(2), np.zeros(2), np.zeros(2), 1, 1.0, np.zeros(2))
+    >>> bool(abs(E - np.log(2)) < 1e-15), g.tolist(), p.tolist()
+    (True, [0.5, -0.5], [0.5, 0.5])
+    """
+    z = A @ x + b
+    m = z.max()
+    e = np.exp(z - m)
+    s = e.sum()
+    d = x - x0
+    wd = d if wt is None else wt * d
+    if not grad:
+        # summed left to right, as the reference methods' line searches always have (their
+        # answers keep their bits); with the gradient, the −log p_k term is summed first
+        return 0.5 * lam * float(np.dot(wd, d)) + m + np.log(s) - z[k]
+    p = e / s
+    nll = m + np.log(s) - z[k]
+    E = 0.5 * lam * float(np.dot(wd, d)) + nll
+    pe = p.copy()
+    pe[k] -= 1.0
+    g = (lam * d if wt is None else lam * wt * d) + A.T @ pe
+    if free is not None:
+        g[~free] = 0.0
+    return E, g, p
+
+
+class SoftmaxProblem:
+    """E(x) = λ/2 ‖x − x̄‖²_W − log p_k(Ax + b) over the free features.
+
+    Parameters
+    ----------
+    A : (K, D), b : (K,), x0 : (D,), k : int, lam : float
+    wt : (D,) metric weights (1 for Euclidean)
+    free : (D,) bool, features allowed to move
+    """
+
+    def __init__(self, A, b, x0, k, lam, wt, free):
+        self.A, self.b, self.x0, self.k, self.lam = A, b, x0, int(k), float(lam)
+        self.wt = wt
+        self.free = free
+        self.v = np.where(free, 1.0 / wt, 0.0)
+        self.nfev = 0
+
+    def logits(self, x):
+        return self.A @ x + self.b
+
+    def value_grad(self, x):
+        self.nfev += 1
+        return softmax_energy(self.A, self.b, self.x0, self.k, self.lam, x, self.wt, self.free)
+
+    def value(self, x):
+        A, b, x0, k, lam, wt, free = self.A, self.b, self.x0, self.k, self.lam, self.wt, self.free
+        return softmax_energy(A, b, x0, k, lam, x, wt, free, grad=False)
+
+
+def woodbury_newton(prob: SoftmaxProblem, G_V, x_init=None, tol=1e-10, max_iter=100, rho=0.8):
+    """Run the paper's Newton method in R^D (Theorem 3.6), backtracking from α = 1 by ρ.
+
+    The Newton direction uses the Woodbury identity for H₀ = λW + Āᵀ diag(p) Ā and then
+    Sherman–Morrison for the rank-one term −v vᵀ, v = Āᵀ p, never forming a D×D matrix.
+    Paper typo: Theorem 3.6 prints H⁻¹ with (Ā Āᵀ + λ diag(p))⁻¹; the Woodbury identity (and the
+    paper's own text below the theorem) gives (Ā Āᵀ + λ diag(p)⁻¹)⁻¹. We use the algebraically
+    identical diag(√p)(λI + diag(√p) Ā V Āᵀ diag(√p))⁻¹ diag(√p), which needs no 1/p_j.
+    The backtracking accepts the first α with E(x + αΔ) < E(x), as published (Appendix C).
+
+    Returns
+    -------
+    x, nit, status, gnorm, info (dict with "trials" per iteration and "E" history)
+    """
+    A, k, lam, v = prob.A, prob.k, prob.lam, prob.v
+    K = A.shape[0]
+    # Ā_k V Ā_kᵀ from G_V = A V Aᵀ in O(K²): rows of Ā_k are a_j − a_k
+    Gk = G_V - G_V[k][None, :] - G_V[:, k][:, None] + G_V[k, k]
+    x = prob.x0.copy() if x_init is None else np.array(x_init, dtype=np.float64)
+    E, g, p = prob.value_grad(x)
+    trials, hist = [], [E]
+    status, nit = Status.MAXITER, 0
+    info_msg = None
+
+    def H0_inv(u, sp):
+        # (1/λ)(V u − V Āᵀ √P M⁻¹ √P Ā V u)
+        Vu = v * u
+        Abar_Vu = A @ Vu
+        Abar_Vu -= Abar_Vu[k]
+        rhs = sp * Abar_Vu
+        sol = rhs.copy()
+        cholesky_solve_inplace(L, sol, K)
+        t = sp * sol
+        # Āᵀ t = Aᵀ t − a_k (Σ t)
+        back = A.T @ t - A[k] * t.sum()
+        return (Vu - v * back) / lam
+
+    for it in range(max_iter + 1):
+        gnorm = float(np.linalg.norm(g))
+        if gnorm < tol:
+            status, nit = Status.OK, it
+            break
+        if it == max_iter or not np.isfinite(gnorm):
+            nit = it
+            status = Status.MAXITER if np.isfinite(gnorm) else Status.NUMERIC
+            break
+        sp = np.sqrt(p)
+        L = np.ascontiguousarray(lam * np.eye(K) + sp[:, None] * Gk * sp[None, :])
+        if cholesky_inplace(L, K) != Status.OK:
+            status, nit = Status.NUMERIC, it
+            info_msg = "Cholesky factorisation of the K×K Woodbury matrix failed"
+            break
+        pe = p.copy()
+        pe[k] -= 1.0
+        vvec = A.T @ p - A[k]  # v = Ā_kᵀ p
+        vvec[~prob.free] = 0.0
+        Hg = H0_inv(g, sp)
+        Hv = H0_inv(vvec, sp)
+        denom = 1.0 - float(vvec @ Hv)
+        step = -(Hg + Hv * (float(vvec @ Hg) / denom))
+        # at the rounding level of E a decrease cannot be observed: there the unit Newton step
+        # is taken as long as E does not grow beyond rounding (a departure from the published
+        # rule, needed to reach ‖∇E‖ ≤ 1e-10 instead of stalling)
+        tiny = abs(float(g @ step)) <= 8 * np.finfo(float).eps * max(1.0, abs(E))
+        alpha, ntry, accepted = 1.0, 0, False
+        while ntry < 60:
+            ntry += 1
+            xn = x + alpha * step
+            En = prob.value(xn)
+            if En < E or (tiny and En <= E + 16 * np.finfo(float).eps * abs(E)):
+                accepted = True
+                break
+            alpha *= rho
+        trials.append(ntry)
+        if not accepted:
+            # 60 trials (α ≈ 1.5e−6) without a decrease: near the optimum this is the rounding
+            # level of the published direction (its Woodbury form cancels O(1) terms and divides
+            # by λ); stop and report ‖∇E‖ with status NUMERIC
+            status, nit = Status.NUMERIC, it
+            info_msg = "line search stalled at the rounding level of the Woodbury direction"
+            break
+        x = xn
+        E, g, p = prob.value_grad(x)
+        hist.append(E)
+    info = {"trials": trials, "E": hist}
+    if info_msg:
+        info["message"] = info_msg
+    return x, nit, status, float(np.linalg.norm(g)), info
+
+
+def scipy_method(prob: SoftmaxProblem, method, x_init=None, tol=1e-10, max_iter=1000, bounds=None):
+    """L-BFGS-B or CG from SciPy on the free features. Returns x, nit, status, gnorm, info."""
+    free = np.flatnonzero(prob.free)
+    x = prob.x0.copy() if x_init is None else np.array(x_init, dtype=np.float64)
+    hist = []
+
+    def fun(xf):
+        x[free] = xf
+        E, g, _ = prob.value_grad(x)
+        return E, g[free]
+
+    def callback(xk, *args):
+        hist.append(fun(xk)[0])
+
+    # L-BFGS-B tests the max-norm of the projected gradient: gtol/√n implies ‖g‖₂ ≤ tol
+    import scipy.optimize  # here, not at import: most of the import time of the package
+
+    opts = {"maxiter": max_iter, "gtol": tol / np.sqrt(max(free.size, 1))}
+    kwargs = {}
+    if method == "lbfgs":
+        meth = "L-BFGS-B"
+        opts.update(ftol=0.0, maxcor=10)
+        if bounds is not None:
+            kwargs["bounds"] = list(zip(bounds[0][free], bounds[1][free], strict=True))
+    else:
+        meth = "CG"
+        opts.update(norm=2.0)
+    nit = 0
+    # SciPy stops with "precision loss" when its line search cannot meet the Wolfe conditions
+    # (CG near the optimum, at gtol ~1e-9: seen with SciPy 1.10 and 1.17 on some machines).
+    # A restart from that point resets the conjugate direction (a steepest-descent step) and
+    # usually gets the last digits; at most 5 restarts, within max_iter in all.
+    for _restart in range(6):
+        res = scipy.optimize.minimize(
+            fun, x[free].copy(), jac=True, method=meth, options=opts, callback=callback, **kwargs
+        )
+        x[free] = res.x
+        nit += int(res.nit)
+        E, g, _ = prob.value_grad(x)
+        if bounds is not None:
+            lo, hi = bounds
+            g = np.where((x <= lo) & (g > 0), 0.0, g)
+            g = np.where((x >= hi) & (g < 0), 0.0, g)
+        gnorm = float(np.linalg.norm(g))
+        if gnorm <= tol or nit >= max_iter or res.status != 2:  # 2: precision loss
+            break
+        opts["maxiter"] = max_iter - nit
+    status = Status.OK if gnorm <= tol else (Status.MAXITER if nit >= max_iter else Status.NUMERIC)
+    return x, nit, status, gnorm, {"E": hist, "scipy_message": str(res.message)}
+
+
+def gradient_descent(prob: SoftmaxProblem, x_init=None, tol=1e-10, max_iter=1000, c1=1e-4, rho=0.5):
+    """Run steepest descent with Armijo backtracking (slides 002).
+
+    Returns x, nit, status, gnorm, info.
+    """
+    x = prob.x0.copy() if x_init is None else np.array(x_init, dtype=np.float64)
+    E, g, _ = prob.value_grad(x)
+    alpha = 1.0
+    hist = [E]
+    status, nit = Status.MAXITER, max_iter
+    for it in range(max_iter):
+        gn2 = float(g @ g)
+        if np.sqrt(gn2) <= tol:
+            status, nit = Status.OK, it
+            break
+        alpha = min(alpha * 2.0, 1e6)
+        tiny = 8 * np.finfo(float).eps * max(1.0, abs(E))
+        for _ in range(100):
+            xn = x - alpha * g
+            En = prob.value(xn)
+            # Armijo; below the rounding level of E a decrease cannot be seen: accept a step
+            # that does not increase E beyond rounding
+            if En <= E - c1 * alpha * gn2 or (alpha * gn2 <= tiny and En <= E + tiny):
+                break
+            alpha *= rho
+        else:
+            status, nit = Status.NUMERIC, it
+            break
+        x = xn
+        E, g, _ = prob.value_grad(x)
+        hist.append(E)
+    return x, nit, status, float(np.linalg.norm(g)), {"E": hist}
+
+
+def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter):
+    """Problem (2) for N queries by a reference ``method``, one query at a time, in R^D.
+
+    ``w``: the weights (or ``None``), ``fmask``: the frozen features. Works for both families
+    (on the softmax form of a binary model). The diagnostics of each query go to
+    ``info["per_query"]``.
+    """
+    if bnd is not None and method != "lbfgs":
+        raise ValueError(
+            f"bounds are supported by method='auto'/'reduced' (exact) and 'lbfgs' "
+            f"(L-BFGS-B); got method={method!r}"
+        )
+    N, D = X.shape
+    Xs = np.empty_like(X)
+    nit = np.zeros(N, dtype=np.int64)
+    status = np.zeros(N, dtype=np.int64)
+    infos = []
+    wt1 = np.ones(D) if w is None else w
+    for n in range(N):
+        prob = SoftmaxProblem(model.A, model.b, X[n], int(tidx[n]), float(lams[n]), wt1, ~fmask)
+        if method == "woodbury":
+            xs, it, st, _g, info = woodbury_newton(prob, m.GV, tol=tol, max_iter=max_iter)
+        elif method in ("lbfgs", "cg"):
+            xs, it, st, _g, info = scipy_method(
+                prob, method, tol=tol, max_iter=max(max_iter, 1000), bounds=bnd
+            )
+        else:
+            xs, it, st, _g, info = gradient_descent(prob, tol=tol, max_iter=max(max_iter, 1000))
+        Xs[n], nit[n], status[n] = xs, it, st
+        infos.append(info)
+    sol = finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method)
+    return sol._replace(info={"per_query": infos})

@@ -1,0 +1,133 @@
+"""Verdicts, result building and the rounding-safe ``region=True`` of linear models (paper 000).
+
+* :func:`verdict`: success = the model classifies the answer as the target (and ``p ≥ τ`` when
+  ``proba=`` asked), and the status of an answer that is not a success says why.
+* :func:`solution`: the :class:`~fastcf.results.Solution` of N answers (with their messages).
+* :func:`region`: ``region=True`` with a margin raised, where the logits are so large that their
+  rounding could exceed it, above the worst-case rounding of every evaluation of the model (the
+  bound of :meth:`fastcf._linear.model.BinaryModel.rounding_need`, Higham §3.1).
+* :func:`path_result`: the :class:`~fastcf.results.CounterfactualPath` of a path solved λ by λ.
+
+The final check of every answer (does the model's own arithmetic put it in the target class?) is
+:meth:`fastcf._base.BaseExplainer._verify`, through the model's ``in_target``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._status import Status, messages
+from ..results import CounterfactualPath, Solution
+
+__all__ = ["path_result", "region", "solution", "verdict"]
+
+# the codes as plain ints: NumPy compares an array with an int much faster than with an
+# IntEnum member (as the kernels do, see fastcf._kernels)
+_BELOW_DECISION = int(Status.BELOW_DECISION)
+_NOT_TARGET = int(Status.NOT_TARGET)
+_NUMERIC = int(Status.NUMERIC)
+_OK = int(Status.OK)
+_UNREACHABLE = int(Status.UNREACHABLE)
+
+
+def verdict(pred, P, tidx, status, proba_min, lam_mode, unreachable):
+    """Return (success, status): success = classified as the target (and p ≥ τ when asked).
+
+    The status of an answer that is not a success says why: UNREACHABLE (no free feature moves
+    the logit), NUMERIC (``proba=`` / ``region=True`` answers that the model does not confirm),
+    NOT_TARGET (the optimum of problem (2) is in another class) or BELOW_DECISION (τ met below
+    the decision threshold).
+    """
+    success = (pred == tidx) & (status == _OK)
+    status = status.copy()
+    if proba_min is not None:
+        met = P[np.arange(len(tidx)), tidx] >= proba_min
+        status[(status == _OK) & met & ~success] = _BELOW_DECISION
+        success &= met
+    if unreachable:
+        status[(status == _OK) & ~success] = _UNREACHABLE
+    status[(status == _OK) & ~success] = _NOT_TARGET if lam_mode else _NUMERIC
+    return success, status
+
+
+def solution(x, P, dist, success, status, nit, lams, gn, method, certified=None, info=None):
+    """Return the :class:`~fastcf.results.Solution` of N answers, with one message each."""
+    # positional: the short path of a single query pays for every keyword
+    msg = messages(status, success, method)
+    return Solution(x, P, dist, success, status, nit, method, msg, lams, gn, certified, info)
+
+
+def replace_rows(sol, idx, sub):
+    """Return ``sol`` with rows ``idx`` replaced by the answers ``sub`` (iterations added)."""
+    fields = {}
+    for key in ("x", "proba", "distance", "success", "status", "lam", "grad_norm"):
+        old = getattr(sol, key)
+        if old is not None:
+            new = old.copy()
+            new[idx] = getattr(sub, key)
+            fields[key] = new
+    nit = np.array(sol.nit, copy=True)
+    nit[idx] += sub.nit
+    msgs = list(sol.message)
+    for j, i in enumerate(idx):
+        msgs[i] = sub.message[j]
+    return sol._replace(nit=nit, message=msgs, **fields)
+
+
+def region(model, X, tidx, m, bnd, margin, tol, max_iter):
+    """``region=True``: solve with ``margin``; re-solve rows where rounding can exceed it.
+
+    At ordinary magnitudes the rounding of the logits (~1e-13) is far below the default
+    margin and nothing is re-solved. At logits ~1e10 the margin of a row is raised to twice
+    the margin it needs (``model.rounding_need``, evaluated at the answer), so that a success
+    does not depend on which arithmetic (batch or single row, BLAS or not) evaluates it.
+    """
+    N = X.shape[0]
+    margins = np.full(N, margin)
+    sol = model.constrained(X, tidx, m, bnd, None, margins, tol, max_iter)
+    for _ in range(4):
+        # successes, and failures of the solver's own check (NUMERIC) that a larger margin can
+        # repair
+        ok = np.isin(sol.status, (_OK, _NUMERIC)) & np.isfinite(sol.x).all(axis=1)
+        if not ok.any():
+            break
+        need = np.zeros(N)
+        with np.errstate(over="ignore", invalid="ignore"):
+            need[ok] = model.rounding_need(sol.x[ok], tidx[ok])
+            bump = ok & (margins < need) & np.isfinite(2 * need)
+        if not bump.any():
+            break
+        idx = np.flatnonzero(bump)
+        margins[idx] = 2 * need[idx]
+        sub = model.constrained(X[idx], tidx[idx], m, bnd, None, margins[idx], tol, max_iter)
+        sol = replace_rows(sol, idx, sub)
+    return sol
+
+
+def path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, method, names):
+    """Return the :class:`~fastcf.results.CounterfactualPath` of answers ``XL`` (L, D).
+
+    The class is the model's decision on its own logits (BLAS, as ``predict``): the
+    probabilities can round to a tie.
+    """
+    Z = model.model_logits(XL)
+    P = model.proba_from_logits(Z)
+    pred = model.predict_index(Z)
+    finite = np.isfinite(Z).all(axis=-1) if Z.ndim == 2 else np.isfinite(Z)
+    status = np.where((status == _OK) & ~(finite & np.isfinite(dist)), _NUMERIC, status)
+    success = (pred == k) & (status == _OK)
+    status = np.where((status == _OK) & ~success, _NOT_TARGET, status)
+    return CounterfactualPath(
+        lams=lams,
+        X=XL,
+        x0=x0,
+        target=target,
+        proba=P,
+        distance=dist,
+        nit=np.asarray(nit),
+        success=success,
+        status=status,
+        grad_norm=np.asarray(gn),
+        method=method,
+        feature_names=names,
+    )
