@@ -21,6 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fastcf._kernels.lvq_cost import glvq_cost_grad, lvq_distances
+from fastcf._validation import check_int, check_scalar
 
 __all__ = ["GLVQ", "GMLVQ", "LGMLVQ"]
 
@@ -32,9 +33,10 @@ class _LVQBase(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation helpers
     def _check_params(self, n_classes):
+        """Validate the parameters at ``fit`` (scikit-learn style); return prototypes per class."""
         ppc = self.prototypes_per_class
-        if isinstance(ppc, numbers.Integral) and not isinstance(ppc, bool):
-            ppc = np.full(n_classes, int(ppc), dtype=np.int64)
+        if isinstance(ppc, numbers.Integral) and not isinstance(ppc, (bool, np.bool_)):
+            ppc = np.full(n_classes, check_int(ppc, "prototypes_per_class", lo=1), dtype=np.int64)
         else:
             try:
                 ppc = np.asarray(ppc)
@@ -42,29 +44,25 @@ class _LVQBase(ClassifierMixin, BaseEstimator):
                 ppc = np.asarray([None])
             if ppc.dtype.kind not in "iu" or ppc.shape != (n_classes,):
                 raise ValueError(
-                    "prototypes_per_class must be a positive int or one positive int per class "
+                    "prototypes_per_class must be an integer >= 1 or one per class "
                     f"({n_classes}); got {self.prototypes_per_class!r}"
                 )
             ppc = ppc.astype(np.int64)
-        if (ppc < 1).any():
-            raise ValueError(
-                f"prototypes_per_class must be >= 1; got {self.prototypes_per_class!r}"
-            )
+            if (ppc < 1).any():
+                raise ValueError(
+                    f"prototypes_per_class must be integers >= 1; got {self.prototypes_per_class!r}"
+                )
         if self.activation not in ("identity", "sigmoid"):
             raise ValueError(f"activation must be 'identity' or 'sigmoid'; got {self.activation!r}")
-        if not (isinstance(self.beta, numbers.Real) and self.beta > 0):
-            raise ValueError(f"beta must be a real number > 0; got {self.beta!r}")
-        if not (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 1):
-            raise ValueError(f"max_iter must be an int >= 1; got {self.max_iter!r}")
+        check_scalar(self.beta, "beta", lo=0.0, lo_open=True)
+        check_int(self.max_iter, "max_iter", lo=1)
+        check_scalar(self.tol, "tol", lo=0.0)
         return ppc
 
     def _n_components(self, D):
         nc = getattr(self, "n_components", None)
-        if nc is None:
-            return D
-        if not (isinstance(nc, numbers.Integral) and 1 <= nc <= D):
-            raise ValueError(f"n_components must be None or an int in [1, {D}]; got {nc!r}")
-        return int(nc)
+        nc = check_int(nc, "n_components", lo=1, hi=D, allow_none=True)
+        return D if nc is None else nc
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
