@@ -13,6 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from fastcf import EnumeratedSVM, SVMEnumerator, enumerate_svms
+from fastcf._status import Status, message
 from fastcf.svm_enum import demographic_parity, hinge_loss
 from tests.reference import (
     svm_brute_force_ref,
@@ -292,6 +293,11 @@ def test_degenerate_children_are_skipped():
     assert it.n_degenerate >= 1
     assert all(3 in m.support_.tolist() for m in models)
     assert all(m.n_support_[1] == 1 for m in models)
+    # a single-class subset solved directly is DEGENERATE: no model, with either solver
+    assert it.solve([0, 1, 2]) is None
+    sk = SVMEnumerator(C=1.0, solver="sklearn").enumerate(X, y)
+    assert sk.solve([0, 1, 2]) is None
+    assert message(Status.DEGENERATE).startswith("degenerate")
 
 
 def test_iteration_limit_is_reported():
@@ -299,7 +305,8 @@ def test_iteration_limit_is_reported():
     with pytest.warns(ConvergenceWarning, match="iteration limit"):
         it = SVMEnumerator(C=10.0, max_iter=3).enumerate(X, y)
         first = next(it)
-    assert first.status == 1
+    assert first.status == Status.MAXITER
+    assert first.message == message(Status.MAXITER) == "iteration limit reached"
     assert it.n_maxiter >= 1
 
 
@@ -339,9 +346,22 @@ def test_demographic_parity_by_hand():
     [
         ({}, [[0.0], [1.0]], [1, 1], ValueError, "single class"),
         ({}, [[0.0], [1.0], [2.0]], [0, 1, 2], ValueError, "only binary SVMs are enumerated"),
-        ({"C": 0.0}, [[0.0], [1.0]], [0, 1], ValueError, "C must be > 0"),
-        ({"C": -1.0}, [[0.0], [1.0]], [0, 1], ValueError, "C must be > 0"),
-        ({"C": "1"}, [[0.0], [1.0]], [0, 1], TypeError, "C must be a real number"),
+        (
+            {"C": 0.0},
+            [[0.0], [1.0]],
+            [0, 1],
+            ValueError,
+            "C must be a finite real number > 0; got 0.0",
+        ),
+        ({"C": -1.0}, [[0.0], [1.0]], [0, 1], ValueError, "C must be a finite real number > 0"),
+        ({"C": np.nan}, [[0.0], [1.0]], [0, 1], ValueError, "C must be a finite real number"),
+        (
+            {"C": "1"},
+            [[0.0], [1.0]],
+            [0, 1],
+            TypeError,
+            "C must be a finite real number > 0; got str",
+        ),
         ({}, [[0.0], [np.nan]], [0, 1], ValueError, "X contains 1 NaN"),
         ({}, [[0.0], [1.0]], [0.0, np.nan], ValueError, "y contains NaN"),
         ({}, [[0.0], [1.0], [2.0]], [0, 1], ValueError, "y has 2 labels but X has 3 rows"),
@@ -349,9 +369,35 @@ def test_demographic_parity_by_hand():
         ({}, [["a"], ["b"]], [0, 1], TypeError, "X must be a real numeric array"),
         ({"kernel": "cubic"}, [[0.0], [1.0]], [0, 1], ValueError, "kernel must be one of"),
         ({"solver": "cvx"}, [[0.0], [1.0]], [0, 1], ValueError, "solver must be one of"),
-        ({"tol": 0.0}, [[0.0], [1.0]], [0, 1], ValueError, "tol must be > 0"),
-        ({"gamma": "big"}, [[0.0], [1.0]], [0, 1], ValueError, "gamma must be"),
-        ({"degree": 2.5}, [[0.0], [1.0]], [0, 1], TypeError, "degree must be an int"),
+        ({"tol": 0.0}, [[0.0], [1.0]], [0, 1], ValueError, "tol must be a finite real number > 0"),
+        ({"gamma": "big"}, [[0.0], [1.0]], [0, 1], ValueError, "gamma must be 'scale', 'auto' or"),
+        ({"gamma": 0.0}, [[0.0], [1.0]], [0, 1], ValueError, "gamma must be a finite real number"),
+        ({"gamma": [1.0]}, [[0.0], [1.0]], [0, 1], TypeError, "gamma must be a finite real"),
+        ({"degree": 2.5}, [[0.0], [1.0]], [0, 1], TypeError, "degree must be an integer >= 0"),
+        ({"degree": -1}, [[0.0], [1.0]], [0, 1], ValueError, "degree must be an integer >= 0"),
+        ({"coef0": np.inf}, [[0.0], [1.0]], [0, 1], ValueError, "coef0 must be a finite real"),
+        (
+            {"support_tol": -1.0},
+            [[0.0], [1.0]],
+            [0, 1],
+            ValueError,
+            "support_tol must be a finite real number >= 0 or None",
+        ),
+        (
+            {"max_iter": 0},
+            [[0.0], [1.0]],
+            [0, 1],
+            ValueError,
+            "max_iter must be an integer >= 1 or None; got 0",
+        ),
+        ({"max_iter": True}, [[0.0], [1.0]], [0, 1], TypeError, "max_iter must be an integer"),
+        (
+            {"cache_size": 0},
+            [[0.0], [1.0]],
+            [0, 1],
+            ValueError,
+            "cache_size must be a finite real number > 0",
+        ),
         ({"kernel": "precomputed"}, [[0.0, 1.0, 2.0]] * 2, [0, 1], ValueError, "square"),
     ],
 )
@@ -362,7 +408,7 @@ def test_bad_input(params, X, y, exc, match):
 
 @pytest.mark.parametrize("k, exc", [(0, ValueError), (-3, ValueError), (2.0, TypeError)])
 def test_bad_k(k, exc):
-    with pytest.raises(exc, match="k must be a positive int"):
+    with pytest.raises(exc, match="k must be an integer >= 1 or None; got"):
         enumerate_svms([[0.0], [1.0]], [0, 1], k=k)
 
 
@@ -376,16 +422,38 @@ def test_bad_prediction_input():
 
 @pytest.mark.needs_jit
 def test_bench_rows_structure_and_agreement():
-    from fastcf.svm_enum import bench_rows
+    from fastcf.bench.svm import svm_rows
 
-    rows = bench_rows(quick=True)
-    assert [sorted(r) for r in rows] == [
-        ["accuracy_gap", "baseline", "baseline_s", "fastcf_s", "name", "ratio"]
-    ] * 2
+    rows = svm_rows(quick=True)
+    assert len(rows) == 2
     for r in rows:
+        assert {"name", "fastcf_s", "baseline_s", "ratio", "accuracy_gap", "baseline"} <= set(r)
+        assert r["fastcf_min"] <= r["fastcf_s"] <= r["fastcf_max"]
         assert r["fastcf_s"] > 0 and r["baseline_s"] > 0
         assert r["ratio"] == pytest.approx(r["baseline_s"] / r["fastcf_s"])
         assert r["accuracy_gap"] < 1e-6  # same objective sequence as the sklearn search
+
+
+def test_load_benchmark_refuses_an_unknown_data_set():
+    from fastcf.bench.svm import load_benchmark
+
+    with pytest.raises(ValueError, match="name must be one of"):
+        load_benchmark("sonar")
+
+
+def test_api_module_holds_the_api_only():
+    import fastcf.svm_enum as api
+
+    assert set(api.__all__) == {
+        "SVMEnumerator",
+        "SVMEnumeration",
+        "EnumeratedSVM",
+        "enumerate_svms",
+        "hinge_loss",
+        "demographic_parity",
+    }
+    assert all(getattr(api, name) is not None for name in api.__all__)
+    assert not hasattr(api, "bench_rows") and not hasattr(api, "_load_benchmark")
 
 
 _DIGEST = """
