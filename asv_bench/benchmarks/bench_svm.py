@@ -10,14 +10,15 @@ import time
 
 import numpy as np
 
-from fastcf.svm_enum import SVMEnumerator, _load_benchmark, enumerate_svms
+from fastcf.bench.svm import load_benchmark
+from fastcf.svm_enum import SVMEnumerator, enumerate_svms
 
 _DATA = {}
 
 
 def _data(name):
     if name not in _DATA:
-        _DATA[name] = _load_benchmark(name)
+        _DATA[name] = load_benchmark(name)
     return _DATA[name]
 
 

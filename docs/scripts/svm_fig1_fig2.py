@@ -21,7 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from fastcf.svm_enum import SVMEnumerator, _load_benchmark, enumerate_svms  # noqa: E402
+from fastcf.bench.svm import load_benchmark  # noqa: E402
+from fastcf.svm_enum import SVMEnumerator, enumerate_svms  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 50
@@ -29,7 +30,7 @@ DATASETS = {"breast_cancer": "breast cancer", "digits_3v8": "digits 3 vs 8"}
 
 
 def run(name, solver):
-    Xtr, Xte, ytr, yte, C = _load_benchmark(name)
+    Xtr, Xte, ytr, yte, C = load_benchmark(name)
     t0 = time.perf_counter()
     it = SVMEnumerator(C=C, kernel="linear", solver=solver).enumerate(Xtr, ytr)
     models, stamps = [], []

@@ -7,9 +7,11 @@ products with A) are timed in the same process, on the same problem, as fastcf.
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import numpy as np
 
+from .._linear.reference import softmax_energy
 from .common import row as _row
 from .common import timeit
 
@@ -25,19 +27,6 @@ def _softmax_model(D, K, seed=0):
     return A, b, X
 
 
-def _energy(A, b, x0, k, lam):
-    def f(x):
-        z = A @ x + b
-        m = z.max()
-        e = np.exp(z - m)
-        p = e / e.sum()
-        d = x - x0
-        p[k] -= 1.0
-        return 0.5 * lam * float(d @ d) + m + np.log(e.sum()) - z[k], lam * d + A.T @ p
-
-    return f
-
-
 def _logistic_rows(D, rep):
     from ..linear import LinearExplainer
 
@@ -46,7 +35,7 @@ def _logistic_rows(D, rep):
     x = rng.standard_normal(D)
     ex = LinearExplainer.from_arrays(w[None], [0.2])
     target = 1 - int(ex.predict(x)[0])
-    f = _energy(np.vstack([np.zeros(D), w]), np.array([0.0, 0.2]), x, target, 0.01)
+    f = partial(softmax_energy, np.vstack([np.zeros(D), w]), np.array([0.0, 0.2]), x, target, 0.01)
     cf = ex.explain(x, target, lam=0.01)
     t_cf = timeit(lambda: ex.explain(x, target, lam=0.01), rep * 10, 0.2)
     t_dot = timeit(lambda: w @ x, rep * 10, 0.2)
@@ -82,7 +71,7 @@ def _softmax_rows(D, K, rep, quick):
     ex = LinearExplainer.from_arrays(A, b)
     x = X[0]
     k = int(np.argmin(A @ x + b))
-    f = _energy(A, b, x, k, 0.01)
+    f = partial(softmax_energy, A, b, x, k, 0.01)
     cf = ex.explain(x, k, lam=0.01)
     t_red = timeit(lambda: ex.explain(x, k, lam=0.01), rep * 4, 0.2)
     y = np.ones(K)
@@ -170,7 +159,7 @@ def _digits_rows(rep, N):
             f"success {int(batch.success.sum())}/{N}",
         )
     ]
-    f = _energy(ex.coef_, ex.intercept_, Xd[0], 3, 0.01)
+    f = partial(softmax_energy, ex.coef_, ex.intercept_, Xd[0], 3, 0.01)
     one = ex.explain(Xd[0], 3, lam=0.01)
     t_one = timeit(lambda: ex.explain(Xd[0], 3, lam=0.01), rep * 20, 0.2)
     for method in ("woodbury", "lbfgs", "cg", "gd"):
