@@ -1,8 +1,9 @@
 """fastcf: exact, fast inverse classification.
 
 Given a trained classifier and an input ``x``, find the closest input that the model puts in a
-chosen class. The public names (see ``shared/API.md``) are imported lazily, so ``import fastcf``
-stays cheap and an optional dependency that is missing only matters to the feature that needs it.
+chosen class. The public names (listed in ``__all__`` and in the API reference of the
+documentation) are imported lazily, so ``import fastcf`` stays cheap and an optional dependency
+that is missing only matters to the feature that needs it.
 
 Examples
 --------
@@ -29,10 +30,23 @@ _EXPORTS = {
     "EnumeratedSVM": "fastcf.svm_enum",
     "enumerate_svms": "fastcf.svm_enum",
     "counterfactual": "fastcf.dispatch",
+    "explainer_for": "fastcf.dispatch",
     "check_gradient": "fastcf.gradcheck",
     "GradientCheck": "fastcf.gradcheck",
 }
-_SUBMODULES = {"lvq", "distributed", "plot", "adapters", "results", "linear", "svm_enum"}
+_SUBMODULES = {
+    "adapters",
+    "bench",
+    "dispatch",
+    "distributed",
+    "gradcheck",
+    "linear",
+    "lvq",
+    "lvq_models",
+    "plot",
+    "results",
+    "svm_enum",
+}
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -43,15 +43,13 @@ def _import_dask():
 
 
 def _feature_names(explainer):
-    names = getattr(explainer, "feature_names_in_", None)
-    if names is None:
-        names = getattr(explainer, "feature_names", None)
+    names = explainer.feature_names_in_
     return None if names is None else [str(n) for n in names]
 
 
 def _has_proba(explainer) -> bool:
-    # LinearExplainer returns class probabilities; LVQExplainer (proba=None) has no predict_proba
-    return hasattr(explainer, "predict_proba")
+    # the explainer protocol (fastcf._base): whether answers carry class probabilities
+    return explainer._has_proba
 
 
 # ---------------------------------------------------------------------------- block functions
@@ -262,11 +260,9 @@ def _check_options(explainer, options):
 
 
 def _check_explainer(explainer):
-    if not (
-        hasattr(explainer, "explain")
-        and hasattr(explainer, "classes_")
-        and hasattr(explainer, "n_features_in_")
-    ):
+    from ._base import BaseExplainer
+
+    if not isinstance(explainer, BaseExplainer):
         raise TypeError(
             "explainer must be a fastcf explainer (LinearExplainer, LVQExplainer) with "
             f"explain(), classes_ and n_features_in_; got {type(explainer).__name__}"

@@ -299,7 +299,7 @@ def test_fuzz_lvq_fast(data):
     N = data.draw(st.integers(1, 4))
     X = data.draw(scaled((N, D), max_exp=12))
     T = data.draw(hnp.arrays(np.int64, N, elements=st.integers(0, n_cls - 1)))
-    opts = {"epsilon": data.draw(st.sampled_from([0.0, 1e-6, 1e-2]))}
+    opts = {"margin": data.draw(st.sampled_from([0.0, 1e-6, 1e-2]))}
     if data.draw(st.booleans()):
         opts["frozen"] = data.draw(st.lists(st.integers(0, D - 1), max_size=D, unique=True))
     if data.draw(st.booleans()):

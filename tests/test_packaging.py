@@ -27,6 +27,30 @@ def test_readme_commands_and_ci_agree():
     assert "fastcf:test-command" in ci and "fastcf:demo-command" in ci
 
 
+def test_lowest_versions_are_the_declared_bounds():
+    # .ci/run's "lowest" stage installs .ci/lowest.txt: each pin must be a lower bound that
+    # pyproject.toml declares, and every runtime dependency must be pinned there
+    import re
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {}
+    for req in meta["dependencies"] + meta["optional-dependencies"]["test"]:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)(\[[^\]]*\])?>=([0-9.]+)", req.replace(" ", ""))
+        assert m, req
+        declared[m.group(1).lower()] = m.group(3)
+    pins = {}
+    for line in (ROOT / ".ci" / "lowest.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.lower()] = version.removesuffix(".*")
+    for name, version in pins.items():
+        assert declared.get(name) == version, (name, version, declared.get(name))
+    runtime = {re.split(r"[<>=\[]", r)[0].lower() for r in meta["dependencies"]}
+    assert runtime <= set(pins), runtime - set(pins)
+
+
 def test_public_names():
     import fastcf
 
@@ -42,6 +66,26 @@ def test_public_names():
     assert set(fastcf.__all__) >= {"LinearExplainer", "check_gradient", "counterfactual"}
     with pytest.raises(AttributeError):
         fastcf.does_not_exist  # noqa: B018
+
+
+def test_documented_names_are_reachable_from_import_fastcf():
+    # every name the API reference documents (docs/api/*.md, "::: fastcf.module.Name") is an
+    # attribute path from a plain `import fastcf` (submodules are loaded lazily)
+    import fastcf
+
+    paths = set()
+    for page in (ROOT / "docs" / "api").glob("*.md"):
+        for line in page.read_text().splitlines():
+            if line.startswith("::: fastcf."):
+                paths.add(line.split()[1])
+    assert "fastcf.dispatch.explainer_for" in paths
+    for path in sorted(paths):
+        obj = fastcf
+        for part in path.split(".")[1:]:
+            obj = getattr(obj, part)  # AttributeError names the missing part
+    for name in fastcf.__all__:
+        assert getattr(fastcf, name) is not None, name
+    assert fastcf.explainer_for is fastcf.dispatch.explainer_for
 
 
 def test_import_does_not_load_cvxpy_or_sklearn():
