@@ -1,4 +1,4 @@
-"""Command line: ``python -m fastcf demo`` (the main job) and ``python -m fastcf bench``."""
+"""Command line: ``python -m fastcf demo`` (the main job), ``bench`` and ``warmup``."""
 
 from __future__ import annotations
 
@@ -117,9 +117,22 @@ def main(argv=None) -> int:
     b.add_argument("--only", choices=["linear", "lvq", "svm"], default=None)
     b.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON")
     b.add_argument("--markdown", metavar="PATH", default=None, help="also write the tables")
+    w = sub.add_parser(
+        "warmup",
+        help="compile every kernel into Numba's on-disk cache (run once in a container image)",
+    )
+    w.add_argument("families", nargs="*", help="logistic softmax lvq svm gradcheck (default: all)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
+    if args.command == "warmup":
+        from ._warmup import warmup
+
+        t0 = time.perf_counter()
+        print("fastcf warmup: compiling the kernels into Numba's cache")
+        warmup(args.families or None, verbose=True)
+        print(f"done in {time.perf_counter() - t0:.1f} s")
+        return 0
     from .bench import run
 
     return run(quick=args.quick, only=args.only, json_path=args.json, markdown_path=args.markdown)

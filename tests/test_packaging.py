@@ -92,3 +92,15 @@ def test_import_does_not_load_cvxpy_or_sklearn():
     code = "import sys, fastcf; print('cvxpy' in sys.modules, 'sklearn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_warmup_command_runs_the_given_families(capsys):
+    from fastcf.__main__ import main
+    from fastcf._warmup import FAMILIES, warmup
+
+    assert main(["warmup", "gradcheck"]) == 0
+    out = capsys.readouterr().out
+    assert "gradcheck" in out and "done in" in out
+    assert set(FAMILIES) == {"logistic", "softmax", "lvq", "svm", "gradcheck"}
+    with pytest.raises(ValueError, match="families must be among"):
+        warmup(["nope"])
