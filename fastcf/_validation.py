@@ -329,35 +329,52 @@ def resolve_weights(weights, n_features: int, mad=None) -> np.ndarray | None:
     return w
 
 
-def resolve_bounds(bounds, n_features: int, X: np.ndarray):
-    """Return (lo, hi) arrays of shape (D,), lo <= hi, with every source row inside them."""
+def resolve_bounds(bounds, n_features: int, X: np.ndarray, *, per_row: bool = False):
+    """Return (lo, hi): float64 arrays, lo <= hi, with every source row inside them.
+
+    Each of lo and hi may be a scalar, an array of shape (D,) (one box for every query), or, with
+    ``per_row=True``, an array of shape (N, D): one box per query row of ``X`` (N, D). The two
+    returned arrays have the same shape: (D,) when both parts are shared, else (N, D). ``None``
+    (for the pair) returns ``None``; ``None`` for one part means unbounded on that side.
+    """
     if bounds is None:
         return None
     if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
         raise ValueError(
             f"bounds must be a pair (lo, hi) of scalars or arrays; got {_describe(bounds)}"
         )
+    N = X.shape[0]
+    shapes = f"({n_features},) or ({N}, {n_features})" if per_row else f"({n_features},)"
     out = []
     for part, label in zip(bounds, ("lo", "hi"), strict=True):
         if part is None:
             part = -np.inf if label == "lo" else np.inf
-        a = as_float_array(part, f"bounds[{label}]", ndim=(0, 1), allow_nonfinite=True)
+        a = as_float_array(
+            part, f"bounds[{label}]", ndim=(0, 1, 2) if per_row else (0, 1), allow_nonfinite=True
+        )
         if np.isnan(a).any():
             raise ValueError(f"bounds[{label}] contains NaN; use -inf/inf for no bound")
         if a.ndim == 0:
             a = np.full(n_features, float(a))
-        if a.shape[0] != n_features:
-            raise ValueError(f"bounds[{label}] must have shape ({n_features},); got {a.shape}")
-        out.append(np.ascontiguousarray(a))
+        if a.shape not in ((n_features,), (N, n_features)) or (a.ndim == 2 and not per_row):
+            raise ValueError(f"bounds[{label}] must have shape {shapes}; got {a.shape}")
+        out.append(a)
     lo, hi = out
+    if lo.ndim != hi.ndim:  # one box per row on one side only
+        lo, hi = np.broadcast_to(lo, X.shape), np.broadcast_to(hi, X.shape)
+    lo, hi = np.ascontiguousarray(lo), np.ascontiguousarray(hi)
     if (lo > hi).any():
-        i = int(np.argmax(lo > hi))
-        raise ValueError(f"bounds have lo > hi at feature {i}: lo={lo[i]!r}, hi={hi[i]!r}")
+        where = np.argwhere(lo > hi)[0]
+        at = f"feature {where[-1]}" + (f" (row {where[0]})" if lo.ndim == 2 else "")
+        raise ValueError(
+            f"bounds have lo > hi at {at}: lo={lo[tuple(where)]!r}, hi={hi[tuple(where)]!r}"
+        )
     outside = (X < lo) | (X > hi)
     if outside.any():
         r, c = np.argwhere(outside)[0]
+        b = (r, c) if lo.ndim == 2 else (c,)
         raise ValueError(
             f"the source x lies outside bounds at feature {c} (row {r}): x={X[r, c]!r}, "
-            f"lo={lo[c]!r}, hi={hi[c]!r}; widen the bounds or move x inside them"
+            f"lo={lo[b]!r}, hi={hi[b]!r}; widen the bounds or move x inside them"
         )
     return lo, hi
