@@ -361,7 +361,8 @@ def resolve_bounds(bounds, n_features: int, X: np.ndarray, *, per_row: bool = Fa
         out.append(a)
     lo, hi = out
     if lo.ndim != hi.ndim:  # one box per row on one side only
-        lo, hi = np.broadcast_to(lo, X.shape), np.broadcast_to(hi, X.shape)
+        # copies, not read-only broadcast views (a read-only array is a new Numba type)
+        lo, hi = np.array(np.broadcast_to(lo, X.shape)), np.array(np.broadcast_to(hi, X.shape))
     lo, hi = np.ascontiguousarray(lo), np.ascontiguousarray(hi)
     if (lo > hi).any():
         where = np.argwhere(lo > hi)[0]

@@ -47,11 +47,6 @@ def _feature_names(explainer):
     return None if names is None else [str(n) for n in names]
 
 
-def _has_proba(explainer) -> bool:
-    # the explainer protocol (fastcf._base): whether answers carry class probabilities
-    return explainer._has_proba
-
-
 # ---------------------------------------------------------------------------- block functions
 def _run_block(explainer, X, targets, options, has_proba):
     """Explain one block; return the CounterfactualBatch fields that leave the worker."""
@@ -63,15 +58,10 @@ def _run_block(explainer, X, targets, options, has_proba):
             "aligned with the rows of data (same partitioning)"
         )
     if n == 0:  # an empty partition: the explainers reject N = 0, nothing to solve
-        D = X.shape[1]
-        return (
-            np.empty((0, D)),
-            np.empty(0, dtype=bool),
-            np.empty(0, dtype=np.int64),
-            np.empty(0),
-            np.empty(0, dtype=np.int64),
-            np.empty((0, K)) if has_proba else None,
-        )
+        empty = [np.empty((0, X.shape[1]))] + [
+            np.empty(0, dtype=t) for t in (bool, int, float, int)
+        ]
+        return (*empty, np.empty((0, K)) if has_proba else None)
     batch = explainer.explain(X, targets, **options)
     proba = batch.proba
     if has_proba and (proba is None or proba.shape != (n, K)):
@@ -89,9 +79,18 @@ def _run_block(explainer, X, targets, options, has_proba):
     )
 
 
-def _array_block(X, targets, explainer, options, has_proba):
+def _with_box(options, lo, hi):
+    """Return ``options`` with the per-row parts of ``bounds`` (``lo``/``hi`` not None) set."""
+    if lo is None and hi is None:
+        return options
+    rows = [p.to_numpy() if hasattr(p, "to_numpy") else p for p in (lo, hi)]
+    box = tuple(s if r is None else r for s, r in zip(options["bounds"], rows, strict=True))
+    return {**options, "bounds": box}
+
+
+def _array_block(X, targets, explainer, options, has_proba, lo=None, hi=None):
     # one task per block returns the tuple of fields; _field tasks pick them out without copies
-    return _run_block(explainer, X, targets, options, has_proba)
+    return _run_block(explainer, X, targets, _with_box(options, lo, hi), has_proba)
 
 
 def _field(fields_of_block, i):
@@ -99,11 +98,14 @@ def _field(fields_of_block, i):
     return out if out.ndim == 2 else out[:, None]  # a view; 1-D fields are sliced [:, 0] after
 
 
-def _frame_block(part, targets, explainer, options, has_proba, columns, proba_columns):
+def _frame_block(
+    part, targets, explainer, options, has_proba, columns, proba_columns, lo=None, hi=None
+):
     import pandas as pd
 
     if isinstance(targets, pd.Series):
         targets = targets.to_numpy()
+    options = _with_box(options, lo, hi)
     x, success, status, distance, nit, proba = _run_block(
         explainer, part, targets, options, has_proba
     )
@@ -154,7 +156,7 @@ def explain_partition(explainer, X, targets, **options):
     import pandas as pd
 
     _check_options(explainer, options)
-    has_proba = _has_proba(explainer)
+    has_proba = explainer._has_proba
     columns, proba_columns = _output_columns(explainer, getattr(X, "columns", None))
     if not isinstance(X, pd.DataFrame):
         X = np.asarray(X)
@@ -197,12 +199,12 @@ class DaskCounterfactuals:
     proba: object
     classes: np.ndarray
 
-    def _arrays(self):
-        return [
-            f.name
-            for f in fields(self)
-            if f.name != "classes" and getattr(self, f.name) is not None
-        ]
+    def _apply(self, func, kwargs):
+        # every array field at once (one pass over the blocks); proba may be None
+        names = [f.name for f in fields(self) if f.name != "classes"]
+        arrays = {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+        values = dict(zip(arrays, func(*arrays.values(), **kwargs), strict=True))
+        return DaskCounterfactuals(**{n: values.get(n) for n in names}, classes=self.classes)
 
     def compute(self, **kwargs) -> DaskCounterfactuals:
         """Compute all fields in one pass; return the same object holding NumPy arrays.
@@ -214,25 +216,13 @@ class DaskCounterfactuals:
         """
         import dask
 
-        names = self._arrays()
-        values = dask.compute(*(getattr(self, n) for n in names), **kwargs)
-        return DaskCounterfactuals(
-            **dict(zip(names, values, strict=True)),
-            **{n: None for n in ("proba",) if n not in names},
-            classes=self.classes,
-        )
+        return self._apply(dask.compute, kwargs)
 
     def persist(self, **kwargs) -> DaskCounterfactuals:
         """Persist all fields (in cluster memory with a distributed Client); return a new object."""
         import dask
 
-        names = self._arrays()
-        values = dask.persist(*(getattr(self, n) for n in names), **kwargs)
-        return DaskCounterfactuals(
-            **dict(zip(names, values, strict=True)),
-            **{n: None for n in ("proba",) if n not in names},
-            classes=self.classes,
-        )
+        return self._apply(dask.persist, kwargs)
 
     def __repr__(self) -> str:
         shape = getattr(self.x, "shape", None)
@@ -278,7 +268,7 @@ def _output_columns(explainer, data_columns):
             names = [f"x{i}" for i in range(explainer.n_features_in_)]
     proba_columns = (
         [f"proba_{c}" for c in np.asarray(explainer.classes_).tolist()]
-        if _has_proba(explainer)
+        if explainer._has_proba
         else []
     )
     clash = sorted(set(names) & (set(RESULT_COLUMNS) | set(proba_columns)))
@@ -288,6 +278,23 @@ def _output_columns(explainer, data_columns):
             f"{proba_columns}; rename those features"
         )
     return names, proba_columns
+
+
+def _row_box(options, N, D):
+    """Return (options, lo, hi): the (N, D) parts of ``bounds`` (one box per row) taken out."""
+    box = options.get("bounds")
+    pair = isinstance(box, (tuple, list)) and len(box) == 2
+    rows = [p if getattr(p, "ndim", 0) == 2 else None for p in box] if pair else [None, None]
+    for part, label in zip(rows, ("lo", "hi"), strict=True):
+        if part is not None and N is not None and tuple(part.shape) != (N, D):
+            raise ValueError(
+                f"bounds[{label}] must have shape ({D},) or ({N}, {D}) (one box per row of "
+                f"data); got {tuple(part.shape)}"
+            )
+    if all(r is None for r in rows):
+        return options, None, None
+    shared = tuple(p if r is None else None for p, r in zip(box, rows, strict=True))
+    return {**options, "bounds": shared}, *rows
 
 
 def _check_labels(targets, explainer, n):
@@ -307,10 +314,8 @@ def _ship(explainer, client, dask):
 
             client = default_client()
         except (ImportError, ValueError):  # distributed not installed, or no active Client
-            client = None
-    elif client is False:
-        client = None
-    if client is not None:
+            pass
+    if client is not None and client is not False:
         # hash=False: no tokenize, which would pickle the explainer once more just for a key
         return client.scatter(explainer, broadcast=True, hash=False)
     # an explicit name avoids tokenizing (pickling) the explainer; every block depends on this key
@@ -346,6 +351,9 @@ def explain(explainer, data, targets, *, client=None, **options):
     **options
         Keyword arguments of ``explainer.explain``: ``lam=`` (a scalar here), ``proba=``,
         ``region=``, ``frozen=``, ``weights=``, ``bounds=``, ``method=``, ``metric=``, ...
+        ``bounds=(lo, hi)``: each part a scalar or a (D,) array (one box for every row), or an
+        (N, D) NumPy or dask array, one box per row of ``data``: it is split with the row
+        blocks (array) or partitions (DataFrame) of ``data``.
 
     Returns
     -------
@@ -385,7 +393,7 @@ def explain(explainer, data, targets, *, client=None, **options):
     dask, da, dd = _import_dask()
     _check_explainer(explainer)
     _check_options(explainer, options)
-    has_proba = _has_proba(explainer)
+    has_proba = explainer._has_proba
     if isinstance(data, dd.DataFrame):
         return _explain_frame(explainer, data, targets, client, options, has_proba, dask, da, dd)
     if isinstance(data, da.Array):
@@ -437,6 +445,11 @@ def _explain_array(explainer, data, targets, client, options, has_proba, dask, d
         t = targets.to_numpy() if hasattr(targets, "to_numpy") else np.asarray(targets)
         _check_labels(t, explainer, N)
         target_arg, target_index = da.from_array(t, chunks=(row_chunks,)), "i"
+    options, lo, hi = _row_box(options, N, D)
+    box_args = []  # one box per row: chunked like data, each block gets its rows
+    for p in (lo, hi):
+        p = p if p is None or isinstance(p, da.Array) else da.from_array(np.asarray(p))
+        box_args += [None, None] if p is None else [p.rechunk(data.chunks), "ij"]
     handle = _ship(explainer, client, dask)
     K = len(explainer.classes_)
     # an internal collection whose blocks are tuples of result arrays (never computed alone)
@@ -453,6 +466,7 @@ def _explain_array(explainer, data, targets, client, options, has_proba, dask, d
         None,
         has_proba,
         None,
+        *box_args,
         dtype=object,
         meta=np.empty((0, 0), dtype=object),
         concatenate=True,
@@ -509,6 +523,7 @@ def _explain_frame(explainer, data, targets, client, options, has_proba, dask, d
             f"{bad[:5]} (convert them, e.g. data.astype('float64'))"
         )
     out_columns, proba_columns = _output_columns(explainer, data.columns)
+    lens = None  # the partition lengths (a cheap pass), when labels or boxes must be split
     if _is_scalar_target(targets):
         _check_labels(targets, explainer, 1)
         target_arg = targets
@@ -540,29 +555,25 @@ def _explain_frame(explainer, data, targets, client, options, has_proba, dask, d
             raise ValueError(
                 f"targets must be one label or one label per row of data; got shape {t.shape}"
             )
-        # the partition lengths (a cheap pass) are needed to split the labels
-        lengths = np.asarray(data.map_partitions(len).compute(), dtype=np.int64)
-        N = int(lengths.sum())
-        _check_labels(t, explainer, N)
-        bounds = np.concatenate([[0], np.cumsum(lengths)])
-        parts = [t[bounds[i] : bounds[i + 1]] for i in range(len(lengths))]
-        target_arg = dd.from_delayed(
-            [dask.delayed(pd.Series)(p) for p in parts],
-            meta=pd.Series(t[:0]),
-            verify_meta=False,
+        lens = np.asarray(data.map_partitions(len).compute(), dtype=np.int64)
+        _check_labels(t, explainer, int(lens.sum()))
+        target_arg = _by_partition(t, lens, pd.Series, pd.Series(t[:0]), dask, dd)
+    box_args = []
+    if any(p is not None for p in _row_box(options, None, D)[1:]):  # one box per row
+        lens = (
+            np.asarray(data.map_partitions(len).compute(), dtype=np.int64) if lens is None else lens
         )
+        options, lo, hi = _row_box(options, int(lens.sum()), D)
+        meta = pd.DataFrame(np.empty((0, D)))
+        box_args = [
+            p if p is None else _by_partition(p, lens, pd.DataFrame, meta, dask, dd)
+            for p in (lo, hi)
+        ]
     handle = _ship(explainer, client, dask)
-    meta = pd.DataFrame(
-        {
-            **{c: pd.Series(dtype=np.float64) for c in out_columns},
-            "success": pd.Series(dtype=bool),
-            "status": pd.Series(dtype=np.int64),
-            "distance": pd.Series(dtype=np.float64),
-            "nit": pd.Series(dtype=np.int64),
-            **{c: pd.Series(dtype=np.float64) for c in proba_columns},
-        },
-        index=data._meta.index,
-    )
+    dtypes = dict.fromkeys(out_columns, np.float64)
+    dtypes.update(success=bool, status=np.int64, distance=np.float64, nit=np.int64)
+    dtypes.update(dict.fromkeys(proba_columns, np.float64))
+    meta = pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()}, index=data._meta.index)
     return data.map_partitions(
         _frame_block,
         target_arg,
@@ -571,7 +582,18 @@ def _explain_frame(explainer, data, targets, client, options, has_proba, dask, d
         has_proba,
         out_columns,
         proba_columns,
+        *box_args,
         meta=meta,
         align_dataframes=False,
         enforce_metadata=False,
     )
+
+
+def _by_partition(a, lengths, make, meta, dask, dd):
+    """Return the rows of ``a`` (NumPy or dask) as a dask collection with partitions of lengths."""
+    if hasattr(a, "rechunk"):  # a dask array
+        blocks = a.rechunk((tuple(int(n) for n in lengths), -1)).to_delayed().ravel()
+    else:
+        blocks = np.split(np.asarray(a), np.cumsum(lengths)[:-1])
+    parts = [dask.delayed(make)(b) for b in blocks]
+    return dd.from_delayed(parts, meta=meta, verify_meta=False)

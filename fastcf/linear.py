@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ._base import BaseExplainer
-from ._kernels.linalg import dot as _dot
+from ._linear.fast import constrained_one, plain_query
 from ._linear.metric import MetricCache
 from ._linear.model import make_model
 from ._linear.verify import region as _region
@@ -188,7 +188,7 @@ class LinearExplainer(BaseExplainer):
         """Return the metric (frozen features, weights) and the box of a query."""
         fmask = resolve_frozen(frozen, self.n_features_in_, names)
         w = resolve_weights(weights, self.n_features_in_, self.mad_)
-        bnd = resolve_bounds(bounds, self.n_features_in_, X)
+        bnd = resolve_bounds(bounds, self.n_features_in_, X, per_row=True)
         return fmask, w, bnd, self._cache.get(fmask, w)
 
     # ------------------------------------------------------------------ public queries
@@ -236,7 +236,9 @@ class LinearExplainer(BaseExplainer):
         weights : array_like of shape (D,) or "mad", optional
             Diagonal metric ``‖W^{1/2}(x − x̄)‖``; ``"mad"`` uses 1/MAD from :meth:`fit_mad`.
         bounds : (lo, hi), optional
-            Per-feature box (scalars or arrays; ±inf allowed). The source must lie inside.
+            Per-feature box: each of lo, hi a scalar, an array of shape (D,) (one box for every
+            query) or of shape (N, D) (one box per query row); ±inf allowed. Each source row
+            must lie inside its box.
         method : {"auto", "reduced", "woodbury", "lbfgs", "cg", "gd"}, default="auto"
             Solver of problem (2). ``"auto"``/``"reduced"``: closed form for binary models, the
             K-dimensional Newton for softmax. The others run in R^D, for comparison.
@@ -260,9 +262,14 @@ class LinearExplainer(BaseExplainer):
         >>> res.grad_norm < 1e-12
         True
         """
-        plain = proba is None and region is False and method in _REDUCED
-        if plain and frozen is None and weights is None and bounds is None:
-            fast = self._explain_one(x, target, lam, tol, max_iter)
+        if frozen is None and weights is None and bounds is None and method in _REDUCED:
+            if proba is None and region is False:  # the short paths of one common query
+                fast = self._explain_one(x, target, lam, tol, max_iter)
+            elif lam is None and (proba is None) == (region is True) != (region is False):
+                # proba=τ alone, or region=True (with its margin) alone
+                fast = constrained_one(self, x, target, proba, margin, tol, max_iter)
+            else:
+                fast = None
             if fast is not None:
                 return fast
         if (lam is not None) + (proba is not None) + bool(region) > 1:
@@ -299,39 +306,6 @@ class LinearExplainer(BaseExplainer):
                 )
         return self._package(self._verify(sol, tidx, proba), X, tidx, names, single)
 
-    def _plain_query(self, x, target, tol, max_iter):
-        """Return (k, x·x) for the common query, or ``None`` when anything is unusual.
-
-        The common query: one finite float64 C-contiguous x̄ of the right length, a known target,
-        a float ``tol`` and an int ``max_iter`` in range (type tests only); on ``None`` the public
-        method validates (and raises) as usual.
-        """
-        if (
-            type(x) is not np.ndarray
-            or x.ndim != 1
-            or x.dtype != np.float64
-            or x.shape[0] != self.n_features_in_
-            or not x.flags.c_contiguous
-            or type(tol) is not float
-            or not 0.0 < tol < math.inf
-            or type(max_iter) is not int
-            or max_iter < 1
-        ):
-            return None
-        try:
-            k = self._class_index.get(target.item() if hasattr(target, "item") else target)
-        except TypeError:  # unhashable
-            return None
-        if k is None:
-            return None
-        # one pass, no warnings: x·x is finite iff x is (and not huge: those go the long way).
-        # Not NumPy's x @ x: OpenBLAS runs a long dot on its own threads, which then spin and
-        # slowed the parallel row kernel that follows 12× at (131 072, 16) on 2 cores
-        xx = _dot(x, x)
-        if not math.isfinite(xx):
-            return None
-        return k, xx
-
     def _label(self, k):
         t = self.classes_[k]
         return t.item() if hasattr(t, "item") else t
@@ -344,7 +318,7 @@ class LinearExplainer(BaseExplainer):
         """
         if type(lam) is not float or not 0.0 < lam < math.inf:
             return None
-        plain = self._plain_query(x, target, tol, max_iter)
+        plain = plain_query(self, x, target, tol, max_iter)
         if plain is None:
             return None
         X = x[None, :]
@@ -411,6 +385,8 @@ class LinearExplainer(BaseExplainer):
             raise ValueError(
                 f"path takes one query x of shape ({self.n_features_in_},); got {X.shape}"
             )
+        if bnd is not None and bnd[0].ndim == 2:  # the box of the one row, given as (1, D)
+            bnd = (bnd[0][0], bnd[1][0])
         k = int(tidx[0])
         target = self._label(k)
         return self._model.path(X[0], k, target, lams, m, warm_start, tol, max_iter, names, w, bnd)
@@ -434,7 +410,7 @@ class LinearExplainer(BaseExplainer):
             or not (lams > 0).all()
         ):
             return None
-        plain = self._plain_query(x, target, tol, max_iter)
+        plain = plain_query(self, x, target, tol, max_iter)
         if plain is None:
             return None
         k, xx = plain

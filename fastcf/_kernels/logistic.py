@@ -341,12 +341,17 @@ def _lam_row(
     lam = lams[n]
     x0 = X0[n]
     out = X[n]
+    # one box per row, or one for all (row views; an index n-or-0 would type as float in prange)
+    lo_r = lo[n] if lo.shape[0] > 1 else lo[0]
+    hi_r = hi[n] if hi.shape[0] > 1 else hi[0]
     if bounded:
-        q[n], nit[n], status[n] = _lam_bounded_one(x0, w, sign, c0, vw, lam, lo, hi, out, max_iter)
+        q[n], nit[n], status[n] = _lam_bounded_one(
+            x0, w, sign, c0, vw, lam, lo_r, hi_r, out, max_iter
+        )
         z, sa = _dot_abs(w, out)
         zeta[n] = sign * (z + c0)
         scale[n] = sa + abs(c0)
-        dist[n], gnorm[n] = _dist_grad(x0, out, w, sign, zeta[n], wt, lam, lo, hi, bounded)
+        dist[n], gnorm[n] = _dist_grad(x0, out, w, sign, zeta[n], wt, lam, lo_r, hi_r, bounded)
     else:
         zeta[n], q[n], nit[n], status[n], dist[n], gnorm[n], scale[n] = _closed_form_row(
             x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_iter, out
@@ -360,8 +365,9 @@ def lam_batch(
     """Problem (2) for N queries, writing only the (N, D) output.
 
     ``wvw = wᵀVw``, ``wfree2 = Σ_free w²`` and ``unit_wt`` (W = I on the free features) are
-    per-metric constants computed once by the caller. ``parallel=False`` runs the rows in the
-    calling thread (single queries: no thread launch).
+    per-metric constants computed once by the caller. ``lo``, ``hi`` are (R, D): R = N, one box
+    per row, or R = 1, one box for every row (read only when ``bounded``; (1, 0) otherwise).
+    ``parallel=False`` runs the rows in the calling thread (single queries: no thread launch).
 
     Returns
     -------
@@ -395,14 +401,21 @@ def lam_batch(
 
 @kernel()
 def _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist):
-    _mu, status[n] = _project_one(X0[n], w, signs[n], c0, vw, thetas[n], lo, hi, bounded, X[n])
+    # one box per row, or one for all (row views; an index n-or-0 would type as float in prange)
+    lo_r = lo[n] if lo.shape[0] > 1 else lo[0]
+    hi_r = hi[n] if hi.shape[0] > 1 else hi[0]
+    _mu, status[n] = _project_one(X0[n], w, signs[n], c0, vw, thetas[n], lo_r, hi_r, bounded, X[n])
     zeta[n] = signs[n] * (_dot(w, X[n]) + c0)
-    dist[n], _g = _dist_grad(X0[n], X[n], w, signs[n], zeta[n], wt, 0.0, lo, hi, bounded)
+    dist[n], _g = _dist_grad(X0[n], X[n], w, signs[n], zeta[n], wt, 0.0, lo_r, hi_r, bounded)
 
 
 @kernel(parallel=True)
 def project_batch(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, parallel):
-    """Closest point with target logit ζ ≥ θ for N queries: returns (X, zeta, status, dist)."""
+    """Closest point with target logit ζ ≥ θ for N queries: returns (X, zeta, status, dist).
+
+    ``lo``, ``hi``: (R, D), one box per row (R = N) or one for every row (R = 1), as in
+    :func:`lam_batch`.
+    """
     N, D = X0.shape
     X = np.empty((N, D))
     zeta = np.empty(N)

@@ -19,4 +19,7 @@
     one Python implementation of the softmax energy.
 ``verify``
     verdicts, result building and the rounding-safe ``region=True``.
+``fast``
+    the short paths of one common query (type tests instead of validation): ``region=True`` and
+    ``proba=τ`` with the same kernel calls and the same bits as the long path.
 """

@@ -17,21 +17,27 @@ For the logit z(x) = w·x + c and a target of sign s (+1 for ``classes_[1]``, �
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._kernels import logistic as _lk
 from .._status import Status
 from .verify import path_result, solution, verdict
 
-__all__ = ["finish", "lam_closed_form", "path", "project"]
+__all__ = ["finish", "kernel_box", "lam_closed_form", "path", "project"]
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as the kernels do, see fastcf._kernels)
 _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
-_EMPTY = np.empty(0)
+_EMPTY = np.empty((1, 0))  # the kernels' box when there is none (never read)
+
+
+def kernel_box(bnd):
+    """Return the box as the kernels take it: (lo, hi) of shape (R, D), R = N or 1."""
+    if bnd is None:
+        return _EMPTY, _EMPTY
+    lo, hi = bnd
+    return (lo[None], hi[None]) if lo.ndim == 1 else (lo, hi)
 
 
 def lam_closed_form(model, X, tidx, m, bnd, lams):
@@ -44,7 +50,7 @@ def lam_closed_form(model, X, tidx, m, bnd, lams):
     """
     N = X.shape[0]
     signs = np.where(tidx == 1, 1.0, -1.0)
-    lo, hi = bnd if bnd is not None else (_EMPTY, _EMPTY)
+    lo, hi = kernel_box(bnd)
     Xs, zeta, q, nit, status, dist, gn, scale = _lk.lam_batch(
         X,
         model.w,
@@ -73,15 +79,10 @@ def project(model, X, tidx, m, bnd, proba, margins):
     N = X.shape[0]
     signs = np.where(tidx == 1, 1.0, -1.0)
     if proba is not None:
-        # θ = logit τ, rounded up until σ(θ) ≥ τ in floating point, so that meeting
-        # ζ ≥ θ really gives p_target ≥ τ
-        theta = math.log(proba) - math.log1p(-proba)
-        while model.proba_from_logits(np.array([theta]))[0, 1] < proba:
-            theta = float(np.nextafter(theta, np.inf))
-        thetas = np.full(N, theta)
+        thetas = np.full(N, model.theta(proba))  # logit τ, so that ζ ≥ θ gives p_target ≥ τ
     else:
         thetas = margins
-    lo, hi = bnd if bnd is not None else (_EMPTY, _EMPTY)
+    lo, hi = kernel_box(bnd)
     Xs, zeta, status, dist = _lk.project_batch(
         X, model.w, model.c, signs, m.vw, m.wt, thetas, lo, hi, bnd is not None, N > 1
     )

@@ -34,6 +34,7 @@ import warnings
 import numpy as np
 
 from .._status import Status
+from .metric import row_box
 from .reference import softmax_energy
 from .softmax import finish
 from .verify import path_result
@@ -166,14 +167,14 @@ def proba_bounded_one(model, x0, k, v, wt, bnd, tau):
 
 
 def lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter):
-    """Problem (2) with a box for N queries (:func:`bounded_one` row by row)."""
+    """Problem (2) with a box for N queries (:func:`bounded_one` row by row, each in its box)."""
     N = X.shape[0]
     Xs = np.empty_like(X)
     nit = np.zeros(N, dtype=np.int64)
     status = np.zeros(N, dtype=np.int64)
     for n in range(N):
         Xs[n], nit[n], status[n], _ = bounded_one(
-            model, X[n], int(tidx[n]), float(lams[n]), m.v, m.wt, bnd, tol, max_iter
+            model, X[n], int(tidx[n]), float(lams[n]), m.v, m.wt, row_box(bnd, n), tol, max_iter
         )
     return finish(model, X, Xs, tidx, nit, status, lams, m, bnd, "reduced (active set)")
 
@@ -182,12 +183,12 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
     """Solve ``proba=`` / ``region=True`` with bounds for softmax models.
 
     region: a QP solved by cvxpy (Clarabel); proba: the λ search over the exact box solver.
+    ``bnd``: one box (lo, hi of shape (D,)) for every row, or one per row ((N, D)).
     """
     import cvxpy as cp
 
     N, D = X.shape
     v, wt = m.v, m.wt
-    lo, hi = bnd
     Xs = X.copy()
     nit = np.zeros(N, dtype=np.int64)
     status = np.zeros(N, dtype=np.int64)
@@ -195,13 +196,15 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
     free = v > 0
     for n in range(N):
         k = int(tidx[n])
+        box = row_box(bnd, n)  # the query's own box (one per row, or the shared one)
         if proba is not None:
-            xs, st, lm, it = proba_bounded_one(model, X[n], k, v, wt, bnd, proba)
+            xs, st, lm, it = proba_bounded_one(model, X[n], k, v, wt, box, proba)
             Xs[n], status[n], lamv[n], nit[n] = xs, st, lm, it
             continue
         xv = cp.Variable(D)
         D_rows = model.A[k] - np.delete(model.A, k, axis=0)
         e = model.b[k] - np.delete(model.b, k)
+        lo, hi = box
         cons = [D_rows @ xv + e >= margins[n], xv >= lo, xv <= hi]
         if (~free).any():
             cons.append(xv[~free] == X[n][~free])

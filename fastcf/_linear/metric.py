@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["MetricCache", "_Metric", "make_metric"]
+__all__ = ["MetricCache", "_Metric", "make_metric", "row_box"]
 
 
 class _Metric(NamedTuple):
@@ -37,6 +37,13 @@ class _Metric(NamedTuple):
     unit_wt: bool  # W = I on the free features
     vmax: float  # max of v (0 when D = 0)
     unit_v: bool  # V = I: no weights and no frozen feature (the default metric)
+
+
+def row_box(bnd, n):
+    """Return the box of query row ``n``: ``bnd`` is None, (lo, hi) of shape (D,) or (N, D)."""
+    if bnd is None or bnd[0].ndim == 1:
+        return bnd
+    return bnd[0][n], bnd[1][n]
 
 
 def make_metric(model, frozen_mask, weights):

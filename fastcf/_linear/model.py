@@ -25,6 +25,8 @@ evaluations) holds in all of them (``rounding_need``, the criterion of
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._kernels import logistic as _lk
@@ -51,6 +53,9 @@ class _LinearModel:
         self.AT = np.ascontiguousarray(A.T)
         self.row_norms = np.sqrt(np.einsum("ij,ij->i", A, A))  # path certificate
         self.abs_b = np.abs(b)
+        # for the cheap upper bound of the rounding need (fast._need_bound)
+        self.max_row_norm = float(self.row_norms.max())
+        self.max_abs_b = float(self.abs_b.max())
         G = A @ A.T
         self.G = 0.5 * (G + G.T)  # exactly symmetric (a no-op when BLAS made it so)
         D = A.shape[1]
@@ -114,6 +119,23 @@ class BinaryModel(_LinearModel):
             self.c = float(b[0])
         A2 = np.ascontiguousarray(np.vstack([np.zeros_like(self.w), self.w]))
         super().__init__(A2, np.array([0.0, self.c]), A.shape[0])
+        self.abs_w = np.abs(self.w)  # the rounding need's weights
+        self._thetas = {}  # proba τ -> θ of theta() (a few values; a dict write is atomic)
+
+    def theta(self, proba):
+        """Return θ = logit τ, rounded up until σ(θ) ≥ τ in floating point (cached per τ).
+
+        Meeting ζ ≥ θ then really gives p_target ≥ τ.
+        """
+        theta = self._thetas.get(proba)
+        if theta is None:
+            theta = math.log(proba) - math.log1p(-proba)
+            while self.proba_from_logits(np.array([theta]))[0, 1] < proba:
+                theta = float(np.nextafter(theta, np.inf))
+            if len(self._thetas) > 64:
+                self._thetas.clear()
+            self._thetas[proba] = theta
+        return theta
 
     def model_logits(self, X):
         """Return the logits w·x + c, shape (N,), with BLAS (as scikit-learn)."""
@@ -150,7 +172,7 @@ class BinaryModel(_LinearModel):
         row's bits do not depend on its batch.
         """
         Xa = np.abs(Xs)[:, None, :]
-        return 4 * self.gamma * ((Xa @ np.abs(self.w))[:, 0] + abs(self.c))
+        return 4 * self.gamma * ((Xa @ self.abs_w)[:, 0] + abs(self.c))
 
     def target_margin(self, Z, tidx):
         """Return the target's logit margin: z for class 1, −z for class 0."""
@@ -184,6 +206,7 @@ class SoftmaxModel(_LinearModel):
 
     def __init__(self, A, b):
         super().__init__(A, b, A.shape[0])
+        self.abs_AT = np.abs(self.AT)  # the rounding need's weights
 
     def model_logits(self, X):
         """Return the logits X Aᵀ + b, shape (N, K), with BLAS (as scikit-learn)."""
@@ -221,7 +244,7 @@ class SoftmaxModel(_LinearModel):
         bits do not depend on its batch.
         """
         Xa = np.abs(Xs)[:, None, :]
-        S = (Xa @ np.abs(self.AT))[:, 0, :] + self.abs_b
+        S = (Xa @ self.abs_AT)[:, 0, :] + self.abs_b
         rows = np.arange(Xs.shape[0])
         Sk = S[rows, tidx]
         S[rows, tidx] = -np.inf

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
 from .._status import Status
+from .metric import row_box
 from .softmax import finish
 
 __all__ = [
@@ -317,7 +318,7 @@ def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter)
             xs, it, st, _g, info = woodbury_newton(prob, m.GV, tol=tol, max_iter=max_iter)
         elif method in ("lbfgs", "cg"):
             xs, it, st, _g, info = scipy_method(
-                prob, method, tol=tol, max_iter=max(max_iter, 1000), bounds=bnd
+                prob, method, tol=tol, max_iter=max(max_iter, 1000), bounds=row_box(bnd, n)
             )
         else:
             xs, it, st, _g, info = gradient_descent(prob, tol=tol, max_iter=max(max_iter, 1000))

@@ -1,0 +1,239 @@
+"""Short paths of the common single query of :class:`fastcf.LinearExplainer` (paper 000).
+
+The common query is one finite float64 x̄ with a known target and no options (no frozen features,
+weights or bounds; the default method). Its arguments are checked by type tests only
+(:func:`plain_query`), and it calls the same kernels as the public method, in the same order on
+the same arrays, so the answers are the same bits (``tests/test_linear_latency_paths.py``):
+
+* :func:`constrained_one`, ``region=True`` and ``proba=τ``: the work of
+  :func:`fastcf._linear.verify.region`, :func:`fastcf._linear.softmax.constrained` /
+  :func:`fastcf._linear.binary.project`, their ``finish`` and the explainer's ``_verify`` for one
+  row, without what they recompute (the answer's logits and probabilities, formed once; the
+  rounding need, computed once for the margin loop and the verification). A query that would
+  need a raised margin (logits ~1e10) returns ``None`` and takes the long path.
+
+Every guarantee of the long path holds: a success is rechecked in the model's own arithmetic
+(``check_logits``, BLAS one row at a time) against the rounding need, and ``proba=`` meets τ in
+both the row kernels' and BLAS's probabilities.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._kernels import logistic as _lk
+from .._kernels import softmax as _sk
+from .._kernels.linalg import dot as _dot
+from .._status import BOUNDARY_MESSAGE, Status, messages
+from ..results import Solution
+from .model import BinaryModel
+
+__all__ = ["constrained_one", "plain_query"]
+
+_OK = int(Status.OK)
+_NUMERIC = int(Status.NUMERIC)
+_BELOW_DECISION = int(Status.BELOW_DECISION)
+_NO_BOX = (np.empty((1, 0)), np.empty((1, 0)))  # the logistic kernels' box when there is none
+
+
+def plain_query(ex, x, target, tol, max_iter):
+    """Return (k, x·x) for the common query, or ``None`` when anything is unusual.
+
+    The common query: one finite float64 C-contiguous x̄ of the right length, a known target,
+    a float ``tol`` and an int ``max_iter`` in range (type tests only); on ``None`` the public
+    method validates (and raises) as usual.
+    """
+    if (
+        type(x) is not np.ndarray
+        or x.ndim != 1
+        or x.dtype != np.float64
+        or x.shape[0] != ex.n_features_in_
+        or not x.flags.c_contiguous
+        or type(tol) is not float
+        or not 0.0 < tol < math.inf
+        or type(max_iter) is not int
+        or max_iter < 1
+    ):
+        return None
+    try:
+        k = ex._class_index.get(target.item() if hasattr(target, "item") else target)
+    except TypeError:  # unhashable
+        return None
+    if k is None:
+        return None
+    # one pass, no warnings: x·x is finite iff x is (and not huge: those go the long way).
+    # Not NumPy's x @ x: OpenBLAS runs a long dot on its own threads, which then spin and
+    # slowed the parallel row kernel that follows 12× at (131 072, 16) on 2 cores
+    xx = _dot(x, x)
+    if not math.isfinite(xx):
+        return None
+    return k, xx
+
+
+def constrained_one(ex, x, target, proba, margin, tol, max_iter):
+    """Answer one common ``proba=τ`` (``margin`` None) or ``region=True`` query, or ``None``.
+
+    ``proba``: a float in (0, 1) or None; ``margin``: a float ≥ 0 or None (type tests here).
+    """
+    if proba is not None:
+        if type(proba) is not float or not 0.0 < proba < 1.0:
+            return None
+    elif type(margin) is not float or not 0.0 <= margin < math.inf:
+        return None
+    plain = plain_query(ex, x, target, tol, max_iter)
+    if plain is None:
+        return None
+    k = plain[0]
+    X = x[None, :]
+    tidx = np.array([k], dtype=np.int64)
+    model, m = ex._model, ex._cache.default
+    if isinstance(model, BinaryModel):
+        found = _binary_one(model, X, k, tidx, m, proba, margin)
+    else:
+        found = _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter)
+    if found is None:
+        return None
+    Xs, P, dist, st, ok, nit, lam, method, Zc, need = found
+    bad = False
+    if ok:  # _verify: the model's own arithmetic (BLAS, one row), beyond the rounding need
+        with np.errstate(over="ignore", invalid="ignore"):
+            Zc = model.check_logits(Xs) if Zc is None else Zc
+            tm = model.target_margin(Zc, tidx)[0]
+            # the cheap upper bound of the need decides most answers; the exact need the rest
+            if not tm > _need_bound(model, Xs):
+                need = model.rounding_need(Xs, tidx) if need is None else need
+                bad = not (np.isfinite(need[0]) and tm > need[0])
+            if not bad and proba is not None:
+                bad = not model.proba_from_logits(Zc)[0, k] >= proba
+        if bad:
+            st, ok = _NUMERIC, False
+    status = np.array([st], dtype=np.int64)
+    success = np.array([ok])
+    msg = [BOUNDARY_MESSAGE] if bad else messages(status, success, method)
+    sol = Solution(Xs, P, dist, success, status, nit, method, msg, lam, None)
+    return ex._package(sol, X, tidx, ex.feature_names_in_, True)
+
+
+def _verdict(pred, P, k, st, proba):
+    """:func:`fastcf._linear.verify.verdict` of one row of a ``proba=`` / ``region=`` answer."""
+    ok = pred == k and st == _OK
+    if proba is not None:
+        met = bool(P[0, k] >= proba)
+        if st == _OK and met and not ok:
+            st = _BELOW_DECISION
+        ok = ok and met
+    if st == _OK and not ok:
+        st = _NUMERIC
+    return st, ok
+
+
+def _binary_one(model, X, k, tidx, m, proba, margin):
+    """:func:`fastcf._linear.binary.project` and its ``finish`` for one row."""
+    sign = 1.0 if k == 1 else -1.0
+    theta = model.theta(proba) if proba is not None else margin
+    lo, hi = _NO_BOX
+    Xs, zeta, status, dist = _lk.project_batch(
+        X, model.w, model.c, np.array([sign]), m.vw, m.wt, np.array([theta]), lo, hi, False, False
+    )
+    z = zeta if k == 1 else -zeta
+    P = model.proba_from_logits(z)
+    st = int(status[0])
+    if st == _OK and not (np.isfinite(Xs).all() and math.isfinite(dist[0])):
+        st = _NUMERIC
+    st, ok = _verdict(int(z[0] > 0), P, k, st, proba)
+    need = None
+    if proba is None and st in (_OK, _NUMERIC) and np.isfinite(Xs).all():
+        rise, need = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
+        if rise:
+            return None  # verify.region re-solves with a larger margin: the long path
+    nit = np.zeros(1, dtype=np.int64)
+    return Xs, P, dist, st, ok, nit, None, "projection", None, need
+
+
+def _need_bound(model, Xs):
+    """Return an upper bound of ``model.rounding_need`` of the one row ``Xs`` (cheap: O(D)).
+
+    By Cauchy–Schwarz S_i = Σ_j |a_ij x_j| + |b_i| ≤ ‖a_i‖₂ ‖x‖₂ + |b_i|, so the need
+    4γ (S_k + max_{j≠k} S_j) ≤ 8γ (max_i ‖a_i‖₂ ‖x‖₂ + max_i |b_i|); the factor 1 + 8γ covers the
+    rounding of this bound's own evaluation (a dot product of positive terms and five more
+    operations). A margin above the bound is above the need: the exact need (a product with |A|,
+    ~10 µs at (64, 10)) is only computed when the bound cannot decide, so the outcome is that of
+    the exact need.
+    """
+    x = Xs[0]
+    g = model.gamma
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (
+            8.0 * g * (model.max_row_norm * math.sqrt(_dot(x, x)) + model.max_abs_b) * (1 + 8 * g)
+        )
+
+
+def _margin_need(model, Xs, tidx, margin):
+    """Return (rise, need) for a ``region=True`` answer (``verify.region``'s first round).
+
+    ``rise``: the margin is below the rounding need, so the answer must be re-solved with a
+    larger one (the long path does that). ``need``: the exact need, or ``None`` when the cheap
+    bound already shows the margin above it (not computed).
+    """
+    if margin >= _need_bound(model, Xs):
+        return False, None
+    with np.errstate(over="ignore", invalid="ignore"):
+        need = model.rounding_need(Xs, tidx)
+        rise = bool(margin < need[0] and np.isfinite(2 * need[0]))
+    return rise, need
+
+
+def _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter):
+    """:func:`fastcf._linear.softmax.constrained` and its ``finish`` for one row."""
+    Zbar = model.logits(X)
+    Zc = None
+    if proba is not None:
+        log_tau = np.array([math.log(proba)])
+        Y, lamv, nit, status = _sk.proba_batch(
+            Zbar, m.GV, m.GF, tidx, log_tau, tol, max_iter, False
+        )
+        for _ in range(3):  # the ulp re-solve loop of softmax.constrained, on one row
+            Xs = model.expand(X, Y, m)
+            Z = model.logits(Xs)
+            Zc = model.check_logits(Xs)  # the verification's logits too
+            if status[0] != _OK or (
+                model.proba_from_logits(Z)[0, k] >= proba
+                and model.proba_from_logits(Zc)[0, k] >= proba
+            ):
+                break
+            log_tau[0] += 8 * np.finfo(float).eps * (1 + abs(math.log(proba)))
+            Y, lam2, nit2, status = _sk.proba_batch(
+                Zbar, m.GV, m.GF, tidx, log_tau, tol, max_iter, False
+            )
+            lamv, nit = lam2, nit + nit2
+            Zc = None  # Xs, Z are those of the last Y only if the loop breaks
+        if Zc is None:  # re-solved in the last round: the answer of the last Y
+            Xs = model.expand(X, Y, m)
+            Z = model.logits(Xs)
+        method = "reduced (λ search)"
+    else:
+        margins = np.array([margin])
+        Y, nit, status = _sk.region_batch(
+            Zbar, m.GV, tidx, margins, 1e-12, 10 * model.A.shape[0] + 100, False
+        )
+        lamv = None
+        Xs = model.expand(X, Y, m)
+        Z = model.logits(Xs)
+        method = "reduced (dual active set)"
+    with np.errstate(over="ignore", invalid="ignore"):
+        P = model.proba_from_logits(Z)
+    finite = bool(np.isfinite(Xs).all())
+    st = int(status[0])
+    if st == _OK and not finite:
+        st = _NUMERIC
+    st, ok = _verdict(int(np.argmax(Z[0])), P, k, st, proba)
+    diff = Xs - X
+    dist = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    need = None
+    if proba is None and st in (_OK, _NUMERIC) and finite:
+        rise, need = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
+        if rise:
+            return None  # verify.region re-solves with a larger margin: the long path
+    return Xs, P, dist, st, ok, nit, lamv, method, Zc, need

@@ -1,0 +1,157 @@
+"""The short paths of one common ``region=True`` / ``proba=τ`` query (``fastcf._linear.fast``).
+
+They must answer what the long path answers, bit for bit, and keep its guarantees: the rounding
+re-solve of ``region=True`` at huge logits (the short path hands those to the long path), the
+ulp re-solve loop of ``proba=``, the verification in the model's own arithmetic. A float64
+``tol`` (``np.float64``, not ``float``) sends a query the long way, for comparison.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_iris, load_wine
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from fastcf import LinearExplainer
+from fastcf._linear import fast
+
+FIELDS = ("x", "x0", "proba", "distance", "success", "status", "nit", "lam", "grad_norm")
+FORMS = [
+    {"region": True},
+    {"region": True, "margin": 0.5},
+    {"region": True, "margin": 0.0},
+    {"proba": 0.7},
+    {"proba": 0.999999},
+    {"proba": 0.01},
+]
+LONG = {"tol": np.float64(1e-10)}  # not a float: the long path
+
+
+def _same(a, b):
+    for f in FIELDS:
+        u, v = getattr(a, f), getattr(b, f)
+        if u is None or v is None:
+            assert u is None and v is None, f
+        else:
+            assert np.array_equal(np.asarray(u), np.asarray(v), equal_nan=True), f
+    assert (a.message, a.method, a.target, a.info) == (b.message, b.method, b.target, b.info)
+
+
+@pytest.fixture(scope="module", params=["breast_cancer", "iris", "wine"])
+def problem(request):
+    loader = {"breast_cancer": load_breast_cancer, "iris": load_iris, "wine": load_wine}
+    X, y = loader[request.param](return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000)).fit(X, y)
+    return LinearExplainer(model), X
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Count the short path's answers (and its hand-overs to the long path)."""
+    calls = {"answered": 0, "handed_over": 0}
+    inner = fast.constrained_one
+
+    def counted(*args):
+        out = inner(*args)
+        calls["answered" if out is not None else "handed_over"] += 1
+        return out
+
+    monkeypatch.setattr("fastcf.linear.constrained_one", counted)
+    return calls
+
+
+@pytest.mark.parametrize("form", FORMS, ids=str)
+def test_short_path_equals_the_long_path_bit_for_bit(problem, form, spy):
+    ex, X = problem
+    rows = range(0, len(X), max(1, len(X) // 12))
+    for i in rows:
+        x = np.ascontiguousarray(X[i])
+        for t in ex.classes_:
+            _same(ex.explain(x, t, **form), ex.explain(x, t, **form, **LONG))
+    n = len(rows) * len(ex.classes_)
+    # margin=0: any rounding exceeds it, verify.region raises it: the long way for every query
+    assert spy["answered"] == (0 if form.get("margin") == 0.0 else n)
+    assert spy["answered"] + spy["handed_over"] == 2 * n  # the LONG calls are handed over
+
+
+@pytest.mark.parametrize("form", FORMS, ids=str)
+def test_huge_logits_take_the_long_path_and_still_agree(problem, form, spy):
+    ex, X = problem
+    x = np.ascontiguousarray(X[3] * 1e9)
+    for t in ex.classes_:
+        a = ex.explain(x, t, **form)
+        _same(a, ex.explain(x, t, **form, **LONG))
+        if a.success:  # the class holds in the model's own arithmetic
+            assert ex.predict(a.x[None])[0] == t
+    if "region" in form and form.get("margin", 1e-6) < 1e-3:
+        assert spy["handed_over"] > 0  # the margin had to be raised above rounding
+
+
+def test_the_answers_are_the_batch_answers(problem):
+    ex, X = problem
+    X6 = np.ascontiguousarray(X[:6])
+    for form in FORMS:
+        t = ex.classes_[-1]
+        batch = ex.explain(X6, t, **form)
+        for i in range(6):
+            one = ex.explain(X6[i], t, **form)
+            assert np.array_equal(one.x, batch.x[i]) and one.status == batch.status[i]
+            assert one.success == batch.success[i]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"region": True, "margin": 1},  # an int margin: validated the long way
+        {"proba": np.float64(0.7)},
+        {"region": True, "frozen": [0]},
+        {"proba": 0.7, "method": "reduced"},
+    ],
+)
+def test_unusual_arguments_go_the_long_way(problem, kwargs, spy):
+    ex, X = problem
+    res = ex.explain(np.ascontiguousarray(X[0]), ex.classes_[0], **kwargs)
+    assert res.status >= 0
+    expected = 1 if kwargs.get("method") == "reduced" else 0
+    assert spy["answered"] == expected
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"region": True, "proba": 0.7},
+        {"region": 1, "proba": 0.7},
+        {"lam": 0.1, "region": True},
+        {"lam": 0.1, "proba": 0.5},
+    ],
+)
+def test_two_problems_at_once_still_raise(problem, kwargs):
+    ex, X = problem
+    with pytest.raises(ValueError, match="only one of"):
+        ex.explain(np.ascontiguousarray(X[0]), ex.classes_[0], **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"proba": 1.0}, {"proba": 0.0}, {"region": True, "margin": -1.0}]
+)
+def test_bad_values_raise_as_before(problem, kwargs):
+    ex, X = problem
+    with pytest.raises(ValueError):
+        ex.explain(np.ascontiguousarray(X[0]), ex.classes_[0], **kwargs)
+
+
+def test_binary_theta_is_cached_and_meets_tau():
+    ex = LinearExplainer.from_arrays(np.array([[1.0, -2.0]]), np.array([0.3]))
+    model = ex._model
+    for tau in (0.5, 0.7, 0.9, 1 - 1e-12, 1e-9):
+        theta = model.theta(tau)
+        assert model.proba_from_logits(np.array([theta]))[0, 1] >= tau
+        assert model.proba_from_logits(np.array([np.nextafter(theta, -np.inf)]))[0, 1] < tau or (
+            theta == np.log(tau) - np.log1p(-tau)
+        )
+        assert model.theta(tau) == theta
