@@ -224,7 +224,10 @@ class LVQExplainer(BaseExplainer):
         frozen : indices or feature names, optional
             Features that must keep their value.
         bounds : (lo, hi), optional
-            Per-feature box, scalars or arrays, ±inf allowed.
+            Per-feature box lo ≤ x ≤ hi, ±inf allowed (``None`` for one part: unbounded on that
+            side). Each of lo and hi is a scalar, an array of shape (D,) (one box for every
+            query) or an array of shape (N, D) (row n is the box of query n). Every source row
+            must lie inside its box.
         constraints : list of (a, c), optional
             Extra linear constraints a·x ≤ c.
         margin : float, default=1e-6

@@ -643,8 +643,8 @@ def test_parallel_batch_kernel_matches_serial():
         geo.cls,
         np.ones(D),
         np.ones(D, dtype=bool),
-        np.full(D, -2.0),
-        np.full(D, np.inf),
+        np.full((1, D), -2.0),  # the box as (R, D): R = 1 shared by every query
+        np.full((1, D), np.inf),
         np.zeros((0, D)),
         np.zeros(0),
         1e-6,

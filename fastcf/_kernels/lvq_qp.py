@@ -141,6 +141,14 @@ def _fast_row(a, prob, out):
     X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter = prob
     X, dist, best, nit, status = out
     M = A.shape[0]
+    # the query's box: its own row, or the shared one (indexed apart: a may be a prange index,
+    # whose unsigned type would not unify with a literal 0)
+    if lo.shape[0] > 1:
+        lo_a = lo[a]
+        hi_a = hi[a]
+    else:
+        lo_a = lo[0]
+        hi_a = hi[0]
     X[a] = X0[a]
     dist[a] = np.inf
     best[a] = -1
@@ -151,7 +159,7 @@ def _fast_row(a, prob, out):
         if proto_cls[i] != tgt[a]:
             continue
         x, dd, _, it, st = _solve_one(
-            X0[a], A[i], b[i], valid[i], w_sqrt, free, lo, hi, C, c, eps, max_iter
+            X0[a], A[i], b[i], valid[i], w_sqrt, free, lo_a, hi_a, C, c, eps, max_iter
         )
         nit[a] += it
         if st == _OK or st == _MAXITER:
@@ -177,7 +185,8 @@ def lvq_fast_batch(
     X0 : (N, D) queries; tgt : (N,) target class index per query; A : (M, M, D), b : (M, M)
     with rows ``A[i, j]·x ≤ b[i, j]`` meaning d(x, p_i) ≤ d(x, p_j); valid : (M, M) bool (j of
     another class than i); proto_cls : (M,) class index of each prototype; w_sqrt : (D,);
-    free : (D,) bool; lo, hi : (D,); C : (m, D), c : (m,) user rows C x ≤ c; eps : margin.
+    free : (D,) bool; lo, hi : (R, D) with R = 1 (one box shared by every query, e.g. ``lo[None]``)
+    or R = N (row a is the box of query a); C : (m, D), c : (m,) user rows C x ≤ c; eps : margin.
 
     Returns
     -------

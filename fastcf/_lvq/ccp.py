@@ -41,6 +41,7 @@ import numpy as np
 from fastcf._status import Status, message
 from fastcf.results import Solution
 
+from .options import row_options
 from .programs import program, set_box, solve, theta
 
 __all__ = ["METHOD", "solve_ccp"]
@@ -78,6 +79,7 @@ def solve_ccp(
         Target class indices.
     metric : {"euclidean", "manhattan"}
     opts : fastcf._lvq.options.Options
+        Its box lo/hi is shared, shape (D,), or one per query, shape (N, D).
     solver : str or None
         cvxpy solver of the convex rounds (None: Clarabel).
     max_iter : int
@@ -94,7 +96,7 @@ def solve_ccp(
         prototype, ``info["fallback_distance"]`` the distance to the closest target prototype
         that meets the hard constraints (the Suggest step's own answer).
     """
-    w, free, lo, hi, C, c, eps = opts
+    w, free, _, _, C, c, eps = opts
     N, D = X.shape
     P, Om, Lams = geo.prototypes, geo.omegas, geo.lams
     Xcf = X.copy()
@@ -106,13 +108,15 @@ def solve_ccp(
     fallback = np.full(N, np.inf)
     for a in range(N):
         x0 = X[a]
+        ro = row_options(opts, a)  # the row's own box when the bounds are per row
+        lo, hi = ro.lo, ro.hi
         fail = None
         for i in np.flatnonzero(geo.cls == tgt[a]):
             # fallback of the Suggest step: p_i itself, when it meets the hard constraints
             zf = P[i] - x0
             if np.all(zf[~free] == 0) and _meets_hard_constraints(P[i], lo, hi, C, c):
                 fallback[a] = min(fallback[a], theta(zf, metric, w))
-            prog = program(cache, geo, i, metric, opts, ccp=True)
+            prog = program(cache, geo, i, metric, ro, ccp=True)
             par, others = prog["par"], prog["others"]
             set_box(prog, x0, lo, hi)
             par["off"].value = Om[i] @ (x0 - P[i])

@@ -37,9 +37,14 @@ def solve_ldp(geo, X, tgt, opts, max_iter) -> Solution:
     tgt : ndarray of shape (N,)
         Target class indices.
     opts : fastcf._lvq.options.Options
+        Its box lo/hi is shared, shape (D,), or one per query, shape (N, D).
     max_iter : int
         NNLS steps per target prototype.
     """
+    # the kernel takes the box as (R, D): R = 1 for a shared box, R = N for one per query
+    lo, hi = (opts.lo, opts.hi) if opts.lo.ndim == 2 else (opts.lo[None], opts.hi[None])
+    # a read-only array (e.g. a broadcast view) is another Numba type: one more compilation
+    lo, hi = (v if v.flags.writeable else v.copy() for v in (lo, hi))
     Xcf, dist, best, nit, status = lvq_fast_batch(
         X,
         tgt,
@@ -49,8 +54,8 @@ def solve_ldp(geo, X, tgt, opts, max_iter) -> Solution:
         geo.cls,
         np.sqrt(opts.w),
         opts.free,
-        opts.lo,
-        opts.hi,
+        lo,
+        hi,
         np.ascontiguousarray(opts.C),
         np.ascontiguousarray(opts.c),
         opts.margin,

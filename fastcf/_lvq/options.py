@@ -2,7 +2,8 @@
 
 Every option is linear in x, so GLVQ/GMLVQ programs stay convex: ``frozen`` fixes features
 (x_F = x̄_F), ``bounds`` gives lo ≤ x ≤ hi, ``constraints`` rows a·x ≤ c; ``margin`` is the ε of
-eq. 9b, d(x, p_i) + ε ≤ d(x, p_j).
+eq. 9b, d(x, p_i) + ε ≤ d(x, p_j). The box is shared, lo/hi of shape (D,), or one per query row,
+lo/hi of shape (N, D); :func:`row_options` gives the options of one row.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from fastcf._validation import (
     resolve_weights,
 )
 
-__all__ = ["Options", "resolve_options"]
+__all__ = ["Options", "resolve_options", "row_options"]
 
 
 class Options(NamedTuple):
@@ -27,8 +28,8 @@ class Options(NamedTuple):
 
     w: np.ndarray  # (D,) diagonal weights of θ (ones without weights=)
     free: np.ndarray  # (D,) bool: the features that may change
-    lo: np.ndarray  # (D,) lower bounds (−inf: none)
-    hi: np.ndarray  # (D,) upper bounds (+inf: none)
+    lo: np.ndarray  # (D,) or (N, D) lower bounds (−inf: none), shared or one row per query
+    hi: np.ndarray  # (D,) or (N, D) upper bounds (+inf: none), same shape as lo
     C: np.ndarray  # (m, D) user rows C x ≤ c
     c: np.ndarray  # (m,)
     margin: float  # ε of eq. 9b
@@ -71,16 +72,19 @@ def resolve_options(X, D, metric, weights, frozen, bounds, constraints, margin, 
     w = resolve_weights(weights, D, mad)
     w = np.ones(D) if w is None else w
     free = ~resolve_frozen(frozen, D, names)
-    if isinstance(bounds, (tuple, list)) and len(bounds) == 2:
-        # broadcast scalars here: _validation.as_float_array turns 0-d input into shape (1,)
-        bounds = tuple(
-            np.full(D, (-np.inf, np.inf)[k] if v is None else float(v))
-            if v is None or np.ndim(v) == 0
-            else v
-            for k, v in enumerate(bounds)
-        )
-    bb = resolve_bounds(bounds, D, X)
+    bb = resolve_bounds(bounds, D, X, per_row=True)  # lo, hi: both (D,) or both (N, D)
     lo, hi = (np.full(D, -np.inf), np.full(D, np.inf)) if bb is None else bb
     C, c = parse_constraints(constraints, D)
     margin = check_scalar(margin, "margin", lo=0.0)
     return Options(w, free, lo, hi, C, c, margin)
+
+
+def row_options(opts, a):
+    """Return the options of query row ``a``: ``opts`` itself when the box is shared.
+
+    With one box per row (lo/hi of shape (N, D)) the returned lo/hi are row ``a`` (views, shape
+    (D,)), so a row of a batch is solved exactly as the single query with that box.
+    """
+    if opts.lo.ndim == 1:
+        return opts
+    return opts._replace(lo=opts.lo[a], hi=opts.hi[a])

@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 
+from fastcf._lvq.options import row_options
 from fastcf._status import Status, message
 from fastcf.results import Solution
 
@@ -60,6 +61,8 @@ def theta(z, metric, w):
 
 def program(cache, geo, i, metric, opts, ccp=False):
     """Return the cvxpy program of target prototype ``i``, built once and kept in ``cache``.
+
+    ``opts`` holds one box, lo/hi of shape (D,) (:func:`fastcf._lvq.options.row_options`).
 
     ``ccp=True`` builds the convexified program of one penalty-CCP round instead (:mod:`.ccp`).
     """
@@ -265,6 +268,7 @@ def solve_cvxpy(cache, geo, X, tgt, metric, opts, solver, compiled=True) -> Solu
         Target class indices.
     metric : {"euclidean", "manhattan"}
     opts : fastcf._lvq.options.Options
+        Its box lo/hi is shared, shape (D,), or one per query, shape (N, D).
     solver : str or None
         cvxpy solver name (None: Clarabel).
     compiled : bool, default=True
@@ -279,14 +283,15 @@ def solve_cvxpy(cache, geo, X, tgt, metric, opts, solver, compiled=True) -> Solu
     messages = [message(_INFEASIBLE)] * N
     for a in range(N):  # one solver call per query and target prototype
         x0 = X[a]
+        ro = row_options(opts, a)  # the row's own box when the bounds are per row
         fail = None
         for i in np.flatnonzero(geo.cls == tgt[a]):
-            prog = program(cache, geo, i, metric, opts)
+            prog = program(cache, geo, i, metric, ro)
             others = prog["others"]
             G_b = np.concatenate([geo.b[i, others] - opts.margin, opts.c])
             G = np.vstack([geo.A[i, others], opts.C])
             prog["par"]["h"].value = (G_b - G @ x0) / prog["par"]["row_norm"]
-            set_box(prog, x0, opts.lo, opts.hi)
+            set_box(prog, x0, ro.lo, ro.hi)
             out = None
             if compiled and solver_name(solver) == "CLARABEL":
                 out = solve_compiled(prog, D)
