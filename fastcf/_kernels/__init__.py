@@ -44,12 +44,23 @@ def kernel(signature=None, **overrides):
     Parameters
     ----------
     signature : str or numba signature, optional
-        Explicit signature for hot leaves, so that the first call does not compile.
+        Explicit signature: the kernel is then compiled (or loaded from the cache) when its
+        module is imported, whether or not it is used, and only for that signature. No kernel
+        uses one now: compiled on first use, a kernel costs nothing to a process that never
+        calls it (the root φ of the logistic family used to be compiled by every import of
+        :mod:`fastcf.linear`, softmax models included).
     **overrides
         Changes to the house options (e.g. ``parallel=True`` for batch kernels).
 
     Notes
     -----
+    Compile time is what a process with an empty cache pays on its first call
+    (``docs/scripts/compile_times.py`` measures it per kernel). ``parallel=True`` is several
+    times costlier to compile than the same loop serial (each ``prange`` loop becomes a gufunc
+    that links and compiles the code it calls again), so each batch kernel has a serial twin
+    for single queries, picked by a plain Python function (``rows.reduced_rows``,
+    ``region.region_batch``, …): same row code, same bits.
+
     ``_nrt=False`` (Numba's switch for its runtime) is for inner loops that allocate nothing
     and only borrow the arrays their caller holds: Numba then emits no reference counting in
     them. Otherwise every array argument of a function that calls another one is counted up on

@@ -45,7 +45,7 @@ _MAXITER = int(Status.MAXITER)
 _NUMERIC = int(Status.NUMERIC)
 
 
-@kernel("UniTuple(float64, 2)(float64, float64)")
+@kernel()
 def _two_sum(a, b):
     s = a + b
     bb = s - a
@@ -53,7 +53,7 @@ def _two_sum(a, b):
     return s, err
 
 
-@kernel("UniTuple(float64, 2)(float64, float64)")
+@kernel()
 def _two_prod(a, b):
     p = a * b
     if not (abs(a) < 1e150 and abs(b) < 1e150):
@@ -68,7 +68,7 @@ def _two_prod(a, b):
     return p, err
 
 
-@kernel("float64(float64)")
+@kernel()
 def sigmoid(z):
     """σ(z) = 1/(1+e^{−z}) without overflow, full relative precision on both tails."""
     if z >= 0.0:
@@ -77,7 +77,7 @@ def sigmoid(z):
     return e / (1.0 + e)
 
 
-@kernel("float64(float64)")
+@kernel()
 def softplus(z):
     """log(1 + e^z) without overflow."""
     if z > 0.0:
@@ -85,7 +85,7 @@ def softplus(z):
     return math.log1p(math.exp(z))
 
 
-@kernel("UniTuple(float64, 3)(float64, float64, float64, float64)")
+@kernel()
 def _residual(s, alpha, d_hi, d_lo):
     """Return (H, H', g) at s, with u = α s + d in double-double."""
     p, pe = _two_prod(alpha, s)
@@ -105,7 +105,7 @@ def _residual(s, alpha, d_hi, d_lo):
     return h, dh, g
 
 
-@kernel("Tuple((float64, int64, int64))(float64, float64, float64, int64)")
+@kernel()
 def _small_root(alpha, d_hi, d_lo, max_iter):
     """Root s ≤ 1/2 of s = σ(−(α s + d)), assuming α/2 + d ≥ 0. Returns (s, nit, status)."""
     d = d_hi + d_lo
@@ -151,7 +151,7 @@ def _small_root(alpha, d_hi, d_lo, max_iter):
     return s, max_iter, _MAXITER
 
 
-@kernel("Tuple((float64, float64, int64, int64))(float64, float64, int64)")
+@kernel()
 def phi(alpha, beta, max_iter):
     """φ(α, β) and its complement.
 

@@ -110,7 +110,14 @@ def make_cache(n, n_slots):
 
 @kernel()
 def get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters):
-    """Row ``i`` of Q (``y_i y_j k(x_i, x_j)`` for all j), from the cache or computed into it."""
+    """Row ``i`` of Q (``y_i y_j k(x_i, x_j)`` for all j), from the cache or computed into it.
+
+    Literal arguments: a caller's variable that starts as a constant (``i = -1`` before the loop
+    that finds i) is typed ``Literal[int](-1)`` for a while during Numba's type inference, and
+    the call is compiled for that type too (a second specialisation of this kernel and of
+    :func:`_kval`, nearly a second of compile time never used). The callers start such
+    variables as ``np.int64(-1)``.
+    """
     counters[0] += 1
     s = slot_of[i]
     if s >= 0:
@@ -227,7 +234,7 @@ def _smo_loop(
     while it < max_iter:
         # --- select i: the maximal violator of the first kind
         Gmax = -np.inf
-        i = -1
+        i = np.int64(-1)  # not a literal: see get_row's note on literal arguments
         for t in range(n_act):
             k = act[t]
             if y[k] > 0:
@@ -243,7 +250,7 @@ def _smo_loop(
         Qi = get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters)
         # --- select j: the largest second-order decrease of the objective
         Gmax2 = -np.inf
-        jbest = -1
+        jbest = np.int64(-1)  # not a literal: see get_row's note on literal arguments
         obj_min = np.inf
         for t in range(n_act):
             k = act[t]
@@ -475,7 +482,7 @@ def _active_set(
             nF -= 1
             continue
         # full step taken: look for the bounded index violating its KKT condition most
-        worst = -1
+        worst = np.int64(-1)  # not a literal: see get_row's note on literal arguments
         wv = 0.5 * tol
         for t in range(n_act):
             k = act[t]
@@ -712,9 +719,11 @@ def remove_and_rebalance(alpha, r, y, active, C):
         return
     yr = y[r]
     other = -yr
-    need = _take(alpha, active, y, other, 0.0, C, -1, ar, C)
-    need = _take(alpha, active, y, yr, 0.0, C, 1, need, C)
-    need = _take(alpha, active, y, other, 0.0, np.inf, -1, need, C)
+    # the signs as int64, not literals: one compilation of _take instead of two (one per literal)
+    off, on = np.int64(-1), np.int64(1)
+    need = _take(alpha, active, y, other, 0.0, C, off, ar, C)
+    need = _take(alpha, active, y, yr, 0.0, C, on, need, C)
+    need = _take(alpha, active, y, other, 0.0, np.inf, off, need, C)
     if need > 1e-12 * max(ar, 1.0):  # cannot happen at a feasible parent; stay feasible anyway
         for j in range(alpha.shape[0]):
             alpha[j] = 0.0

@@ -174,7 +174,7 @@ def _objective_gy(zbar, G, y, k, lam, gy, z, p):
     return 0.5 * lam * quad + lse - z[k], quad, lse
 
 
-@kernel()
+@kernel(inline="always")
 def reduced_newton(zbar, G, GF, k, lam, y, tol, max_iter):
     """Minimise E over y (in place), from the given y. Returns (E, gnorm, quad, nit, status).
 
@@ -296,7 +296,7 @@ def _newton_core(zbar, G, GF, k, lam, y, tol, max_iter, W, M):
     return E, gnorm, quad, max_iter, _MAXITER, factored
 
 
-@kernel()
+@kernel(inline="always")
 def initial_y(zbar, G, k, lam, y):
     """Set the cold start y of problem (2).
 

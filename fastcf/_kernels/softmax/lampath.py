@@ -107,7 +107,9 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm, nrm, x0norm, absb, vmax,
     par = (k, tol, max_iter, warm, x0norm, vmax, gamma)
     out = (Y, P, dist, gn, nit, status)
     work = (Tn, tok, conv, W, M, scratch, y)
-    i = 0
+    # i is an int64 from the start: with a literal 0 Numba compiled _path_rows a second time,
+    # for Literal[int](0), while it was still typing this loop (half of a path's compile time)
+    i = np.int64(0)
     while i < L:
         # a cold start (the first λ, after a failure, or every λ without ``warm``); then the
         # rows run without reference counting until the next cold start is due

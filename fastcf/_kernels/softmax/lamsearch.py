@@ -131,22 +131,40 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y):
     return math.exp(t_lo), total, _OK
 
 
-@kernel(parallel=True)
-def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel):
-    """proba_search for N queries: returns (Y, lam, nit, status)."""
+@kernel()
+def _proba_serial(Zbar, G, GF, ks, log_taus, tol, max_iter):
     N, K = Zbar.shape
     Y = np.empty((N, K))  # proba_search sets y to 0 first
     lam = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    if parallel:
-        for n in prange(N):
-            lam[n], nit[n], status[n] = proba_search(
-                Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n]
-            )
-    else:
-        for n in range(N):
-            lam[n], nit[n], status[n] = proba_search(
-                Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n]
-            )
+    for n in range(N):
+        lam[n], nit[n], status[n] = proba_search(
+            Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n]
+        )
     return Y, lam, nit, status
+
+
+@kernel(parallel=True)
+def _proba_parallel(Zbar, G, GF, ks, log_taus, tol, max_iter):
+    N, K = Zbar.shape
+    Y = np.empty((N, K))  # proba_search sets y to 0 first
+    lam = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    for n in prange(N):
+        lam[n], nit[n], status[n] = proba_search(
+            Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n]
+        )
+    return Y, lam, nit, status
+
+
+def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel):
+    """proba_search for N queries: returns (Y, lam, nit, status).
+
+    ``parallel``: over the rows, in a ``parallel=True`` kernel; otherwise a serial kernel (the
+    same row code, so the same bits, and a first call that compiles several times faster).
+    """
+    if parallel:
+        return _proba_parallel(Zbar, G, GF, ks, log_taus, tol, max_iter)
+    return _proba_serial(Zbar, G, GF, ks, log_taus, tol, max_iter)

@@ -83,7 +83,9 @@ def region_dual(zbar, G, k, margin, tol, max_iter, nu):
             break
         inP[best] = True
         for _inner in range(m + 1):
-            nP = 0
+            # an int64 from the start: a literal 0 here made Numba compile the two Cholesky
+            # kernels a second time, for Literal[int](0), while it was still typing this loop
+            nP = np.int64(0)
             for a in range(m):
                 if inP[a]:
                     Pidx[nP] = a
@@ -134,7 +136,7 @@ def region_dual(zbar, G, k, margin, tol, max_iter, nu):
     return nit, status
 
 
-@kernel()
+@kernel(inline="always")
 def _region_row(zbar, G, k, margin, tol, max_iter, y):
     K = zbar.shape[0]
     nu = np.empty(K)
@@ -147,17 +149,34 @@ def _region_row(zbar, G, k, margin, tol, max_iter, y):
     return nit, status
 
 
-@kernel(parallel=True)
-def region_batch(Zbar, G, ks, margins, tol, max_iter, parallel):
-    """region_dual for N queries: returns (Y, nit, status) with y = −ν, y_k = Σ ν."""
+@kernel()
+def _region_serial(Zbar, G, ks, margins, tol, max_iter):
     N, K = Zbar.shape
     Y = np.empty((N, K))  # every entry is written by _region_row
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    if parallel:
-        for n in prange(N):
-            nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
-    else:
-        for n in range(N):
-            nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
+    for n in range(N):
+        nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
     return Y, nit, status
+
+
+@kernel(parallel=True)
+def _region_parallel(Zbar, G, ks, margins, tol, max_iter):
+    N, K = Zbar.shape
+    Y = np.empty((N, K))  # every entry is written by _region_row
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    for n in prange(N):
+        nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
+    return Y, nit, status
+
+
+def region_batch(Zbar, G, ks, margins, tol, max_iter, parallel):
+    """region_dual for N queries: returns (Y, nit, status) with y = −ν, y_k = Σ ν.
+
+    ``parallel``: over the rows, in a ``parallel=True`` kernel; otherwise a serial kernel (the
+    same row code, so the same bits, and a first call that compiles several times faster).
+    """
+    if parallel:
+        return _region_parallel(Zbar, G, ks, margins, tol, max_iter)
+    return _region_serial(Zbar, G, ks, margins, tol, max_iter)

@@ -64,30 +64,62 @@ def _sum_chunks(part, b, z):
         z[j] = acc + b[j]
 
 
-@kernel(parallel=True)
-def logits_rows(X, A, b, mode):
-    """Z = X Aᵀ + b, one row at a time (see the note above; ``mode`` from :func:`row_mode`)."""
+# Each row function below comes in one kernel per mode, behind a plain Python function that picks
+# it: a single query (mode 0, the common case) then compiles only a serial kernel. Compiling a
+# ``parallel=True`` kernel costs several times more (each prange loop becomes a gufunc of its own
+# that links and compiles the whole row code again), and the serial kernel runs the same row
+# code, so the answers have the same bits in every mode.
+
+
+@kernel()
+def _logits_serial(X, A, b):
     N = X.shape[0]
     K, D = A.shape
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     Z = np.empty((N, K))
-    if mode == 1:
-        for n in prange(N):
-            part = np.empty((nc, K))
-            for c in range(nc):
-                _logits_chunk(X[n], A, c, part)
-            _sum_chunks(part, b, Z[n])
-    else:
-        part = np.empty((nc, K))
-        for n in range(N):
-            if mode == 2:
-                for c in prange(nc):
-                    _logits_chunk(X[n], A, c, part)
-            else:
-                for c in range(nc):
-                    _logits_chunk(X[n], A, c, part)
-            _sum_chunks(part, b, Z[n])
+    part = np.empty((nc, K))
+    for n in range(N):
+        for c in range(nc):
+            _logits_chunk(X[n], A, c, part)
+        _sum_chunks(part, b, Z[n])
     return Z
+
+
+@kernel(parallel=True)
+def _logits_batch(X, A, b):
+    N = X.shape[0]
+    K, D = A.shape
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    Z = np.empty((N, K))
+    for n in prange(N):
+        part = np.empty((nc, K))
+        for c in range(nc):
+            _logits_chunk(X[n], A, c, part)
+        _sum_chunks(part, b, Z[n])
+    return Z
+
+
+@kernel(parallel=True)
+def _logits_chunks(X, A, b):
+    N = X.shape[0]
+    K, D = A.shape
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    Z = np.empty((N, K))
+    part = np.empty((nc, K))
+    for n in range(N):
+        for c in prange(nc):
+            _logits_chunk(X[n], A, c, part)
+        _sum_chunks(part, b, Z[n])
+    return Z
+
+
+def logits_rows(X, A, b, mode):
+    """Z = X Aᵀ + b, one row at a time (see the note above; ``mode`` from :func:`row_mode`)."""
+    if mode == 1:
+        return _logits_batch(X, A, b)
+    if mode == 2:
+        return _logits_chunks(X, A, b)
+    return _logits_serial(X, A, b)
 
 
 @kernel()
@@ -142,26 +174,49 @@ def _expand_chunk(x0, y, A, v, unit, c, out, check, pz, ps):
                 ps[c, j] += sj
 
 
-@kernel(parallel=True)
-def expand_rows(X0, Y, A, v, unit, mode):
-    """X = X0 + (Y A) ∘ v row by row: the counterfactuals from their K-space coordinates."""
+@kernel()
+def _expand_serial(X0, Y, A, v, unit):
     N, D = X0.shape
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     X = np.empty((N, D))
     none = np.empty((0, 0))
-    if mode == 1:
-        for n in prange(N):
-            for c in range(nc):
-                _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
-    else:
-        for n in range(N):
-            if mode == 2:
-                for c in prange(nc):
-                    _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
-            else:
-                for c in range(nc):
-                    _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+    for n in range(N):
+        for c in range(nc):
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
     return X
+
+
+@kernel(parallel=True)
+def _expand_batch(X0, Y, A, v, unit):
+    N, D = X0.shape
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    none = np.empty((0, 0))
+    for n in prange(N):
+        for c in range(nc):
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+    return X
+
+
+@kernel(parallel=True)
+def _expand_chunks(X0, Y, A, v, unit):
+    N, D = X0.shape
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    none = np.empty((0, 0))
+    for n in range(N):
+        for c in prange(nc):
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+    return X
+
+
+def expand_rows(X0, Y, A, v, unit, mode):
+    """X = X0 + (Y A) ∘ v row by row: the counterfactuals from their K-space coordinates."""
+    if mode == 1:
+        return _expand_batch(X0, Y, A, v, unit)
+    if mode == 2:
+        return _expand_chunks(X0, Y, A, v, unit)
+    return _expand_serial(X0, Y, A, v, unit)
 
 
 @kernel()
@@ -183,7 +238,7 @@ def _certain_row(z, sc, k, gamma):
     return math.isfinite(need) and z[k] - zo > need
 
 
-@kernel()
+@kernel(inline="always")
 def _row_newton(part, b, G, GF, k, lam, tol, max_iter, y):
     """z̄ from its chunk sums, then the reduced Newton from initial_y (y in place).
 
@@ -233,16 +288,8 @@ def _row_verdict(x, pz, ps, b, k, gamma, quad, status, p):
     return _OK, _certain_row(z, sc, k, gamma)
 
 
-@kernel(parallel=True)
-def reduced_rows(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, mode):
-    """Problem (2) for N softmax queries, all in one call (``mode`` from :func:`row_mode`).
-
-    Per row: z̄ = A x̄ + b, the reduced Newton from :func:`initial_y`, x* = x̄ + (yᵀA)∘v with its
-    logits and their rounding scale in the same pass over A, p = softmax(z), and the verdict of
-    :func:`_row_verdict`. The same code runs for every row in every mode (mode 2 only runs the
-    column chunks of the single row on several threads), so an answer has the same bits alone
-    or in a batch. Returns (X, P, quad, gnorm, nit, status, cert); quad = ‖x* − x̄‖²_W.
-    """
+@kernel()
+def _reduced_serial(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
@@ -253,40 +300,83 @@ def reduced_rows(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, mode)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
     cert = np.empty(N, dtype=np.bool_)
-    if mode == 1:
-        for n in prange(N):
-            part = np.empty((nc, K))
-            pz = np.empty((nc, K))
-            ps = np.empty((nc, K))
-            y = np.empty(K)
-            for c in range(nc):
-                _logits_chunk(X0[n], A, c, part)
-            gn[n], quad[n], nit[n], st = _row_newton(
-                part, b, G, GF, ks[n], lams[n], tol, max_iter, y
-            )
-            for c in range(nc):
-                _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
-            status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
-    else:
+    part = np.empty((nc, K))
+    pz = np.empty((nc, K))
+    ps = np.empty((nc, K))
+    y = np.empty(K)
+    for n in range(N):
+        for c in range(nc):
+            _logits_chunk(X0[n], A, c, part)
+        gn[n], quad[n], nit[n], st = _row_newton(part, b, G, GF, ks[n], lams[n], tol, max_iter, y)
+        for c in range(nc):
+            _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+        status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
+    return X, P, quad, gn, nit, status, cert
+
+
+@kernel(parallel=True)
+def _reduced_batch(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
+    N, D = X0.shape
+    K = A.shape[0]
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    P = np.empty((N, K))
+    quad = np.empty(N)
+    gn = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    cert = np.empty(N, dtype=np.bool_)
+    for n in prange(N):
         part = np.empty((nc, K))
         pz = np.empty((nc, K))
         ps = np.empty((nc, K))
         y = np.empty(K)
-        for n in range(N):
-            if mode == 2:
-                for c in prange(nc):
-                    _logits_chunk(X0[n], A, c, part)
-            else:
-                for c in range(nc):
-                    _logits_chunk(X0[n], A, c, part)
-            gn[n], quad[n], nit[n], st = _row_newton(
-                part, b, G, GF, ks[n], lams[n], tol, max_iter, y
-            )
-            if mode == 2:
-                for c in prange(nc):
-                    _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
-            else:
-                for c in range(nc):
-                    _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
-            status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
+        for c in range(nc):
+            _logits_chunk(X0[n], A, c, part)
+        gn[n], quad[n], nit[n], st = _row_newton(part, b, G, GF, ks[n], lams[n], tol, max_iter, y)
+        for c in range(nc):
+            _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+        status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
     return X, P, quad, gn, nit, status, cert
+
+
+@kernel(parallel=True)
+def _reduced_chunks(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
+    N, D = X0.shape
+    K = A.shape[0]
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    P = np.empty((N, K))
+    quad = np.empty(N)
+    gn = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    cert = np.empty(N, dtype=np.bool_)
+    part = np.empty((nc, K))
+    pz = np.empty((nc, K))
+    ps = np.empty((nc, K))
+    y = np.empty(K)
+    for n in range(N):
+        for c in prange(nc):
+            _logits_chunk(X0[n], A, c, part)
+        gn[n], quad[n], nit[n], st = _row_newton(part, b, G, GF, ks[n], lams[n], tol, max_iter, y)
+        for c in prange(nc):
+            _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+        status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
+    return X, P, quad, gn, nit, status, cert
+
+
+def reduced_rows(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, mode):
+    """Problem (2) for N softmax queries, all in one call (``mode`` from :func:`row_mode`).
+
+    Per row: z̄ = A x̄ + b, the reduced Newton from :func:`initial_y`, x* = x̄ + (yᵀA)∘v with its
+    logits and their rounding scale in the same pass over A, p = softmax(z), and the verdict of
+    :func:`_row_verdict`. The same code runs for every row in every mode (mode 2 only runs the
+    column chunks of the single row on several threads), so an answer has the same bits alone
+    or in a batch. Returns (X, P, quad, gnorm, nit, status, cert); quad = ‖x* − x̄‖²_W.
+    """
+    if mode == 1:
+        return _reduced_batch(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
+    if mode == 2:
+        return _reduced_chunks(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
+    return _reduced_serial(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
