@@ -3,6 +3,13 @@
 ``time_import_and_first_call`` runs ``import fastcf`` and one query in a new interpreter with a
 warm Numba cache (``setup`` warms it): what a service pays at start-up. Target: < 1 s.
 
+``ColdStartFamily`` does the same per family (logistic, softmax, lvq, svm, gradcheck) through
+``python -m fastcf warmup <family>`` (import + the family's first queries), in a new interpreter
+whose ``NUMBA_CACHE_DIR`` is a fresh temporary directory: ``track_empty_cache`` starts with it
+empty (every kernel the family uses is compiled: a new container, the first call after ``pip
+install``), ``track_warm_cache`` with it filled by one earlier run (what a container whose image
+ran ``python -m fastcf warmup`` pays). Both return the wall time of the subprocess, in seconds.
+
 ``peakmem_batch`` explains 100 000 queries at D = 784 (a binary LinearExplainer, ``lam=``). asv's
 ``peakmem_`` is the whole process's maximum RSS, which includes the (N, D) input built in
 ``setup``; ``track_peak_over_output`` isolates the call: the peak of the memory allocated during
@@ -13,6 +20,8 @@ warm Numba cache (``setup`` warms it): what a service pays at start-up. Target: 
 import os
 import subprocess
 import sys
+import tempfile
+import time
 import tracemalloc
 
 import numpy as np
@@ -41,6 +50,38 @@ class ColdStart:
 
     def time_import_and_first_call(self):
         _run_fresh()
+
+
+def _warmup_in_fresh_process(family, cache_dir):
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "fastcf", "warmup", family],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - t0
+
+
+class ColdStartFamily:
+    """Import + first queries of one family in a fresh interpreter: empty vs filled Numba cache."""
+
+    params = [["logistic", "softmax", "lvq", "svm", "gradcheck"]]
+    param_names = ["family"]
+    timeout = 1200
+
+    def track_empty_cache(self, family):
+        with tempfile.TemporaryDirectory(prefix="fastcf-asv-empty-") as empty:
+            return _warmup_in_fresh_process(family, empty)
+
+    def track_warm_cache(self, family):
+        with tempfile.TemporaryDirectory(prefix="fastcf-asv-warm-") as cache:
+            _warmup_in_fresh_process(family, cache)  # fills the cache (not timed)
+            return _warmup_in_fresh_process(family, cache)
+
+    track_empty_cache.unit = "s"
+    track_warm_cache.unit = "s"
 
 
 def _batch_problem(N=100_000, D=784):

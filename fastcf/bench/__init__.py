@@ -2,58 +2,90 @@
 
 Benchmark code lives here and in ``asv_bench/``, never in the API modules: :mod:`.common` holds
 the timing helpers, :mod:`.linear`, :mod:`.lvq` and :mod:`.svm` the rows of each family (each
-row times fastcf and its baseline on the same problem in the same run and reports the accuracy of
-the answers: objective gap to the reference optimum, gradient norm, validity).
+row times fastcf and its baseline on the same problems in the same run and reports the accuracy
+of the answers: objective gap to the reference optimum, gradient norm, validity). Every row is a
+distribution over its queries: the median and p95 of the per-query times, and of the per-query
+ratios to the baseline where the baseline is timed on the same queries.
+
+``python -m fastcf bench --only worst`` (or ``python -m fastcf.bench --only worst``) runs the
+worst-case protocol alone: :func:`fastcf.bench.linear.worst_rows`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
 
 from .common import row, timeit
 
-__all__ = ["run", "row", "timeit"]
+__all__ = ["run", "row", "timeit", "ONLY"]
+
+
+#: The choices of ``--only``: one family, or the worst-case protocol alone.
+ONLY = ("linear", "lvq", "svm", "worst")
+
+_WORST = "Worst case over the problems: every query form vs the products with A (paper 000)"
+
+
+def _t(s):
+    if s is None:
+        return "–"
+    return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} µs"
 
 
 def _format(rows, title):
     out = [
-        f"\n## {title}\n",
-        "| benchmark | fastcf median [min–max] | baseline median | speed-up (baseline/fastcf) "
+        f"\n\n## {title}\n",
+        "| benchmark | n | fastcf median · p95 | baseline median · p95 "
+        "| speed-up (baseline/fastcf) | fastcf/baseline per query: median · p95 · max "
         "| accuracy / notes |",
-        "|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
-
-    def t(s):
-        if s is None:
-            return "–"
-        return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} µs"
-
     for r in rows:
-        fast = (
-            f"{t(r['fastcf_s'])} [{t(r.get('fastcf_min'))}–{t(r.get('fastcf_max'))}]"
-            if r.get("fastcf_min") is not None
-            else t(r["fastcf_s"])
+        n = r.get("n_queries", 1)
+        fast = f"{_t(r['median'])} · {_t(r['p95'])}"
+        base = (
+            "–"
+            if r.get("baseline_s") is None
+            else f"{_t(r['baseline_s'])} · {_t(r['baseline_p95'])}"
         )
-        base = t(r.get("baseline_s"))
         ratio = r.get("ratio")
         ratio = "–" if ratio is None else f"{ratio:.3g}×"
+        per = (
+            "–"
+            if r.get("over_baseline_median") is None
+            else f"{r['over_baseline_median']:.3g} · {r['over_baseline_p95']:.3g} · "
+            f"{r['over_baseline_max']:.3g}"
+        )
         acc = r.get("accuracy") or r.get("accuracy_gap") or ""
         if isinstance(acc, float):
             acc = f"gap {acc:.1e}"
-        note = " ".join(str(v) for v in (acc, r.get("note", "")) if v)
-        out.append(f"| {r['name']} | {fast} | {base} | {ratio} | {note} |")
+        note = "; ".join(str(v) for v in (acc, r.get("note", "")) if v)
+        out.append(f"| {r['name']} | {n} | {fast} | {base} | {ratio} | {per} | {note} |")
     return "\n".join(out)
+
+
+def _load():
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover - not on every platform
+        return float("nan")
 
 
 def run(quick=False, only=None, json_path=None, markdown_path=None):
     """Run the benchmarks, print the tables; optionally write JSON and Markdown.
 
+    Every row has ``n_queries``, ``median`` and ``p95`` (seconds per query over the queries;
+    see :func:`fastcf.bench.common.row`).
+
     Parameters
     ----------
     quick : bool
-    only : {"linear", "lvq", "svm"} or None
+    only : {"linear", "lvq", "svm", "worst"} or None
+        One family (``"linear"`` includes the worst-case protocol), or the worst-case protocol
+        alone.
     json_path, markdown_path : str or None
 
     Returns
@@ -61,12 +93,19 @@ def run(quick=False, only=None, json_path=None, markdown_path=None):
     int
         Exit status (0).
     """
+    if only is not None and only not in ONLY:
+        raise ValueError(f"only must be one of {list(ONLY)} or None; got {only!r}")
     t0 = time.perf_counter()
+    load0 = _load()
     sections = {}
     if only in (None, "linear"):
         from .linear import linear_rows
 
         sections["Logistic and softmax (paper 000)"] = linear_rows(quick)
+    if only in (None, "linear", "worst"):
+        from .linear import worst_rows
+
+        sections[_WORST] = worst_rows(quick)
     if only in (None, "lvq"):
         from .lvq import lvq_rows
 
@@ -76,16 +115,33 @@ def run(quick=False, only=None, json_path=None, markdown_path=None):
 
         sections["SVM enumeration (EnumSV, paper 003)"] = svm_rows(quick=quick)
     header = (
-        f"# fastcf bench{' --quick' if quick else ''}\n\nmachine: {platform.machine()}, "
-        f"{platform.python_implementation()} {platform.python_version()}; "
-        f"total {time.perf_counter() - t0:.0f} s. Medians of repeated calls, measured "
-        "side by side in one process; speed-up = baseline median / fastcf median."
+        f"# fastcf bench{' --quick' if quick else ''}{f' --only {only}' if only else ''}\n\n"
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"{platform.python_implementation()} {platform.python_version()}; load average "
+        f"{load0:.1f} at the start, {_load():.1f} at the end; total "
+        f"{time.perf_counter() - t0:.0f} s.\n\n"
+        "Each row is a distribution over its n queries (sources × targets × λ, or a data set's "
+        "rows): a query's time is the median of its repeated calls, and the row gives the "
+        "median and the 95th percentile (p95) of those per-query times. fastcf and the "
+        "baseline are measured side by side in one process; speed-up = baseline median / "
+        "fastcf median; where the baseline is timed on the same queries (alternately), the "
+        "per-query ratio fastcf / baseline is given by its median, p95 and max."
     )
     text = header + "".join(_format(rows, title) for title, rows in sections.items())
     print(text)
     if json_path:
         with open(json_path, "w") as fh:
-            json.dump({"quick": quick, "sections": sections}, fh, indent=1, default=float)
+            json.dump(
+                {
+                    "quick": quick,
+                    "only": only,
+                    "load_average": [load0, _load()],
+                    "sections": sections,
+                },
+                fh,
+                indent=1,
+                default=float,
+            )
     if markdown_path:
         with open(markdown_path, "w") as fh:
             fh.write(text + "\n")
