@@ -358,7 +358,6 @@ def _lam_row(
         )
 
 
-@kernel(parallel=True)
 def lam_batch(
     X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt, parallel
 ):
@@ -367,7 +366,9 @@ def lam_batch(
     ``wvw = wᵀVw``, ``wfree2 = Σ_free w²`` and ``unit_wt`` (W = I on the free features) are
     per-metric constants computed once by the caller. ``lo``, ``hi`` are (R, D): R = N, one box
     per row, or R = 1, one box for every row (read only when ``bounded``; (1, 0) otherwise).
-    ``parallel=False`` runs the rows in the calling thread (single queries: no thread launch).
+    ``parallel=False`` runs the rows in the calling thread through a serial twin of the same
+    row code (single queries: no thread launch, and no parallel kernel to compile on a first
+    call).
 
     Returns
     -------
@@ -378,24 +379,40 @@ def lam_batch(
     dist, gnorm : (N,) distance in the metric, (projected) gradient norm at X
     scale : (N,) Σ|w_i x_i| + |c| at X, the rounding scale of zeta
     """
-    N, D = X0.shape
+    args = (X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt)
+    return _lam_parallel(*args) if parallel else _lam_serial(*args)
+
+
+# Two kernels, not one function compiled twice: Numba's cache index does not tell a parallel
+# compilation of a function from a serial one of the same source, so the twins are separate
+# functions with the same row code.
+@kernel()
+def _lam_out(N, D):
+    # np.empty, not np.zeros: every slot is written by the row function (and np.zeros in a
+    # parallel kernel becomes a parfor that wakes the thread pool)
     X = np.empty((N, D))
-    zeta = np.empty(N)
-    q = np.empty(N)
-    dist = np.empty(N)
-    gnorm = np.empty(N)
-    # np.empty only in parallel kernels: np.zeros would become a parfor and wake the thread
-    # pool even when ``parallel`` is False (every slot is written by the row function)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    scale = np.empty(N)
+    return X, np.empty(N), np.empty(N), nit, status, np.empty(N), np.empty(N), np.empty(N)
+
+
+@kernel()
+def _lam_serial(X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt):
+    N, D = X0.shape
+    X, zeta, q, nit, status, dist, gnorm, scale = _lam_out(N, D)
     args = (w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt)
-    if parallel:
-        for n in prange(N):
-            _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
-    else:
-        for n in range(N):
-            _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
+    for n in range(N):
+        _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
+    return X, zeta, q, nit, status, dist, gnorm, scale
+
+
+@kernel(parallel=True)
+def _lam_parallel(X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt):
+    N, D = X0.shape
+    X, zeta, q, nit, status, dist, gnorm, scale = _lam_out(N, D)
+    args = (w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt)
+    for n in prange(N):
+        _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
     return X, zeta, q, nit, status, dist, gnorm, scale
 
 
@@ -409,28 +426,31 @@ def _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, 
     dist[n], _g = _dist_grad(X0[n], X[n], w, signs[n], zeta[n], wt, 0.0, lo_r, hi_r, bounded)
 
 
-@kernel(parallel=True)
 def project_batch(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, parallel):
     """Closest point with target logit ζ ≥ θ for N queries: returns (X, zeta, status, dist).
 
     ``lo``, ``hi``: (R, D), one box per row (R = N) or one for every row (R = 1), as in
-    :func:`lam_batch`.
+    :func:`lam_batch`; ``parallel=False`` runs the serial twin, as there.
     """
+    args = (X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded)
+    return _project_parallel(*args) if parallel else _project_serial(*args)
+
+
+@kernel()
+def _project_serial(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded):
     N, D = X0.shape
-    X = np.empty((N, D))
-    zeta = np.empty(N)
-    dist = np.empty(N)
-    status = np.empty(N, dtype=np.int64)
-    if parallel:
-        for n in prange(N):
-            _project_row(
-                n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist
-            )
-    else:
-        for n in range(N):
-            _project_row(
-                n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist
-            )
+    X, zeta, status, dist = np.empty((N, D)), np.empty(N), np.empty(N, dtype=np.int64), np.empty(N)
+    for n in range(N):
+        _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist)
+    return X, zeta, status, dist
+
+
+@kernel(parallel=True)
+def _project_parallel(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded):
+    N, D = X0.shape
+    X, zeta, status, dist = np.empty((N, D)), np.empty(N), np.empty(N, dtype=np.int64), np.empty(N)
+    for n in prange(N):
+        _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist)
     return X, zeta, status, dist
 
 
