@@ -265,8 +265,9 @@ class LinearExplainer(BaseExplainer):
         if frozen is None and weights is None and bounds is None and method in _REDUCED:
             if proba is None and region is False:  # the short paths of one common query
                 fast = self._explain_one(x, target, lam, tol, max_iter)
-            elif lam is None and (proba is None) == (region is True) != (region is False):
-                # proba=τ alone, or region=True (with its margin) alone
+            elif lam is None and (
+                (proba is not None and region is False) or (proba is None and region is True)
+            ):  # proba=τ alone, or region=True (with its margin) alone
                 fast = constrained_one(self, x, target, proba, margin, tol, max_iter)
             else:
                 fast = None
@@ -314,7 +315,8 @@ class LinearExplainer(BaseExplainer):
         """Answer the common query (one float64 x̄, a float λ, no options) on a short path.
 
         The same solver and result code as :meth:`explain` (the same bits), the argument checks
-        reduced to :meth:`_plain_query`; ``None`` whenever anything is unusual.
+        reduced to type tests (``_linear.fast.plain_query``); ``None`` whenever anything is
+        unusual.
         """
         if type(lam) is not float or not 0.0 < lam < math.inf:
             return None
