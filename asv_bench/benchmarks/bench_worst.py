@@ -15,14 +15,13 @@ Only public names are imported (``fastcf``, ``fastcf.bench``); the ratios are me
 process by :func:`fastcf.bench.common.alternate` (per query: the median of 5 alternated calls).
 """
 
-import warnings
 from functools import partial
 
 import numpy as np
 
 from fastcf import LinearExplainer
 from fastcf.bench.common import alternate
-from fastcf.bench.linear import LAM_GRID, problems
+from fastcf.bench.linear import LAM_GRID, fitted_model, problems
 
 _FORMS = {"lam": None, "region": {"region": True}, "proba": {"proba": 0.9}}
 _REPEAT = 5
@@ -80,31 +79,6 @@ class WorstCase:
     track_ratio_worst.unit = "ratio"
 
 
-_MODELS = {}
-
-
-def _model(dataset):
-    """Fit once per process, on one BLAS thread (a loaded machine makes threaded fits crawl)."""
-    if dataset not in _MODELS:
-        from sklearn.datasets import load_breast_cancer, load_digits
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-        from threadpoolctl import threadpool_limits
-
-        if dataset == "digits":
-            X, y = load_digits(return_X_y=True)
-            model = LogisticRegression(max_iter=300)
-        else:
-            X, y = load_breast_cancer(return_X_y=True)
-            model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-        with warnings.catch_warnings(), threadpool_limits(1):
-            warnings.simplefilter("ignore")
-            model.fit(X, y)
-        _MODELS[dataset] = (model, X)
-    return _MODELS[dataset]
-
-
 class SmallShapes:
     """One region=True / proba=0.9 query against one lam= query on the same row, 20 rows."""
 
@@ -113,7 +87,7 @@ class SmallShapes:
     timeout = 300
 
     def setup(self, dataset, form):
-        model, X = _model(dataset)
+        model, X, _ = fitted_model("digits" if dataset == "digits" else "cancer")
         self.ex = LinearExplainer(model)
         if dataset == "digits":
             Xq, T, L = problems(self.ex.coef_, self.ex.intercept_, 20, seed=3, X=X)

@@ -35,7 +35,7 @@ from .._linear.reference import softmax_energy
 from .common import alternate, one_thread, paired, timeit
 from .common import row as _row
 
-__all__ = ["linear_rows", "worst_rows", "small_rows", "problems", "LAM_GRID"]
+__all__ = ["linear_rows", "worst_rows", "small_rows", "problems", "fitted_model", "LAM_GRID"]
 
 #: The λ grid the problems draw from: 10⁻⁴, 10⁻³, …, 10².
 LAM_GRID = tuple(float(v) for v in 10.0 ** np.arange(-4, 3))
@@ -48,7 +48,7 @@ _MODES = (
 
 
 @cache
-def _fitted(name):
+def fitted_model(name):
     """Return (model, X, y) for "digits" (LogisticRegression) or "cancer" (scaled + logistic).
 
     Fitted once per process, with one BLAS thread: on a loaded machine, OpenBLAS threads waiting
@@ -294,12 +294,12 @@ def small_rows(quick=False):
 
     rep = 7 if quick else 15
     rows = []
-    digits, Xd, _ = _fitted("digits")
+    digits, Xd, _ = fitted_model("digits")
     ex = LinearExplainer(digits)
     n = 30 if quick else 200
     X, T, L = problems(ex.coef_, ex.intercept_, n, seed=3, X=Xd)
     rows += _small(ex, X, T, L, rep, "digits (64, 10)")
-    cancer, Xb, _ = _fitted("cancer")
+    cancer, Xb, _ = fitted_model("cancer")
     ex = LinearExplainer(cancer)
     rejected = np.flatnonzero(cancer.predict(Xb) == 0)
     if quick:
@@ -436,7 +436,7 @@ def _logistic_rows(D, rep, quick):
 def _digits_rows(rep, N, quick):
     from ..linear import LinearExplainer
 
-    model, Xd, _ = _fitted("digits")
+    model, Xd, _ = fitted_model("digits")
     ex = LinearExplainer(model)
     rng = np.random.default_rng(1)
     idx = rng.integers(0, len(Xd), N)
