@@ -59,6 +59,32 @@ def demo(argv=None) -> int:
         f"{bool(np.all(res.x[[0, 20]] == X[i, [0, 20]]))}"
     )
 
+    # few changes: the Euclidean answer moves almost every feature a little; the Manhattan
+    # distance in MAD units, max_changes and enumerate give answers a person can act on
+    all_rejected = np.flatnonzero(model.predict(X) == 0)
+    i = all_rejected[np.argmax(model.predict_proba(X[all_rejected])[:, 1])]  # a borderline case
+    box = dict(region=True, weights="mad", bounds=(lo, hi))
+    euc = ex.explain(X[i], 1, **box)
+    man = ex.explain(X[i], 1, metric="manhattan", **box)
+    two = ex.explain(X[i], 1, max_changes=2, **box)  # exact: a branch-and-bound
+    print(
+        f"\ncase {i} (p(benign) {model.predict_proba(X[i : i + 1])[0, 1]:.3f}), the closest point "
+        "classified benign (MAD units, within the data range):"
+    )
+    for label, r in (("Euclidean", euc), ("Manhattan", man), ("Euclidean, max_changes=2", two)):
+        moved = ", ".join(
+            f"{names[j]} {r.delta[j] / ex.mad_[j]:+.2f}"
+            for j in np.argsort(-np.abs(r.delta) / ex.mad_)[: min(3, r.changed.size)]
+        )
+        print(
+            f"  {label:<25s} success={r.success}, {r.changed.size:2d} features changed "
+            f"(largest: {moved})"
+        )
+    alts = ex.enumerate(X[i], 1, k=3, metric="manhattan", **box)
+    print("  alternatives (enumerate, Manhattan): no one's changes contain a cheaper one's")
+    for r in alts:
+        print(f"    distance {r.distance:7.3f} MAD: change {', '.join(names[r.changed])}")
+
     # latency, measured here: medians over repeated calls
     def median_time(fn, n):
         ts = []

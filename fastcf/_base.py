@@ -94,8 +94,10 @@ class BaseExplainer:
 
         Parameters
         ----------
-        X : array_like of shape (N, D)
-            Training data, in the raw input space.
+        X : array_like or scipy.sparse of shape (N, D)
+            Training data, in the raw input space. A sparse X (any format) gives the same MAD
+            as its dense array, bit for bit: it is made dense first (the medians need every
+            column's zeros), so it takes N·D·8 bytes of memory.
 
         Returns
         -------
@@ -150,5 +152,11 @@ class BaseExplainer:
         )
 
     def _package(self, sol: Solution, X, tidx, names, single):
-        """Return the public answer (:func:`fastcf.results.package`)."""
+        """Return the public answer (:func:`fastcf.results.package`).
+
+        An explainer whose model has no probabilities (``_has_proba`` false) reports none, even
+        where its solvers computed the sigmoid/softmax of the scores on the way.
+        """
+        if sol.proba is not None and not self._has_proba:
+            sol = sol._replace(proba=None)
         return package(sol, X, self.classes_[tidx], names, single)

@@ -5,8 +5,10 @@ Every message names the argument, what was found and what is expected.
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
+import sys
 
 import numpy as np
 
@@ -66,8 +68,31 @@ def as_float_array(value, name: str, *, ndim=None, allow_nonfinite=False) -> np.
     return arr
 
 
+def _sparse_to_dense(x, name: str):
+    """Return a scipy.sparse ``x`` (matrix or array, any format) as a dense ndarray, else None.
+
+    The shape is kept: a 1-D sparse array (``csr_array[i]``) is one query, a 2-D one (also a
+    ``csr_matrix`` row, shape (1, D)) a batch. scipy.sparse is only looked up if it is already
+    imported: a sparse input has imported it.
+    """
+    sp = sys.modules.get("scipy.sparse")
+    if sp is None or not sp.issparse(x):
+        return None
+    what = f"a scipy.sparse {type(x).__name__} of dtype {x.dtype} and shape {x.shape}"
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric array (float, int or bool); got {what}")
+    if x.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (one query) or 2-D (a batch); got {what}")
+    return x.toarray()
+
+
 def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
     """Validate one query (D,) or a batch (N, D).
+
+    ``x`` may be array-like (lists, NumPy arrays of any real dtype, pandas Series/DataFrame) or
+    scipy.sparse (CSR, CSC, COO, ..., sparse matrices and sparse arrays): a sparse input is made
+    dense, so the answers are dense arrays; a 2-D sparse input (a ``csr_matrix`` row too, shape
+    (1, D)) is a batch, a 1-D sparse array (``csr_array[i]``) one query.
 
     Returns
     -------
@@ -77,7 +102,27 @@ def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
     names : ndarray of str or None
         The feature names carried by a pandas input (checked against ``feature_names``), else
         ``feature_names``.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> X, single, names = as_queries(sp.csr_array([[0.0, 2.0, 0.0]]), 3)
+    >>> X, single
+    (array([[0., 2., 0.]]), False)
     """
+    dense = _sparse_to_dense(x, name)
+    if dense is not None:
+        X = as_float_array(dense, name, ndim=(1, 2))
+        single = X.ndim == 1
+        if single:
+            X = X[None, :]
+        if X.shape[1] != n_features:
+            raise ValueError(
+                f"{name} has {X.shape[1]} features but the model expects {n_features} "
+                f"(a scipy.sparse {type(x).__name__} of shape {x.shape})"
+            )
+        names = None if feature_names is None else np.asarray(feature_names, dtype=object)
+        return X, single, names
     names = None
     if hasattr(x, "columns"):  # pandas DataFrame
         names = np.asarray([str(c) for c in x.columns], dtype=object)
@@ -285,8 +330,9 @@ def median_absolute_deviation(X: np.ndarray) -> np.ndarray:
     """Per-feature median absolute deviation, with a guard for MAD = 0.
 
     A feature whose MAD is 0 (more than half of the values equal) would get an infinite weight
-    ``1/MAD``; it falls back to the mean absolute deviation, then to 1. A spread so small that its
-    reciprocal overflows (below ~5.6e-309, subnormal) counts as 0 as well.
+    ``1/MAD``; it falls back to the mean absolute deviation, then to 1. A spread so small that the
+    square of its reciprocal (the Euclidean metric ``1/MAD²``) overflows, below ~7.5e-155, counts
+    as 0 as well.
     """
     X = as_float_array(X, "X", ndim=2)
     if X.shape[0] < 2:
@@ -295,15 +341,20 @@ def median_absolute_deviation(X: np.ndarray) -> np.ndarray:
     dev = np.abs(X - med)
     mad = np.median(dev, axis=0)
     fallback = dev.mean(axis=0)
-    tiny = 1.0 / np.finfo(float).max  # 1/MAD must be finite (soak finding: MAD = 1.1e-309)
+    # 1/MAD² must be finite (soak finding: MAD = 1.1e-309 overflowed 1/MAD itself)
+    tiny = 1.0 / math.sqrt(np.finfo(float).max)
     mad = np.where(mad > tiny, mad, fallback)
     return np.where(mad > tiny, mad, 1.0)
 
 
 def resolve_weights(weights, n_features: int, mad=None) -> np.ndarray | None:
-    """Return the diagonal metric weights (D,), all > 0 and finite, or None for the identity.
+    """Return the per-feature costs w (D,), all in [1e-150, 1e150], or None for unit costs.
 
-    ``"mad"`` means ``1 / MAD`` per feature, from an earlier ``fit_mad(X)``.
+    ``weights=w`` is the cost of a unit change of each feature: the Euclidean distance is
+    ``‖w ∘ (x − x̄)‖₂`` (a diagonal metric w²), the Manhattan one ``Σ w_i |x_i − x̄_i|``.
+    ``"mad"`` means ``w = 1 / MAD`` per feature, from an earlier ``fit_mad(X)``: the distance is
+    then in MAD units whatever each feature's unit. The range keeps w² and 1/w² finite and
+    normal.
     """
     if weights is None:
         return None
@@ -325,6 +376,11 @@ def resolve_weights(weights, n_features: int, mad=None) -> np.ndarray | None:
     if not (w > 0).all():
         raise ValueError(
             f"weights must be > 0 (use frozen= to keep a feature fixed); got min {w.min()!r}"
+        )
+    if not ((w >= 1e-150) & (w <= 1e150)).all():
+        raise ValueError(
+            "weights must lie in [1e-150, 1e150] (their squares are the Euclidean metric); "
+            f"got min {w.min()!r}, max {w.max()!r}"
         )
     return w
 

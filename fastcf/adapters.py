@@ -1,10 +1,31 @@
 """Fitted models of other libraries -> plain arrays.
 
-:func:`linear_model_arrays` turns a fitted scikit-learn logistic/softmax classifier, or a pipeline
-whose steps before it are affine, into ``(A, b, classes, feature_names)`` with
-``logits(x) = A @ x + b`` in the *raw* input space (the affine steps folded in);
+:func:`linear_model_arrays` turns a fitted scikit-learn linear classifier, or a pipeline whose
+steps before it are affine, into ``(A, b, classes, feature_names, probabilistic)`` with
+``scores(x) = A @ x + b`` in the *raw* input space (the affine steps folded in);
 :func:`check_linear_arrays` checks and normalises such arrays when a user gives them directly
 (:meth:`fastcf.LinearExplainer.from_arrays`).
+
+Every supported model predicts by its scores: the argmax of ``A x + b`` (K ≥ 3 rows; ties to the
+first class, as ``np.argmax``), or, with one row, ``classes[1]`` iff ``A x + b > 0``. That is
+what ``region=True`` needs. ``probabilistic`` says whether the model's ``predict_proba`` is also
+the sigmoid (one row) or the softmax (K rows) of those same scores, which ``lam=`` and ``proba=``
+need. Checked against each model's own ``decision_function``, ``predict`` and ``predict_proba``
+in ``tests/test_linear_models.py``:
+
+===================================================  ====================================
+model                                                probabilities = σ / softmax(scores)
+===================================================  ====================================
+LogisticRegression(CV), binary or multinomial        yes
+SGDClassifier(loss="log_loss"), binary               yes
+LinearDiscriminantAnalysis                           yes
+SGDClassifier, multiclass log_loss                   no (normalised one-vs-rest sigmoids)
+SGDClassifier(loss="modified_huber")                 no (clipped scores, normalised)
+SGDClassifier (other losses), LinearSVC, Perceptron  no (no predict_proba)
+RidgeClassifier(CV), PassiveAggressiveClassifier     no (no predict_proba)
+SVC / NuSVC(kernel="linear"), binary                 no (Platt scaling is fitted apart)
+OneVsRestClassifier of one of these                  binary: as its estimator; else no
+===================================================  ====================================
 """
 
 from __future__ import annotations
@@ -13,12 +34,38 @@ import numpy as np
 
 from ._validation import as_float_array
 
-__all__ = ["check_linear_arrays", "linear_model_arrays", "SUPPORTED_LINEAR"]
+__all__ = ["check_linear_arrays", "linear_model_arrays", "SUPPORTED_LINEAR", "PROBABILISTIC_LINEAR"]
+
+#: the models whose probabilities are a sigmoid/softmax of their scores (lam= and proba=)
+PROBABILISTIC_LINEAR = (
+    "LogisticRegression or LogisticRegressionCV (binary or multinomial), binary "
+    "SGDClassifier(loss='log_loss'), LinearDiscriminantAnalysis, or a binary "
+    "OneVsRestClassifier of one of those"
+)
 
 SUPPORTED_LINEAR = (
-    "LogisticRegression (binary or multinomial), LogisticRegressionCV, "
-    "SGDClassifier(loss='log_loss') (binary), or a Pipeline of affine steps (StandardScaler, "
-    "MinMaxScaler, MaxAbsScaler, PCA) ending in one of those"
+    "LogisticRegression, LogisticRegressionCV, SGDClassifier (any loss), LinearSVC, "
+    "RidgeClassifier, RidgeClassifierCV, Perceptron, PassiveAggressiveClassifier, "
+    "LinearDiscriminantAnalysis, binary SVC or NuSVC with kernel='linear', a "
+    "OneVsRestClassifier of one of those, or a Pipeline of affine steps (StandardScaler, "
+    "MinMaxScaler, MaxAbsScaler, PCA) ending in one of those; lam= and proba= need a model "
+    f"whose probabilities are a sigmoid/softmax of its scores: {PROBABILISTIC_LINEAR}"
+)
+
+# classifiers that predict the argmax of coef_ @ x + intercept_ (one row: its sign), read by
+# their coef_ and intercept_ (scikit-learn's LinearClassifierMixin)
+_SCORE_MODELS = frozenset(
+    {
+        "LogisticRegression",
+        "LogisticRegressionCV",
+        "SGDClassifier",
+        "LinearSVC",
+        "RidgeClassifier",
+        "RidgeClassifierCV",
+        "Perceptron",
+        "PassiveAggressiveClassifier",
+        "LinearDiscriminantAnalysis",
+    }
 )
 
 
@@ -31,42 +78,144 @@ def _check_fitted(est, attr, what):
         )
 
 
-def _classifier_arrays(clf):
-    name = type(clf).__name__
-    if name == "OneVsRestClassifier":
-        raise TypeError(
-            "OneVsRestClassifier is not a softmax model: its classes' probabilities are normalised "
-            f"one-vs-rest scores. Supported: {SUPPORTED_LINEAR}"
-        )
-    if name in ("LogisticRegression", "LogisticRegressionCV"):
-        _check_fitted(clf, "coef_", "model")
-        K = len(clf.classes_)
-        mc = getattr(clf, "multi_class", "auto")
-        if K > 2 and (mc == "ovr" or (mc == "auto" and getattr(clf, "solver", "") == "liblinear")):
-            raise TypeError(
-                f"{name} with one-vs-rest multiclass (multi_class={mc!r}, "
-                f"solver={getattr(clf, 'solver', None)!r}) is not a softmax model; refit with a "
-                "multinomial solver (e.g. the default 'lbfgs')"
-            )
-    elif name == "SGDClassifier":
-        _check_fitted(clf, "coef_", "model")
-        if clf.loss not in ("log_loss", "log"):
-            raise TypeError(
-                f"SGDClassifier(loss={clf.loss!r}) has no probabilities; only loss='log_loss' is "
-                "a logistic model"
-            )
-        if len(clf.classes_) > 2:
-            raise TypeError(
-                "a multiclass SGDClassifier is one-vs-rest, not a softmax model; only binary "
-                "SGDClassifier(loss='log_loss') is supported"
-            )
-    else:
-        raise TypeError(f"cannot explain a {name}; supported: {SUPPORTED_LINEAR}")
-    A = np.array(clf.coef_, dtype=np.float64, order="C", ndmin=2)
-    b = np.array(clf.intercept_, dtype=np.float64, ndmin=1).ravel()
-    if b.shape[0] != A.shape[0]:
+def _dense(a):
+    """Return ``a`` as a float64 array (``coef_`` is scipy.sparse after ``sparsify()``)."""
+    if hasattr(a, "toarray"):
+        a = a.toarray()
+    return np.asarray(a, dtype=np.float64)
+
+
+def _score_arrays(clf, n_classes):
+    """Return (A, b) of ``coef_`` and ``intercept_``, with one row per class (one if binary)."""
+    A = np.array(_dense(clf.coef_), dtype=np.float64, order="C", ndmin=2)
+    b = np.array(_dense(clf.intercept_), dtype=np.float64, ndmin=1).ravel()
+    if b.shape[0] != A.shape[0]:  # intercept_ = 0.0 (fit_intercept=False in some models)
         b = np.broadcast_to(b, (A.shape[0],)).copy()
-    return A, b, np.asarray(clf.classes_)
+    rows = 1 if n_classes == 2 else n_classes
+    if A.shape[0] != rows or n_classes < 2:
+        raise TypeError(
+            f"{type(clf).__name__} has coef_ of shape {A.shape} for {n_classes} classes; "
+            f"expected {rows} row(s) of scores"
+        )
+    return A, b
+
+
+def _logistic_ovr(clf, n_classes):
+    """Whether a LogisticRegression(CV) is one-vs-rest (scikit-learn < 1.8 had ``multi_class``)."""
+    mc = getattr(clf, "multi_class", "auto")
+    if mc in ("ovr", "warn"):
+        return True
+    if mc in ("auto", "deprecated"):
+        return n_classes <= 2 or getattr(clf, "solver", "") == "liblinear"
+    return False  # "multinomial"
+
+
+def _linear_classifier_arrays(clf, name):
+    """Return (A, b, classes, probabilistic) of a classifier of ``_SCORE_MODELS``."""
+    _check_fitted(clf, "coef_", "model")
+    binarizer = getattr(clf, "_label_binarizer", None)  # RidgeClassifier(CV)
+    if str(getattr(binarizer, "y_type_", "")).startswith("multilabel"):
+        raise TypeError(
+            f"a multilabel {name} predicts a set of labels per sample, not one class; fit it on "
+            "one label per sample"
+        )
+    classes = np.asarray(clf.classes_)
+    K = len(classes)
+    A, b = _score_arrays(clf, K)
+    if name in ("LogisticRegression", "LogisticRegressionCV"):
+        ovr = _logistic_ovr(clf, K)
+        probabilistic = K == 2 or not ovr  # a binary model is σ(score) either way
+        if K == 2 and not ovr:
+            # multi_class="multinomial" on two classes (scikit-learn < 1.8): predict_proba is
+            # softmax([-s, s]) = σ(2s); doubling the scores keeps predict and makes p = σ(A x + b)
+            A, b = 2.0 * A, 2.0 * b
+    elif name == "SGDClassifier":
+        # log_loss: σ(score) when binary; multiclass normalises one-vs-rest sigmoids
+        probabilistic = clf.loss in ("log_loss", "log") and K == 2
+    else:
+        probabilistic = name == "LinearDiscriminantAnalysis"  # σ / softmax of decision_function
+    return A, b, classes, probabilistic
+
+
+def _svc_arrays(clf, name):
+    """Return (A, b, classes, False) of a binary SVC / NuSVC with a linear kernel."""
+    if not (isinstance(clf.kernel, str) and clf.kernel == "linear"):
+        raise TypeError(
+            f"{name}(kernel={clf.kernel!r}) is not linear in x; only kernel='linear' has affine "
+            f"scores; supported: {SUPPORTED_LINEAR}"
+        )
+    _check_fitted(clf, "support_vectors_", name)
+    classes = np.asarray(clf.classes_)
+    if len(classes) > 2:
+        raise TypeError(
+            f"a multiclass {name} ({len(classes)} classes) predicts by one-vs-one voting among "
+            "its pairwise classifiers, which is not the argmax of affine scores "
+            "(decision_function_shape='ovr' only reshapes those votes); use a binary "
+            f"{name}, LinearSVC, or OneVsRestClassifier({name}(kernel='linear'))"
+        )
+    # coef_ and intercept_ carry scikit-learn's binary sign convention: decision_function
+    # = coef_ @ x + intercept_ > 0 means classes_[1] (checked in the tests)
+    A, b = _score_arrays(clf, len(classes))
+    return A, b, classes, False
+
+
+def _ovr_arrays(clf):
+    """Return (A, b, classes, probabilistic) of a OneVsRestClassifier: a row per estimator."""
+    _check_fitted(clf, "estimators_", "OneVsRestClassifier")
+    if clf.label_binarizer_.y_type_.startswith("multilabel"):
+        raise TypeError(
+            "a multilabel OneVsRestClassifier predicts a set of labels per sample, not one class"
+        )
+    rows, offsets, probs = [], [], []
+    for i, est in enumerate(clf.estimators_):
+        try:
+            A, b, _, p = _classifier_arrays(est)
+        except TypeError as exc:
+            raise TypeError(
+                f"OneVsRestClassifier: estimator {i} ({type(est).__name__}) is not supported: {exc}"
+            ) from exc
+        if A.shape[0] != 1:
+            raise TypeError(
+                f"OneVsRestClassifier: estimator {i} has {A.shape[0]} score rows; a binary "
+                "estimator has one"
+            )
+        rows.append(A[0])
+        offsets.append(b[0])
+        probs.append(p)
+    # predict: argmax of the estimators' decision functions (ties to the first, as np.argmax);
+    # binary (one estimator): classes_[1] iff its score > 0. predict_proba normalises the
+    # estimators' probabilities: the estimator's own sigmoid when binary, not a softmax else
+    probabilistic = len(rows) == 1 and probs[0]
+    return np.vstack(rows), np.asarray(offsets), np.asarray(clf.classes_), probabilistic
+
+
+def _classifier_arrays(clf):
+    """Return (A, b, classes, probabilistic) of a classifier, or of a Pipeline ending in one."""
+    name = type(clf).__name__
+    if name == "Pipeline":
+        return _pipeline_arrays(clf)
+    if name in _SCORE_MODELS:
+        return _linear_classifier_arrays(clf, name)
+    if name in ("SVC", "NuSVC"):
+        return _svc_arrays(clf, name)
+    if name == "OneVsRestClassifier":
+        return _ovr_arrays(clf)
+    if name == "OneVsOneClassifier":
+        raise TypeError(
+            "OneVsOneClassifier predicts by one-vs-one voting, not the argmax of affine scores; "
+            f"use OneVsRestClassifier instead; supported: {SUPPORTED_LINEAR}"
+        )
+    raise TypeError(f"cannot explain a {name}; supported: {SUPPORTED_LINEAR}")
+
+
+def _pipeline_arrays(model):
+    """Return (A, b, classes, probabilistic) of a Pipeline, its affine steps folded in."""
+    if not model.steps:
+        raise TypeError("empty Pipeline")
+    A, b, classes, probabilistic = _classifier_arrays(model.steps[-1][1])
+    for _, step in reversed(model.steps[:-1]):
+        A, b = _fold_step(step, A, b)
+    return A, b, classes, probabilistic
 
 
 def _fold_step(step, A, b):
@@ -159,20 +308,33 @@ def check_linear_arrays(A, b, classes=None, feature_names=None):
 
 
 def linear_model_arrays(model):
-    """Return ``(A, b, classes, feature_names)`` of a fitted linear probabilistic classifier.
+    """Return ``(A, b, classes, feature_names, probabilistic)`` of a fitted linear classifier.
 
     Parameters
     ----------
     model : estimator
-        See :data:`SUPPORTED_LINEAR`.
+        See :data:`SUPPORTED_LINEAR`: a classifier that predicts the argmax of affine scores
+        (the sign of one), or a Pipeline of affine steps ending in one.
 
     Returns
     -------
     A : ndarray of shape (K, D)
-        ``K = 1`` for a binary model (``p(classes[1]) = σ(A x + b)``).
+        ``K = 1`` for a binary model: ``classes[1]`` iff ``A x + b > 0``
+        (``p(classes[1]) = σ(A x + b)`` for a probabilistic one).
     b : ndarray of shape (K,)
     classes : ndarray
     feature_names : ndarray of str or None
+    probabilistic : bool
+        Whether the model's ``predict_proba`` is the sigmoid (K = 1) or softmax of the scores
+        ``A x + b`` (:data:`PROBABILISTIC_LINEAR`); ``False`` means the scores only decide the
+        class.
+
+    Raises
+    ------
+    TypeError
+        If the model, or a step of the pipeline, is not supported (the message names it).
+    sklearn.exceptions.NotFittedError
+        If the model or a step is not fitted.
 
     Examples
     --------
@@ -180,11 +342,16 @@ def linear_model_arrays(model):
     >>> from sklearn.linear_model import LogisticRegression
     >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn.svm import LinearSVC
     >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 2.0], [3.0, 5.0]]); y = [0, 0, 1, 1]
     >>> pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
-    >>> A, b, classes, names = linear_model_arrays(pipe)
-    >>> np.allclose(X @ A.T + b, pipe.decision_function(X)[:, None])
-    True
+    >>> A, b, classes, names, probabilistic = linear_model_arrays(pipe)
+    >>> np.allclose(X @ A.T + b, pipe.decision_function(X)[:, None]), probabilistic
+    (True, True)
+    >>> svm = make_pipeline(StandardScaler(), LinearSVC()).fit(X, y)
+    >>> A, b, classes, names, probabilistic = linear_model_arrays(svm)
+    >>> np.allclose(X @ A.T + b, svm.decision_function(X)[:, None]), probabilistic
+    (True, False)
     """
     steps = []
     clf = model
@@ -193,7 +360,7 @@ def linear_model_arrays(model):
             raise TypeError("empty Pipeline")
         steps = [s for _, s in model.steps[:-1]]
         clf = model.steps[-1][1]
-    A, b, classes = _classifier_arrays(clf)
+    A, b, classes, probabilistic = _classifier_arrays(clf)
     for step in reversed(steps):
         A, b = _fold_step(step, A, b)
     names = getattr(model, "feature_names_in_", None)
@@ -203,4 +370,49 @@ def linear_model_arrays(model):
         names = getattr(clf, "feature_names_in_", None) if not steps else None
     if names is not None:
         names = np.asarray([str(n) for n in names], dtype=object)
-    return np.ascontiguousarray(A), np.ascontiguousarray(b), classes, names
+    return np.ascontiguousarray(A), np.ascontiguousarray(b), classes, names, bool(probabilistic)
+
+
+def model_name(model):
+    """Return a short name of a model for messages, e.g. ``"Pipeline(StandardScaler, SVC)"``.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn.svm import LinearSVC
+    >>> model_name(make_pipeline(StandardScaler(), LinearSVC()))
+    'Pipeline(StandardScaler, LinearSVC)'
+    """
+    if isinstance(model, str):  # a "passthrough" step
+        return model
+    name = type(model).__name__
+    steps = getattr(model, "steps", None) if name == "Pipeline" else None
+    if steps:
+        return f"{name}({', '.join(model_name(s) for _, s in steps)})"
+    inner = getattr(model, "estimator", None) if name == "OneVsRestClassifier" else None
+    return f"{name}({model_name(inner)})" if inner is not None else name
+
+
+def not_probabilistic(source, asked):
+    """Return the message of a query that needs probabilities, asked of a model without any.
+
+    Parameters
+    ----------
+    source : str
+        The model (:func:`model_name`) or ``"from_arrays(..., probabilistic=False)"``.
+    asked : str
+        What was asked, e.g. ``"proba= was asked"``.
+
+    Examples
+    --------
+    >>> print(not_probabilistic("LinearSVC", "proba= was asked"))  # doctest: +ELLIPSIS
+    LinearSVC scores are not probabilities (proba= was asked): only region=True is supported. ...
+    """
+    return (
+        f"{source} scores are not probabilities ({asked}): only region=True is supported. "
+        "proba=, lam= (problem (2), the default of explain, and path()) and predict_proba need "
+        "a model whose probabilities are a sigmoid/softmax of its scores ("
+        f"{PROBABILISTIC_LINEAR}); for arrays that are such logits, use "
+        "LinearExplainer.from_arrays(..., probabilistic=True)"
+    )

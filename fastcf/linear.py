@@ -6,6 +6,9 @@
 * ``proba=τ``: ``min ‖x − x̄‖_W`` subject to ``p_target(x) ≥ τ``;
 * ``region=True``: the closest point classified as the target, with a margin on the logits.
 
+``‖δ‖_W = ‖w ∘ δ‖₂`` with ``w`` the per-feature costs of ``weights=`` (W = diag(w²), ones by
+default); ``metric="manhattan"`` replaces it by ``Σ w_i |δ_i|``.
+
 Binary models (one weight row, as scikit-learn stores them) are solved in closed form through the
 scalar root φ(α, β) (Theorem 4.2); softmax models by Newton's method in the K-dimensional space
 spanned by the weight rows (see :mod:`fastcf._kernels.softmax`). The explainer holds the arguments,
@@ -14,7 +17,9 @@ the model and the dispatch; the solvers live in :mod:`fastcf._linear`, one modul
 
 from __future__ import annotations
 
+import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,7 +27,11 @@ from ._base import BaseExplainer
 from ._linear.fast import constrained_one, plain_query
 from ._linear.metric import MetricCache
 from ._linear.model import make_model
+from ._linear.verify import fail as _fail
 from ._linear.verify import region as _region
+from ._linear.verify import row_info as _row_info
+from ._linear.verify import rows_box, stack
+from ._status import Status
 from ._validation import (
     as_float_array,
     as_queries,
@@ -41,6 +50,25 @@ __all__ = ["LinearExplainer"]
 _METHODS = ("auto", "reduced", "woodbury", "lbfgs", "cg", "gd")
 _REDUCED = ("auto", "reduced")  # the exact solvers (closed form, K-space Newton)
 _DEFAULT_LAMS = np.logspace(3, -5, 100)  # path()'s grid (copied for each path)
+_METRICS = ("euclidean", "manhattan")
+_OK = int(Status.OK)
+
+
+class _Query(NamedTuple):
+    """One query's checked options (:meth:`LinearExplainer._query`)."""
+
+    form: str  # "lam", "proba" or "region"
+    lams: np.ndarray | None  # (N,) for "lam"
+    proba: float | None
+    margin: float
+    metric: str
+    max_changes: int | None
+    method: str
+    tol: float
+    max_iter: int
+    fmask: np.ndarray  # (D,) bool: the user's frozen features
+    w: np.ndarray | None  # (D,) per-feature costs (None: ones)
+    bnd: tuple | None  # (lo, hi) of shape (D,) or (N, D)
 
 
 class LinearExplainer(BaseExplainer):
@@ -49,11 +77,19 @@ class LinearExplainer(BaseExplainer):
     Parameters
     ----------
     model : estimator
-        A fitted ``LogisticRegression`` (binary or multinomial), ``LogisticRegressionCV``,
-        binary ``SGDClassifier(loss="log_loss")``, or a ``Pipeline`` whose steps before the
+        A fitted scikit-learn linear classifier: ``LogisticRegression`` (binary or
+        multinomial), ``LogisticRegressionCV``, ``SGDClassifier`` (any loss), ``LinearSVC``,
+        ``RidgeClassifier(CV)``, ``Perceptron``, ``PassiveAggressiveClassifier``,
+        ``LinearDiscriminantAnalysis``, a binary ``SVC``/``NuSVC(kernel="linear")``, a
+        ``OneVsRestClassifier`` of one of those, or a ``Pipeline`` whose steps before the
         classifier are affine (``StandardScaler``, ``MinMaxScaler``, ``MaxAbsScaler``, ``PCA``);
         those steps are folded into ``(A, b)`` so that counterfactuals live in the raw input
-        space. Use :meth:`from_arrays` for any other source of weights.
+        space. Every one predicts the argmax of its scores ``A x + b`` (the sign of one), so
+        ``region=True`` applies to all; ``lam=`` and ``proba=`` need a model whose probabilities
+        are the sigmoid/softmax of those scores (``probabilistic_``: logistic regression,
+        binary ``SGDClassifier(loss="log_loss")``, ``LinearDiscriminantAnalysis``). A
+        multiclass ``SVC`` (one-vs-one voting) is refused. Use :meth:`from_arrays` for any
+        other source of weights.
 
     Attributes
     ----------
@@ -65,6 +101,11 @@ class LinearExplainer(BaseExplainer):
     feature_names_in_ : ndarray of str or None
     mad_ : ndarray of shape (D,) or None
         Per-feature median absolute deviation, set by :meth:`fit_mad`.
+    probabilistic_ : bool
+        Whether the model's class probabilities are the sigmoid (K = 1) or softmax of its
+        scores ``A x + b``. ``False`` (e.g. ``LinearSVC``): only ``region=True`` queries are
+        answered, :meth:`predict_proba` raises ``TypeError`` and answers carry
+        ``proba=None``.
 
     Notes
     -----
@@ -91,10 +132,12 @@ class LinearExplainer(BaseExplainer):
     _has_proba = True
 
     def __init__(self, model):
-        self._init_arrays(*linear_model_arrays(model))
+        from .adapters import model_name
+
+        self._init_arrays(*linear_model_arrays(model), source=model_name(model))
 
     @classmethod
-    def from_arrays(cls, A, b, classes=None, feature_names=None):
+    def from_arrays(cls, A, b, classes=None, feature_names=None, *, probabilistic=True):
         """Build an explainer from logits ``z = A x + b``.
 
         Parameters
@@ -106,6 +149,10 @@ class LinearExplainer(BaseExplainer):
         classes : array_like of shape (max(K, 2),), optional
             Class labels; ``0, 1, ..., K-1`` by default.
         feature_names : array_like of str, optional
+        probabilistic : bool, default=True
+            Whether the class probabilities are the sigmoid/softmax of ``A x + b``. ``False``
+            says the scores only decide the class (argmax, or ``classes[1]`` iff
+            ``A x + b > 0`` when K = 1), as for an SVM: only ``region=True`` is answered.
 
         Returns
         -------
@@ -117,12 +164,22 @@ class LinearExplainer(BaseExplainer):
         >>> ex = LinearExplainer.from_arrays(np.eye(3, 4), np.zeros(3), classes=["a", "b", "c"])
         >>> ex.explain(np.zeros(4), target="c", lam=0.1).target
         'c'
+        >>> svm = LinearExplainer.from_arrays([[1.0, -1.0]], [0.0], probabilistic=False)
+        >>> res = svm.explain(np.array([-1.0, 1.0]), target=1, region=True)
+        >>> bool(res.success), res.proba
+        (True, None)
         """
+        if not isinstance(probabilistic, (bool, np.bool_)):
+            raise TypeError(f"probabilistic must be True or False; got {probabilistic!r}")
         self = cls.__new__(cls)
-        self._init_arrays(*check_linear_arrays(A, b, classes, feature_names))
+        self._init_arrays(
+            *check_linear_arrays(A, b, classes, feature_names),
+            bool(probabilistic),
+            source="LinearExplainer.from_arrays(..., probabilistic=False)",
+        )
         return self
 
-    def _init_arrays(self, A, b, classes, names):
+    def _init_arrays(self, A, b, classes, names, probabilistic=True, *, source="model"):
         A = np.ascontiguousarray(A, dtype=np.float64)
         b = np.ascontiguousarray(b, dtype=np.float64)
         if not (np.isfinite(A).all() and np.isfinite(b).all()):
@@ -135,6 +192,44 @@ class LinearExplainer(BaseExplainer):
         self.mad_ = None
         self._model = make_model(A, b)  # BinaryModel or SoftmaxModel: the family, chosen once
         self._cache = MetricCache(self._model)
+        self.probabilistic_ = bool(probabilistic)
+        # answers carry proba only when the probabilities are those of the model
+        # (BaseExplainer._package drops them otherwise; distributed reads it for its columns)
+        self._has_proba = self.probabilistic_
+        self._source = source  # the model's name, for the messages of _check_form
+
+    def _check_form(self, lam, proba, region):
+        """Raise ``TypeError`` if the model cannot answer this form of query.
+
+        A model whose scores are not probabilities (``probabilistic_`` is ``False``) answers
+        only ``region=True``: ``lam=`` (problem (2), also the default and :meth:`path`) and
+        ``proba=`` are defined by its probabilities.
+
+        Parameters
+        ----------
+        lam : object or None
+            The ``lam=`` (or ``lams=``) argument, ``None`` when not given.
+        proba : object or None
+            The ``proba=`` argument, ``None`` when not given.
+        region : bool
+            The ``region=`` argument.
+
+        Raises
+        ------
+        TypeError
+            If the explainer is not probabilistic and the query is not ``region=True`` alone.
+        """
+        if self.probabilistic_ or (lam is None and proba is None and region):
+            return
+        if proba is not None:
+            asked = "proba="
+        elif lam is not None:
+            asked = "lam="
+        else:
+            asked = "problem (2) (lam=, the default, and path())"
+        from .adapters import not_probabilistic
+
+        raise TypeError(not_probabilistic(self._source, f"{asked} was asked"))
 
     # ------------------------------------------------------------------ model evaluation
     def decision_function(self, X):
@@ -162,7 +257,16 @@ class LinearExplainer(BaseExplainer):
         Returns
         -------
         ndarray of shape (N, n_classes) or (n_classes,)
+
+        Raises
+        ------
+        TypeError
+            If the model's scores are not probabilities (``probabilistic_`` is ``False``).
         """
+        if not self.probabilistic_:
+            from .adapters import not_probabilistic
+
+            raise TypeError(not_probabilistic(self._source, "predict_proba was called"))
         X, single, _ = as_queries(X, self.n_features_in_, name="X")
         P = self._model.proba_from_logits(self._model.model_logits(X))
         return P[0] if single else P
@@ -185,11 +289,185 @@ class LinearExplainer(BaseExplainer):
         return self._model.in_target(X, tidx, proba)
 
     def _options(self, X, names, frozen, weights, bounds):
-        """Return the metric (frozen features, weights) and the box of a query."""
+        """Return the frozen mask, the per-feature costs w (or None) and the box of a query."""
         fmask = resolve_frozen(frozen, self.n_features_in_, names)
         w = resolve_weights(weights, self.n_features_in_, self.mad_)
         bnd = resolve_bounds(bounds, self.n_features_in_, X, per_row=True)
-        return fmask, w, bnd, self._cache.get(fmask, w)
+        return fmask, w, bnd
+
+    def _query(
+        self,
+        X,
+        tidx,
+        names,
+        lam,
+        proba,
+        region,
+        margin,
+        frozen,
+        weights,
+        bounds,
+        metric,
+        max_changes,
+        method,
+        tol,
+        max_iter,
+    ):
+        """Check every option of a query and return it as a :class:`_Query`."""
+        if (lam is not None) + (proba is not None) + bool(region) > 1:
+            raise ValueError("give only one of lam=, proba= or region=True")
+        if method not in _METHODS:
+            raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+        if metric not in _METRICS:
+            raise ValueError(f"metric must be one of {_METRICS}; got {metric!r}")
+        tol = check_scalar(tol, "tol", lo=0.0, lo_open=True)
+        max_iter = check_int(max_iter, "max_iter", lo=1)
+        if max_changes is not None:
+            max_changes = check_int(max_changes, "max_changes", lo=1)
+        fmask, w, bnd = self._options(X, names, frozen, weights, bounds)
+        lams = None
+        if proba is not None or region:
+            if method not in _REDUCED:
+                raise ValueError(
+                    f"method={method!r} applies to problem (2) (lam=); proba= and region=True are "
+                    "solved exactly by the default method"
+                )
+            if proba is not None:
+                proba = check_probability(proba, "proba")
+                form = "proba"
+            else:
+                margin = check_scalar(margin, "margin", lo=0.0)
+                form = "region"
+        else:
+            n = X.shape[0]
+            lams = check_scalar_positive(0.01 if lam is None else lam, "lam", allow_array=True, n=n)
+            lams = np.full(n, lams) if np.ndim(lams) == 0 else np.ascontiguousarray(lams)
+            form = "lam"
+        if metric == "manhattan" and method not in _REDUCED:
+            raise ValueError(
+                f"method={method!r} is a Euclidean reference method; metric='manhattan' is solved "
+                "exactly by the default method"
+            )
+        return _Query(
+            form, lams, proba, margin, metric, max_changes, method, tol, max_iter, fmask, w, bnd
+        )
+
+    def _continuous(self, X, tidx, q, fmask, lams=None, bnd=None):
+        """Solve the rows ``X`` of query ``q`` with the features of ``fmask`` frozen."""
+        model = self._model
+        lams = q.lams if lams is None else lams
+        bnd = q.bnd if bnd is None else bnd
+        if q.metric == "manhattan":
+            from ._linear import manhattan as _l1
+
+            cost = np.ones(self.n_features_in_) if q.w is None else q.w
+            free = ~fmask
+            if q.form == "lam":
+                return _l1.lam_l1(model, X, tidx, cost, free, bnd, lams, q.tol, q.max_iter)
+            if q.form == "proba":
+                return _l1.constrained_l1(
+                    model, X, tidx, cost, free, bnd, q.proba, None, q.tol, q.max_iter
+                )
+            return _region(
+                model,
+                X,
+                tidx,
+                bnd,
+                q.margin,
+                lambda Xr, tr, br, mr: _l1.constrained_l1(
+                    model, Xr, tr, cost, free, br, None, mr, q.tol, q.max_iter
+                ),
+            )
+        W = None if q.w is None else q.w * q.w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
+        m = self._cache.get(fmask, W)
+        if q.form == "proba":
+            return model.constrained(X, tidx, m, bnd, q.proba, None, q.tol, q.max_iter)
+        if q.form == "region":
+            return _region(
+                model,
+                X,
+                tidx,
+                bnd,
+                q.margin,
+                lambda Xr, tr, br, mr: model.constrained(
+                    Xr, tr, m, br, None, mr, q.tol, q.max_iter
+                ),
+            )
+        if q.method in _REDUCED:
+            return model.lam(X, tidx, m, bnd, lams, q.tol, q.max_iter)
+        # scipy.optimize is imported there, not at start-up (most of the import time)
+        from ._linear.reference import lam_reference
+
+        return lam_reference(model, X, tidx, m, W, fmask, bnd, lams, q.method, q.tol, q.max_iter)
+
+    def _row_problem(self, X, tidx, q, n):
+        """Return the :class:`~fastcf._linear.subsets.RowProblem` of query row ``n``."""
+        from ._linear.subsets import RowProblem
+
+        Xn, tn = X[n : n + 1], tidx[n : n + 1]
+        lams = None if q.lams is None else q.lams[n : n + 1]
+        bnd = rows_box(q.bnd, [n])
+        cost = np.ones(self.n_features_in_) if q.w is None else q.w
+
+        def solve(fmask):
+            return self._continuous(Xn, tn, q, fmask, lams, bnd)
+
+        def objective(sol):
+            if q.form != "lam":
+                return sol.distance[0]
+            d = sol.distance[0]
+            reg = lams[0] * d if q.metric == "manhattan" else 0.5 * lams[0] * d * d
+            return reg - self._model.log_proba_target(sol.x, tn)[0]
+
+        return RowProblem(solve, X[n], objective, cost)
+
+    def _solve(self, X, tidx, q):
+        """Return the :class:`~fastcf.results.Solution` of query ``q`` (all its rows)."""
+        if q.max_changes is None:
+            return self._continuous(X, tidx, q, q.fmask)
+        return stack([self._sparse_row(X, tidx, q, n)[0] for n in range(X.shape[0])])
+
+    def _sparse_row(self, X, tidx, q, n, fmask=None, prob=None):
+        """Return (sol, value): row ``n`` with at most ``q.max_changes`` changed features.
+
+        ``fmask`` (the user's frozen features by default) and ``prob`` (a fresh
+        :class:`~fastcf._linear.subsets.RowProblem` of the row by default) let
+        :meth:`enumerate` share one memo of continuous solves between its nodes.
+        """
+        from ._linear.subsets import best_subset, top_m_free
+
+        fmask = q.fmask if fmask is None else fmask
+        prob = self._row_problem(X, tidx, q, n) if prob is None else prob
+        if q.metric == "euclidean" and q.bnd is None and self._model.binary:
+            # binary, Euclidean, no box: the m free features of largest w_i²/W_i (closed form)
+            W = np.ones(self.n_features_in_) if q.w is None else q.w * q.w
+            keep = top_m_free(self._model.w**2 / W, ~fmask, q.max_changes)
+            sol, val = prob.solve(fmask | keep)
+            info = {"nodes": 1, "solves": 1, "proven": True}
+        else:
+            sol, val, info = best_subset(prob, fmask, q.max_changes)
+        if not math.isfinite(val):
+            # no answer within max_changes: the source itself, as other infeasible answers
+            x0 = X[n : n + 1].copy()
+            P = sol.proba
+            if P is not None:
+                P = self._model.proba_from_logits(self._model.model_logits(x0))
+            sol = sol._replace(x=x0, proba=P, distance=np.zeros(1))
+        if not math.isfinite(val) and int(sol.status[0]) == _OK:
+            sol = _fail(
+                sol,
+                Status.INFEASIBLE,
+                f"no answer changes at most {q.max_changes} "
+                "features (increase max_changes, or free features / widen bounds)",
+            )
+        elif not info["proven"]:
+            sol = _fail(
+                sol,
+                Status.MAXITER,
+                "max_changes: node limit of the branch-and-bound "
+                "reached; the answer is the best found, not proven optimal",
+            )
+        return sol._replace(info={**_row_info(sol.info), **info}), val
 
     # ------------------------------------------------------------------ public queries
     def explain(
@@ -204,6 +482,8 @@ class LinearExplainer(BaseExplainer):
         frozen=None,
         weights=None,
         bounds=None,
+        metric="euclidean",
+        max_changes=None,
         method="auto",
         tol=1e-10,
         max_iter=100,
@@ -234,7 +514,20 @@ class LinearExplainer(BaseExplainer):
         frozen : sequence of int or str, optional
             Features that must not change (indices or feature names).
         weights : array_like of shape (D,) or "mad", optional
-            Diagonal metric ``‖W^{1/2}(x − x̄)‖``; ``"mad"`` uses 1/MAD from :meth:`fit_mad`.
+            The cost of a unit change of each feature: the distance is ``‖w ∘ (x − x̄)‖₂``;
+            ``"mad"`` means w = 1/MAD from :meth:`fit_mad` (distances in MAD units, whatever
+            each feature's unit).
+        metric : {"euclidean", "manhattan"}, default="euclidean"
+            The distance: ``‖w ∘ (x − x̄)‖₂`` or ``Σ w_i |x_i − x̄_i|`` (w from ``weights``, ones
+            by default). Manhattan answers are sparse: a binary model's moves only the features
+            of best weight-to-cost ratio (one without ``bounds``), a softmax model's at most
+            K − 1 (a vertex of a linear program). With ``lam=`` the problem is
+            ``min λ Σ w_i|x_i − x̄_i| − log p_target(x)``.
+        max_changes : int, optional
+            At most this many features change (exactly optimal: a branch-and-bound over the
+            exact continuous solvers; see :mod:`fastcf._linear.subsets`). ``info["nodes"]``
+            counts its nodes. An answer that cannot be reached with so few changes is
+            ``success=False`` with status 3 (infeasible).
         bounds : (lo, hi), optional
             Per-feature box: each of lo, hi a scalar, an array of shape (D,) (one box for every
             query) or of shape (N, D) (one box per query row); ±inf allowed. Each source row
@@ -262,7 +555,15 @@ class LinearExplainer(BaseExplainer):
         >>> res.grad_norm < 1e-12
         True
         """
-        if frozen is None and weights is None and bounds is None and method in _REDUCED:
+        self._check_form(lam, proba, region)
+        if (
+            frozen is None
+            and weights is None
+            and bounds is None
+            and method in _REDUCED
+            and metric == "euclidean"
+            and max_changes is None
+        ):
             if proba is None and region is False:  # the short paths of one common query
                 fast = self._explain_one(x, target, lam, tol, max_iter)
             elif lam is None and (
@@ -273,39 +574,131 @@ class LinearExplainer(BaseExplainer):
                 fast = None
             if fast is not None:
                 return fast
-        if (lam is not None) + (proba is not None) + bool(region) > 1:
-            raise ValueError("give only one of lam=, proba= or region=True")
-        if method not in _METHODS:
-            raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
-        tol = check_scalar(tol, "tol", lo=0.0, lo_open=True)
-        max_iter = check_int(max_iter, "max_iter", lo=1)
         X, single, names, tidx = self._queries(x, target)
-        fmask, w, bnd, m = self._options(X, names, frozen, weights, bounds)
-        if proba is not None or region:
-            if method not in _REDUCED:
-                raise ValueError(
-                    f"method={method!r} applies to problem (2) (lam=); proba= and region=True are "
-                    "solved exactly by the default method"
-                )
-            if proba is not None:
-                proba = check_probability(proba, "proba")
-                sol = self._model.constrained(X, tidx, m, bnd, proba, None, tol, max_iter)
-            else:
-                margin = check_scalar(margin, "margin", lo=0.0)
-                sol = _region(self._model, X, tidx, m, bnd, margin, tol, max_iter)
-        else:
-            n = X.shape[0]
-            lams = check_scalar_positive(0.01 if lam is None else lam, "lam", allow_array=True, n=n)
-            lams = np.full(n, lams) if np.ndim(lams) == 0 else np.ascontiguousarray(lams)
-            if method in _REDUCED:
-                sol = self._model.lam(X, tidx, m, bnd, lams, tol, max_iter)
-            else:  # scipy.optimize is imported there, not at start-up (most of the import time)
-                from ._linear.reference import lam_reference
+        q = self._query(
+            X,
+            tidx,
+            names,
+            lam,
+            proba,
+            region,
+            margin,
+            frozen,
+            weights,
+            bounds,
+            metric,
+            max_changes,
+            method,
+            tol,
+            max_iter,
+        )
+        sol = self._solve(X, tidx, q)
+        return self._package(self._verify(sol, tidx, q.proba), X, tidx, names, single)
 
-                sol = lam_reference(
-                    self._model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter
-                )
-        return self._package(self._verify(sol, tidx, proba), X, tidx, names, single)
+    def enumerate(
+        self,
+        x,
+        target,
+        k=5,
+        lam=None,
+        *,
+        proba=None,
+        region=False,
+        margin=1e-6,
+        frozen=None,
+        weights=None,
+        bounds=None,
+        metric="euclidean",
+        max_changes=None,
+        tol=1e-10,
+        max_iter=100,
+        max_nodes=10_000,
+    ):
+        """Several alternative counterfactuals of one query, cheapest first (Lawler's scheme).
+
+        Returns up to ``k`` answers in increasing distance (for ``lam=``: increasing objective
+        of problem (2)) such that no answer's set of changed features contains the set of a
+        cheaper answer in the list — the semantics of actionable-recourse's flipsets. The first
+        answer is :meth:`explain`'s. Each alternative is the exact optimum of the query with some
+        features frozen, found by Lawler's k-best scheme (as :class:`fastcf.SVMEnumerator`, see
+        :mod:`fastcf._linear.subsets`): on small D the list equals the brute force over all
+        2^D restrictions. Euclidean answers change every free feature that matters, so their
+        alternatives differ by one frozen feature at a time; ``metric="manhattan"`` or
+        ``max_changes=`` give few-feature alternatives.
+
+        Parameters
+        ----------
+        x : array_like of shape (D,)
+            One query.
+        target : label
+        k : int or None, default=5
+            The number of answers. ``None`` returns a lazy iterator over all of them (``next()``
+            gives the next-best answer), as :meth:`fastcf.SVMEnumerator.enumerate` does.
+        lam, proba, region, margin, frozen, weights, bounds, metric, max_changes, tol, max_iter
+            As in :meth:`explain` (one form of query).
+        max_nodes : int, default=10000
+            Restricted problems solved before the enumeration stops (fewer than ``k`` answers
+            are returned then).
+
+        Returns
+        -------
+        list of Counterfactual, or an iterator of Counterfactual when ``k`` is None
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> ex = LinearExplainer.from_arrays(np.array([[3.0, 2.0, 1.0]]), np.array([-1.0]))
+        >>> alts = ex.enumerate(np.zeros(3), 1, k=3, region=True, metric="manhattan")
+        >>> [a.changed.tolist() for a in alts]
+        [[0], [1], [2]]
+        >>> [round(a.distance, 6) for a in alts]
+        [0.333334, 0.500001, 1.000001]
+        """
+        from ._linear.subsets import lawler
+
+        self._check_form(lam, proba, region)
+        if k is not None:
+            k = check_int(k, "k", lo=1)
+        max_nodes = check_int(max_nodes, "max_nodes", lo=1)
+        X, single, names, tidx = self._queries(x, target)
+        if not single:
+            raise ValueError(
+                f"enumerate takes one query x of shape ({self.n_features_in_},); got {X.shape}"
+            )
+        q = self._query(
+            X,
+            tidx,
+            names,
+            lam,
+            proba,
+            region,
+            margin,
+            frozen,
+            weights,
+            bounds,
+            metric,
+            max_changes,
+            "auto",
+            tol,
+            max_iter,
+        )
+        prob = self._row_problem(X, tidx, q, 0)
+
+        def solve_node(fmask):
+            if q.max_changes is None:
+                return prob.solve(fmask)
+            return self._sparse_row(X, tidx, q, 0, fmask, prob)
+
+        def success(sol):
+            return bool(self._verify(sol, tidx, q.proba).success[0])
+
+        gen = (
+            self._package(self._verify(sol, tidx, q.proba), X, tidx, names, True)
+            for sol, _ in lawler(solve_node, prob.changed, success, q.fmask, max_nodes)
+        )
+        if k is None:
+            return gen
+        return list(itertools.islice(gen, k))
 
     def _label(self, k):
         t = self.classes_[k]
@@ -337,6 +730,7 @@ class LinearExplainer(BaseExplainer):
         frozen=None,
         weights=None,
         bounds=None,
+        metric="euclidean",
         warm_start=True,
         tol=1e-10,
         max_iter=100,
@@ -350,8 +744,9 @@ class LinearExplainer(BaseExplainer):
         lams : array_like of shape (L,), optional
             λ values; ``np.logspace(3, -5, 100)`` by default. Solved in the order given
             (decreasing λ is the efficient order).
-        frozen, weights, bounds, tol, max_iter
-            As in :meth:`explain`.
+        frozen, weights, bounds, metric, tol, max_iter
+            As in :meth:`explain`. With ``metric="manhattan"`` every λ is solved exactly on its
+            own (one batch), so ``warm_start`` does not apply.
         warm_start : bool, default=True
             Start each solve from a prediction made of the previous solutions (§3.4 warm-
             starts from the last one): the cubic Hermite extrapolation in log λ of the last
@@ -373,16 +768,22 @@ class LinearExplainer(BaseExplainer):
         >>> bool(np.all(np.diff(path.proba[:, 2]) > 0))
         True
         """
-        fast = self._path_one(x, target, lams, frozen, weights, bounds, warm_start, tol, max_iter)
-        if fast is not None:
-            return fast
+        self._check_form(lams, None, False)
+        if metric == "euclidean":
+            fast = self._path_one(
+                x, target, lams, frozen, weights, bounds, warm_start, tol, max_iter
+            )
+            if fast is not None:
+                return fast
+        elif metric not in _METRICS:
+            raise ValueError(f"metric must be one of {_METRICS}; got {metric!r}")
         lams = _DEFAULT_LAMS.copy() if lams is None else as_float_array(lams, "lams", ndim=1)
         if lams.size == 0 or not (lams > 0).all():
             raise ValueError("lams must be a non-empty 1-D array of values > 0")
         tol = check_scalar(tol, "tol", lo=0.0, lo_open=True)
         max_iter = check_int(max_iter, "max_iter", lo=1)
         X, single, names, tidx = self._queries(x, target)
-        _fmask, w, bnd, m = self._options(X, names, frozen, weights, bounds)
+        fmask, w, bnd = self._options(X, names, frozen, weights, bounds)
         if not single:
             raise ValueError(
                 f"path takes one query x of shape ({self.n_features_in_},); got {X.shape}"
@@ -391,7 +792,34 @@ class LinearExplainer(BaseExplainer):
             bnd = (bnd[0][0], bnd[1][0])
         k = int(tidx[0])
         target = self._label(k)
-        return self._model.path(X[0], k, target, lams, m, warm_start, tol, max_iter, names, w, bnd)
+        if metric == "manhattan":
+            # one batch of L rows (the same x̄, one λ each): each λ is solved exactly, so there
+            # is nothing to warm-start
+            from ._linear import manhattan as _l1
+            from ._linear.verify import path_result
+
+            L = lams.size
+            XL = np.repeat(X, L, axis=0)
+            cost = np.ones(self.n_features_in_) if w is None else w
+            sol = _l1.lam_l1(self._model, XL, np.full(L, k), cost, ~fmask, bnd, lams, tol, max_iter)
+            gn = np.full(L, np.nan) if sol.grad_norm is None else sol.grad_norm
+            return path_result(
+                self._model,
+                lams,
+                sol.x,
+                X[0],
+                k,
+                target,
+                sol.distance,
+                sol.nit,
+                sol.status,
+                gn,
+                sol.method,
+                names,
+            )
+        W = None if w is None else w * w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
+        m = self._cache.get(fmask, W)
+        return self._model.path(X[0], k, target, lams, m, warm_start, tol, max_iter, names, W, bnd)
 
     def _path_one(self, x, target, lams, frozen, weights, bounds, warm, tol, max_iter):
         """Answer the common λ-path (one float64 x̄, no options) on a short path.

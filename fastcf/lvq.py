@@ -218,7 +218,7 @@ class LVQExplainer(BaseExplainer):
             One query or a batch.
         target : label or array-like of N labels
         metric : {"euclidean", "manhattan"}, default="euclidean"
-            θ: ‖W^{1/2}(x − x̄)‖₂ (QP) or Σ_k w_k |x_k − x̄_k| (LP).
+            θ: ‖w ∘ (x − x̄)‖₂ (QP) or Σ_k w_k |x_k − x̄_k| (LP).
         weights : None, array-like of shape (D,) or "mad"
             Diagonal weights (``"mad"``: 1/MAD from :meth:`fit_mad`).
         frozen : indices or feature names, optional

@@ -192,6 +192,195 @@ def softmax_proba_cvxpy(A, b, x0, k, tau, wt=None):
     return prob.status, (None if x.value is None else np.asarray(x.value))
 
 
+def linear_cf_cvxpy(
+    A, b, x0, k, form, param, *, metric="euclidean", w=None, frozen=None, lo=None, hi=None
+):
+    """One counterfactual query of a linear model, written out in cvxpy straight from its
+    definition: (value, x), value = the objective (inf when infeasible).
+
+    ``A`` (1, D) is binary logistic (p(1) = σ(A x + b)), ``A`` (K ≥ 3, D) softmax; ``form`` is
+    "region" (param = margin), "proba" (param = τ) or "lam" (param = λ). The distance is
+    ‖w ∘ δ‖₂ or Σ w|δ| (``metric``); the objective is that distance for region/proba and
+    λ/2 ‖w ∘ δ‖₂² − log p_k (Euclidean) or λ Σ w|δ| − log p_k (Manhattan) for lam.
+    """
+    import cvxpy as cp
+
+    A = np.atleast_2d(np.asarray(A, dtype=float))
+    b = np.atleast_1d(np.asarray(b, dtype=float))
+    D = x0.shape[0]
+    w = np.ones(D) if w is None else np.asarray(w, dtype=float)
+    x = cp.Variable(D)
+    cons = []
+    if frozen is not None and np.any(frozen):
+        idx = np.flatnonzero(frozen)
+        cons.append(x[idx] == x0[idx])
+    if lo is not None:
+        f = np.isfinite(lo)
+        if f.any():
+            cons.append(x[np.flatnonzero(f)] >= lo[f])
+    if hi is not None:
+        f = np.isfinite(hi)
+        if f.any():
+            cons.append(x[np.flatnonzero(f)] <= hi[f])
+    if A.shape[0] == 1:
+        s = 1.0 if k == 1 else -1.0
+        zeta = s * (A[0] @ x + b[0])
+        neg_log_p = cp.logistic(-zeta)
+    else:
+        z = A @ x + b
+        others = [j for j in range(A.shape[0]) if j != k]
+        neg_log_p = cp.log_sum_exp(z) - z[k]
+    if metric == "euclidean":
+        dist2 = cp.sum_squares(cp.multiply(w, x - x0))
+    else:
+        dist1 = cp.sum(cp.multiply(w, cp.abs(x - x0)))
+    if form == "lam":
+        reg = 0.5 * param * dist2 if metric == "euclidean" else param * dist1
+        obj = reg + neg_log_p
+    else:
+        obj = dist2 if metric == "euclidean" else dist1
+        if form == "region":
+            if A.shape[0] == 1:
+                cons.append(zeta >= param)
+            else:
+                cons.append((A[k] - A[others]) @ x + (b[k] - b[others]) >= param)
+        elif A.shape[0] == 1:  # σ(ζ) ≥ τ ⇔ ζ ≥ logit τ: linear
+            cons.append(zeta >= np.log(param) - np.log1p(-param))
+        else:
+            cons.append(neg_log_p <= -np.log(param))
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    conic = form == "lam" or (form == "proba" and A.shape[0] > 1)  # exponential cone
+    tol = 1e-10 if conic else 1e-12
+    kw = {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol}
+    import warnings
+
+    with warnings.catch_warnings():  # "Solution may be inaccurate": judged by the caller's rtol
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            prob.solve(solver=cp.CLARABEL, **kw)
+        except cp.error.SolverError:  # e.g. every feature frozen and the constraint unmet
+            return np.inf, None
+    if prob.status not in cp.settings.SOLUTION_PRESENT:
+        return np.inf, None
+    xv = np.asarray(x.value)
+    if frozen is not None:
+        xv[np.asarray(frozen)] = x0[np.asarray(frozen)]
+    d = (
+        np.sqrt(np.sum((w * (xv - x0)) ** 2))
+        if metric == "euclidean"
+        else np.sum(w * np.abs(xv - x0))
+    )
+    if form != "lam":
+        return float(d), xv
+    return float(prob.value), xv
+
+
+def best_subset_brute_force(solve, free, m):
+    """min over supports S ⊆ free, |S| = min(m, |free|), of ``solve(S)``: (value, x, S).
+
+    ``solve(S_mask) -> (value, x)`` solves with every feature outside S frozen. A support of
+    exactly m features suffices: more freedom never costs.
+    """
+    from itertools import combinations
+
+    idx = np.flatnonzero(free)
+    best = (np.inf, None, None)
+    for S in combinations(idx.tolist(), min(m, idx.size)):
+        mask = np.zeros(free.shape[0], dtype=bool)
+        mask[list(S)] = True
+        val, x = solve(mask)
+        if val < best[0]:
+            best = (val, x, mask)
+    return best
+
+
+def enumerate_brute_force(solve, free, k, *, in_target, changed, max_changes=None):
+    """The alternatives of one query by brute force over all 2^|free| restrictions.
+
+    ``solve(F_mask) -> (value, x)``: the optimum with every feature outside F frozen;
+    ``in_target(x)``: the model classifies x as the target; ``changed(x)``: bool mask of the
+    features x changed. With ``max_changes`` the optimum within F is the best over F's subsets
+    of that size. Returns up to k (value, changed set) in increasing value, skipping every
+    answer whose changed set contains the set of an answer taken before (flipsets).
+    """
+    from itertools import combinations
+
+    idx = np.flatnonzero(free).tolist()
+    vals = {}
+    for r in range(len(idx) + 1):
+        for F in combinations(idx, r):
+            mask = np.zeros(free.shape[0], dtype=bool)
+            mask[list(F)] = True
+            vals[F] = solve(mask)
+    cands = []
+    for F, (val, x) in vals.items():
+        if max_changes is not None and len(F) > max_changes:
+            sub = [vals[S] for S in combinations(F, max_changes)]
+            val, x = min(sub, key=lambda t: t[0])
+        if np.isfinite(val) and x is not None and in_target(x):
+            cands.append((val, frozenset(np.flatnonzero(changed(x)).tolist())))
+    cands.sort(key=lambda t: t[0])
+    out = []
+    for val, S in cands:
+        if any(T <= S for _, T in out):
+            continue
+        out.append((val, S))
+        if len(out) == k:
+            break
+    return out
+
+
+def manhattan_max_changes_milp(A, b, x0, k, margin, w, lo, hi, m, frozen=None):
+    """min Σ w|δ| s.t. region margins, the box and at most m changed features, as a MILP
+    (scipy.optimize.milp, HiGHS) with big-M = the box: (value, x).
+
+    Variables [δ⁺ (D), δ⁻ (D), z (D) binary]; δ⁺_i ≤ (hi_i − x̄_i) z_i, δ⁻_i ≤ (x̄_i − lo_i) z_i,
+    Σ z ≤ m. Binary A (1, D): s (a·x + c) ≥ margin; softmax: (a_k − a_j)·x + b_k − b_j ≥ margin.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    A = np.atleast_2d(np.asarray(A, dtype=float))
+    b = np.atleast_1d(np.asarray(b, dtype=float))
+    D = x0.shape[0]
+    up, dn = hi - x0, x0 - lo
+    if frozen is not None:
+        up = np.where(frozen, 0.0, up)
+        dn = np.where(frozen, 0.0, dn)
+    c = np.concatenate([w, w, np.zeros(D)])
+    if A.shape[0] == 1:
+        s = 1.0 if k == 1 else -1.0
+        G = s * A  # ζ = s(a·x + c) = s(a·x̄ + c) + s a·δ
+        rhs = margin - s * (A[0] @ x0 + b[0])
+        G, rhs = G, np.atleast_1d(rhs)
+    else:
+        others = [j for j in range(A.shape[0]) if j != k]
+        G = A[k] - A[others]
+        rhs = margin - ((A[k] - A[others]) @ x0 + (b[k] - b[others]))
+    rows = [np.hstack([G, -G, np.zeros_like(G)])]
+    lbs, ubs = [rhs], [np.full(rhs.shape, np.inf)]
+    eye = np.eye(D)
+    rows += [np.hstack([eye, 0 * eye, -np.diag(up)]), np.hstack([0 * eye, eye, -np.diag(dn)])]
+    lbs += [np.full(D, -np.inf)] * 2
+    ubs += [np.zeros(D)] * 2
+    rows.append(np.concatenate([np.zeros(2 * D), np.ones(D)])[None])
+    lbs.append(np.array([-np.inf]))
+    ubs.append(np.array([float(m)]))
+    cons = LinearConstraint(np.vstack(rows), np.concatenate(lbs), np.concatenate(ubs))
+    integrality = np.concatenate([np.zeros(2 * D), np.ones(D)])
+    bounds = Bounds(np.zeros(3 * D), np.concatenate([up, dn, np.ones(D)]))
+    res = milp(
+        c,
+        constraints=cons,
+        integrality=integrality,
+        bounds=bounds,
+        options={"mip_rel_gap": 0.0, "presolve": True},
+    )
+    if res.x is None:
+        return np.inf, None
+    d = res.x[:D] - res.x[D : 2 * D]
+    return float(res.fun), x0 + d
+
+
 # (end of linear section)
 
 
@@ -229,7 +418,10 @@ def lvq_counterfactual_reference(
     x0 = np.asarray(x0, dtype=float)
     D = P.shape[1]
     Lam = np.eye(D) if omega is None else np.asarray(omega).T @ np.asarray(omega)
+    # weights = the cost of a unit change: Euclidean ‖w∘δ‖₂ (metric w²), Manhattan Σ w|δ|
     w = np.ones(D) if weights is None else np.asarray(weights, dtype=float)
+    if metric == "euclidean":
+        w = w * w
     best, best_x = np.inf, None
     for i in np.flatnonzero(labels == target):
         x = cp.Variable(D)

@@ -78,13 +78,19 @@ def test_sgd_log_loss_binary_and_refusals():
     ex = LinearExplainer(sgd)
     res = ex.explain(Xs[0], 1 - sgd.predict(Xs[:1])[0], proba=0.75)
     assert res.success and sgd.predict_proba(res.x[None])[0].max() == pytest.approx(0.75, abs=1e-9)
+    assert ex.probabilistic_
     Xi, yi = load_iris(return_X_y=True)
-    with pytest.raises(TypeError, match="one-vs-rest"):
-        LinearExplainer(SGDClassifier(loss="log_loss", random_state=0).fit(Xi, yi))
-    with pytest.raises(TypeError, match="loss='log_loss'"):
-        LinearExplainer(SGDClassifier(loss="hinge").fit(Xs, y))
-    with pytest.raises(TypeError, match="OneVsRestClassifier"):
-        LinearExplainer(OneVsRestClassifier(LogisticRegression()).fit(Xi, yi))
+    # accepted with scores that are not probabilities (region=True only): multiclass SGD and
+    # OneVsRestClassifier normalise one-vs-rest sigmoids, hinge has no probabilities
+    for model in (
+        SGDClassifier(loss="log_loss", random_state=0).fit(Xi, yi),
+        SGDClassifier(loss="hinge").fit(Xs, y),
+        OneVsRestClassifier(LogisticRegression()).fit(Xi, yi),
+    ):
+        other = LinearExplainer(model)
+        assert not other.probabilistic_
+        with pytest.raises(TypeError, match="scores are not probabilities"):
+            other.predict_proba(Xi[:1] if other.n_features_in_ == 4 else Xs[:1])
     with pytest.raises(TypeError, match="supported"):
         LinearExplainer(SVC().fit(Xs[:50], y[:50]))
     with pytest.raises(TypeError, match="is not affine"):

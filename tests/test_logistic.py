@@ -39,7 +39,8 @@ def test_closed_form_agrees_with_brentq_on_200_problems(rng):
         lam = 10.0 ** rng.uniform(-4, 2)
         use_w = rng.random() < 0.5
         wt = rng.uniform(0.1, 10, w.shape[0]) if use_w else None
-        res = ex.explain(x0, target, lam=lam, weights=wt)
+        # wt is the metric W; weights= takes the cost of a unit change, √W
+        res = ex.explain(x0, target, lam=lam, weights=None if wt is None else np.sqrt(wt))
         ref = logistic_lam_brentq(w, c, x0, 1 if target == 1 else -1, lam, wt=wt)
         scale = np.abs(x0).max() + np.abs(ref - x0).max()
         worst = max(worst, np.abs(res.x - ref).max() / scale)
@@ -136,7 +137,7 @@ def test_weights_mad(rng):
     ex = LinearExplainer.from_arrays(w[None], [0.0]).fit_mad(X)
     assert np.all(np.isfinite(ex.mad_)) and np.all(ex.mad_ > 0)
     res = ex.explain(X[0], 1, lam=0.1, weights="mad")
-    ref = logistic_lam_brentq(w, 0.0, X[0], 1, 0.1, wt=1.0 / ex.mad_)
+    ref = logistic_lam_brentq(w, 0.0, X[0], 1, 0.1, wt=1.0 / ex.mad_**2)  # metric W = w²
     np.testing.assert_allclose(res.x, ref, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="fit_mad"):
         LinearExplainer.from_arrays(w[None], [0.0]).explain(X[0], 1, weights="mad")

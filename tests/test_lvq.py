@@ -277,7 +277,7 @@ def test_fast_path_kkt(bc, model_cls):
             rows += [e, -e]
             rhs += [hi[q], -lo[q]]
         viol, stat, comp = lvq_kkt_residual(
-            res.x[k], X[k], np.array(rows), np.array(rhs), weights=w, free=free
+            res.x[k], X[k], np.array(rows), np.array(rhs), weights=w * w, free=free
         )
         assert viol <= 1e-9
         assert stat <= 1e-8 * max(1.0, np.linalg.norm(res.x[k] - X[k]))

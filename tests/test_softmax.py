@@ -204,7 +204,7 @@ def test_region_matches_cvxpy(rng):
         x = rng.standard_normal(D)
         k = int(np.argmin(A @ x + b))
         wt = rng.uniform(0.5, 2, D)
-        res = ex.explain(x, k, region=True, margin=0.1, weights=wt)
+        res = ex.explain(x, k, region=True, margin=0.1, weights=np.sqrt(wt))  # metric W = wt
         status, ref = softmax_region_cvxpy(A, b, x, k, 0.1, wt)
         if status != "optimal":
             assert not res.success
@@ -255,8 +255,9 @@ def test_frozen_and_weights_match_woodbury_and_scipy(rng):
     wt = rng.uniform(0.2, 5, 25)
     fm = np.zeros(25, bool)
     fm[frozen] = True
-    res = ex.explain(x, 1, lam=0.03, frozen=frozen, weights=wt)
-    wood = ex.explain(x, 1, lam=0.03, frozen=frozen, weights=wt, method="woodbury")
+    # wt is the metric W; the cost of a unit change is its square root (weights=, W = w²)
+    res = ex.explain(x, 1, lam=0.03, frozen=frozen, weights=np.sqrt(wt))
+    wood = ex.explain(x, 1, lam=0.03, frozen=frozen, weights=np.sqrt(wt), method="woodbury")
     ref = softmax_lam_scipy(A, b, x, 1, 0.03, wt=wt, frozen=fm)
     assert np.array_equal(res.x[frozen], x[frozen]) and np.array_equal(wood.x[frozen], x[frozen])
     np.testing.assert_allclose(res.x, wood.x, atol=1e-9)

@@ -35,6 +35,7 @@ __all__ = ["constrained_one", "plain_query"]
 _OK = int(Status.OK)
 _NUMERIC = int(Status.NUMERIC)
 _BELOW_DECISION = int(Status.BELOW_DECISION)
+_PENDING = int(Status.PENDING)
 _NO_BOX = (np.empty((1, 0)), np.empty((1, 0)))  # the logistic kernels' box when there is none
 
 
@@ -218,6 +219,10 @@ def _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter):
         Y, nit, status = _sk.region_batch(
             Zbar, m.GV, tidx, margins, 1e-12, 10 * model.A.shape[0] + 100, False
         )
+        if status[0] == _PENDING:  # a singular dual (D < K − 1): the rank-revealing solve
+            from .softmax import resolve_singular
+
+            resolve_singular(Zbar, m.GV, tidx, margins, Y, status)
         lamv = None
         Xs = model.expand(X, Y, m)
         Z = model.logits(Xs)

@@ -76,6 +76,14 @@ class _LinearModel:
         mode = _sk.row_mode(X.shape[0], *self.A.shape[::-1])
         return _sk.expand_rows(X, Y, self.A, m.v, m.unit_v, mode)
 
+    def log_proba_target(self, X, tidx):
+        """Return log p_target(x) per row, stably (the −log p term of problem (2))."""
+        Z = self.logits(np.ascontiguousarray(X, dtype=np.float64))
+        rows = np.arange(X.shape[0])
+        zmax = Z.max(axis=1)
+        lse = zmax + np.log(np.exp(Z - zmax[:, None]).sum(axis=1))
+        return Z[rows, tidx] - lse
+
     # ------------------------------------------------------------------ verification
     def surely_in(self, Xr, tr):
         """Return (in_class, Z): rows whose class ``tr`` holds in every evaluation of the model.
@@ -109,6 +117,8 @@ class BinaryModel(_LinearModel):
     Solvers: the closed form of problem (2) and the projections of ``proba=`` / ``region=True``
     (:mod:`fastcf._linear.binary`).
     """
+
+    binary = True
 
     def __init__(self, A, b):
         if A.shape[0] == 2:  # two-class softmax == logistic with w = a1 − a0
@@ -203,6 +213,8 @@ class SoftmaxModel(_LinearModel):
     (:mod:`fastcf._linear.softmax`); with ``bounds=``, the projected Newton method
     (:mod:`fastcf._linear.boxed`).
     """
+
+    binary = False
 
     def __init__(self, A, b):
         super().__init__(A, b, A.shape[0])

@@ -28,13 +28,69 @@ from .._status import Status
 from ..results import CounterfactualPath
 from .verify import solution, verdict
 
-__all__ = ["constrained", "finish", "reduced_lam", "reduced_path"]
+__all__ = ["constrained", "finish", "reduced_lam", "reduced_path", "region_singular"]
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as the kernels do, see fastcf._kernels)
 _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
 _PENDING = int(Status.PENDING)
+_INFEASIBLE = int(Status.INFEASIBLE)
+
+
+def region_singular(zbar, G, k, margin):
+    """Return (y, status): ``region_dual`` for a row whose dual Q = D V Dᵀ is singular.
+
+    Q has rank r < K − 1 when fewer directions are free than classes compete (frozen features,
+    D < K − 1): then some margin rows are linear combinations of others, and the active set of
+    the kernel (which needs Q_PP nonsingular) cannot tell "met together" from "contradictory".
+    Here Q = R Rᵀ with R (K−1, r) from its eigendecomposition (eigenvalues below 1e-13 of the
+    largest are 0), and the least-distance program min ½‖v‖² s.t. R v ≥ c — the same dual,
+    so the same multipliers ν — is solved by NNLS (Lawson & Hanson, *Solving Least Squares
+    Problems*, ch. 23: with unit rows G = R/‖R_a‖, h = c/‖R_a‖ and E = [Gᵀ; hᵀ], the NNLS
+    solution ν̂ of min ‖E ν̂ − e_{r+1}‖ gives ν = ν̂ / (1 − hᵀν̂) / ‖R_a‖; a vanishing 1 − hᵀν̂
+    proves infeasibility). Rare (only singular rows come here), so SciPy, not a kernel.
+    """
+    from scipy.optimize import nnls
+
+    K = zbar.shape[0]
+    others = np.array([j for j in range(K) if j != k])
+    Q = G[k, k] - G[k][others][None, :] - G[others][:, k][:, None] + G[np.ix_(others, others)]
+    Q = 0.5 * (Q + Q.T)
+    c = margin - (zbar[k] - zbar[others])
+    lam, U = np.linalg.eigh(Q)
+    top = max(float(lam.max()), 0.0)
+    keep = lam > 1e-13 * top
+    y = np.zeros(K)
+    if not keep.any():  # no free direction moves any margin
+        return y, (_OK if (c <= 0).all() else _INFEASIBLE)
+    R = U[:, keep] * np.sqrt(lam[keep])
+    norms = np.linalg.norm(R, axis=1)
+    live = norms > 1e-7 * math.sqrt(top)  # rows that free directions move at all
+    scale = max(1.0, float(np.abs(zbar).max()))
+    if (c[~live] > 1e-12 * scale).any():  # a margin no free direction changes, unmet
+        return y, _INFEASIBLE
+    Gn = R[live] / norms[live, None]
+    h = c[live] / norms[live]
+    r = Gn.shape[1]
+    E = np.vstack([Gn.T, h[None, :]])
+    f = np.zeros(r + 1)
+    f[r] = 1.0
+    nuh, _ = nnls(E, f, maxiter=50 * (K + r + 10))
+    denom = 1.0 - float(h @ nuh)
+    if denom <= 1e-12:
+        return y, _INFEASIBLE
+    nu = np.zeros(K - 1)
+    nu[live] = nuh / denom / norms[live]
+    y[others] = -nu
+    y[k] = nu.sum()
+    return y, _OK
+
+
+def resolve_singular(Zbar, G, tidx, margins, Y, status):
+    """Re-solve in place the rows ``region_batch`` left PENDING (:func:`region_singular`)."""
+    for n in np.flatnonzero(status == _PENDING):
+        Y[n], status[n] = region_singular(Zbar[n], G, int(tidx[n]), float(margins[n]))
 
 
 def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
@@ -98,6 +154,7 @@ def constrained(model, X, tidx, m, proba, margins, tol, max_iter):
         Y, nit, status = _sk.region_batch(
             Zbar, m.GV, tidx, margins, 1e-12, 10 * model.A.shape[0] + 100, N > 1
         )
+        resolve_singular(Zbar, m.GV, tidx, margins, Y, status)
         lamv = None
         method = "reduced (dual active set)"
     Xs = model.expand(X, Y, m)

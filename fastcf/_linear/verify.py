@@ -19,7 +19,7 @@ import numpy as np
 from .._status import Status, messages
 from ..results import CounterfactualPath, Solution
 
-__all__ = ["path_result", "region", "solution", "verdict"]
+__all__ = ["fail", "path_result", "region", "row_info", "rows_box", "solution", "stack", "verdict"]
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as the kernels do, see fastcf._kernels)
@@ -74,17 +74,68 @@ def replace_rows(sol, idx, sub):
     return sol._replace(nit=nit, message=msgs, **fields)
 
 
-def region(model, X, tidx, m, bnd, margin, tol, max_iter):
+def fail(sol, status, text):
+    """Return ``sol`` (one row) as a failure with ``status`` and the message ``text``."""
+    return sol._replace(
+        success=np.zeros(1, dtype=bool),
+        status=np.full(1, int(status), dtype=sol.status.dtype),
+        message=[text],
+        certified=None,
+    )
+
+
+def row_info(info):
+    """Return the diagnostics of a one-row solution as a dict of scalars (arrays of length 1)."""
+    return {
+        k: (v[0] if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == 1 else v)
+        for k, v in (info or {}).items()
+    }
+
+
+def stack(sols):
+    """Return the :class:`~fastcf.results.Solution` of one-row solutions ``sols``, stacked.
+
+    Per-row diagnostics (``info``) become arrays over the rows; the method is the first row's.
+    """
+    first = sols[0]
+    if len(sols) == 1:
+        return first
+    fields = {}
+    for key in ("x", "proba", "distance", "success", "status", "nit", "lam", "grad_norm"):
+        if getattr(first, key) is None:
+            fields[key] = None
+        else:
+            fields[key] = np.concatenate([np.atleast_1d(getattr(s, key)) for s in sols])
+    cert = None
+    if all(s.certified is not None for s in sols):
+        cert = np.concatenate([s.certified for s in sols])
+    infos = [row_info(s.info) for s in sols]
+    keys = set().union(*infos)
+    info = {k: np.asarray([i.get(k) for i in infos]) for k in sorted(keys)}
+    msgs = [m for s in sols for m in s.message]
+    return first._replace(message=msgs, certified=cert, info=info or None, **fields)
+
+
+def rows_box(bnd, idx):
+    """Return the box of query rows ``idx``: a shared box as it is, per-row boxes sliced."""
+    if bnd is None or bnd[0].ndim == 1:
+        return bnd
+    return bnd[0][idx], bnd[1][idx]
+
+
+def region(model, X, tidx, bnd, margin, constrained):
     """``region=True``: solve with ``margin``; re-solve rows where rounding can exceed it.
 
-    At ordinary magnitudes the rounding of the logits (~1e-13) is far below the default
-    margin and nothing is re-solved. At logits ~1e10 the margin of a row is raised to twice
-    the margin it needs (``model.rounding_need``, evaluated at the answer), so that a success
-    does not depend on which arithmetic (batch or single row, BLAS or not) evaluates it.
+    ``constrained(X, tidx, bnd, margins)`` solves the rows ``X`` with one margin each (the
+    Euclidean or the Manhattan solver). At ordinary magnitudes the rounding of the logits
+    (~1e-13) is far below the default margin and nothing is re-solved. At logits ~1e10 the
+    margin of a row is raised to twice the margin it needs (``model.rounding_need``, evaluated
+    at the answer), so that a success does not depend on which arithmetic (batch or single row,
+    BLAS or not) evaluates it.
     """
     N = X.shape[0]
     margins = np.full(N, margin)
-    sol = model.constrained(X, tidx, m, bnd, None, margins, tol, max_iter)
+    sol = constrained(X, tidx, bnd, margins)
     for _ in range(4):
         # successes, and failures of the solver's own check (NUMERIC) that a larger margin can
         # repair
@@ -99,7 +150,9 @@ def region(model, X, tidx, m, bnd, margin, tol, max_iter):
             break
         idx = np.flatnonzero(bump)
         margins[idx] = 2 * need[idx]
-        sub = model.constrained(X[idx], tidx[idx], m, bnd, None, margins[idx], tol, max_iter)
+        # a per-row box goes with its rows (the whole (N, D) box would pair row idx[0] with
+        # box 0)
+        sub = constrained(X[idx], tidx[idx], rows_box(bnd, idx), margins[idx])
         sol = replace_rows(sol, idx, sub)
     return sol
 

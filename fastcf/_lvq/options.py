@@ -70,7 +70,9 @@ def resolve_options(X, D, metric, weights, frozen, bounds, constraints, margin, 
     if metric not in ("euclidean", "manhattan"):
         raise ValueError(f"metric must be 'euclidean' or 'manhattan'; got {metric!r}")
     w = resolve_weights(weights, D, mad)
-    w = np.ones(D) if w is None else w
+    # weights=w is the cost of a unit change of each feature: Euclidean ‖w∘δ‖₂, so θ's diagonal
+    # metric is w² (Manhattan Σ w_i|δ_i| takes w as it is); "mad" (w = 1/MAD) is then unit-free
+    w = np.ones(D) if w is None else (w * w if metric == "euclidean" else w)
     free = ~resolve_frozen(frozen, D, names)
     bb = resolve_bounds(bounds, D, X, per_row=True)  # lo, hi: both (D,) or both (N, D)
     lo, hi = (np.full(D, -np.inf), np.full(D, np.inf)) if bb is None else bb

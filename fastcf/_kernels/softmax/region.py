@@ -14,7 +14,7 @@ from ..linalg import cholesky_inplace, cholesky_solve_inplace
 
 _OK = int(Status.OK)
 _MAXITER = int(Status.MAXITER)
-_INFEASIBLE = int(Status.INFEASIBLE)
+_PENDING = int(Status.PENDING)
 
 
 @kernel()
@@ -31,8 +31,9 @@ def region_dual(zbar, G, k, margin, tol, max_iter, nu):
     subproblem by Cholesky, step back to feasibility, drop indices that reach 0).
 
     ``nu`` (K,) receives the multipliers (nu[k] = 0); the step in y-coordinates is y = −ν except
-    y_k = Σν. Returns (nit, status): OK optimal, MAXITER iteration limit, INFEASIBLE (the target
-    cannot win: a singular direction along which the margin can never be met).
+    y_k = Σν. Returns (nit, status): OK optimal, MAXITER iteration limit, PENDING (Q_PP became
+    singular: Q has rank < K − 1, and the row needs a rank-revealing solve, done in Python by
+    :func:`fastcf._linear.softmax.region_singular`; ν is then 0).
     """
     K = zbar.shape[0]
     m = K - 1
@@ -94,16 +95,19 @@ def region_dual(zbar, G, k, margin, tol, max_iter, nu):
                 s[a] = c[Pidx[a]]
                 for b in range(nP):
                     L[a, b] = Q[Pidx[a], Pidx[b]]
-            # a (numerically) singular Q_PP with c in a direction it cannot reach => infeasible
+            # a (numerically) singular Q_PP: rank(Q) < K − 1 (fewer free directions than
+            # classes, e.g. frozen features). Not a proof of infeasibility (dependent rows can
+            # be met together): PENDING hands the row to the rank-revealing solver in Python
+            # (fastcf._linear.softmax.region_singular)
             if cholesky_inplace(L, nP) != _OK:
-                return nit, _INFEASIBLE
+                return nit, _PENDING
             pivot_min = np.inf
             pivot_max = 0.0
             for a in range(nP):
                 pivot_min = min(pivot_min, L[a, a] * L[a, a])
                 pivot_max = max(pivot_max, L[a, a] * L[a, a])
             if pivot_min <= 1e-13 * max(pivot_max, scale):
-                return nit, _INFEASIBLE
+                return nit, _PENDING
             cholesky_solve_inplace(L, s, nP)
             allpos = True
             for a in range(nP):

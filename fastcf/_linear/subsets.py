@@ -1,0 +1,250 @@
+"""Few changed features and several alternatives, exactly: branch-and-bound and Lawler's scheme.
+
+Both work on one query row through one operation, the continuous solver with a set of features
+frozen (:class:`RowProblem`); they never look inside it, so they serve every form (``lam=``,
+``proba=``, ``region=True``), both metrics and both model families alike.
+
+``max_changes=m`` (:func:`best_subset`): minimise the problem's objective (the distance for
+``proba=``/``region=True``, problem (2)'s energy for ``lam=``) subject to at most m changed
+features. Freezing features only shrinks the feasible set, so the optimum with a set Z frozen is
+a lower bound for every answer that leaves Z unchanged. A node is (Z, I): Z frozen, I committed
+to the answer's support. Its bound is the continuous optimum with Z frozen (I does not constrain
+the relaxation); if that optimum changes ≤ m features it is the node's answer. Otherwise branch on
+the changed feature j ∉ I that moved most (cost-weighted): "j frozen" (Z ∪ {j}, a new relaxation)
+and "j changes" (I ∪ {j}, the same relaxation; when |I ∪ {j}| = m the node is a leaf, solved with
+everything outside I ∪ {j} frozen). Best-first on the bound (deeper first on ties), pruned
+against the best answer found; a rounding heuristic at each new relaxation (the |I| committed
+features plus the m − |I| largest moves) finds good answers early. When the heap's least bound
+reaches the best answer, that answer is optimal: the certificate is the exhausted tree.
+
+Binary models with the Euclidean metric and no box need no search: the problem depends on the
+support S only through α(S) = Σ_{i∈S} w_i²/W_i (the 1-D reduction of paper 000, §4: the cost
+of moving the logit by t is t/√α(S)), and every objective decreases in α, so the optimum keeps
+the m features of largest w_i²/W_i free (:func:`top_m_free`).
+
+Alternatives (:func:`lawler`): Lawler's k-best scheme as in :mod:`fastcf._svm.lawler`. A node
+is a set Z of extra frozen features, its value the optimum with Z frozen. Popping the cheapest
+node gives its answer, with changed set S = {s_1, ..., s_r}; every answer whose set does not
+contain S leaves some s_i unchanged, so the children Z ∪ {s_i} cover every answer not dominated
+by this one (an answer whose set contains S is dominated, and is never returned). Children are
+pushed with their parent's value (a valid lower bound) and solved when first popped (lazy), and
+each Z is visited once. Values only grow from parent to child, so answers come out in
+increasing objective; an answer is returned when it succeeds and its changed set contains the
+set of no answer returned before (actionable-recourse's flipsets). On small D the list equals
+brute force over all 2^D restrictions (tests/test_sparse_diverse.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+
+import numpy as np
+
+from .._status import Status
+
+__all__ = ["RowProblem", "best_subset", "lawler", "top_m_free"]
+
+_HARD = (int(Status.UNREACHABLE), int(Status.INFEASIBLE))  # nothing with more frozen helps
+
+
+class RowProblem:
+    """One query row and its options: the continuous solve with extra features frozen.
+
+    Parameters
+    ----------
+    solve : callable
+        ``solve(fmask) -> Solution`` of the one row with the features of the bool mask ``fmask``
+        (shape (D,)) frozen.
+    x0 : ndarray of shape (D,)
+    objective : callable
+        ``objective(sol) -> float``: the value minimised (``inf`` when the node is infeasible).
+    cost : ndarray of shape (D,)
+        Per-feature cost of a unit change (to rank the moves).
+    """
+
+    def __init__(self, solve, x0, objective, cost):
+        self._solve = solve
+        self.x0 = x0
+        self._objective = objective
+        self.cost = cost
+        self._memo = {}
+        self.solves = 0
+
+    def solve(self, fmask):
+        """Return (sol, value) of the row with ``fmask`` frozen (memoised)."""
+        key = fmask.tobytes()
+        hit = self._memo.get(key)
+        if hit is None:
+            sol = self._solve(fmask)
+            self.solves += 1
+            bad = int(sol.status[0]) in _HARD or not np.isfinite(sol.x[0]).all()
+            hit = (sol, math.inf if bad else float(self._objective(sol)))
+            self._memo[key] = hit
+        return hit
+
+    def changed(self, sol):
+        """Return the bool mask of the features the answer changed (any bit)."""
+        return sol.x[0] != self.x0
+
+    def moves(self, sol):
+        """Return the cost-weighted size of each feature's change."""
+        return np.abs(sol.x[0] - self.x0) * self.cost
+
+
+def top_m_free(weight2, free, m):
+    """Return the frozen mask that keeps the m free features of largest ``weight2`` free."""
+    idx = np.flatnonzero(free)
+    keep = idx[np.argsort(-weight2[idx], kind="stable")[:m]]
+    fmask = np.ones(free.shape[0], dtype=bool)
+    fmask[keep] = False
+    return fmask
+
+
+def _settled(value, best):
+    """Whether a bound ``value`` cannot improve on ``best`` (ties within rounding)."""
+    return value >= best - 1e-12 * abs(best)
+
+
+def best_subset(prob, fmask0, m, max_nodes=20_000):
+    """Return (sol, value, info): the optimum of one row with at most ``m`` changed features.
+
+    Parameters
+    ----------
+    prob : RowProblem
+    fmask0 : ndarray of bool, shape (D,)
+        The user's frozen features.
+    m : int
+        The largest number of changed features.
+    max_nodes : int, default=20000
+        Branch-and-bound nodes before giving up (the best answer found is returned with
+        ``info["proven"] = False``).
+
+    Returns
+    -------
+    sol : Solution
+        The answer (one row): the best found; the root relaxation when no answer with ≤ m changes
+        exists.
+    value : float
+        Its objective (``inf``: no answer with ≤ m changes).
+    info : dict
+        ``nodes`` (branch-and-bound nodes), ``solves`` (continuous solves) and ``proven``
+        (the tree was exhausted: the answer is optimal, or none exists).
+    """
+    root, rval = prob.solve(fmask0)
+    info = {"nodes": 1, "solves": prob.solves, "proven": True}
+    if not math.isfinite(rval) or np.count_nonzero(prob.changed(root)) <= m:
+        return root, rval, info
+    best, best_val = None, math.inf
+
+    def consider(fmask):
+        nonlocal best, best_val
+        sol, val = prob.solve(fmask)
+        if val < best_val and np.count_nonzero(prob.changed(sol)) <= m:
+            best, best_val = sol, val
+
+    def rounding(sol, Z, inset):
+        # the committed features plus the largest other moves: an answer with ≤ m changes
+        mv = prob.moves(sol)
+        mv[inset | Z] = -1.0
+        keep = inset.copy()
+        extra = m - int(inset.sum())
+        if extra > 0:
+            order = np.argsort(-mv, kind="stable")[:extra]
+            keep[order[mv[order] > 0]] = True
+        consider(fmask0 | ~keep)
+
+    D = fmask0.shape[0]
+    tie = itertools.count()
+    empty = np.zeros(D, dtype=bool)
+    rounding(root, fmask0, empty)
+    heap = [(rval, 0, next(tie), fmask0, empty, root)]
+    nodes = 1
+    while heap:
+        bound, _, _, Z, inset, sol = heapq.heappop(heap)
+        if _settled(bound, best_val):
+            continue
+        S = prob.changed(sol) & ~Z
+        if np.count_nonzero(S) <= m:  # the relaxation's answer is feasible: the node's optimum
+            if bound < best_val:
+                best, best_val = sol, bound
+            continue
+        nodes += 1
+        if nodes > max_nodes:
+            info["proven"] = False
+            break
+        mv = prob.moves(sol)
+        mv[~S | inset] = -1.0
+        j = int(np.argmax(mv))
+        # "j changes": the same relaxation, or a leaf once m features are committed
+        in2 = inset.copy()
+        in2[j] = True
+        if int(in2.sum()) == m:
+            consider(fmask0 | ~in2)
+        else:
+            heapq.heappush(heap, (bound, -int(in2.sum()), next(tie), Z, in2, sol))
+        # "j frozen": a new relaxation
+        Z2 = Z.copy()
+        Z2[j] = True
+        sol2, val2 = prob.solve(Z2)
+        if not _settled(val2, best_val):
+            rounding(sol2, Z2, inset)
+            heapq.heappush(heap, (val2, -int(inset.sum()), next(tie), Z2, inset, sol2))
+    info["nodes"] = nodes
+    info["solves"] = prob.solves
+    if best is None:
+        return root, math.inf, info
+    return best, best_val, info
+
+
+def lawler(solve_node, changed, success, fmask0, max_nodes=10_000):
+    """Yield (sol, value) of the alternatives of one row, in increasing value (lazy).
+
+    Parameters
+    ----------
+    solve_node : callable
+        ``solve_node(fmask) -> (sol, value)``: the row's optimum with ``fmask`` frozen.
+    changed : callable
+        ``changed(sol) -> bool mask`` of the features the answer changed.
+    success : callable
+        ``success(sol) -> bool``: the answer is a counterfactual (verified by the model).
+    fmask0 : ndarray of bool, shape (D,)
+        The user's frozen features.
+    max_nodes : int, default=10000
+        Nodes solved before the enumeration stops.
+
+    Yields
+    ------
+    sol, value
+        Successful answers whose changed set contains the set of no earlier answer.
+    """
+    tie = itertools.count()
+    sol, val = solve_node(fmask0)
+    heap = [(val, next(tie), fmask0, sol)]
+    seen = {fmask0.tobytes()}
+    taken = []  # changed sets of the answers returned
+    solved = 1
+    while heap:
+        val, _, Z, sol = heapq.heappop(heap)
+        if sol is None:  # a child pushed with its parent's value: solve it now
+            if solved >= max_nodes:
+                return
+            sol, val = solve_node(Z)
+            solved += 1
+            if math.isfinite(val):
+                heapq.heappush(heap, (val, next(tie), Z, sol))
+            continue
+        if not math.isfinite(val):
+            continue
+        S = changed(sol)
+        if success(sol) and not any(np.all(S[t]) for t in taken):
+            taken.append(np.flatnonzero(S))
+            yield sol, val
+        for s in np.flatnonzero(S & ~Z):
+            Z2 = Z.copy()
+            Z2[s] = True
+            key = Z2.tobytes()
+            if key not in seen:
+                seen.add(key)
+                heapq.heappush(heap, (val, next(tie), Z2, None))

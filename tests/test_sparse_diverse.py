@@ -1,0 +1,255 @@
+"""max_changes= (exact few-feature answers), enumerate() (alternatives) and unit-free weights.
+
+Every fast answer is compared with an independent reference of tests/reference.py: cvxpy
+(Clarabel) per support for the brute force, scipy.optimize.milp (HiGHS) for Manhattan
+max_changes, and brute force over all 2^D restrictions for enumerate.
+"""
+
+import numpy as np
+import pytest
+from reference import (
+    best_subset_brute_force,
+    enumerate_brute_force,
+    linear_cf_cvxpy,
+    manhattan_max_changes_milp,
+)
+
+from fastcf import LinearExplainer
+
+FORMS = {"region": ("region", 0.1), "proba": ("proba", 0.8), "lam": ("lam", 0.2)}
+
+
+def _kw(form, param):
+    return {"region": True, "margin": param} if form == "region" else {form: param}
+
+
+def _problem(seed, K, D):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((K, D))
+    b = rng.standard_normal(K)
+    x0 = rng.standard_normal(D)
+    ex = LinearExplainer.from_arrays(A, b)
+    z = ex.decision_function(x0)
+    k = int(z < 0) if K == 1 else int(np.argmin(z))
+    w = rng.uniform(0.5, 2.0, D)
+    lo, hi = x0 - rng.uniform(0.5, 3.0, D), x0 + rng.uniform(0.5, 3.0, D)
+    return ex, A, b, x0, k, w, lo, hi
+
+
+def _solver(A, b, x0, k, form, param, metric, w, lo, hi, frozen):
+    def solve(S):
+        return linear_cf_cvxpy(
+            A, b, x0, k, form, param, metric=metric, w=w, frozen=~S | frozen, lo=lo, hi=hi
+        )
+
+    return solve
+
+
+@pytest.mark.parametrize("K", [1, 4])
+@pytest.mark.parametrize("form", ["region", "proba", "lam"])
+@pytest.mark.parametrize("boxed", [False, True])
+def test_max_changes_euclidean_equals_brute_force(K, form, boxed):
+    for seed in range(2):
+        ex, A, b, x0, k, w, lo, hi = _problem(10 * seed + K, K, 7)
+        frozen = np.zeros(7, dtype=bool)
+        frozen[3] = True
+        form_, param = FORMS[form]
+        box = (lo, hi) if boxed else None
+        for m in (1, 2, 3):
+            res = ex.explain(
+                x0, k, **_kw(form_, param), weights=w, frozen=[3], bounds=box, max_changes=m
+            )
+            solve = _solver(
+                A,
+                b,
+                x0,
+                k,
+                form_,
+                param,
+                "euclidean",
+                w,
+                lo if boxed else None,
+                hi if boxed else None,
+                frozen,
+            )
+            val, xref, _ = best_subset_brute_force(solve, ~frozen, m)
+            assert res.x[3] == x0[3]  # frozen: bit for bit
+            assert np.count_nonzero(res.x != x0) <= m
+            if boxed:
+                assert np.all(res.x >= lo) and np.all(res.x <= hi)
+            if not np.isfinite(val):
+                assert not res.success and res.status == 3, res.message
+                continue
+            if form == "lam":
+                d = res.distance
+                got = 0.5 * param * d * d - np.log(res.proba[k])
+                assert got == pytest.approx(val, rel=1e-7, abs=1e-9)
+            else:
+                assert res.success, res.message
+                assert res.distance == pytest.approx(val, rel=1e-7)
+                assert ex.predict(res.x)[0] == ex.classes_[k]
+            assert res.info["proven"]
+
+
+@pytest.mark.parametrize("K", [1, 4])
+def test_max_changes_manhattan_equals_milp(K):
+    for seed in range(3):
+        ex, A, b, x0, k, w, lo, hi = _problem(100 + 10 * seed + K, K, 9)
+        frozen = np.zeros(9, dtype=bool)
+        frozen[[0, 5]] = True
+        for m in (1, 2, 3):
+            res = ex.explain(
+                x0,
+                k,
+                region=True,
+                margin=0.1,
+                metric="manhattan",
+                weights=w,
+                bounds=(lo, hi),
+                frozen=[0, 5],
+                max_changes=m,
+            )
+            val, _ = manhattan_max_changes_milp(A, b, x0, k, 0.1, w, lo, hi, m, frozen=frozen)
+            assert np.array_equal(res.x[[0, 5]], x0[[0, 5]])
+            assert np.count_nonzero(res.x != x0) <= m
+            assert np.all(res.x >= lo) and np.all(res.x <= hi)
+            if not np.isfinite(val):
+                assert not res.success and res.status == 3, res.message
+                continue
+            assert res.success, res.message
+            assert ex.predict(res.x)[0] == ex.classes_[k]
+            assert res.distance == pytest.approx(val, rel=1e-6)
+
+
+def test_binary_euclidean_unboxed_uses_the_top_features():
+    # no box: the m features of largest w_i²/W_i, with no search
+    ex, A, b, x0, k, w, _, _ = _problem(7, 1, 12)
+    res = ex.explain(x0, k, region=True, weights=w, max_changes=3)
+    top = np.argsort(-(A[0] ** 2) / w**2)[:3]
+    assert set(res.changed.tolist()) == set(top.tolist())
+    assert res.info["nodes"] == 1
+    solve = _solver(A, b, x0, k, "region", 1e-6, "euclidean", w, None, None, np.zeros(12, bool))
+    val, _, _ = best_subset_brute_force(solve, np.ones(12, bool), 3)
+    assert res.distance == pytest.approx(val, rel=1e-7)
+
+
+def _changed(x0):
+    return lambda x: np.abs(x - x0) > 1e-7 * (1 + np.abs(x0))
+
+
+@pytest.mark.parametrize("K", [1, 3])
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+@pytest.mark.parametrize("variant", ["plain", "boxed", "max_changes"])
+def test_enumerate_equals_brute_force(K, metric, variant):
+    D = 6
+    ex, A, b, x0, k, w, lo, hi = _problem(300 + K, K, D)
+    boxed = variant != "plain"
+    mc = (4 if K == 1 else 2) if variant == "max_changes" else None
+    box = (lo, hi) if boxed else None
+    alts = ex.enumerate(
+        x0, k, k=6, region=True, margin=0.1, metric=metric, weights=w, bounds=box, max_changes=mc
+    )
+    solve = _solver(
+        A,
+        b,
+        x0,
+        k,
+        "region",
+        0.1,
+        metric,
+        w,
+        lo if boxed else None,
+        hi if boxed else None,
+        np.zeros(D, bool),
+    )
+
+    def in_target(x):
+        return ex.predict(x)[0] == ex.classes_[k]
+
+    ref = enumerate_brute_force(
+        solve, np.ones(D, bool), 6, in_target=in_target, changed=_changed(x0), max_changes=mc
+    )
+    assert len(alts) == len(ref) >= 2
+    for a, (val, S) in zip(alts, ref, strict=True):
+        assert a.success and ex.predict(a.x)[0] == ex.classes_[k]
+        assert a.distance == pytest.approx(val, rel=1e-6)
+        assert set(a.changed.tolist()) == set(S)
+    sets = [set(a.changed.tolist()) for a in alts]
+    for i, s in enumerate(sets):  # no answer's set contains a cheaper answer's set
+        assert not any(t <= s for t in sets[:i])
+    assert all(np.diff([a.distance for a in alts]) >= 0)
+
+
+def test_enumerate_is_lazy_and_first_is_explain():
+    ex, A, b, x0, k, w, lo, hi = _problem(5, 3, 8)
+    it = ex.enumerate(x0, k, k=None, region=True, weights=w)
+    first = next(it)
+    second = next(it)
+    ref = ex.explain(x0, k, region=True, weights=w)
+    np.testing.assert_array_equal(first.x, ref.x)
+    assert second.distance >= first.distance
+    assert len(ex.enumerate(x0, k, k=3, region=True, weights=w)) == 3
+
+
+def test_unreachable_under_max_changes_is_a_failure_with_a_message():
+    # moving the logit by 5 needs both features inside the box
+    ex = LinearExplainer.from_arrays([[1.0, 1.0, 0.0]], [-5.0])
+    res = ex.explain(np.zeros(3), 1, region=True, bounds=(-3.0, 3.0), max_changes=1)
+    assert not res.success and res.status == 3
+    assert "max_changes" in res.message
+    ok = ex.explain(np.zeros(3), 1, region=True, bounds=(-3.0, 3.0), max_changes=2)
+    assert ok.success and set(ok.changed.tolist()) == {0, 1}
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"max_changes": 0}, ValueError, "max_changes must be"),
+        ({"max_changes": 1.5}, TypeError, "max_changes must be"),
+        ({"max_changes": True}, TypeError, "max_changes must be"),
+        ({"metric": "cosine"}, ValueError, "metric must be one of"),
+        ({"metric": "manhattan", "method": "lbfgs"}, ValueError, "manhattan"),
+    ],
+)
+def test_bad_options_name_the_argument(kwargs, exc, match):
+    ex = LinearExplainer.from_arrays(np.eye(3, 4), np.zeros(3))
+    with pytest.raises(exc, match=match):
+        ex.explain(np.zeros(4), 1, **kwargs)
+
+
+def test_enumerate_bad_k_and_batch():
+    ex = LinearExplainer.from_arrays(np.eye(3, 4), np.zeros(3))
+    with pytest.raises(ValueError, match="k must be"):
+        ex.enumerate(np.zeros(4), 1, k=0)
+    with pytest.raises(TypeError, match="k must be"):
+        ex.enumerate(np.zeros(4), 1, k=2.5)
+    with pytest.raises(ValueError, match="one query"):
+        ex.enumerate(np.zeros((2, 4)), 1)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+@pytest.mark.parametrize("form", [{"region": True}, {"proba": 0.8}, {"lam": 0.05}])
+def test_mad_weights_are_unit_free(metric, form):
+    """Rescaling a feature's unit (training data, model refit, query) changes no answer in
+    MAD units."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = X[:, :8]
+    scale = np.ones(8)
+    scale[3] = 1e3  # "mean area" in thousandths
+    out = []
+    for s in (np.ones(8), scale):
+        Xs = X * s
+        model = make_pipeline(StandardScaler(), LogisticRegression(tol=1e-12, max_iter=10_000))
+        model.fit(Xs, y)
+        ex = LinearExplainer(model).fit_mad(Xs)
+        rows = np.flatnonzero(model.predict(Xs) == 0)[:10]
+        res = ex.explain(Xs[rows], 1, metric=metric, weights="mad", **form)
+        out.append(((res.x - Xs[rows]) / ex.mad_, res.distance))
+    (d1, dist1), (d2, dist2) = out
+    np.testing.assert_allclose(dist2, dist1, rtol=1e-9)
+    np.testing.assert_allclose(d2, d1, rtol=1e-9, atol=1e-9 * np.abs(d1).max())
