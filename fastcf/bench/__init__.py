@@ -24,7 +24,7 @@ __all__ = ["run", "row", "timeit", "ONLY"]
 
 
 #: The choices of ``--only``: one family, or the worst-case protocol alone.
-ONLY = ("linear", "lvq", "svm", "worst")
+ONLY = ("linear", "lvq", "svm", "worst", "sparse")
 
 _WORST = "Worst case over the problems: every query form vs the products with A (paper 000)"
 
@@ -83,9 +83,10 @@ def run(quick=False, only=None, json_path=None, markdown_path=None):
     Parameters
     ----------
     quick : bool
-    only : {"linear", "lvq", "svm", "worst"} or None
-        One family (``"linear"`` includes the worst-case protocol), or the worst-case protocol
-        alone.
+    only : {"linear", "lvq", "svm", "worst", "sparse"} or None
+        One family (``"linear"`` includes the worst-case protocol and the few-change rows), or
+        the worst-case protocol alone, or the few-change rows (Manhattan, ``max_changes``,
+        ``enumerate``) alone.
     json_path, markdown_path : str or None
 
     Returns
@@ -106,6 +107,10 @@ def run(quick=False, only=None, json_path=None, markdown_path=None):
         from .linear import worst_rows
 
         sections[_WORST] = worst_rows(quick)
+    if only in (None, "linear", "sparse"):
+        from .sparse import sparse_rows
+
+        sections["Few changes: Manhattan, max_changes, enumerate"] = sparse_rows(quick)
     if only in (None, "lvq"):
         from .lvq import lvq_rows
 

@@ -1,0 +1,458 @@
+"""Weighted-L1 ("Manhattan") counterfactuals of linear models (fastcf._linear.manhattan).
+
+Every answer is checked against an independent reference (tests/reference.py: cvxpy LPs and
+exponential-cone programs built from scratch, a full-sort knapsack) and against its optimality
+conditions (KKT residual, duality gap).
+"""
+
+import warnings
+from functools import cache
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import (
+    binary_knapsack_ref,
+    manhattan_cvxpy,
+    manhattan_energy,
+    manhattan_kkt_residual,
+    softmax_rows,
+)
+
+from fastcf._linear.manhattan import constrained_l1, lam_l1
+from fastcf._linear.model import make_model
+from fastcf._status import Status
+
+RTOL = 1e-9  # objective against the references
+OK_REF = ("optimal", "optimal_inaccurate")  # see manhattan_cvxpy: Clarabel at 1e−11
+
+
+def solve_ref(*args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # cvxpy: "Solution may be inaccurate"
+        return manhattan_cvxpy(*args, **kw)
+
+
+@cache
+def dataset(name):
+    """A standardised sklearn dataset and a logistic regression fitted on it: (X, A, b)."""
+    from sklearn import datasets
+    from sklearn.linear_model import LogisticRegression
+
+    loader = {
+        "breast_cancer": datasets.load_breast_cancer,
+        "iris": datasets.load_iris,
+        "wine": datasets.load_wine,
+        "digits": datasets.load_digits,
+    }[name]
+    X, y = loader(return_X_y=True)
+    X = (X - X.mean(axis=0)) / (X.std(axis=0) + 1e-12)
+    clf = LogisticRegression(max_iter=5000).fit(X, y)
+    return np.ascontiguousarray(X), clf.coef_.copy(), clf.intercept_.copy()
+
+
+def data_box(X, x0):
+    """The data's range, widened to contain x0."""
+    return np.minimum(X.min(axis=0), x0), np.maximum(X.max(axis=0), x0)
+
+
+def query(model, x0, k, cost, free, bnd, *, lam=None, tau=None, margin=None):
+    X = np.ascontiguousarray(x0[None, :])
+    tidx = np.array([k], dtype=np.int64)
+    if lam is not None:
+        return lam_l1(model, X, tidx, cost, free, bnd, np.array([lam]), 1e-10, 500)
+    margins = None if margin is None else np.array([margin])
+    return constrained_l1(model, X, tidx, cost, free, bnd, tau, margins, 1e-10, 500)
+
+
+def assert_valid(model, sol, X, tidx, free, bnd, proba=None, margin=None):
+    """Frozen bits kept, box respected, success ⇔ the model puts the answer in the target."""
+    assert np.array_equal(sol.x[:, ~free], X[:, ~free])
+    if bnd is not None:
+        lo, hi = bnd
+        assert np.all(sol.x >= lo) and np.all(sol.x <= hi)
+    Zc = model.check_logits(sol.x)
+    pred = model.predict_index(Zc)
+    in_target = pred == tidx
+    if proba is not None:
+        in_target &= model.proba_from_logits(Zc)[np.arange(tidx.size), tidx] >= proba
+    if margin is not None:  # met as computed by the row kernels; BLAS may differ by rounding
+        in_target &= model.target_margin(Zc, tidx) >= margin - 1e-12 * (1 + margin)
+    assert np.array_equal(sol.success, in_target)
+    for n in np.flatnonzero(~sol.success):
+        assert sol.status[n] != Status.OK
+        assert sol.message[n]
+
+
+# ------------------------------------------------------------------------ binary models
+def binary_problem(seed, D, bounded):
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=D)
+    c = float(rng.normal())
+    x0 = rng.normal(size=D)
+    cost = rng.uniform(0.2, 3.0, D)
+    free = rng.random(D) > 0.2
+    bnd = (x0 - rng.uniform(0, 1.5, D), x0 + rng.uniform(0, 1.5, D)) if bounded else None
+    k = 0 if w @ x0 + c > 0 else 1
+    return w, c, x0, cost, free, bnd, k
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_binary_region_and_proba_match_lp(seed, bounded):
+    w, c, x0, cost, free, bnd, k = binary_problem(seed, 25, bounded)
+    model = make_model(w[None], np.array([c]))
+    for kw in ({"margin": 1e-6}, {"margin": 0.5}, {"tau": 0.8}):
+        sol = query(model, x0, k, cost, free, bnd, **kw)
+        status, _x, val = solve_ref(w[None], [c], x0, k, cost, free=free, bounds=bnd, **kw)
+        if status == "infeasible":
+            assert not sol.success[0] and sol.status[0] == Status.INFEASIBLE
+            continue
+        assert status in OK_REF
+        assert sol.success[0], sol.message
+        assert sol.distance[0] == pytest.approx(val, rel=RTOL, abs=1e-12)
+        proba = kw.get("tau")
+        assert_valid(model, sol, x0[None], np.array([k]), free, bnd, proba, kw.get("margin"))
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_binary_large_d_matches_full_sort(bounded):
+    # D = 5000 with a tight box: many features run out of room (the lazy selection is redone)
+    rng = np.random.default_rng(7)
+    D = 5000
+    w = rng.normal(size=D)
+    x0 = rng.normal(size=D)
+    cost = rng.uniform(0.5, 2.0, D)
+    cost[:40] = cost[40:80]  # ties of price between different features
+    w[:40] = w[40:80]
+    free = rng.random(D) > 0.1
+    bnd = (x0 - 0.01, x0 + 0.01) if bounded else None
+    c = -float(w @ x0) - 3.0
+    model = make_model(w[None], np.array([c]))
+    sol = query(model, x0, 1, cost, free, bnd, margin=0.0)
+    theta = 2.0 * np.finfo(float).eps * (np.abs(w * x0).sum() + abs(c))  # the kernel's raise
+    x_ref, val = binary_knapsack_ref(w, c, x0, 1, theta, cost, free, bnd)
+    assert sol.success[0]
+    assert sol.distance[0] == pytest.approx(val, rel=1e-12)
+    moved = np.flatnonzero(sol.x[0] != x0)
+    assert np.array_equal(moved, np.flatnonzero(x_ref != x0))
+    assert sol.info["n_moved"][0] == moved.size > (100 if bounded else 0)
+
+
+def test_binary_ties_lowest_index():
+    w = np.array([1.0, 2.0, -2.0, 4.0])
+    cost = np.array([1.0, 2.0, 2.0, 4.0])  # every price c/|w| = 1
+    model = make_model(w[None], np.array([-10.0]))
+    x0 = np.zeros(4)
+    sol = query(model, x0, 1, cost, np.ones(4, dtype=bool), None, margin=1.0)
+    assert np.flatnonzero(sol.x[0] != x0).tolist() == [0]
+    bnd = (np.full(4, -3.0), np.full(4, 3.0))  # 0 and 1 run out of room: then 2 (down)
+    sol = query(model, x0, 1, cost, np.ones(4, dtype=bool), bnd, margin=1.0)
+    assert sol.x[0].tolist()[:2] == [3.0, 3.0] and sol.x[0, 3] == 0.0
+    assert sol.x[0, 2] == pytest.approx(-1.0, rel=1e-14)
+    assert sol.distance[0] == pytest.approx(11.0, rel=1e-14)
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_binary_lam_matches_conic_and_kkt(seed, bounded):
+    w, c, x0, cost, free, bnd, k = binary_problem(seed, 20, bounded)
+    model = make_model(w[None], np.array([c]))
+    for lam in (1e-3, 0.05, 0.5, 5.0):
+        sol = query(model, x0, k, cost, free, bnd, lam=lam)
+        e = manhattan_energy(w[None], [c], x0, k, cost, lam, sol.x[0])
+        status, _x, val = solve_ref(w[None], [c], x0, k, cost, free=free, bounds=bnd, lam=lam)
+        assert status in OK_REF
+        assert e <= val + RTOL * abs(val)
+        assert sol.grad_norm[0] <= 1e-12 * (1 + lam * cost.max())
+        res = manhattan_kkt_residual(w[None], [c], x0, sol.x[0], k, cost, lam, free, bnd)
+        assert res <= 1e-12 * (1 + lam * cost.max())
+        assert_valid(model, sol, x0[None], np.array([k]), free, bnd)
+
+
+def test_binary_breast_cancer_batch_mixed_targets_per_row_bounds():
+    X, A, b = dataset("breast_cancer")
+    model = make_model(A, b)
+    rng = np.random.default_rng(0)
+    idx = rng.choice(len(X), 12, replace=False)
+    Xq = X[idx]
+    tidx = np.array([0, 1] * 6, dtype=np.int64)
+    D = X.shape[1]
+    cost = 1.0 / (X.std(axis=0) + 0.5)
+    free = np.ones(D, dtype=bool)
+    free[[0, 5, 7]] = False
+    lo = np.minimum(X.min(axis=0), Xq) - rng.uniform(0, 1, (12, D))
+    hi = np.maximum(X.max(axis=0), Xq) + rng.uniform(0, 1, (12, D))
+    bnd = (lo, hi)
+    margins = np.full(12, 1e-6)
+    batch = constrained_l1(model, Xq, tidx, cost, free, bnd, None, margins, 1e-10, 100)
+    for n in range(12):
+        one = constrained_l1(
+            model, Xq[n : n + 1], tidx[n : n + 1], cost, free, (lo[n], hi[n]), None,
+            margins[:1], 1e-10, 100,
+        )  # fmt: skip
+        assert np.array_equal(one.x, batch.x[n : n + 1])  # the batch's bits are the row's
+        status, _x, val = solve_ref(
+            A, b, Xq[n], int(tidx[n]), cost, free=free, bounds=(lo[n], hi[n]), margin=1e-6
+        )
+        assert status == "optimal"
+        assert batch.distance[n] == pytest.approx(val, rel=RTOL, abs=1e-12)
+    assert_valid(model, batch, Xq, tidx, free, bnd, margin=1e-6)
+    assert batch.success.all()
+
+
+def test_binary_unreachable_and_infeasible():
+    w = np.array([1.0, -2.0, 0.5])
+    model = make_model(w[None], np.array([-5.0]))
+    x0 = np.zeros(3)
+    cost = np.ones(3)
+    frozen = np.zeros(3, dtype=bool)
+    for kw in ({"margin": 1e-6}, {"tau": 0.9}):
+        sol = query(model, x0, 1, cost, frozen, None, **kw)
+        assert not sol.success[0] and sol.status[0] == Status.UNREACHABLE
+        assert "unreachable" in sol.message[0]
+        assert np.array_equal(sol.x[0], x0)
+    sol = query(model, x0, 1, cost, frozen, None, lam=0.1)
+    assert not sol.success[0] and sol.status[0] == Status.UNREACHABLE
+    bnd = (np.full(3, -1.0), np.full(3, 1.0))  # ζ ≤ 3.5 − 5 < 0 in the box
+    sol = query(model, x0, 1, cost, np.ones(3, dtype=bool), bnd, margin=1e-6)
+    assert not sol.success[0] and sol.status[0] == Status.INFEASIBLE
+    assert sol.x[0].tolist() == [1.0, -1.0, 1.0]  # the best the box allows
+    assert "infeasible" in sol.message[0]
+
+
+@pytest.mark.parametrize("form", ["region", "proba", "lam"])
+def test_binary_unit_free(form):
+    w, c, x0, cost, free, bnd, k = binary_problem(3, 15, True)
+    kw = {"region": {"margin": 0.3}, "proba": {"tau": 0.7}, "lam": {"lam": 0.05}}[form]
+    scale = np.ones(15)
+    scale[[2, 9]] = 1e3
+    scale[4] = 1e-3
+    model = make_model(w[None], np.array([c]))
+    model_s = make_model((w / scale)[None], np.array([c]))  # the same model in scaled units
+    bnd_s = (bnd[0] * scale, bnd[1] * scale)
+    sol = query(model, x0, k, cost, free, bnd, **kw)
+    sol_s = query(model_s, x0 * scale, k, cost / scale, free, bnd_s, **kw)
+    np.testing.assert_allclose(sol_s.x[0], sol.x[0] * scale, rtol=1e-9, atol=0)
+    assert sol_s.distance[0] == pytest.approx(sol.distance[0], rel=1e-9)
+
+
+# ------------------------------------------------------------------------ softmax models
+def softmax_problem(seed, K, D, bounded):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(K, D))
+    b = rng.normal(size=K)
+    x0 = rng.normal(size=D)
+    cost = rng.uniform(0.3, 3.0, D)
+    free = rng.random(D) > 0.2
+    bnd = (x0 - rng.uniform(0, 1.5, D), x0 + rng.uniform(0, 1.5, D)) if bounded else None
+    k = int(np.argmin(A @ x0 + b))
+    return A, b, x0, cost, free, bnd, k
+
+
+@pytest.mark.parametrize("name", ["iris", "wine", "digits"])
+def test_softmax_datasets_all_forms(name):
+    X, A, b = dataset(name)
+    model = make_model(A, b)
+    K, D = A.shape
+    rng = np.random.default_rng(1)
+    for trial in range(4):
+        x0 = X[rng.integers(len(X))]
+        k = int(rng.integers(K))
+        cost = rng.uniform(0.5, 2.0, D) if trial % 2 else np.ones(D)
+        free = rng.random(D) > 0.2
+        bnd = data_box(X, x0) if trial >= 2 else None
+        for kw in ({"margin": 1e-6}, {"tau": 0.7}):
+            sol = query(model, x0, k, cost, free, bnd, **kw)
+            status, _x, val = solve_ref(A, b, x0, k, cost, free=free, bounds=bnd, **kw)
+            if "infeasible" in status:
+                assert not sol.success[0]
+                continue
+            assert status in OK_REF
+            assert sol.success[0], sol.message
+            assert sol.distance[0] == pytest.approx(val, rel=RTOL, abs=1e-9)
+            assert abs(sol.info["gap"][0]) <= 1e-10 * (1 + sol.distance[0])
+            assert_valid(model, sol, x0[None], np.array([k]), free, bnd, kw.get("tau"))
+            if "margin" in kw:
+                assert sol.info["n_moved"][0] <= K - 1  # a basic optimum
+        lam = 0.05
+        sol = query(model, x0, k, cost, free, bnd, lam=lam)
+        e = manhattan_energy(A, b, x0, k, cost, lam, sol.x[0])
+        status, _x, val = solve_ref(A, b, x0, k, cost, free=free, bounds=bnd, lam=lam)
+        assert status in OK_REF
+        assert e <= val + RTOL * abs(val)
+        assert sol.grad_norm[0] <= 1e-10
+        assert manhattan_kkt_residual(A, b, x0, sol.x[0], k, cost, lam, free, bnd) <= 1e-10
+        assert abs(sol.info["gap"][0]) <= 1e-10 * (1 + abs(e))
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+@pytest.mark.parametrize("seed", range(5))
+def test_softmax_random_all_forms(seed, bounded):
+    A, b, x0, cost, free, bnd, k = softmax_problem(seed, 3 + seed, 12 + 3 * seed, bounded)
+    model = make_model(A, b)
+    for kw in ({"margin": 1e-6}, {"margin": 0.5}, {"tau": 0.5}, {"tau": 0.9}):
+        sol = query(model, x0, k, cost, free, bnd, **kw)
+        status, _x, val = solve_ref(A, b, x0, k, cost, free=free, bounds=bnd, **kw)
+        if "infeasible" in status:
+            assert not sol.success[0] and sol.status[0] == Status.INFEASIBLE
+            continue
+        assert status in OK_REF
+        assert sol.success[0], sol.message
+        assert sol.distance[0] == pytest.approx(val, rel=RTOL, abs=1e-9)
+        assert_valid(model, sol, x0[None], np.array([k]), free, bnd, kw.get("tau"))
+    for lam in (1e-3, 0.1, 1.0):
+        sol = query(model, x0, k, cost, free, bnd, lam=lam)
+        assert sol.status[0] in (Status.OK, Status.NOT_TARGET)
+        e = manhattan_energy(A, b, x0, k, cost, lam, sol.x[0])
+        status, _x, val = solve_ref(A, b, x0, k, cost, free=free, bounds=bnd, lam=lam)
+        assert e <= val + RTOL * abs(val)
+        assert manhattan_kkt_residual(A, b, x0, sol.x[0], k, cost, lam, free, bnd) <= 1e-10
+        assert_valid(model, sol, x0[None], np.array([k]), free, bnd)
+
+
+def test_softmax_batch_mixed_targets_per_row_bounds():
+    X, A, b = dataset("wine")
+    model = make_model(A, b)
+    rng = np.random.default_rng(3)
+    N, D = 9, X.shape[1]
+    Xq = X[rng.choice(len(X), N, replace=False)]
+    tidx = np.arange(N, dtype=np.int64) % 3
+    cost = rng.uniform(0.5, 2.0, D)
+    free = np.ones(D, dtype=bool)
+    free[[1, 4]] = False
+    lo = np.minimum(X.min(axis=0), Xq) - rng.uniform(0, 0.5, (N, D))
+    hi = np.maximum(X.max(axis=0), Xq) + rng.uniform(0, 0.5, (N, D))
+    cases = [
+        ("region", lambda s: constrained_l1(model, *s, None, np.full(len(s[0]), 1e-6), 0, 100)),
+        ("proba", lambda s: constrained_l1(model, *s, 0.8, None, 0, 500)),
+        ("lam", lambda s: lam_l1(model, *s, np.full(len(s[0]), 0.05), 0, 500)),
+    ]
+    for form, run in cases:
+        batch = run((Xq, tidx, cost, free, (lo, hi)))
+        for n in range(N):
+            one = run((Xq[n : n + 1], tidx[n : n + 1], cost, free, (lo[n], hi[n])))
+            assert np.array_equal(one.x, batch.x[n : n + 1]), form
+        proba = 0.8 if form == "proba" else None
+        assert_valid(model, batch, Xq, tidx, free, (lo, hi), proba)
+        if form != "lam":
+            assert batch.success.all()
+
+
+def test_softmax_unreachable_and_infeasible():
+    A, b, x0, cost, free, bnd, k = softmax_problem(0, 4, 6, False)
+    model = make_model(A, b)
+    frozen = np.zeros(6, dtype=bool)
+    for kw in ({"margin": 1e-6}, {"tau": 0.9}, {"lam": 0.1}):
+        sol = query(model, x0, k, cost, frozen, None, **kw)
+        assert not sol.success[0] and sol.status[0] == Status.UNREACHABLE, kw
+        assert np.array_equal(sol.x[0], x0)
+    tight = (x0 - 1e-3, x0 + 1e-3)
+    for kw in ({"margin": 1e-6}, {"tau": 0.9}):
+        sol = query(model, x0, k, cost, np.ones(6, dtype=bool), tight, **kw)
+        assert not sol.success[0] and sol.status[0] == Status.INFEASIBLE, kw
+        assert "infeasible" in sol.message[0]
+    # the target is never the argmax: a_t is the mean of two rows and its intercept lower
+    A2 = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 0.0]])
+    b2 = np.array([0.0, 0.0, -1.0])
+    sol = query(make_model(A2, b2), np.zeros(2), 2, np.ones(2), np.ones(2, dtype=bool), None,
+                margin=1e-6)  # fmt: skip
+    assert not sol.success[0] and sol.status[0] == Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("form", ["region", "proba", "lam"])
+def test_softmax_unit_free(form):
+    A, b, x0, cost, free, bnd, k = softmax_problem(4, 5, 14, True)
+    kw = {"region": {"margin": 0.2}, "proba": {"tau": 0.6}, "lam": {"lam": 0.05}}[form]
+    scale = np.ones(14)
+    scale[[1, 6]] = 1e3
+    scale[3] = 1e-3
+    sol = query(make_model(A, b), x0, k, cost, free, bnd, **kw)
+    bnd_s = (bnd[0] * scale, bnd[1] * scale)
+    sol_s = query(make_model(A / scale, b), x0 * scale, k, cost / scale, free, bnd_s, **kw)
+    np.testing.assert_allclose(sol_s.x[0], sol.x[0] * scale, rtol=1e-9, atol=0)
+    assert sol_s.distance[0] == pytest.approx(sol.distance[0], rel=1e-9)
+
+
+def test_softmax_region_margin_met_as_computed():
+    # the answer sits on the margin: the row kernels' logits must still meet it
+    X, A, b = dataset("digits")
+    model = make_model(A, b)
+    rng = np.random.default_rng(5)
+    N = 20
+    Xq = X[rng.choice(len(X), N, replace=False)]
+    tidx = rng.integers(0, 10, N).astype(np.int64)
+    D = X.shape[1]
+    sol = constrained_l1(
+        model, Xq, tidx, np.ones(D), np.ones(D, dtype=bool), None, None, np.full(N, 1e-6), 0, 100
+    )
+    assert sol.success.all()
+    assert np.all(model.target_margin(model.logits(sol.x), tidx) >= 1e-6)
+    assert np.all(sol.info["n_moved"] <= 9)
+
+
+# ------------------------------------------------------------------------ hypothesis
+@settings(max_examples=40)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    K=st.integers(1, 5),
+    D=st.integers(1, 8),
+    bounded=st.booleans(),
+    margin=st.sampled_from([0.0, 1e-6, 0.3, 2.0]),
+)
+def test_region_matches_linprog(seed, K, D, bounded, margin):
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(seed)
+    A = np.round(rng.normal(size=(K, D)), 1)  # rounded: ties and zero columns happen
+    b = np.round(rng.normal(size=K), 1)
+    x0 = np.round(rng.normal(size=D), 1)
+    cost = rng.choice([0.5, 1.0, 2.0], D)
+    free = rng.random(D) > 0.2
+    bnd = (x0 - rng.choice([0.0, 0.5, 2.0], D), x0 + rng.choice([0.0, 0.5, 2.0], D))
+    bnd = bnd if bounded else None
+    As, bs = softmax_rows(A, b)
+    k = int(rng.integers(As.shape[0]))
+    model = make_model(A, b)
+    sol = query(model, x0, k, cost, free, bnd, margin=margin)
+    fr = np.flatnonzero(free)
+    M = (As[k] - np.delete(As, k, axis=0))[:, fr]
+    z0 = As @ x0 + bs
+    r = margin - (z0[k] - np.delete(z0, k))
+    lo, hi = bnd if bounded else (np.full(D, -np.inf), np.full(D, np.inf))
+    ub = np.concatenate([hi[fr] - x0[fr], x0[fr] - lo[fr]])
+    if fr.size == 0:  # nothing moves: x̄ is the answer or there is none
+        assert np.array_equal(sol.x[0], x0)
+        assert sol.success[0] or sol.status[0] in (Status.UNREACHABLE, Status.NUMERIC)
+        return
+    res = linprog(
+        np.concatenate([cost[fr], cost[fr]]), A_ub=-np.hstack([M, -M]), b_ub=-r,
+        bounds=list(zip(np.zeros(ub.size), ub, strict=True)), method="highs",
+    )  # fmt: skip
+    if res.status == 2:
+        assert not sol.success[0]
+        assert sol.status[0] in (Status.INFEASIBLE, Status.UNREACHABLE)
+        return
+    assert res.status == 0
+    if sol.success[0]:
+        assert sol.distance[0] == pytest.approx(res.fun, rel=1e-9, abs=1e-12)
+    else:  # only a margin of 0 at a tie can fail the model's strict argmax
+        assert margin == 0.0 and sol.status[0] == Status.NUMERIC
+    assert_valid(model, sol, x0[None], np.array([k]), free, bnd)
+
+
+@settings(max_examples=30)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    D=st.integers(1, 30),
+    bounded=st.booleans(),
+    lam=st.floats(1e-4, 10.0),
+)
+def test_binary_lam_kkt(seed, D, bounded, lam):
+    w, c, x0, cost, free, bnd, k = binary_problem(seed, D, bounded)
+    model = make_model(w[None], np.array([c]))
+    sol = query(model, x0, k, cost, free, bnd, lam=lam)
+    res = manhattan_kkt_residual(w[None], [c], x0, sol.x[0], k, cost, lam, free, bnd)
+    assert res <= 1e-12 * (1 + lam * cost.max())
+    assert np.array_equal(sol.x[0][~free], x0[~free])
