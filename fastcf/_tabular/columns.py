@@ -1,0 +1,286 @@
+"""The columns of a tabular model: kinds, training ranges, costs and actionability.
+
+:class:`Schema` is built once per explainer from the training DataFrame and the :class:`Fold`
+of the model. It holds, per column the model reads:
+
+* numeric columns: integer or continuous, the training range (the default bounds), the cost of a
+  unit change (``1 / MAD`` by default: the Manhattan distance in MAD units);
+* categorical columns: the encoder's categories, which of them occur in the training data (the
+  only ones an answer may move to), a cost of 1 per change;
+* ordinal columns (an ``OrdinalEncoder``, or a ``OneHotEncoder`` of an ordered pandas
+  categorical): the categories' ranks; a move of r ranks costs ``r / MAD`` of the training ranks;
+
+and the user's actionability: immutable, increase-only and decrease-only columns. It also reads
+query rows into program values (:meth:`Schema.read`) and writes answers back into DataFrames
+with the original dtypes (:meth:`Schema.frame`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import median_absolute_deviation
+
+__all__ = ["Schema", "resolve_names"]
+
+
+def resolve_names(names, columns, what):
+    """Return the positions of the column ``names`` (a list of column labels), checked."""
+    if names is None:
+        return []
+    if isinstance(names, str) or not hasattr(names, "__iter__"):
+        names = [names]
+    index = {str(c): i for i, c in enumerate(columns)}
+    out = []
+    for nm in names:
+        i = index.get(str(nm))
+        if i is None:
+            raise ValueError(
+                f"{what} names column {nm!r}, which the model does not read; its columns: "
+                f"{[str(c) for c in columns]}"
+            )
+        out.append(i)
+    return out
+
+
+def _mad(values):
+    v = values[~np.isnan(values)]
+    if v.shape[0] < 2:
+        return 1.0
+    return float(median_absolute_deviation(v[:, None])[0])
+
+
+def _integral(values):
+    v = values[~np.isnan(values)]
+    return bool(v.shape[0] > 0 and np.all(v == np.round(v)) and np.all(np.abs(v) < 2**53))
+
+
+class Schema:
+    """Column kinds, ranges, costs and actionability of one explainer (see the module doc).
+
+    Parameters
+    ----------
+    X : pandas.DataFrame
+        Training data, the model's columns in its order.
+    fold : Fold
+    immutable, increase_only, decrease_only : list of str
+    integer, categorical : list of str or None
+        None: inferred (integer: integer dtypes and all-integral float columns; categorical:
+        the encoded columns).
+    weights : dict or None
+        Column -> cost of a unit change (numeric), of a change (categorical), of a one-rank move
+        (ordinal).
+    """
+
+    def __init__(
+        self, X, fold, immutable, increase_only, decrease_only, integer, categorical, weights
+    ):
+        import pandas as pd
+
+        cols = list(X.columns)
+        self.columns = cols
+        self.dtypes = list(X.dtypes)
+        D = len(cols)
+        self.kind = [fold.kinds.get(c, "unused") for c in range(D)]
+        self.fold = fold
+        enc = [c for c in range(D) if self.kind[c] in ("categorical", "ordinal")]
+        if categorical is not None:
+            cat = set(resolve_names(categorical, cols, "categorical"))
+            missing = [str(cols[c]) for c in enc if c not in cat]
+            extra = [str(cols[c]) for c in cat if self.kind[c] == "numeric"]
+            if missing or extra:
+                raise ValueError(
+                    "categorical must list the columns the model encodes (OneHotEncoder / "
+                    f"OrdinalEncoder): {[str(cols[c]) for c in enc]}; "
+                    + (f"missing {missing}" if missing else f"{extra} are scaled as numbers")
+                )
+        # ---- numeric columns
+        num = fold.numeric
+        vals = (
+            np.column_stack(
+                [
+                    pd.to_numeric(X.iloc[:, c], errors="coerce").to_numpy(dtype=np.float64)
+                    for c in num
+                ]
+            )
+            if num.size
+            else np.zeros((X.shape[0], 0))
+        )
+        if integer is None:
+            is_int = np.array([_integral(vals[:, j]) for j in range(num.size)], dtype=bool)
+        else:
+            ints = set(resolve_names(integer, cols, "integer"))
+            bad = [str(cols[c]) for c in ints if self.kind[c] != "numeric"]
+            if bad:
+                raise ValueError(f"integer names columns that are not numeric inputs: {bad}")
+            is_int = np.array([c in ints for c in num], dtype=bool)
+        self.num_int = is_int
+        with np.errstate(all="ignore"):
+            lo = np.array(
+                [
+                    np.nanmin(vals[:, j]) if np.isfinite(vals[:, j]).any() else -np.inf
+                    for j in range(num.size)
+                ]
+            )
+            hi = np.array(
+                [
+                    np.nanmax(vals[:, j]) if np.isfinite(vals[:, j]).any() else np.inf
+                    for j in range(num.size)
+                ]
+            )
+        self.num_lo, self.num_hi = lo, hi
+        self.num_mad = np.array([_mad(vals[:, j]) for j in range(num.size)])
+        w_num = 1.0 / self.num_mad
+        # ---- encoded columns: labels, which occur in training, ranks
+        self.cat_cols = fold.cat_cols
+        self.cat_start = fold.cat_start
+        self.cat_index = []  # per block: label -> index
+        seen = np.zeros(int(fold.cat_start[-1]), dtype=bool)
+        rank = np.zeros(int(fold.cat_start[-1]))
+        w_cat = np.ones(len(fold.cat_cols))
+        for j, c in enumerate(fold.cat_cols):
+            labels = fold.labels[c]
+            self.cat_index.append({_key(v): k for k, v in enumerate(labels)})
+            present = {_key(v) for v in X.iloc[:, c].dropna().unique()}
+            sl = slice(fold.cat_start[j], fold.cat_start[j + 1])
+            seen[sl] = [_key(v) in present for v in labels]
+            if self.kind[c] == "ordinal":
+                r = fold.ranks[c]
+                rank[sl] = r
+                codes = X.iloc[:, c].map(dict(zip(labels, r, strict=True))).to_numpy(dtype=float)
+                w_cat[j] = 1.0 / _mad(codes)
+        self.cat_seen = seen
+        self.cat_rank = rank
+        # ---- weights
+        self.w_num, self.w_cat = w_num, w_cat
+        if weights is not None:
+            if not isinstance(weights, dict):
+                raise TypeError(f"weights must be a dict {{column: cost}}; got {type(weights)}")
+            for c, w in zip(
+                resolve_names(list(weights), cols, "weights"), weights.values(), strict=True
+            ):
+                w = float(w)
+                if not (math.isfinite(w) and w > 0):
+                    raise ValueError(
+                        f"weights[{cols[c]!r}] must be a finite number > 0 (use immutable= to "
+                        f"keep a column fixed); got {w!r}"
+                    )
+                if self.kind[c] == "numeric":
+                    self.w_num[np.searchsorted(num, c)] = w
+                elif self.kind[c] != "unused":
+                    self.w_cat[np.searchsorted(fold.cat_cols, c)] = w
+        # ---- actionability
+        imm = resolve_names(immutable, cols, "immutable")
+        inc = resolve_names(increase_only, cols, "increase_only")
+        dec = resolve_names(decrease_only, cols, "decrease_only")
+        for a, b, na, nb in (
+            (imm, inc, "immutable", "increase_only"),
+            (imm, dec, "immutable", "decrease_only"),
+            (inc, dec, "increase_only", "decrease_only"),
+        ):
+            both = sorted(set(a) & set(b))
+            if both:
+                raise ValueError(
+                    f"column {cols[both[0]]!r} is both {na} and {nb}; give each column one "
+                    "constraint"
+                )
+        for c in inc + dec:
+            if self.kind[c] == "categorical":
+                raise ValueError(
+                    f"column {cols[c]!r} is categorical without an order, so increase_only / "
+                    "decrease_only mean nothing for it; use an OrdinalEncoder or an ordered "
+                    "pandas Categorical, or allowed= in explain"
+                )
+        self.frozen = np.zeros(D, dtype=bool)
+        self.frozen[imm] = True
+        self.direction = np.zeros(D, dtype=np.int64)
+        self.direction[inc] = 1
+        self.direction[dec] = -1
+        self.immutable = [str(cols[c]) for c in imm]
+
+    # ------------------------------------------------------------------ rows
+    def read(self, row, r=0):
+        """Return (x_num, k0) of one query row (a 1-D object array of the model's columns)."""
+        num = self.fold.numeric
+        x = np.empty(num.size)
+        for j, c in enumerate(num):
+            v = row[c]
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"column {self.columns[c]!r} of row {r} must be a number; got {v!r}"
+                ) from None
+            if not math.isfinite(v):
+                raise ValueError(
+                    f"column {self.columns[c]!r} of row {r} is missing ({v!r}): an explanation "
+                    "starts from a complete row; fill it in first"
+                )
+            if self.num_int[j] and v != round(v):
+                raise ValueError(
+                    f"column {self.columns[c]!r} is integer (inferred from the training data, "
+                    f"or given by integer=), but row {r} has {v!r}; pass integer= without it"
+                )
+            x[j] = v
+        k0 = np.empty(len(self.cat_cols), dtype=np.int64)
+        for j, c in enumerate(self.cat_cols):
+            v = row[c]
+            if _is_missing(v):
+                raise ValueError(
+                    f"column {self.columns[c]!r} of row {r} is missing: an explanation starts "
+                    "from a complete row; fill it in first"
+                )
+            k = self.cat_index[j].get(_key(v))
+            if k is None:
+                raise ValueError(
+                    f"column {self.columns[c]!r} of row {r} has the category {v!r}, unseen in "
+                    f"training; known: {list(self.fold.labels[c])}"
+                )
+            k0[j] = k
+        return x, k0
+
+    def frame(self, frame, XN, K, XN0, K0):
+        """Return the answers as a DataFrame in the original dtypes.
+
+        ``frame``: the query rows; ``XN``, ``K``: the answers' numeric values and category
+        indices; ``XN0``, ``K0``: the queries'. Only the columns that change are rewritten.
+        """
+        import pandas as pd
+
+        out = frame.copy()
+        index = frame.index
+        for j, c in enumerate(self.fold.numeric):
+            if np.array_equal(XN[:, j], XN0[:, j]):
+                continue
+            dt = self.dtypes[c]
+            v = XN[:, j]
+            if dt.kind in "iu":
+                v = np.round(v)
+            elif dt.kind == "b":
+                v = v != 0
+            out.isetitem(int(c), pd.Series(v, index=index).astype(dt))
+        for j, c in enumerate(self.cat_cols):
+            if np.array_equal(K[:, j], K0[:, j]):
+                continue
+            labels = self.fold.labels[c]
+            col = pd.Series(labels[K[:, j]], index=index, dtype=object).astype(self.dtypes[c])
+            out.isetitem(int(c), col)
+        return out
+
+
+def _key(v):
+    """Return a hashable key of a category label (numpy scalars as Python ones)."""
+    return v.item() if hasattr(v, "item") else v
+
+
+def _is_missing(v):
+    import pandas as pd
+
+    if v is None or v is pd.NA or v is pd.NaT:
+        return True
+    try:
+        return bool(v != v)  # NaN
+    except (TypeError, ValueError):
+        return False

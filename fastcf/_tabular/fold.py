@@ -1,0 +1,499 @@
+"""A fitted preprocessing pipeline and linear classifier -> affine scores of raw tabular columns.
+
+:func:`fold_model` walks the fitted scikit-learn objects (``Pipeline``, ``ColumnTransformer`` and
+the transformers below) symbolically. Every feature that flows between steps is either a *raw*
+column (not yet touched: the column of the DataFrame itself) or an *affine expression* over the
+variables of the mixed-integer program:
+
+* a numeric column c is one variable ``x_c`` (its raw value);
+* a categorical or ordinal column c is one 0/1 indicator ``δ_{c,k}`` per category k it can take
+  (``Σ_k δ_{c,k} = 1``).
+
+Numeric steps are affine per feature; an encoder maps its raw columns to expressions over their
+indicators. At the end the classifier's scores ``A f + b`` (from
+:func:`fastcf.adapters.linear_model_arrays`) become ``G v + g`` over the variable vector v.
+
+==============================================  ============================================
+step                                            on its features
+==============================================  ============================================
+StandardScaler, MinMaxScaler(clip=False),       ``(f - offset) / scale`` per feature
+MaxAbsScaler, RobustScaler
+OneHotEncoder (any ``drop=``, ``handle_unknown``,  ``Σ_k δ_{c,k} e_k``: each category's encoded
+infrequent groups), OrdinalEncoder              vector, read by transforming one probe row per
+                                                category (so ``drop`` and infrequent groups are
+                                                the encoder's own)
+SimpleImputer, FunctionTransformer() (no func),  identity (the query must not be missing;
+``"passthrough"``, ``None``                      ``add_indicator`` columns are then 0)
+``"drop"``                                       no feature
+PCA (after the encoders)                         a dense affine map
+ColumnTransformer (any column order, overlaps,   each transformer on its columns, outputs at the
+remainder), Pipeline                             ColumnTransformer's ``output_indices_``
+==============================================  ============================================
+
+Anything else raises a ``TypeError`` that names the step. An encoder must receive raw columns
+(an imputer before it is fine); a column both encoded and used as a number is refused. The fold
+is checked once against the model's own ``decision_function`` on training rows
+(:func:`check_fold`), so a step whose arithmetic is not what this module assumes is refused
+rather than explained wrongly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..adapters import linear_model_arrays
+
+__all__ = ["Fold", "fold_model", "check_fold", "SUPPORTED_STEPS"]
+
+SUPPORTED_STEPS = (
+    "StandardScaler, MinMaxScaler(clip=False), MaxAbsScaler, RobustScaler, OneHotEncoder, "
+    "OrdinalEncoder, SimpleImputer, FunctionTransformer() (identity), PCA, 'passthrough', "
+    "'drop', ColumnTransformer and Pipeline of these"
+)
+
+_SCALERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler")
+_ENCODERS = ("OneHotEncoder", "OrdinalEncoder")
+
+
+class _Raw:
+    """A raw column of the input DataFrame, untouched so far."""
+
+    __slots__ = ("col",)
+
+    def __init__(self, col):
+        self.col = col
+
+
+class _Lin:
+    """An affine expression ``const + Σ coef[key] · var[key]`` over the program's variables.
+
+    Keys: ``("num", c)`` for numeric column c, ``("cat", c, k)`` for category k of column c.
+    """
+
+    __slots__ = ("coef", "const")
+
+    def __init__(self, coef, const):
+        self.coef = coef
+        self.const = float(const)
+
+    def scaled(self, s, t):
+        """Return ``s · self + t``."""
+        return _Lin({k: s * v for k, v in self.coef.items()}, s * self.const + t)
+
+
+@dataclass
+class Fold:
+    """The model as affine scores over raw columns.
+
+    Attributes
+    ----------
+    kinds : dict
+        Column position -> ``"numeric"``, ``"categorical"`` or ``"ordinal"`` for the columns the
+        model reads (a column it drops is absent).
+    labels : dict
+        Column position -> ndarray of its category labels (encoded columns), in encoder order.
+    ranks : dict
+        Column position -> ndarray of float ranks (ordinal columns: the encoder's code).
+    numeric : ndarray of int
+        Positions of the numeric columns, in column order (the first variables).
+    cat_cols : ndarray of int
+        Positions of the encoded columns, in column order.
+    cat_start : ndarray of int
+        Offset of each encoded column's indicators in the indicator block (one more entry: the end).
+    G : ndarray of shape (K, n_numeric + n_indicators)
+        Scores ``G v + g``; K = 1 for a binary model (``classes[1]`` iff the score > 0).
+    g : ndarray of shape (K,)
+    classes : ndarray
+    probabilistic : bool
+        Whether ``predict_proba`` is the sigmoid/softmax of the scores.
+    """
+
+    kinds: dict
+    labels: dict
+    ranks: dict
+    numeric: np.ndarray
+    cat_cols: np.ndarray
+    cat_start: np.ndarray
+    G: np.ndarray
+    g: np.ndarray
+    classes: np.ndarray
+    probabilistic: bool
+    steps: list = field(default_factory=list)
+
+
+class _Walk:
+    """The state of one fold: column kinds and labels, found while walking the steps."""
+
+    def __init__(self, X, ordered):
+        self.X = X  # the training DataFrame (model columns)
+        self.ordered = ordered  # column position -> ordered pandas categories, or None
+        self.kinds = {}
+        self.labels = {}
+        self.ranks = {}
+        self.steps = []
+
+    def mark(self, col, kind, where):
+        old = self.kinds.get(col)
+        if old is not None and (old == "numeric") != (kind == "numeric"):
+            raise TypeError(
+                f"column {self.X.columns[col]!r} is used both as a number and as a category "
+                f"({where}); encode it one way only"
+            )
+        self.kinds[col] = kind if old is None else old
+
+    def numeric(self, f, where):
+        """Return feature ``f`` as an affine expression (a raw column becomes numeric)."""
+        if isinstance(f, _Lin):
+            return f
+        dtype = self.X.dtypes.iloc[f.col]
+        if not _is_numeric_dtype(dtype):
+            raise TypeError(
+                f"column {self.X.columns[f.col]!r} (dtype {dtype}) reaches {where} without an "
+                "encoder; encode it with OneHotEncoder or OrdinalEncoder"
+            )
+        self.mark(f.col, "numeric", where)
+        return _Lin({("num", f.col): 1.0}, 0.0)
+
+
+def _is_numeric_dtype(dtype):
+    import pandas as pd
+
+    return pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype)
+
+
+def _name(step):
+    return step if isinstance(step, str) else type(step).__name__
+
+
+def _apply(step, feats, walk, where):
+    """Return the features that ``step`` makes of ``feats`` (a list of _Raw / _Lin)."""
+    name = _name(step)
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return feats
+    if isinstance(step, str) and step == "drop":
+        return []
+    if isinstance(step, str):
+        raise TypeError(f"{where}: unknown step {step!r}; supported: {SUPPORTED_STEPS}")
+    walk.steps.append(name)
+    if name == "Pipeline":
+        for sub_name, sub in step.steps:
+            feats = _apply(sub, feats, walk, f"{where} > step {sub_name!r} ({_name(sub)})")
+        return feats
+    if name == "ColumnTransformer":
+        return _column_transformer(step, feats, walk, where)
+    if name in _SCALERS:
+        return _scaler(step, name, feats, walk, where)
+    if name in _ENCODERS:
+        return _encoder(step, name, feats, walk, where)
+    if name == "SimpleImputer":
+        return _imputer(step, feats, where)
+    if name == "FunctionTransformer":
+        if step.func is not None:
+            raise TypeError(
+                f"{where}: FunctionTransformer(func={step.func!r}) is not the identity; only "
+                f"FunctionTransformer() is supported; supported steps: {SUPPORTED_STEPS}"
+            )
+        return feats
+    if name == "PCA":
+        return _pca(step, feats, walk, where)
+    raise TypeError(
+        f"{where}: {name} is not a step TabularExplainer can fold into affine scores; "
+        f"supported steps: {SUPPORTED_STEPS}"
+    )
+
+
+def _fitted(step, attr, where):
+    if not hasattr(step, attr):
+        from sklearn.exceptions import NotFittedError
+
+        raise NotFittedError(f"{where}: {type(step).__name__} is not fitted; call fit first")
+
+
+def _column_transformer(ct, feats, walk, where):
+    _fitted(ct, "transformers_", where)
+    index = getattr(ct, "_transformer_to_input_indices", None)
+    if index is None:  # pragma: no cover - scikit-learn < 1.1
+        raise TypeError(f"{where}: this scikit-learn's ColumnTransformer is too old (< 1.2)")
+    if ct.n_features_in_ != len(feats):
+        raise TypeError(
+            f"{where}: ColumnTransformer expects {ct.n_features_in_} columns; it gets {len(feats)}"
+        )
+    slices = ct.output_indices_
+    n_out = max((s.stop for s in slices.values()), default=0)
+    out = [None] * n_out
+    for tname, trans, _ in ct.transformers_:
+        sl = slices.get(tname, slice(0, 0))
+        if sl.stop == sl.start:
+            continue
+        sub = [feats[i] for i in index[tname]]
+        res = _apply(trans, sub, walk, f"{where} > transformer {tname!r} ({_name(trans)})")
+        if len(res) != sl.stop - sl.start:
+            raise TypeError(
+                f"{where} > transformer {tname!r}: {_name(trans)} makes {sl.stop - sl.start} "
+                f"features, the fold {len(res)}; this step is not supported"
+            )
+        out[sl] = res
+    return out
+
+
+def _scaler(step, name, feats, walk, where):
+    _fitted(step, "n_features_in_", where)
+    n = len(feats)
+    one, zero = np.ones(n), np.zeros(n)
+    if name == "StandardScaler":
+        mean = step.mean_ if step.with_mean and step.mean_ is not None else zero
+        scale = step.scale_ if step.with_std and step.scale_ is not None else one
+        s, t = 1.0 / scale, -mean / scale
+    elif name == "MinMaxScaler":
+        if step.clip:
+            raise TypeError(
+                f"{where}: MinMaxScaler(clip=True) is not affine; refit with clip=False"
+            )
+        s, t = step.scale_, step.min_
+    elif name == "MaxAbsScaler":
+        s, t = 1.0 / step.scale_, zero
+    else:  # RobustScaler
+        center = step.center_ if step.with_centering and step.center_ is not None else zero
+        scale = step.scale_ if step.with_scaling and step.scale_ is not None else one
+        s, t = 1.0 / scale, -center / scale
+    s = np.broadcast_to(np.asarray(s, dtype=np.float64), (n,))
+    t = np.broadcast_to(np.asarray(t, dtype=np.float64), (n,))
+    return [walk.numeric(f, where).scaled(si, ti) for f, si, ti in zip(feats, s, t, strict=True)]
+
+
+def _imputer(step, feats, where):
+    _fitted(step, "statistics_", where)
+    stats = np.asarray(step.statistics_)
+    keep = np.ones(len(feats), dtype=bool)
+    if stats.dtype.kind == "f" and not getattr(step, "keep_empty_features", False):
+        keep = ~np.isnan(stats)  # columns missing in every training row are dropped
+    out = [f for f, k in zip(feats, keep, strict=True) if k]
+    if step.add_indicator:
+        # missing-value indicators: 0 for every row the explainer accepts (none is missing)
+        out += [_Lin({}, 0.0) for _ in step.indicator_.features_]
+    return out
+
+
+def _pca(step, feats, walk, where):
+    _fitted(step, "components_", where)
+    C = np.asarray(step.components_, dtype=np.float64)
+    if step.whiten:
+        C = C / np.sqrt(step.explained_variance_)[:, None]
+    lins = [walk.numeric(f, where) for f in feats]
+    mean = np.asarray(step.mean_, dtype=np.float64)
+    out = []
+    for row in C:
+        coef = {}
+        const = 0.0
+        for c_i, f, m in zip(row, lins, mean, strict=True):
+            const += c_i * (f.const - m)
+            for key, v in f.coef.items():
+                coef[key] = coef.get(key, 0.0) + c_i * v
+        out.append(_Lin(coef, const))
+    return out
+
+
+def _probe_frame(step, values_per_col):
+    """Return the probe input of an encoder: one column per input, in its fitted format."""
+    n = max(len(v) for v in values_per_col)
+    cols = [np.asarray(list(v) + [v[0]] * (n - len(v)), dtype=object) for v in values_per_col]
+    names = getattr(step, "feature_names_in_", None)
+    if names is not None:
+        import pandas as pd
+
+        return pd.DataFrame({str(nm): c for nm, c in zip(names, cols, strict=True)})
+    return np.column_stack(cols)
+
+
+def _encoder(step, name, feats, walk, where):
+    """Return the expressions of an encoder's outputs over its columns' indicators."""
+    _fitted(step, "categories_", where)
+    cols = []
+    for f in feats:
+        if not isinstance(f, _Raw):
+            raise TypeError(
+                f"{where}: {name} must receive raw columns (an imputer before it is fine), not "
+                "the output of a numeric step"
+            )
+        cols.append(f.col)
+    cats = []
+    for c, cat in zip(cols, step.categories_, strict=True):
+        keep = [v for v in cat if not _missing(v)]
+        if not keep:
+            raise TypeError(f"{where}: {name} has no category for column {walk.X.columns[c]!r}")
+        cats.append(keep)
+    # probe rows: row 0 has every column at its first category; then one row per (column,
+    # category) with that column changed. Encoders are separable per column, so the encoded
+    # vector of a row is base + Σ_c (enc(c at k) − base).
+    base_vals = [[cat[0]] for cat in cats]
+    rows = [base_vals]
+    for j, cat in enumerate(cats):
+        for k in range(1, len(cat)):
+            vals = [[cat[k]] if i == j else bv for i, bv in enumerate(base_vals)]
+            rows.append(vals)
+    columns = [[r[i][0] for r in rows] for i in range(len(cats))]
+    probe = _probe_frame(step, [np.asarray(cv, dtype=object) for cv in columns])
+    if probe.shape[0] != len(rows):
+        probe = probe[: len(rows)]
+    enc = step.transform(probe)
+    enc = np.asarray(enc.toarray() if hasattr(enc, "toarray") else enc, dtype=np.float64)
+    base = enc[0]
+    coefs = [dict() for _ in range(enc.shape[1])]
+    r = 1
+    for j, (c, cat) in enumerate(zip(cols, cats, strict=True)):
+        codes = np.zeros(len(cat))
+        for k in range(1, len(cat)):
+            diff = enc[r] - base
+            for i in np.flatnonzero(diff):
+                coefs[i][("cat", c, k)] = float(diff[i])
+            if name == "OrdinalEncoder":
+                codes[k] = enc[r, j]  # one output per input column, in order
+            r += 1
+        if name == "OrdinalEncoder":
+            codes[0] = base[j]
+            kind, rank = "ordinal", codes
+        elif walk.ordered.get(c) is not None:
+            order = {v: i for i, v in enumerate(walk.ordered[c])}
+            kind, rank = "ordinal", np.array([float(order.get(v, np.nan)) for v in cat])
+        else:
+            kind, rank = "categorical", None
+        walk.mark(c, kind, where)
+        _set_labels(walk, c, np.asarray(cat, dtype=object), rank, where)
+    return [_Lin(coef, b0) for coef, b0 in zip(coefs, base, strict=True)]
+
+
+def _set_labels(walk, c, labels, rank, where):
+    old = walk.labels.get(c)
+    if old is not None and (len(old) != len(labels) or any(old != labels)):
+        raise TypeError(
+            f"column {walk.X.columns[c]!r} is encoded twice with different categories ({where})"
+        )
+    walk.labels[c] = labels
+    if rank is not None:
+        walk.ranks[c] = np.asarray(rank, dtype=np.float64)
+
+
+def _missing(v):
+    try:
+        return v is None or bool(np.isnan(v))
+    except TypeError:
+        return False
+
+
+def fold_model(model, X):
+    """Return the :class:`Fold` of a fitted model on the training DataFrame ``X``.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted ``Pipeline`` whose steps before the classifier are supported steps (see the
+        module docstring), or a bare linear classifier.
+    X : pandas.DataFrame
+        The training data, with the model's input columns in the model's order.
+
+    Returns
+    -------
+    Fold
+
+    Raises
+    ------
+    TypeError
+        If a step or the classifier is not supported (the message names it).
+    """
+    import pandas as pd
+
+    if type(model).__name__ == "Pipeline":
+        if not model.steps:
+            raise TypeError("empty Pipeline")
+        pre = model.steps[:-1]
+        clf_name, clf = model.steps[-1]
+    else:
+        pre, clf_name, clf = [], "classifier", model
+    try:
+        A, b, classes, _, probabilistic = linear_model_arrays(clf)
+    except TypeError as exc:
+        raise TypeError(
+            f"the classifier {clf_name!r} ({_name(clf)}) is not supported: {exc}"
+        ) from exc
+    ordered = {}
+    for i, dt in enumerate(X.dtypes):
+        if isinstance(dt, pd.CategoricalDtype) and dt.ordered:
+            ordered[i] = list(dt.categories)
+    walk = _Walk(X, ordered)
+    feats = [_Raw(i) for i in range(X.shape[1])]
+    for name, step in pre:
+        feats = _apply(step, feats, walk, f"pipeline step {name!r} ({_name(step)})")
+    feats = [walk.numeric(f, f"the classifier {clf_name!r}") for f in feats]
+    if len(feats) != A.shape[1]:
+        raise TypeError(
+            f"the classifier {clf_name!r} reads {A.shape[1]} features; the fold of the steps "
+            f"before it makes {len(feats)}"
+        )
+    numeric = np.array(sorted(c for c, k in walk.kinds.items() if k == "numeric"), dtype=np.int64)
+    cat_cols = np.array(sorted(c for c, k in walk.kinds.items() if k != "numeric"), dtype=np.int64)
+    sizes = [len(walk.labels[c]) for c in cat_cols]
+    cat_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n_num = numeric.shape[0]
+    pos = {("num", int(c)): i for i, c in enumerate(numeric)}
+    for j, c in enumerate(cat_cols):
+        for k in range(sizes[j]):
+            pos[("cat", int(c), k)] = n_num + int(cat_start[j]) + k
+    E = np.zeros((len(feats), n_num + int(cat_start[-1])))
+    const = np.zeros(len(feats))
+    for i, f in enumerate(feats):
+        const[i] = f.const
+        for key, v in f.coef.items():
+            E[i, pos[key]] += v
+    G = np.ascontiguousarray(A @ E)
+    g = np.ascontiguousarray(A @ const + b)
+    return Fold(
+        kinds=walk.kinds,
+        labels=walk.labels,
+        ranks=walk.ranks,
+        numeric=numeric,
+        cat_cols=cat_cols,
+        cat_start=cat_start,
+        G=G,
+        g=g,
+        classes=np.asarray(classes),
+        probabilistic=bool(probabilistic),
+        steps=walk.steps,
+    )
+
+
+def check_fold(fold, model, X, V):
+    """Check the folded scores against the model's ``decision_function`` on rows ``X``.
+
+    Parameters
+    ----------
+    fold : Fold
+    model : estimator
+    X : DataFrame or ndarray
+        Training rows in the model's input format, none missing.
+    V : ndarray of shape (n, n_vars)
+        The same rows as program variables.
+
+    Raises
+    ------
+    TypeError
+        If the scores differ by more than rounding: some step is not what the fold assumes.
+    """
+    if X.shape[0] == 0 or not hasattr(model, "decision_function"):
+        return
+    d = np.asarray(model.decision_function(X), dtype=np.float64).reshape(X.shape[0], -1)
+    s = V @ fold.G.T + fold.g
+    if d.shape != s.shape:
+        raise TypeError(
+            f"the model's decision_function has shape {d.shape}; the fold gives {s.shape}"
+        )
+    # rounding: a few ulps of the largest term of each score
+    scale = np.abs(V) @ np.abs(fold.G.T) + np.abs(fold.g) + 1.0
+    err = np.abs(d - s) / scale
+    if not err.max() <= 1e-9:
+        raise TypeError(
+            "the folded pipeline does not reproduce the model's decision_function (relative "
+            f"error {err.max():.2g}); one of its steps ({', '.join(fold.steps) or 'none'}) does "
+            "something this fold does not model"
+        )

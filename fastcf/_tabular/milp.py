@@ -1,0 +1,353 @@
+"""The exact mixed-integer program of one tabular query, solved by HiGHS.
+
+Variables (one row x̄; numeric columns j, encoded columns c with categories k):
+
+* ``p_j, n_j ≥ 0``: the increase and decrease of numeric column j, ``x_j = x̄_j + p_j − n_j``
+  (integer variables for an integer column, so every answer is integral);
+* ``δ_{c,k} ∈ {0, 1}``: column c takes category k, ``Σ_k δ_{c,k} = 1``;
+* with ``max_changes=m``: ``z_j ∈ {0, 1}``, numeric column j changes.
+
+Objective: ``Σ_j w_j (p_j + n_j) + Σ_{c,k} w_c d_c(k, k̄_c) δ_{c,k}`` with ``d_c`` 1 for a change
+of a categorical column (0 for its own category) and ``|rank(k) − rank(k̄)|`` for an ordinal one:
+the Manhattan distance in MAD units plus one per changed categorical column by default. At the
+optimum ``p_j n_j = 0`` (every cost is positive), so ``p_j + n_j = |x_j − x̄_j|``.
+
+Constraints, with the scores ``s(v) = G v + g`` of :mod:`fastcf._tabular.fold`:
+
+* the target: binary ``s ≥ θ`` (target ``classes[1]``) or ``s ≤ −θ``, θ the margin, or
+  ``max(logit τ, 0) + margin`` for ``proba=τ`` (so the answer also is the predicted class);
+  softmax ``s_t − s_j ≥ margin`` for every class j ≠ t;
+* the box ``lo_j ≤ x_j ≤ hi_j`` as bounds of p and n (training range by default; a row outside its
+  box must move into it), immutable columns fixed, increase-only ``n_j = 0``, decrease-only
+  ``p_j = 0``; categories outside the allowed set (never seen in training, refused by the user,
+  below the row's rank for an increase-only ordinal column) fixed to 0;
+* ``max_changes=m``: ``p_j ≤ (hi_j − x̄_j) z_j``, ``n_j ≤ (x̄_j − lo_j) z_j`` (big-M from the box)
+  and ``Σ_j z_j + Σ_c (1 − δ_{c,k̄_c}) ≤ m``: original columns are counted, not encoded features.
+
+HiGHS solves it to a zero gap (``mip_rel_gap = mip_abs_gap = 0``): the answer is the certified
+optimum. Its feasibility-jump heuristic is turned off: on these small programs it costs ~5 ms of
+a ~0.5 ms solve (which is why this module drives ``highspy`` and not ``scipy.optimize.milp``,
+which can set neither it nor the absolute gap). General integer columns with wide ranges still
+cost HiGHS 2–10 ms per program; a binary model's program without ``max_changes`` is a covering
+knapsack, which :mod:`fastcf._tabular.knapsack` solves exactly in a fraction of that, and HiGHS
+takes the rest (softmax models, ``max_changes``, a branch-and-bound past its node limit).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
+from .._status import Status
+
+__all__ = ["Program", "RowAnswer", "Query"]
+
+
+class Query(NamedTuple):
+    """The per-query options of one row (already checked)."""
+
+    target: int  # index into classes
+    threshold: float  # binary: the score bound θ; softmax: the margin on s_t − s_j
+    lo: np.ndarray  # (n_num,) box of the numeric columns
+    hi: np.ndarray
+    allowed: np.ndarray  # (n_ind,) bool: categories the answer may take
+    frozen: np.ndarray  # (D,) bool: columns fixed (immutable plus extra)
+    max_changes: int | None
+
+
+class RowAnswer(NamedTuple):
+    """The program's answer for one row."""
+
+    x: np.ndarray  # (n_num,) numeric values
+    k: np.ndarray  # (n_cat,) category indices
+    cost: float  # recomputed from the answer
+    status: int
+    message: str
+    info: dict
+
+
+_highs_local = threading.local()
+
+
+def _highs():
+    """Return this thread's HiGHS instance (created once per thread, reused across queries)."""
+    h = getattr(_highs_local, "h", None)
+    if h is None:
+        import highspy
+
+        h = highspy.Highs()
+        for name, value in (
+            ("output_flag", False),
+            ("mip_rel_gap", 0.0),
+            ("mip_abs_gap", 0.0),
+            ("mip_heuristic_run_feasibility_jump", False),  # HiGHS >= 1.9; ~5 ms per solve
+        ):
+            h.setOptionValue(name, value)
+        _highs_local.h = h
+    return h
+
+
+class Program:
+    """The program template of one explainer: the per-model arrays, built once.
+
+    Parameters
+    ----------
+    schema : Schema
+    """
+
+    def __init__(self, schema):
+        fold = schema.fold
+        self.schema = schema
+        self.K = fold.G.shape[0]
+        self.n_num = fold.numeric.size
+        self.n_ind = int(fold.cat_start[-1])
+        self.n_cat = fold.cat_cols.size
+        self.G_num = fold.G[:, : self.n_num]
+        self.G_ind = fold.G[:, self.n_num :]
+        self.g = fold.g
+        self.block = np.repeat(np.arange(self.n_cat), np.diff(fold.cat_start))
+        self.ordinal = np.array([schema.kind[c] == "ordinal" for c in fold.cat_cols], dtype=bool)
+        self.num_cols = fold.numeric
+        self.cat_cols = fold.cat_cols
+        self.method = "auto"  # "milp": always HiGHS; "bnb": never (tests compare the two)
+
+    def costs(self, x0, k0):
+        """Return the per-indicator costs relative to the row's categories ``k0``."""
+        s = self.schema
+        start = s.cat_start
+        own = start[:-1] + k0  # the row's indicator in each block
+        rank = s.cat_rank
+        d = np.where(self.ordinal[self.block], np.abs(rank - rank[own][self.block]), 1.0)
+        d[own] = 0.0
+        return d * s.w_cat[self.block]
+
+    def distance(self, x0, k0, x, k):
+        """Return the per-column cost of an answer (numeric block, then encoded block)."""
+        s = self.schema
+        cn = s.w_num * np.abs(x - x0)
+        if self.n_cat:
+            c_ind = self.costs(x0, k0)
+            cc = c_ind[s.cat_start[:-1] + k]
+        else:
+            cc = np.zeros(0)
+        return cn, cc
+
+    def solve(self, x0, k0, q):
+        """Return the :class:`RowAnswer` of one row (``x0`` numeric values, ``k0`` categories).
+
+        Binary models without ``max_changes`` go to the exact branch-and-bound of
+        :mod:`fastcf._tabular.knapsack` (a covering knapsack: sub-millisecond); the rest, and a
+        search that reaches its node limit, to HiGHS.
+        """
+        prep = self._prepare(x0, k0, q)
+        if isinstance(prep, RowAnswer):
+            return prep
+        if self.method != "milp" and self.K == 1 and q.max_changes is None:
+            from .knapsack import solve_binary
+
+            ans = solve_binary(self, x0, k0, q, prep)
+            if ans is not None or self.method == "bnb":
+                return ans
+        return self._milp(x0, k0, q, prep)
+
+    def _prepare(self, x0, k0, q):
+        """Return the bounds ``(p_lo, p_hi, n_lo, n_hi, d_hi)`` of one row.
+
+        An infeasible :class:`RowAnswer` when a column cannot meet its own constraints.
+        """
+        s = self.schema
+        n_cat = self.n_cat
+        num_frozen = q.frozen[self.num_cols]
+        cat_frozen = q.frozen[self.cat_cols]
+        direction = s.direction[self.num_cols]
+        # bounds of p and n: x in [lo, hi], monotone, frozen
+        p_lo = np.maximum(0.0, q.lo - x0)
+        p_hi = np.maximum(0.0, q.hi - x0)
+        n_lo = np.maximum(0.0, x0 - q.hi)
+        n_hi = np.maximum(0.0, x0 - q.lo)
+        p_hi = np.where((direction < 0) | num_frozen, 0.0, p_hi)
+        n_hi = np.where((direction > 0) | num_frozen, 0.0, n_hi)
+        ints = s.num_int
+        p_lo = np.where(ints, np.ceil(p_lo), p_lo)
+        n_lo = np.where(ints, np.ceil(n_lo), n_lo)
+        p_hi = np.where(ints, np.floor(p_hi), p_hi)
+        n_hi = np.where(ints, np.floor(n_hi), n_hi)
+        bad = (p_lo > p_hi) | (n_lo > n_hi)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            return self._infeasible(
+                x0,
+                k0,
+                f"column {s.columns[self.num_cols[j]]!r} cannot reach its bounds "
+                "under its constraints (immutable or monotone)",
+            )
+        # indicators: allowed, frozen, monotone ordinals
+        own = s.cat_start[:-1] + k0
+        d_hi = q.allowed.astype(np.float64)
+        d_hi[own] = np.where(q.allowed[own], 1.0, 0.0)
+        if n_cat:
+            frozen_ind = cat_frozen[self.block]
+            d_hi[frozen_ind] = 0.0
+            d_hi[own[cat_frozen]] = 1.0
+            cdir = s.direction[self.cat_cols][self.block]
+            r_own = s.cat_rank[own][self.block]
+            d_hi[(cdir > 0) & (s.cat_rank < r_own) & ~frozen_ind] = 0.0
+            d_hi[(cdir < 0) & (s.cat_rank > r_own) & ~frozen_ind] = 0.0
+            empty = np.add.reduceat(d_hi, s.cat_start[:-1]) == 0
+            if empty.any():
+                j = int(np.flatnonzero(empty)[0])
+                return self._infeasible(
+                    x0, k0, f"column {s.columns[self.cat_cols[j]]!r} has no allowed category"
+                )
+        return p_lo, p_hi, n_lo, n_hi, d_hi
+
+    def _milp(self, x0, k0, q, prep):
+        """Return the :class:`RowAnswer` of the MILP of one row, solved by HiGHS."""
+        import highspy
+
+        s = self.schema
+        n_num, n_ind, n_cat = self.n_num, self.n_ind, self.n_cat
+        p_lo, p_hi, n_lo, n_hi, d_hi = prep
+        ints = s.num_int
+        own = s.cat_start[:-1] + k0
+        m = q.max_changes
+        zcols = np.flatnonzero((p_hi > 0) | (n_hi > 0)) if m is not None else np.zeros(0, int)
+        if m is not None:
+            big = np.concatenate([p_hi[zcols], n_hi[zcols]])
+            if not np.isfinite(big).all():
+                j = int(
+                    zcols[np.flatnonzero(~np.isfinite(p_hi[zcols]) | ~np.isfinite(n_hi[zcols]))[0]]
+                )
+                raise ValueError(
+                    f"max_changes needs finite bounds; column {s.columns[self.num_cols[j]]!r} "
+                    "has an infinite one (the default bounds are the training range)"
+                )
+        n_z = zcols.size
+        nv = 2 * n_num + n_ind + n_z
+        cost = np.concatenate([s.w_num, s.w_num, self.costs(x0, k0), np.zeros(n_z)])
+        lb = np.concatenate([p_lo, n_lo, np.zeros(n_ind), np.zeros(n_z)])
+        ub = np.concatenate([p_hi, n_hi, d_hi, np.ones(n_z)])
+        # rows
+        const = self.g + self.G_num @ x0
+        rows, rlo, rhi = [], [], []
+        score = np.concatenate(
+            [self.G_num, -self.G_num, self.G_ind, np.zeros((self.K, n_z))], axis=1
+        )
+        t = q.target
+        if self.K == 1:
+            if t == 1:
+                rows.append(score[0])
+                rlo.append(q.threshold - const[0])
+                rhi.append(math.inf)
+            else:
+                rows.append(score[0])
+                rlo.append(-math.inf)
+                rhi.append(-q.threshold - const[0])
+        else:
+            for j in range(self.K):
+                if j != t:
+                    rows.append(score[t] - score[j])
+                    rlo.append(q.threshold - (const[t] - const[j]))
+                    rhi.append(math.inf)
+        for j in range(n_cat):
+            r = np.zeros(nv)
+            r[2 * n_num + s.cat_start[j] : 2 * n_num + s.cat_start[j + 1]] = 1.0
+            rows.append(r)
+            rlo.append(1.0)
+            rhi.append(1.0)
+        if m is not None:
+            for i, j in enumerate(zcols):
+                for off, bigm in ((0, p_hi[j]), (n_num, n_hi[j])):
+                    r = np.zeros(nv)
+                    r[off + j] = 1.0
+                    r[2 * n_num + n_ind + i] = -bigm
+                    rows.append(r)
+                    rlo.append(-math.inf)
+                    rhi.append(0.0)
+            r = np.zeros(nv)
+            r[2 * n_num + n_ind :] = 1.0
+            r[2 * n_num + own] = -1.0
+            rows.append(r)
+            rlo.append(-math.inf)
+            rhi.append(float(m - n_cat))
+        M = np.array(rows)
+        integ = np.concatenate([ints, ints, np.ones(n_ind, bool), np.ones(n_z, bool)])
+        h = _highs()
+        lp = highspy.HighsLp()
+        lp.num_col_ = nv
+        lp.num_row_ = M.shape[0]
+        lp.col_cost_ = cost
+        lp.col_lower_ = lb
+        lp.col_upper_ = ub
+        lp.row_lower_ = np.array(rlo)
+        lp.row_upper_ = np.array(rhi)
+        nz = M != 0.0
+        cols_nz = nz.sum(axis=0)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(cols_nz)]).astype(np.int32)
+        ri, ci = np.nonzero(nz.T)  # column-major order
+        lp.a_matrix_.index_ = ci.astype(np.int32)
+        lp.a_matrix_.value_ = M.T[ri, ci]
+        if integ.any():
+            lp.integrality_ = [
+                highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
+                for b in integ
+            ]
+        h.passModel(lp)
+        h.run()
+        st = h.getModelStatus()
+        text = h.modelStatusToString(st)
+        info = h.getInfo()
+        hinfo = {
+            "highs_status": text,
+            "objective": float(info.objective_function_value),
+            "mip_gap": float(getattr(info, "mip_gap", 0.0)),
+            "nodes": int(getattr(info, "mip_node_count", 0)),
+        }
+        if st == highspy.HighsModelStatus.kOptimal:
+            v = np.asarray(h.getSolution().col_value)
+            p, n = v[:n_num], v[n_num : 2 * n_num]
+            delta = p - n
+            delta = np.where(ints, np.round(delta), delta)
+            delta[np.abs(delta) * s.w_num <= 1e-13] = 0.0
+            x = x0 + delta
+            dv = v[2 * n_num : 2 * n_num + n_ind]
+            k = np.array(
+                [int(np.argmax(dv[s.cat_start[j] : s.cat_start[j + 1]])) for j in range(n_cat)],
+                dtype=np.int64,
+            )
+            cn, cc = self.distance(x0, k0, x, k)
+            return RowAnswer(
+                x,
+                k,
+                float(cn.sum() + cc.sum()),
+                int(Status.OK),
+                f"exact (MILP, HiGHS: {text})",
+                hinfo,
+            )
+        if st in (
+            highspy.HighsModelStatus.kInfeasible,
+            highspy.HighsModelStatus.kUnboundedOrInfeasible,
+        ):
+            ans = self._infeasible(x0, k0, None)
+            return ans._replace(message=ans.message + f" (HiGHS: {text})", info=hinfo)
+        return RowAnswer(
+            x0.copy(),
+            k0.copy(),
+            math.inf,
+            int(Status.SOLVER_FAILED),
+            f"the MILP solver failed (HiGHS: {text})",
+            hinfo,
+        )
+
+    def _infeasible(self, x0, k0, why):
+        msg = (
+            "infeasible: no row within the bounds, the immutable and monotone columns, the "
+            "allowed categories (and max_changes) is classified as the target"
+        )
+        if why:
+            msg += f"; {why}"
+        return RowAnswer(x0.copy(), k0.copy(), math.inf, int(Status.INFEASIBLE), msg, {})

@@ -1,0 +1,192 @@
+"""The options of a tabular query: rows, targets, bounds and allowed categories, checked.
+
+Each function reads one user option against the :class:`~fastcf._tabular.columns.Schema` and
+raises a ``ValueError``/``TypeError`` that names the column or the value at fault.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .columns import resolve_names
+from .milp import Query
+
+__all__ = ["read_rows", "resolve_targets", "resolve_box", "resolve_allowed", "make_query"]
+
+
+def read_rows(schema, x):
+    """Return (frame, single) of the query rows, in the model's columns."""
+    import pandas as pd
+
+    if isinstance(x, pd.Series):
+        frame, single = x.to_frame().T, True
+    elif isinstance(x, dict):
+        frame, single = pd.DataFrame([x]), True
+    elif isinstance(x, pd.DataFrame):
+        frame, single = x, x.shape[0] == 1
+    else:
+        raise TypeError(
+            f"x must be a DataFrame (rows), a Series or a dict (one row); got {type(x).__name__}"
+        )
+    cols = list(schema.columns)
+    if list(frame.columns) != cols:
+        missing = [str(c) for c in cols if c not in frame.columns]
+        if missing:
+            raise ValueError(f"x lacks the model's columns {missing}")
+        frame = frame[cols]
+    if frame.shape[0] == 0:
+        raise ValueError("x has no rows")
+    if not isinstance(x, pd.DataFrame):  # a Series or dict: back to the training dtypes
+        frame = frame.copy()
+        for c, dt in zip(cols, schema.dtypes, strict=True):
+            try:
+                frame[c] = frame[c].astype(dt)
+            except (TypeError, ValueError):
+                pass  # a missing or unseen value: read() names it
+    return frame, single
+
+
+def resolve_targets(classes, target, n):
+    """Return the class indices of the target label(s), one per row."""
+    classes = list(classes)
+    idx = {(c.item() if hasattr(c, "item") else c): i for i, c in enumerate(classes)}
+
+    def look(t):
+        t = t.item() if hasattr(t, "item") else t
+        if t not in idx:
+            raise ValueError(f"target {t!r} is not a class of the model; classes: {classes}")
+        return idx[t]
+
+    if isinstance(target, (str, bytes)) or np.ndim(target) == 0:
+        return np.full(n, look(target), dtype=np.int64)
+    t = list(target)
+    if len(t) != n:
+        raise ValueError(f"target must be one label or one label per row ({n}); got {len(t)}")
+    return np.array([look(v) for v in t], dtype=np.int64)
+
+
+def resolve_box(schema, bounds, x0):
+    """Return (lo, hi) of the numeric columns and the ordinal allowed mask from bounds."""
+    s = schema
+    lo = np.minimum(s.num_lo, x0)
+    hi = np.maximum(s.num_hi, x0)
+    rank_ok = np.ones(int(s.cat_start[-1]), dtype=bool)
+    if bounds is None:
+        return lo, hi, rank_ok
+    if not isinstance(bounds, dict):
+        raise TypeError(f"bounds must be a dict {{column: (lo, hi)}}; got {type(bounds)}")
+    for c, (name, pair) in zip(
+        resolve_names(list(bounds), s.columns, "bounds"), bounds.items(), strict=True
+    ):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"bounds[{name!r}] must be a pair (lo, hi); got {pair!r}")
+        kind = s.kind[c]
+        if kind == "numeric":
+            j = int(np.searchsorted(s.fold.numeric, c))
+            for side, v in enumerate(pair):
+                if v is None:
+                    continue
+                val = _bound_value(v, x0[j], name)
+                if side == 0:
+                    lo[j] = val
+                else:
+                    hi[j] = val
+            if lo[j] > hi[j]:
+                raise ValueError(f"bounds[{name!r}] has lo > hi: {lo[j]!r} > {hi[j]!r}")
+        elif kind == "ordinal":
+            j = int(np.searchsorted(s.cat_cols, c))
+            sl = slice(s.cat_start[j], s.cat_start[j + 1])
+            labels = list(s.fold.labels[c])
+            r = s.cat_rank[sl]
+            for side, v in enumerate(pair):
+                if v is None:
+                    continue
+                if v not in labels:
+                    raise ValueError(
+                        f"bounds[{name!r}] must hold categories of the ordinal column; "
+                        f"{v!r} is not one of {labels}"
+                    )
+                rv = r[labels.index(v)]
+                rank_ok[sl] &= (r >= rv) if side == 0 else (r <= rv)
+        else:
+            raise ValueError(
+                f"bounds[{name!r}]: column {name!r} is {kind}; bound numeric or ordinal "
+                "columns, and give a categorical column's allowed categories with allowed="
+            )
+    return lo, hi, rank_ok
+
+
+def resolve_allowed(schema, allowed):
+    """Return (mask, given): the categories an answer may take, and the blocks the user set."""
+    s = schema
+    mask = s.cat_seen.copy()
+    if allowed is None:
+        return mask, np.zeros(len(s.cat_cols), dtype=bool)
+    if not isinstance(allowed, dict):
+        raise TypeError(f"allowed must be a dict {{column: [categories]}}; got {type(allowed)}")
+    given = np.zeros(len(s.cat_cols), dtype=bool)
+    for c, (name, cats) in zip(
+        resolve_names(list(allowed), s.columns, "allowed"), allowed.items(), strict=True
+    ):
+        if s.kind[c] not in ("categorical", "ordinal"):
+            raise ValueError(
+                f"allowed[{name!r}]: column {name!r} is not encoded (use bounds= for numbers)"
+            )
+        j = int(np.searchsorted(s.cat_cols, c))
+        if isinstance(cats, str) or not hasattr(cats, "__iter__"):
+            cats = [cats]
+        sl = slice(s.cat_start[j], s.cat_start[j + 1])
+        idx = s.cat_index[j]
+        sub = np.zeros(s.cat_start[j + 1] - s.cat_start[j], dtype=bool)
+        for v in cats:
+            k = idx.get(v.item() if hasattr(v, "item") else v)
+            if k is None:
+                raise ValueError(
+                    f"allowed[{name!r}] names the category {v!r}, which the model does not "
+                    f"know; known: {list(s.fold.labels[c])}"
+                )
+            sub[k] = True
+        mask[sl] = sub
+        given[j] = True
+    return mask, given
+
+
+def make_query(schema, x0, k0, tidx, threshold, bounds, allowed, frozen, max_changes):
+    """Return the :class:`Query` of one row (``allowed`` from :func:`resolve_allowed`)."""
+    lo, hi, rank_ok = resolve_box(schema, bounds, x0)
+    mask, given = allowed
+    s = schema
+    allow = mask & rank_ok
+    own = s.cat_start[:-1] + k0
+    # the row's own category stays allowed unless the user's allowed set leaves it out
+    keep = ~given[np.arange(own.size)] & rank_ok[own]
+    allow[own[keep]] = True
+    return Query(int(tidx), threshold, lo, hi, allow, frozen, max_changes)
+
+
+def _bound_value(v, x0, name):
+    """Return an absolute bound from a number or a relative string ("+500", "-10%")."""
+    if isinstance(v, str):
+        text = v.strip()
+        if not text or text[0] not in "+-":
+            raise ValueError(
+                f"bounds[{name!r}]: a relative bound is a string starting with + or - "
+                f'("+500", "-10%"); got {v!r}'
+            )
+        try:
+            if text.endswith("%"):
+                return x0 + abs(x0) * float(text[:-1]) / 100.0
+            return x0 + float(text)
+        except ValueError:
+            raise ValueError(f"bounds[{name!r}]: cannot read the relative bound {v!r}") from None
+    try:
+        val = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"bounds[{name!r}] must hold numbers, strings or None; got {v!r}"
+        ) from None
+    if math.isnan(val):
+        raise ValueError(f"bounds[{name!r}] is NaN; use None (default) or ±inf")
+    return val

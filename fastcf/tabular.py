@@ -1,0 +1,483 @@
+"""Recourse on tabular data: DataFrames, ColumnTransformer pipelines, exact mixed-integer answers.
+
+:class:`TabularExplainer` explains a fitted scikit-learn pipeline — a ``ColumnTransformer`` of
+scalers, one-hot and ordinal encoders, imputers and pass-throughs, ending in a linear
+classifier — on the raw columns of a DataFrame. Its answers are real rows: integer columns stay
+integral, a categorical column takes exactly one of the categories seen in training, immutable
+columns stay put, monotone columns move one way only.
+
+The cost of a change is, by default, the Manhattan distance in MAD units over the numeric
+columns, ``Σ_j |x_j − x̄_j| / MAD_j``, plus 1 for every changed categorical column, plus
+``|rank − rank̄| / MAD_rank`` for an ordinal column (``weights={column: w}`` sets the cost of a
+unit change, a change, a one-rank move). The answer minimises it exactly: the pipeline is folded
+into affine scores of the raw columns and one-hot indicators (:mod:`fastcf._tabular.fold`), and
+each query is one mixed-integer linear program (:mod:`fastcf._tabular.milp`): for a binary model
+without ``max_changes`` a covering knapsack, solved by an exact branch-and-bound
+(:mod:`fastcf._tabular.knapsack`, sub-millisecond); otherwise solved by HiGHS to a zero gap.
+Every success is then checked by the user's own ``predict`` (and ``predict_proba`` for
+``proba=``) on the answer DataFrame. See ``docs/tabular.md``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+
+from ._status import BOUNDARY_MESSAGE, Status
+from ._tabular.alternatives import flipsets
+from ._tabular.columns import Schema
+from ._tabular.fold import check_fold, fold_model
+from ._tabular.milp import Program
+from ._tabular.options import (
+    make_query,
+    read_rows,
+    resolve_allowed,
+    resolve_targets,
+)
+from ._tabular.results import TabularBatch, TabularCounterfactual
+from ._validation import check_int, check_probability, check_scalar
+
+__all__ = ["TabularExplainer", "TabularCounterfactual", "TabularBatch"]
+
+# a row whose answer fails the model's check is re-solved with these margins (factor, floor)
+_MARGIN_STEPS = ((1.0, 0.0), (1e2, 1e-6), (1e4, 1e-4))
+
+
+def _as_frame(X, name):
+    import pandas as pd
+
+    if isinstance(X, pd.DataFrame):
+        return X
+    raise TypeError(
+        f"{name} must be a pandas DataFrame of the raw columns the model was fitted on; got "
+        f"{type(X).__name__}"
+    )
+
+
+class TabularExplainer:
+    """Exact recourse for a linear classifier behind a tabular preprocessing pipeline.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted ``Pipeline`` (or ``make_pipeline``) whose steps before the classifier are a
+        ``ColumnTransformer`` (or single steps) of ``StandardScaler``, ``MinMaxScaler``,
+        ``MaxAbsScaler``, ``RobustScaler``, ``OneHotEncoder`` (any ``drop=``,
+        ``handle_unknown``, infrequent categories), ``OrdinalEncoder``, ``SimpleImputer``,
+        ``FunctionTransformer()``, ``"passthrough"`` and ``"drop"`` (each may be a ``Pipeline``
+        of these), ending in a classifier :class:`fastcf.LinearExplainer` accepts; or such a
+        classifier alone. Anything else raises a ``TypeError`` naming the step.
+    X_train : pandas.DataFrame
+        The training data (raw columns): it gives the categories an answer may take, the
+        default bounds (each numeric column's training range), the MAD of each column (the
+        cost unit) and the integer columns.
+    immutable : list of str, optional
+        Columns that never change.
+    increase_only, decrease_only : list of str, optional
+        Columns that may only go up (down); for an ordinal column, up (down) its order.
+    integer : list of str, optional
+        Integer columns (integral in every answer). ``None``: the numeric columns of integer
+        dtype, or whose training values are all integral.
+    categorical : list of str, optional
+        ``None``: the columns the model encodes. Given, it must list exactly those.
+    weights : dict, optional
+        ``{column: w}``: the cost of a unit change of a numeric column (default ``1 / MAD``),
+        of a change of a categorical column (default 1), of a one-rank move of an ordinal
+        column (default ``1 / MAD`` of the ranks).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    feature_names_in_ : ndarray of str
+        The model's columns, in its order (answers have them).
+    kinds_ : dict
+        Column -> ``"numeric"``, ``"integer"``, ``"categorical"``, ``"ordinal"`` or ``"unused"``
+        (a column the model drops).
+    mad_ : dict
+        Numeric column -> its MAD in the training data.
+    weights_ : dict
+        Column -> the cost unit in use.
+
+    Notes
+    -----
+    The program of a query (see :mod:`fastcf._tabular.milp`) minimises the cost over the
+    numeric changes (integer variables for integer columns) and one 0/1 indicator per category
+    of each encoded column, subject to the target's region (a linear constraint on the folded
+    scores, with a margin), the bounds, the immutable and monotone columns, the allowed
+    categories and ``max_changes``. It is solved exactly — by a branch-and-bound on its
+    greedy relaxation for a binary model without ``max_changes`` (a covering knapsack), by
+    HiGHS to a zero gap otherwise: ``status == 0`` means the certified optimum. A success is
+    returned only when the model's own ``predict`` on the answer DataFrame agrees; if rounding
+    defeats the margin, the query is re-solved with a larger one. An unsolvable query returns
+    ``success=False`` with the reason in ``message``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.compose import make_column_transformer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    >>> rng = np.random.default_rng(0)
+    >>> X = pd.DataFrame({"income": rng.normal(50, 10, 200).round(),
+    ...                   "age": rng.integers(20, 70, 200),
+    ...                   "job": rng.choice(["a", "b", "c"], 200)})
+    >>> y = (X.income + 10 * (X.job == "c") + rng.normal(0, 5, 200) > 55).astype(int)
+    >>> pre = make_column_transformer((StandardScaler(), ["income", "age"]),
+    ...                               (OneHotEncoder(), ["job"]))
+    >>> model = make_pipeline(pre, LogisticRegression()).fit(X, y)
+    >>> tx = TabularExplainer(model, X, immutable=["age"])
+    >>> row = X[model.predict(X) == 0].iloc[[0]]
+    >>> res = tx.explain(row, target=1)
+    >>> bool(res.success), int(model.predict(res.x)[0]), bool(res.x.age.iloc[0] == row.age.iloc[0])
+    (True, 1, True)
+    >>> float(res.x.income.iloc[0]).is_integer()
+    True
+    """
+
+    def __init__(
+        self,
+        model,
+        X_train,
+        *,
+        immutable=None,
+        increase_only=None,
+        decrease_only=None,
+        integer=None,
+        categorical=None,
+        weights=None,
+    ):
+        X = _as_frame(X_train, "X_train")
+        names = getattr(model, "feature_names_in_", None)
+        if names is not None:
+            missing = [str(c) for c in names if c not in X.columns]
+            if missing:
+                raise ValueError(
+                    f"X_train lacks the model's columns {missing}; pass the training DataFrame"
+                )
+            X = X[list(names)]
+            self._frame_input = True
+        else:
+            n = getattr(model, "n_features_in_", X.shape[1])
+            if X.shape[1] != n:
+                raise ValueError(f"X_train has {X.shape[1]} columns; the model reads {n}")
+            self._frame_input = False
+        if X.shape[0] < 2:
+            raise ValueError(f"X_train must have at least 2 rows; got {X.shape[0]}")
+        self.model = model
+        fold = fold_model(model, X)
+        self._schema = Schema(
+            X, fold, immutable, increase_only, decrease_only, integer, categorical, weights
+        )
+        self._program = Program(self._schema)
+        self.classes_ = fold.classes
+        self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
+        self.probabilistic_ = fold.probabilistic
+        s = self._schema
+        kinds = {}
+        for c, name in enumerate(X.columns):
+            kind = s.kind[c]
+            if kind == "numeric" and s.num_int[np.searchsorted(fold.numeric, c)]:
+                kind = "integer"
+            kinds[str(name)] = kind
+        self.kinds_ = kinds
+        self.mad_ = {
+            str(X.columns[c]): float(m) for c, m in zip(fold.numeric, s.num_mad, strict=True)
+        }
+        self.weights_ = {
+            str(X.columns[c]): float(w) for c, w in zip(fold.numeric, s.w_num, strict=True)
+        }
+        self.weights_.update(
+            {str(X.columns[c]): float(w) for c, w in zip(fold.cat_cols, s.w_cat, strict=True)}
+        )
+        self._check(X)
+
+    # ------------------------------------------------------------------ set-up
+    def _check(self, X):
+        """Check the fold against the model's decision_function on complete training rows."""
+        sample = X.iloc[:: max(1, X.shape[0] // 200)]
+        V, rows = [], []
+        for i in range(sample.shape[0]):
+            row = sample.iloc[i].to_numpy(dtype=object)
+            try:
+                x0, k0 = self._schema.read(row, i)
+            except ValueError:
+                continue  # a row with missing values or an unseen category
+            V.append(self._vars(x0, k0))
+            rows.append(i)
+        if rows:
+            check_fold(
+                self._schema.fold, self.model, self._model_input(sample.iloc[rows]), np.asarray(V)
+            )
+
+    def _vars(self, x0, k0):
+        s = self._schema
+        ind = np.zeros(int(s.cat_start[-1]))
+        ind[s.cat_start[:-1] + k0] = 1.0
+        return np.concatenate([x0, ind])
+
+    def _model_input(self, frame):
+        return frame if self._frame_input else frame.to_numpy()
+
+    def __repr__(self) -> str:
+        counts = {}
+        for k in self.kinds_.values():
+            counts[k] = counts.get(k, 0) + 1
+        return (
+            f"TabularExplainer({len(self.kinds_)} columns: {counts}, classes={list(self.classes_)})"
+        )
+
+    # ------------------------------------------------------------------ options
+    def _form(self, region, proba, margin):
+        """Return (base, margin, tau): the target constraint is score ≥ base + margin."""
+        check_scalar(margin, "margin", lo=0.0, lo_open=True)
+        if proba is None:
+            if region is not None and region is not True:
+                raise ValueError("region must be True (the default) or proba= must be given")
+            return 0.0, float(margin), None
+        if region:
+            raise ValueError("give region=True or proba=τ, not both")
+        tau = check_probability(proba)
+        if not self.probabilistic_:
+            from .adapters import model_name, not_probabilistic
+
+            raise TypeError(not_probabilistic(model_name(self.model), "proba= was asked"))
+        if self._program.K > 1:
+            raise ValueError(
+                "proba= is answered for binary models only (a linear constraint on the score); "
+                "for a softmax model p_target ≥ τ is not linear: use region=True (with margin=)"
+            )
+        return max(math.log(tau / (1.0 - tau)), 0.0), float(margin), tau
+
+    # ------------------------------------------------------------------ queries
+    def _answers(self, frame, tidx, form, bounds, allowed, frozen, max_changes):
+        """Solve, decode and verify every row; return the arrays of a batch."""
+        s = self._schema
+        prog = self._program
+        base, margin, tau = form
+        n = frame.shape[0]
+        X0 = frame.to_numpy(dtype=object)
+        allowed = resolve_allowed(s, allowed)
+        reads = [s.read(X0[i], i) for i in range(n)]
+        XN0 = np.array([r[0] for r in reads]).reshape(n, prog.n_num)
+        KC0 = np.array([r[1] for r in reads], dtype=np.int64).reshape(n, prog.n_cat)
+        XN = XN0.copy()
+        KC = KC0.copy()
+        status = np.zeros(n, dtype=np.int64)
+        messages = [""] * n
+        infos = [{} for _ in range(n)]
+        todo = np.arange(n)
+        ok = np.zeros(n, dtype=bool)
+        proba = None
+        for factor, floor in _MARGIN_STEPS:
+            m = max(margin * factor, floor)
+            for i in todo:
+                x0, k0 = reads[i]
+                q = make_query(s, x0, k0, tidx[i], base + m, bounds, allowed, frozen, max_changes)
+                t0 = time.perf_counter()
+                ans = prog.solve(x0, k0, q)
+                infos[i] = {**ans.info, "margin": m, "time": time.perf_counter() - t0}
+                XN[i], KC[i], status[i] = ans.x, ans.k, ans.status
+                raised = "" if m == margin else f"; margin raised to {m:g}"
+                messages[i] = ans.message + raised
+            answers = s.frame(frame, XN, KC, XN0, KC0)
+            ok, proba = self._verify(answers, tidx, tau, status, XN, KC)
+            todo = np.flatnonzero((status == int(Status.OK)) & ~ok)
+            if todo.size == 0:
+                break
+        for i in todo:  # failed the model's check at every margin
+            status[i] = int(Status.NUMERIC)
+            messages[i] = BOUNDARY_MESSAGE
+        costs = np.zeros((n, len(s.columns)))
+        for i in range(n):
+            x0, k0 = reads[i]
+            cn, cc = prog.distance(x0, k0, XN[i], KC[i])
+            costs[i, prog.num_cols] = cn
+            costs[i, prog.cat_cols] = cc
+        cost = np.where(status == int(Status.OK), costs.sum(axis=1), math.inf)
+        return answers, ok, cost, proba, status, messages, costs, infos
+
+    def _verify(self, answers, tidx, tau, status, XN, KC):
+        """Return (ok, proba): the model's own check of every answer, and its probabilities."""
+        inp = self._model_input(answers)
+        pred = np.asarray(self.model.predict(inp))
+        ok = (pred == self.classes_[tidx]) & (status == int(Status.OK))
+        proba = None
+        if self.probabilistic_:
+            if tau is not None:
+                proba = np.asarray(self.model.predict_proba(inp), dtype=np.float64)
+                ok &= proba[np.arange(tidx.size), tidx] >= tau
+            else:
+                proba = self._folded_proba(XN, KC)
+        return ok, proba
+
+    def _folded_proba(self, XN, KC):
+        """Return the sigmoid/softmax of the folded scores at the answers."""
+        s = self._schema
+        fold = s.fold
+        n_num = fold.numeric.size
+        z = XN @ fold.G[:, :n_num].T + fold.g
+        if KC.shape[1]:
+            z = z + fold.G[:, n_num:][:, (s.cat_start[:-1] + KC)].sum(axis=2).T
+        if z.shape[1] == 1:
+            p1 = 1.0 / (1.0 + np.exp(-z[:, 0]))
+            return np.column_stack([1.0 - p1, p1])
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def explain(
+        self,
+        x,
+        target,
+        *,
+        region=None,
+        proba=None,
+        margin=1e-6,
+        bounds=None,
+        allowed=None,
+        max_changes=None,
+    ):
+        """Find the cheapest change of the row(s) that the model puts in ``target``.
+
+        Parameters
+        ----------
+        x : pandas.DataFrame, Series or dict
+            The query: one row (a Series, a dict, a one-row DataFrame) or several (a DataFrame,
+            answered as a batch). It must hold the model's columns; those the model reads must
+            not be missing.
+        target : label or sequence of labels
+            The class asked for (one per row, or one for all).
+        region : True, optional
+            The default: the answer is classified as ``target`` (scores past the boundary by
+            ``margin``).
+        proba : float, optional
+            τ ∈ (0, 1), binary models with probabilities: ``p_target ≥ τ`` at the answer (and
+            the answer is classified as the target). Checked by the model's ``predict_proba``.
+        margin : float, default=1e-6
+            Margin on the scores (logits). Raised 100× and 10 000× for a row whose answer
+            the model's own ``predict`` does not put in the target (rounding).
+        bounds : dict, optional
+            ``{column: (lo, hi)}``. For a numeric column each side is a number (absolute),
+            a string relative to the row (``"+500"``, ``"-10%"``, ``"+20%"``), ``None`` (the
+            default: the training range, widened to hold the row) or ``±inf``. For an ordinal
+            column, two categories (``None`` for no bound). A row outside its bounds must move
+            into them.
+        allowed : dict, optional
+            ``{column: [categories]}``: the categories an encoded column may take (by default
+            those seen in training, plus the row's own). A row whose category is not listed
+            must change it.
+        max_changes : int, optional
+            At most this many columns change (original columns, not encoded features). Needs
+            finite bounds on the numeric columns that may change (the default ones are).
+
+        Returns
+        -------
+        TabularCounterfactual or TabularBatch
+            A batch when ``x`` has several rows.
+
+        Raises
+        ------
+        ValueError
+            For a missing value or an unseen category in the row (naming the column), unknown
+            column names, contradictory options, or ``proba=`` with a softmax model.
+        """
+        frame, single = read_rows(self._schema, x)
+        tidx = resolve_targets(self.classes_, target, frame.shape[0])
+        form = self._form(region, proba, margin)
+        if max_changes is not None:
+            max_changes = check_int(max_changes, "max_changes", lo=0)
+        arrays = self._answers(frame, tidx, form, bounds, allowed, self._frozen(), max_changes)
+        batch = self._batch(frame, tidx, *arrays)
+        return batch[0] if single else batch
+
+    def _frozen(self):
+        s = self._schema
+        return s.frozen | np.array([k == "unused" for k in s.kind], dtype=bool)
+
+    def _batch(self, frame, tidx, answers, ok, cost, proba, status, messages, costs, infos):
+        return TabularBatch(
+            x=answers,
+            x0=frame,
+            target=self.classes_[tidx],
+            success=ok,
+            distance=cost,
+            proba=proba,
+            status=status,
+            message=list(messages),
+            costs=costs,
+            method="milp (HiGHS)",
+            info=infos,
+        )
+
+    def enumerate(
+        self,
+        x,
+        target,
+        k=4,
+        *,
+        region=None,
+        proba=None,
+        margin=1e-6,
+        bounds=None,
+        allowed=None,
+        max_changes=None,
+        max_nodes=1000,
+    ):
+        """Up to ``k`` alternative answers for one row, cheapest first (flipsets).
+
+        No answer's set of changed columns contains the set of a cheaper answer in the list
+        (actionable-recourse's flipsets). Each answer is the exact optimum of the row with some
+        columns frozen, found by Lawler's k-best scheme over sets of frozen columns
+        (:mod:`fastcf._tabular.alternatives`); the first is :meth:`explain`'s.
+
+        Parameters
+        ----------
+        x : pandas.DataFrame, Series or dict
+            One row.
+        target : label
+        k : int, default=4
+        region, proba, margin, bounds, allowed, max_changes
+            As in :meth:`explain`.
+        max_nodes : int, default=1000
+            Programs solved before the enumeration stops (then fewer than ``k`` answers).
+
+        Returns
+        -------
+        list of TabularCounterfactual
+        """
+        k = check_int(k, "k", lo=1)
+        max_nodes = check_int(max_nodes, "max_nodes", lo=1)
+        frame, single = read_rows(self._schema, x)
+        if not single:
+            raise ValueError(f"enumerate takes one row; got {frame.shape[0]}")
+        tidx = resolve_targets(self.classes_, target, 1)
+        form = self._form(region, proba, margin)
+        if max_changes is not None:
+            max_changes = check_int(max_changes, "max_changes", lo=0)
+
+        s = self._schema
+        prog = self._program
+        x0, k0 = s.read(frame.to_numpy(dtype=object)[0], 0)
+        allow = resolve_allowed(s, allowed)
+        threshold = form[0] + form[1]
+
+        def solve(fmask):  # the program alone: the model checks only the answers returned
+            q = make_query(s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes)
+            ans = prog.solve(x0, k0, q)
+            changed = np.zeros(len(s.columns), dtype=bool)
+            changed[prog.num_cols] = ans.x != x0
+            changed[prog.cat_cols] = ans.k != k0
+            value = ans.cost if ans.status == int(Status.OK) else math.inf
+            return fmask, value, changed
+
+        def accept(fmask):  # solved again with the model's check (and its margin steps)
+            arrays = self._answers(frame, tidx, form, bounds, allowed, fmask, max_changes)
+            res = self._batch(frame, tidx, *arrays)[0]
+            return res if res.success else None
+
+        gen = flipsets(solve, accept, self._frozen(), max_nodes)
+        return list(itertools.islice(gen, k))
