@@ -34,6 +34,8 @@ def _logistic():
         for form in ({"lam": 0.1}, {"proba": 0.8}, {"region": True}):
             ex.explain(x, 1, **form, **opts)
             ex.explain(X, 1, **form, **opts)
+            ex.explain(x, 1, **form, **opts, metric="manhattan")
+            ex.explain(X, 1, **form, **opts, metric="manhattan")
     ex.path(x, 1, np.logspace(1, -2, 5))
 
 
@@ -49,6 +51,8 @@ def _softmax():
         for form in ({"lam": 0.1}, {"proba": 0.8}, {"region": True}):
             ex.explain(x, 2, **form, **opts)
             ex.explain(X, 2, **form, **opts)
+            ex.explain(x, 2, **form, **opts, metric="manhattan")
+            ex.explain(X, 2, **form, **opts, metric="manhattan")
     ex.path(x, 2, np.logspace(1, -2, 5))
     ex.path(x, 2, np.logspace(1, -2, 5), bounds=box)
 

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._base import BaseExplainer
-from ._linear.fast import constrained_one, plain_query
+from ._linear.fast import constrained_one, manhattan_one, plain_query
 from ._linear.metric import MetricCache
 from ._linear.model import make_model
 from ._linear.verify import fail as _fail
@@ -352,16 +352,31 @@ class LinearExplainer(BaseExplainer):
             form, lams, proba, margin, metric, max_changes, method, tol, max_iter, fmask, w, bnd
         )
 
-    def _continuous(self, X, tidx, q, fmask, lams=None, bnd=None):
-        """Solve the rows ``X`` of query ``q`` with the features of ``fmask`` frozen."""
+    def _continuous(self, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
+        """Solve the rows ``X`` of query ``q`` with the features of ``fmask`` frozen.
+
+        ``lean``: the answers and their costs only, for the nodes of a search (``max_changes``,
+        :meth:`enumerate`): ``region=True`` without the re-solves for rounding
+        (:func:`~fastcf._linear.verify.region`), binary Manhattan straight from its kernel. A
+        search solves the answers it returns again in full.
+        """
         model = self._model
         lams = q.lams if lams is None else lams
         bnd = q.bnd if bnd is None else bnd
+        margins = np.full(X.shape[0], q.margin) if q.form == "region" else None
         if q.metric == "manhattan":
             from ._linear import manhattan as _l1
 
             cost = np.ones(self.n_features_in_) if q.w is None else q.w
             free = ~fmask
+            if lean and q.form != "lam":
+                if model.binary:
+                    return _l1.binary_constrained_lean(
+                        model, X, tidx, cost, free, bnd, q.proba, margins
+                    )
+                return _l1.constrained_l1(
+                    model, X, tidx, cost, free, bnd, q.proba, margins, q.tol, q.max_iter
+                )
             if q.form == "lam":
                 return _l1.lam_l1(model, X, tidx, cost, free, bnd, lams, q.tol, q.max_iter)
             if q.form == "proba":
@@ -382,6 +397,8 @@ class LinearExplainer(BaseExplainer):
         m = self._cache.get(fmask, W)
         if q.form == "proba":
             return model.constrained(X, tidx, m, bnd, q.proba, None, q.tol, q.max_iter)
+        if q.form == "region" and lean:
+            return model.constrained(X, tidx, m, bnd, None, margins, q.tol, q.max_iter)
         if q.form == "region":
             return _region(
                 model,
@@ -410,6 +427,9 @@ class LinearExplainer(BaseExplainer):
         cost = np.ones(self.n_features_in_) if q.w is None else q.w
 
         def solve(fmask):
+            return self._continuous(Xn, tn, q, fmask, lams, bnd, lean=True)
+
+        def full(fmask):
             return self._continuous(Xn, tn, q, fmask, lams, bnd)
 
         def objective(sol):
@@ -419,7 +439,7 @@ class LinearExplainer(BaseExplainer):
             reg = lams[0] * d if q.metric == "manhattan" else 0.5 * lams[0] * d * d
             return reg - self._model.log_proba_target(sol.x, tn)[0]
 
-        return RowProblem(solve, X[n], objective, cost)
+        return RowProblem(solve, X[n], objective, cost, full)
 
     def _solve(self, X, tidx, q):
         """Return the :class:`~fastcf.results.Solution` of query ``q`` (all its rows)."""
@@ -441,11 +461,12 @@ class LinearExplainer(BaseExplainer):
         if q.metric == "euclidean" and q.bnd is None and self._model.binary:
             # binary, Euclidean, no box: the m free features of largest w_i²/W_i (closed form)
             W = np.ones(self.n_features_in_) if q.w is None else q.w * q.w
-            keep = top_m_free(self._model.w**2 / W, ~fmask, q.max_changes)
-            sol, val = prob.solve(fmask | keep)
+            mask = fmask | top_m_free(self._model.w**2 / W, ~fmask, q.max_changes)
+            val = prob.solve(mask)[1]
             info = {"nodes": 1, "solves": 1, "proven": True}
         else:
-            sol, val, info = best_subset(prob, fmask, q.max_changes)
+            val, mask, info = best_subset(prob, fmask, q.max_changes)
+        sol = prob.full(mask)  # the answer solved in full (the search's nodes were lean)
         if not math.isfinite(val):
             # no answer within max_changes: the source itself, as other infeasible answers
             x0 = X[n : n + 1].copy()
@@ -467,7 +488,7 @@ class LinearExplainer(BaseExplainer):
                 "max_changes: node limit of the branch-and-bound "
                 "reached; the answer is the best found, not proven optimal",
             )
-        return sol._replace(info={**_row_info(sol.info), **info}), val
+        return sol._replace(info={**_row_info(sol.info), **info}), val, mask
 
     # ------------------------------------------------------------------ public queries
     def explain(
@@ -572,6 +593,18 @@ class LinearExplainer(BaseExplainer):
                 fast = constrained_one(self, x, target, proba, margin, tol, max_iter)
             else:
                 fast = None
+            if fast is not None:
+                return fast
+        elif (
+            metric == "manhattan"
+            and frozen is None
+            and bounds is None
+            and max_changes is None
+            and method in _REDUCED
+            and lam is None
+            and (proba is None) == (region is True)
+        ):  # one binary Manhattan proba=/region= query: the knapsack kernel on a short path
+            fast = manhattan_one(self, x, target, proba, margin, weights, tol, max_iter)
             if fast is not None:
                 return fast
         X, single, names, tidx = self._queries(x, target)
@@ -686,15 +719,20 @@ class LinearExplainer(BaseExplainer):
 
         def solve_node(fmask):
             if q.max_changes is None:
-                return prob.solve(fmask)
-            return self._sparse_row(X, tidx, q, 0, fmask, prob)
+                return prob.solve(fmask)  # lean: the answer and its cost
+            sol, val, mask = self._sparse_row(X, tidx, q, 0, fmask, prob)
+            return sol, val
 
-        def success(sol):
-            return bool(self._verify(sol, tidx, q.proba).success[0])
+        def accept(fmask, sol):
+            # the answer, solved in full and judged by the model: None if not a counterfactual
+            if q.max_changes is None:
+                sol = prob.full(fmask)
+            sol = self._verify(sol, tidx, q.proba)
+            return sol if sol.success[0] else None
 
         gen = (
-            self._package(self._verify(sol, tidx, q.proba), X, tidx, names, True)
-            for sol, _ in lawler(solve_node, prob.changed, success, q.fmask, max_nodes)
+            self._package(sol, X, tidx, names, True)
+            for sol in lawler(solve_node, prob.changed, accept, q.fmask, max_nodes)
         )
         if k is None:
             return gen

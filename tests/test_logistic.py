@@ -4,17 +4,17 @@ import pickle
 
 import numpy as np
 import pytest
-from scipy.special import expit, logit
-
-import fastcf
-from fastcf import LinearExplainer, check_gradient
-from tests.reference import (
+from reference import (
     box_kkt_residual,
     exact_logits,
     logistic_lam_brentq,
     minimize_box_lbfgsb,
     softmax_energy,
 )
+from scipy.special import expit, logit
+
+import fastcf
+from fastcf import LinearExplainer, check_gradient
 
 
 def random_problem(rng, D=None):

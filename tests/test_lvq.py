@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from reference import lvq_counterfactual_reference, lvq_kkt_residual
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
@@ -13,7 +14,6 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from fastcf.lvq import GLVQ, GMLVQ, LGMLVQ, LVQExplainer
-from tests.reference import lvq_counterfactual_reference, lvq_kkt_residual
 
 
 def _data(name):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import exact_logits
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
@@ -27,7 +28,6 @@ from fastcf import (
     enumerate_svms,
 )
 from fastcf.lvq import GLVQ, GMLVQ, LGMLVQ
-from tests.reference import exact_logits
 
 ROOT = Path(__file__).resolve().parents[1]
 

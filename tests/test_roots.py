@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from reference import phi_mp
 
 from fastcf._kernels.roots import phi, phi_batch
-from tests.reference import phi_mp
 
 TINY = 2.2250738585072014e-308  # below this, doubles are subnormal: no relative precision
 

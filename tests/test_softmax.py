@@ -4,13 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-
-from fastcf import LinearExplainer, check_gradient
-from fastcf._kernels import softmax as sk
-from tests.reference import (
+from reference import (
     box_kkt_residual,
     exact_logits,
     minimize_box_lbfgsb,
@@ -19,6 +13,12 @@ from tests.reference import (
     softmax_proba_cvxpy,
     softmax_region_cvxpy,
 )
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+
+from fastcf import LinearExplainer, check_gradient
+from fastcf._kernels import softmax as sk
 
 
 def train_softmax(D, K, seed=0, n_per_class=4, max_iter=30):

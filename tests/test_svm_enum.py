@@ -7,6 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from reference import (
+    svm_brute_force_ref,
+    svm_dual_objective_ref,
+    svm_fit_subset_ref,
+    svm_kernel_ref,
+    svm_kkt_violation_ref,
+)
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
@@ -15,13 +22,6 @@ from sklearn.svm import SVC
 from fastcf import EnumeratedSVM, SVMEnumerator, enumerate_svms
 from fastcf._status import Status, message
 from fastcf.svm_enum import demographic_parity, hinge_loss
-from tests.reference import (
-    svm_brute_force_ref,
-    svm_dual_objective_ref,
-    svm_fit_subset_ref,
-    svm_kernel_ref,
-    svm_kkt_violation_ref,
-)
 
 
 def _data(seed, n, d, noise=0.8, labels=(-1.0, 1.0)):

@@ -10,7 +10,10 @@ the same arrays, so the answers are the same bits (``tests/test_linear_latency_p
   :func:`fastcf._linear.binary.project`, their ``finish`` and the explainer's ``_verify`` for one
   row, without what they recompute (the answer's logits and probabilities, formed once; the
   rounding need, computed once for the margin loop and the verification). A query that would
-  need a raised margin (logits ~1e10) returns ``None`` and takes the long path.
+  need a raised margin (logits ~1e10) returns ``None`` and takes the long path. A softmax
+  ``proba=τ`` query runs the long path's own solver, :func:`fastcf._linear.softmax.proba_solution`
+  (one kernel call that solves, forms the answer and judges it, then BLAS's check of p ≥ τ),
+  and the explainer's ``_verify``.
 
 Every guarantee of the long path holds: a success is rechecked in the model's own arithmetic
 (``check_logits``, BLAS one row at a time) against the rounding need, and ``proba=`` meets τ in
@@ -29,6 +32,7 @@ from .._kernels.linalg import dot as _dot
 from .._status import BOUNDARY_MESSAGE, Status, messages
 from ..results import Solution
 from .model import BinaryModel
+from .softmax import proba_solution
 
 __all__ = ["constrained_one", "plain_query"]
 
@@ -90,6 +94,10 @@ def constrained_one(ex, x, target, proba, margin, tol, max_iter):
     X = x[None, :]
     tidx = np.array([k], dtype=np.int64)
     model, m = ex._model, ex._cache.default
+    if proba is not None and not isinstance(model, BinaryModel):
+        # the long path's solver (one kernel call per round, its own checks) and verification
+        sol = proba_solution(model, X, tidx, m, proba, tol, max_iter)
+        return ex._package(ex._verify(sol, tidx, proba), X, tidx, ex.feature_names_in_, True)
     if isinstance(model, BinaryModel):
         found = _binary_one(model, X, k, tidx, m, proba, margin)
     else:
@@ -187,34 +195,10 @@ def _margin_need(model, Xs, tidx, margin):
 
 
 def _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter):
-    """:func:`fastcf._linear.softmax.constrained` and its ``finish`` for one row."""
+    """:func:`fastcf._linear.softmax.constrained` and its ``finish`` for one ``region=True`` row."""
     Zbar = model.logits(X)
     Zc = None
-    if proba is not None:
-        log_tau = np.array([math.log(proba)])
-        Y, lamv, nit, status = _sk.proba_batch(
-            Zbar, m.GV, m.GF, tidx, log_tau, tol, max_iter, False
-        )
-        for _ in range(3):  # the ulp re-solve loop of softmax.constrained, on one row
-            Xs = model.expand(X, Y, m)
-            Z = model.logits(Xs)
-            Zc = model.check_logits(Xs)  # the verification's logits too
-            if status[0] != _OK or (
-                model.proba_from_logits(Z)[0, k] >= proba
-                and model.proba_from_logits(Zc)[0, k] >= proba
-            ):
-                break
-            log_tau[0] += 8 * np.finfo(float).eps * (1 + abs(math.log(proba)))
-            Y, lam2, nit2, status = _sk.proba_batch(
-                Zbar, m.GV, m.GF, tidx, log_tau, tol, max_iter, False
-            )
-            lamv, nit = lam2, nit + nit2
-            Zc = None  # Xs, Z are those of the last Y only if the loop breaks
-        if Zc is None:  # re-solved in the last round: the answer of the last Y
-            Xs = model.expand(X, Y, m)
-            Z = model.logits(Xs)
-        method = "reduced (λ search)"
-    else:
+    if proba is None:  # (a softmax proba= query takes softmax.proba_solution)
         margins = np.array([margin])
         Y, nit, status = _sk.region_batch(
             Zbar, m.GV, tidx, margins, 1e-12, 10 * model.A.shape[0] + 100, False
@@ -242,3 +226,60 @@ def _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter):
         if rise:
             return None  # verify.region re-solves with a larger margin: the long path
     return Xs, P, dist, st, ok, nit, lamv, method, Zc, need
+
+
+def manhattan_one(ex, x, target, proba, margin, weights, tol, max_iter):
+    """Answer one common binary ``metric="manhattan"`` ``proba=`` / ``region=True`` query.
+
+    The long path's solver (:func:`fastcf._linear.manhattan.constrained_l1`'s binary kernel and
+    its ``finish``), verification and result, with the argument checks reduced to type tests
+    and ``verify.region``'s first round on one row: the same bits. ``weights`` None or
+    ``"mad"`` (with ``fit_mad`` done); ``None`` (the long path) whenever anything is unusual.
+    """
+    model = ex._model
+    if not isinstance(model, BinaryModel):
+        return None
+    if proba is not None:
+        if type(proba) is not float or not 0.0 < proba < 1.0:
+            return None
+    elif type(margin) is not float or not 0.0 <= margin < math.inf:
+        return None
+    cost = _unit_cost(ex, weights)
+    if cost is None:
+        return None
+    plain = plain_query(ex, x, target, tol, max_iter)
+    if plain is None:
+        return None
+    from .manhattan import binary_constrained
+
+    X = x[None, :]
+    tidx = np.array([plain[0]], dtype=np.int64)
+    margins = None if proba is not None else np.array([margin])
+    free = cost[1]
+    sol = binary_constrained(model, X, tidx, cost[0], free, None, proba, margins)
+    if margins is not None and sol.status[0] in (_OK, _NUMERIC) and math.isfinite(sol.distance[0]):
+        # verify.region's first round: a margin below the rounding need is re-solved there
+        if not margin >= _need_bound(model, sol.x):
+            with np.errstate(over="ignore", invalid="ignore"):
+                need = model.rounding_need(sol.x, tidx)[0]
+            if margin < need and math.isfinite(2 * need):
+                return None
+    return ex._package(ex._verify(sol, tidx, proba), X, tidx, ex.feature_names_in_, True)
+
+
+def _unit_cost(ex, weights):
+    """Return (cost, all-free mask) for ``weights`` None or ``"mad"`` (cached), else None."""
+    if weights is None:
+        key = None
+    elif type(weights) is str and weights == "mad" and ex.mad_ is not None:
+        key = id(ex.mad_)
+    else:
+        return None
+    hit = ex.__dict__.get("_l1_cost")
+    if hit is not None and hit[0] == key and (key is None or hit[3] is ex.mad_):
+        return hit[1], hit[2]
+    D = ex.n_features_in_
+    cost = np.ones(D) if key is None else 1.0 / ex.mad_
+    free = np.ones(D, dtype=bool)
+    ex.__dict__["_l1_cost"] = (key, cost, free, ex.mad_)
+    return cost, free

@@ -68,11 +68,12 @@ import numpy as np
 
 from .._kernels import l1 as _l1
 from .._status import Status
+from ..results import Solution
 from .binary import finish as _binary_finish
 from .binary import kernel_box
 from .verify import solution, verdict
 
-__all__ = ["constrained_l1", "lam_l1"]
+__all__ = ["binary_constrained", "binary_constrained_lean", "constrained_l1", "lam_l1"]
 
 _OK = int(Status.OK)
 _EPS = float(np.finfo(float).eps)
@@ -131,7 +132,7 @@ def constrained_l1(model, X, tidx, cost, free, bnd, proba, margins, tol, max_ite
     ([-1.0, 0.75], 1.75, True)
     """
     if _is_binary(model):
-        return _binary_constrained(model, X, tidx, cost, free, bnd, proba, margins)
+        return binary_constrained(model, X, tidx, cost, free, bnd, proba, margins)
     if proba is None:
         return _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter)
     return _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter)
@@ -175,7 +176,8 @@ def lam_l1(model, X, tidx, cost, free, bnd, lams, tol, max_iter):
 
 
 # ---------------------------------------------------------------------------- binary
-def _binary_constrained(model, X, tidx, cost, free, bnd, proba, margins):
+def binary_constrained(model, X, tidx, cost, free, bnd, proba, margins):
+    """Solve ``proba=`` / ``region=True`` for a binary model (the knapsack kernel, judged)."""
     N = X.shape[0]
     signs = np.where(tidx == 1, 1.0, -1.0)
     thetas = np.full(N, model.theta(proba)) if proba is not None else margins
@@ -187,6 +189,25 @@ def _binary_constrained(model, X, tidx, cost, free, bnd, proba, margins):
         model, Xs, zeta, tidx, np.zeros(N, dtype=np.int64), status, None, dist, None,
         _BINARY_METHOD, False, proba, info={"n_moved": nmv},
     )  # fmt: skip
+
+
+def binary_constrained_lean(model, X, tidx, cost, free, bnd, proba, margins):
+    """Return the kernel's answers of ``proba=`` / ``region=True`` (binary model), unjudged.
+
+    The search nodes of ``max_changes=`` and ``enumerate`` need only the answer and its cost:
+    a :class:`~fastcf.results.Solution` with ``x``, ``distance`` and the kernel's ``status``
+    (no probabilities, no verdict). The answers they return are solved again in full by
+    :func:`constrained_l1`.
+    """
+    N = X.shape[0]
+    signs = np.where(tidx == 1, 1.0, -1.0)
+    thetas = np.full(N, model.theta(proba)) if proba is not None else margins
+    lo, hi = kernel_box(bnd)
+    Xs, _zeta, status, dist, _nmv = _l1.constrained_batch(
+        X, model.w, model.c, signs, cost, free, thetas, lo, hi, bnd is not None, N > 1
+    )
+    zeros = np.zeros(N, dtype=np.int64)
+    return Solution(Xs, None, dist, status == _OK, status, zeros, _BINARY_METHOD, [""] * N)
 
 
 def _binary_lam(model, X, tidx, cost, free, bnd, lams):

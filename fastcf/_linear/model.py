@@ -95,8 +95,29 @@ class _LinearModel:
         """
         Z = self.check_logits(Xr)
         with np.errstate(over="ignore", invalid="ignore"):
-            need = self.rounding_need(Xr, tr)
-            return np.isfinite(need) & (self.target_margin(Z, tr) > need), Z
+            tm = self.target_margin(Z, tr)
+            # the cheap bound decides most rows (need ≤ bound); the exact need (a product with
+            # |A|, an (N, D) temporary) only for the others: the same outcome
+            sure = tm > self.need_bound(Xr)
+            if sure.all():
+                return sure, Z
+            rest = np.flatnonzero(~sure)
+            need = self.rounding_need(Xr[rest], tr[rest])
+            sure[rest] = np.isfinite(need) & (tm[rest] > need)
+            return sure, Z
+
+    def need_bound(self, Xs):
+        """Return an upper bound of :meth:`rounding_need` per row (cheap: one norm per row).
+
+        By Cauchy–Schwarz S_i = Σ_j |a_ij x_j| + |b_i| ≤ ‖a_i‖₂ ‖x‖₂ + |b_i|, so the need
+        4γ (S_k + max_{j≠k} S_j) ≤ 8γ (max_i ‖a_i‖₂ ‖x‖₂ + max_i |b_i|); the factor 1 + 8γ covers
+        the rounding of the bound itself (as ``fastcf._linear.fast._need_bound``). Infinite or
+        NaN where the norm overflows: then the exact need decides.
+        """
+        g = self.gamma
+        with np.errstate(over="ignore", invalid="ignore"):
+            nx = np.sqrt(np.einsum("ij,ij->i", Xs, Xs))
+            return 8.0 * g * (self.max_row_norm * nx + self.max_abs_b) * (1 + 8 * g)
 
     def in_target(self, X, tidx, proba=None):
         """Return which rows of ``X`` the model surely puts in ``tidx`` (and p ≥ ``proba``).

@@ -8,9 +8,10 @@ unknowns and touches the D features only to form z̄ = A x̄ + b and the answer 
 
 * :func:`reduced_lam`: problem (2) for N queries, every Newton step of every row in one kernel
   call (``reduced_rows``), with the rounding certificate of each success;
-* :func:`constrained`: ``proba=τ`` by a search over λ (``proba_batch``: regula falsi in log λ on
-  log p_k(x*(λ)) − log τ) with an ulp re-solve loop, and ``region=True`` by the (K−1)-variable
-  dual QP of the target's region (``region_batch``, an exact active set);
+* :func:`constrained`: ``proba=τ`` by a search over λ (:func:`proba_solution`: ``proba_rows``,
+  safeguarded Newton in log λ on the target's log-odds, with re-solves where the model's own
+  arithmetic puts the answer below τ), and ``region=True`` by the (K−1)-variable dual QP of the
+  target's region (``region_batch``, an exact active set);
 * :func:`reduced_path`: problem (2) along a grid of λ, warm-started (§3.4; ``lam_path``);
 * :func:`finish`: the verdict, distance and projected gradient norm of answers in R^D (also used
   by the boxed solver and the D-dimensional reference methods, for both families).
@@ -24,6 +25,7 @@ import numpy as np
 
 from .._kernels import softmax as _sk
 from .._kernels.linalg import dot as _dot
+from .._kernels.softmax.lamsearch import proba_rows
 from .._status import Status
 from ..results import CounterfactualPath
 from .verify import solution, verdict
@@ -121,36 +123,125 @@ def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
     return solution(Xs, P, dist, status == _OK, status, nit, lams, gn, "reduced", cert)
 
 
+PROBA_ROUNDS = 4  # re-solves of a ``proba=`` row whose answer the model puts below τ
+
+
+def raise_log_tau(proba, p):
+    """Return the raise of log τ for rows whose answer has p_target = ``p`` < τ by the model.
+
+    Twice the shortfall log τ − log p (the two arithmetics differ by about as much at the new
+    answer as at this one) and a few ulps; at most half of |log τ|, so that τ stays below 1.
+    """
+    log_tau = math.log(proba)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        short = log_tau - np.log(p)
+    short = np.where(np.isfinite(short), short, np.inf)
+    ulps = 8 * np.finfo(float).eps * (1 + abs(log_tau))
+    return np.minimum(2 * short + ulps, 0.5 * abs(log_tau))
+
+
+_ROW0 = np.zeros(1, dtype=np.int64)
+
+
+def _check_blas(model, Xs, P, status, tidx, proba, checked):
+    """Check p_k ≥ τ in BLAS's arithmetic on the successes not yet checked (``checked``).
+
+    Returns None when no row is short of τ, else (rows, p): the rows to re-solve (status
+    PENDING: short in the row kernels' arithmetic; or short in BLAS's) and their p_k in the
+    worse of the two arithmetics.
+    """
+    if Xs.shape[0] == 1:  # one query (the common case): the same arithmetic with scalars
+        st = status[0]
+        if st == _PENDING:
+            return _ROW0, P[_ROW0, tidx]
+        if st != _OK or checked[0]:
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            pc = model.proba_from_logits(model.check_logits(Xs))[0, tidx[0]]
+        if pc >= proba:
+            checked[0] = True
+            return None
+        return _ROW0, np.minimum(P[_ROW0, tidx], pc)
+    p = P[np.arange(Xs.shape[0]), tidx]
+    rows = np.flatnonzero((status == _OK) & ~checked)
+    if rows.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            pc = model.proba_from_logits(model.check_logits(Xs[rows]))
+        pc = pc[np.arange(rows.size), tidx[rows]]
+        checked[rows] = pc >= proba
+        p[rows] = np.minimum(p[rows], pc)
+    short = (status == _PENDING) | ((status == _OK) & ~checked)
+    if not short.any():
+        return None
+    idx = np.flatnonzero(short)
+    return idx, p[idx]
+
+
+def proba_solution(model, X, tidx, m, proba, tol, max_iter):
+    """``proba=τ`` for N queries without bounds: the λ-search in one kernel call per round.
+
+    ``proba_rows`` solves, forms each answer with its logits and checks p_k ≥ τ in the row
+    kernels' arithmetic; here p_k ≥ τ is checked again in BLAS's (``check_logits``, the bits of
+    ``predict_proba``). The search meets τ in K-space arithmetic (z̄ + G y), and the logits of the
+    formed point round differently, by more as D grows (~1e-14 at (131 072, 16)): rows short of
+    τ in either arithmetic are re-solved, warm, for log τ raised by twice the shortfall
+    (:func:`raise_log_tau`), at most :data:`PROBA_ROUNDS` times, the last time by at least the
+    worst case of the logits' rounding (``model.rounding_need``: two evaluations of log p_k
+    differ by less). Rows still short then fail (NUMERIC). A success is certified (not
+    rechecked by the explainer's verification) when the row kernel's rounding bound puts it in
+    the target class and BLAS's p_k ≥ τ was checked on it.
+    """
+    N, D = X.shape
+    A_ = model.A
+    K = A_.shape[0]
+    log_tau = np.full(N, math.log(proba))
+    args = (A_, model.b, m.GV, m.GF)
+    opts = (tol, max_iter, m.v, m.unit_v, model.gamma, proba)
+    Xs, Y, P, dist, lamv, nit, status, cert = proba_rows(
+        X, *args, tidx, log_tau, *opts, _sk.row_mode(N, D, K)
+    )
+    checked = np.zeros(N, dtype=bool)  # BLAS's p_k ≥ τ holds at the answer
+    for r in range(PROBA_ROUNDS + 1):
+        short = _check_blas(model, Xs, P, status, tidx, proba, checked)
+        if short is None or r == PROBA_ROUNDS:
+            break
+        idx, p = short
+        up = raise_log_tau(proba, p)
+        if r == PROBA_ROUNDS - 1:
+            # the last re-solve: at least the worst case of the logits' rounding, which bounds
+            # how far two evaluations of log p_k can differ (see model.rounding_need)
+            with np.errstate(over="ignore", invalid="ignore"):
+                need = model.rounding_need(Xs[idx], tidx[idx])
+            need = np.where(np.isfinite(need), need, 0.0)
+            up = np.minimum(np.maximum(up, need), 0.5 * abs(math.log(proba)))
+        log_tau[idx] += up
+        out = proba_rows(
+            X[idx],
+            *args,
+            tidx[idx],
+            log_tau[idx],
+            *opts,
+            _sk.row_mode(idx.size, D, K),
+            warm=(Y[idx], lamv[idx]),
+        )
+        Xs[idx], Y[idx], P[idx], dist[idx], lamv[idx], nit2, status[idx], cert[idx] = out
+        nit[idx] += nit2
+        checked[idx] = False
+    if r:  # rows still short of τ after the re-solves
+        status[status == _PENDING] = _NUMERIC
+    success = status == _OK
+    return solution(
+        Xs, P, dist, success, status, nit, lamv, None, "reduced (λ search)", cert & checked
+    )
+
+
 def constrained(model, X, tidx, m, proba, margins, tol, max_iter):
     """``proba=τ`` (``margins`` None) or ``region=True`` (``margins``: one per row)."""
     N = X.shape[0]
-    Zbar = model.logits(X)
     if proba is not None:
-        log_tau = np.full(N, math.log(proba))
-        Y, lamv, nit, status = _sk.proba_batch(
-            Zbar, m.GV, m.GF, tidx, log_tau, tol, max_iter, N > 1
-        )
-        # p_k ≥ τ holds in log space; rounding of the normalised probabilities can leave it
-        # an ulp short: re-solve those rows for a τ a few ulps higher
-        for _ in range(3):
-            # both arithmetics that judge the answer: the row kernels (finish) and
-            # predict_proba's BLAS (the explainer's verification)
-            Xs = model.expand(X, Y, m)
-            rows = np.arange(N)
-            short = (status == _OK) & (
-                (model.proba_from_logits(model.logits(Xs))[rows, tidx] < proba)
-                | (model.proba_from_logits(model.check_logits(Xs))[rows, tidx] < proba)
-            )
-            if not short.any():
-                break
-            log_tau[short] += 8 * np.finfo(float).eps * (1 + abs(math.log(proba)))
-            idx = np.flatnonzero(short)
-            Y2, lam2, nit2, st2 = _sk.proba_batch(
-                Zbar[idx], m.GV, m.GF, tidx[idx], log_tau[idx], tol, max_iter, idx.size > 1
-            )
-            Y[idx], lamv[idx], nit[idx], status[idx] = Y2, lam2, nit[idx] + nit2, st2
-        method = "reduced (λ search)"
+        return proba_solution(model, X, tidx, m, proba, tol, max_iter)
     else:
+        Zbar = model.logits(X)
         Y, nit, status = _sk.region_batch(
             Zbar, m.GV, tidx, margins, 1e-12, 10 * model.A.shape[0] + 100, N > 1
         )

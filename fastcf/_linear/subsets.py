@@ -56,16 +56,20 @@ class RowProblem:
     ----------
     solve : callable
         ``solve(fmask) -> Solution`` of the one row with the features of the bool mask ``fmask``
-        (shape (D,)) frozen.
+        (shape (D,)) frozen: the search's node solve (it may be lean: the answer and its cost).
     x0 : ndarray of shape (D,)
     objective : callable
         ``objective(sol) -> float``: the value minimised (``inf`` when the node is infeasible).
     cost : ndarray of shape (D,)
         Per-feature cost of a unit change (to rank the moves).
+    full : callable, optional
+        ``full(fmask) -> Solution``: the answer a search returns, solved in full (``solve`` by
+        default).
     """
 
-    def __init__(self, solve, x0, objective, cost):
+    def __init__(self, solve, x0, objective, cost, full=None):
         self._solve = solve
+        self.full = solve if full is None else full
         self.x0 = x0
         self._objective = objective
         self.cost = cost
@@ -123,11 +127,10 @@ def best_subset(prob, fmask0, m, max_nodes=20_000):
 
     Returns
     -------
-    sol : Solution
-        The answer (one row): the best found; the root relaxation when no answer with ≤ m changes
-        exists.
     value : float
-        Its objective (``inf``: no answer with ≤ m changes).
+        The objective of the best answer found (``inf``: no answer with ≤ m changes).
+    mask : ndarray of bool, shape (D,)
+        Its frozen features (``fmask0`` when there is none): ``prob.full(mask)`` is the answer.
     info : dict
         ``nodes`` (branch-and-bound nodes), ``solves`` (continuous solves) and ``proven``
         (the tree was exhausted: the answer is optimal, or none exists).
@@ -135,14 +138,14 @@ def best_subset(prob, fmask0, m, max_nodes=20_000):
     root, rval = prob.solve(fmask0)
     info = {"nodes": 1, "solves": prob.solves, "proven": True}
     if not math.isfinite(rval) or np.count_nonzero(prob.changed(root)) <= m:
-        return root, rval, info
-    best, best_val = None, math.inf
+        return rval, fmask0, info
+    best, best_val = None, math.inf  # best: the frozen mask of the best answer
 
     def consider(fmask):
         nonlocal best, best_val
         sol, val = prob.solve(fmask)
         if val < best_val and np.count_nonzero(prob.changed(sol)) <= m:
-            best, best_val = sol, val
+            best, best_val = fmask, val
 
     def rounding(sol, Z, inset):
         # the committed features plus the largest other moves: an answer with ≤ m changes
@@ -168,7 +171,7 @@ def best_subset(prob, fmask0, m, max_nodes=20_000):
         S = prob.changed(sol) & ~Z
         if np.count_nonzero(S) <= m:  # the relaxation's answer is feasible: the node's optimum
             if bound < best_val:
-                best, best_val = sol, bound
+                best, best_val = Z, bound
             continue
         nodes += 1
         if nodes > max_nodes:
@@ -194,12 +197,12 @@ def best_subset(prob, fmask0, m, max_nodes=20_000):
     info["nodes"] = nodes
     info["solves"] = prob.solves
     if best is None:
-        return root, math.inf, info
-    return best, best_val, info
+        return math.inf, fmask0, info
+    return best_val, best, info
 
 
-def lawler(solve_node, changed, success, fmask0, max_nodes=10_000):
-    """Yield (sol, value) of the alternatives of one row, in increasing value (lazy).
+def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000):
+    """Yield the alternatives of one row, in increasing value (lazy).
 
     Parameters
     ----------
@@ -207,8 +210,9 @@ def lawler(solve_node, changed, success, fmask0, max_nodes=10_000):
         ``solve_node(fmask) -> (sol, value)``: the row's optimum with ``fmask`` frozen.
     changed : callable
         ``changed(sol) -> bool mask`` of the features the answer changed.
-    success : callable
-        ``success(sol) -> bool``: the answer is a counterfactual (verified by the model).
+    accept : callable
+        ``accept(fmask, sol) -> Solution or None``: the node's answer as returned (solved in
+        full, judged by the model), or None when it is not a counterfactual.
     fmask0 : ndarray of bool, shape (D,)
         The user's frozen features.
     max_nodes : int, default=10000
@@ -216,8 +220,8 @@ def lawler(solve_node, changed, success, fmask0, max_nodes=10_000):
 
     Yields
     ------
-    sol, value
-        Successful answers whose changed set contains the set of no earlier answer.
+    Solution
+        Accepted answers whose changed set contains the set of no earlier answer.
     """
     tie = itertools.count()
     sol, val = solve_node(fmask0)
@@ -238,9 +242,11 @@ def lawler(solve_node, changed, success, fmask0, max_nodes=10_000):
         if not math.isfinite(val):
             continue
         S = changed(sol)
-        if success(sol) and not any(np.all(S[t]) for t in taken):
-            taken.append(np.flatnonzero(S))
-            yield sol, val
+        if not any(np.all(S[t]) for t in taken):
+            final = accept(Z, sol)
+            if final is not None:
+                taken.append(np.flatnonzero(S))
+                yield final
         for s in np.flatnonzero(S & ~Z):
             Z2 = Z.copy()
             Z2[s] = True

@@ -144,6 +144,10 @@ def region(model, X, tidx, bnd, margin, constrained):
             break
         need = np.zeros(N)
         with np.errstate(over="ignore", invalid="ignore"):
+            # the exact need only where the cheap bound (need ≤ bound) cannot clear the margin
+            ok &= ~(margins >= model.need_bound(sol.x))
+            if not ok.any():
+                break
             need[ok] = model.rounding_need(sol.x[ok], tidx[ok])
             bump = ok & (margins < need) & np.isfinite(2 * need)
         if not bump.any():

@@ -32,8 +32,10 @@ The kernels, one module per algorithm:
     :func:`region_dual`, the closest point of the target's region (``region=True``): a
     (K−1)-variable dual QP solved exactly by an active set, and its batch :func:`region_batch`.
 ``lamsearch``
-    :func:`proba_search`, the search over λ for ``proba=τ`` (Illinois regula falsi in log λ on
-    log p_k(x*(λ)) − log τ), and its batch :func:`proba_batch`.
+    :func:`proba_search`, the search over λ for ``proba=τ`` (safeguarded Newton in log λ on the
+    target's log-odds φ(x*(λ)) − logit τ, dφ/d log λ from the path tangent, the final solve
+    polished to rounding), its batch :func:`proba_batch` and the fused row kernel
+    :func:`proba_rows` (z̄, the search, the answer, its logits and verdict in one call).
 ``lampath``
     :func:`lam_path`, problem (2) along a grid of λ, each solve started from the Hermite
     extrapolation of the previous solutions and their tangents dy/d(log λ).
