@@ -429,7 +429,17 @@ class LinearExplainer(BaseExplainer):
         def solve(fmask):
             return self._continuous(Xn, tn, q, fmask, lams, bnd, lean=True)
 
+        quick = q.metric == "manhattan" and q.form != "lam" and self._model.binary
+
         def full(fmask):
+            if quick:  # the knapsack kernel judged, as manhattan_one: verify.region's check
+                from ._linear.fast import _need_bound
+                from ._linear.manhattan import binary_constrained
+
+                margins = None if q.form == "proba" else np.array([q.margin])
+                sol = binary_constrained(self._model, Xn, tn, cost, ~fmask, bnd, q.proba, margins)
+                if margins is None or not q.margin < _need_bound(self._model, sol.x):
+                    return sol
             return self._continuous(Xn, tn, q, fmask, lams, bnd)
 
         def objective(sol):
