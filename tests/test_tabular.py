@@ -620,7 +620,7 @@ def test_bad_input_errors_name_the_culprit():
     [
         (PolynomialFeatures(), "PolynomialFeatures"),
         (
-            KBinsDiscretizer(n_bins=3, encode="ordinal", quantile_method="averaged_inverted_cdf"),
+            KBinsDiscretizer(n_bins=3, encode="ordinal", strategy="uniform"),
             "KBinsDiscretizer",
         ),
         (FunctionTransformer(np.abs), "FunctionTransformer"),

@@ -868,7 +868,10 @@ def region_lp_one(AT, zbar, t, margins, cost, free, x0, lo, hi, bounded, max_ite
         for k in range(K):
             h += yk[k] * AT[i, k]
         over = abs(h) - cost[i]
-        if over > 0.0:
+        # a basic feature has |h| = c_i exactly in exact arithmetic: an excess within the
+        # rounding of h is not dual infeasibility (times an infinite room it made the gap inf,
+        # depending on the rounding of NumPy's and Numba's versions)
+        if over > 1e-12 * cost[i]:
             room = np.inf
             if bounded:
                 room = hi[i] - x0[i] if h > 0.0 else x0[i] - lo[i]
