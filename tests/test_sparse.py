@@ -89,13 +89,17 @@ def test_explain_sparse_rows(tfidf, form):
     dense = X.toarray()
     for i in range(X.shape[0]):
         target = y[(i + 3) % len(y)]
-        row = sp.csr_array(X)[i]  # 1-D coo_array
-        assert row.ndim == 1
-        one = ex.explain(row, target, **kwargs)
         ref = ex.explain(dense[i], target, **kwargs)  # the dense single query (its short path)
-        np.testing.assert_array_equal(one.x, ref.x)
-        np.testing.assert_array_equal(one.proba, ref.proba)
-        assert one.distance == ref.distance and one.success == ref.success
+        try:
+            row = sp.csr_array(X)[i]  # 1-D coo_array
+        except NotImplementedError:  # SciPy < 1.14 has no 1-D sparse arrays
+            row = None
+        if row is not None:
+            assert row.ndim == 1
+            one = ex.explain(row, target, **kwargs)
+            np.testing.assert_array_equal(one.x, ref.x)
+            np.testing.assert_array_equal(one.proba, ref.proba)
+            assert one.distance == ref.distance and one.success == ref.success
         batch = ex.explain(X[i], target, **kwargs)  # csr_matrix row: shape (1, D)
         assert batch.x.shape == (1, X.shape[1])
         np.testing.assert_array_equal(batch.x[0], ref.x)
@@ -177,8 +181,9 @@ def test_sparse_errors_name_the_argument():
 def test_integer_and_bool_sparse_are_read_as_float():
     X, single, names = as_queries(sp.csr_array(np.array([[0, 3, 0]], dtype=np.int32)), 3)
     assert X.dtype == np.float64 and X.tolist() == [[0.0, 3.0, 0.0]] and not single
-    X, single, _ = as_queries(sp.coo_array(np.array([True, False, True])), 3)
-    assert single and X.tolist() == [[1.0, 0.0, 1.0]]
+    v = sp.coo_array(np.array([True, False, True]))  # 1-D from SciPy 1.13; (1, 3) before
+    X, single, _ = as_queries(v, 3)
+    assert single == (v.ndim == 1) and X.tolist() == [[1.0, 0.0, 1.0]]
     X, _, names = as_queries(sp.csr_matrix(np.ones((2, 2))), 2, feature_names=["a", "b"])
     assert names.tolist() == ["a", "b"]
 
