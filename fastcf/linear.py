@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._base import BaseExplainer
-from ._linear.fast import constrained_one, manhattan_one, plain_query
+from ._linear.fast import binary_l1_row, constrained_one, manhattan_one, plain_query
 from ._linear.metric import MetricCache
 from ._linear.model import make_model
 from ._linear.verify import fail as _fail
@@ -432,13 +432,9 @@ class LinearExplainer(BaseExplainer):
         quick = q.metric == "manhattan" and q.form != "lam" and self._model.binary
 
         def full(fmask):
-            if quick:  # the knapsack kernel judged, as manhattan_one: verify.region's check
-                from ._linear.fast import _need_bound
-                from ._linear.manhattan import binary_constrained
-
-                margins = None if q.form == "proba" else np.array([q.margin])
-                sol = binary_constrained(self._model, Xn, tn, cost, ~fmask, bnd, q.proba, margins)
-                if margins is None or not q.margin < _need_bound(self._model, sol.x):
+            if quick:  # the long path's answer, on the short path of manhattan_one
+                sol = binary_l1_row(self._model, Xn, tn, cost, ~fmask, bnd, q.proba, q.margin)
+                if sol is not None:
                     return sol
             return self._continuous(Xn, tn, q, fmask, lams, bnd)
 

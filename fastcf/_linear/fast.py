@@ -250,13 +250,26 @@ def manhattan_one(ex, x, target, proba, margin, weights, tol, max_iter):
     plain = plain_query(ex, x, target, tol, max_iter)
     if plain is None:
         return None
-    from .manhattan import binary_constrained
-
     X = x[None, :]
     tidx = np.array([plain[0]], dtype=np.int64)
+    sol = binary_l1_row(model, X, tidx, cost[0], cost[1], None, proba, margin)
+    if sol is None:
+        return None
+    return ex._package(ex._verify(sol, tidx, proba), X, tidx, ex.feature_names_in_, True)
+
+
+def binary_l1_row(model, X, tidx, cost, free, bnd, proba, margin):
+    """Solve one binary Manhattan ``proba=`` / ``region=True`` row as the long path does.
+
+    The knapsack kernel and its ``finish`` (:func:`fastcf._linear.manhattan.binary_constrained`)
+    and, for ``region=True``, ``verify.region``'s first round on the one row: ``None`` when the
+    margin is below the answer's rounding need (the long path re-solves with a larger one), else
+    the same :class:`~fastcf.results.Solution` as the long path.
+    """
+    from .manhattan import binary_constrained
+
     margins = None if proba is not None else np.array([margin])
-    free = cost[1]
-    sol = binary_constrained(model, X, tidx, cost[0], free, None, proba, margins)
+    sol = binary_constrained(model, X, tidx, cost, free, bnd, proba, margins)
     if margins is not None and sol.status[0] in (_OK, _NUMERIC) and math.isfinite(sol.distance[0]):
         # verify.region's first round: a margin below the rounding need is re-solved there
         if not margin >= _need_bound(model, sol.x):
@@ -264,7 +277,7 @@ def manhattan_one(ex, x, target, proba, margin, weights, tol, max_iter):
                 need = model.rounding_need(sol.x, tidx)[0]
             if margin < need and math.isfinite(2 * need):
                 return None
-    return ex._package(ex._verify(sol, tidx, proba), X, tidx, ex.feature_names_in_, True)
+    return sol
 
 
 def _unit_cost(ex, weights):
