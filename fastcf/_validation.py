@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-import sys
 
 import numpy as np
 
@@ -72,11 +71,16 @@ def _sparse_to_dense(x, name: str):
     """Return a scipy.sparse ``x`` (matrix or array, any format) as a dense ndarray, else None.
 
     The shape is kept: a 1-D sparse array (``csr_array[i]``) is one query, a 2-D one (also a
-    ``csr_matrix`` row, shape (1, D)) a batch. scipy.sparse is only looked up if it is already
-    imported: a sparse input has imported it.
+    ``csr_matrix`` row, shape (1, D)) a batch. scipy.sparse is only imported when a class of
+    ``type(x)``'s MRO comes from it, so dense queries never pay for it. The import statement is
+    what makes this thread-safe: looking the module up in ``sys.modules`` instead raced with
+    another thread still importing it (a dask worker saw a partially initialised module).
     """
-    sp = sys.modules.get("scipy.sparse")
-    if sp is None or not sp.issparse(x):
+    if not any(c.__module__.startswith("scipy.sparse") for c in type(x).__mro__):
+        return None
+    import scipy.sparse as sp
+
+    if not sp.issparse(x):
         return None
     what = f"a scipy.sparse {type(x).__name__} of dtype {x.dtype} and shape {x.shape}"
     if x.dtype.kind not in "biuf":

@@ -522,3 +522,30 @@ def test_support_of_a_huge_kernel_is_not_empty_regression():
         k = [[(g * mp.mpf(a) * mp.mpf(b)) ** 3 for b in X[:, 0]] for a in X[:, 0]]
         exact = float(2 / (k[0][0] + k[1][1] - 2 * k[0][1]))
     np.testing.assert_allclose(top[0].alpha, [exact, exact], rtol=1e-12)
+
+
+@pytest.mark.needs_jit
+def test_rank_deficient_kernel_keeps_the_equality_constraint_regression():
+    # found by the fuzz suite (RuntimeError: "EnumSV produced an objective larger than its
+    # predecessor's"): the degree-3 polynomial kernel of 1-D data has rank 1, and with a
+    # duplicated row the active-set step's KKT matrix was singular within rounding but passed
+    # the pivot test; its step broke Σ y α = 0 by 0.54 and SMO then optimised the shifted
+    # problem, whose optimum (176.90) exceeded the parent's (176.52). The step is now refused
+    # unless it keeps the equality, and SMO finishes from the feasible point.
+    x = [0.0013179539968995414, -0.006456159583742298, 0.005264833371975268, 0.008607113640939102]
+    x += [-3.9848030313662796e-05, 0.00036002763235852607, 0.0013179539968995414]
+    X = np.array(x)[:, None]
+    y = np.array([0, 1, 0, 1, 0, 1, 0])
+    C = 33.213752974720045
+    it = SVMEnumerator(C=C, kernel="poly").enumerate(X, y)
+    top = [next(it) for _ in range(4)]
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    K = svm_kernel_ref(X, X, "poly", gamma=it.gamma)
+    for m in top:
+        subset = np.setdiff1d(np.arange(len(y)), m.removed_)
+        assert abs(y_pm @ m.alpha) <= 1e-12 * C
+        assert svm_kkt_violation_ref(K, y_pm, C, subset, m.alpha) < 1e-7
+        assert m.objective == pytest.approx(svm_dual_objective_ref(K, y_pm, m.alpha), rel=1e-12)
+    objectives = [m.objective for m in top]
+    assert objectives == sorted(objectives, reverse=True)
+    # (libsvm is no reference here: on this kernel it stops at its iteration limit)

@@ -445,6 +445,19 @@ def _active_set(
                 s -= Minv[i, a + 1] * G[F[a]]
             sol[i] = s
         b = sol[0]
+        # The step must keep y_Fᵀα fixed: SMO, which finishes the solve, preserves y_Fᵀα and so
+        # would converge to the optimum of the wrong (shifted) equality. A nearly singular KKT
+        # matrix that passed the pivot tests (a rank-deficient Q_FF: e.g. the degree-3
+        # polynomial kernel of 1-D data has rank 1, or duplicated rows) gives a δ that does not
+        # satisfy y_Fᵀδ = 0; found by the fuzz suite as a child whose objective exceeded its
+        # parent's. Then give up here: α is still feasible and SMO takes over.
+        eq = 0.0
+        mass = 0.0
+        for a in range(nF):
+            eq += y[F[a]] * sol[a + 1]
+            mass += abs(sol[a + 1])
+        if not abs(eq) <= 1e-9 * mass:  # also catches a NaN
+            return -1
         # ratio test: the largest step t <= 1 that keeps 0 <= α_F <= C
         t_step = 1.0
         block = -1
