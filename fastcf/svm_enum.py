@@ -254,7 +254,18 @@ def _gamma(gamma, X, kind) -> float:
             # 0; SVC then uses γ = 1, and so do we (SVC itself would take γ ~ 1e33 and kernel
             # entries ~1e97 in that case)
             tiny = 16 * np.finfo(float).eps * float(np.mean(X * X))
-            return float(1.0 / (X.shape[1] * var) if var > tiny else 1.0)
+            if not var > tiny:
+                return 1.0
+            with np.errstate(over="ignore"):
+                g = float(1.0 / (X.shape[1] * var))
+            if not np.isfinite(g) and kind != KINDS["linear"]:
+                # (found by the fuzz suite: X = [[1.3e-154], [0]]; SVC raises "dual
+                # coefficients ... not finite" there)
+                raise ValueError(
+                    f"gamma='scale' is 1 / (n_features * X.var()) = 1 / {X.shape[1] * var:.3g}, "
+                    "which overflows float64; rescale X or pass gamma as a number"
+                )
+            return g if np.isfinite(g) else 1.0  # (the linear kernel does not use γ)
         if gamma == "auto":
             return float(1.0 / X.shape[1])
         raise ValueError(

@@ -2,6 +2,7 @@
 path, the penalty CCP for LGMLVQ, adapters, bad input, pickling."""
 
 import pickle
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -743,3 +744,28 @@ def test_lgmlvq_ccp_answers_when_a_target_point_is_known_regression(name, ppc):
     assert set(res.status.tolist()) <= {0, 1}
     _assert_valid(ex, res)
     assert np.all(res.distance <= res.info["fallback_distance"] * (1 + 1e-9))
+
+
+@pytest.mark.parametrize("Model", [GLVQ, GMLVQ, LGMLVQ])
+@pytest.mark.parametrize("power", [-600, 600])
+def test_fit_at_an_extreme_scale_is_the_fit_at_unit_scale(Model, power):
+    # found by the fuzz suite: a feature of 8e-162 made LGMLVQ's gradient inf - inf (squared
+    # distances underflow). The GLVQ cost is invariant to translating and rescaling the data,
+    # so fit centres data of extreme spread and divides it by a power of two. With the spread
+    # of X at 1 and s a power of two, the fit of s·X is exactly the fit of X − mean(X), scaled
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X = X[:, :2] - X[:, :2].mean(axis=0)
+    X = X / np.max(np.abs(X))
+    s = 2.0**power
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow, underflow to nan, or inf - inf
+        big = Model(random_state=0, max_iter=50).fit(X * s, y)
+    m = X.mean(axis=0)
+    unit = Model(random_state=0, max_iter=50).fit(X - m, y)
+    assert np.isfinite(big.prototypes_).all()
+    np.testing.assert_array_equal(big.prototypes_, (unit.prototypes_ + m) * s)
+    assert (unit.predict(X - m) == y).mean() > 0.7  # a real fit, not a degenerate one
+    # (predicting at this scale is another matter: squared distances of 2^±1200 are not
+    # float64 numbers, for the model and LVQExplainer alike)

@@ -549,3 +549,15 @@ def test_rank_deficient_kernel_keeps_the_equality_constraint_regression():
     objectives = [m.objective for m in top]
     assert objectives == sorted(objectives, reverse=True)
     # (libsvm is no reference here: on this kernel it stops at its iteration limit)
+
+
+def test_gamma_scale_that_overflows_is_a_clear_error():
+    # found by the fuzz suite: a variance of 4e-309 made γ = inf and the enumeration returned
+    # no model at all (SVC fails too, with "dual coefficients ... not finite")
+    X = np.array([[1.3189831e-154], [0.0]])
+    y = np.array([0, 1])
+    with pytest.raises(ValueError, match="gamma='scale' .* overflows"):
+        SVMEnumerator(kernel="rbf").enumerate(X, y)
+    # a number works, and the linear kernel does not use γ
+    assert len(SVMEnumerator(kernel="rbf", gamma=1.0).enumerate(X, y, k=1)) == 1
+    assert len(SVMEnumerator(kernel="linear").enumerate(X, y, k=1)) == 1
