@@ -561,3 +561,15 @@ def test_gamma_scale_that_overflows_is_a_clear_error():
     # a number works, and the linear kernel does not use γ
     assert len(SVMEnumerator(kernel="rbf", gamma=1.0).enumerate(X, y, k=1)) == 1
     assert len(SVMEnumerator(kernel="linear").enumerate(X, y, k=1)) == 1
+
+
+def test_ordering_check_allows_for_the_rounding_of_huge_kernels_regression():
+    # found by the fuzz suite: six equal points of alternating labels, poly kernel of 1e24.
+    # f = Σα − ½αᵀQα is ~20 but its terms are ~1e26, so f carries rounding errors far above
+    # 1e-12·|f|; the order check raised RuntimeError on 20.0 > 19.999998 although no exact
+    # optimum was out of order. It now allows n·eps times the terms.
+    X = np.full((6, 1), 1e4)
+    y = np.arange(6) % 2
+    top = SVMEnumerator(C=10.0, kernel="poly").enumerate(X, y, k=5)
+    assert len(top) == 5
+    assert all(np.isfinite(m.objective) for m in top)

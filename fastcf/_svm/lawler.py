@@ -38,8 +38,9 @@ Descending order
 ----------------
 A child's exact optimum never exceeds its parent's, so a computed increase can only come from the
 solver's tolerance. At a point whose maximal KKT violation is below ``tol`` the duality gap is at
-most Σ_i C·tol = n·C·tol; rounding of f itself adds a few ulps of |f|. A larger increase between
-successive outputs is a bug and raises ``RuntimeError``.
+most Σ_i C·tol = n·C·tol. Rounding of f itself adds at most about n·eps times its terms,
+Σα + ½|α|ᵀ|Q||α| ≤ Σα + ½(Σ α_i √Q_ii)² (Q is positive semidefinite), which can dwarf |f|. A larger
+increase between successive outputs is a bug and raises ``RuntimeError``.
 """
 
 from __future__ import annotations
@@ -62,10 +63,11 @@ __all__ = ["SVMEnumeration"]
 class _Node:
     """A heap entry: the optimum of one constrained problem."""
 
-    __slots__ = ("f", "idx", "val", "b", "removed", "F", "n_iter", "status")
+    __slots__ = ("f", "err", "idx", "val", "b", "removed", "F", "n_iter", "status")
 
-    def __init__(self, f, idx, val, b, removed, F, n_iter, status):
+    def __init__(self, f, err, idx, val, b, removed, F, n_iter, status):
         self.f = f
+        self.err = err  # bound on the rounding error of f (module docstring, "Descending order")
         self.idx = idx  # support, sorted (int64)
         self.val = val  # α on the support
         self.b = b
@@ -162,6 +164,7 @@ class SVMEnumeration:
         self._pending = None
         self._started = False
         self._last_f = np.inf
+        self._last_err = 0.0
         self._rank = 0
         self.n_solved = 0
         self.n_popped = 0
@@ -176,6 +179,9 @@ class SVMEnumeration:
             QD = smo.kernel_diag(spec.X, *spec.params)
             self._problem = _Problem(QD, spec.X, y_pm, C, *spec.params, *self._cache)
             self._stop = (tol, max_iter, True)  # tol, max_iter, use_active_set
+        else:
+            QD = smo_kernels().kernel_diag(spec.X, *spec.params)
+        self._sqrt_qd = np.sqrt(np.maximum(QD, 0.0))
 
     # -- bookkeeping --------------------------------------------------------------------------
     @property
@@ -222,9 +228,14 @@ class SVMEnumeration:
         if idx.size == 0:
             self.n_degenerate += 1
             return
-        node = _Node(
-            float(f), idx, alpha[idx].copy(), float(b), removed, F, int(n_iter), int(status)
-        )
+        val = alpha[idx].copy()
+        # f = Σα − ½ αᵀQα rounds relative to its terms, not to |f|: with |Q_ij| ≤ √(Q_ii Q_jj)
+        # (Q is PSD), ½|α|ᵀ|Q||α| ≤ ½ (Σ α_i √Q_ii)²; the fuzz suite's six equal points of
+        # opposite labels and a poly kernel of 1e24 have f = 20 but terms of 1e26
+        mass = float(val.sum())
+        spread = float(val @ self._sqrt_qd[idx])
+        err = 4.0 * self._n * np.finfo(float).eps * (mass + 0.5 * spread * spread)
+        node = _Node(float(f), err, idx, val, float(b), removed, F, int(n_iter), int(status))
         heapq.heappush(self._heap, (-node.f, self._seq, node))
         self._seq += 1
 
@@ -407,15 +418,16 @@ class SVMEnumeration:
             self._seen.add(key)
             # a solve stopped at max_iter (status MAXITER, warned) gives an approximate
             # objective, so the order is only approximate then: no error for what was reported
-            if self.n_maxiter == 0 and node.f > self._last_f + self._slack + 1e-12 * abs(
-                self._last_f
+            if self.n_maxiter == 0 and node.f > self._last_f + self._slack + node.err + (
+                self._last_err
             ):
                 raise RuntimeError(
                     f"EnumSV produced an objective larger than its predecessor's "
                     f"({node.f!r} > {self._last_f!r}) beyond the solver tolerance; "
                     "this is a bug, please report it"
                 )
-            self._last_f = min(self._last_f, node.f)
+            if node.f < self._last_f:
+                self._last_f, self._last_err = node.f, node.err
             self._pending = node
             self._rank += 1
             alpha = np.zeros(self._n)

@@ -233,7 +233,11 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0):
             # Newton steps at tol = 0 until ‖∇E‖ stops falling quadratically (its rounding
             # level), or y stops changing, or no decrease of E can be measured
             for _p in range(_POLISH):
-                _E, gn2, _quad, nit, st2, fac2 = _newton_core(zbar, G, GF, k, lam, y, 0.0, 1, W, M)
+                # one step: np.int64(1), not the literal 1, which Numba types as Literal[int](1)
+                # and would compile _newton_core a second time for (5 s on a cold start)
+                _E, gn2, _quad, nit, st2, fac2 = _newton_core(
+                    zbar, G, GF, k, lam, y, 0.0, np.int64(1), W, M
+                )
                 total += nit
                 fac = fac or fac2
                 if st2 == _NUMERIC:
