@@ -442,7 +442,7 @@ def _constrained_parallel(X0, w, c0, signs, cost, free, thetas, lo, hi, bounded)
     N, D = X0.shape
     out = _constrained_out(N, D)
     for n in prange(N):
-        _constrained_row(n, X0, w, c0, signs, cost, free, thetas, lo, hi, bounded, out)
+        _constrained_row(np.int64(n), X0, w, c0, signs, cost, free, thetas, lo, hi, bounded, out)
     return out
 
 
@@ -499,7 +499,7 @@ def _lam_parallel(X0, w, c0, signs, cost, free, lams, lo, hi, bounded):
     N, D = X0.shape
     out = _lam_out(N, D)
     for n in prange(N):
-        _lam_row(n, X0, w, c0, signs, cost, free, lams, lo, hi, bounded, out)
+        _lam_row(np.int64(n), X0, w, c0, signs, cost, free, lams, lo, hi, bounded, out)
     return out
 
 
@@ -923,7 +923,9 @@ def _region_parallel(AT, Zbar, tidx, Margins, cost, free, X0, lo, hi, bounded, m
     N, D = X0.shape
     out = _region_out(N, D, AT.shape[1])
     for n in prange(N):
-        _region_row(n, AT, Zbar, tidx, Margins, cost, free, X0, lo, hi, bounded, max_iter, out)
+        _region_row(
+            np.int64(n), AT, Zbar, tidx, Margins, cost, free, X0, lo, hi, bounded, max_iter, out
+        )
     return out
 
 
@@ -1639,7 +1641,9 @@ def _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state):
             state[i] = _BEYOND
         elif v < -lam * cost[i]:
             state[i] = -_BEYOND
-    return 0
+    # np.int64, not the literal 0: Numba would type nT as Literal[int](0) and compile lam_dual
+    # and its callees a second time for it (4 s of a cold start)
+    return np.int64(0)
 
 
 @kernel()
@@ -2151,7 +2155,9 @@ def _sm_lam_parallel(AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_
     N, D = X0.shape
     out = _sm_lam_out(N, D)
     for n in prange(N):
-        _sm_lam_row(n, AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter, out)
+        _sm_lam_row(
+            np.int64(n), AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter, out
+        )
     return out
 
 
@@ -2196,7 +2202,9 @@ def _sm_proba_parallel(AT, Zbar, tidx, log_tau, cost, free, X0, lo, hi, bounded,
     N, D = X0.shape
     out = _sm_proba_out(N, D)
     for n in prange(N):
-        _sm_proba_row(n, AT, Zbar, tidx, log_tau, cost, free, X0, lo, hi, bounded, max_iter, out)
+        _sm_proba_row(
+            np.int64(n), AT, Zbar, tidx, log_tau, cost, free, X0, lo, hi, bounded, max_iter, out
+        )
     return out
 
 

@@ -412,7 +412,7 @@ def _lam_parallel(X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw
     X, zeta, q, nit, status, dist, gnorm, scale = _lam_out(N, D)
     args = (w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt)
     for n in prange(N):
-        _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
+        _lam_row(np.int64(n), X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
     return X, zeta, q, nit, status, dist, gnorm, scale
 
 
@@ -450,7 +450,9 @@ def _project_parallel(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded):
     N, D = X0.shape
     X, zeta, status, dist = np.empty((N, D)), np.empty(N), np.empty(N, dtype=np.int64), np.empty(N)
     for n in prange(N):
-        _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist)
+        _project_row(
+            np.int64(n), X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist
+        )
     return X, zeta, status, dist
 
 

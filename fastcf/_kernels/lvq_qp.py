@@ -205,7 +205,9 @@ def lvq_fast_batch(
     out = (X, dist, best, nit, status)
     if parallel:
         for a in prange(N):
-            _fast_row(a, prob, out)
+            # the row index as int64: prange's is uint64, and _fast_row would be compiled
+            # twice (once per twin); so in every parallel kernel
+            _fast_row(np.int64(a), prob, out)
     else:
         for a in range(N):
             _fast_row(a, prob, out)
