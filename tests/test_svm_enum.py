@@ -558,6 +558,12 @@ def test_gamma_scale_that_overflows_is_a_clear_error():
     y = np.array([0, 1])
     with pytest.raises(ValueError, match="gamma='scale' .* overflows"):
         SVMEnumerator(kernel="rbf").enumerate(X, y)
+
+
+@pytest.mark.needs_jit  # as pure Python, the SMO kernel warns on NumPy scalar overflow here
+def test_gamma_scale_that_overflows_is_no_error_when_gamma_is_unused_or_given():
+    X = np.array([[1.3189831e-154], [0.0]])
+    y = np.array([0, 1])
     # a number works, and the linear kernel does not use γ
     assert len(SVMEnumerator(kernel="rbf", gamma=1.0).enumerate(X, y, k=1)) == 1
     assert len(SVMEnumerator(kernel="linear").enumerate(X, y, k=1)) == 1
