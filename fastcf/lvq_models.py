@@ -39,11 +39,15 @@ def _conditioned(X):
     unchanged (bit-for-bit the same fit); otherwise X is centred and divided by the power of two
     nearest to its spread.
     """
-    center = X.mean(axis=0)
-    spread = float(np.max(np.abs(X - center))) if X.size else 0.0
+    with np.errstate(over="ignore", invalid="ignore"):  # values near the float64 limit
+        center = X.mean(axis=0)
+        spread = float(np.max(np.abs(X - center))) if X.size else 0.0
+    if not np.isfinite(spread):  # the mean or the differences overflowed: scale only
+        center = np.zeros(X.shape[1])
+        spread = float(np.max(np.abs(X)))
     if spread == 0.0 or 2.0**-64 <= spread <= 2.0**64:
         return X, 0.0, 1.0
-    scale = 2.0 ** np.round(np.log2(spread))
+    scale = float(np.ldexp(1.0, int(np.clip(np.round(np.log2(spread)), -1022, 1023))))
     return np.ascontiguousarray((X - center) / scale), center, scale
 
 

@@ -769,3 +769,15 @@ def test_fit_at_an_extreme_scale_is_the_fit_at_unit_scale(Model, power):
     assert (unit.predict(X - m) == y).mean() > 0.7  # a real fit, not a degenerate one
     # (predicting at this scale is another matter: squared distances of 2^±1200 are not
     # float64 numbers, for the model and LVQExplainer alike)
+
+
+@pytest.mark.parametrize("Model", [GLVQ, LGMLVQ])
+def test_fit_near_the_float64_limit_is_finite(Model):
+    # values of ±1.5e308: the mean and the differences overflow, so fit only rescales
+    X = np.array([[1.5e308], [1.4e308], [-1.5e308], [-1.4e308]])
+    y = np.array([0, 0, 1, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = Model(random_state=0, max_iter=50).fit(X, y)
+    assert np.isfinite(m.prototypes_).all()
+    assert m.prototypes_[0, 0] > 0 > m.prototypes_[1, 0]  # one prototype on each side
