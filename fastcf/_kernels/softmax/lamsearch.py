@@ -43,10 +43,10 @@ from numba import prange
 from fastcf._status import Status
 
 from .. import kernel
-from .core import _factor, _matvec, _newton_core, softmax_into
+from .core import _factor, _matvec, _newton_core
 from .lampath import _tangent
 from .region import region_dual
-from .rows import _CHUNK, _certain_row, _expand_chunk, _logits_chunk, _sum_chunks
+from .rows import _CHUNK, _certain_row, _expand_chunk, _logits_chunk, _row_logits, _sum_chunks
 
 _EPS = 2.220446049250313e-16
 _OK = int(Status.OK)
@@ -434,17 +434,7 @@ def _proba_verdict(x, pz, ps, b, k, gamma, quad, status, tau, p):
     K = b.shape[0]
     z = np.empty(K)
     sc = np.empty(K)
-    absb = np.empty(K)
-    for j in range(K):
-        absb[j] = abs(b[j])
-    _sum_chunks(pz, b, z)
-    _sum_chunks(ps, absb, sc)
-    softmax_into(z, p)
-    finite = math.isfinite(quad)
-    for i in range(x.shape[0]):
-        if not math.isfinite(x[i]):
-            finite = False
-            break
+    finite = _row_logits(x, pz, ps, b, quad, p, z, sc)
     if status == _OK and not finite:
         return _NUMERIC, False
     if status != _OK:

@@ -253,6 +253,27 @@ def _row_newton(part, b, G, GF, k, lam, tol, max_iter, y):
 
 
 @kernel()
+def _row_logits(x, pz, ps, b, quad, p, z, sc):
+    """Fill the logits z of x*, their scales sc (from the chunk sums) and p = softmax(z).
+
+    Returns whether x* and ``quad`` are finite. Shared by the verdicts of the λ rows
+    (:func:`_row_verdict`) and of the proba rows (``lamsearch._proba_verdict``).
+    """
+    absb = np.empty(b.shape[0])
+    for j in range(b.shape[0]):
+        absb[j] = abs(b[j])
+    _sum_chunks(pz, b, z)
+    _sum_chunks(ps, absb, sc)
+    softmax_into(z, p)
+    finite = math.isfinite(quad)
+    for i in range(x.shape[0]):
+        if not math.isfinite(x[i]):
+            finite = False
+            break
+    return finite
+
+
+@kernel()
 def _row_verdict(x, pz, ps, b, k, gamma, quad, status, p):
     """Logits z of x* from their chunk sums, p = softmax(z), and the verdict.
 
@@ -263,17 +284,7 @@ def _row_verdict(x, pz, ps, b, k, gamma, quad, status, p):
     K = b.shape[0]
     z = np.empty(K)
     sc = np.empty(K)
-    absb = np.empty(K)
-    for j in range(K):
-        absb[j] = abs(b[j])
-    _sum_chunks(pz, b, z)
-    _sum_chunks(ps, absb, sc)
-    softmax_into(z, p)
-    finite = math.isfinite(quad)
-    for i in range(x.shape[0]):
-        if not math.isfinite(x[i]):
-            finite = False
-            break
+    finite = _row_logits(x, pz, ps, b, quad, p, z, sc)
     if status == _OK and not finite:
         return _NUMERIC, False
     best = 0
