@@ -254,13 +254,15 @@ class TabularExplainer:
 
     # ------------------------------------------------------------------ queries
     def _answers(self, frame, tidx, form, bounds, allowed, frozen, max_changes):
-        """Solve, decode and verify every row; return the arrays of a batch."""
+        """Solve, decode and verify every row; return the arrays of a batch.
+
+        ``allowed`` is the resolved ``(mask, given, moves)`` of :func:`resolve_allowed`.
+        """
         s = self._schema
         prog = self._program
         base, margin, tau = form
         n = frame.shape[0]
         X0 = frame.to_numpy(dtype=object)
-        allowed = resolve_allowed(s, allowed)
         reads = [s.read(X0[i], i) for i in range(n)]
         XN0 = np.array([r[0] for r in reads]).reshape(n, prog.n_num)
         KC0 = np.array([r[1] for r in reads], dtype=np.int64).reshape(n, prog.n_cat)
@@ -339,6 +341,7 @@ class TabularExplainer:
         margin=1e-6,
         bounds=None,
         allowed=None,
+        transitions=None,
         max_changes=None,
     ):
         """Find the cheapest change of the row(s) that the model puts in ``target``.
@@ -370,6 +373,12 @@ class TabularExplainer:
             ``{column: [categories]}``: the categories an encoded column may take (by default
             those seen in training, plus the row's own). A row whose category is not listed
             must change it.
+        transitions : dict, optional
+            ``{column: {from_category: [to_categories]}}``: the moves an encoded column may
+            make. A row whose category is ``a`` may keep it or move to a category of
+            ``transitions[column][a]``; a category not listed as a key cannot be left. Applies
+            on top of ``allowed``. Example: ``{"Home": {"rent": ["owner"], "parents": ["rent",
+            "owner"]}}`` (an owner stays an owner).
         max_changes : int, optional
             At most this many columns change (original columns, not encoded features). Needs
             finite bounds on the numeric columns that may change (the default ones are).
@@ -390,7 +399,8 @@ class TabularExplainer:
         form = self._form(region, proba, margin)
         if max_changes is not None:
             max_changes = check_int(max_changes, "max_changes", lo=0)
-        arrays = self._answers(frame, tidx, form, bounds, allowed, self._frozen(), max_changes)
+        allow = resolve_allowed(self._schema, allowed, transitions)
+        arrays = self._answers(frame, tidx, form, bounds, allow, self._frozen(), max_changes)
         batch = self._batch(frame, tidx, *arrays)
         return batch[0] if single else batch
 
@@ -424,6 +434,7 @@ class TabularExplainer:
         margin=1e-6,
         bounds=None,
         allowed=None,
+        transitions=None,
         max_changes=None,
         max_nodes=1000,
     ):
@@ -440,7 +451,7 @@ class TabularExplainer:
             One row.
         target : label
         k : int, default=4
-        region, proba, margin, bounds, allowed, max_changes
+        region, proba, margin, bounds, allowed, transitions, max_changes
             As in :meth:`explain`.
         max_nodes : int, default=1000
             Programs solved before the enumeration stops (then fewer than ``k`` answers).
@@ -462,7 +473,7 @@ class TabularExplainer:
         s = self._schema
         prog = self._program
         x0, k0 = s.read(frame.to_numpy(dtype=object)[0], 0)
-        allow = resolve_allowed(s, allowed)
+        allow = resolve_allowed(s, allowed, transitions)
         threshold = form[0] + form[1]
 
         def solve(fmask):  # the program alone: the model checks only the answers returned
@@ -475,7 +486,7 @@ class TabularExplainer:
             return fmask, value, changed
 
         def accept(fmask):  # solved again with the model's check (and its margin steps)
-            arrays = self._answers(frame, tidx, form, bounds, allowed, fmask, max_changes)
+            arrays = self._answers(frame, tidx, form, bounds, allow, fmask, max_changes)
             res = self._batch(frame, tidx, *arrays)[0]
             return res if res.success else None
 

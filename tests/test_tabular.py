@@ -477,6 +477,51 @@ def test_bounds_and_allowed_optimum_equals_brute_force(seed):
             assert not res.success and res.status == 3
 
 
+HOME_MOVES = {"rent": ["own"], "parents": ["rent", "own"]}  # an owner stays an owner
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_transitions_optimum_equals_brute_force(seed):
+    X, _, model = _tiny(seed)
+    weights = {"home": 0.3, "job": 1.1}  # a cheap move of home: the transitions bind
+    tx = TabularExplainer(model, X, weights=weights)
+    rows = _rejected(model, X, 300).groupby("home").head(2)  # two rows of each kind of home
+    moves = {"rent": ["parents"], "parents": ["rent"], "own": ["rent"]}  # nobody becomes an owner
+    res = tx.explain(rows, 1, transitions={"home": moves})
+    free = tx.explain(rows, 1)
+    assert set(rows.home) == {"own", "rent", "parents"}  # every kind of row is exercised
+    bound = 0
+    for i in range(len(rows)):
+        row = rows.iloc[[i]]
+        h = row.home.iloc[0]
+        reach = [h] + moves[h]
+        assert res.x.home.iloc[i] in reach
+        val, _ = _reference(tx, model, X, row, weights, allowed={"home": reach})
+        if np.isfinite(val):
+            assert res.success[i] and res.distance[i] == pytest.approx(val, rel=1e-9, abs=1e-12)
+        else:
+            assert not res.success[i] and res.status[i] == 3
+        bound += free.x.home.iloc[i] not in reach
+    assert bound > 0  # some unrestricted answer makes a move the transitions forbid
+
+
+def test_transitions_with_allowed_enumerate_and_max_changes():
+    X, y = _data()
+    model = PIPES["standard+onehot"].fit(X, y)
+    tx = TabularExplainer(model, X, weights={"home": 0.1, "job": 0.1})
+    rows = _rejected(model, X, 12)
+    moves = {"home": HOME_MOVES, "job": {"b": ["a"], "c": "a"}}
+    res = tx.explain(rows, 1, transitions=moves, allowed={"home": ["own", "rent"]})
+    for i in range(len(rows)):
+        h, j = rows.home.iloc[i], rows.job.iloc[i]
+        assert res.x.home.iloc[i] in set([h] + HOME_MOVES.get(h, [])) & {"own", "rent"}
+        assert res.x.job.iloc[i] in {j, "a"} if j in ("b", "c") else res.x.job.iloc[i] == j
+    assert (model.predict(res.x)[res.success] == 1).all()
+    row = rows[rows.home == "own"].iloc[[0]]
+    for a in tx.enumerate(row, 1, k=3, transitions={"home": HOME_MOVES}, max_changes=2):
+        assert a.x.home.iloc[0] == "own" and model.predict(a.x)[0] == 1
+
+
 @pytest.mark.parametrize("m", [1, 2])
 def test_max_changes_is_honoured_and_optimal(m):
     X, _, model = _tiny(4)
@@ -605,6 +650,16 @@ def test_bad_input_errors_name_the_culprit():
         tx.explain(row, 1, bounds={"home": ("own", "rent")})
     with pytest.raises(ValueError, match="'zzz'"):
         tx.explain(row, 1, allowed={"job": ["zzz"]})
+    with pytest.raises(ValueError, match=r"transitions\['job'\]\['a'\] names the category 'zzz'"):
+        tx.explain(row, 1, transitions={"job": {"a": ["zzz"]}})
+    with pytest.raises(ValueError, match=r"transitions\['income'\]: column 'income' is not enc"):
+        tx.explain(row, 1, transitions={"income": {1: [2]}})
+    with pytest.raises(TypeError, match=r"transitions\['job'\] must be a dict"):
+        tx.explain(row, 1, transitions={"job": ["a"]})
+    with pytest.raises(TypeError, match="transitions must be a dict"):
+        tx.explain(row, 1, transitions=[("job", "a")])
+    with pytest.raises(ValueError, match="'salary'"):
+        tx.enumerate(row, 1, transitions={"salary": {}})
     with pytest.raises(ValueError, match="relative bound"):
         tx.explain(row, 1, bounds={"income": ("10%", None)})
     with pytest.raises(ValueError, match="max_changes needs finite bounds"):

@@ -118,51 +118,101 @@ def resolve_box(schema, bounds, x0):
     return lo, hi, rank_ok
 
 
-def resolve_allowed(schema, allowed):
-    """Return (mask, given): the categories an answer may take, and the blocks the user set."""
+def resolve_allowed(schema, allowed, transitions=None):
+    """Return (mask, given, moves) of the ``allowed=`` and ``transitions=`` options.
+
+    ``mask``: the categories an answer may take; ``given``: the encoded columns whose allowed
+    set the user gave; ``moves``: ``(slice, T)`` per column with transitions, ``T[a, b]`` true
+    when a row in category a may move to category b (the diagonal is true: staying is free).
+    """
     s = schema
     mask = s.cat_seen.copy()
+    moves = _resolve_transitions(s, transitions)
     if allowed is None:
-        return mask, np.zeros(len(s.cat_cols), dtype=bool)
+        return mask, np.zeros(len(s.cat_cols), dtype=bool), moves
     if not isinstance(allowed, dict):
         raise TypeError(f"allowed must be a dict {{column: [categories]}}; got {type(allowed)}")
     given = np.zeros(len(s.cat_cols), dtype=bool)
     for c, (name, cats) in zip(
         resolve_names(list(allowed), s.columns, "allowed"), allowed.items(), strict=True
     ):
-        if s.kind[c] not in ("categorical", "ordinal"):
-            raise ValueError(
-                f"allowed[{name!r}]: column {name!r} is not encoded (use bounds= for numbers)"
-            )
-        j = int(np.searchsorted(s.cat_cols, c))
+        j, sl = _encoded_block(s, c, name, "allowed")
         if isinstance(cats, str) or not hasattr(cats, "__iter__"):
             cats = [cats]
-        sl = slice(s.cat_start[j], s.cat_start[j + 1])
-        idx = s.cat_index[j]
-        sub = np.zeros(s.cat_start[j + 1] - s.cat_start[j], dtype=bool)
+        sub = np.zeros(sl.stop - sl.start, dtype=bool)
         for v in cats:
-            k = idx.get(v.item() if hasattr(v, "item") else v)
-            if k is None:
-                raise ValueError(
-                    f"allowed[{name!r}] names the category {v!r}, which the model does not "
-                    f"know; known: {list(s.fold.labels[c])}"
-                )
-            sub[k] = True
+            sub[_category(s, c, j, v, f"allowed[{name!r}]")] = True
         mask[sl] = sub
         given[j] = True
-    return mask, given
+    return mask, given, moves
+
+
+def _encoded_block(s, c, name, option):
+    """Return (block index, slice) of an encoded column, or raise naming the option."""
+    if s.kind[c] not in ("categorical", "ordinal"):
+        raise ValueError(
+            f"{option}[{name!r}]: column {name!r} is not encoded (use bounds= for numbers)"
+        )
+    j = int(np.searchsorted(s.cat_cols, c))
+    return j, slice(s.cat_start[j], s.cat_start[j + 1])
+
+
+def _category(s, c, j, v, where):
+    """Return the index of category ``v`` of block ``j``, or raise naming ``where``."""
+    k = s.cat_index[j].get(v.item() if hasattr(v, "item") else v)
+    if k is None:
+        raise ValueError(
+            f"{where} names the category {v!r}, which the model does not know; "
+            f"known: {list(s.fold.labels[c])}"
+        )
+    return k
+
+
+def _resolve_transitions(s, transitions):
+    """Return [(slice, T)] of ``transitions={column: {from: [to, ...]}}`` (see make_query)."""
+    if transitions is None:
+        return []
+    if not isinstance(transitions, dict):
+        raise TypeError(
+            "transitions must be a dict {column: {from_category: [to_categories]}}; "
+            f"got {type(transitions).__name__}"
+        )
+    moves = []
+    for c, (name, graph) in zip(
+        resolve_names(list(transitions), s.columns, "transitions"),
+        transitions.items(),
+        strict=True,
+    ):
+        j, sl = _encoded_block(s, c, name, "transitions")
+        if not isinstance(graph, dict):
+            raise TypeError(
+                f"transitions[{name!r}] must be a dict {{from_category: [to_categories]}}; "
+                f"got {type(graph).__name__}"
+            )
+        n = sl.stop - sl.start
+        T = np.eye(n, dtype=bool)
+        for a, targets in graph.items():
+            ka = _category(s, c, j, a, f"transitions[{name!r}]")
+            if isinstance(targets, str) or not hasattr(targets, "__iter__"):
+                targets = [targets]
+            for b in targets:
+                T[ka, _category(s, c, j, b, f"transitions[{name!r}][{a!r}]")] = True
+        moves.append((j, sl, T))
+    return moves
 
 
 def make_query(schema, x0, k0, tidx, threshold, bounds, allowed, frozen, max_changes):
     """Return the :class:`Query` of one row (``allowed`` from :func:`resolve_allowed`)."""
     lo, hi, rank_ok = resolve_box(schema, bounds, x0)
-    mask, given = allowed
+    mask, given, moves = allowed
     s = schema
     allow = mask & rank_ok
     own = s.cat_start[:-1] + k0
     # the row's own category stays allowed unless the user's allowed set leaves it out
     keep = ~given[np.arange(own.size)] & rank_ok[own]
     allow[own[keep]] = True
+    for j, sl, T in moves:  # a column with transitions: only the moves from the row's category
+        allow[sl] &= T[k0[j]]
     return Query(int(tidx), threshold, lo, hi, allow, frozen, max_changes)
 
 
