@@ -58,7 +58,7 @@ def _as_frame(X, name):
 
 
 class TabularExplainer:
-    """Exact recourse for a linear classifier behind a tabular preprocessing pipeline.
+    """Exact recourse for a linear or prototype classifier behind a tabular pipeline.
 
     Parameters
     ----------
@@ -68,8 +68,10 @@ class TabularExplainer:
         ``MaxAbsScaler``, ``RobustScaler``, ``OneHotEncoder`` (any ``drop=``,
         ``handle_unknown``, infrequent categories), ``OrdinalEncoder``, ``SimpleImputer``,
         ``FunctionTransformer()``, ``"passthrough"`` and ``"drop"`` (each may be a ``Pipeline``
-        of these), ending in a classifier :class:`fastcf.LinearExplainer` accepts; or such a
-        classifier alone. Anything else raises a ``TypeError`` naming the step.
+        of these), ending in a classifier :class:`fastcf.LinearExplainer` accepts or in
+        fastcf's ``GLVQ``/``GMLVQ`` (one program per prototype of the target: their regions
+        are polyhedra); or such a classifier alone. Anything else raises a ``TypeError``
+        naming the step.
     X_train : pandas.DataFrame
         The training data (raw columns): it gives the categories an answer may take, the
         default bounds (each numeric column's training range), the MAD of each column (the

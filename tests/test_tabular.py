@@ -28,6 +28,7 @@ from sklearn.preprocessing import (
 )
 from sklearn.svm import LinearSVC
 
+from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
 from fastcf.tabular import TabularBatch, TabularCounterfactual, TabularExplainer
 
 NUMS = ["income", "age", "children", "debt"]
@@ -264,6 +265,71 @@ def test_softmax_region_and_single_row_forms():
         tx.explain(rows.iloc[[0]], "hi", proba=0.6)
 
 
+# ---------------------------------------------------------------- prototype models (GLVQ, GMLVQ)
+
+
+def _lvq_pipeline(cls, nums, cats, **kw):
+    pre = make_column_transformer(
+        (StandardScaler(), nums), (OneHotEncoder(sparse_output=False), cats)
+    )
+    return make_pipeline(pre, cls(random_state=0, **kw))
+
+
+@pytest.mark.parametrize("cls", [GLVQ, GMLVQ])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lvq_optimum_equals_brute_force_over_prototypes(cls, seed):
+    X, y, _ = _tiny(seed)
+    model = _lvq_pipeline(
+        cls, ["income", "debt", "children"], ["home", "job"], prototypes_per_class=2
+    ).fit(X, y)
+    weights = {"home": 0.8, "job": 1.2}
+    tx = TabularExplainer(model, X, weights=weights)
+    rows = _rejected(model, X, 4)
+    res = tx.explain(rows, 1)
+    pre, lvq = model[:-1], model[-1]
+    labels = lvq.prototype_labels_
+    others = np.flatnonzero(labels != 1)
+    for i in range(len(rows)):
+        row = rows.iloc[[i]]
+        # independent of the fold: the region of target prototype p is d_q − d_p ≥ θ for every
+        # prototype q of another class, read from the model's own distances (affine: the
+        # quadratic term cancels); the answer is the cheapest over the target's prototypes
+        best = np.inf
+        for p in np.flatnonzero(labels == 1):
+
+            def scores(df, p=p):
+                d = lvq._distances(pre.transform(df))
+                return d[:, others] - d[:, [p]]
+
+            val, ref_x = _reference(tx, model, X, row, weights, scores=scores)
+            if val < best:
+                best = val
+                assert model.predict(ref_x)[0] == 1
+        assert res.success[i], res.message[i]
+        assert res.distance[i] == pytest.approx(best, rel=1e-9, abs=1e-12)
+    assert (model.predict(res.x)[res.success] == 1).all()
+
+
+def test_lvq_pipeline_answers_are_valid_rows():
+    X, y = _data()
+    s = 0.05 * X.income - 0.04 * X.debt + (X.home == "own")
+    y3 = pd.qcut(s, 3, labels=["lo", "mid", "hi"]).astype(str)
+    model = _lvq_pipeline(GMLVQ, NUMS, CATS, prototypes_per_class=[1, 2, 2]).fit(X, y3)
+    tx = TabularExplainer(model, X, immutable=["age", "home"], increase_only=["children"])
+    assert not tx.probabilistic_
+    rows = _rejected(model, X, 12, "hi")
+    res = tx.explain(rows, "hi")
+    _check_answers(tx, model, X, rows, res, "hi", immutable=["age", "home"], increase=["children"])
+    assert res.info[0]["programs"] == 1  # the class "hi" has 1 prototype (classes are sorted)
+    alts = tx.enumerate(rows.iloc[[0]], "hi", k=3)
+    assert alts and all(model.predict(a.x)[0] == "hi" for a in alts)
+    with pytest.raises(TypeError, match="proba"):
+        tx.explain(rows.iloc[[0]], "hi", proba=0.6)
+    lgm = _lvq_pipeline(LGMLVQ, NUMS, CATS).fit(X, y3)
+    with pytest.raises(TypeError, match="LGMLVQ.*quadratic"):
+        TabularExplainer(lgm, X)
+
+
 def test_proba_binary_is_checked_by_predict_proba():
     X, y = _data()
     model = PIPES["standard+onehot"].fit(X, y)
@@ -415,7 +481,17 @@ def _tiny(seed):
 
 
 def _reference(
-    tx, model, X, row, weights, margin=1e-6, free=None, max_changes=None, bounds=None, allowed=None
+    tx,
+    model,
+    X,
+    row,
+    weights,
+    margin=1e-6,
+    free=None,
+    max_changes=None,
+    bounds=None,
+    allowed=None,
+    scores=None,
 ):
     cont = ["income", "debt"]
     w = {c: weights.get(c, 1.0 / tx.mad_[c]) for c in cont + ["children"]}
@@ -428,7 +504,7 @@ def _reference(
     bnd = {c: (min(X[c].min(), row[c].iloc[0]), max(X[c].max(), row[c].iloc[0])) for c in cont}
     bnd.update(bounds or {})
     return tabular_brute_force(
-        lambda df: model.decision_function(df)[:, None],
+        scores or (lambda df: model.decision_function(df)[:, None]),
         row,
         cont,
         discrete,

@@ -11,7 +11,8 @@ variables of the mixed-integer program:
 
 Numeric steps are affine per feature; an encoder maps its raw columns to expressions over their
 indicators. At the end the classifier's scores ``A f + b`` (from
-:func:`fastcf.adapters.linear_model_arrays`) become ``G v + g`` over the variable vector v.
+:func:`fastcf.adapters.linear_model_arrays`, or one per prototype of fastcf's ``GLVQ`` and
+``GMLVQ``: see :func:`_prototype_scores`) become ``G v + g`` over the variable vector v.
 
 ==============================================  ============================================
 step                                            on its features
@@ -108,6 +109,10 @@ class Fold:
     classes : ndarray
     probabilistic : bool
         Whether ``predict_proba`` is the sigmoid/softmax of the scores.
+    proto_class : ndarray of int or None
+        For a prototype model (fastcf's ``GLVQ``, ``GMLVQ``): the class index of each score row.
+        Row p is then ``−d_p(x) + xᵀΛx`` (the distance to prototype p up to a term common to
+        every prototype), and the model predicts the class of the largest score.
     """
 
     kinds: dict
@@ -121,6 +126,7 @@ class Fold:
     classes: np.ndarray
     probabilistic: bool
     steps: list = field(default_factory=list)
+    proto_class: np.ndarray | None = None
 
 
 class _Walk:
@@ -411,12 +417,17 @@ def fold_model(model, X):
         clf_name, clf = model.steps[-1]
     else:
         pre, clf_name, clf = [], "classifier", model
-    try:
-        A, b, classes, _, probabilistic = linear_model_arrays(clf)
-    except TypeError as exc:
-        raise TypeError(
-            f"the classifier {clf_name!r} ({_name(clf)}) is not supported: {exc}"
-        ) from exc
+    proto_class = None
+    if _is_lvq(clf):
+        A, b, classes, proto_class = _prototype_scores(clf, clf_name)
+        probabilistic = False
+    else:
+        try:
+            A, b, classes, _, probabilistic = linear_model_arrays(clf)
+        except TypeError as exc:
+            raise TypeError(
+                f"the classifier {clf_name!r} ({_name(clf)}) is not supported: {exc}"
+            ) from exc
     ordered = {}
     for i, dt in enumerate(X.dtypes):
         if isinstance(dt, pd.CategoricalDtype) and dt.ordered:
@@ -460,7 +471,41 @@ def fold_model(model, X):
         classes=np.asarray(classes),
         probabilistic=bool(probabilistic),
         steps=walk.steps,
+        proto_class=proto_class,
     )
+
+
+def _is_lvq(clf):
+    return type(clf).__name__ in ("GLVQ", "GMLVQ", "LGMLVQ") and type(clf).__module__.startswith(
+        "fastcf"
+    )
+
+
+def _prototype_scores(clf, clf_name):
+    """Return ``(A, b, classes, proto_class)``: affine prototype scores of a GLVQ/GMLVQ model.
+
+    ``d_p(x) = (x − w_p)ᵀΛ(x − w_p) = xᵀΛx − (2Λw_p)ᵀx + w_pᵀΛw_p`` with Λ = ΩᵀΩ (the identity
+    for GLVQ): the nearest prototype has the largest ``s_p = (2Λw_p)ᵀx − w_pᵀΛw_p``, an affine
+    function of x, since ``xᵀΛx`` is common to every prototype.
+    """
+    where = f"the classifier {clf_name!r} ({_name(clf)})"
+    _fitted(clf, "prototypes_", where)
+    if type(clf).__name__ == "LGMLVQ":
+        raise TypeError(
+            f"{where} is not supported: its local matrices make the class boundaries quadratic, "
+            "not linear; explain it with fastcf.lvq.LVQExplainer (continuous features)"
+        )
+    W = np.asarray(clf.prototypes_, dtype=np.float64)
+    if type(clf).__name__ == "GMLVQ":
+        omega = np.asarray(clf.omega_, dtype=np.float64)
+        LW = (W @ omega.T) @ omega  # rows Λ w_p
+    else:
+        LW = W
+    A = 2.0 * LW
+    b = -np.einsum("pd,pd->p", W, LW)
+    classes = np.asarray(clf.classes_)
+    proto_class = np.searchsorted(classes, np.asarray(clf.prototype_labels_)).astype(np.int64)
+    return A, b, classes, proto_class
 
 
 def check_fold(fold, model, X, V):
@@ -484,12 +529,21 @@ def check_fold(fold, model, X, V):
         return
     d = np.asarray(model.decision_function(X), dtype=np.float64).reshape(X.shape[0], -1)
     s = V @ fold.G.T + fold.g
+    if fold.proto_class is not None:
+        # the model's decision_function: binary d_0 − d_1, else −d_c, d_c the class's nearest
+        # prototype; the fold's best score per class is xᵀΛx − d_c (xᵀΛx common to all)
+        best = np.column_stack(
+            [s[:, fold.proto_class == c].max(axis=1) for c in range(fold.classes.size)]
+        )
+        s = best[:, 1:2] - best[:, :1] if d.shape[1] == 1 else best - best[:, :1] + d[:, :1]
     if d.shape != s.shape:
         raise TypeError(
             f"the model's decision_function has shape {d.shape}; the fold gives {s.shape}"
         )
     # rounding: a few ulps of the largest term of each score
     scale = np.abs(V) @ np.abs(fold.G.T) + np.abs(fold.g) + 1.0
+    if fold.proto_class is not None:
+        scale = scale.max(axis=1, keepdims=True) + np.abs(d).max(axis=1, keepdims=True)
     err = np.abs(d - s) / scale
     if not err.max() <= 1e-9:
         raise TypeError(

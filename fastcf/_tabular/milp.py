@@ -16,7 +16,9 @@ Constraints, with the scores ``s(v) = G v + g`` of :mod:`fastcf._tabular.fold`:
 
 * the target: binary ``s ≥ θ`` (target ``classes[1]``) or ``s ≤ −θ``, θ the margin, or
   ``max(logit τ, 0) + margin`` for ``proba=τ`` (so the answer also is the predicted class);
-  softmax ``s_t − s_j ≥ margin`` for every class j ≠ t;
+  softmax ``s_t − s_j ≥ margin`` for every class j ≠ t; a prototype model (GLVQ, GMLVQ:
+  one score per prototype) ``s_p − s_q ≥ margin`` for every prototype q of another class, one
+  program per prototype p of the target, the cheapest answer kept;
 * the box ``lo_j ≤ x_j ≤ hi_j`` as bounds of p and n (training range by default; a row outside its
   box must move into it), immutable columns fixed, increase-only ``n_j = 0``, decrease-only
   ``p_j = 0``; categories outside the allowed set (never seen in training, refused by the user,
@@ -112,6 +114,7 @@ class Program:
         self.ordinal = np.array([schema.kind[c] == "ordinal" for c in fold.cat_cols], dtype=bool)
         self.num_cols = fold.numeric
         self.cat_cols = fold.cat_cols
+        self.proto = fold.proto_class  # prototype models: the class of each score row
         self.method = "auto"  # "milp": always HiGHS; "bnb": never (tests compare the two)
 
     def costs(self, x0, k0):
@@ -145,6 +148,8 @@ class Program:
         prep = self._prepare(x0, k0, q)
         if isinstance(prep, RowAnswer):
             return prep
+        if self.proto is not None:
+            return self._prototypes(x0, k0, q, prep)
         if self.method != "milp" and self.K == 1 and q.max_changes is None:
             from .knapsack import solve_binary
 
@@ -204,8 +209,36 @@ class Program:
                 )
         return p_lo, p_hi, n_lo, n_hi, d_hi
 
-    def _milp(self, x0, k0, q, prep):
-        """Return the :class:`RowAnswer` of the MILP of one row, solved by HiGHS."""
+    def _prototypes(self, x0, k0, q, prep):
+        """Return the best of the programs of the target's prototypes (prototype models).
+
+        The target class's region is the union over its prototypes p of the polyhedra
+        ``s_p − s_q ≥ θ`` for every prototype q of another class: one MILP per p, and the
+        cheapest answer is the optimum over the union. Any program that fails makes the row
+        fail (the minimum would not be certified).
+        """
+        best = None
+        nodes = 0
+        lead = np.flatnonzero(self.proto == q.target)
+        for p in lead:
+            ans = self._milp(x0, k0, q, prep, lead=int(p))
+            nodes += ans.info.get("nodes", 0)
+            if ans.status == int(Status.SOLVER_FAILED):
+                return ans._replace(message=ans.message + f" (program of prototype {int(p)})")
+            if ans.status == int(Status.OK) and (best is None or ans.cost < best[0].cost):
+                best = (ans, int(p))
+        if best is None:
+            return self._infeasible(x0, k0, None)
+        ans, p = best
+        info = {**ans.info, "prototype": p, "programs": int(lead.size), "nodes": nodes}
+        msg = f"exact (one MILP per prototype of the target, {lead.size}; HiGHS)"
+        return ans._replace(message=msg, info=info)
+
+    def _milp(self, x0, k0, q, prep, lead=None):
+        """Return the :class:`RowAnswer` of the MILP of one row, solved by HiGHS.
+
+        ``lead``: for a prototype model, the target's prototype whose region is asked.
+        """
         import highspy
 
         s = self.schema
@@ -237,7 +270,12 @@ class Program:
             [self.G_num, -self.G_num, self.G_ind, np.zeros((self.K, n_z))], axis=1
         )
         t = q.target
-        if self.K == 1:
+        if lead is not None:  # prototype p beats every prototype of another class
+            for j in np.flatnonzero(self.proto != t):
+                rows.append(score[lead] - score[j])
+                rlo.append(q.threshold - (const[lead] - const[j]))
+                rhi.append(math.inf)
+        elif self.K == 1:
             if t == 1:
                 rows.append(score[0])
                 rlo.append(q.threshold - const[0])
