@@ -27,7 +27,7 @@ import numpy as np
 
 from ._validation import check_int
 
-__all__ = ["plot_changes", "plot_enumeration", "plot_image", "plot_path"]
+__all__ = ["plot_changes", "plot_enumeration", "plot_image", "plot_path", "plot_recourse"]
 
 
 def _pyplot():
@@ -200,6 +200,105 @@ def plot_changes(cf, top=10, *, scale=None, feature_names=None, ax=None):
         title=f"{len(order)} of {moved.size} changed features (target {cf.target!r})",
     )
     return ax
+
+
+def _short(v):
+    """Return a cell of a tabular answer as a short label (whole floats without ``.0``)."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return f"{int(v):,}"
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return f"{int(v):,}"
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.4g}"
+    return str(v)
+
+
+def plot_recourse(res, top=10, *, ax=None, axes=None):
+    """Plot tabular recourse: one answer's column costs, or a batch's summary.
+
+    Parameters
+    ----------
+    res : TabularCounterfactual or TabularBatch
+        From :meth:`fastcf.tabular.TabularExplainer.explain`.
+    top : int, default=10
+        Show at most this many columns (those with the largest cost, or changed most often).
+    ax : matplotlib Axes, optional
+        For one answer: horizontal bars of the cost of each changed column (labelled
+        ``column: before → after``), largest on top.
+    axes : two matplotlib Axes, optional
+        For a batch: the share of the answers (successes) that change each column, and the
+        histogram of their costs with the median marked.
+
+    Returns
+    -------
+    matplotlib Axes, or a list of two for a batch
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.compose import make_column_transformer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    >>> from fastcf.plot import plot_recourse
+    >>> from fastcf.tabular import TabularExplainer
+    >>> rng = np.random.default_rng(0)
+    >>> X = pd.DataFrame({"income": rng.normal(50, 10, 200).round(),
+    ...                   "job": rng.choice(["a", "b", "c"], 200)})
+    >>> y = (X.income + 10 * (X.job == "c") + rng.normal(0, 5, 200) > 55).astype(int)
+    >>> pre = make_column_transformer((StandardScaler(), ["income"]), (OneHotEncoder(), ["job"]))
+    >>> model = make_pipeline(pre, LogisticRegression()).fit(X, y)
+    >>> tx = TabularExplainer(model, X)
+    >>> batch = tx.explain(X[model.predict(X) == 0].iloc[:20], target=1)
+    >>> ax = plot_recourse(batch[0])
+    >>> len(ax.patches) == len(batch[0].changed)  # one bar per changed column
+    True
+    >>> share_ax, cost_ax = plot_recourse(batch)
+    """
+    top = check_int(top, "top", lo=1)
+    if hasattr(res, "summary"):
+        return _plot_recourse_batch(res, top, axes)
+    if not hasattr(res, "changes"):
+        raise TypeError(
+            f"res must be a TabularCounterfactual or TabularBatch; got {type(res).__name__}"
+        )
+    ch = res.changes.sort_values("cost", ascending=False, kind="stable").iloc[:top]
+    if ax is None:
+        plt = _pyplot()
+        _fig, ax = plt.subplots(figsize=(7.5, 0.4 * max(len(ch), 3) + 1.0), layout="constrained")
+    y = np.arange(len(ch))
+    rows = list(ch.itertuples())[::-1]  # barh draws bottom-up: largest cost on top
+    ax.barh(y, [r.cost for r in rows], color="C0")
+    ax.set_yticks(y, [f"{r.column}: {_short(r.before)} → {_short(r.after)}" for r in rows])
+    verdict = "" if res.success else f" — no recourse: {res.message}"
+    ax.set(
+        xlabel="cost (MAD units for numbers, 1 per categorical change, by default)",
+        title=f"cost {res.distance:.4g} over {len(res.changed)} changed columns{verdict}",
+    )
+    return ax
+
+
+def _plot_recourse_batch(batch, top, axes):
+    share_ax, cost_ax = _axes(axes, 2, (11.0, 4.0))
+    s = batch.summary
+    share = list(s["changed_share"].items())[:top][::-1]
+    y = np.arange(len(share))
+    share_ax.barh(y, [v for _, v in share], color="C0")
+    share_ax.set_yticks(y, [c for c, _ in share])
+    share_ax.set(
+        xlim=(0, 1),
+        xlabel="share of the answers that change the column",
+        title=f"recourse for {s['n_success']} of {s['n']} rows",
+    )
+    d = batch.distance[np.asarray(batch.success, dtype=bool)]
+    if d.size:
+        cost_ax.hist(d, bins=min(30, max(5, d.size // 5)), color="C0")
+        cost_ax.axvline(s["cost"]["median"], color="black", lw=1.0, ls="--", label="median")
+        cost_ax.legend()
+    cost_ax.set(xlabel="cost of the answer", ylabel="rows", title="cost of recourse")
+    return [share_ax, cost_ax]
 
 
 def plot_image(

@@ -6,7 +6,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import fastcf  # noqa: E402
-from fastcf.plot import plot_changes, plot_enumeration, plot_image, plot_path  # noqa: E402
+from fastcf.plot import (  # noqa: E402
+    plot_changes,
+    plot_enumeration,
+    plot_image,
+    plot_path,
+    plot_recourse,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -133,3 +139,63 @@ def test_plot_enumeration_ratios():
     assert [len(line.get_xdata()) for line in two[0].lines] == [3, 6]
     with pytest.raises(ValueError, match="both X and y"):
         plot_enumeration(top, X)
+
+
+def _tabular_batch():
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    from fastcf.tabular import TabularExplainer
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(
+        {
+            "income": rng.normal(50, 10, 300).round(),
+            "debt": rng.exponential(10, 300),
+            "job": rng.choice(["a", "b", "c"], 300),
+        }
+    )
+    s = X.income - X.debt + 10 * (X.job == "c") + rng.normal(0, 5, 300)
+    y = (s > np.median(s)).astype(int)
+    pre = make_column_transformer(
+        (StandardScaler(), ["income", "debt"]), (OneHotEncoder(), ["job"])
+    )
+    model = make_pipeline(pre, LogisticRegression()).fit(X, y)
+    tx = TabularExplainer(model, X, immutable=["debt"], weights={"job": 0.2})
+    return tx.explain(X[model.predict(X) == 0].iloc[:40], target=1)
+
+
+def test_plot_recourse_one_answer_bars_are_its_column_costs():
+    batch = _tabular_batch()
+    res = max(batch, key=lambda r: len(r.changed))  # an answer with several changed columns
+    assert len(res.changed) >= 2
+    ax = plot_recourse(res)
+    ch = res.changes.sort_values("cost", ascending=False, kind="stable")
+    np.testing.assert_allclose([p.get_width() for p in ax.patches], ch.cost.to_numpy()[::-1])
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert [lab.split(":")[0] for lab in labels] == list(ch.column)[::-1]
+    assert all("→" in lab for lab in labels)
+    assert f"{res.distance:.4g}" in ax.get_title()
+    assert len(plot_recourse(res, top=1).patches) == 1
+
+
+def test_plot_recourse_batch_panels_are_its_summary():
+    batch = _tabular_batch()
+    share_ax, cost_ax = plot_recourse(batch)
+    share = batch.summary["changed_share"]
+    labels = [t.get_text() for t in share_ax.get_yticklabels()]
+    assert labels == list(share)[::-1]
+    np.testing.assert_allclose(
+        [p.get_width() for p in share_ax.patches], list(share.values())[::-1]
+    )
+    heights = sum(p.get_height() for p in cost_ax.patches)
+    assert heights == batch.success.sum()  # the histogram counts every success once
+    median = cost_ax.lines[0].get_xdata()[0]
+    assert median == pytest.approx(np.median(batch.distance[batch.success]))
+    with pytest.raises(TypeError, match="TabularCounterfactual"):
+        plot_recourse(np.zeros(3))
+    with pytest.raises(ValueError, match="axes must hold 2"):
+        plot_recourse(batch, axes=[share_ax])
