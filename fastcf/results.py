@@ -56,6 +56,19 @@ class Solution(NamedTuple):
     info: dict | None = None  # method-specific diagnostics
 
 
+def _to_sparse(x, x0, what):
+    """Return ``x − x0`` or ``x`` (2-D) as a SciPy CSR array without explicit zeros."""
+    from scipy import sparse
+
+    if what == "delta":
+        a = np.atleast_2d(x - x0)
+    elif what == "x":
+        a = np.atleast_2d(x)
+    else:
+        raise ValueError(f"what must be 'delta' or 'x'; got {what!r}")
+    return sparse.csr_array(a)  # keeps only the nonzero entries
+
+
 def _item_info(info, i, n):
     """Return the diagnostics of query ``i``: per-query arrays (leading length ``n``) indexed."""
     return {
@@ -204,6 +217,34 @@ class Counterfactual:
         """``x - x0``."""
         return self.x - self.x0
 
+    def to_sparse(self, what="delta"):
+        """Return the change (or the answer) as a sparse row, shape (1, D).
+
+        A Manhattan answer moves few features (a binary model's: often one), and a text
+        model's source row is mostly zeros: ``to_sparse()`` stores only the moves, and
+        ``to_sparse("x")`` the answer's nonzero entries.
+
+        Parameters
+        ----------
+        what : {"delta", "x"}, default="delta"
+            ``x − x0`` or ``x``.
+
+        Returns
+        -------
+        scipy.sparse.csr_array of shape (1, D)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from fastcf import LinearExplainer
+        >>> ex = LinearExplainer.from_arrays(np.array([[1.0, -2.0, 0.5]]), np.array([0.0]))
+        >>> res = ex.explain(np.array([-1.0, 0.0, 0.0]), 1, region=True, metric="manhattan")
+        >>> d = res.to_sparse()
+        >>> d.shape, d.nnz, d.indices.tolist()  # only the feature of best weight moved
+        ((1, 3), 1, [1])
+        """
+        return _to_sparse(self.x, self.x0, what)
+
     def changed_mask(self, tol: float = 0.0) -> np.ndarray:
         """Boolean mask of the features with ``|x - x0| > tol``."""
         return np.abs(self.delta) > tol
@@ -306,6 +347,21 @@ class CounterfactualBatch:
     def delta(self) -> np.ndarray:
         """``x - x0``, shape (N, D)."""
         return self.x - self.x0
+
+    def to_sparse(self, what="delta"):
+        """Return the changes (or the answers) as a sparse matrix, shape (N, D).
+
+        Parameters
+        ----------
+        what : {"delta", "x"}, default="delta"
+            ``x − x0`` or ``x``.
+
+        Returns
+        -------
+        scipy.sparse.csr_array of shape (N, D)
+            Only the nonzero entries are stored (see :meth:`Counterfactual.to_sparse`).
+        """
+        return _to_sparse(self.x, self.x0, what)
 
     def __getitem__(self, i) -> Counterfactual:
         """Return query ``i`` as a :class:`Counterfactual`."""

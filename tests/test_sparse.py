@@ -105,6 +105,27 @@ def test_explain_sparse_rows(tfidf, form):
         np.testing.assert_array_equal(batch.x[0], ref.x)
 
 
+@pytest.mark.parametrize("form", [{"proba": 0.7}, {"region": True}])
+def test_manhattan_answers_returned_sparse(tfidf, form):
+    vec, X, y, model = tfidf
+    ex = LinearExplainer(model)
+    targets = np.roll(y, 1)
+    res = ex.explain(X, targets, metric="manhattan", **form)
+    assert res.success.all()
+    d = res.to_sparse()
+    assert sp.issparse(d) and d.format == "csr" and d.shape == X.shape
+    np.testing.assert_array_equal(d.toarray(), res.x - res.x0)  # every move, exactly
+    assert d.nnz == np.count_nonzero(res.x - res.x0)  # no explicit zeros stored
+    assert d.nnz <= X.shape[0] * (len(ex.classes_) - 1)  # a vertex: at most K − 1 moves per row
+    xs = res.to_sparse("x")
+    np.testing.assert_array_equal(xs.toarray(), res.x)
+    np.testing.assert_array_equal(model.predict(xs), targets)  # the model reads it as it is
+    one = res[2]
+    np.testing.assert_array_equal(one.to_sparse().toarray(), d[[2]].toarray())
+    with pytest.raises(ValueError, match="what must be"):
+        one.to_sparse("dx")
+
+
 def test_the_new_text_explained(tfidf):
     vec, X, y, model = tfidf
     ex = LinearExplainer(model)
