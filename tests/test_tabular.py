@@ -280,15 +280,23 @@ def _lvq_pipeline(cls, nums, cats, **kw):
 def test_lvq_optimum_equals_brute_force_over_prototypes(cls, seed):
     X, y, _ = _tiny(seed)
     model = _lvq_pipeline(
-        cls, ["income", "debt", "children"], ["home", "job"], prototypes_per_class=2
-    ).fit(X, y)
+        cls, ["income", "debt", "children"], ["home", "job"], prototypes_per_class=2, max_iter=40
+    ).fit(X, y)  # (converged or not, the model is what is explained)
     weights = {"home": 0.8, "job": 1.2}
     tx = TabularExplainer(model, X, weights=weights)
-    rows = _rejected(model, X, 4)
+    rows = _rejected(model, X, 3)
     res = tx.explain(rows, 1)
     pre, lvq = model[:-1], model[-1]
     labels = lvq.prototype_labels_
     others = np.flatnonzero(labels != 1)
+    seen = {}  # the model's distances at each row the brute force asks for (asked once per p)
+
+    def distances(df):
+        key = tuple(df.iloc[0])
+        if key not in seen:
+            seen[key] = lvq._distances(pre.transform(df))
+        return seen[key]
+
     for i in range(len(rows)):
         row = rows.iloc[[i]]
         # independent of the fold: the region of target prototype p is d_q − d_p ≥ θ for every
@@ -298,7 +306,7 @@ def test_lvq_optimum_equals_brute_force_over_prototypes(cls, seed):
         for p in np.flatnonzero(labels == 1):
 
             def scores(df, p=p):
-                d = lvq._distances(pre.transform(df))
+                d = distances(df)
                 return d[:, others] - d[:, [p]]
 
             val, ref_x = _reference(tx, model, X, row, weights, scores=scores)
@@ -314,7 +322,9 @@ def test_lvq_pipeline_answers_are_valid_rows():
     X, y = _data()
     s = 0.05 * X.income - 0.04 * X.debt + (X.home == "own")
     y3 = pd.qcut(s, 3, labels=["lo", "mid", "hi"]).astype(str)
-    model = _lvq_pipeline(GMLVQ, NUMS, CATS, prototypes_per_class=[1, 2, 2]).fit(X, y3)
+    fit = slice(0, 150)  # the model need not be good, only fitted (cheap without the JIT too)
+    model = _lvq_pipeline(GMLVQ, NUMS, CATS, prototypes_per_class=[1, 2, 2], max_iter=40)
+    model.fit(X.iloc[fit], y3.iloc[fit])
     tx = TabularExplainer(model, X, immutable=["age", "home"], increase_only=["children"])
     assert not tx.probabilistic_
     rows = _rejected(model, X, 12, "hi")
@@ -325,7 +335,7 @@ def test_lvq_pipeline_answers_are_valid_rows():
     assert alts and all(model.predict(a.x)[0] == "hi" for a in alts)
     with pytest.raises(TypeError, match="proba"):
         tx.explain(rows.iloc[[0]], "hi", proba=0.6)
-    lgm = _lvq_pipeline(LGMLVQ, NUMS, CATS).fit(X, y3)
+    lgm = _lvq_pipeline(LGMLVQ, NUMS, CATS, max_iter=5).fit(X.iloc[fit], y3.iloc[fit])
     with pytest.raises(TypeError, match="LGMLVQ.*quadratic"):
         TabularExplainer(lgm, X)
 
