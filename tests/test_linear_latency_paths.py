@@ -92,6 +92,7 @@ def test_huge_logits_take_the_long_path_and_still_agree(problem, form, spy):
         assert spy["handed_over"] > 0  # the margin had to be raised above rounding
 
 
+@pytest.mark.parallel
 def test_the_answers_are_the_batch_answers(problem):
     ex, X = problem
     X6 = np.ascontiguousarray(X[:6])

@@ -312,6 +312,7 @@ def test_softmax_random_all_forms(seed, bounded):
         assert_valid(model, sol, x0[None], np.array([k]), free, bnd)
 
 
+@pytest.mark.parallel
 def test_softmax_batch_mixed_targets_per_row_bounds():
     X, A, b = dataset("wine")
     model = make_model(A, b)

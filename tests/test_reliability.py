@@ -697,6 +697,7 @@ def _snapshot(obj, skip):
 
 
 @pytest.mark.needs_jit
+@pytest.mark.parallel
 @pytest.mark.parametrize("name", ["binary", "softmax", "lvq"])
 def test_threads_bit_identical(name):
     ex, D, K, opts = _thread_cases()[name]
@@ -733,6 +734,7 @@ def test_threads_bit_identical(name):
     assert _snapshot(ex, skip) == before  # immutable after construction
 
 
+@pytest.mark.parallel
 @pytest.mark.parametrize("name", ["binary", "softmax", "lvq"])
 def test_batch_equals_single(name):
     ex, D, K, opts = _thread_cases()[name]
