@@ -749,6 +749,7 @@ def test_batch_equals_single(name):
 
 
 @pytest.mark.needs_jit
+@pytest.mark.parallel
 @pytest.mark.parametrize("name", ["binary", "softmax", "lvq"])
 def test_parallel_batch_equals_serial_chunks(name):
     # 5 000 rows take the parallel kernels (LVQ switches at 4 096 rows); chunks of 500 do not

@@ -105,6 +105,7 @@ def test_explain_sparse_rows(tfidf, form):
         np.testing.assert_array_equal(batch.x[0], ref.x)
 
 
+@pytest.mark.parallel  # a softmax Manhattan batch: the parallel Manhattan kernels
 @pytest.mark.parametrize("form", [{"proba": 0.7}, {"region": True}])
 def test_manhattan_answers_returned_sparse(tfidf, form):
     vec, X, y, model = tfidf
