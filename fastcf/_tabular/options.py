@@ -122,8 +122,9 @@ def resolve_allowed(schema, allowed, transitions=None):
     """Return (mask, given, moves) of the ``allowed=`` and ``transitions=`` options.
 
     ``mask``: the categories an answer may take; ``given``: the encoded columns whose allowed
-    set the user gave; ``moves``: ``(slice, T)`` per column with transitions, ``T[a, b]`` true
-    when a row in category a may move to category b (the diagonal is true: staying is free).
+    set the user gave; ``moves``: ``(j, slice, T)`` per column with transitions (j its block),
+    ``T[a, b]`` true when a row in category a may move to category b (the diagonal is true:
+    staying is free).
     """
     s = schema
     mask = s.cat_seen.copy()
@@ -169,7 +170,7 @@ def _category(s, c, j, v, where):
 
 
 def _resolve_transitions(s, transitions):
-    """Return [(slice, T)] of ``transitions={column: {from: [to, ...]}}`` (see make_query)."""
+    """Return [(j, slice, T)] of ``transitions={column: {from: [to, ...]}}`` (see make_query)."""
     if transitions is None:
         return []
     if not isinstance(transitions, dict):
