@@ -204,13 +204,9 @@ def plot_changes(cf, top=10, *, scale=None, feature_names=None, ax=None):
 
 def _short(v):
     """Return a cell of a tabular answer as a short label (whole floats without ``.0``)."""
-    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-        return f"{int(v):,}"
-    if isinstance(v, (float, np.floating)) and float(v).is_integer():
-        return f"{int(v):,}"
-    if isinstance(v, (float, np.floating)):
-        return f"{float(v):.4g}"
-    return str(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return str(v)
+    return f"{int(v):,}" if float(v).is_integer() else f"{float(v):.4g}"
 
 
 def plot_recourse(res, top=10, *, ax=None, axes=None):
