@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._base import BaseExplainer
-from ._linear.fast import binary_l1_row, constrained_one, manhattan_one, plain_query
+from ._linear.fast import constrained_one, l1_row, manhattan_one, plain_query
 from ._linear.metric import MetricCache
 from ._linear.model import make_model
 from ._linear.verify import fail as _fail
@@ -429,11 +429,13 @@ class LinearExplainer(BaseExplainer):
         def solve(fmask):
             return self._continuous(Xn, tn, q, fmask, lams, bnd, lean=True)
 
-        quick = q.metric == "manhattan" and q.form != "lam" and self._model.binary
+        quick = q.metric == "manhattan" and q.form != "lam"
 
         def full(fmask):
             if quick:  # the long path's answer, on the short path of manhattan_one
-                sol = binary_l1_row(self._model, Xn, tn, cost, ~fmask, bnd, q.proba, q.margin)
+                sol = l1_row(
+                    self._model, Xn, tn, cost, ~fmask, bnd, q.proba, q.margin, q.tol, q.max_iter
+                )
                 if sol is not None:
                     return sol
             return self._continuous(Xn, tn, q, fmask, lams, bnd)

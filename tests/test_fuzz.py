@@ -221,6 +221,56 @@ def test_fuzz_linear_path(binary, data):
         assert (ex.predict(path.X[ok]) == t).all()
 
 
+def _check_few(ex, res, x0, t, opts):
+    """The options of a few-changes answer hold: frozen bits, the box, at most m changes."""
+    if not res.success:
+        return
+    x = np.asarray(res.x)
+    frozen = opts.get("frozen") or []
+    assert np.array_equal(x[frozen], x0[frozen])  # bit for bit
+    if "bounds" in opts:
+        lo, hi = opts["bounds"]
+        assert (x >= lo).all() and (x <= hi).all()
+    if "max_changes" in opts:
+        assert np.count_nonzero(x != x0) <= opts["max_changes"]
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "softmax"])
+@settings(max_examples=examples(60))
+@given(data=st.data())
+def test_fuzz_linear_few_changes(binary, data):
+    """Manhattan, max_changes= and enumerate(): success iff the model agrees; options hold."""
+    ex, D, n_cls = data.draw(linear_models(binary))
+    x = data.draw(scaled((D,), max_exp=12))
+    t = data.draw(st.integers(0, n_cls - 1))
+    opts = data.draw(linear_options(D))
+    opts["metric"] = data.draw(st.sampled_from(["euclidean", "manhattan"]))
+    if data.draw(st.booleans()):
+        opts["max_changes"] = data.draw(st.integers(1, D))
+    if (binary or opts["metric"] == "manhattan") and data.draw(st.booleans()):
+        # (a softmax Euclidean box is a cvxpy program per node: not fuzzed here)
+        opts["bounds"] = (x - data.draw(st.sampled_from([0.0, 1.0, np.inf])), x + 1.0)
+    res = ex.explain(x, t, **opts)
+    _check(ex, res, [t], proba=opts.get("proba"))
+    _check_few(ex, res, x, t, opts)
+    k = data.draw(st.integers(1, 4))
+    alts = ex.enumerate(x, t, k=k, **opts)
+    assert len(alts) <= k
+    sets = []
+    for a in alts:
+        assert a.success  # enumerate returns counterfactuals only
+        _check(ex, a, [t], proba=opts.get("proba"))
+        _check_few(ex, a, x, t, opts)
+        s = frozenset(np.flatnonzero(np.asarray(a.x) != x).tolist())
+        assert not any(prev <= s for prev in sets)  # no answer contains a cheaper one's set
+        sets.append(s)
+    if "lam" not in opts:  # increasing distance (problem (2): increasing objective, not checked)
+        d = [a.distance for a in alts]
+        assert all(d[i] <= d[i + 1] * (1 + 1e-9) + 1e-300 for i in range(len(d) - 1))
+    if alts and res.success and "max_changes" not in opts:
+        assert alts[0].distance == res.distance  # the first answer is explain's
+
+
 @settings(max_examples=examples(100))
 @given(data=st.data())
 def test_fuzz_from_arrays_and_fit_mad(data):

@@ -92,6 +92,40 @@ def test_huge_logits_take_the_long_path_and_still_agree(problem, form, spy):
         assert spy["handed_over"] > 0  # the margin had to be raised above rounding
 
 
+L1_FORMS = [
+    {"region": True},
+    {"region": True, "margin": 0.5},
+    {"region": True, "weights": "mad"},
+    {"proba": 0.7},
+    {"proba": 0.7, "weights": "mad"},
+]
+
+
+@pytest.mark.parametrize("form", L1_FORMS, ids=str)
+def test_manhattan_short_path_equals_the_long_path_bit_for_bit(problem, form, monkeypatch):
+    """``manhattan_one`` (binary knapsack, softmax LP and λ-search) answers as the long path."""
+    ex, X = problem
+    ex = ex.fit_mad(X)
+    calls = {"answered": 0}
+    inner = fast.manhattan_one
+
+    def counted(*args):
+        out = inner(*args)
+        calls["answered"] += out is not None
+        return out
+
+    monkeypatch.setattr("fastcf.linear.manhattan_one", counted)
+    rows = range(0, len(X), max(1, len(X) // 6))
+    for i in rows:
+        x = np.ascontiguousarray(X[i])
+        for t in ex.classes_:
+            a = ex.explain(x, t, metric="manhattan", **form)
+            _same(a, ex.explain(x, t, metric="manhattan", **form, **LONG))
+            if a.success:
+                assert ex.predict(a.x[None])[0] == t
+    assert calls["answered"] == len(rows) * len(ex.classes_)  # the short path answered each
+
+
 @pytest.mark.parallel
 def test_the_answers_are_the_batch_answers(problem):
     ex, X = problem

@@ -229,16 +229,15 @@ def _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter):
 
 
 def manhattan_one(ex, x, target, proba, margin, weights, tol, max_iter):
-    """Answer one common binary ``metric="manhattan"`` ``proba=`` / ``region=True`` query.
+    """Answer one common ``metric="manhattan"`` ``proba=`` / ``region=True`` query.
 
-    The long path's solver (:func:`fastcf._linear.manhattan.constrained_l1`'s binary kernel and
-    its ``finish``), verification and result, with the argument checks reduced to type tests
-    and ``verify.region``'s first round on one row: the same bits. ``weights`` None or
-    ``"mad"`` (with ``fit_mad`` done); ``None`` (the long path) whenever anything is unusual.
+    The long path's solver (:func:`fastcf._linear.manhattan.constrained_l1`: the binary kernel,
+    or the softmax dual simplex / λ-search, and its ``finish``), verification and result, with
+    the argument checks reduced to type tests and ``verify.region``'s first round on one row:
+    the same bits. ``weights`` None or ``"mad"`` (with ``fit_mad`` done); ``None`` (the long
+    path) whenever anything is unusual.
     """
     model = ex._model
-    if not isinstance(model, BinaryModel):
-        return None
     if proba is not None:
         if type(proba) is not float or not 0.0 < proba < 1.0:
             return None
@@ -252,24 +251,25 @@ def manhattan_one(ex, x, target, proba, margin, weights, tol, max_iter):
         return None
     X = x[None, :]
     tidx = np.array([plain[0]], dtype=np.int64)
-    sol = binary_l1_row(model, X, tidx, cost[0], cost[1], None, proba, margin)
+    sol = l1_row(model, X, tidx, cost[0], cost[1], None, proba, margin, tol, max_iter)
     if sol is None:
         return None
     return ex._package(ex._verify(sol, tidx, proba), X, tidx, ex.feature_names_in_, True)
 
 
-def binary_l1_row(model, X, tidx, cost, free, bnd, proba, margin):
-    """Solve one binary Manhattan ``proba=`` / ``region=True`` row as the long path does.
+def l1_row(model, X, tidx, cost, free, bnd, proba, margin, tol, max_iter):
+    """Solve one Manhattan ``proba=`` / ``region=True`` row as the long path does.
 
-    The knapsack kernel and its ``finish`` (:func:`fastcf._linear.manhattan.binary_constrained`)
-    and, for ``region=True``, ``verify.region``'s first round on the one row: ``None`` when the
-    margin is below the answer's rounding need (the long path re-solves with a larger one), else
-    the same :class:`~fastcf.results.Solution` as the long path.
+    :func:`fastcf._linear.manhattan.constrained_l1` (the binary knapsack kernel, or the softmax
+    LP / λ-search, and its ``finish``) and, for ``region=True``, ``verify.region``'s first round
+    on the one row: ``None`` when the margin is below the answer's rounding need (the long path
+    re-solves with a larger one), else the same :class:`~fastcf.results.Solution` as the long
+    path.
     """
-    from .manhattan import binary_constrained
+    from .manhattan import constrained_l1
 
     margins = None if proba is not None else np.array([margin])
-    sol = binary_constrained(model, X, tidx, cost, free, bnd, proba, margins)
+    sol = constrained_l1(model, X, tidx, cost, free, bnd, proba, margins, tol, max_iter)
     if margins is not None and sol.status[0] in (_OK, _NUMERIC) and math.isfinite(sol.distance[0]):
         # verify.region's first round: a margin below the rounding need is re-solved there
         if not margin >= _need_bound(model, sol.x):

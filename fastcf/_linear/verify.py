@@ -139,7 +139,7 @@ def region(model, X, tidx, bnd, margin, constrained):
     for _ in range(4):
         # successes, and failures of the solver's own check (NUMERIC) that a larger margin can
         # repair
-        ok = np.isin(sol.status, (_OK, _NUMERIC)) & np.isfinite(sol.x).all(axis=1)
+        ok = ((sol.status == _OK) | (sol.status == _NUMERIC)) & np.isfinite(sol.x).all(axis=1)
         if not ok.any():
             break
         need = np.zeros(N)

@@ -133,7 +133,7 @@ def alternate(fn_lists, repeat, repeats=None, warm="each", clock=time.perf_count
     return out
 
 
-def paired(fast_fns, base_fns, repeat, base_repeat=None, warm="each"):
+def paired(fast_fns, base_fns, repeat, base_repeat=None, warm="each", block=False):
     """Time fastcf and its baseline on the same queries, alternately (see :func:`alternate`).
 
     Parameters
@@ -144,6 +144,9 @@ def paired(fast_fns, base_fns, repeat, base_repeat=None, warm="each"):
     base_repeat : int, optional
         Timed calls of each baseline query (``repeat`` by default).
     warm : {"each", "first"}, default="each"
+    block : bool, default=False
+        Per query, each side's calls in a block (see :func:`alternate`): for baselines whose
+        solver leaves threads spinning after a call.
 
     Returns
     -------
@@ -151,7 +154,7 @@ def paired(fast_fns, base_fns, repeat, base_repeat=None, warm="each"):
         Per-query medians, in seconds.
     """
     base_repeat = repeat if base_repeat is None else base_repeat
-    fast, base = alternate([fast_fns, base_fns], repeat, [repeat, base_repeat], warm)
+    fast, base = alternate([fast_fns, base_fns], repeat, [repeat, base_repeat], warm, block=block)
     return fast, base
 
 
