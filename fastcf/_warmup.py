@@ -36,6 +36,7 @@ def _logistic():
             ex.explain(X, 1, **form, **opts)
             ex.explain(x, 1, **form, **opts, metric="manhattan")
             ex.explain(X, 1, **form, **opts, metric="manhattan")
+        ex.enumerate(x, 1, k=2, region=True, metric="manhattan", **opts)  # its Lawler kernel
     ex.path(x, 1, np.logspace(1, -2, 5))
 
 

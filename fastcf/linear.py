@@ -723,6 +723,17 @@ class LinearExplainer(BaseExplainer):
             tol,
             max_iter,
         )
+        if (
+            k is not None
+            and k <= 256
+            and q.metric == "manhattan"
+            and q.form != "lam"
+            and q.max_changes is None
+            and self._model.binary
+        ):  # Lawler's scheme in one kernel: the same answers (see _flipsets)
+            alts = self._flipsets(X, tidx, names, q, k, max_nodes)
+            if alts is not None:
+                return alts
         prob = self._row_problem(X, tidx, q, 0)
 
         def solve_node(fmask):
@@ -745,6 +756,32 @@ class LinearExplainer(BaseExplainer):
         if k is None:
             return gen
         return list(itertools.islice(gen, k))
+
+    def _flipsets(self, X, tidx, names, q, k, max_nodes):
+        """Return :meth:`enumerate`'s list of a binary Manhattan query from one kernel, or None.
+
+        :func:`fastcf._linear.manhattan.binary_flipsets` runs the scheme of
+        :func:`fastcf._linear.subsets.lawler` step for step; its candidates are judged here by
+        the model as ``accept`` judges them (row by row). ``None`` (the Python scheme answers)
+        whenever a candidate is not confirmed, where the two could differ.
+        """
+        from ._linear.manhattan import binary_flipsets
+        from .results import _item
+
+        cost = np.ones(self.n_features_in_) if q.w is None else q.w
+        sol = binary_flipsets(
+            self._model, X, tidx, cost, ~q.fmask, rows_box(q.bnd, [0]), q.proba, q.margin, k,
+            max_nodes,
+        )  # fmt: skip
+        if sol is None:
+            return None
+        sol = self._verify(sol, np.full(sol.x.shape[0], tidx[0], dtype=np.int64), q.proba)
+        if not sol.success.all():
+            return None
+        if sol.proba is not None and not self._has_proba:
+            sol = sol._replace(proba=None)
+        target = self.classes_[tidx[0]]
+        return [_item(sol, i, X[0], target, names, sol.info) for i in range(sol.x.shape[0])]
 
     def _label(self, k):
         t = self.classes_[k]

@@ -180,6 +180,49 @@ def test_enumerate_equals_brute_force(K, metric, variant):
     assert all(np.diff([a.distance for a in alts]) >= 0)
 
 
+_FIELDS = ("x", "x0", "proba", "distance", "success", "status", "message", "nit", "method")
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"region": True, "margin": 0.1},
+        {"proba": 0.8},
+        {"region": True, "boxed": True},
+        {"proba": 0.9, "boxed": True, "frozen": [0, 5]},
+        {"region": True, "boxed": True, "max_nodes": 4},
+    ],
+    ids=str,
+)
+def test_binary_manhattan_kernel_scheme_equals_the_python_scheme(opts, monkeypatch):
+    """Lawler's scheme in one kernel (binary Manhattan) answers as the Python scheme, bitwise."""
+    opts = dict(opts)
+    boxed = opts.pop("boxed", False)
+    calls = {"kernel": 0}
+    inner = LinearExplainer._flipsets
+
+    def counted(self, *args):
+        out = inner(self, *args)
+        calls["kernel"] += out is not None
+        return out
+
+    for seed in range(6):
+        ex, A, b, x0, k, w, lo, hi = _problem(700 + seed, 1, 9)
+        kw = dict(opts, metric="manhattan", weights=w, bounds=(lo, hi) if boxed else None)
+        for kk in (1, 4, 12):
+            monkeypatch.setattr(LinearExplainer, "_flipsets", counted)
+            fast = ex.enumerate(x0, k, k=kk, **kw)
+            monkeypatch.setattr(LinearExplainer, "_flipsets", lambda *a: None)
+            slow = ex.enumerate(x0, k, k=kk, **kw)
+            assert len(fast) == len(slow) >= 1
+            for a, c in zip(fast, slow, strict=True):
+                for f in _FIELDS:
+                    u, v = getattr(a, f), getattr(c, f)
+                    assert np.array_equal(u, v) if isinstance(u, np.ndarray) else u == v, f
+                assert a.info == c.info
+    assert calls["kernel"] == 18  # the kernel answered every query
+
+
 def test_enumerate_is_lazy_and_first_is_explain():
     ex, A, b, x0, k, w, lo, hi = _problem(5, 3, 8)
     it = ex.enumerate(x0, k, k=None, region=True, weights=w)

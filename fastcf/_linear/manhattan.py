@@ -73,7 +73,13 @@ from .binary import finish as _binary_finish
 from .binary import kernel_box
 from .verify import solution, verdict
 
-__all__ = ["binary_constrained", "binary_constrained_lean", "constrained_l1", "lam_l1"]
+__all__ = [
+    "binary_constrained",
+    "binary_constrained_lean",
+    "binary_flipsets",
+    "constrained_l1",
+    "lam_l1",
+]
 
 _OK = int(Status.OK)
 _EPS = float(np.finfo(float).eps)
@@ -208,6 +214,53 @@ def binary_constrained_lean(model, X, tidx, cost, free, bnd, proba, margins):
     )
     zeros = np.zeros(N, dtype=np.int64)
     return Solution(Xs, None, dist, status == _OK, status, zeros, _BINARY_METHOD, [""] * N)
+
+
+_KEYS = {}  # D -> the random keys of the node sets' hashes (fixed seed: reproducible)
+
+
+def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes):
+    """Return the first ``k`` alternatives of one binary Manhattan query, or None.
+
+    Lawler's scheme in one kernel (:func:`fastcf._kernels.l1_enum.lawler_l1`) and the answers
+    finished as :func:`binary_constrained` finishes them (the same bits, row by row), with
+    ``verify.region``'s first round of each. ``None`` whenever the Python scheme could answer
+    differently: a candidate the kernel did not solve to OK, or (``region=True``) whose margin
+    is below its rounding need. The caller judges the answers by the model (and takes the
+    Python scheme if one is not confirmed).
+    """
+    from .._kernels import l1_enum
+    from .fast import _need_bound
+
+    D = X.shape[1]
+    keys = _KEYS.get(D)
+    if keys is None:
+        keys = np.random.default_rng(0x5EED).integers(-(2**63), 2**63 - 1, D, dtype=np.int64)
+        _KEYS[D] = keys
+    sign = 1.0 if tidx[0] == 1 else -1.0
+    theta = model.theta(proba) if proba is not None else float(margin)
+    lo, hi = kernel_box(bnd)
+    n, _Z, Xs, zeta, status, dist, nmv, fallback = l1_enum.lawler_l1(
+        X[0], model.w, sign, model.c, cost, ~free, theta, lo[0], hi[0], bnd is not None, keys,
+        k, max_nodes,
+    )  # fmt: skip
+    if fallback:
+        return None
+    t = np.full(n, tidx[0], dtype=np.int64)
+    sol = _binary_finish(
+        model, Xs[:n], zeta[:n], t, np.zeros(n, dtype=np.int64), status[:n], None, dist[:n],
+        None, _BINARY_METHOD, False, proba, info={"n_moved": nmv[:n]},
+    )  # fmt: skip
+    if proba is None:  # verify.region's first round, row by row (as fast.l1_row)
+        for i in range(n):
+            xi = sol.x[i : i + 1]
+            if sol.status[i] in (_OK, int(Status.NUMERIC)) and math.isfinite(sol.distance[i]):
+                if not margin >= _need_bound(model, xi):
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        need = model.rounding_need(xi, t[i : i + 1])[0]
+                    if margin < need and math.isfinite(2 * need):
+                        return None
+    return sol
 
 
 def _binary_lam(model, X, tidx, cost, free, bnd, lams):
