@@ -104,14 +104,14 @@ def constrained_one(ex, x, target, proba, margin, tol, max_iter):
         found = _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter)
     if found is None:
         return None
-    Xs, P, dist, st, ok, nit, lam, method, Zc, need = found
+    Xs, P, dist, st, ok, nit, lam, method, Zc, need, bound = found
     bad = False
     if ok:  # _verify: the model's own arithmetic (BLAS, one row), beyond the rounding need
         with np.errstate(over="ignore", invalid="ignore"):
             Zc = model.check_logits(Xs) if Zc is None else Zc
             tm = model.target_margin(Zc, tidx)[0]
             # the cheap upper bound of the need decides most answers; the exact need the rest
-            if not tm > _need_bound(model, Xs):
+            if not tm > (_need_bound(model, Xs) if bound is None else bound):
                 need = model.rounding_need(Xs, tidx) if need is None else need
                 bad = not (np.isfinite(need[0]) and tm > need[0])
             if not bad and proba is not None:
@@ -152,13 +152,13 @@ def _binary_one(model, X, k, tidx, m, proba, margin):
     if st == _OK and not (np.isfinite(Xs).all() and math.isfinite(dist[0])):
         st = _NUMERIC
     st, ok = _verdict(int(z[0] > 0), P, k, st, proba)
-    need = None
+    need = bound = None
     if proba is None and st in (_OK, _NUMERIC) and np.isfinite(Xs).all():
-        rise, need = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
+        rise, need, bound = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
         if rise:
             return None  # verify.region re-solves with a larger margin: the long path
     nit = np.zeros(1, dtype=np.int64)
-    return Xs, P, dist, st, ok, nit, None, "projection", None, need
+    return Xs, P, dist, st, ok, nit, None, "projection", None, need, bound
 
 
 def _need_bound(model, Xs):
@@ -173,25 +173,26 @@ def _need_bound(model, Xs):
     """
     x = Xs[0]
     g = model.gamma
-    with np.errstate(over="ignore", invalid="ignore"):
-        return (
-            8.0 * g * (model.max_row_norm * math.sqrt(_dot(x, x)) + model.max_abs_b) * (1 + 8 * g)
-        )
+    # Python floats throughout (γ, the norms, x·x): an overflow is inf, silently, as under
+    # np.errstate(over="ignore"), without the cost of entering that context per query
+    return 8.0 * g * (model.max_row_norm * math.sqrt(_dot(x, x)) + model.max_abs_b) * (1 + 8 * g)
 
 
 def _margin_need(model, Xs, tidx, margin):
-    """Return (rise, need) for a ``region=True`` answer (``verify.region``'s first round).
+    """Return (rise, need, bound) for a ``region=True`` answer (``verify.region``'s first round).
 
     ``rise``: the margin is below the rounding need, so the answer must be re-solved with a
     larger one (the long path does that). ``need``: the exact need, or ``None`` when the cheap
-    bound already shows the margin above it (not computed).
+    bound already shows the margin above it (not computed). ``bound``: :func:`_need_bound`
+    (the verification reuses it).
     """
-    if margin >= _need_bound(model, Xs):
-        return False, None
+    bound = _need_bound(model, Xs)
+    if margin >= bound:
+        return False, None, bound
     with np.errstate(over="ignore", invalid="ignore"):
         need = model.rounding_need(Xs, tidx)
         rise = bool(margin < need[0] and np.isfinite(2 * need[0]))
-    return rise, need
+    return rise, need, bound
 
 
 def _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter):
@@ -220,12 +221,12 @@ def _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter):
     st, ok = _verdict(int(np.argmax(Z[0])), P, k, st, proba)
     diff = Xs - X
     dist = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-    need = None
+    need = bound = None
     if proba is None and st in (_OK, _NUMERIC) and finite:
-        rise, need = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
+        rise, need, bound = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
         if rise:
             return None  # verify.region re-solves with a larger margin: the long path
-    return Xs, P, dist, st, ok, nit, lamv, method, Zc, need
+    return Xs, P, dist, st, ok, nit, lamv, method, Zc, need, bound
 
 
 def manhattan_one(ex, x, target, proba, margin, weights, tol, max_iter):

@@ -61,7 +61,7 @@ class _LinearModel:
         D = A.shape[1]
         # γ_{D+1} = (D+1)u / (1 − (D+1)u): the relative rounding bound of a logit (Higham, §3.1)
         u = np.finfo(float).eps / 2
-        self.gamma = (D + 1) * u / (1 - (D + 1) * u)
+        self.gamma = float((D + 1) * u / (1 - (D + 1) * u))  # a Python float: no NumPy warnings
         # γ_{D+K+2}: the bound of lam_path's certificate (forming x̄ + V Aᵀ y, then A x + b)
         n = D + K + 2
         self.gamma_path = n * u / (1 - n * u)
