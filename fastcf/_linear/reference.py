@@ -252,11 +252,13 @@ def scipy_method(prob: SoftmaxProblem, method, x_init=None, tol=1e-10, max_iter=
             break
         opts["maxiter"] = max_iter - nit
     info = {"E": hist, "scipy_message": str(res.message)}
-    if gnorm > tol and nit < max_iter and res.status == 2 and bounds is None:
-        # Still "precision loss": the line search compares values of E, and a step that lowers E
+    if gnorm > tol and nit < max_iter and bounds is None:
+        # SciPy stopped above tol within max_iter: CG with "precision loss", L-BFGS-B (SciPy
+        # 1.10) with "REL_REDUCTION_OF_F <= FACTR*EPSMCH" although ftol=0 (E did not decrease
+        # at all). Either way the line search compares values of E, and a step that lowers E
         # by ‖g‖²/(2L) is invisible once that is below E's rounding (‖g‖ ≲ √(2 L ε |E|), ~4e-8
-        # here on some machines). The polish below continues with the same conjugate gradients
-        # but finds each step from the directional derivative, which stays accurate there (the
+        # here on some machines). The polish below continues with conjugate gradients, but
+        # finds each step from the directional derivative, which stays accurate there (the
         # "approximate Wolfe" remedy of Hager & Zhang's CG_DESCENT).
         polish = _cg_polish(prob, x, tol, max_iter - nit)
         nit += polish
