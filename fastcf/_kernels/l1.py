@@ -239,7 +239,10 @@ def _record(moved, nm, i):
     """Return ``moved`` with ``moved[nm] = i`` (doubled when full: most answers move 1 feature)."""
     if nm == moved.shape[0]:
         grown = np.empty(2 * nm, dtype=np.int64)
-        grown[:nm] = moved
+        # a loop, not grown[:nm] = moved: a slice assignment compiles NumPy's shape-mismatch
+        # error message (string formatting, 2.3 s of a first call's 6-8 s)
+        for j in range(nm):
+            grown[j] = moved[j]
         moved = grown
     moved[nm] = i
     return moved
@@ -268,11 +271,12 @@ def _constrained_one(x0, w, sign, c0, cost, free, theta, lo, hi, bounded, out):
     need = theta - zeta0  # ζ still missing
     cur = best
     moved[0] = cur
-    nm = 1  # moved: the features that moved, in price order
+    nm = np.int64(1)  # moved: the features that moved, in price order (np.int64: see n_sel)
     order = np.empty(0, dtype=np.int64)  # selected lazily: most answers move one feature
-    n_sel = 0
-    pos = 0
-    m_sel = 0
+    # np.int64, not literals: a literal 0 would compile _next a second time, for Literal[int](0)
+    n_sel = np.int64(0)
+    pos = np.int64(0)
+    m_sel = np.int64(0)
     r = 0  # guard rounds
     first = True
     while True:
@@ -324,12 +328,13 @@ def _lam_one(x0, w, sign, c0, cost, free, lam, lo, hi, bounded, out):
         out[i] = x0[i]
     zeta0, _a, best, _any = _scan(x0, w, sign, c0, cost, free, lo, hi, bounded)
     cur = best
-    nm = 0
+    nm = np.int64(0)
     T = 0.0  # ζ raised so far (the features before ``cur`` at their bounds)
     order = np.empty(0, dtype=np.int64)
-    n_sel = 0
-    pos = 0
-    m_sel = 0
+    # np.int64, not literals: a literal 0 would compile _next a second time, for Literal[int](0)
+    n_sel = np.int64(0)
+    pos = np.int64(0)
+    m_sel = np.int64(0)
     while cur >= 0:
         u = sign * w[cur]
         au = abs(u)

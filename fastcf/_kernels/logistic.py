@@ -27,7 +27,8 @@ The constrained forms (proba=τ, region=True) are projections onto the half-spac
 import math
 
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.extending import overload
 
 from fastcf._status import Status
 
@@ -158,8 +159,12 @@ def _guard_push(short, slope, mu, r):
 
 
 @kernel()
-def _project_one(x0, w, sign, c0, vw, theta, lo, hi, bounded, out):
+def _project_one(x0, w, sign, c0, vw, theta, lo, hi, out):
     """Min ‖x − x̄‖²_W s.t. ζ(x) ≥ θ (and lo ≤ x ≤ hi). Returns (μ, status).
+
+    ``lo``, ``hi`` are None without a box: Numba then prunes the box's branch before typing
+    (an argument compared with None), so an unbounded query compiles none of the breakpoint
+    walk (its sort alone took about 1 s to compile).
 
     Status: OK, UNREACHABLE (no free feature moves ζ), INFEASIBLE (the box stops ζ below θ),
     NUMERIC (the rounding guard failed).
@@ -178,7 +183,7 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, bounded, out):
     for i in range(D):
         absdot += abs(w[i] * x0[i])
     theta = theta + 2.0 * _EPS * (absdot + abs(theta))
-    if not bounded:
+    if lo is None:
         S = _dot(w, vw)
         if S <= 0.0:
             for i in range(D):
@@ -235,10 +240,11 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, bounded, out):
 
 
 @kernel(fastmath=REASSOC)
-def _dist_grad(x0, out, w, sign, zeta, wt, lam, lo, hi, bounded):
+def _dist_grad(x0, out, w, sign, zeta, wt, lam, lo, hi):
     """Return the distance ‖out − x0‖_W and the (projected) gradient norm of problem (2).
 
     The gradient norm (for lam > 0) is over the free features (wt > 0); one pass over D.
+    ``lo``, ``hi``: the box, or None (then its branch is pruned at compile time).
     """
     qa = sigmoid(-zeta)
     d2 = 0.0
@@ -248,7 +254,7 @@ def _dist_grad(x0, out, w, sign, zeta, wt, lam, lo, hi, bounded):
         d2 += wt[i] * d * d
         if lam > 0.0 and wt[i] > 0.0:
             g = lam * wt[i] * d - qa * sign * w[i]
-            if bounded:
+            if lo is not None:
                 if out[i] <= lo[i] and g > 0.0:
                     g = 0.0
                 elif out[i] >= hi[i] and g < 0.0:
@@ -323,7 +329,6 @@ def _lam_row(
     lams,
     lo,
     hi,
-    bounded,
     max_iter,
     wvw,
     wfree2,
@@ -341,21 +346,23 @@ def _lam_row(
     lam = lams[n]
     x0 = X0[n]
     out = X[n]
-    # one box per row, or one for all (row views; an index n-or-0 would type as float in prange)
-    lo_r = lo[n] if lo.shape[0] > 1 else lo[0]
-    hi_r = hi[n] if hi.shape[0] > 1 else hi[0]
-    if bounded:
+    # lo is None without a box: the compile-time pruning of the other branch (see _project_one)
+    if lo is None:
+        zeta[n], q[n], nit[n], status[n], dist[n], gnorm[n], scale[n] = _closed_form_row(
+            x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_iter, out
+        )
+    else:
+        # one box per row, or one for all (row views; an index n-or-0 would type as float in
+        # prange)
+        lo_r = lo[n] if lo.shape[0] > 1 else lo[0]
+        hi_r = hi[n] if hi.shape[0] > 1 else hi[0]
         q[n], nit[n], status[n] = _lam_bounded_one(
             x0, w, sign, c0, vw, lam, lo_r, hi_r, out, max_iter
         )
         z, sa = _dot_abs(w, out)
         zeta[n] = sign * (z + c0)
         scale[n] = sa + abs(c0)
-        dist[n], gnorm[n] = _dist_grad(x0, out, w, sign, zeta[n], wt, lam, lo_r, hi_r, bounded)
-    else:
-        zeta[n], q[n], nit[n], status[n], dist[n], gnorm[n], scale[n] = _closed_form_row(
-            x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_iter, out
-        )
+        dist[n], gnorm[n] = _dist_grad(x0, out, w, sign, zeta[n], wt, lam, lo_r, hi_r)
 
 
 def lam_batch(
@@ -366,6 +373,8 @@ def lam_batch(
     ``wvw = wᵀVw``, ``wfree2 = Σ_free w²`` and ``unit_wt`` (W = I on the free features) are
     per-metric constants computed once by the caller. ``lo``, ``hi`` are (R, D): R = N, one box
     per row, or R = 1, one box for every row (read only when ``bounded``; (1, 0) otherwise).
+    Without a box the kernels receive None for both, and Numba compiles a specialisation
+    without the box's code (half the first call's compile time).
     ``parallel=False`` runs the rows in the calling thread through a serial twin of the same
     row code (single queries: no thread launch, and no parallel kernel to compile on a first
     call).
@@ -379,7 +388,9 @@ def lam_batch(
     dist, gnorm : (N,) distance in the metric, (projected) gradient norm at X
     scale : (N,) Σ|w_i x_i| + |c| at X, the rounding scale of zeta
     """
-    args = (X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt)
+    if not bounded:  # None: the kernels compile without the box's code (see _project_one)
+        lo = hi = None
+    args = (X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt)
     return _lam_parallel(*args) if parallel else _lam_serial(*args)
 
 
@@ -397,33 +408,58 @@ def _lam_out(N, D):
 
 
 @kernel()
-def _lam_serial(X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt):
+def _lam_serial(X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt):
     N, D = X0.shape
     X, zeta, q, nit, status, dist, gnorm, scale = _lam_out(N, D)
-    args = (w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt)
+    args = (w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt)
     for n in range(N):
         _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
     return X, zeta, q, nit, status, dist, gnorm, scale
 
 
 @kernel(parallel=True)
-def _lam_parallel(X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt):
+def _lam_parallel(X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt):
     N, D = X0.shape
     X, zeta, q, nit, status, dist, gnorm, scale = _lam_out(N, D)
-    args = (w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt)
+    args = (w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt)
     for n in prange(N):
         _lam_row(np.int64(n), X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
     return X, zeta, q, nit, status, dist, gnorm, scale
 
 
+def _box_row(lo, hi, n):
+    """Return query n's box (lo[n], hi[n]), or the shared one (lo[0], hi[0]); (None, None) for none.
+
+    Compiled through the overload below, which picks its code by the type of ``lo``: a caller
+    then has one path for both cases (no branch on ``lo is None`` that a boxed specialisation
+    would still compile). This body is what runs with ``NUMBA_DISABLE_JIT=1``.
+    """
+    if lo is None:
+        return None, None
+    return (lo[n], hi[n]) if lo.shape[0] > 1 else (lo[0], hi[0])
+
+
+@overload(_box_row)
+def _box_row_ol(lo, hi, n):
+    if isinstance(lo, types.NoneType):
+        return lambda lo, hi, n: (None, None)
+
+    def rows(lo, hi, n):
+        # row views; an index n-or-0 would type as float in prange
+        lo_r = lo[n] if lo.shape[0] > 1 else lo[0]
+        hi_r = hi[n] if hi.shape[0] > 1 else hi[0]
+        return lo_r, hi_r
+
+    return rows
+
+
 @kernel()
-def _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist):
-    # one box per row, or one for all (row views; an index n-or-0 would type as float in prange)
-    lo_r = lo[n] if lo.shape[0] > 1 else lo[0]
-    hi_r = hi[n] if hi.shape[0] > 1 else hi[0]
-    _mu, status[n] = _project_one(X0[n], w, signs[n], c0, vw, thetas[n], lo_r, hi_r, bounded, X[n])
+def _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, X, zeta, status, dist):
+    # one box per row, one for all, or None (then the box's code is not compiled: _project_one)
+    lo_r, hi_r = _box_row(lo, hi, n)
+    _mu, status[n] = _project_one(X0[n], w, signs[n], c0, vw, thetas[n], lo_r, hi_r, X[n])
     zeta[n] = signs[n] * (_dot(w, X[n]) + c0)
-    dist[n], _g = _dist_grad(X0[n], X[n], w, signs[n], zeta[n], wt, 0.0, lo_r, hi_r, bounded)
+    dist[n], _g = _dist_grad(X0[n], X[n], w, signs[n], zeta[n], wt, 0.0, lo_r, hi_r)
 
 
 def project_batch(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, parallel):
@@ -432,27 +468,27 @@ def project_batch(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, parallel):
     ``lo``, ``hi``: (R, D), one box per row (R = N) or one for every row (R = 1), as in
     :func:`lam_batch`; ``parallel=False`` runs the serial twin, as there.
     """
-    args = (X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded)
+    if not bounded:  # None: the kernels compile without the box's code (see _project_one)
+        lo = hi = None
+    args = (X0, w, c0, signs, vw, wt, thetas, lo, hi)
     return _project_parallel(*args) if parallel else _project_serial(*args)
 
 
 @kernel()
-def _project_serial(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded):
+def _project_serial(X0, w, c0, signs, vw, wt, thetas, lo, hi):
     N, D = X0.shape
     X, zeta, status, dist = np.empty((N, D)), np.empty(N), np.empty(N, dtype=np.int64), np.empty(N)
     for n in range(N):
-        _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist)
+        _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, X, zeta, status, dist)
     return X, zeta, status, dist
 
 
 @kernel(parallel=True)
-def _project_parallel(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded):
+def _project_parallel(X0, w, c0, signs, vw, wt, thetas, lo, hi):
     N, D = X0.shape
     X, zeta, status, dist = np.empty((N, D)), np.empty(N), np.empty(N, dtype=np.int64), np.empty(N)
     for n in prange(N):
-        _project_row(
-            np.int64(n), X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, X, zeta, status, dist
-        )
+        _project_row(np.int64(n), X0, w, c0, signs, vw, wt, thetas, lo, hi, X, zeta, status, dist)
     return X, zeta, status, dist
 
 

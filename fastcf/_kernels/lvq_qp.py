@@ -174,7 +174,6 @@ def _fast_row(a, prob, out):
         status[a] = worst_status
 
 
-@kernel(parallel=True)
 def lvq_fast_batch(
     X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter, parallel
 ):
@@ -186,29 +185,51 @@ def lvq_fast_batch(
     with rows ``A[i, j]·x ≤ b[i, j]`` meaning d(x, p_i) ≤ d(x, p_j); valid : (M, M) bool (j of
     another class than i); proto_cls : (M,) class index of each prototype; w_sqrt : (D,);
     free : (D,) bool; lo, hi : (R, D) with R = 1 (one box shared by every query, e.g. ``lo[None]``)
-    or R = N (row a is the box of query a); C : (m, D), c : (m,) user rows C x ≤ c; eps : margin.
+    or R = N (row a is the box of query a); C : (m, D), c : (m,) user rows C x ≤ c; eps : margin;
+    parallel : bool, run the rows on Numba's threads (a batch) or in the calling thread through
+    a serial twin of the same row code (a single query: same bits, and no parallel kernel to
+    compile on a first call — the parallel one took 5–7 s of the LVQ family's cold start).
 
     Returns
     -------
     X : (N, D); dist : (N,); best : (N,) index of the winning prototype (−1 if none);
     nit : (N,); status : (N,)
     """
-    N, D = X0.shape
+    args = (X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter)
+    return _fast_parallel(*args) if parallel else _fast_serial(*args)
+
+
+@kernel()
+def _fast_out(N, D):
     # np.empty only: np.full/np.zeros would become parallel loops (parfors) that wake the thread
-    # pool even when ``parallel`` is False
+    # pool
     X = np.empty((N, D))
     dist = np.empty(N)
     best = np.empty(N, dtype=np.int64)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    prob = (X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter)
-    out = (X, dist, best, nit, status)
-    if parallel:
-        for a in prange(N):
-            # the row index as int64: prange's is uint64, and _fast_row would be compiled
-            # twice (once per twin); so in every parallel kernel
-            _fast_row(np.int64(a), prob, out)
-    else:
-        for a in range(N):
-            _fast_row(a, prob, out)
     return X, dist, best, nit, status
+
+
+# Two kernels, not one function compiled twice: Numba's cache index does not tell a parallel
+# compilation of a function from a serial one of the same source.
+@kernel()
+def _fast_serial(X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter):
+    N, D = X0.shape
+    out = _fast_out(N, D)
+    prob = (X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter)
+    for a in range(N):
+        _fast_row(a, prob, out)
+    return out
+
+
+@kernel(parallel=True)
+def _fast_parallel(X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter):
+    N, D = X0.shape
+    out = _fast_out(N, D)
+    prob = (X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter)
+    for a in prange(N):
+        # the row index as int64: prange's is uint64, and _fast_row would be compiled
+        # twice (once per twin); so in every parallel kernel
+        _fast_row(np.int64(a), prob, out)
+    return out

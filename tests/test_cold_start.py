@@ -1,0 +1,93 @@
+"""What a first call compiles: the cold start (issue "Hardening", item 4) must not regress.
+
+A fresh process runs one query of each kind and reports which specialisations of the kernels it
+compiled (or loaded from the cache). A query compiles only the code it runs: an unbounded binary
+query none of the box's breakpoint walk (Numba prunes it for ``lo is None``), a single query no
+parallel kernel, and no kernel twice for a literal argument. The compile times themselves are
+measured by ``docs/scripts/compile_times.py``, not here (timings do not belong in tests).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.needs_jit
+
+_CHILD = r"""
+import json
+import numpy as np
+from fastcf import LinearExplainer, LVQExplainer
+from fastcf.lvq_models import GLVQ
+from fastcf._kernels import l1, logistic, lvq_qp
+
+rng = np.random.default_rng(0)
+w = rng.normal(size=(1, 12))
+ex = LinearExplainer.from_arrays(w, np.array([0.1]))
+x = rng.normal(size=12)
+k = int(w[0] @ x + 0.1 < 0)
+for form in ({"lam": 1e-3}, {"proba": 0.8}, {"region": True}):
+    assert ex.explain(x, k, **form).success, form
+    assert ex.explain(x, k, **form, metric="manhattan").success, form
+X = np.vstack([rng.normal(0.0, 1.0, (20, 3)), rng.normal(3.0, 1.0, (20, 3))])
+y = np.repeat([0, 1], 20)
+model = GLVQ(random_state=0).fit(X, y)
+t = 1 - int(model.predict(X[:1])[0])
+assert LVQExplainer(model).explain(X[0], t).success
+
+def sigs(d):
+    return [[str(a) for a in s] for s in d.signatures]
+
+print(json.dumps({
+    f"{mod.__name__.rsplit('.', 1)[1]}.{name}": sigs(getattr(mod, name))
+    for mod, names in (
+        (logistic, ["_lam_bounded_one", "_breakpoints", "_project_one", "_dist_grad",
+                    "_lam_parallel", "_project_parallel"]),
+        (l1, ["_next", "_record", "_constrained_parallel", "_lam_parallel"]),
+        (lvq_qp, ["_fast_serial", "_fast_parallel", "_fast_row"]),
+    )
+    for name in names
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=dict(os.environ),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_unbounded_binary_queries_compile_no_box_code(compiled):
+    assert compiled["logistic._lam_bounded_one"] == []
+    assert compiled["logistic._breakpoints"] == []
+    # one specialisation each, with lo = hi = None (arguments 6, 7 and 7, 8)
+    for name, at in (("logistic._project_one", 6), ("logistic._dist_grad", 7)):
+        assert len(compiled[name]) == 1, compiled[name]
+        assert compiled[name][0][at : at + 2] == ["none", "none"], compiled[name]
+
+
+def test_single_queries_compile_no_parallel_kernel(compiled):
+    for name in (
+        "logistic._lam_parallel",
+        "logistic._project_parallel",
+        "l1._constrained_parallel",
+        "l1._lam_parallel",
+        "lvq_qp._fast_parallel",
+    ):
+        assert compiled[name] == [], name
+    assert len(compiled["lvq_qp._fast_serial"]) == 1
+
+
+def test_no_kernel_is_compiled_twice_for_a_literal(compiled):
+    for name in ("l1._next", "l1._record", "lvq_qp._fast_row"):
+        assert len(compiled[name]) == 1, (name, compiled[name])
+        assert not any("Literal" in a for s in compiled[name] for a in s), compiled[name]
