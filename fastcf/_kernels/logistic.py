@@ -374,7 +374,7 @@ def lam_batch(
     per-metric constants computed once by the caller. ``lo``, ``hi`` are (R, D): R = N, one box
     per row, or R = 1, one box for every row (read only when ``bounded``; (1, 0) otherwise).
     Without a box the kernels receive None for both, and Numba compiles a specialisation
-    without the box's code (half the first call's compile time).
+    without the box's code (docs/tables/compile_times.md: about half the first call).
     ``parallel=False`` runs the rows in the calling thread through a serial twin of the same
     row code (single queries: no thread launch, and no parallel kernel to compile on a first
     call).
