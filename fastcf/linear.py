@@ -28,9 +28,9 @@ from ._linear.fast import constrained_one, l1_row, manhattan_one, plain_query
 from ._linear.metric import MetricCache
 from ._linear.model import make_model
 from ._linear.verify import fail as _fail
+from ._linear.verify import keep_source, rows_box, source_meets, stack
 from ._linear.verify import region as _region
 from ._linear.verify import row_info as _row_info
-from ._linear.verify import rows_box, stack
 from ._status import Status
 from ._validation import (
     as_float_array,
@@ -532,7 +532,8 @@ class LinearExplainer(BaseExplainer):
             λ > 0 of problem (2): ``min λ/2 ‖x − x̄‖²_W − log p_target(x)``.
         proba : float, optional
             τ ∈ (0, 1): ``min ‖x − x̄‖_W`` s.t. ``p_target(x) ≥ τ`` (exact; x̄ itself if it
-            already meets τ).
+            already meets τ as the model computes it, i.e. ``predict_proba(x̄)[target] ≥ τ``
+            and x̄ classified as the target).
         region : bool, default=False
             The closest point classified as the target: ``z_target ≥ z_j + margin`` for all j.
         margin : float, default=1e-6
@@ -634,6 +635,8 @@ class LinearExplainer(BaseExplainer):
             max_iter,
         )
         sol = self._solve(X, tidx, q)
+        if q.form == "proba":  # x̄ itself where the model already meets τ there
+            sol = keep_source(self._model, X, tidx, sol, q.proba)
         return self._package(self._verify(sol, tidx, q.proba), X, tidx, names, single)
 
     def enumerate(
@@ -723,6 +726,12 @@ class LinearExplainer(BaseExplainer):
             tol,
             max_iter,
         )
+        if q.form == "proba" and source_meets(self._model, X, tidx, q.proba)[0]:
+            # x̄ already meets τ as the model computes it: x̄ is the only answer (every other
+            # answer's changed set contains its empty one)
+            sol = keep_source(self._model, X, tidx, self._solve(X, tidx, q), q.proba)
+            only = self._package(self._verify(sol, tidx, q.proba), X, tidx, names, True)
+            return iter([only]) if k is None else [only]
         if (
             k is not None
             and k <= 256

@@ -1,7 +1,7 @@
 """What a first call compiles: the cold start (issue "Hardening", item 4) must not regress.
 
-A fresh process runs one query of each kind and reports which specialisations of the kernels it
-compiled (or loaded from the cache). A query compiles only the code it runs: an unbounded binary
+A fresh process on an empty kernel cache runs one query of each kind and reports which
+specialisations of the kernels it compiled. A query compiles only the code it runs: an unbounded binary
 query none of the box's breakpoint walk (Numba prunes it for ``lo is None``), a single query no
 parallel kernel, and no kernel twice for a literal argument. The compile times themselves are
 measured by ``docs/scripts/compile_times.py``, not here (timings do not belong in tests).
@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.needs_jit
+# slow: the child compiles the kernels of seven queries on an empty cache (about 20 s)
+pytestmark = [pytest.mark.needs_jit, pytest.mark.slow]
 
 _CHILD = r"""
 import json
@@ -54,13 +55,16 @@ print(json.dumps({
 
 
 @pytest.fixture(scope="module")
-def compiled():
+def compiled(tmp_path_factory):
+    # an empty cache: a kernel loaded from the cache brings its callees' code along, without
+    # their dispatchers, so only a cold process shows what a first call compiles
+    cache = tmp_path_factory.mktemp("numba-cache")
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD],
         capture_output=True,
         text=True,
         check=False,
-        env=dict(os.environ),
+        env=dict(os.environ, NUMBA_CACHE_DIR=str(cache)),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -261,3 +261,38 @@ def test_protocol_131072_problems_4_and_28():
         p /= p.sum()
         g = A.T @ (np.eye(16)[T[i]] - p)
         assert np.linalg.norm(res.lam * (res.x - X[i]) - g) <= 1e-8 * np.linalg.norm(g)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+@pytest.mark.parametrize("K", [1, 4])
+@pytest.mark.parametrize("boxed", [False, True])
+def test_tau_equal_to_predict_proba_gives_the_source_itself(metric, K, boxed):
+    """τ = predict_proba(x̄)[k] to the last bit: x̄ itself, on every path (documented).
+
+    The solvers decide "already met" in their own arithmetic, which put p_k(x̄) an ulp below such
+    a τ for about a third of these queries before ``verify.keep_source``: they moved x̄ by 1e-16
+    to 1e-10, or returned it as a numerical failure.
+    """
+    for seed in range(25):
+        rng = np.random.default_rng(seed)
+        D = int(rng.integers(3, 40))
+        A = rng.normal(size=(K, D)) * rng.choice([1e-3, 1.0, 30.0])
+        b = rng.normal(size=K)
+        ex = LinearExplainer.from_arrays(A, b)
+        x0 = rng.normal(size=D) * rng.choice([1.0, 100.0])
+        P = ex.predict_proba(x0[None])[0]
+        k = int(np.argmax(P))
+        tau = float(P[k])
+        if not 0.0 < tau < 1.0:  # a saturated softmax: no valid τ equals it
+            continue
+        opts = {"bounds": (x0 - 3.0, x0 + 3.0)} if boxed else {}
+        res = ex.explain(x0, k, proba=tau, metric=metric, **opts)
+        assert res.success and res.status == 0, (seed, res.message)
+        assert np.array_equal(res.x, x0) and res.distance == 0.0, seed
+        # the same through the batch path, max_changes and enumerate
+        both = ex.explain(np.vstack([x0, x0]), [k, k], proba=tau, metric=metric, **opts)
+        assert both.success.all() and np.array_equal(both.x, np.vstack([x0, x0]))
+        few = ex.explain(x0, k, proba=tau, metric=metric, max_changes=1, **opts)
+        assert few.success and np.array_equal(few.x, x0)
+        alts = ex.enumerate(x0, k, k=3, proba=tau, metric=metric, **opts)
+        assert len(alts) == 1 and np.array_equal(alts[0].x, x0)

@@ -33,6 +33,7 @@ from .._status import BOUNDARY_MESSAGE, Status, messages
 from ..results import Solution
 from .model import BinaryModel
 from .softmax import proba_solution
+from .verify import keep_source
 
 __all__ = ["constrained_one", "plain_query"]
 
@@ -96,7 +97,9 @@ def constrained_one(ex, x, target, proba, margin, tol, max_iter):
     model, m = ex._model, ex._cache.default
     if proba is not None and not isinstance(model, BinaryModel):
         # the long path's solver (one kernel call per round, its own checks) and verification
-        sol = proba_solution(model, X, tidx, m, proba, tol, max_iter)
+        sol = keep_source(
+            model, X, tidx, proba_solution(model, X, tidx, m, proba, tol, max_iter), proba
+        )
         return ex._package(ex._verify(sol, tidx, proba), X, tidx, ex.feature_names_in_, True)
     if isinstance(model, BinaryModel):
         found = _binary_one(model, X, k, tidx, m, proba, margin)
@@ -122,7 +125,26 @@ def constrained_one(ex, x, target, proba, margin, tol, max_iter):
     success = np.array([ok])
     msg = [BOUNDARY_MESSAGE] if bad else messages(status, success, method)
     sol = Solution(Xs, P, dist, success, status, nit, method, msg, lam, None)
+    if proba is not None and not (ok and dist[0] == 0.0) and _source_may_meet(model, X, k, proba):
+        sol = keep_source(model, X, tidx, sol, proba)
     return ex._package(sol, X, tidx, ex.feature_names_in_, True)
+
+
+def _source_may_meet(model, X, k, proba):
+    """Return whether x̄ may meet ``proba=τ`` as the model computes it (a cheap, loose test).
+
+    For :func:`~fastcf._linear.verify.keep_source`, which decides exactly: binary models by
+    their logit at x̄ in BLAS's arithmetic against θ = logit τ, with a slack (1e-9 relative to
+    |θ|, 1/τ and 1/(1 − τ), the scales of logit τ's sensitivity) far above the rounding that
+    separates "ζ̄ ≥ θ" from "σ(ζ̄) ≥ τ"; a false "may" only costs the exact test. Softmax models:
+    always (their exact test is their cheap one).
+    """
+    if not isinstance(model, BinaryModel):
+        return True
+    z = float(model.check_logits(X)[0])
+    zk = z if k == 1 else -z
+    theta = model.theta(proba)
+    return zk >= theta - 1e-9 * (1.0 + abs(theta) + 1.0 / proba + 1.0 / (1.0 - proba))
 
 
 def _verdict(pred, P, k, st, proba):
@@ -255,6 +277,12 @@ def manhattan_one(ex, x, target, proba, margin, weights, tol, max_iter):
     sol = l1_row(model, X, tidx, cost[0], cost[1], None, proba, margin, tol, max_iter)
     if sol is None:
         return None
+    if (
+        proba is not None
+        and not (sol.success[0] and sol.distance[0] == 0.0)
+        and _source_may_meet(model, X, int(tidx[0]), proba)
+    ):
+        sol = keep_source(model, X, tidx, sol, proba)
     return ex._package(ex._verify(sol, tidx, proba), X, tidx, ex.feature_names_in_, True)
 
 

@@ -229,23 +229,8 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
         checked[idx] = False
     if r:  # rows still short of τ after the re-solves
         status[status == _PENDING] = _NUMERIC
-    # τ at or below p_k(x̄) as the model computes it (BLAS: the bits of predict_proba): x̄
-    # itself. The search decides that in the row kernels' arithmetic, which can put p_k(x̄) an
-    # ulp below a τ that predict_proba meets (τ = predict_proba(x̄)[k] exactly), and then moves
-    # x̄ by ~1e-14.
-    moved = np.flatnonzero((status == _OK) & (nit > 0))
-    if moved.size:
-        with np.errstate(over="ignore", invalid="ignore"):
-            P0 = model.proba_from_logits(model.check_logits(X[moved]))
-        there = moved[P0[np.arange(moved.size), tidx[moved]] >= proba]
-        if there.size:
-            Xs[there] = X[there]
-            with np.errstate(over="ignore", invalid="ignore"):
-                P[there] = model.proba_from_logits(model.logits(X[there]))
-            dist[there] = 0.0
-            lamv[there] = np.inf
-            nit[there] = 0
-            cert[there] = False  # verified by the explainer (BLAS's p_k ≥ τ holds there)
+    # (τ at or below p_k(x̄) as the model computes it, not as the search does: the explainer's
+    # verify.keep_source puts x̄ itself there)
     success = status == _OK
     return solution(
         Xs, P, dist, success, status, nit, lamv, None, "reduced (λ search)", cert & checked

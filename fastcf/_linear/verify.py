@@ -19,7 +19,18 @@ import numpy as np
 from .._status import Status, messages
 from ..results import CounterfactualPath, Solution
 
-__all__ = ["fail", "path_result", "region", "row_info", "rows_box", "solution", "stack", "verdict"]
+__all__ = [
+    "fail",
+    "keep_source",
+    "source_meets",
+    "path_result",
+    "region",
+    "row_info",
+    "rows_box",
+    "solution",
+    "stack",
+    "verdict",
+]
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as the kernels do, see fastcf._kernels)
@@ -55,6 +66,73 @@ def solution(x, P, dist, success, status, nit, lams, gn, method, certified=None,
     # positional: the short path of a single query pays for every keyword
     msg = messages(status, success, method)
     return Solution(x, P, dist, success, status, nit, method, msg, lams, gn, certified, info)
+
+
+_SOURCE_MEETS = "the source already meets proba=τ (as the model computes it): x̄ itself"
+
+
+def source_meets(model, X, tidx, proba):
+    """Return which rows x̄ of ``X`` the model puts in ``tidx`` with p_target ≥ ``proba``.
+
+    The verification's test (:meth:`~fastcf._linear.model._LinearModel.in_target`), after a
+    first test of p_target(x̄) ≥ τ alone (two calls), which rules out nearly every row.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        P0 = model.proba_from_logits(model.check_logits(X))
+    good = P0[np.arange(X.shape[0]), tidx] >= proba
+    if good.any():
+        rows = np.flatnonzero(good)
+        good[rows] = model.in_target(X[rows], tidx[rows], proba)
+    return good
+
+
+def keep_source(model, X, tidx, sol, proba):
+    """Return ``sol`` with x̄ itself in each row whose source already meets ``proba=τ``.
+
+    The solvers decide "x̄ already meets τ" in their own arithmetic (a kernel's dot products,
+    ζ̄ ≥ logit τ). The model's own (BLAS one row at a time, the bits of ``predict_proba``) can
+    differ by the rounding of the logits and of logit τ: with τ equal to
+    ``predict_proba(x̄)[k]`` exactly, a solver then moved x̄ by ~1e-14 (or ~1e-10 for τ within
+    1e-9 of 1, where logit τ amplifies τ's rounding), or returned x̄ as a numerical failure
+    (its own verdict computed p_k(x̄) an ulp below τ). The documented answer is x̄ itself. So
+    every row but the successes at x̄ is checked at x̄ with the verification's own test
+    (:meth:`~fastcf._linear.model._LinearModel.in_target`: the class beyond rounding, and
+    p_target ≥ τ): one product per such row, after a first test of p_target ≥ τ alone. The rows
+    set to x̄ are successes, ``certified`` (just checked).
+    """
+    rows = np.flatnonzero(~(sol.success & (sol.distance == 0.0)))
+    if rows.size == 0:
+        return sol
+    at = rows[source_meets(model, X[rows], tidx[rows], proba)]
+    if at.size == 0:
+        return sol
+    x = sol.x.copy()
+    x[at] = X[at]
+    success = sol.success.copy()
+    success[at] = True
+    status = sol.status.copy()
+    status[at] = int(Status.OK)
+    message = list(sol.message)
+    for n in at:
+        message[n] = _SOURCE_MEETS
+    out = {"x": x, "success": success, "status": status, "message": message}
+    if sol.proba is not None:
+        P = sol.proba.copy()
+        with np.errstate(over="ignore", invalid="ignore"):
+            P[at] = model.proba_from_logits(model.check_logits(X[at]))
+        out["proba"] = P
+    for name, value in (("distance", 0.0), ("nit", 0), ("lam", np.inf), ("grad_norm", 0.0)):
+        arr = getattr(sol, name)
+        if arr is not None:
+            arr = arr.copy()
+            arr[at] = value
+            out[name] = arr
+    cert = np.zeros(sol.success.shape[0], dtype=bool)
+    if sol.certified is not None:
+        cert |= sol.certified
+    cert[at] = True
+    out["certified"] = cert
+    return sol._replace(**out)
 
 
 def replace_rows(sol, idx, sub):
