@@ -1,10 +1,10 @@
 """What a first call compiles: the cold start (issue "Hardening", item 4) must not regress.
 
 A fresh process on an empty kernel cache runs one query of each kind and reports which
-specialisations of the kernels it compiled. A query compiles only the code it runs: an unbounded binary
-query none of the box's breakpoint walk (Numba prunes it for ``lo is None``), a single query no
-parallel kernel, and no kernel twice for a literal argument. The compile times themselves are
-measured by ``docs/scripts/compile_times.py``, not here (timings do not belong in tests).
+specialisations of the kernels it compiled. A query compiles only the code it runs: an unbounded
+binary query none of the box's breakpoint walk (Numba prunes it for ``lo is None``), a single
+query no parallel kernel, and no kernel twice for a literal argument. The compile times
+themselves are measured by ``docs/scripts/compile_times.py``, not here (no timings in tests).
 """
 
 import json
