@@ -426,8 +426,15 @@ class LinearExplainer(BaseExplainer):
         bnd = rows_box(q.bnd, [n])
         cost = np.ones(self.n_features_in_) if q.w is None else q.w
 
+        # softmax region=True nodes are solved with verify.region's margin raise, as the answers
+        # returned are: a node solved lean at a margin within rounding of its need (margin=0 at
+        # a tie of the logits) can change other features than the full answer of the same
+        # restriction, which then broke max_changes or the flipset rule (a fuzz soak found
+        # both). Its first round costs one norm per node when the margin clears the need.
+        lean = q.form != "region" or self._model.binary
+
         def solve(fmask):
-            return self._continuous(Xn, tn, q, fmask, lams, bnd, lean=True)
+            return self._continuous(Xn, tn, q, fmask, lams, bnd, lean=lean)
 
         quick = q.metric == "manhattan" and q.form != "lam"
 

@@ -296,3 +296,28 @@ def test_mad_weights_are_unit_free(metric, form):
     (d1, dist1), (d2, dist2) = out
     np.testing.assert_allclose(dist2, dist1, rtol=1e-9)
     np.testing.assert_allclose(d2, d1, rtol=1e-9, atol=1e-9 * np.abs(d1).max())
+
+
+def test_softmax_region_at_a_tie_keeps_max_changes_and_the_flipset_rule_regression():
+    """margin=0 at a tie of the logits: the searches' nodes and the answers agree on the support.
+
+    The rounding need of such answers (~1e-12) exceeds the margin, so the answer returned is
+    solved with a raised margin; nodes solved without that raise moved other features (found by
+    a fuzz soak: two changed features under max_changes=1, and one changed set twice in
+    enumerate).
+    """
+    A = np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    x = np.array([0.0, 0.0, 1000.0])  # every logit 1000: class 0 only by the tie rule
+    res = ex.explain(x, 0, region=True, margin=0.0, max_changes=1)
+    assert res.success and np.count_nonzero(res.x != x) == 1
+    assert ex.predict(res.x[None])[0] == 0
+    c = 0.83984375
+    A = np.array([[0, c, c, 0, c], [-1, c, c, c, c], [c] * 5])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    x = np.array([0.0, 0.0, 0.0, 0.75, 0.5])
+    alts = ex.enumerate(x, 0, k=3, region=True, margin=0.0)
+    sets = [frozenset(a.changed.tolist()) for a in alts]
+    assert all(a.success for a in alts)
+    for i, s in enumerate(sets):
+        assert not any(prev <= s for prev in sets[:i]), sets
