@@ -52,6 +52,7 @@ _REDUCED = ("auto", "reduced")  # the exact solvers (closed form, K-space Newton
 _DEFAULT_LAMS = np.logspace(3, -5, 100)  # path()'s grid (copied for each path)
 _METRICS = ("euclidean", "manhattan")
 _OK = int(Status.OK)
+_NUMERIC = int(Status.NUMERIC)
 
 
 class _Query(NamedTuple):
@@ -426,15 +427,28 @@ class LinearExplainer(BaseExplainer):
         bnd = rows_box(q.bnd, [n])
         cost = np.ones(self.n_features_in_) if q.w is None else q.w
 
-        # softmax region=True nodes are solved with verify.region's margin raise, as the answers
-        # returned are: a node solved lean at a margin within rounding of its need (margin=0 at
-        # a tie of the logits) can change other features than the full answer of the same
-        # restriction, which then broke max_changes or the flipset rule (a fuzz soak found
-        # both). Its first round costs one norm per node when the margin clears the need.
-        lean = q.form != "region" or self._model.binary
+        # Softmax region=True: a node solved lean at a margin within rounding of its need
+        # (margin=0 at a tie of the logits) can change other features than the full answer of
+        # the same restriction (verify.region raises its margin), which broke max_changes and
+        # the flipset rule (a fuzz soak found both). Such a node is solved in full; the others
+        # are cleared by a bound in Python floats: with ‖x − x̄‖₂ ≤ d / min w (both metrics),
+        # model.need_bound(x) ≤ 8γ (R (‖x̄‖ + d / min w) + B)(1 + 8γ), and a margin above it makes
+        # verify.region return the lean answer itself.
+        careful = q.form == "region" and not self._model.binary
+        model = self._model
+        g, R, B = model.gamma, model.max_row_norm, model.max_abs_b
+        with np.errstate(over="ignore", invalid="ignore"):
+            nx0 = math.sqrt(float(X[n] @ X[n]))
+        wmin = 1.0 if q.w is None else float(q.w.min())
 
         def solve(fmask):
-            return self._continuous(Xn, tn, q, fmask, lams, bnd, lean=lean)
+            sol = self._continuous(Xn, tn, q, fmask, lams, bnd, lean=True)
+            if careful and int(sol.status[0]) in (_OK, _NUMERIC):
+                d = float(sol.distance[0])
+                bound = 8.0 * g * (R * (nx0 + d / wmin) + B) * (1 + 8 * g) * (1 + 1e-9)
+                if not q.margin >= bound:  # (NaN or inf: not cleared)
+                    sol = self._continuous(Xn, tn, q, fmask, lams, bnd)
+            return sol
 
         quick = q.metric == "manhattan" and q.form != "lam"
 
