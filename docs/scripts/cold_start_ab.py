@@ -30,7 +30,7 @@ c0 = time.process_time()
 import numpy as np
 
 import fastcf
-from fastcf import LinearExplainer, LVQExplainer
+from fastcf import LinearExplainer
 
 kind, form = sys.argv[1], eval("dict(" + sys.argv[2] + ")")
 rng = np.random.default_rng(0)
@@ -42,18 +42,11 @@ if kind == "bin":
     if form.pop("box", False):
         form["bounds"] = (x - 5, x + 5)
     call = lambda: ex.explain(x, k, **form)
-else:
-    import warnings
+else:  # compile_times.py's LVQ scenario (its folder is argv[3])
+    sys.path.insert(0, sys.argv[3])
+    from compile_times import _setup_lvq
 
-    from fastcf.lvq_models import GLVQ
-
-    X = np.vstack([rng.normal(0.0, 1.0, (30, 4)), rng.normal(3.0, 1.0, (30, 4))])
-    y = np.repeat([0, 1], 30)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = GLVQ(random_state=0).fit(X, y)
-    ex = LVQExplainer(model)
-    call = lambda: ex.explain(X[0], 1)
+    call = _setup_lvq()
 c1 = time.process_time()
 call()
 c2 = time.process_time()
@@ -76,7 +69,7 @@ SCENARIOS = [
 def _run(root, scenario):
     env = dict(os.environ, NUMBA_CACHE_DIR=tempfile.mkdtemp(), PYTHONPATH=root)
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, *scenario],
+        [sys.executable, "-c", CHILD, *scenario, os.path.dirname(os.path.abspath(__file__))],
         env=env,
         capture_output=True,
         text=True,

@@ -352,10 +352,7 @@ def _lam_row(
             x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_iter, out
         )
     else:
-        # one box per row, or one for all (row views; an index n-or-0 would type as float in
-        # prange)
-        lo_r = lo[n] if lo.shape[0] > 1 else lo[0]
-        hi_r = hi[n] if hi.shape[0] > 1 else hi[0]
+        lo_r, hi_r = _box_row(lo, hi, n)  # one box per row, or one for all
         q[n], nit[n], status[n] = _lam_bounded_one(
             x0, w, sign, c0, vw, lam, lo_r, hi_r, out, max_iter
         )
