@@ -29,11 +29,13 @@ import numpy as np
 from .._kernels import logistic as _lk
 from .._kernels import softmax as _sk
 from .._kernels.linalg import dot as _dot
+from .._kernels.softmax.lamsearch import proba_rows as _proba_rows
 from .._status import BOUNDARY_MESSAGE, Status, messages
 from ..results import Solution
 from .model import BinaryModel
+from .softmax import PROBA_METHOD as _PROBA_METHOD
 from .softmax import proba_solution
-from .verify import keep_source
+from .verify import keep_source, solution
 
 __all__ = ["constrained_one", "plain_query"]
 
@@ -97,9 +99,7 @@ def constrained_one(ex, x, target, proba, margin, tol, max_iter):
     model, m = ex._model, ex._cache.default
     if proba is not None and not isinstance(model, BinaryModel):
         # the long path's solver (one kernel call per round, its own checks) and verification
-        sol = keep_source(
-            model, X, tidx, proba_solution(model, X, tidx, m, proba, tol, max_iter), proba
-        )
+        sol = _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter)
         return ex._package(ex._verify(sol, tidx, proba), X, tidx, ex.feature_names_in_, True)
     if isinstance(model, BinaryModel):
         found = _binary_one(model, X, k, tidx, m, proba, margin)
@@ -128,6 +128,41 @@ def constrained_one(ex, x, target, proba, margin, tol, max_iter):
     if proba is not None and not (ok and dist[0] == 0.0) and _source_may_meet(model, X, k, proba):
         sol = keep_source(model, X, tidx, sol, proba)
     return ex._package(sol, X, tidx, ex.feature_names_in_, True)
+
+
+def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
+    """:func:`~fastcf._linear.softmax.proba_solution` and ``keep_source`` for one softmax row.
+
+    The common case, done here with less Python around the kernel: the first solve is final
+    (not short of τ in the row kernel's arithmetic, nor in BLAS's): the solution
+    ``proba_solution`` builds after its first round. Otherwise (a re-solve is needed)
+    ``proba_solution`` itself runs, from the start: the same bits either way. ``keep_source`` is
+    skipped where the kernel's log p_k(x̄) is below log τ by more than the rounding of two
+    evaluations of it can cover (:func:`_need_bound` bounds twice the logits' part; 1e-9 covers
+    the evaluation of the softmax): BLAS's p_k(x̄) is then below τ, so x̄ cannot meet it.
+    """
+    log_tau = math.log(proba)
+    A = model.A
+    Xs, _Y, P, dist, lamv, nit, status, cert, lp0 = _proba_rows(
+        X, A, model.b, m.GV, m.GF, tidx, np.array([log_tau]), tol, max_iter, m.v, m.unit_v,
+        model.gamma, proba, _sk.row_mode(1, A.shape[1], A.shape[0]),
+    )  # fmt: skip
+    st = int(status[0])
+    checked = False
+    if st == _OK:
+        with np.errstate(over="ignore", invalid="ignore"):
+            checked = bool(model.proba_from_logits(model.check_logits(Xs))[0, k] >= proba)
+    if st == _PENDING or (st == _OK and not checked):
+        sol = proba_solution(model, X, tidx, m, proba, tol, max_iter)  # re-solves
+    else:
+        success = status == _OK
+        cert = cert & success if checked else np.zeros(1, dtype=bool)
+        sol = solution(Xs, P, dist, success, status, nit, lamv, None, _PROBA_METHOD, cert)
+    if sol.success[0] and sol.distance[0] == 0.0:
+        return sol
+    if lp0[0] + _need_bound(model, X) + 1e-9 < log_tau:  # x̄ surely below τ
+        return sol
+    return keep_source(model, X, tidx, sol, proba)
 
 
 def _source_may_meet(model, X, k, proba):

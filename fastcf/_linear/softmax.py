@@ -123,6 +123,7 @@ def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
     return solution(Xs, P, dist, status == _OK, status, nit, lams, gn, "reduced", cert)
 
 
+PROBA_METHOD = "reduced (λ search)"
 PROBA_ROUNDS = 4  # re-solves of a ``proba=`` row whose answer the model puts below τ
 
 
@@ -197,7 +198,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
     log_tau = np.full(N, math.log(proba))
     args = (A_, model.b, m.GV, m.GF)
     opts = (tol, max_iter, m.v, m.unit_v, model.gamma, proba)
-    Xs, Y, P, dist, lamv, nit, status, cert = proba_rows(
+    Xs, Y, P, dist, lamv, nit, status, cert, _lp0 = proba_rows(
         X, *args, tidx, log_tau, *opts, _sk.row_mode(N, D, K)
     )
     checked = np.zeros(N, dtype=bool)  # BLAS's p_k ≥ τ holds at the answer
@@ -224,7 +225,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
             _sk.row_mode(idx.size, D, K),
             warm=(Y[idx], lamv[idx]),
         )
-        Xs[idx], Y[idx], P[idx], dist[idx], lamv[idx], nit2, status[idx], cert[idx] = out
+        Xs[idx], Y[idx], P[idx], dist[idx], lamv[idx], nit2, status[idx], cert[idx], _lp0 = out
         nit[idx] += nit2
         checked[idx] = False
     if r:  # rows still short of τ after the re-solves
@@ -232,9 +233,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
     # (τ at or below p_k(x̄) as the model computes it, not as the search does: the explainer's
     # verify.keep_source puts x̄ itself there)
     success = status == _OK
-    return solution(
-        Xs, P, dist, success, status, nit, lamv, None, "reduced (λ search)", cert & checked
-    )
+    return solution(Xs, P, dist, success, status, nit, lamv, None, PROBA_METHOD, cert & checked)
 
 
 def constrained(model, X, tidx, m, proba, margins, tol, max_iter):

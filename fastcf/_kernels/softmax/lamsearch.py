@@ -21,8 +21,8 @@ Exactness. The intermediate solves stop at ``tol``; once the Newton step in t is
 bracket narrow), each solve is polished to the rounding level of ∇E (Newton steps until ‖∇E‖
 stops falling quadratically) and the bracket is rebuilt from polished solves alone: at small λ
 (τ near 1) a solve stopped at ``tol`` can be off in φ by far more than the last steps (‖∇E‖ ≈
-λ ‖y − y*‖ along the flat directions of E; measured: 1e−4 in φ at λ = 1e−8). The search aims a
-few ulps of φ inside the feasible side; the answer is the last polished solve with
+λ ‖y − y*‖ along the flat directions of E; measured: 1e−4 in φ at λ = 1e−8). The search aims 16
+ulps of φ inside the feasible side (:data:`_AIM`); the answer is the last polished solve with
 log p_k ≥ log τ and φ − logit τ within 32 ulps of the logits' scale (or, if the two sides of the
 bracket are adjacent doubles, the feasible one). Aiming in φ, not in log p_k: near p_k = 1 an
 ulp of log p_k is 1/(1 − τ) ulps of φ, and aiming there cost 1e−9 of the distance at
@@ -62,6 +62,12 @@ _FINE = 1e-4  # a Newton step in log λ below this: the solves from then on are 
 _OUTER = 60  # solves per search (about four are needed; the rest is a safety margin)
 _POLISH = 8  # Newton steps at most to bring a converged solve to its rounding level
 _GAP = 1e-3  # log λ: τ is out of reach when p_k < τ this close above the unresolvable λ
+# The search aims this many ulps of φ's scale inside the feasible side (answers are accepted up
+# to 32). The logits of the formed point x̄ + (yᵀA) ∘ v differ from the K-space ones z̄ + G y by
+# their rounding: measured -4 to +2 ulps of that scale at digits (64, 10), -12 to +7 at
+# (8192, 16). Aiming at 4 left 2% of the digits answers short of τ in the model's arithmetic,
+# each then re-solved (a second kernel call and check: 3-4x the query); at 16 almost none.
+_AIM = 16.0
 
 
 @kernel(inline="always")
@@ -297,8 +303,8 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0):
             dphi = gd[k]
             for j in range(K):
                 dphi -= q[j] * gd[j]
-        # Newton on φ(t) = aim, a few ulps of φ inside the feasible side, within the bracket
-        aim = logit_tau + 4.0 * _EPS * pscale
+        # Newton on φ(t) = aim, _AIM ulps of φ inside the feasible side, within the bracket
+        aim = logit_tau + _AIM * _EPS * pscale
         step = np.nan
         if ok_fac and dphi < 0.0:
             step = (aim - phi) / dphi
@@ -408,18 +414,20 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None):
 def _proba_row(part, b, G, GF, k, log_tau, tol, max_iter, y, lam0):
     """z̄ from its chunk sums, then :func:`proba_search` (y in place; warm when lam0 is finite).
 
-    Returns (lam, quad, nit, status), quad = yᵀ G y = ‖x* − x̄‖²_W.
+    Returns (lam, quad, nit, status, lp0), quad = yᵀ G y = ‖x* − x̄‖²_W, lp0 = log p_k(x̄) in
+    this arithmetic (the caller's cheap test of whether x̄ may already meet τ).
     """
     K = b.shape[0]
     zbar = np.empty(K)
     _sum_chunks(part, b, zbar)
-    lam, nit, status = proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0)
     gy = np.empty(K)
+    _phi0, lp0 = _log_odds(zbar, k, gy)
+    lam, nit, status = proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0)
     _matvec(G, y, gy)
     quad = 0.0
     for j in range(K):
         quad += y[j] * gy[j]
-    return lam, quad, nit, status
+    return lam, quad, nit, status, lp0
 
 
 @kernel()
@@ -464,6 +472,7 @@ def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
     cert = np.empty(N, dtype=np.bool_)
+    lp0 = np.empty(N)
     part = np.empty((nc, K))
     pz = np.empty((nc, K))
     ps = np.empty((nc, K))
@@ -471,14 +480,14 @@ def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
         for c in range(nc):
             _logits_chunk(X0[n], A, c, part)
         l0 = lam0[n] if warm else np.nan
-        lam[n], quad, nit[n], st = _proba_row(
+        lam[n], quad, nit[n], st, lp0[n] = _proba_row(
             part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
             _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
         status[n], cert[n] = _proba_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, tau, P[n])
-    return X, Y, P, dist, lam, nit, status, cert
+    return X, Y, P, dist, lam, nit, status, cert, lp0
 
 
 @kernel(parallel=True)
@@ -495,6 +504,7 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, ta
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
     cert = np.empty(N, dtype=np.bool_)
+    lp0 = np.empty(N)
     for n in prange(N):
         part = np.empty((nc, K))
         pz = np.empty((nc, K))
@@ -502,14 +512,14 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, ta
         for c in range(nc):
             _logits_chunk(X0[n], A, c, part)
         l0 = lam0[n] if warm else np.nan
-        lam[n], quad, nit[n], st = _proba_row(
+        lam[n], quad, nit[n], st, lp0[n] = _proba_row(
             part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
             _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
         status[n], cert[n] = _proba_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, tau, P[n])
-    return X, Y, P, dist, lam, nit, status, cert
+    return X, Y, P, dist, lam, nit, status, cert, lp0
 
 
 @kernel(parallel=True)
@@ -526,6 +536,7 @@ def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
     cert = np.empty(N, dtype=np.bool_)
+    lp0 = np.empty(N)
     part = np.empty((nc, K))
     pz = np.empty((nc, K))
     ps = np.empty((nc, K))
@@ -533,14 +544,14 @@ def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
         for c in prange(nc):
             _logits_chunk(X0[n], A, c, part)
         l0 = lam0[n] if warm else np.nan
-        lam[n], quad, nit[n], st = _proba_row(
+        lam[n], quad, nit[n], st, lp0[n] = _proba_row(
             part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in prange(nc):
             _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
         status[n], cert[n] = _proba_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, tau, P[n])
-    return X, Y, P, dist, lam, nit, status, cert
+    return X, Y, P, dist, lam, nit, status, cert, lp0
 
 
 def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, tau, mode, warm=None):
@@ -549,8 +560,9 @@ def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, tau
     ``log_taus``: the log τ each row's search aims at (raised above log ``tau`` for a re-solve);
     ``tau``: the τ of the verdict. ``warm``: (Y, lam) of an earlier answer of the same rows, each
     search then starting from it (:func:`proba_search`). Returns (X, Y, P, dist, lam, nit,
-    status, cert), dist = ‖x* − x̄‖_W = √(yᵀ G y), with the statuses of :func:`_proba_verdict`
-    (PENDING: short of τ, re-solve higher).
+    status, cert, lp0), dist = ‖x* − x̄‖_W = √(yᵀ G y), with the statuses of
+    :func:`_proba_verdict` (PENDING: short of τ, re-solve higher), and lp0 = log p_k(x̄) in the
+    row kernels' arithmetic.
     """
     if warm is None:
         Y0, lam0 = _COLD
