@@ -34,6 +34,7 @@ from .._status import BOUNDARY_MESSAGE, Status, messages
 from ..results import Solution
 from .model import BinaryModel
 from .softmax import PROBA_METHOD as _PROBA_METHOD
+from .softmax import REGION_METHOD as _REGION_METHOD
 from .softmax import proba_solution
 from .verify import keep_source, solution
 
@@ -104,12 +105,12 @@ def constrained_one(ex, x, target, proba, margin, tol, max_iter):
     if isinstance(model, BinaryModel):
         found = _binary_one(model, X, k, tidx, m, proba, margin)
     else:
-        found = _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter)
+        found = _softmax_region_one(model, X, tidx, m, margin)
     if found is None:
         return None
-    Xs, P, dist, st, ok, nit, lam, method, Zc, need, bound = found
+    Xs, P, dist, st, ok, nit, lam, method, Zc, need, bound, cert = found
     bad = False
-    if ok:  # _verify: the model's own arithmetic (BLAS, one row), beyond the rounding need
+    if ok and not cert:  # _verify: the model's own arithmetic (BLAS, one row), beyond the need
         with np.errstate(over="ignore", invalid="ignore"):
             Zc = model.check_logits(Xs) if Zc is None else Zc
             tm = model.target_margin(Zc, tidx)[0]
@@ -136,24 +137,28 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
     The common case, done here with less Python around the kernel: the first solve is final
     (not short of τ in the row kernel's arithmetic, nor in BLAS's): the solution
     ``proba_solution`` builds after its first round. Otherwise (a re-solve is needed)
-    ``proba_solution`` itself runs, from the start: the same bits either way. ``keep_source`` is
-    skipped where the kernel's log p_k(x̄) is below log τ by more than the rounding of two
-    evaluations of it can cover (:func:`_need_bound` bounds twice the logits' part; 1e-9 covers
-    the evaluation of the softmax): BLAS's p_k(x̄) is then below τ, so x̄ cannot meet it.
+    ``proba_solution`` itself goes on from that first solve: the same bits either way.
+    ``keep_source`` is skipped where the kernel's log p_k(x̄) is below log τ by more than the
+    rounding of two evaluations of it can cover (:func:`_need_bound` bounds twice the logits'
+    part; 1e-9 covers the evaluation of the softmax): BLAS's p_k(x̄) is then below τ, so x̄
+    cannot meet it.
     """
     log_tau = math.log(proba)
     A = model.A
-    Xs, _Y, P, dist, lamv, nit, status, cert, lp0 = _proba_rows(
+    first = _proba_rows(
         X, A, model.b, m.GV, m.GF, tidx, np.array([log_tau]), tol, max_iter, m.v, m.unit_v,
         model.gamma, proba, _sk.row_mode(1, A.shape[1], A.shape[0]),
     )  # fmt: skip
+    Xs, _Y, P, dist, lamv, nit, status, cert, lp0 = first
     st = int(status[0])
     checked = False
+    pc = None
     if st == _OK:
         with np.errstate(over="ignore", invalid="ignore"):
-            checked = bool(model.proba_from_logits(model.check_logits(Xs))[0, k] >= proba)
+            pc = model.proba_from_logits(model.check_logits(Xs))[0, k]
+        checked = bool(pc >= proba)
     if st == _PENDING or (st == _OK and not checked):
-        sol = proba_solution(model, X, tidx, m, proba, tol, max_iter)  # re-solves
+        sol = proba_solution(model, X, tidx, m, proba, tol, max_iter, first, pc)  # re-solves
     else:
         success = status == _OK
         cert = cert & success if checked else np.zeros(1, dtype=bool)
@@ -215,7 +220,7 @@ def _binary_one(model, X, k, tidx, m, proba, margin):
         if rise:
             return None  # verify.region re-solves with a larger margin: the long path
     nit = np.zeros(1, dtype=np.int64)
-    return Xs, P, dist, st, ok, nit, None, "projection", None, need, bound
+    return Xs, P, dist, st, ok, nit, None, "projection", None, need, bound, False
 
 
 def _need_bound(model, Xs):
@@ -252,38 +257,29 @@ def _margin_need(model, Xs, tidx, margin):
     return rise, need, bound
 
 
-def _softmax_one(model, X, k, tidx, m, proba, margin, tol, max_iter):
-    """:func:`fastcf._linear.softmax.constrained` and its ``finish`` for one ``region=True`` row."""
-    Zbar = model.logits(X)
-    Zc = None
-    if proba is None:  # (a softmax proba= query takes softmax.proba_solution)
-        margins = np.array([margin])
-        Y, nit, status = _sk.region_batch(
-            Zbar, m.GV, tidx, margins, 1e-12, 10 * model.A.shape[0] + 100, False
-        )
-        if status[0] == _PENDING:  # a singular dual (D < K − 1): the rank-revealing solve
-            from .softmax import resolve_singular
+def _softmax_region_one(model, X, tidx, m, margin):
+    """:func:`fastcf._linear.softmax.region_solution` for one ``region=True`` row.
 
-            resolve_singular(Zbar, m.GV, tidx, margins, Y, status)
-        lamv = None
-        Xs = model.expand(X, Y, m)
-        Z = model.logits(Xs)
-        method = "reduced (dual active set)"
-    with np.errstate(over="ignore", invalid="ignore"):
-        P = model.proba_from_logits(Z)
-    finite = bool(np.isfinite(Xs).all())
+    ``None`` (the long path) for a singular dual, or where ``verify.region`` would raise the
+    margin.
+    """
+    A = model.A
+    K = A.shape[0]
+    Xs, _Y, P, dist, nit, status, cert = _sk.region_rows(
+        X, A, model.b, m.GV, tidx, np.array([margin]), 1e-12, 10 * K + 100, m.v, m.unit_v,
+        model.gamma, _sk.row_mode(1, A.shape[1], K),
+    )  # fmt: skip
     st = int(status[0])
-    if st == _OK and not finite:
-        st = _NUMERIC
-    st, ok = _verdict(int(np.argmax(Z[0])), P, k, st, proba)
-    diff = Xs - X
-    dist = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    if st == _PENDING:  # a singular dual (D < K − 1): the rank-revealing solve, the long way
+        return None
     need = bound = None
-    if proba is None and st in (_OK, _NUMERIC) and finite:
+    # (an OK answer is finite: the kernel's verdict checked it)
+    if st == _OK or (st == _NUMERIC and np.isfinite(Xs).all()):
         rise, need, bound = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
         if rise:
             return None  # verify.region re-solves with a larger margin: the long path
-    return Xs, P, dist, st, ok, nit, lamv, method, Zc, need, bound
+    ok = st == _OK
+    return Xs, P, dist, st, ok, nit, None, _REGION_METHOD, None, need, bound, bool(cert[0])
 
 
 def manhattan_one(ex, x, target, proba, margin, weights, tol, max_iter):

@@ -11,7 +11,7 @@ unknowns and touches the D features only to form z̄ = A x̄ + b and the answer 
 * :func:`constrained`: ``proba=τ`` by a search over λ (:func:`proba_solution`: ``proba_rows``,
   safeguarded Newton in log λ on the target's log-odds, with re-solves where the model's own
   arithmetic puts the answer below τ), and ``region=True`` by the (K−1)-variable dual QP of the
-  target's region (``region_batch``, an exact active set);
+  target's region (:func:`region_solution`: ``region_rows``, an exact active set);
 * :func:`reduced_path`: problem (2) along a grid of λ, warm-started (§3.4; ``lam_path``);
 * :func:`finish`: the verdict, distance and projected gradient norm of answers in R^D (also used
   by the boxed solver and the D-dimensional reference methods, for both families).
@@ -28,7 +28,7 @@ from .._kernels.linalg import dot as _dot
 from .._kernels.softmax.lamsearch import proba_rows
 from .._status import Status
 from ..results import CounterfactualPath
-from .verify import solution, verdict
+from .verify import replace_rows, solution, verdict
 
 __all__ = ["constrained", "finish", "reduced_lam", "reduced_path", "region_singular"]
 
@@ -124,6 +124,7 @@ def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
 
 
 PROBA_METHOD = "reduced (λ search)"
+REGION_METHOD = "reduced (dual active set)"
 PROBA_ROUNDS = 4  # re-solves of a ``proba=`` row whose answer the model puts below τ
 
 
@@ -144,12 +145,12 @@ def raise_log_tau(proba, p):
 _ROW0 = np.zeros(1, dtype=np.int64)
 
 
-def _check_blas(model, Xs, P, status, tidx, proba, checked):
+def _check_blas(model, Xs, P, status, tidx, proba, checked, pc=None):
     """Check p_k ≥ τ in BLAS's arithmetic on the successes not yet checked (``checked``).
 
     Returns None when no row is short of τ, else (rows, p): the rows to re-solve (status
     PENDING: short in the row kernels' arithmetic; or short in BLAS's) and their p_k in the
-    worse of the two arithmetics.
+    worse of the two arithmetics. ``pc``: BLAS's p_k of a single row, if the caller has it.
     """
     if Xs.shape[0] == 1:  # one query (the common case): the same arithmetic with scalars
         st = status[0]
@@ -157,8 +158,9 @@ def _check_blas(model, Xs, P, status, tidx, proba, checked):
             return _ROW0, P[_ROW0, tidx]
         if st != _OK or checked[0]:
             return None
-        with np.errstate(over="ignore", invalid="ignore"):
-            pc = model.proba_from_logits(model.check_logits(Xs))[0, tidx[0]]
+        if pc is None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                pc = model.proba_from_logits(model.check_logits(Xs))[0, tidx[0]]
         if pc >= proba:
             checked[0] = True
             return None
@@ -178,7 +180,7 @@ def _check_blas(model, Xs, P, status, tidx, proba, checked):
     return idx, p[idx]
 
 
-def proba_solution(model, X, tidx, m, proba, tol, max_iter):
+def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None, first_pc=None):
     """``proba=τ`` for N queries without bounds: the λ-search in one kernel call per round.
 
     ``proba_rows`` solves, forms each answer with its logits and checks p_k ≥ τ in the row
@@ -191,6 +193,10 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
     differ by less). Rows still short then fail (NUMERIC). A success is certified (not
     rechecked by the explainer's verification) when the row kernel's rounding bound puts it in
     the target class and BLAS's p_k ≥ τ was checked on it.
+
+    ``first``, ``first_pc``: the output of the first ``proba_rows`` call on these rows and, for
+    a single row, BLAS's p_k of its answer, when the caller has them (the short path of one
+    query, which calls this only when a re-solve is needed).
     """
     N, D = X.shape
     A_ = model.A
@@ -198,12 +204,14 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
     log_tau = np.full(N, math.log(proba))
     args = (A_, model.b, m.GV, m.GF)
     opts = (tol, max_iter, m.v, m.unit_v, model.gamma, proba)
-    Xs, Y, P, dist, lamv, nit, status, cert, _lp0 = proba_rows(
-        X, *args, tidx, log_tau, *opts, _sk.row_mode(N, D, K)
-    )
+    if first is None:
+        first = proba_rows(X, *args, tidx, log_tau, *opts, _sk.row_mode(N, D, K))
+    Xs, Y, P, dist, lamv, nit, status, cert, _lp0 = first
     checked = np.zeros(N, dtype=bool)  # BLAS's p_k ≥ τ holds at the answer
     for r in range(PROBA_ROUNDS + 1):
-        short = _check_blas(model, Xs, P, status, tidx, proba, checked)
+        short = _check_blas(
+            model, Xs, P, status, tidx, proba, checked, first_pc if r == 0 else None
+        )
         if short is None or r == PROBA_ROUNDS:
             break
         idx, p = short
@@ -238,19 +246,37 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
 
 def constrained(model, X, tidx, m, proba, margins, tol, max_iter):
     """``proba=τ`` (``margins`` None) or ``region=True`` (``margins``: one per row)."""
-    N = X.shape[0]
     if proba is not None:
         return proba_solution(model, X, tidx, m, proba, tol, max_iter)
-    else:
-        Zbar = model.logits(X)
-        Y, nit, status = _sk.region_batch(
-            Zbar, m.GV, tidx, margins, 1e-12, 10 * model.A.shape[0] + 100, N > 1
-        )
-        resolve_singular(Zbar, m.GV, tidx, margins, Y, status)
-        lamv = None
-        method = "reduced (dual active set)"
-    Xs = model.expand(X, Y, m)
-    return finish(model, X, Xs, tidx, nit, status, lamv, m, None, method, proba_min=proba)
+    return region_solution(model, X, tidx, m, margins)
+
+
+def region_solution(model, X, tidx, m, margins):
+    """``region=True`` for N queries without bounds: ``region_rows``, one kernel call.
+
+    The kernel solves each row's dual, forms the answer with its logits in the same pass over A
+    and judges it, with the rounding certificate of each success (a certified success is not
+    rechecked by the explainer's verification). Rows whose dual is singular (PENDING) are solved
+    by :func:`region_singular` and :func:`finish`.
+    """
+    N, D = X.shape
+    A_ = model.A
+    K = A_.shape[0]
+    Xs, _Y, P, dist, nit, status, cert = _sk.region_rows(
+        X, A_, model.b, m.GV, tidx, margins, 1e-12, 10 * K + 100, m.v, m.unit_v, model.gamma,
+        _sk.row_mode(N, D, K),
+    )  # fmt: skip
+    sol = solution(Xs, P, dist, status == _OK, status, nit, None, None, REGION_METHOD, cert)
+    pend = np.flatnonzero(status == _PENDING)
+    if pend.size:  # a singular dual: the rank-revealing solve
+        X1, t1, mg = X[pend], tidx[pend], margins[pend]
+        Zbar = model.logits(X1)
+        Y, nit1, st1 = _sk.region_batch(Zbar, m.GV, t1, mg, 1e-12, 10 * K + 100, pend.size > 1)
+        resolve_singular(Zbar, m.GV, t1, mg, Y, st1)
+        sub = finish(model, X1, model.expand(X1, Y, m), t1, nit1, st1, None, m, None, REGION_METHOD)
+        nit[pend] = 0  # (replace_rows adds the re-solve's iterations)
+        sol = replace_rows(sol, pend, sub)
+    return sol
 
 
 def finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=None):

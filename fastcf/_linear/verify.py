@@ -144,6 +144,13 @@ def replace_rows(sol, idx, sub):
             new = old.copy()
             new[idx] = getattr(sub, key)
             fields[key] = new
+    if sol.certified is not None or sub.certified is not None:
+        # a replaced row keeps no certificate of the answer it no longer has
+        cert = np.zeros(sol.success.shape[0], dtype=bool)
+        if sol.certified is not None:
+            cert |= sol.certified
+        cert[idx] = False if sub.certified is None else sub.certified
+        fields["certified"] = cert
     nit = np.array(sol.nit, copy=True)
     nit[idx] += sub.nit
     msgs = list(sol.message)

@@ -41,14 +41,16 @@ The kernels, one module per algorithm:
     extrapolation of the previous solutions and their tangents dy/d(log λ).
 ``rows``
     the two O(DK) products of a query (:func:`logits_rows`, :func:`expand_rows`, bit-identical in
-    any batch or partition) and :func:`reduced_rows`, problem (2) for N queries in one call.
+    any batch or partition), :func:`reduced_rows`, problem (2) for N queries in one call, and
+    :func:`region_rows`, ``region=True`` for N queries in one call (z̄, the dual, the answer, its
+    logits, verdict and rounding certificate).
 """
 
 from .core import _apply_inverse, _factor, _objective, _objective_gy, reduced_newton
 from .lampath import _tangent, lam_path
 from .lamsearch import proba_batch
 from .region import region_batch
-from .rows import _certain_row, expand_rows, logits_rows, reduced_rows, row_mode
+from .rows import _certain_row, expand_rows, logits_rows, reduced_rows, region_rows, row_mode
 
 # the names used outside this package (fastcf.linear, fastcf._linear, tests/test_softmax.py)
 __all__ = [
@@ -65,5 +67,6 @@ __all__ = [
     "reduced_newton",
     "reduced_rows",
     "region_batch",
+    "region_rows",
     "row_mode",
 ]

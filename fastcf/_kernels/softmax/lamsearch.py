@@ -21,12 +21,13 @@ Exactness. The intermediate solves stop at ``tol``; once the Newton step in t is
 bracket narrow), each solve is polished to the rounding level of ∇E (Newton steps until ‖∇E‖
 stops falling quadratically) and the bracket is rebuilt from polished solves alone: at small λ
 (τ near 1) a solve stopped at ``tol`` can be off in φ by far more than the last steps (‖∇E‖ ≈
-λ ‖y − y*‖ along the flat directions of E; measured: 1e−4 in φ at λ = 1e−8). The search aims 16
-ulps of φ inside the feasible side (:data:`_AIM`); the answer is the last polished solve with
-log p_k ≥ log τ and φ − logit τ within 32 ulps of the logits' scale (or, if the two sides of the
-bracket are adjacent doubles, the feasible one). Aiming in φ, not in log p_k: near p_k = 1 an
-ulp of log p_k is 1/(1 − τ) ulps of φ, and aiming there cost 1e−9 of the distance at
-τ = 1 − 1e−6.
+λ ‖y − y*‖ along the flat directions of E; measured: 1e−4 in φ at λ = 1e−8). The search aims
+16 · max(1, √(D / 4096)) ulps of φ's scale inside the feasible side (:func:`aim_ulps`: the
+rounding by which the logits of the formed answer differ from the K-space ones grows with D);
+the answer is the last polished solve with log p_k ≥ log τ and φ − logit τ within twice that
+(or, if the two sides of the bracket are adjacent doubles, the feasible one). Aiming in φ, not
+in log p_k: near p_k = 1 an ulp of log p_k is 1/(1 − τ) ulps of φ, and aiming there cost 1e−9
+of the distance at τ = 1 − 1e−6.
 
 :func:`proba_rows` runs the search for N queries, forms each answer x̄ + (yᵀA) ∘ v with its
 logits (the row kernels of :mod:`~fastcf._kernels.softmax.rows`) and judges it
@@ -62,12 +63,21 @@ _FINE = 1e-4  # a Newton step in log λ below this: the solves from then on are 
 _OUTER = 60  # solves per search (about four are needed; the rest is a safety margin)
 _POLISH = 8  # Newton steps at most to bring a converged solve to its rounding level
 _GAP = 1e-3  # log λ: τ is out of reach when p_k < τ this close above the unresolvable λ
-# The search aims this many ulps of φ's scale inside the feasible side (answers are accepted up
-# to 32). The logits of the formed point x̄ + (yᵀA) ∘ v differ from the K-space ones z̄ + G y by
-# their rounding: measured -4 to +2 ulps of that scale at digits (64, 10), -12 to +7 at
-# (8192, 16). Aiming at 4 left 2% of the digits answers short of τ in the model's arithmetic,
-# each then re-solved (a second kernel call and check: 3-4x the query); at 16 almost none.
+# The search aims _AIM · max(1, √(D / 4096)) ulps of φ's scale inside the feasible side
+# (:func:`aim_ulps`) and accepts answers up to twice that. The logits of the formed point
+# x̄ + (yᵀA) ∘ v differ from the K-space ones z̄ + G y by their rounding, which grows with D like a
+# random walk: measured (BLAS's logits of the answer against z̄ + G y, ulps of that scale, 50-200
+# queries) -6 to +2 at digits (64, 10), -12 to +7 at (8192, 16), -10 to +10 at (47 236, 51),
+# -25 to +23 at (131 072, 16). An answer short of τ in the model's arithmetic is re-solved
+# (another pass over A and another check: 3-6x the query); aiming 4 ulps inside left 2% of the
+# digits answers short, and 16 ulps at every D left 6% at (131 072, 16).
 _AIM = 16.0
+
+
+@kernel(inline="always")
+def aim_ulps(D):
+    """Return how many ulps of φ's scale the search aims inside τ, for answers in R^D."""
+    return _AIM * max(1.0, math.sqrt(D / 4096.0))
 
 
 @kernel(inline="always")
@@ -162,12 +172,14 @@ def _start(zbar, G, k, logit_tau, one_minus_tau, y, z, q, d, gd):
 
 
 @kernel()
-def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0):
+def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
     """Solve min ‖x − x̄‖_W s.t. p_k ≥ τ through problem (2) (see the module docstring).
 
     ``lam0``: a λ whose solution y holds on entry (a warm start, e.g. the answer for a slightly
-    lower τ), or NaN for a cold start (:func:`_start`). The returned y is the polished solution
-    of the returned λ, with log p_k ≥ log τ in K-space arithmetic. Returns (lam, nit_total,
+    lower τ), or NaN for a cold start (:func:`_start`). ``aim_ulp``: how far inside τ the search
+    aims, in ulps of φ's scale (:func:`aim_ulps`); answers are accepted up to twice that. The
+    returned y is the polished solution of the returned λ, with log p_k ≥ log τ in K-space
+    arithmetic. Returns (lam, nit_total,
     status): OK converged; INFEASIBLE τ out of reach (p_k < τ at every λ down to e^−80, or
     down to where p_k can no longer be resolved, see below); MAXITER the search reached its
     limit of solves; NUMERIC numerical failure.
@@ -278,7 +290,7 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0):
                 t_ok = t
                 for j in range(K):
                     y_ok[j] = y[j]
-                if phi - logit_tau <= 32.0 * _EPS * pscale:
+                if phi - logit_tau <= 2.0 * aim_ulp * _EPS * pscale:
                     break
         else:
             hi = t
@@ -303,8 +315,8 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0):
             dphi = gd[k]
             for j in range(K):
                 dphi -= q[j] * gd[j]
-        # Newton on φ(t) = aim, _AIM ulps of φ inside the feasible side, within the bracket
-        aim = logit_tau + _AIM * _EPS * pscale
+        # Newton on φ(t) = aim, aim_ulp ulps of φ inside the feasible side, within the bracket
+        aim = logit_tau + aim_ulp * _EPS * pscale
         step = np.nan
         if ok_fac and dphi < 0.0:
             step = (aim - phi) / dphi
@@ -355,7 +367,7 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0):
 
 
 @kernel()
-def _proba_serial(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0):
+def _proba_serial(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim):
     N, K = Zbar.shape
     Y = Y0.copy()  # the warm starts (rows with a finite lam0); proba_search sets the others
     lam = np.empty(N)
@@ -363,13 +375,13 @@ def _proba_serial(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0):
     status = np.empty(N, dtype=np.int64)
     for n in range(N):
         lam[n], nit[n], status[n] = proba_search(
-            Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], lam0[n]
+            Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], lam0[n], aim
         )
     return Y, lam, nit, status
 
 
 @kernel(parallel=True)
-def _proba_parallel(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0):
+def _proba_parallel(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim):
     N, K = Zbar.shape
     Y = Y0.copy()  # the warm starts (rows with a finite lam0); proba_search sets the others
     lam = np.empty(N)
@@ -377,12 +389,12 @@ def _proba_parallel(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0):
     status = np.empty(N, dtype=np.int64)
     for n in prange(N):
         lam[n], nit[n], status[n] = proba_search(
-            Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], lam0[n]
+            Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], lam0[n], aim
         )
     return Y, lam, nit, status
 
 
-def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None):
+def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None, aim=_AIM):
     """proba_search for N queries: returns (Y, lam, nit, status).
 
     ``warm``: (Y, lam) of an earlier search on the same rows (for a slightly higher τ: the ulp
@@ -390,7 +402,9 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None):
     from its solution; rows with a λ that is not finite and positive start cold.
     ``parallel``: over the rows, in a ``parallel=True`` kernel; otherwise a serial kernel (the
     same row code, so the same bits, and a first call that compiles several times faster).
+    ``aim``: :func:`aim_ulps` of the answers' D (the default is that of D ≤ 4096).
     """
+    aim = float(aim)
     if warm is None:
         Y0 = np.zeros(Zbar.shape)
         lam0 = np.full(Zbar.shape[0], np.nan)
@@ -398,8 +412,8 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None):
         Y0 = np.ascontiguousarray(warm[0], dtype=np.float64)
         lam0 = np.ascontiguousarray(warm[1], dtype=np.float64)
     if parallel:
-        return _proba_parallel(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0)
-    return _proba_serial(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0)
+        return _proba_parallel(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim)
+    return _proba_serial(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -411,7 +425,7 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None):
 
 
 @kernel(inline="always")
-def _proba_row(part, b, G, GF, k, log_tau, tol, max_iter, y, lam0):
+def _proba_row(part, b, G, GF, k, log_tau, tol, max_iter, y, lam0, aim):
     """z̄ from its chunk sums, then :func:`proba_search` (y in place; warm when lam0 is finite).
 
     Returns (lam, quad, nit, status, lp0), quad = yᵀ G y = ‖x* − x̄‖²_W, lp0 = log p_k(x̄) in
@@ -422,7 +436,7 @@ def _proba_row(part, b, G, GF, k, log_tau, tol, max_iter, y, lam0):
     _sum_chunks(part, b, zbar)
     gy = np.empty(K)
     _phi0, lp0 = _log_odds(zbar, k, gy)
-    lam, nit, status = proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0)
+    lam, nit, status = proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim)
     _matvec(G, y, gy)
     quad = 0.0
     for j in range(K):
@@ -464,6 +478,7 @@ def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     warm = lam0.shape[0] > 0
+    aim = aim_ulps(D)
     Y = Y0.copy() if warm else np.zeros((N, K))
     X = np.empty((N, D))
     P = np.empty((N, K))
@@ -481,7 +496,7 @@ def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
             _logits_chunk(X0[n], A, c, part)
         l0 = lam0[n] if warm else np.nan
         lam[n], quad, nit[n], st, lp0[n] = _proba_row(
-            part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0
+            part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
@@ -496,6 +511,7 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, ta
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     warm = lam0.shape[0] > 0
+    aim = aim_ulps(D)
     Y = Y0.copy() if warm else np.zeros((N, K))
     X = np.empty((N, D))
     P = np.empty((N, K))
@@ -513,7 +529,7 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, ta
             _logits_chunk(X0[n], A, c, part)
         l0 = lam0[n] if warm else np.nan
         lam[n], quad, nit[n], st, lp0[n] = _proba_row(
-            part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0
+            part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
@@ -528,6 +544,7 @@ def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     warm = lam0.shape[0] > 0
+    aim = aim_ulps(D)
     Y = Y0.copy() if warm else np.zeros((N, K))
     X = np.empty((N, D))
     P = np.empty((N, K))
@@ -545,7 +562,7 @@ def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
             _logits_chunk(X0[n], A, c, part)
         l0 = lam0[n] if warm else np.nan
         lam[n], quad, nit[n], st, lp0[n] = _proba_row(
-            part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0
+            part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in prange(nc):

@@ -1,8 +1,9 @@
-"""Queries row by row: the O(DK) products of a query and problem (2) for N queries.
+"""Queries row by row: the O(DK) products of a query, problem (2) and ``region=True`` for N queries.
 
-:func:`logits_rows` (Z = X Aᵀ + b), :func:`expand_rows` (x = x̄ + (yᵀA) ∘ v) and
+:func:`logits_rows` (Z = X Aᵀ + b), :func:`expand_rows` (x = x̄ + (yᵀA) ∘ v),
 :func:`reduced_rows` (per row: z̄, the reduced Newton from its cold start, x* with its logits and
-their rounding scale, and the verdict), in the modes of :func:`row_mode`.
+their rounding scale, and the verdict) and :func:`region_rows` (the same around the region dual),
+in the modes of :func:`row_mode`.
 """
 
 import math
@@ -15,11 +16,13 @@ from fastcf._status import Status
 from .. import kernel
 from ..linalg import dot as _dot
 from ..linalg import dot_abs as _dot_abs
-from .core import initial_y, reduced_newton, softmax_into
+from .core import _matvec, initial_y, reduced_newton, softmax_into
+from .region import _region_row
 
 _OK = int(Status.OK)
 _NUMERIC = int(Status.NUMERIC)
 _NOT_TARGET = int(Status.NOT_TARGET)
+_PENDING = int(Status.PENDING)
 
 # ----------------------------------------------------------------------------------------------
 # The two O(DK) products of a query, row by row. Each row is computed by the same code in the same
@@ -391,3 +394,145 @@ def reduced_rows(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, mode)
     if mode == 2:
         return _reduced_chunks(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
     return _reduced_serial(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
+
+
+# ----------------------------------------------------------------------------------------------
+# region=True for N queries in one call, as reduced_rows does for problem (2): per row z̄ = A x̄ + b,
+# the dual, x* = x̄ + (yᵀA) ∘ v with its logits and their rounding scale in the same pass over A,
+# p = softmax(z) and the verdict with its rounding certificate. The same row code in every mode.
+
+
+@kernel(inline="always")
+def _region_fused_row(part, b, G, k, margin, tol, max_iter, y):
+    """z̄ from its chunk sums, then the dual (y in place). Returns (nit, status, yᵀ G y)."""
+    K = b.shape[0]
+    zbar = np.empty(K)
+    _sum_chunks(part, b, zbar)
+    nit, status = _region_row(zbar, G, k, margin, tol, max_iter, y)
+    gy = np.empty(K)
+    _matvec(G, y, gy)
+    quad = 0.0
+    for j in range(K):
+        quad += y[j] * gy[j]
+    return nit, status, quad
+
+
+@kernel()
+def _region_verdict(x, pz, ps, b, k, gamma, quad, status, p):
+    """Logits z of x* from their chunk sums, p = softmax(z), and the verdict of ``region=True``.
+
+    Returns (status, certified): NUMERIC for a non-finite answer or one that argmax z (ties to
+    the first class) does not put in class k (the margin was lost to rounding: ``verify.region``
+    re-solves with a larger one); certified when k wins by more than the rounding of any
+    evaluation of the logits (:func:`_certain_row`).
+    """
+    K = b.shape[0]
+    z = np.empty(K)
+    sc = np.empty(K)
+    finite = _row_logits(x, pz, ps, b, quad, p, z, sc)
+    if status != _OK:
+        return status, False
+    if not finite:
+        return _NUMERIC, False
+    best = 0
+    for j in range(1, K):
+        if z[j] > z[best]:
+            best = j
+    if best != k:
+        return _NUMERIC, False
+    return _OK, _certain_row(z, sc, k, gamma)
+
+
+@kernel()
+def _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma):
+    N, D = X0.shape
+    K = A.shape[0]
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    Y = np.empty((N, K))
+    P = np.empty((N, K))
+    dist = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    cert = np.empty(N, dtype=np.bool_)
+    part = np.empty((nc, K))
+    pz = np.empty((nc, K))
+    ps = np.empty((nc, K))
+    for n in range(N):
+        for c in range(nc):
+            _logits_chunk(X0[n], A, c, part)
+        nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
+        dist[n] = math.sqrt(max(quad, 0.0))
+        for c in range(nc):
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
+        status[n], cert[n] = _region_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, P[n])
+    return X, Y, P, dist, nit, status, cert
+
+
+@kernel(parallel=True)
+def _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma):
+    N, D = X0.shape
+    K = A.shape[0]
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    Y = np.empty((N, K))
+    P = np.empty((N, K))
+    dist = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    cert = np.empty(N, dtype=np.bool_)
+    for n in prange(N):
+        part = np.empty((nc, K))
+        pz = np.empty((nc, K))
+        ps = np.empty((nc, K))
+        for c in range(nc):
+            _logits_chunk(X0[n], A, c, part)
+        nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
+        dist[n] = math.sqrt(max(quad, 0.0))
+        for c in range(nc):
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
+        status[n], cert[n] = _region_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, P[n])
+    return X, Y, P, dist, nit, status, cert
+
+
+@kernel(parallel=True)
+def _region_chunks(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma):
+    N, D = X0.shape
+    K = A.shape[0]
+    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+    X = np.empty((N, D))
+    Y = np.empty((N, K))
+    P = np.empty((N, K))
+    dist = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    cert = np.empty(N, dtype=np.bool_)
+    part = np.empty((nc, K))
+    pz = np.empty((nc, K))
+    ps = np.empty((nc, K))
+    for n in range(N):
+        for c in prange(nc):
+            _logits_chunk(X0[n], A, c, part)
+        nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
+        dist[n] = math.sqrt(max(quad, 0.0))
+        for c in prange(nc):
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
+        status[n], cert[n] = _region_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, P[n])
+    return X, Y, P, dist, nit, status, cert
+
+
+def region_rows(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma, mode):
+    """``region=True`` for N softmax queries in one call (``mode`` from :func:`row_mode`).
+
+    Per row: z̄ = A x̄ + b, :func:`~fastcf._kernels.softmax.region.region_dual` with the row's
+    margin, x* = x̄ + (yᵀA) ∘ v with its logits and their rounding scale in the same pass over
+    A, p = softmax(z) and the verdict of :func:`_region_verdict`. Returns (X, Y, P, dist, nit,
+    status, cert), dist = ‖x* − x̄‖_W = √(yᵀ G y). Rows whose dual is singular come back
+    PENDING (their x* is x̄): the caller solves them by
+    :func:`fastcf._linear.softmax.region_singular`.
+    """
+    if mode == 1:
+        return _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma)
+    if mode == 2:
+        return _region_chunks(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma)
+    return _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma)
