@@ -3,9 +3,10 @@
 Each run is a fresh process with a new, empty ``NUMBA_CACHE_DIR`` and ``PYTHONPATH`` pointing at
 one of the two checkouts (so both run in this environment, with the same Numba). The two
 checkouts alternate run by run, so that a change in the machine's load falls on both. The time
-is the CPU time of the process: the import of fastcf and the first ``explain`` (binary rows: an
-explainer from arrays, D = 30); for LVQ only the ``explain`` (the GLVQ fit of the setup compiles
-the cost kernels and is not counted). Medians over the repetitions, and every run's time.
+is the CPU time of the process: the import of fastcf and the first ``explain`` (binary and
+softmax rows: an explainer from arrays, D = 30, 5 classes for softmax); for LVQ only the
+``explain`` (the GLVQ fit of the setup compiles the cost kernels and is not counted). Medians
+over the repetitions, and every run's time.
 
 Run from the repository root, with the other checkout made by ``git worktree add``::
 
@@ -42,6 +43,12 @@ if kind == "bin":
     if form.pop("box", False):
         form["bounds"] = (x - 5, x + 5)
     call = lambda: ex.explain(x, k, **form)
+elif kind == "sm":  # a softmax model with 5 classes
+    A = rng.normal(size=(5, 30))
+    ex = LinearExplainer.from_arrays(A, rng.normal(size=5))
+    x = rng.normal(size=30)
+    k = (int(np.argmax(A @ x)) + 1) % 5
+    call = lambda: ex.explain(x, k, **form)
 else:  # compile_times.py's LVQ scenario (its folder is argv[3])
     sys.path.insert(0, sys.argv[3])
     from compile_times import _setup_lvq
@@ -50,7 +57,7 @@ else:  # compile_times.py's LVQ scenario (its folder is argv[3])
 c1 = time.process_time()
 call()
 c2 = time.process_time()
-print(fastcf.__file__, c2 - c1 + (c1 - c0 if kind == "bin" else 0.0))
+print(fastcf.__file__, c2 - c1 + (c1 - c0 if kind != "lvq" else 0.0))
 """
 
 SCENARIOS = [
@@ -62,6 +69,9 @@ SCENARIOS = [
     ("bin", "lam=0.01,metric='manhattan'"),
     ("bin", "proba=0.8,metric='manhattan'"),
     ("bin", "region=True,metric='manhattan'"),
+    ("sm", "lam=0.01"),
+    ("sm", "proba=0.8"),
+    ("sm", "region=True"),
     ("lvq", ""),
 ]
 
@@ -88,12 +98,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", help="the other checkout (e.g. a git worktree)")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--only", choices=("bin", "sm", "lvq"), help="only the scenarios of one model family"
+    )
     args = parser.parse_args(argv)
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     roots = {"before": os.path.abspath(args.before), "after": here}
-    times = {sc: {"before": [], "after": []} for sc in SCENARIOS}
+    scenarios = [sc for sc in SCENARIOS if args.only in (None, sc[0])]
+    times = {sc: {"before": [], "after": []} for sc in scenarios}
     for _ in range(args.reps):
-        for sc in SCENARIOS:
+        for sc in scenarios:
             for tag, root in roots.items():
                 times[sc][tag].append(_run(root, sc))
     print("| first call, empty cache (CPU s) | before | after | runs before | runs after |")

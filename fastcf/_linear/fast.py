@@ -135,34 +135,46 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
     """:func:`~fastcf._linear.softmax.proba_solution` and ``keep_source`` for one softmax row.
 
     The common case, done here with less Python around the kernel: the first solve is final
-    (not short of τ in the row kernel's arithmetic, nor in BLAS's): the solution
-    ``proba_solution`` builds after its first round. Otherwise (a re-solve is needed)
-    ``proba_solution`` itself goes on from that first solve: the same bits either way.
-    ``keep_source`` is skipped where the kernel's log p_k(x̄) is below log τ by more than the
-    rounding of two evaluations of it can cover (:func:`_need_bound` bounds twice the logits'
-    part; 1e-9 covers the evaluation of the softmax): BLAS's p_k(x̄) is then below τ, so x̄
-    cannot meet it.
+    (its answer not short of τ in the model's arithmetic): the solution ``proba_solution``
+    builds after its first round, judged as :func:`~fastcf._linear.softmax.judge_proba` does,
+    with scalars (the certificate may use the cheap bound in Python floats instead of NumPy's;
+    either way a success is a success). Otherwise ``proba_solution`` goes on from that first
+    solve and verdict: the same bits either way. ``keep_source`` is skipped where the kernel's
+    log p_k(x̄) is below log τ by more than the rounding of two evaluations of it can cover
+    (:func:`_need_bound` bounds twice the logits' part; 1e-9 covers the evaluation of the
+    softmax): BLAS's p_k(x̄) is then below τ, so x̄ cannot meet it.
     """
     log_tau = math.log(proba)
     A = model.A
-    first = _proba_rows(
+    out = _proba_rows(
         X, A, model.b, m.GV, m.GF, tidx, np.array([log_tau]), tol, max_iter, m.v, m.unit_v,
-        model.gamma, proba, _sk.row_mode(1, A.shape[1], A.shape[0]),
+        _sk.row_mode(1, A.shape[1], A.shape[0]),
     )  # fmt: skip
-    Xs, _Y, P, dist, lamv, nit, status, cert, lp0 = first
+    Xs, _Y, dist, lamv, nit, status, lp0 = out
     st = int(status[0])
-    checked = False
-    pc = None
+    with np.errstate(over="ignore", invalid="ignore"):
+        Z = model.check_logits(Xs)
+        P = model.proba_from_logits(Z)
+    pk = P[0, k]
+    cert = False
     if st == _OK:
-        with np.errstate(over="ignore", invalid="ignore"):
-            pc = model.proba_from_logits(model.check_logits(Xs))[0, k]
-        checked = bool(pc >= proba)
-    if st == _PENDING or (st == _OK and not checked):
-        sol = proba_solution(model, X, tidx, m, proba, tol, max_iter, first, pc)  # re-solves
+        z = Z[0]
+        if not pk >= proba:
+            st = _PENDING
+        elif int(np.argmax(z)) != k:
+            st = _BELOW_DECISION
+        else:
+            zo = z.copy()
+            zo[k] = -np.inf
+            cert = bool(z[k] - zo.max() > _need_bound(model, Xs))
+    status = np.array([st], dtype=np.int64)
+    if st == _PENDING:  # re-solves
+        judged = (P, status, np.zeros(1, dtype=bool), np.array([pk]))
+        sol = proba_solution(model, X, tidx, m, proba, tol, max_iter, (out, judged))
     else:
-        success = status == _OK
-        cert = cert & success if checked else np.zeros(1, dtype=bool)
-        sol = solution(Xs, P, dist, success, status, nit, lamv, None, _PROBA_METHOD, cert)
+        success = np.array([st == _OK])
+        certified = np.array([cert])
+        sol = solution(Xs, P, dist, success, status, nit, lamv, None, _PROBA_METHOD, certified)
     if sol.success[0] and sol.distance[0] == 0.0:
         return sol
     if lp0[0] + _need_bound(model, X) + 1e-9 < log_tau:  # x̄ surely below τ

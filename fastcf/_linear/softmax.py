@@ -9,9 +9,10 @@ unknowns and touches the D features only to form z̄ = A x̄ + b and the answer 
 * :func:`reduced_lam`: problem (2) for N queries, every Newton step of every row in one kernel
   call (``reduced_rows``), with the rounding certificate of each success;
 * :func:`constrained`: ``proba=τ`` by a search over λ (:func:`proba_solution`: ``proba_rows``,
-  safeguarded Newton in log λ on the target's log-odds, with re-solves where the model's own
-  arithmetic puts the answer below τ), and ``region=True`` by the (K−1)-variable dual QP of the
-  target's region (:func:`region_solution`: ``region_rows``, an exact active set);
+  safeguarded Newton in log λ on the target's log-odds, judged in the model's own arithmetic by
+  :func:`judge_proba`, with re-solves where it puts the answer below τ), and ``region=True``
+  by the (K−1)-variable dual QP of the target's region (:func:`region_solution`:
+  ``region_rows``, an exact active set);
 * :func:`reduced_path`: problem (2) along a grid of λ, warm-started (§3.4; ``lam_path``);
 * :func:`finish`: the verdict, distance and projected gradient norm of answers in R^D (also used
   by the boxed solver and the D-dimensional reference methods, for both families).
@@ -38,6 +39,7 @@ _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
 _PENDING = int(Status.PENDING)
 _INFEASIBLE = int(Status.INFEASIBLE)
+_BELOW_DECISION = int(Status.BELOW_DECISION)
 
 
 def region_singular(zbar, G, k, margin):
@@ -142,80 +144,62 @@ def raise_log_tau(proba, p):
     return np.minimum(2 * short + ulps, 0.5 * abs(log_tau))
 
 
-_ROW0 = np.zeros(1, dtype=np.int64)
+def judge_proba(model, Xs, tidx, status, proba):
+    """Return (P, status, certified, p_k): the verdict of ``proba=τ`` answers, by the model.
 
-
-def _check_blas(model, Xs, P, status, tidx, proba, checked, pc=None):
-    """Check p_k ≥ τ in BLAS's arithmetic on the successes not yet checked (``checked``).
-
-    Returns None when no row is short of τ, else (rows, p): the rows to re-solve (status
-    PENDING: short in the row kernels' arithmetic; or short in BLAS's) and their p_k in the
-    worse of the two arithmetics. ``pc``: BLAS's p_k of a single row, if the caller has it.
+    The model's own arithmetic: BLAS's logits one row at a time (``check_logits``, the bits of
+    ``predict_proba`` of the row) and their softmax. A row whose search converged (OK) becomes
+    PENDING where p_k < τ (to be re-solved for a higher τ), BELOW_DECISION where p_k ≥ τ but
+    another class wins (argmax, ties to the first class, as ``predict``); the others stay OK,
+    certified where the target wins by more than the cheap bound of the rounding need
+    (``need_bound``), so that the explainer's verification need not recheck them.
     """
-    if Xs.shape[0] == 1:  # one query (the common case): the same arithmetic with scalars
-        st = status[0]
-        if st == _PENDING:
-            return _ROW0, P[_ROW0, tidx]
-        if st != _OK or checked[0]:
-            return None
-        if pc is None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                pc = model.proba_from_logits(model.check_logits(Xs))[0, tidx[0]]
-        if pc >= proba:
-            checked[0] = True
-            return None
-        return _ROW0, np.minimum(P[_ROW0, tidx], pc)
-    p = P[np.arange(Xs.shape[0]), tidx]
-    rows = np.flatnonzero((status == _OK) & ~checked)
-    if rows.size:
-        with np.errstate(over="ignore", invalid="ignore"):
-            pc = model.proba_from_logits(model.check_logits(Xs[rows]))
-        pc = pc[np.arange(rows.size), tidx[rows]]
-        checked[rows] = pc >= proba
-        p[rows] = np.minimum(p[rows], pc)
-    short = (status == _PENDING) | ((status == _OK) & ~checked)
-    if not short.any():
-        return None
-    idx = np.flatnonzero(short)
-    return idx, p[idx]
+    with np.errstate(over="ignore", invalid="ignore"):
+        Z = model.check_logits(Xs)
+        P = model.proba_from_logits(Z)
+        p = P[np.arange(Xs.shape[0]), tidx]
+        status = status.copy()
+        ok = status == _OK
+        short = ok & ~(p >= proba)
+        status[short] = _PENDING
+        ok &= ~short
+        below = ok & (np.argmax(Z, axis=1) != tidx)
+        status[below] = _BELOW_DECISION
+        ok &= ~below
+        cert = ok & (model.target_margin(Z, tidx) > model.need_bound(Xs))
+    return P, status, cert, p
 
 
-def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None, first_pc=None):
+def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
     """``proba=τ`` for N queries without bounds: the λ-search in one kernel call per round.
 
-    ``proba_rows`` solves, forms each answer with its logits and checks p_k ≥ τ in the row
-    kernels' arithmetic; here p_k ≥ τ is checked again in BLAS's (``check_logits``, the bits of
-    ``predict_proba``). The search meets τ in K-space arithmetic (z̄ + G y), and the logits of the
-    formed point round differently, by more as D grows (~1e-14 at (131 072, 16)): rows short of
-    τ in either arithmetic are re-solved, warm, for log τ raised by twice the shortfall
-    (:func:`raise_log_tau`), at most :data:`PROBA_ROUNDS` times, the last time by at least the
-    worst case of the logits' rounding (``model.rounding_need``: two evaluations of log p_k
-    differ by less). Rows still short then fail (NUMERIC). A success is certified (not
-    rechecked by the explainer's verification) when the row kernel's rounding bound puts it in
-    the target class and BLAS's p_k ≥ τ was checked on it.
+    ``proba_rows`` solves and forms each answer; :func:`judge_proba` judges it in the model's
+    own arithmetic. The search meets τ in K-space arithmetic (z̄ + G y), and the logits of the
+    formed point round differently, by more as D grows (the search aims inside τ by about as
+    much, ``lamsearch.aim_ulps``): rows short of τ are re-solved, warm, for log τ raised by twice
+    the shortfall (:func:`raise_log_tau`), at most :data:`PROBA_ROUNDS` times, the last time by
+    at least the worst case of the logits' rounding (``model.rounding_need``: two evaluations of
+    log p_k differ by less). Rows still short then fail (NUMERIC).
 
-    ``first``, ``first_pc``: the output of the first ``proba_rows`` call on these rows and, for
-    a single row, BLAS's p_k of its answer, when the caller has them (the short path of one
-    query, which calls this only when a re-solve is needed).
+    ``first``: (the output of the first ``proba_rows`` call on these rows, its
+    :func:`judge_proba`), when the caller has them (the short path of one query, which calls
+    this only when a re-solve is needed).
     """
     N, D = X.shape
     A_ = model.A
     K = A_.shape[0]
     log_tau = np.full(N, math.log(proba))
     args = (A_, model.b, m.GV, m.GF)
-    opts = (tol, max_iter, m.v, m.unit_v, model.gamma, proba)
+    opts = (tol, max_iter, m.v, m.unit_v)
     if first is None:
-        first = proba_rows(X, *args, tidx, log_tau, *opts, _sk.row_mode(N, D, K))
-    Xs, Y, P, dist, lamv, nit, status, cert, _lp0 = first
-    checked = np.zeros(N, dtype=bool)  # BLAS's p_k ≥ τ holds at the answer
-    for r in range(PROBA_ROUNDS + 1):
-        short = _check_blas(
-            model, Xs, P, status, tidx, proba, checked, first_pc if r == 0 else None
-        )
-        if short is None or r == PROBA_ROUNDS:
+        out = proba_rows(X, *args, tidx, log_tau, *opts, _sk.row_mode(N, D, K))
+        first = (out, judge_proba(model, out[0], tidx, out[5], proba))
+    (Xs, Y, dist, lamv, nit, _st, _lp0), (P, status, cert, p) = first
+    for r in range(PROBA_ROUNDS):
+        idx = np.flatnonzero(status == _PENDING)
+        if idx.size == 0:
             break
-        idx, p = short
-        up = raise_log_tau(proba, p)
+        up = raise_log_tau(proba, p[idx])
         if r == PROBA_ROUNDS - 1:
             # the last re-solve: at least the worst case of the logits' rounding, which bounds
             # how far two evaluations of log p_k can differ (see model.rounding_need)
@@ -225,23 +209,17 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None, first_pc
             up = np.minimum(np.maximum(up, need), 0.5 * abs(math.log(proba)))
         log_tau[idx] += up
         out = proba_rows(
-            X[idx],
-            *args,
-            tidx[idx],
-            log_tau[idx],
-            *opts,
-            _sk.row_mode(idx.size, D, K),
+            X[idx], *args, tidx[idx], log_tau[idx], *opts, _sk.row_mode(idx.size, D, K),
             warm=(Y[idx], lamv[idx]),
-        )
-        Xs[idx], Y[idx], P[idx], dist[idx], lamv[idx], nit2, status[idx], cert[idx], _lp0 = out
+        )  # fmt: skip
+        Xs[idx], Y[idx], dist[idx], lamv[idx], nit2, st2, _lp0 = out
         nit[idx] += nit2
-        checked[idx] = False
-    if r:  # rows still short of τ after the re-solves
-        status[status == _PENDING] = _NUMERIC
+        P[idx], status[idx], cert[idx], p[idx] = judge_proba(model, Xs[idx], tidx[idx], st2, proba)
+    status[status == _PENDING] = _NUMERIC  # still short of τ after the re-solves
     # (τ at or below p_k(x̄) as the model computes it, not as the search does: the explainer's
     # verify.keep_source puts x̄ itself there)
     success = status == _OK
-    return solution(Xs, P, dist, success, status, nit, lamv, None, PROBA_METHOD, cert & checked)
+    return solution(Xs, P, dist, success, status, nit, lamv, None, PROBA_METHOD, cert)
 
 
 def constrained(model, X, tidx, m, proba, margins, tol, max_iter):

@@ -29,11 +29,10 @@ the answer is the last polished solve with log p_k ≥ log τ and φ − logit �
 in log p_k: near p_k = 1 an ulp of log p_k is 1/(1 − τ) ulps of φ, and aiming there cost 1e−9
 of the distance at τ = 1 − 1e−6.
 
-:func:`proba_rows` runs the search for N queries, forms each answer x̄ + (yᵀA) ∘ v with its
-logits (the row kernels of :mod:`~fastcf._kernels.softmax.rows`) and judges it
-(:func:`_proba_verdict`), as ``reduced_rows`` does for problem (2);
-:func:`fastcf._linear.softmax.proba_solution` checks BLAS's p_k ≥ τ and re-solves the rows short
-of τ in either arithmetic.
+:func:`proba_rows` runs the search for N queries and forms each answer x̄ + (yᵀA) ∘ v (the row
+kernels of :mod:`~fastcf._kernels.softmax.rows`); :func:`fastcf._linear.softmax.proba_solution`
+judges the answers in the model's own arithmetic (BLAS's logits of each row, the bits of
+``predict_proba``) and re-solves the rows short of τ there.
 """
 
 import math
@@ -47,15 +46,13 @@ from .. import kernel
 from .core import _factor, _matvec, _newton_core
 from .lampath import _tangent
 from .region import region_dual
-from .rows import _CHUNK, _certain_row, _expand_chunk, _logits_chunk, _row_logits, _sum_chunks
+from .rows import _CHUNK, _expand_chunk, _logits_chunk, _sum_chunks
 
 _EPS = 2.220446049250313e-16
 _OK = int(Status.OK)
 _MAXITER = int(Status.MAXITER)
 _INFEASIBLE = int(Status.INFEASIBLE)
 _NUMERIC = int(Status.NUMERIC)
-_PENDING = int(Status.PENDING)
-_BELOW_DECISION = int(Status.BELOW_DECISION)
 
 _T_MAX = 80.0  # |log λ| searched: λ ≈ 1e−35 with p_k < τ means τ is out of reach
 _STEP_MAX = 10.0  # the largest step in log λ on a side not yet bracketed
@@ -445,35 +442,20 @@ def _proba_row(part, b, G, GF, k, log_tau, tol, max_iter, y, lam0, aim):
 
 
 @kernel()
-def _proba_verdict(x, pz, ps, b, k, gamma, quad, status, tau, p):
-    """Logits z of x* from their chunk sums, p = softmax(z), and the verdict of ``proba=τ``.
-
-    Returns (status, certified): NUMERIC for a non-finite answer; PENDING when the search
-    converged but p_k < τ in this arithmetic (the caller re-solves for a higher τ);
-    BELOW_DECISION when p_k ≥ τ but argmax z (ties to the first class) is not k; certified when
-    k wins by more than the rounding of any evaluation of the logits (:func:`_certain_row`).
-    """
-    K = b.shape[0]
-    z = np.empty(K)
-    sc = np.empty(K)
-    finite = _row_logits(x, pz, ps, b, quad, p, z, sc)
-    if status == _OK and not finite:
-        return _NUMERIC, False
+def _proba_status(x, quad, status):
+    """Return the search's status, or NUMERIC for a converged search with a non-finite answer."""
     if status != _OK:
-        return status, False
-    if not p[k] >= tau:
-        return _PENDING, False
-    best = 0
-    for j in range(1, K):
-        if z[j] > z[best]:
-            best = j
-    if best != k:
-        return _BELOW_DECISION, False
-    return _OK, _certain_row(z, sc, k, gamma)
+        return status
+    if not math.isfinite(quad):
+        return _NUMERIC
+    for i in range(x.shape[0]):
+        if not math.isfinite(x[i]):
+            return _NUMERIC
+    return _OK
 
 
 @kernel()
-def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, tau, Y0, lam0):
+def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
@@ -481,16 +463,13 @@ def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
     aim = aim_ulps(D)
     Y = Y0.copy() if warm else np.zeros((N, K))
     X = np.empty((N, D))
-    P = np.empty((N, K))
     dist = np.empty(N)
     lam = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    cert = np.empty(N, dtype=np.bool_)
     lp0 = np.empty(N)
+    none = np.empty((0, 0))
     part = np.empty((nc, K))
-    pz = np.empty((nc, K))
-    ps = np.empty((nc, K))
     for n in range(N):
         for c in range(nc):
             _logits_chunk(X0[n], A, c, part)
@@ -500,13 +479,13 @@ def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
-        status[n], cert[n] = _proba_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, tau, P[n])
-    return X, Y, P, dist, lam, nit, status, cert, lp0
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+        status[n] = _proba_status(X[n], quad, st)
+    return X, Y, dist, lam, nit, status, lp0
 
 
 @kernel(parallel=True)
-def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, tau, Y0, lam0):
+def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
@@ -514,17 +493,14 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, ta
     aim = aim_ulps(D)
     Y = Y0.copy() if warm else np.zeros((N, K))
     X = np.empty((N, D))
-    P = np.empty((N, K))
     dist = np.empty(N)
     lam = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    cert = np.empty(N, dtype=np.bool_)
     lp0 = np.empty(N)
+    none = np.empty((0, 0))
     for n in prange(N):
         part = np.empty((nc, K))
-        pz = np.empty((nc, K))
-        ps = np.empty((nc, K))
         for c in range(nc):
             _logits_chunk(X0[n], A, c, part)
         l0 = lam0[n] if warm else np.nan
@@ -533,13 +509,13 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, ta
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
-        status[n], cert[n] = _proba_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, tau, P[n])
-    return X, Y, P, dist, lam, nit, status, cert, lp0
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+        status[n] = _proba_status(X[n], quad, st)
+    return X, Y, dist, lam, nit, status, lp0
 
 
 @kernel(parallel=True)
-def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, tau, Y0, lam0):
+def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
@@ -547,16 +523,13 @@ def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
     aim = aim_ulps(D)
     Y = Y0.copy() if warm else np.zeros((N, K))
     X = np.empty((N, D))
-    P = np.empty((N, K))
     dist = np.empty(N)
     lam = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    cert = np.empty(N, dtype=np.bool_)
     lp0 = np.empty(N)
+    none = np.empty((0, 0))
     part = np.empty((nc, K))
-    pz = np.empty((nc, K))
-    ps = np.empty((nc, K))
     for n in range(N):
         for c in prange(nc):
             _logits_chunk(X0[n], A, c, part)
@@ -566,20 +539,21 @@ def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, t
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in prange(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
-        status[n], cert[n] = _proba_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, tau, P[n])
-    return X, Y, P, dist, lam, nit, status, cert, lp0
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+        status[n] = _proba_status(X[n], quad, st)
+    return X, Y, dist, lam, nit, status, lp0
 
 
-def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, tau, mode, warm=None):
+def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm=None):
     """``proba=τ`` for N softmax queries in one call (``mode`` from ``rows.row_mode``).
 
-    ``log_taus``: the log τ each row's search aims at (raised above log ``tau`` for a re-solve);
-    ``tau``: the τ of the verdict. ``warm``: (Y, lam) of an earlier answer of the same rows, each
-    search then starting from it (:func:`proba_search`). Returns (X, Y, P, dist, lam, nit,
-    status, cert, lp0), dist = ‖x* − x̄‖_W = √(yᵀ G y), with the statuses of
-    :func:`_proba_verdict` (PENDING: short of τ, re-solve higher), and lp0 = log p_k(x̄) in the
-    row kernels' arithmetic.
+    Per row: z̄ = A x̄ + b, :func:`proba_search` for ``log_taus[n]`` (the log τ the row aims at:
+    raised above log τ for a re-solve) and x* = x̄ + (yᵀA) ∘ v. ``warm``: (Y, lam) of an earlier
+    answer of the same rows, each search then starting from it. Returns (X, Y, dist, lam, nit,
+    status, lp0): dist = ‖x* − x̄‖_W = √(yᵀ G y), the search's status (NUMERIC for a non-finite
+    answer), lp0 = log p_k(x̄) in this arithmetic. The verdict is the caller's, in the model's
+    own arithmetic (:func:`fastcf._linear.softmax.judge_proba`): the answer's logits are needed
+    there anyway, so they are not formed here too.
     """
     if warm is None:
         Y0, lam0 = _COLD
@@ -587,7 +561,7 @@ def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, tau
         Y0 = np.ascontiguousarray(warm[0], dtype=np.float64)
         lam0 = np.ascontiguousarray(warm[1], dtype=np.float64)
     run = _rows_batch if mode == 1 else (_rows_chunks if mode == 2 else _rows_serial)
-    return run(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, gamma, tau, Y0, lam0)
+    return run(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
 
 
 _COLD = (np.zeros((0, 0)), np.zeros(0))  # no warm start: (Y0, lam0) of no rows
