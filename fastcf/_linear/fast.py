@@ -105,7 +105,7 @@ def constrained_one(ex, x, target, proba, margin, tol, max_iter):
     if isinstance(model, BinaryModel):
         found = _binary_one(model, X, k, tidx, m, proba, margin)
     else:
-        found = _softmax_region_one(model, X, tidx, m, margin)
+        found = _softmax_region_one(model, X, k, tidx, m, margin)
     if found is None:
         return None
     Xs, P, dist, st, ok, nit, lam, method, Zc, need, bound, cert = found
@@ -269,29 +269,41 @@ def _margin_need(model, Xs, tidx, margin):
     return rise, need, bound
 
 
-def _softmax_region_one(model, X, tidx, m, margin):
+def _softmax_region_one(model, X, k, tidx, m, margin):
     """:func:`fastcf._linear.softmax.region_solution` for one ``region=True`` row.
 
-    ``None`` (the long path) for a singular dual, or where ``verify.region`` would raise the
-    margin.
+    Judged as :func:`~fastcf._linear.softmax.judge_region` does, with scalars (the certificate
+    may use the cheap bound in Python floats; either way a success is a success). ``None`` (the
+    long path) for a singular dual, or where ``verify.region`` would raise the margin.
     """
     A = model.A
     K = A.shape[0]
-    Xs, _Y, P, dist, nit, status, cert = _sk.region_rows(
+    Xs, _Y, dist, nit, status = _sk.region_rows(
         X, A, model.b, m.GV, tidx, np.array([margin]), 1e-12, 10 * K + 100, m.v, m.unit_v,
-        model.gamma, _sk.row_mode(1, A.shape[1], K),
+        _sk.row_mode(1, A.shape[1], K),
     )  # fmt: skip
     st = int(status[0])
     if st == _PENDING:  # a singular dual (D < K − 1): the rank-revealing solve, the long way
         return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        Z = model.check_logits(Xs)
+        P = model.proba_from_logits(Z)
     need = bound = None
-    # (an OK answer is finite: the kernel's verdict checked it)
+    cert = False
+    if st == _OK:  # (an OK answer is finite: the kernel checked)
+        z = Z[0]
+        if int(np.argmax(z)) != k:
+            st = _NUMERIC
+        else:
+            zo = z.copy()
+            zo[k] = -np.inf
+            bound = _need_bound(model, Xs)
+            cert = bool(z[k] - zo.max() > bound)
     if st == _OK or (st == _NUMERIC and np.isfinite(Xs).all()):
         rise, need, bound = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
         if rise:
             return None  # verify.region re-solves with a larger margin: the long path
-    ok = st == _OK
-    return Xs, P, dist, st, ok, nit, None, _REGION_METHOD, None, need, bound, bool(cert[0])
+    return Xs, P, dist, st, st == _OK, nit, None, _REGION_METHOD, Z, need, bound, cert
 
 
 def manhattan_one(ex, x, target, proba, margin, weights, tol, max_iter):

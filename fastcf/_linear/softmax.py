@@ -229,21 +229,42 @@ def constrained(model, X, tidx, m, proba, margins, tol, max_iter):
     return region_solution(model, X, tidx, m, margins)
 
 
+def judge_region(model, Xs, tidx, status):
+    """Return (P, status, certified): the verdict of ``region=True`` answers, by the model.
+
+    The model's own arithmetic, as :func:`judge_proba`: a solved row (OK) whose answer another
+    class wins (argmax of BLAS's logits of the row, ties to the first class) becomes NUMERIC (the
+    margin was lost to rounding: ``verify.region`` re-solves with a larger one); the others stay
+    OK, certified where the target wins by more than the cheap bound of the rounding need.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        Z = model.check_logits(Xs)
+        P = model.proba_from_logits(Z)
+        status = status.copy()
+        ok = status == _OK
+        lost = ok & (np.argmax(Z, axis=1) != tidx)
+        status[lost] = _NUMERIC
+        ok &= ~lost
+        cert = ok & (model.target_margin(Z, tidx) > model.need_bound(Xs))
+    return P, status, cert
+
+
 def region_solution(model, X, tidx, m, margins):
     """``region=True`` for N queries without bounds: ``region_rows``, one kernel call.
 
-    The kernel solves each row's dual, forms the answer with its logits in the same pass over A
-    and judges it, with the rounding certificate of each success (a certified success is not
-    rechecked by the explainer's verification). Rows whose dual is singular (PENDING) are solved
-    by :func:`region_singular` and :func:`finish`.
+    The kernel solves each row's dual and forms the answer (two passes over A);
+    :func:`judge_region` judges it in the model's own arithmetic, with the certificate that
+    spares the explainer's verification its recheck. Rows whose dual is singular (PENDING) are
+    solved by :func:`region_singular` and :func:`finish`.
     """
     N, D = X.shape
     A_ = model.A
     K = A_.shape[0]
-    Xs, _Y, P, dist, nit, status, cert = _sk.region_rows(
-        X, A_, model.b, m.GV, tidx, margins, 1e-12, 10 * K + 100, m.v, m.unit_v, model.gamma,
+    Xs, _Y, dist, nit, status = _sk.region_rows(
+        X, A_, model.b, m.GV, tidx, margins, 1e-12, 10 * K + 100, m.v, m.unit_v,
         _sk.row_mode(N, D, K),
     )  # fmt: skip
+    P, status, cert = judge_region(model, Xs, tidx, status)
     sol = solution(Xs, P, dist, status == _OK, status, nit, None, None, REGION_METHOD, cert)
     pend = np.flatnonzero(status == _PENDING)
     if pend.size:  # a singular dual: the rank-revealing solve

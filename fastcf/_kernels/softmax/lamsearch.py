@@ -46,7 +46,7 @@ from .. import kernel
 from .core import _factor, _matvec, _newton_core
 from .lampath import _tangent
 from .region import region_dual
-from .rows import _CHUNK, _expand_chunk, _logits_chunk, _sum_chunks
+from .rows import _CHUNK, _expand_chunk, _logits_chunk, _sum_chunks, answer_status
 
 _EPS = 2.220446049250313e-16
 _OK = int(Status.OK)
@@ -442,19 +442,6 @@ def _proba_row(part, b, G, GF, k, log_tau, tol, max_iter, y, lam0, aim):
 
 
 @kernel()
-def _proba_status(x, quad, status):
-    """Return the search's status, or NUMERIC for a converged search with a non-finite answer."""
-    if status != _OK:
-        return status
-    if not math.isfinite(quad):
-        return _NUMERIC
-    for i in range(x.shape[0]):
-        if not math.isfinite(x[i]):
-            return _NUMERIC
-    return _OK
-
-
-@kernel()
 def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
     N, D = X0.shape
     K = A.shape[0]
@@ -480,7 +467,7 @@ def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
             _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
-        status[n] = _proba_status(X[n], quad, st)
+        status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, lam, nit, status, lp0
 
 
@@ -510,7 +497,7 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
             _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
-        status[n] = _proba_status(X[n], quad, st)
+        status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, lam, nit, status, lp0
 
 
@@ -540,7 +527,7 @@ def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in prange(nc):
             _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
-        status[n] = _proba_status(X[n], quad, st)
+        status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, lam, nit, status, lp0
 
 

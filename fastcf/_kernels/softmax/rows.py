@@ -2,8 +2,8 @@
 
 :func:`logits_rows` (Z = X Aᵀ + b), :func:`expand_rows` (x = x̄ + (yᵀA) ∘ v),
 :func:`reduced_rows` (per row: z̄, the reduced Newton from its cold start, x* with its logits and
-their rounding scale, and the verdict) and :func:`region_rows` (the same around the region dual),
-in the modes of :func:`row_mode`.
+their rounding scale, and the verdict) and :func:`region_rows` (per row: z̄, the region dual and
+x*), in the modes of :func:`row_mode`.
 """
 
 import math
@@ -22,7 +22,6 @@ from .region import _region_row
 _OK = int(Status.OK)
 _NUMERIC = int(Status.NUMERIC)
 _NOT_TARGET = int(Status.NOT_TARGET)
-_PENDING = int(Status.PENDING)
 
 # ----------------------------------------------------------------------------------------------
 # The two O(DK) products of a query, row by row. Each row is computed by the same code in the same
@@ -259,8 +258,7 @@ def _row_newton(part, b, G, GF, k, lam, tol, max_iter, y):
 def _row_logits(x, pz, ps, b, quad, p, z, sc):
     """Fill the logits z of x*, their scales sc (from the chunk sums) and p = softmax(z).
 
-    Returns whether x* and ``quad`` are finite. Shared by the verdicts of the λ rows
-    (:func:`_row_verdict`) and of the proba rows (``lamsearch._proba_verdict``).
+    Returns whether x* and ``quad`` are finite (the verdict of the λ rows, :func:`_row_verdict`).
     """
     absb = np.empty(b.shape[0])
     for j in range(b.shape[0]):
@@ -397,9 +395,9 @@ def reduced_rows(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, mode)
 
 
 # ----------------------------------------------------------------------------------------------
-# region=True for N queries in one call, as reduced_rows does for problem (2): per row z̄ = A x̄ + b,
-# the dual, x* = x̄ + (yᵀA) ∘ v with its logits and their rounding scale in the same pass over A,
-# p = softmax(z) and the verdict with its rounding certificate. The same row code in every mode.
+# region=True for N queries in one call: per row z̄ = A x̄ + b, the dual and x* = x̄ + (yᵀA) ∘ v, two
+# passes over A. The same row code in every mode. The verdict needs the model's own logits of the
+# answer (BLAS, as predict), so the kernel does not form its own.
 
 
 @kernel(inline="always")
@@ -418,121 +416,99 @@ def _region_fused_row(part, b, G, k, margin, tol, max_iter, y):
 
 
 @kernel()
-def _region_verdict(x, pz, ps, b, k, gamma, quad, status, p):
-    """Logits z of x* from their chunk sums, p = softmax(z), and the verdict of ``region=True``.
-
-    Returns (status, certified): NUMERIC for a non-finite answer or one that argmax z (ties to
-    the first class) does not put in class k (the margin was lost to rounding: ``verify.region``
-    re-solves with a larger one); certified when k wins by more than the rounding of any
-    evaluation of the logits (:func:`_certain_row`).
-    """
-    K = b.shape[0]
-    z = np.empty(K)
-    sc = np.empty(K)
-    finite = _row_logits(x, pz, ps, b, quad, p, z, sc)
+def answer_status(x, quad, status):
+    """Return the solver's status, or NUMERIC for a solved row whose answer is not finite."""
     if status != _OK:
-        return status, False
-    if not finite:
-        return _NUMERIC, False
-    best = 0
-    for j in range(1, K):
-        if z[j] > z[best]:
-            best = j
-    if best != k:
-        return _NUMERIC, False
-    return _OK, _certain_row(z, sc, k, gamma)
+        return status
+    if not math.isfinite(quad):
+        return _NUMERIC
+    for i in range(x.shape[0]):
+        if not math.isfinite(x[i]):
+            return _NUMERIC
+    return _OK
 
 
 @kernel()
-def _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma):
+def _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     X = np.empty((N, D))
     Y = np.empty((N, K))
-    P = np.empty((N, K))
     dist = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    cert = np.empty(N, dtype=np.bool_)
+    none = np.empty((0, 0))
     part = np.empty((nc, K))
-    pz = np.empty((nc, K))
-    ps = np.empty((nc, K))
     for n in range(N):
         for c in range(nc):
             _logits_chunk(X0[n], A, c, part)
         nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
-        status[n], cert[n] = _region_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, P[n])
-    return X, Y, P, dist, nit, status, cert
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+        status[n] = answer_status(X[n], quad, st)
+    return X, Y, dist, nit, status
 
 
 @kernel(parallel=True)
-def _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma):
+def _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     X = np.empty((N, D))
     Y = np.empty((N, K))
-    P = np.empty((N, K))
     dist = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    cert = np.empty(N, dtype=np.bool_)
+    none = np.empty((0, 0))
     for n in prange(N):
         part = np.empty((nc, K))
-        pz = np.empty((nc, K))
-        ps = np.empty((nc, K))
         for c in range(nc):
             _logits_chunk(X0[n], A, c, part)
         nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
-        status[n], cert[n] = _region_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, P[n])
-    return X, Y, P, dist, nit, status, cert
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+        status[n] = answer_status(X[n], quad, st)
+    return X, Y, dist, nit, status
 
 
 @kernel(parallel=True)
-def _region_chunks(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma):
+def _region_chunks(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     X = np.empty((N, D))
     Y = np.empty((N, K))
-    P = np.empty((N, K))
     dist = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    cert = np.empty(N, dtype=np.bool_)
+    none = np.empty((0, 0))
     part = np.empty((nc, K))
-    pz = np.empty((nc, K))
-    ps = np.empty((nc, K))
     for n in range(N):
         for c in prange(nc):
             _logits_chunk(X0[n], A, c, part)
         nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in prange(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], True, pz, ps)
-        status[n], cert[n] = _region_verdict(X[n], pz, ps, b, ks[n], gamma, quad, st, P[n])
-    return X, Y, P, dist, nit, status, cert
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+        status[n] = answer_status(X[n], quad, st)
+    return X, Y, dist, nit, status
 
 
-def region_rows(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma, mode):
+def region_rows(X0, A, b, G, ks, margins, tol, max_iter, v, unit, mode):
     """``region=True`` for N softmax queries in one call (``mode`` from :func:`row_mode`).
 
     Per row: z̄ = A x̄ + b, :func:`~fastcf._kernels.softmax.region.region_dual` with the row's
-    margin, x* = x̄ + (yᵀA) ∘ v with its logits and their rounding scale in the same pass over
-    A, p = softmax(z) and the verdict of :func:`_region_verdict`. Returns (X, Y, P, dist, nit,
-    status, cert), dist = ‖x* − x̄‖_W = √(yᵀ G y). Rows whose dual is singular come back
+    margin and x* = x̄ + (yᵀA) ∘ v. Returns (X, Y, dist, nit, status), dist = ‖x* − x̄‖_W =
+    √(yᵀ G y), status NUMERIC for a non-finite answer. Rows whose dual is singular come back
     PENDING (their x* is x̄): the caller solves them by
-    :func:`fastcf._linear.softmax.region_singular`.
+    :func:`fastcf._linear.softmax.region_singular`. The verdict is the caller's, in the model's
+    own arithmetic (``fastcf._linear.softmax.judge_region``).
     """
     if mode == 1:
-        return _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma)
+        return _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit)
     if mode == 2:
-        return _region_chunks(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma)
-    return _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit, gamma)
+        return _region_chunks(X0, A, b, G, ks, margins, tol, max_iter, v, unit)
+    return _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit)
