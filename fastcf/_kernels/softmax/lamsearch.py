@@ -455,7 +455,6 @@ def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
     lp0 = np.empty(N)
-    none = np.empty((0, 0))
     part = np.empty((nc, K))
     for n in range(N):
         for c in range(nc):
@@ -466,7 +465,7 @@ def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
         status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, lam, nit, status, lp0
 
@@ -485,7 +484,6 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
     lp0 = np.empty(N)
-    none = np.empty((0, 0))
     for n in prange(N):
         part = np.empty((nc, K))
         for c in range(nc):
@@ -496,7 +494,7 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
         status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, lam, nit, status, lp0
 
@@ -515,7 +513,6 @@ def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
     lp0 = np.empty(N)
-    none = np.empty((0, 0))
     part = np.empty((nc, K))
     for n in range(N):
         for c in prange(nc):
@@ -526,7 +523,7 @@ def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0
         )
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in prange(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
         status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, lam, nit, status, lp0
 

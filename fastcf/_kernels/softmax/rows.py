@@ -125,11 +125,12 @@ def logits_rows(X, A, b, mode):
 
 
 @kernel()
-def _expand_chunk(x0, y, A, v, unit, c, out, check, pz, ps):
+def _expand_chunk(x0, y, A, v, unit, c, out, pz, ps):
     """Columns of chunk c of x = x0 + (yᵀA) ∘ v.
 
-    With ``check``, also the chunk's share of z = A x (pz[c]) and of s = |A| |x| (ps[c]), while
-    the block of A is in cache.
+    With arrays ``pz``, ``ps`` (not None), also the chunk's share of z = A x (pz[c]) and of
+    s = |A| |x| (ps[c]), while the block of A is in cache. Without them (None), Numba prunes that
+    code before typing, so the plain expansion does not compile it.
     """
     K, D = A.shape
     # block: K rows of it fit in L1 (32 KiB), so the check's second pass reads it from there
@@ -137,7 +138,7 @@ def _expand_chunk(x0, y, A, v, unit, c, out, check, pz, ps):
     acc = np.empty(blk)
     lo = c * _CHUNK
     hi = min(lo + _CHUNK, D)
-    if check:
+    if pz is not None:
         for j in range(K):
             pz[c, j] = 0.0
             ps[c, j] = 0.0
@@ -169,7 +170,7 @@ def _expand_chunk(x0, y, A, v, unit, c, out, check, pz, ps):
         else:
             for i in range(m):
                 out[start + i] = x0[start + i] + v[start + i] * acc[i]
-        if check:
+        if pz is not None:
             for j in range(K):
                 zj, sj = _dot_abs(A[j, start:stop], out[start:stop])
                 pz[c, j] += zj
@@ -181,10 +182,9 @@ def _expand_serial(X0, Y, A, v, unit):
     N, D = X0.shape
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     X = np.empty((N, D))
-    none = np.empty((0, 0))
     for n in range(N):
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
     return X
 
 
@@ -193,10 +193,9 @@ def _expand_batch(X0, Y, A, v, unit):
     N, D = X0.shape
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     X = np.empty((N, D))
-    none = np.empty((0, 0))
     for n in prange(N):
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
     return X
 
 
@@ -205,10 +204,9 @@ def _expand_chunks(X0, Y, A, v, unit):
     N, D = X0.shape
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     X = np.empty((N, D))
-    none = np.empty((0, 0))
     for n in range(N):
         for c in prange(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
     return X
 
 
@@ -321,7 +319,7 @@ def _reduced_serial(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
             _logits_chunk(X0[n], A, c, part)
         gn[n], quad[n], nit[n], st = _row_newton(part, b, G, GF, ks[n], lams[n], tol, max_iter, y)
         for c in range(nc):
-            _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+            _expand_chunk(X0[n], y, A, v, unit, c, X[n], pz, ps)
         status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
     return X, P, quad, gn, nit, status, cert
 
@@ -347,7 +345,7 @@ def _reduced_batch(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
             _logits_chunk(X0[n], A, c, part)
         gn[n], quad[n], nit[n], st = _row_newton(part, b, G, GF, ks[n], lams[n], tol, max_iter, y)
         for c in range(nc):
-            _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+            _expand_chunk(X0[n], y, A, v, unit, c, X[n], pz, ps)
         status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
     return X, P, quad, gn, nit, status, cert
 
@@ -373,7 +371,7 @@ def _reduced_chunks(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
             _logits_chunk(X0[n], A, c, part)
         gn[n], quad[n], nit[n], st = _row_newton(part, b, G, GF, ks[n], lams[n], tol, max_iter, y)
         for c in prange(nc):
-            _expand_chunk(X0[n], y, A, v, unit, c, X[n], True, pz, ps)
+            _expand_chunk(X0[n], y, A, v, unit, c, X[n], pz, ps)
         status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
     return X, P, quad, gn, nit, status, cert
 
@@ -438,7 +436,6 @@ def _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
     dist = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    none = np.empty((0, 0))
     part = np.empty((nc, K))
     for n in range(N):
         for c in range(nc):
@@ -446,7 +443,7 @@ def _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
         nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
         status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, nit, status
 
@@ -461,7 +458,6 @@ def _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
     dist = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    none = np.empty((0, 0))
     for n in prange(N):
         part = np.empty((nc, K))
         for c in range(nc):
@@ -469,7 +465,7 @@ def _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
         nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
         status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, nit, status
 
@@ -484,7 +480,6 @@ def _region_chunks(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
     dist = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    none = np.empty((0, 0))
     part = np.empty((nc, K))
     for n in range(N):
         for c in prange(nc):
@@ -492,7 +487,7 @@ def _region_chunks(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
         nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
         dist[n] = math.sqrt(max(quad, 0.0))
         for c in prange(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], False, none, none)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
         status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, nit, status
 
