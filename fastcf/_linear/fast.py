@@ -148,7 +148,7 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
     A = model.A
     out = _proba_rows(
         X, A, model.b, m.GV, m.GF, tidx, np.array([log_tau]), tol, max_iter, m.v, m.unit_v,
-        _sk.row_mode(1, A.shape[1], A.shape[0]),
+        _sk.checked_mode(1, A.shape[1], A.shape[0]),
     )  # fmt: skip
     Xs, _Y, dist, lamv, nit, status, lp0 = out
     st = int(status[0])
@@ -280,7 +280,7 @@ def _softmax_region_one(model, X, k, tidx, m, margin):
     K = A.shape[0]
     Xs, _Y, dist, nit, status = _sk.region_rows(
         X, A, model.b, m.GV, tidx, np.array([margin]), 1e-12, 10 * K + 100, m.v, m.unit_v,
-        _sk.row_mode(1, A.shape[1], K),
+        _sk.checked_mode(1, A.shape[1], K),
     )  # fmt: skip
     st = int(status[0])
     if st == _PENDING:  # a singular dual (D < K − 1): the rank-revealing solve, the long way

@@ -192,7 +192,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
     args = (A_, model.b, m.GV, m.GF)
     opts = (tol, max_iter, m.v, m.unit_v)
     if first is None:
-        out = proba_rows(X, *args, tidx, log_tau, *opts, _sk.row_mode(N, D, K))
+        out = proba_rows(X, *args, tidx, log_tau, *opts, _sk.checked_mode(N, D, K))
         first = (out, judge_proba(model, out[0], tidx, out[5], proba))
     (Xs, Y, dist, lamv, nit, _st, _lp0), (P, status, cert, p) = first
     for r in range(PROBA_ROUNDS):
@@ -209,7 +209,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
             up = np.minimum(np.maximum(up, need), 0.5 * abs(math.log(proba)))
         log_tau[idx] += up
         out = proba_rows(
-            X[idx], *args, tidx[idx], log_tau[idx], *opts, _sk.row_mode(idx.size, D, K),
+            X[idx], *args, tidx[idx], log_tau[idx], *opts, _sk.checked_mode(idx.size, D, K),
             warm=(Y[idx], lamv[idx]),
         )  # fmt: skip
         Xs[idx], Y[idx], dist[idx], lamv[idx], nit2, st2, _lp0 = out
@@ -262,7 +262,7 @@ def region_solution(model, X, tidx, m, margins):
     K = A_.shape[0]
     Xs, _Y, dist, nit, status = _sk.region_rows(
         X, A_, model.b, m.GV, tidx, margins, 1e-12, 10 * K + 100, m.v, m.unit_v,
-        _sk.row_mode(N, D, K),
+        _sk.checked_mode(N, D, K),
     )  # fmt: skip
     P, status, cert = judge_region(model, Xs, tidx, status)
     sol = solution(Xs, P, dist, status == _OK, status, nit, None, None, REGION_METHOD, cert)

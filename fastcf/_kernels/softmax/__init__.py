@@ -50,7 +50,15 @@ from .core import _apply_inverse, _factor, _objective, _objective_gy, reduced_ne
 from .lampath import _tangent, lam_path
 from .lamsearch import proba_batch
 from .region import region_batch
-from .rows import _certain_row, expand_rows, logits_rows, reduced_rows, region_rows, row_mode
+from .rows import (
+    _certain_row,
+    checked_mode,
+    expand_rows,
+    logits_rows,
+    reduced_rows,
+    region_rows,
+    row_mode,
+)
 
 # the names used outside this package (fastcf.linear, fastcf._linear, tests/test_softmax.py)
 __all__ = [
@@ -60,6 +68,7 @@ __all__ = [
     "_objective",
     "_objective_gy",
     "_tangent",
+    "checked_mode",
     "expand_rows",
     "lam_path",
     "logits_rows",

@@ -499,37 +499,8 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
     return X, Y, dist, lam, nit, status, lp0
 
 
-@kernel(parallel=True)
-def _rows_chunks(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
-    N, D = X0.shape
-    K = A.shape[0]
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    warm = lam0.shape[0] > 0
-    aim = aim_ulps(D)
-    Y = Y0.copy() if warm else np.zeros((N, K))
-    X = np.empty((N, D))
-    dist = np.empty(N)
-    lam = np.empty(N)
-    nit = np.empty(N, dtype=np.int64)
-    status = np.empty(N, dtype=np.int64)
-    lp0 = np.empty(N)
-    part = np.empty((nc, K))
-    for n in range(N):
-        for c in prange(nc):
-            _logits_chunk(X0[n], A, c, part)
-        l0 = lam0[n] if warm else np.nan
-        lam[n], quad, nit[n], st, lp0[n] = _proba_row(
-            part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim
-        )
-        dist[n] = math.sqrt(max(quad, 0.0))
-        for c in prange(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
-        status[n] = answer_status(X[n], quad, st)
-    return X, Y, dist, lam, nit, status, lp0
-
-
 def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm=None):
-    """``proba=τ`` for N softmax queries in one call (``mode`` from ``rows.row_mode``).
+    """``proba=τ`` for N softmax queries in one call (``mode`` from ``rows.checked_mode``).
 
     Per row: z̄ = A x̄ + b, :func:`proba_search` for ``log_taus[n]`` (the log τ the row aims at:
     raised above log τ for a re-solve) and x* = x̄ + (yᵀA) ∘ v. ``warm``: (Y, lam) of an earlier
@@ -544,7 +515,7 @@ def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm
     else:
         Y0 = np.ascontiguousarray(warm[0], dtype=np.float64)
         lam0 = np.ascontiguousarray(warm[1], dtype=np.float64)
-    run = _rows_batch if mode == 1 else (_rows_chunks if mode == 2 else _rows_serial)
+    run = _rows_batch if mode == 1 else _rows_serial
     return run(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
 
 
