@@ -445,16 +445,19 @@ def test_row_kernels_give_the_same_bits_in_every_mode(D, K, rng):
     np.testing.assert_allclose(quad, np.einsum("ij,ij->i", (Xs - X) / v, Xs - X), rtol=1e-9)
 
 
-def test_large_single_query_equals_its_batch_row(rng):
-    # D·K large enough for the chunk-parallel single-query mode
+@pytest.mark.parametrize("form", [{"lam": 0.05}, {"region": True}, {"proba": 0.9}], ids=str)
+def test_large_single_query_equals_its_batch_row(rng, form):
+    # D·K large enough for the chunk-parallel single-query mode (lam=; region= and proba= run
+    # serially there, rows.checked_mode), against the batch's parallel-over-rows mode
     D, K = 20000, 16
     A = rng.standard_normal((K, D)) / np.sqrt(D)
     ex = LinearExplainer.from_arrays(A, rng.standard_normal(K))
     X = rng.standard_normal((3, D))
     assert sk.row_mode(1, D, K) == 2
-    batch = ex.explain(X, [0, 5, 9], lam=0.05)
+    assert sk.checked_mode(1, D, K) == 0
+    batch = ex.explain(X, [0, 5, 9], **form)
     for n, t in enumerate([0, 5, 9]):
-        one = ex.explain(X[n], t, lam=0.05)
+        one = ex.explain(X[n], t, **form)
         np.testing.assert_array_equal(one.x, batch.x[n])
         np.testing.assert_array_equal(one.proba, batch.proba[n])
         assert one.success == batch.success[n]
