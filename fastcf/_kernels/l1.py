@@ -1465,18 +1465,14 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
         jump = _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu2, bsum, lqs)
         if jump:
             for k in range(R + 1):
-                dq = lqs[k] - lq[k]
-                r[k] = math.expm1(dq) if dq < 709.0 else np.inf
+                r[k] = math.expm1(lqs[k] - lq[k])
         # the line search: w_i = M_iᵀΔ, kinks in a heap; φ' takes the smooth part's gradient
         # (the beyond features' slopes are in ``pen``)
         es[0] = 0.0
         for jj in range(R):
             es[jj + 1] = e[jj + 1] + bsum[jj]
         for jj in range(R):
-            # Δ = e^{lq}·r; a jump far above a tiny q_j (r = e^{lqs−lq} − 1 overflows; logits of
-            # scale 1e4 put lq ~ −5000) is e^{lqs} to double precision, not 0 · inf
-            rj = r[jj + 1]
-            col[jj] = math.exp(lq[jj + 1]) * rj if math.isfinite(rj) else math.exp(lqs[jj + 1])
+            col[jj] = math.exp(lq[jj + 1]) * r[jj + 1]  # Δ
         _expand(col, t, cls, R, dk)
         pen = 0.0
         nh = 0
