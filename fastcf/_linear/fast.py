@@ -7,13 +7,13 @@ the same arrays, so the answers are the same bits (``tests/test_linear_latency_p
 
 * :func:`constrained_one`, ``region=True`` and ``proba=τ``: the work of
   :func:`fastcf._linear.verify.region`, :func:`fastcf._linear.softmax.constrained` /
-  :func:`fastcf._linear.binary.project`, their ``finish`` and the explainer's ``_verify`` for one
+  :func:`fastcf._linear.binary.project`, their verdict and the explainer's ``_verify`` for one
   row, without what they recompute (the answer's logits and probabilities, formed once; the
   rounding need, computed once for the margin loop and the verification). A query that would
   need a raised margin (logits ~1e10) returns ``None`` and takes the long path. A softmax
-  ``proba=τ`` query runs the long path's own solver, :func:`fastcf._linear.softmax.proba_solution`
-  (one kernel call that solves, forms the answer and judges it, then BLAS's check of p ≥ τ),
-  and the explainer's ``_verify``.
+  query makes the long path's one kernel call (``region_rows`` / ``proba_rows``) and judges its
+  answer as ``judge_region`` / ``judge_proba`` do, with scalars; a ``proba=τ`` answer short of
+  τ goes on in the long path's re-solve loop (:func:`fastcf._linear.softmax.proba_solution`).
 
 Every guarantee of the long path holds: a success is rechecked in the model's own arithmetic
 (``check_logits``, BLAS one row at a time) against the rounding need, and ``proba=`` meets τ in
@@ -289,20 +289,17 @@ def _softmax_region_one(model, X, k, tidx, m, margin):
         Z = model.check_logits(Xs)
         P = model.proba_from_logits(Z)
     need = bound = None
-    cert = False
-    if st == _OK:  # (an OK answer is finite: the kernel checked)
-        z = Z[0]
-        if int(np.argmax(z)) != k:
-            st = _NUMERIC
-        else:
-            zo = z.copy()
-            zo[k] = -np.inf
-            bound = _need_bound(model, Xs)
-            cert = bool(z[k] - zo.max() > bound)
+    if st == _OK and int(np.argmax(Z[0])) != k:  # (an OK answer is finite: the kernel checked)
+        st = _NUMERIC
     if st == _OK or (st == _NUMERIC and np.isfinite(Xs).all()):
         rise, need, bound = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
         if rise:
             return None  # verify.region re-solves with a larger margin: the long path
+    cert = False
+    if st == _OK:
+        zo = Z[0].copy()
+        zo[k] = -np.inf
+        cert = bool(Z[0, k] - zo.max() > bound)
     return Xs, P, dist, st, st == _OK, nit, None, _REGION_METHOD, Z, need, bound, cert
 
 
