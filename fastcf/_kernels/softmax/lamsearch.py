@@ -441,32 +441,38 @@ def _proba_row(part, b, G, GF, k, log_tau, tol, max_iter, y, lam0, aim):
     return lam, quad, nit, status, lp0
 
 
+@kernel(inline="always")
+def _row_full(n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, lam0, aim, out):
+    """Row n of :func:`proba_rows`; ``out`` = (part scratch, X, Y, dist, lam, nit, lp0).
+
+    Returns the row's status.
+    """
+    part, X, Y, dist, lam, nit, lp0 = out
+    for c in range(part.shape[0]):
+        _logits_chunk(X0[n], A, c, part)
+    l0 = lam0[n] if lam0.shape[0] > 0 else np.nan
+    lam[n], quad, nit[n], st, lp0[n] = _proba_row(
+        part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim
+    )
+    dist[n] = math.sqrt(max(quad, 0.0))
+    for c in range(part.shape[0]):
+        _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
+    return answer_status(X[n], quad, st)
+
+
 @kernel()
 def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    warm = lam0.shape[0] > 0
-    aim = aim_ulps(D)
-    Y = Y0.copy() if warm else np.zeros((N, K))
-    X = np.empty((N, D))
-    dist = np.empty(N)
-    lam = np.empty(N)
-    nit = np.empty(N, dtype=np.int64)
-    status = np.empty(N, dtype=np.int64)
-    lp0 = np.empty(N)
-    part = np.empty((nc, K))
+    Y = Y0.copy() if lam0.shape[0] > 0 else np.zeros((N, K))
+    X, dist, lam, lp0 = np.empty((N, D)), np.empty(N), np.empty(N), np.empty(N)
+    nit, status = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
+    out = (np.empty((nc, K)), X, Y, dist, lam, nit, lp0)
     for n in range(N):
-        for c in range(nc):
-            _logits_chunk(X0[n], A, c, part)
-        l0 = lam0[n] if warm else np.nan
-        lam[n], quad, nit[n], st, lp0[n] = _proba_row(
-            part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim
+        status[n] = _row_full(
+            n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, lam0, aim_ulps(D), out
         )
-        dist[n] = math.sqrt(max(quad, 0.0))
-        for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
-        status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, lam, nit, status, lp0
 
 
@@ -475,27 +481,14 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    warm = lam0.shape[0] > 0
-    aim = aim_ulps(D)
-    Y = Y0.copy() if warm else np.zeros((N, K))
-    X = np.empty((N, D))
-    dist = np.empty(N)
-    lam = np.empty(N)
-    nit = np.empty(N, dtype=np.int64)
-    status = np.empty(N, dtype=np.int64)
-    lp0 = np.empty(N)
+    Y = Y0.copy() if lam0.shape[0] > 0 else np.zeros((N, K))
+    X, dist, lam, lp0 = np.empty((N, D)), np.empty(N), np.empty(N), np.empty(N)
+    nit, status = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
     for n in prange(N):
-        part = np.empty((nc, K))
-        for c in range(nc):
-            _logits_chunk(X0[n], A, c, part)
-        l0 = lam0[n] if warm else np.nan
-        lam[n], quad, nit[n], st, lp0[n] = _proba_row(
-            part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim
+        out = (np.empty((nc, K)), X, Y, dist, lam, nit, lp0)
+        status[n] = _row_full(
+            n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, lam0, aim_ulps(D), out
         )
-        dist[n] = math.sqrt(max(quad, 0.0))
-        for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
-        status[n] = answer_status(X[n], quad, st)
     return X, Y, dist, lam, nit, status, lp0
 
 

@@ -439,25 +439,30 @@ def answer_status(x, quad, status):
     return _OK
 
 
+@kernel(inline="always")
+def _region_row_full(n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, part, X, Y, dist, nit):
+    """Row n of :func:`region_rows` (``part``: its chunk sums' scratch); returns its status."""
+    for c in range(part.shape[0]):
+        _logits_chunk(X0[n], A, c, part)
+    nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
+    dist[n] = math.sqrt(max(quad, 0.0))
+    for c in range(part.shape[0]):
+        _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
+    return answer_status(X[n], quad, st)
+
+
 @kernel()
 def _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X = np.empty((N, D))
-    Y = np.empty((N, K))
-    dist = np.empty(N)
-    nit = np.empty(N, dtype=np.int64)
-    status = np.empty(N, dtype=np.int64)
+    X, Y = np.empty((N, D)), np.empty((N, K))
+    dist, nit, status = np.empty(N), np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
     part = np.empty((nc, K))
     for n in range(N):
-        for c in range(nc):
-            _logits_chunk(X0[n], A, c, part)
-        nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
-        dist[n] = math.sqrt(max(quad, 0.0))
-        for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
-        status[n] = answer_status(X[n], quad, st)
+        status[n] = _region_row_full(
+            n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, part, X, Y, dist, nit
+        )
     return X, Y, dist, nit, status
 
 
@@ -466,20 +471,13 @@ def _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X = np.empty((N, D))
-    Y = np.empty((N, K))
-    dist = np.empty(N)
-    nit = np.empty(N, dtype=np.int64)
-    status = np.empty(N, dtype=np.int64)
+    X, Y = np.empty((N, D)), np.empty((N, K))
+    dist, nit, status = np.empty(N), np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
     for n in prange(N):
         part = np.empty((nc, K))
-        for c in range(nc):
-            _logits_chunk(X0[n], A, c, part)
-        nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
-        dist[n] = math.sqrt(max(quad, 0.0))
-        for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
-        status[n] = answer_status(X[n], quad, st)
+        status[n] = _region_row_full(
+            n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, part, X, Y, dist, nit
+        )
     return X, Y, dist, nit, status
 
 
