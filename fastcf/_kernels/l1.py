@@ -1018,31 +1018,57 @@ def _first_kink(v, w, lc, st):
     return np.inf, 0
 
 
+@kernel(inline="always")
+def _log_step(alpha, rk, dk):
+    """log(1 + α r_k), r_k = e^{d_k} − 1; r_k = inf where that overflowed.
+
+    A jump from an underflowed q_k (logits of scale 1e4: q_k ~ e⁻⁵⁰⁰⁰) to a face's optimum has
+    r_k = e^{d_k} − 1 beyond the doubles; there 1 + α r_k = α e^{d_k} + 1 − α, whose log is
+    d_k + log(α + (1 − α) e^{−d_k}).
+    """
+    if rk < np.inf:
+        return math.log1p(alpha * rk)
+    return dk + math.log(alpha + (1.0 - alpha) * math.exp(-dk))
+
+
+@kernel(inline="always")
+def _delta(lqk, rk, dk):
+    """Δ_k = q_k r_k; where r_k overflowed, q_k (e^{d_k} − 1) = e^{lq_k + d_k} to the last bit."""
+    if rk < np.inf:
+        return math.exp(lqk) * rk
+    return math.exp(lqk + dk)
+
+
 @kernel()
-def _dphi(lq, r, e, R, alpha, pen):
+def _dphi(lq, r, dq, e, R, alpha, pen):
     """φ'(α) along the direction: Σ_j Δ_j g_j(α) − pen, with Δ_j = q_j r_j (j ≥ 1).
 
     g_j(α) = e_j − log(1 + α r_j) + log(1 + α r_0), e_j = g_j(0) (the gradient of the smooth
-    part, without the beyond features' constant slopes: those are in ``pen``).
+    part, without the beyond features' constant slopes: those are in ``pen``). ``dq``: log(1 +
+    r_k) where r_k overflowed (:func:`_log_step`).
     """
-    l0 = math.log1p(alpha * r[0])
+    l0 = _log_step(alpha, r[0], dq[0])
     s = 0.0
     for j in range(1, R + 1):
-        s += math.exp(lq[j]) * r[j] * (e[j] - math.log1p(alpha * r[j]) + l0)
+        s += _delta(lq[j], r[j], dq[j]) * (e[j] - _log_step(alpha, r[j], dq[j]) + l0)
     return s - pen
 
 
 @kernel()
-def _d2phi(lq, r, R, alpha):
+def _d2phi(lq, r, dq, R, alpha):
     s = 0.0
     for k in range(R + 1):
-        den = 1.0 + alpha * r[k]
-        s -= math.exp(lq[k]) * r[k] * r[k] / den
+        if r[k] < np.inf:
+            den = 1.0 + alpha * r[k]
+            s -= math.exp(lq[k]) * r[k] * r[k] / den
+        else:  # r_k / (1 + α r_k) with r_k = e^{d_k} − 1 overflowed
+            ed = math.exp(-dq[k])
+            s -= math.exp(lq[k] + dq[k]) * (1.0 - ed) / (alpha + (1.0 - alpha) * ed)
     return s
 
 
 @kernel()
-def _line_root(lq, r, e, R, pen, a, b):
+def _line_root(lq, r, dq, e, R, pen, a, b):
     """Return the root of φ' in [a, b] by Newton and bisection.
 
     φ'(a) > 0 ≥ φ'(b⁻); b may be the end of the domain (φ' → −∞ there).
@@ -1051,14 +1077,14 @@ def _line_root(lq, r, e, R, pen, a, b):
     lo_ = a
     hi_ = b
     for _ in range(200):
-        f = _dphi(lq, r, e, R, x, pen)
+        f = _dphi(lq, r, dq, e, R, x, pen)
         if f > 0.0:
             lo_ = x
         else:
             hi_ = x
         if f == 0.0:
             return x
-        d2 = _d2phi(lq, r, R, x)
+        d2 = _d2phi(lq, r, dq, R, x)
         xn = x - f / d2 if d2 < 0.0 else 0.5 * (lo_ + hi_)
         if not (lo_ < xn < hi_):
             xn = 0.5 * (lo_ + hi_)
@@ -1369,6 +1395,7 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
     bsum = np.empty(R)
     qs = np.empty(R)
     lqs = np.empty(R + 1)
+    dq = np.empty(R + 1)
     mu2 = np.empty(R + 1)
     stall = 0
     for it in range(max_iter):
@@ -1465,14 +1492,18 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
         jump = _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu2, bsum, lqs)
         if jump:
             for k in range(R + 1):
-                r[k] = math.expm1(lqs[k] - lq[k])
+                dq[k] = lqs[k] - lq[k]
+                r[k] = math.expm1(dq[k]) if dq[k] < 709.0 else np.inf
+        else:
+            for k in range(R + 1):
+                dq[k] = np.inf  # (unused: the Newton direction's r is finite)
         # the line search: w_i = M_iᵀΔ, kinks in a heap; φ' takes the smooth part's gradient
         # (the beyond features' slopes are in ``pen``)
         es[0] = 0.0
         for jj in range(R):
             es[jj + 1] = e[jj + 1] + bsum[jj]
         for jj in range(R):
-            col[jj] = math.exp(lq[jj + 1]) * r[jj + 1]  # Δ
+            col[jj] = _delta(lq[jj + 1], r[jj + 1], dq[jj + 1])  # Δ
         _expand(col, t, cls, R, dk)
         pen = 0.0
         nh = 0
@@ -1524,16 +1555,16 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
                 alpha = 1.0  # the face's optimum, on this piece: the maximum of the segment
                 break
             if b >= acap and acap < adom:
-                if _dphi(lq, r, es, R, acap, pen) > 0.0:
+                if _dphi(lq, r, dq, es, R, acap, pen) > 0.0:
                     alpha = acap
                 else:
-                    alpha = _line_root(lq, r, es, R, pen, a0, acap)
+                    alpha = _line_root(lq, r, dq, es, R, pen, a0, acap)
                 break
             if b >= adom:
-                alpha = _line_root(lq, r, es, R, pen, a0, adom)
+                alpha = _line_root(lq, r, dq, es, R, pen, a0, adom)
                 break
-            if _dphi(lq, r, es, R, b, pen) <= 0.0:
-                alpha = _line_root(lq, r, es, R, pen, a0, b)
+            if _dphi(lq, r, dq, es, R, b, pen) <= 0.0:
+                alpha = _line_root(lq, r, dq, es, R, pen, a0, b)
                 break
             if not heaped:  # past the first kink: order the rest (O(D) heapify)
                 _heapify(keys, hidx, nh)
@@ -1549,7 +1580,7 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
                     state[i] = side * _TIGHT
                     break
                 newpen = pen + (rp[i] * w[i] if side > 0 else -rm[i] * w[i])
-                if _dphi(lq, r, es, R, b, newpen) <= 0.0:
+                if _dphi(lq, r, dq, es, R, b, newpen) <= 0.0:
                     alpha = b
                     added = i
                     state[i] = side * _TIGHT
@@ -1559,7 +1590,7 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
                 crossed = True
             else:  # beyond, crossing back inside
                 newpen = pen - (rp[i] * w[i] if st > 0 else -rm[i] * w[i])
-                if _dphi(lq, r, es, R, b, newpen) <= 0.0:
+                if _dphi(lq, r, dq, es, R, b, newpen) <= 0.0:
                     alpha = b
                     added = i
                     state[i] = side * _TIGHT
@@ -1587,7 +1618,7 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
                 lq[k] = lqs[k]
         else:
             for k in range(R + 1):
-                lq[k] += math.log1p(alpha * r[k])
+                lq[k] += _log_step(alpha, r[k], dq[k])
     return max_iter, _MAXITER, nT
 
 
