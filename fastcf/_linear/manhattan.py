@@ -284,9 +284,13 @@ def _distance(X, Xs, cost, free):
 
 
 def _margin_short(Z, tidx, margins):
-    """Per row and class, the shortfall of z_t − z_j below the row's margin (≤ 0: met)."""
+    """Per row and class, the shortfall of z_t − z_j below the row's margin (≤ 0: met).
+
+    NaN (silently) where an answer's logits are infinite: a failed answer may hold ±inf.
+    """
     rows = np.arange(tidx.size)
-    short = margins[:, None] - (Z[rows, tidx][:, None] - Z)
+    with np.errstate(invalid="ignore"):
+        short = margins[:, None] - (Z[rows, tidx][:, None] - Z)
     short[rows, tidx] = -np.inf
     return short
 
