@@ -1026,7 +1026,7 @@ def _log_step(alpha, rk, dk):
     r_k = e^{d_k} − 1 beyond the doubles; there 1 + α r_k = α e^{d_k} + 1 − α, whose log is
     d_k + log(α + (1 − α) e^{−d_k}).
     """
-    if rk < np.inf:
+    if rk != np.inf:  # (a NaN goes this way too, as before)
         return math.log1p(alpha * rk)
     return dk + math.log(alpha + (1.0 - alpha) * math.exp(-dk))
 
@@ -1034,7 +1034,7 @@ def _log_step(alpha, rk, dk):
 @kernel(inline="always")
 def _delta(lqk, rk, dk):
     """Δ_k = q_k r_k; where r_k overflowed, q_k (e^{d_k} − 1) = e^{lq_k + d_k} to the last bit."""
-    if rk < np.inf:
+    if rk != np.inf:
         return math.exp(lqk) * rk
     return math.exp(lqk + dk)
 
@@ -1058,7 +1058,7 @@ def _dphi(lq, r, dq, e, R, alpha, pen):
 def _d2phi(lq, r, dq, R, alpha):
     s = 0.0
     for k in range(R + 1):
-        if r[k] < np.inf:
+        if r[k] != np.inf:
             den = 1.0 + alpha * r[k]
             s -= math.exp(lq[k]) * r[k] * r[k] / den
         else:  # r_k / (1 + α r_k) with r_k = e^{d_k} − 1 overflowed
