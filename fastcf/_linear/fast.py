@@ -12,7 +12,7 @@ the same arrays, so the answers are the same bits (``tests/test_linear_latency_p
   rounding need, computed once for the margin loop and the verification). A query that would
   need a raised margin (logits ~1e10) returns ``None`` and takes the long path. A softmax
   query makes the long path's one kernel call (``region_rows`` / ``proba_rows``) and judges its
-  answer as ``judge_region`` / ``judge_proba`` do, with scalars; a ``proba=τ`` answer short of
+  answer as ``softmax.judge`` does, with scalars; a ``proba=τ`` answer short of
   τ goes on in the long path's re-solve loop (:func:`fastcf._linear.softmax.proba_solution`).
 
 Every guarantee of the long path holds: a success is rechecked in the model's own arithmetic
@@ -136,7 +136,7 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
 
     The common case, done here with less Python around the kernel: the first solve is final
     (its answer not short of τ in the model's arithmetic): the solution ``proba_solution``
-    builds after its first round, judged as :func:`~fastcf._linear.softmax.judge_proba` does,
+    builds after its first round, judged as :func:`~fastcf._linear.softmax.judge` does,
     with scalars (the certificate may use the cheap bound in Python floats instead of NumPy's;
     either way a success is a success). Otherwise ``proba_solution`` goes on from that first
     solve and verdict: the same bits either way. ``keep_source`` is skipped where the kernel's
@@ -164,9 +164,7 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
         elif int(np.argmax(z)) != k:
             st = _BELOW_DECISION
         else:
-            zo = z.copy()
-            zo[k] = -np.inf
-            cert = bool(z[k] - zo.max() > _need_bound(model, Xs))
+            cert = _margin_one(z, k) > _need_bound(model, Xs)
     status = np.array([st], dtype=np.int64)
     if st == _PENDING:  # re-solves
         judged = (P, status, np.zeros(1, dtype=bool), np.array([pk]))
@@ -180,6 +178,13 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
     if lp0[0] + _need_bound(model, X) + 1e-9 < log_tau:  # x̄ surely below τ
         return sol
     return keep_source(model, X, tidx, sol, proba)
+
+
+def _margin_one(z, k):
+    """Return z_k − max_{j≠k} z_j of one row of logits (``target_margin``, with scalars)."""
+    zo = z.copy()
+    zo[k] = -np.inf
+    return float(z[k] - zo.max())
 
 
 def _source_may_meet(model, X, k, proba):
@@ -272,7 +277,7 @@ def _margin_need(model, Xs, tidx, margin):
 def _softmax_region_one(model, X, k, tidx, m, margin):
     """:func:`fastcf._linear.softmax.region_solution` for one ``region=True`` row.
 
-    Judged as :func:`~fastcf._linear.softmax.judge_region` does, with scalars (the certificate
+    Judged as :func:`~fastcf._linear.softmax.judge` does, with scalars (the certificate
     may use the cheap bound in Python floats; either way a success is a success). ``None`` (the
     long path) for a singular dual, or where ``verify.region`` would raise the margin.
     """
@@ -297,9 +302,7 @@ def _softmax_region_one(model, X, k, tidx, m, margin):
             return None  # verify.region re-solves with a larger margin: the long path
     cert = False
     if st == _OK:
-        zo = Z[0].copy()
-        zo[k] = -np.inf
-        cert = bool(Z[0, k] - zo.max() > bound)
+        cert = _margin_one(Z[0], k) > bound
     return Xs, P, dist, st, st == _OK, nit, None, _REGION_METHOD, Z, need, bound, cert
 
 

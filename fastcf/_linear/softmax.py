@@ -10,7 +10,7 @@ unknowns and touches the D features only to form z̄ = A x̄ + b and the answer 
   call (``reduced_rows``), with the rounding certificate of each success;
 * :func:`constrained`: ``proba=τ`` by a search over λ (:func:`proba_solution`: ``proba_rows``,
   safeguarded Newton in log λ on the target's log-odds, judged in the model's own arithmetic by
-  :func:`judge_proba`, with re-solves where it puts the answer below τ), and ``region=True``
+  :func:`judge`, with re-solves where it puts the answer below τ), and ``region=True``
   by the (K−1)-variable dual QP of the target's region (:func:`region_solution`:
   ``region_rows``, an exact active set);
 * :func:`reduced_path`: problem (2) along a grid of λ, warm-started (§3.4; ``lam_path``);
@@ -144,15 +144,17 @@ def raise_log_tau(proba, p):
     return np.minimum(2 * short + ulps, 0.5 * abs(log_tau))
 
 
-def judge_proba(model, Xs, tidx, status, proba):
-    """Return (P, status, certified, p_k): the verdict of ``proba=τ`` answers, by the model.
+def judge(model, Xs, tidx, status, proba=None):
+    """Return (P, status, certified, p_k): the verdict of ``proba=τ`` / ``region=True`` answers.
 
     The model's own arithmetic: BLAS's logits one row at a time (``check_logits``, the bits of
-    ``predict_proba`` of the row) and their softmax. A row whose search converged (OK) becomes
-    PENDING where p_k < τ (to be re-solved for a higher τ), BELOW_DECISION where p_k ≥ τ but
-    another class wins (argmax, ties to the first class, as ``predict``); the others stay OK,
-    certified where the target wins by more than the cheap bound of the rounding need
-    (``need_bound``), so that the explainer's verification need not recheck them.
+    ``predict_proba`` of the row) and their softmax. A row whose solver converged (OK) becomes,
+    with ``proba=τ``, PENDING where p_k < τ (to be re-solved for a higher τ) and BELOW_DECISION
+    where p_k ≥ τ but another class wins (argmax, ties to the first class, as ``predict``); with
+    ``region=True`` (``proba`` None) NUMERIC where another class wins (the margin was lost to
+    rounding: ``verify.region`` re-solves with a larger one). The others stay OK, certified where
+    the target wins by more than the cheap bound of the rounding need (``need_bound``), so that
+    the explainer's verification need not recheck them.
     """
     with np.errstate(over="ignore", invalid="ignore"):
         Z = model.check_logits(Xs)
@@ -160,12 +162,13 @@ def judge_proba(model, Xs, tidx, status, proba):
         p = P[np.arange(Xs.shape[0]), tidx]
         status = status.copy()
         ok = status == _OK
-        short = ok & ~(p >= proba)
-        status[short] = _PENDING
-        ok &= ~short
-        below = ok & (np.argmax(Z, axis=1) != tidx)
-        status[below] = _BELOW_DECISION
-        ok &= ~below
+        if proba is not None:
+            short = ok & ~(p >= proba)
+            status[short] = _PENDING
+            ok &= ~short
+        lost = ok & (np.argmax(Z, axis=1) != tidx)
+        status[lost] = _NUMERIC if proba is None else _BELOW_DECISION
+        ok &= ~lost
         cert = ok & (model.target_margin(Z, tidx) > model.need_bound(Xs))
     return P, status, cert, p
 
@@ -173,7 +176,7 @@ def judge_proba(model, Xs, tidx, status, proba):
 def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
     """``proba=τ`` for N queries without bounds: the λ-search in one kernel call per round.
 
-    ``proba_rows`` solves and forms each answer; :func:`judge_proba` judges it in the model's
+    ``proba_rows`` solves and forms each answer; :func:`judge` judges it in the model's
     own arithmetic. The search meets τ in K-space arithmetic (z̄ + G y), and the logits of the
     formed point round differently, by more as D grows (the search aims inside τ by about as
     much, ``lamsearch.aim_ulps``): rows short of τ are re-solved, warm, for log τ raised by twice
@@ -182,7 +185,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
     log p_k differ by less). Rows still short then fail (NUMERIC).
 
     ``first``: (the output of the first ``proba_rows`` call on these rows, its
-    :func:`judge_proba`), when the caller has them (the short path of one query, which calls
+    :func:`judge`), when the caller has them (the short path of one query, which calls
     this only when a re-solve is needed).
     """
     N, D = X.shape
@@ -193,7 +196,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
     opts = (tol, max_iter, m.v, m.unit_v)
     if first is None:
         out = proba_rows(X, *args, tidx, log_tau, *opts, _sk.checked_mode(N, D, K))
-        first = (out, judge_proba(model, out[0], tidx, out[5], proba))
+        first = (out, judge(model, out[0], tidx, out[5], proba))
     (Xs, Y, dist, lamv, nit, _st, _lp0), (P, status, cert, p) = first
     for r in range(PROBA_ROUNDS):
         idx = np.flatnonzero(status == _PENDING)
@@ -214,7 +217,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
         )  # fmt: skip
         Xs[idx], Y[idx], dist[idx], lamv[idx], nit2, st2, _lp0 = out
         nit[idx] += nit2
-        P[idx], status[idx], cert[idx], p[idx] = judge_proba(model, Xs[idx], tidx[idx], st2, proba)
+        P[idx], status[idx], cert[idx], p[idx] = judge(model, Xs[idx], tidx[idx], st2, proba)
     status[status == _PENDING] = _NUMERIC  # still short of τ after the re-solves
     # (τ at or below p_k(x̄) as the model computes it, not as the search does: the explainer's
     # verify.keep_source puts x̄ itself there)
@@ -229,31 +232,11 @@ def constrained(model, X, tidx, m, proba, margins, tol, max_iter):
     return region_solution(model, X, tidx, m, margins)
 
 
-def judge_region(model, Xs, tidx, status):
-    """Return (P, status, certified): the verdict of ``region=True`` answers, by the model.
-
-    The model's own arithmetic, as :func:`judge_proba`: a solved row (OK) whose answer another
-    class wins (argmax of BLAS's logits of the row, ties to the first class) becomes NUMERIC (the
-    margin was lost to rounding: ``verify.region`` re-solves with a larger one); the others stay
-    OK, certified where the target wins by more than the cheap bound of the rounding need.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        Z = model.check_logits(Xs)
-        P = model.proba_from_logits(Z)
-        status = status.copy()
-        ok = status == _OK
-        lost = ok & (np.argmax(Z, axis=1) != tidx)
-        status[lost] = _NUMERIC
-        ok &= ~lost
-        cert = ok & (model.target_margin(Z, tidx) > model.need_bound(Xs))
-    return P, status, cert
-
-
 def region_solution(model, X, tidx, m, margins):
     """``region=True`` for N queries without bounds: ``region_rows``, one kernel call.
 
     The kernel solves each row's dual and forms the answer (two passes over A);
-    :func:`judge_region` judges it in the model's own arithmetic, with the certificate that
+    :func:`judge` judges it in the model's own arithmetic, with the certificate that
     spares the explainer's verification its recheck. Rows whose dual is singular (PENDING) are
     solved by :func:`region_singular` and :func:`finish`.
     """
@@ -264,7 +247,7 @@ def region_solution(model, X, tidx, m, margins):
         X, A_, model.b, m.GV, tidx, margins, 1e-12, 10 * K + 100, m.v, m.unit_v,
         _sk.checked_mode(N, D, K),
     )  # fmt: skip
-    P, status, cert = judge_region(model, Xs, tidx, status)
+    P, status, cert, _p = judge(model, Xs, tidx, status)
     sol = solution(Xs, P, dist, status == _OK, status, nit, None, None, REGION_METHOD, cert)
     pend = np.flatnonzero(status == _PENDING)
     if pend.size:  # a singular dual: the rank-revealing solve

@@ -42,8 +42,8 @@ The kernels, one module per algorithm:
 ``rows``
     the two O(DK) products of a query (:func:`logits_rows`, :func:`expand_rows`, bit-identical in
     any batch or partition), :func:`reduced_rows`, problem (2) for N queries in one call, and
-    :func:`region_rows`, ``region=True`` for N queries in one call (z̄, the dual, the answer, its
-    logits, verdict and rounding certificate).
+    :func:`region_rows`, ``region=True`` for N queries in one call (z̄, the dual and the answer;
+    the verdict is the caller's, in the model's own arithmetic).
 """
 
 from .core import _apply_inverse, _factor, _objective, _objective_gy, reduced_newton

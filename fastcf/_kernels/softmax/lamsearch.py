@@ -500,7 +500,7 @@ def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm
     answer of the same rows, each search then starting from it. Returns (X, Y, dist, lam, nit,
     status, lp0): dist = ‖x* − x̄‖_W = √(yᵀ G y), the search's status (NUMERIC for a non-finite
     answer), lp0 = log p_k(x̄) in this arithmetic. The verdict is the caller's, in the model's
-    own arithmetic (:func:`fastcf._linear.softmax.judge_proba`): the answer's logits are needed
+    own arithmetic (:func:`fastcf._linear.softmax.judge`): the answer's logits are needed
     there anyway, so they are not formed here too.
     """
     if warm is None:

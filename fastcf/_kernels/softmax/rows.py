@@ -451,13 +451,24 @@ def _region_row_full(n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, part, 
     return answer_status(X[n], quad, st)
 
 
+@kernel(inline="always")
+def _region_out(N, D, K):
+    """Return the outputs of :func:`region_rows`, empty: X, Y, dist, nit, status."""
+    return (
+        np.empty((N, D)),
+        np.empty((N, K)),
+        np.empty(N),
+        np.empty(N, dtype=np.int64),
+        np.empty(N, dtype=np.int64),
+    )
+
+
 @kernel()
 def _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X, Y = np.empty((N, D)), np.empty((N, K))
-    dist, nit, status = np.empty(N), np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
+    X, Y, dist, nit, status = _region_out(N, D, K)
     part = np.empty((nc, K))
     for n in range(N):
         status[n] = _region_row_full(
@@ -471,8 +482,7 @@ def _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
     N, D = X0.shape
     K = A.shape[0]
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X, Y = np.empty((N, D)), np.empty((N, K))
-    dist, nit, status = np.empty(N), np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
+    X, Y, dist, nit, status = _region_out(N, D, K)
     for n in prange(N):
         part = np.empty((nc, K))
         status[n] = _region_row_full(
@@ -489,7 +499,7 @@ def region_rows(X0, A, b, G, ks, margins, tol, max_iter, v, unit, mode):
     √(yᵀ G y), status NUMERIC for a non-finite answer. Rows whose dual is singular come back
     PENDING (their x* is x̄): the caller solves them by
     :func:`fastcf._linear.softmax.region_singular`. The verdict is the caller's, in the model's
-    own arithmetic (``fastcf._linear.softmax.judge_region``).
+    own arithmetic (``fastcf._linear.softmax.judge``).
     """
     if mode == 1:
         return _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit)
