@@ -163,6 +163,31 @@ def softmax_region_cvxpy(A, b, x0, k, margin, wt=None, bounds=None):
     return prob.status, (None if x.value is None else np.asarray(x.value))
 
 
+def softmax_region_one_feature(A, b, x0, k, margin, i):
+    """Closest point with z_k ≥ z_j + margin (j ≠ k) when only feature ``i`` may move: δ or None.
+
+    Each margin is affine in the move δ of feature i, (a_ki − a_ji) δ ≥ c_j with
+    c_j = margin − (z̄_k − z̄_j): an interval of δ per class. Their intersection is an interval;
+    the answer is its point nearest 0 (None when it is empty). Exact up to one division.
+    """
+    z = A @ x0 + b
+    lo, hi = -np.inf, np.inf
+    for j in range(A.shape[0]):
+        if j == k:
+            continue
+        g = A[k, i] - A[j, i]
+        c = margin - (z[k] - z[j])
+        if g > 0:
+            lo = max(lo, c / g)
+        elif g < 0:
+            hi = min(hi, c / g)
+        elif c > 0:
+            return None
+    if lo > hi:
+        return None
+    return min(max(0.0, lo), hi)
+
+
 def exact_logits(A, b, x):
     """The logits ``A x + b`` in exact rational arithmetic (no rounding at all).
 

@@ -172,6 +172,40 @@ def test_rank_deficient_gram_duplicated_rows(rng):
     assert not res.success and res.status == 5
 
 
+@pytest.mark.parametrize("scale", [1.0, 1e3, 1e6])
+def test_region_with_one_free_feature_at_any_scale_of_the_move(rng, scale):
+    """Regression (soak round M, seed 11542): one free feature and K = 3 make the dual Q
+    rank 1, so the row goes to ``region_singular``. Lawson & Hanson's 1 − hᵀν̂ is
+    1 / (1 + ‖v‖²): unscaled, a move of 10⁶ put it under the infeasibility threshold (a
+    feasible query reported infeasible), and a move of 50 lost enough digits of ν that the
+    answer fell 7e-12 short of margin 0 (a numerical failure). Against the exact interval."""
+    from reference import softmax_region_one_feature
+
+    for _ in range(5):
+        A = rng.standard_normal((3, 4))
+        b = rng.standard_normal(3)
+        x = rng.standard_normal(4)
+        z = A @ x + b
+        k = int(np.argmin(z))
+        # push x̄ so the move needed is ~ scale (the logits grow with it)
+        x = x - scale * (A[k] - A.mean(axis=0)) / np.linalg.norm(A[k] - A.mean(axis=0))
+        ex = LinearExplainer.from_arrays(A, b)
+        for i in range(4):
+            frozen = [j for j in range(4) if j != i]
+            for margin in (0.0, 1e-6, 0.5):
+                res = ex.explain(x, k, region=True, margin=margin, frozen=frozen)
+                d = softmax_region_one_feature(A, b, x, k, margin, i)
+                if d is None:
+                    assert not res.success and res.status == 3, (i, margin, res.message)
+                    continue
+                assert res.success, (i, margin, abs(d), res.message)
+                assert np.array_equal(res.x[frozen], x[frozen])
+                assert int(np.argmax(A @ res.x + b)) == k
+                # the answer may exceed the margin by its rounding guard, never fall short of
+                # the exact optimum by more than rounding
+                assert abs(res.distance - abs(d)) <= 1e-9 * max(abs(d), 1.0), (res.distance, d)
+
+
 def test_taylor_test_full_and_reduced(rng):
     A = rng.standard_normal((7, 20))
     b = rng.standard_normal(7)

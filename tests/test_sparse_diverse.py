@@ -323,17 +323,13 @@ def test_softmax_region_at_a_tie_keeps_max_changes_and_the_flipset_rule_regressi
         assert not any(prev <= s for prev in sets[:i]), sets
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (seventh session's soak, older than it): softmax region=True, margin=0, "
-    "max_changes=1 at logits ~1e6: enumerate lists a cost of 1.1e7 before one of 5.5e6",
-)
 def test_softmax_region_enumerate_with_max_changes_at_large_logits_is_in_order():
     """Soak round M, seed 11542: moving feature i alone by δ lifts z_0 − z_2 by (a_0i + 1) δ
     and z_0 − z_1 by a_0i δ, so its cost is the larger of 6.375e6 / (a_0i + 1) and
-    1.375e6 / a_0i: features 5, 2, 3 at 3.19e6, 5.5e6 and 1.1e7; the search returns 5, 3, 2.
-    At margin 0 the margin is raised above the rounding of logits ~1e6 for the answers, which
-    the search's nodes may not match."""
+    1.375e6 / a_0i: features 5, 2, 3 at 3.19e6, 5.5e6 and 1.1e7; the search returned 5, 3, 2.
+    The cause: a node with feature 2 (or 3) alone free has a rank-1 dual, solved by
+    ``region_singular``, which called it infeasible at moves of 10⁶ (its Lawson–Hanson
+    denominator 1 / (1 + ‖v‖²) was unscaled), so the search reached feature 2 only late."""
     from fastcf import LinearExplainer
 
     A = np.array([[0.0, 0.0, 0.25, 0.125, 0.0, 1.0], [0.0] * 6, [-1.0] * 6])

@@ -76,6 +76,14 @@ def region_singular(zbar, G, k, margin):
         return y, _INFEASIBLE
     Gn = R[live] / norms[live, None]
     h = c[live] / norms[live]
+    # The program is homogeneous in h: v(s h) = s v(h) and ν(s h) = s ν(h) for s > 0. Solve it
+    # for h / max(h): Lawson & Hanson's 1 − hᵀν̂ is 1 / (1 + ‖v‖²) at the optimum, so with an
+    # unscaled h of 10⁶ it fell under the infeasibility threshold of a feasible row, and at
+    # smaller moves it lost digits of ν to the division by it (soak round M, seed 11542).
+    s = float(h.max())
+    if s <= 0.0:  # x̄ meets every live margin already: v = 0, ν = 0
+        return y, _OK
+    h = h / s
     r = Gn.shape[1]
     E = np.vstack([Gn.T, h[None, :]])
     f = np.zeros(r + 1)
@@ -85,7 +93,7 @@ def region_singular(zbar, G, k, margin):
     if denom <= 1e-12:
         return y, _INFEASIBLE
     nu = np.zeros(K - 1)
-    nu[live] = nuh / denom / norms[live]
+    nu[live] = s * nuh / denom / norms[live]
     y[others] = -nu
     y[k] = nu.sum()
     return y, _OK
