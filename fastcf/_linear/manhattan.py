@@ -329,6 +329,12 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter):
     S = np.abs(X) @ model.abs_AT + model.abs_b
     rows = np.arange(N)
     Margins = margins[:, None] + 2 * _EPS * (S + S[rows, tidx][:, None])
+    # x̄ that meets the margin in the model's own arithmetic (the test its answer gets below) is
+    # its own answer: its margin is not raised, so the LP keeps it. Raised, a margin met only in
+    # floating point moved x̄ by ulps, and a restriction of it (enumerate) then returned x̄
+    # itself at cost 0 after it (soak round M); the Euclidean form returns x̄ there too.
+    meets = np.all(_margin_short(Zbar, tidx, margins) <= 0.0, axis=1)
+    Margins[meets] = margins[meets, None]
     lo, hi = kernel_box(bnd)
     bounded = bnd is not None
     iters = max(int(max_iter), 10 * K + 100)
