@@ -1200,6 +1200,9 @@ def _face_phi(mbar, bsum, N, nT, dd, lam, cost, state, tl, m, q):
     return val
 
 
+_FACE_STEP = 64.0  # the largest change of a margin in one Newton step of _face_opt
+
+
 @kernel()
 def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
     """Return whether the current face has an optimum; if so ``lqs`` = its log q, μ = its δ_T.
@@ -1231,7 +1234,12 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
     SN = np.empty((R, n1))
     f = _face_phi(mbar, bsum, N, nT, d, lam, cost, state, tl, m, q)
     ok = nT == 0
-    for _it in range(25):  # from a good start Newton needs ~5; from a poor one: not worth it
+    # from a good start Newton needs ~5 steps. From a start where the face's probabilities are
+    # e⁻⁵⁰⁰ away from its optimum, F is linear there and the Newton step astronomical: each step
+    # is then capped to move no margin by more than _FACE_STEP (q by at most e^_FACE_STEP), a
+    # damped Newton step all the same (soak round M: at logits of scale 10⁴ the dual's own steps
+    # grew such a class by e^15 per iteration and ran out of iterations)
+    for _it in range(60):
         if nT == 0:
             break
         gmax = 0.0  # the gradient λσc − M_Tᵀq, relative to λc (q: at d)
@@ -1269,6 +1277,12 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
         if not slope < 0.0:
             return False
         h = 1.0
+        for j in range(R):
+            dm = 0.0
+            for a in range(nT):
+                dm += N[j, a] * step_v[a]
+            if abs(dm) * h > _FACE_STEP:
+                h = _FACE_STEP / abs(dm)
         accepted = False
         ft = f
         for _bt in range(30):

@@ -71,6 +71,7 @@ from .._status import Status
 from ..results import Solution
 from .binary import finish as _binary_finish
 from .binary import kernel_box
+from .softmax import raise_log_tau
 from .verify import solution, verdict
 
 __all__ = [
@@ -415,7 +416,9 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
         redo = np.flatnonzero((status == _OK) & ((p1 < proba) | (p2 < proba)))
         if redo.size == 0:
             break
-        log_tau[redo] += 8 * _EPS * (1 + abs(math.log(proba)))
+        # twice the shortfall, not a few ulps of log τ: at logits of scale 10⁴ an ulp of the
+        # move shifts log p by ~10⁻¹³, and a raise of 3e-15 left the answer the same bits
+        log_tau[redo] += raise_log_tau(proba, np.minimum(p1[redo], p2[redo]))
         sub = _l1.softmax_proba_batch(
             model.AT, Zbar[redo], tidx[redo], log_tau[redo], *args, X[redo],
             lo[redo] if per_row else lo, hi[redo] if per_row else hi, bounded, iters,
