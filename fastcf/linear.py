@@ -380,6 +380,18 @@ class LinearExplainer(BaseExplainer):
                 )
             if q.form == "lam":
                 return _l1.lam_l1(model, X, tidx, cost, free, bnd, lams, q.tol, q.max_iter)
+            if q.form == "proba" and model.binary and q.proba >= 0.5:
+                # as the Euclidean form below: region=True at margin logit τ
+                return _region(
+                    model,
+                    X,
+                    tidx,
+                    bnd,
+                    model.theta(q.proba),
+                    lambda Xr, tr, br, mr: _l1.constrained_l1(
+                        model, Xr, tr, cost, free, br, q.proba, mr, q.tol, q.max_iter
+                    ),
+                )
             if q.form == "proba":
                 return _l1.constrained_l1(
                     model, X, tidx, cost, free, bnd, q.proba, None, q.tol, q.max_iter
@@ -396,6 +408,21 @@ class LinearExplainer(BaseExplainer):
             )
         W = None if q.w is None else q.w * q.w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
         m = self._cache.get(fmask, W)
+        if q.form == "proba" and model.binary and q.proba >= 0.5 and not lean:
+            # p ≥ τ ≥ 1/2 is ζ ≥ logit τ ≥ 0, and the class is ζ > 0 beyond rounding: at τ = 1/2
+            # (or within rounding of it) every answer sat on the decision boundary and failed
+            # the verification (all 569 breast-cancer rows). Solved as region=True at margin
+            # logit τ, with verify.region's raises; the verdict still asks p ≥ τ.
+            return _region(
+                model,
+                X,
+                tidx,
+                bnd,
+                model.theta(q.proba),
+                lambda Xr, tr, br, mr: model.constrained(
+                    Xr, tr, m, br, q.proba, mr, q.tol, q.max_iter
+                ),
+            )
         if q.form == "proba":
             return model.constrained(X, tidx, m, bnd, q.proba, None, q.tol, q.max_iter)
         if q.form == "region" and lean:

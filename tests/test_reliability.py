@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reference import exact_logits
+from reference import exact_logits, linear_witness
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
@@ -1085,7 +1085,7 @@ def _certificate(ex, X, tidx):
     return Z[rows, tidx] - Zo.max(axis=1) > 4 * gamma * (S[rows, tidx] + So.max(axis=1))
 
 
-@pytest.mark.parametrize("form", ["lam", "proba", "proba-edge", "region"])
+@pytest.mark.parametrize("form", ["lam", "proba", "proba-edge", "proba-half", "region"])
 def test_breast_cancer_sweep_success_iff_the_model_agrees_regression(form):
     # issue 16: on the README's pipeline, explain(X[213], 1, region=True) was a failure (status 4)
     # whose answer the model classifies as the target with a certified margin: the projection's
@@ -1106,6 +1106,10 @@ def test_breast_cancer_sweep_success_iff_the_model_agrees_regression(form):
         "lam": {"lam": 0.1},
         "proba": {"proba": 0.9},
         "proba-edge": {"proba": 0.5000001},
+        # τ = 1/2: the answer's class is decided at ζ = 0, within rounding (issue 16, eighth
+        # session: every row failed with status 4, and no answer "agreed", so the check below
+        # could not see it; the witness check can)
+        "proba-half": {"proba": 0.5},
         "region": {"region": True},
     }[form]
     variants = [
@@ -1114,6 +1118,7 @@ def test_breast_cancer_sweep_success_iff_the_model_agrees_regression(form):
         {"bounds": (lo, hi)},
         {"frozen": [0, 1, 2]},
         {"weights": "mad", "bounds": (lo, hi), "frozen": [5]},
+        {"metric": "manhattan"},
     ]
     for opts in variants:
         res = ex.explain(X[rows], 1, **kw, **opts)
@@ -1126,3 +1131,14 @@ def test_breast_cancer_sweep_success_iff_the_model_agrees_regression(form):
         false_failure = np.flatnonzero(~res.success & agrees & (res.status == 4))
         assert false_success.size == 0, (opts, rows[false_success])
         assert false_failure.size == 0, (opts, rows[false_failure], res.status[false_failure])
+        if form == "lam":
+            continue
+        # a failure has no witness: no point answering the query with room to spare
+        A, b = ex.coef_, ex.intercept_  # folded into the raw input space
+        frozen = np.zeros(X.shape[1], dtype=bool)
+        frozen[opts.get("frozen", [])] = True
+        lo_, hi_ = opts.get("bounds", (None, None))
+        f, p = ("region", 1e-6) if form == "region" else ("proba", kw["proba"])
+        for n in np.flatnonzero(~res.success):
+            w = linear_witness(A, b, X[rows[n]], 1, f, p, frozen=frozen, lo=lo_, hi=hi_)
+            assert w is None, (opts, rows[n], res.status[n], res.message[n])

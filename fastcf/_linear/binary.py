@@ -75,11 +75,18 @@ def lam_closed_form(model, X, tidx, m, bnd, lams):
 
 
 def project(model, X, tidx, m, bnd, proba, margins):
-    """``proba=τ`` (``margins`` None) or ``region=True``: the closest point with ζ ≥ θ."""
+    """``proba=τ`` or ``region=True``: the closest point with ζ ≥ θ.
+
+    θ = logit τ for ``proba=τ``, raised to ``margins`` where both are given (``proba=τ`` with
+    τ ≥ 1/2 is solved as ``region=True`` at margin logit τ by ``verify.region``, whose raises
+    keep its answers beyond rounding of the decision boundary).
+    """
     N = X.shape[0]
     signs = np.where(tidx == 1, 1.0, -1.0)
     if proba is not None:
         thetas = np.full(N, model.theta(proba))  # logit τ, so that ζ ≥ θ gives p_target ≥ τ
+        if margins is not None:
+            thetas = np.maximum(thetas, margins)
     else:
         thetas = margins
     lo, hi = kernel_box(bnd)

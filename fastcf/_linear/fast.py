@@ -232,8 +232,10 @@ def _binary_one(model, X, k, tidx, m, proba, margin):
         st = _NUMERIC
     st, ok = _verdict(int(z[0] > 0), P, k, st, proba)
     need = bound = None
-    if proba is None and st in (_OK, _NUMERIC) and np.isfinite(Xs).all():
-        rise, need, bound = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
+    # region=True, and proba=τ ≥ 1/2 (margin logit τ: the long path solves it as region=True)
+    raisable = proba is None or theta >= 0.0
+    if raisable and st in (_OK, _NUMERIC, _BELOW_DECISION) and np.isfinite(Xs).all():
+        rise, need, bound = _margin_need(model, Xs, tidx, theta)  # verify.region's first round
         if rise:
             return None  # verify.region re-solves with a larger margin: the long path
     nit = np.zeros(1, dtype=np.int64)
@@ -353,8 +355,15 @@ def l1_row(model, X, tidx, cost, free, bnd, proba, margin, tol, max_iter):
     from .manhattan import constrained_l1
 
     margins = None if proba is not None else np.array([margin])
+    if proba is not None and isinstance(model, BinaryModel) and proba >= 0.5:
+        margin = model.theta(proba)  # solved as region=True at margin logit τ (the long path)
+        margins = np.array([margin])
     sol = constrained_l1(model, X, tidx, cost, free, bnd, proba, margins, tol, max_iter)
-    if margins is not None and sol.status[0] in (_OK, _NUMERIC) and math.isfinite(sol.distance[0]):
+    if (
+        margins is not None
+        and sol.status[0] in (_OK, _NUMERIC, _BELOW_DECISION)
+        and math.isfinite(sol.distance[0])
+    ):
         # verify.region's first round: a margin below the rounding need is re-solved there
         if not margin >= _need_bound(model, sol.x):
             with np.errstate(over="ignore", invalid="ignore"):

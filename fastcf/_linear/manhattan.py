@@ -184,10 +184,16 @@ def lam_l1(model, X, tidx, cost, free, bnd, lams, tol, max_iter):
 
 # ---------------------------------------------------------------------------- binary
 def binary_constrained(model, X, tidx, cost, free, bnd, proba, margins):
-    """Solve ``proba=`` / ``region=True`` for a binary model (the knapsack kernel, judged)."""
+    """Solve ``proba=`` / ``region=True`` for a binary model (the knapsack kernel, judged).
+
+    θ = logit τ for ``proba=τ``, raised to ``margins`` where both are given (τ ≥ 1/2 solved
+    as ``region=True`` at margin logit τ, as :func:`fastcf._linear.binary.project`).
+    """
     N = X.shape[0]
     signs = np.where(tidx == 1, 1.0, -1.0)
     thetas = np.full(N, model.theta(proba)) if proba is not None else margins
+    if proba is not None and margins is not None:
+        thetas = np.maximum(thetas, margins)
     lo, hi = kernel_box(bnd)
     Xs, zeta, status, dist, nmv = _l1.constrained_batch(
         X, model.w, model.c, signs, cost, free, thetas, lo, hi, bnd is not None, N > 1

@@ -38,6 +38,7 @@ _BELOW_DECISION = int(Status.BELOW_DECISION)
 _NOT_TARGET = int(Status.NOT_TARGET)
 _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
+_RAISABLE = np.array([_OK, _NUMERIC, _BELOW_DECISION])
 _UNREACHABLE = int(Status.UNREACHABLE)
 
 
@@ -222,9 +223,10 @@ def region(model, X, tidx, bnd, margin, constrained):
     margins = np.full(N, margin)
     sol = constrained(X, tidx, bnd, margins)
     for _ in range(4):
-        # successes, and failures of the solver's own check (NUMERIC) that a larger margin can
+        # successes, and failures of the solver's own check (NUMERIC; BELOW_DECISION for a
+        # binary proba=τ ≥ 1/2 solved here, at a tie of the classes) that a larger margin can
         # repair
-        ok = ((sol.status == _OK) | (sol.status == _NUMERIC)) & np.isfinite(sol.x).all(axis=1)
+        ok = np.isin(sol.status, _RAISABLE) & np.isfinite(sol.x).all(axis=1)
         if not ok.any():
             break
         need = np.zeros(N)
