@@ -473,7 +473,7 @@ class LinearExplainer(BaseExplainer):
             if careful and int(sol.status[0]) in (_OK, _NUMERIC):
                 d = float(sol.distance[0])
                 bound = 8.0 * g * (R * (nx0 + d / wmin) + B) * (1 + 8 * g) * (1 + 1e-9)
-                if not q.margin >= bound:  # (NaN or inf: not cleared)
+                if not q.margin > bound:  # (NaN or inf: not cleared)
                     sol = self._continuous(Xn, tn, q, fmask, lams, bnd)
             return sol
 

@@ -190,15 +190,17 @@ def softmax_region_one_feature(A, b, x0, k, margin, i):
     return min(max(0.0, lo), hi)
 
 
-def linear_witness(A, b, x0, k, form, param, *, frozen=None, lo=None, hi=None):
+def linear_witness(A, b, x0, k, form, param, *, frozen=None, lo=None, hi=None, wins=True):
     """A point that answers a ``region=``/``proba=`` query of a linear model with room to spare,
     or None: the witness of a false failure.
 
     ``A`` (1, D) is binary (class 1 iff A x + b > 0), (K ≥ 3, D) softmax; ``form`` "region"
     (``param`` the margin) or "proba" (``param`` τ). The margins a query needs are linear:
     region m_j = margin; proba (sufficient) logit τ for binary and log(τ (K − 1) / (1 − τ)) for
-    softmax (then p_k ≥ τ), and at least 0 (the target must win). An LP (HiGHS) maximises
-    their least normalised slack over the free features in the box; its point is then *checked* in floating point: every margin met by
+    softmax (then p_k ≥ τ), and at least 0 where ``wins`` (the target must win; ``proba``
+    with ``wins=False`` asks p_k ≥ τ alone). An LP (HiGHS) maximises their least normalised
+    slack over the free features in the box; its point is then *checked* in floating point:
+    every margin met by
     64 ε (S_k + S_j) beyond what the query needs (S = |A||x| + |b|, the logits' rounding level),
     and for ``proba`` log p_k ≥ log τ by as much. Only a point that passes is returned, so a
     poorly scaled LP can only make the oracle miss, never accuse.
@@ -211,28 +213,36 @@ def linear_witness(A, b, x0, k, form, param, *, frozen=None, lo=None, hi=None):
     if A.shape[0] == 1:
         sg = 1.0 if k == 1 else -1.0
         G, g0 = sg * A, sg * b
-        need = param if form == "region" else max(math.log(param) - math.log1p(-param), 0.0)
+        need = param if form == "region" else math.log(param) - math.log1p(-param)
     else:
         others = [j for j in range(A.shape[0]) if j != k]
         G, g0 = A[k] - A[others], b[k] - b[others]
         K = A.shape[0]
-        need = (
-            param if form == "region" else max(math.log(param * (K - 1)) - math.log1p(-param), 0.0)
-        )
+        need = param if form == "region" else math.log(param * (K - 1)) - math.log1p(-param)
+    if wins:
+        need = max(need, 0.0)
     free = np.ones(D, dtype=bool) if frozen is None else ~np.asarray(frozen, dtype=bool)
     if not free.any():
         return None
     Gf = G[:, free]
-    c = need - (G @ x0 + g0)  # what each row must gain: G_f δ ≥ c
-    u = max(1.0, float(np.abs(c).max()) / max(float(np.abs(Gf).max()), 1e-300))
-    rows = np.maximum(np.abs(Gf).max(axis=1) * u, np.abs(c))
+    with np.errstate(all="ignore"):
+        c = need - (G @ x0 + g0)  # what each row must gain: G_f δ ≥ c
+        u = max(1.0, float(np.abs(c).max()) / max(float(np.abs(Gf).max()), 1e-300))
+        rows = np.maximum(np.abs(Gf).max(axis=1) * u, np.abs(c))
+    if not (np.isfinite(c).all() and math.isfinite(u) and np.isfinite(rows).all()):
+        return None  # beyond the doubles: no LP worth trusting
     rows[rows == 0.0] = 1.0
     n = int(free.sum())
-    lo_d = np.full(n, -np.inf) if lo is None else (np.asarray(lo, float)[free] - x0[free]) / u
-    hi_d = np.full(n, np.inf) if hi is None else (np.asarray(hi, float)[free] - x0[free]) / u
-    # variables (δ / u, s): max s s.t. (G_f u / r) δ' − s ≥ c / r, s ≤ 1
-    A_ub = np.hstack([-(Gf * u) / rows[:, None], np.ones((Gf.shape[0], 1))])
-    b_ub = -c / rows
+    with np.errstate(all="ignore"):
+        lo_d = np.full(n, -np.inf) if lo is None else (np.asarray(lo, float)[free] - x0[free]) / u
+        hi_d = np.full(n, np.inf) if hi is None else (np.asarray(hi, float)[free] - x0[free]) / u
+        # variables (δ / u, s): max s s.t. (G_f u / r) δ' − s ≥ c / r, s ≤ 1
+        A_ub = np.hstack([-(Gf * u) / rows[:, None], np.ones((Gf.shape[0], 1))])
+        b_ub = -c / rows
+    if not (np.isfinite(A_ub).all() and np.isfinite(b_ub).all()):
+        return None
+    if np.isnan(lo_d).any() or np.isnan(hi_d).any():
+        return None
     bounds = [(None if not np.isfinite(a) else a, None if not np.isfinite(z) else z)
               for a, z in zip(lo_d, hi_d, strict=True)] + [(None, 1.0)]  # fmt: skip
     cost = np.zeros(n + 1)
@@ -251,8 +261,11 @@ def linear_witness(A, b, x0, k, form, param, *, frozen=None, lo=None, hi=None):
         x = np.minimum(x, hi)
     if not np.isfinite(x).all():
         return None
-    z = A @ x + b
-    S = np.abs(A) @ np.abs(x) + np.abs(b)
+    with np.errstate(all="ignore"):
+        z = A @ x + b
+        S = np.abs(A) @ np.abs(x) + np.abs(b)
+    if not (np.isfinite(z).all() and np.isfinite(S).all()):
+        return None
     eps = np.finfo(float).eps
     if A.shape[0] == 1:
         slack = sg * z[0] - need

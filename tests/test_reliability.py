@@ -1142,3 +1142,85 @@ def test_breast_cancer_sweep_success_iff_the_model_agrees_regression(form):
         for n in np.flatnonzero(~res.success):
             w = linear_witness(A, b, X[rows[n]], 1, f, p, frozen=frozen, lo=lo_, hi=hi_)
             assert w is None, (opts, rows[n], res.status[n], res.message[n])
+
+
+# --------------------------------------------------- false failures found by the witness oracle
+# (eighth session: tests/test_fuzz.py asks every failed region=/proba= row for a witness,
+# reference.linear_witness; these are the shrunk examples it found, each a failure before)
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+def test_exact_tie_at_the_source_is_broken_by_the_smallest_move(metric):
+    """x̄ = 0, b = 0: every logit is exactly 0, the rounding need is 0, and margin 0 (or
+    proba=0.5) was met at x̄ itself, a tie no class wins: a numerical failure. The margin is now
+    raised to the smallest normal double, and the answer moves by about that much."""
+    for A, b in (
+        (np.array([[1.0]]), np.array([0.0])),
+        (np.array([[0.0], [1.0]]), np.array([1.0, 1.0])),
+        (np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]), np.zeros(3)),
+    ):
+        ex = LinearExplainer.from_arrays(A, b)
+        x = np.zeros(A.shape[1])
+        targets = [0, 1] if A.shape[0] <= 2 else [0]
+        for t in targets:
+            for kw in ({"proba": 0.5}, {"region": True, "margin": 0.0}):
+                res = ex.explain(x, t, metric=metric, **kw)
+                assert res.success, (A.tolist(), t, kw, res.message)
+                assert int(ex.predict(res.x[None])[0]) == t
+                if "region" in kw or A.shape[0] <= 2:  # (three classes: p_0 = 1/2 at x0 = log 2)
+                    assert 0.0 < np.abs(res.x - x).max() <= 1e-300
+
+
+def test_softmax_region_with_large_rows_and_a_source_just_outside():
+    """Rows of norm 10⁴ (Q ~ 10⁸): the dual active set's threshold for "violated" was absolute,
+    1e-10 · max Q_aa = 10⁻², so x̄ that lost by 10⁻⁵ passed for meeting margin 10⁻⁶ and came
+    back as a numerical failure. The threshold is now relative to the terms of the gradient."""
+    A = np.array([[1e4, 0.0], [0.0, 0.0], [0.0, 1e4]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    for gap in (1e-3, 1e-5, 1e-8):
+        x = np.array([-gap / 1e4, 0.0])
+        for margin in (0.0, 1e-6):
+            res = ex.explain(x, 0, region=True, margin=margin)
+            assert res.success, (gap, margin, res.message)
+            z = A @ res.x
+            assert z[0] - z[1] >= margin and abs(res.x[0]) <= 2e-10
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+def test_softmax_proba_half_with_two_classes_in_contention(metric):
+    """p_1 = 1/2 at the optimum puts class 1 within 2.6e-16 of class 0 (p_2 ~ 1e-16): the answer
+    was a numerical failure. Rows within rounding of the class boundary are re-solved for a τ
+    raised by twice the rounding need, as the binary form raises its margin."""
+    A = np.array([[50.0, -9.375, -9.375, -9.375], [0.0] * 4, [-9.375] * 4])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    x = np.ones(4)
+    res = ex.explain(x, 1, proba=0.5, metric=metric)
+    assert res.success, res.message
+    assert ex.predict_proba(res.x[None])[0, 1] >= 0.5 and ex.predict(res.x[None])[0] == 1
+    near = ex.explain(x, 1, proba=0.5000001, metric=metric)
+    assert abs(res.distance - near.distance) <= 1e-6 * near.distance
+    batch = ex.explain(np.vstack([x, x]), 1, proba=0.5, metric=metric)
+    assert batch.success.all() and np.array_equal(batch.x[0], res.x)
+
+
+def test_softmax_box_region_source_that_meets_the_margin_far_from_zero():
+    """x̄ = 10⁷ already in the target's region with a box [x̄ − 1, x̄ + 1] (or the point box):
+    the cvxpy QP in x called it infeasible (the objective's x̄ = 10⁷ against steps of 0); it is
+    now posed in δ = x − x̄, and x̄ that meets the margins is its own answer."""
+    A = np.array([[0.0], [1.0], [1.0]])
+    ex = LinearExplainer.from_arrays(A, np.array([0.0, 1.0, 0.0]))
+    x = np.array([1e7])
+    for box in ((x, x), (x - 1.0, x + 1.0)):
+        for margin in (0.0, 1e-6):
+            res = ex.explain(x, 1, region=True, margin=margin, bounds=box)
+            assert res.success and np.array_equal(res.x, x), (box, margin, res.message)
+
+
+def test_binary_tiny_weight_is_reachable():
+    """w = 9.6e-287: w² underflows, and the projection called the target unreachable; the
+    answer x̄ − 1e-6/w ~ −1e280 is a double. The step is now taken with w scaled by a power of
+    2 (exact), and the distance by the largest term (its square overflowed)."""
+    for w in (9.55027885730157e-287, 2.9e-231, 1e-170):
+        ex = LinearExplainer.from_arrays(np.array([[w]]), np.array([0.0]))
+        for kw in ({"proba": 0.5}, {"region": True}, {"proba": 0.7}):
+            res = ex.explain(np.array([0.0]), 0, **kw)
+            assert res.success, (w, kw, res.message)
+            assert np.isfinite(res.distance) and res.distance == abs(res.x[0])

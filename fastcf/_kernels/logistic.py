@@ -38,6 +38,7 @@ from .linalg import dot_abs as _dot_abs
 from .roots import phi, sigmoid
 
 _EPS = 2.220446049250313e-16
+_TINY = 2.2250738585072014e-308  # the smallest normal double
 _OK = int(Status.OK)
 _UNREACHABLE = int(Status.UNREACHABLE)
 _INFEASIBLE = int(Status.INFEASIBLE)
@@ -185,18 +186,33 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, out):
     theta = theta + 2.0 * _EPS * (absdot + abs(theta))
     if lo is None:
         S = _dot(w, vw)
+        p = 1.0
+        if not S >= _TINY:
+            # Σ w_i vw_i underflows (|w| ~ 1e-160 and below): the same step with w and vw
+            # scaled by a power of 2, which is exact; μ is then in units of the scaled vw. p = 1
+            # otherwise, and every product below is the same bits (fuzz: w = 9.6e-287 was
+            # called unreachable, the answer being x̄ − 1/w)
+            mx = 0.0
+            for i in range(D):
+                if w[i] != 0.0 and vw[i] != 0.0:
+                    mx = max(mx, abs(w[i]), abs(vw[i]))
+            if mx > 0.0:
+                p = math.ldexp(1.0, -math.frexp(mx)[1])
+                S = 0.0
+                for i in range(D):
+                    S += (w[i] * p) * (vw[i] * p)
         if S <= 0.0:
             for i in range(D):
                 out[i] = x0[i]
             return 0.0, _UNREACHABLE
-        mu = (theta - zeta0) / S
+        mu = (theta - zeta0) * p / S
         for r in range(_GUARD_ROUNDS):  # guard the rounding of ζ at the answer
             for i in range(D):
-                out[i] = x0[i] + mu * sign * vw[i]
+                out[i] = x0[i] + mu * sign * (vw[i] * p)
             z = sign * _dot(w, out) + u0
             if z >= theta:
                 return mu, _OK
-            mu += _guard_push(theta - z, S, mu, r)
+            mu += _guard_push((theta - z) * p, S, mu, r)
         return mu, _NUMERIC
     dirv = np.empty(D)
     u = np.empty(D)
@@ -260,7 +276,28 @@ def _dist_grad(x0, out, w, sign, zeta, wt, lam, lo, hi):
                 elif out[i] >= hi[i] and g < 0.0:
                     g = 0.0
             g2 += g * g
+    if not _TINY <= d2 < math.inf:
+        return _scaled_norm(x0, out, wt, d2), math.sqrt(g2)
     return math.sqrt(d2), math.sqrt(g2)
+
+
+@kernel()
+def _scaled_norm(x0, out, wt, d2):
+    """Return ‖out − x0‖_W where the plain sum ``d2`` of its squares overflowed or underflowed.
+
+    Scaled by the largest term, as LAPACK's dnrm2 (a step of 1e280 for w ~ 1e-286 had the
+    distance inf, which made the answer a numerical failure).
+    """
+    big = 0.0
+    for i in range(x0.shape[0]):
+        big = max(big, math.sqrt(wt[i]) * abs(out[i] - x0[i]))
+    if big == 0.0 or not math.isfinite(big):
+        return math.sqrt(d2)
+    acc = 0.0
+    for i in range(x0.shape[0]):
+        r = math.sqrt(wt[i]) * abs(out[i] - x0[i]) / big
+        acc += r * r
+    return big * math.sqrt(acc)
 
 
 @kernel(fastmath=REASSOC)

@@ -36,13 +36,15 @@ import numpy as np
 from .._status import Status
 from .metric import row_box
 from .reference import softmax_energy
-from .softmax import finish
+from .softmax import finish, raise_log_tau
 from .verify import path_result
 
 try:  # the kernels' package split into one module per algorithm (fastcf._kernels.softmax.core)
     from .._kernels.softmax.core import _apply_inverse, _factor
 except ImportError:  # pragma: no cover - the single-module layout
     from .._kernels.softmax import _apply_inverse, _factor
+
+_EPS = float(np.finfo(float).eps)
 
 __all__ = ["bounded_one", "constrained_boxed", "lam_boxed", "path_boxed", "proba_bounded_one"]
 
@@ -199,16 +201,51 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
         box = row_box(bnd, n)  # the query's own box (one per row, or the shared one)
         if proba is not None:
             xs, st, lm, it = proba_bounded_one(model, X[n], k, v, wt, box, proba)
+            tau = proba
+            for _ in range(3):
+                # judged in the model's arithmetic (the bisection's is NumPy's A @ x): short of
+                # τ, again for log τ raised by twice the shortfall; p_k ≥ τ but the class within
+                # rounding of its boundary (τ = 1/2 with two classes in contention), by twice
+                # the rounding need. As softmax.proba_solution does
+                if st != Status.OK:
+                    break
+                t1 = tidx[n : n + 1]
+                with np.errstate(over="ignore", invalid="ignore"):
+                    pk = float(model.proba_from_logits(model.check_logits(xs[None]))[0, k])
+                    if not pk >= proba:
+                        up = float(raise_log_tau(proba, np.array([pk]))[0])
+                    elif not model.surely_in(xs[None], t1)[0][0]:
+                        up = 2 * float(model.rounding_need(xs[None], t1)[0]) + 8 * _EPS
+                    else:
+                        break
+                if not math.isfinite(up):
+                    break
+                tau = min(tau * math.exp(up), 0.5 * (1 + tau))
+                xs, st, lm, it2 = proba_bounded_one(model, X[n], k, v, wt, box, tau)
+                it += it2
             Xs[n], status[n], lamv[n], nit[n] = xs, st, lm, it
             continue
-        xv = cp.Variable(D)
-        D_rows = model.A[k] - np.delete(model.A, k, axis=0)
-        e = model.b[k] - np.delete(model.b, k)
+        # in the step δ = x − x̄, from the model's own logits of x̄: x̄ that meets the margins
+        # is its own answer, and the QP is not the difference of two large numbers (with
+        # x̄ = 10⁷ and the box [x̄ − 1, x̄ + 1] Clarabel called x̄ itself infeasible)
+        z = model.logits(X[n : n + 1])[0]
+        others = np.arange(model.A.shape[0]) != k
+        c = margins[n] - (z[k] - z[others])
+        if (c <= 0.0).all():
+            continue  # Xs[n] = x̄, status OK
+        dv = cp.Variable(D)
+        D_rows = model.A[k] - model.A[others]
         lo, hi = box
-        cons = [D_rows @ xv + e >= margins[n], xv >= lo, xv <= hi]
+        # in units u of the step the margins need (|c| / |M|), the cost by its largest weight:
+        # Clarabel called a step of 10⁵ at weight 100 (a cost of 10¹²) infeasible
+        u = max(1.0, float(np.abs(c).max()) / max(float(np.abs(D_rows).max()), 1e-300))
+        wn = wt / max(float(wt.max()), 1e-300)
+        with np.errstate(over="ignore", invalid="ignore"):
+            slo, shi = (lo - X[n]) / u, (hi - X[n]) / u
+        cons = [D_rows @ dv >= c / u, dv >= slo, dv <= shi]
         if (~free).any():
-            cons.append(xv[~free] == X[n][~free])
-        prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(wt, cp.square(xv - X[n])))), cons)
+            cons.append(dv[~free] == 0.0)
+        prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(wn, cp.square(dv)))), cons)
         try:
             # cvxpy warns "Solution may be inaccurate" (status optimal_inaccurate): the
             # answer is verified against the model, as every answer is
@@ -218,14 +255,73 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
         except cp.error.SolverError:
             status[n] = Status.SOLVER_FAILED
             continue
-        if prob.status in cp.settings.SOLUTION_PRESENT and xv.value is not None:
-            Xs[n] = np.clip(xv.value, lo, hi)
+        if prob.status in cp.settings.SOLUTION_PRESENT and dv.value is not None:
+            duals = [np.atleast_1d(np.asarray(con.dual_value, dtype=float)) for con in cons[:3]]
+            d = _polish_region(
+                u * np.asarray(dv.value), D_rows, c, wt, free, lo - X[n], hi - X[n], duals
+            )
+            Xs[n] = np.clip(X[n] + d, lo, hi)
             Xs[n][~free] = X[n][~free]
         else:
             status[n] = Status.INFEASIBLE if "infeasible" in prob.status else Status.SOLVER_FAILED
     method = "reduced (λ search, active set)" if proba is not None else "cvxpy QP (Clarabel)"
     lams = lamv if proba else None
     return finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=proba)
+
+
+def _polish_region(d, M, c, wt, free, dlo, dhi, duals):
+    """Return Clarabel's step ``d`` of the boxed region QP polished on its active set, or ``d``.
+
+    Clarabel stops at a gap of ~1e-8: an answer meant to sit on a margin (raised by
+    ``verify.region`` to its rounding need, ~1e-14) lands on either side of it, or 5e-5 past a
+    margin of 1e-301 (margin 0 at a tie was a numerical failure). Its multipliers (``duals``:
+    the margin rows, x ≥ lo, x ≤ hi) name the active set, on which the optimum is exact:
+    min Σ wt δ² with those rows as equalities, δ_F = W_F⁻¹ M_Fᵀ μ, (M_F W_F⁻¹ M_Fᵀ) μ = r
+    (least squares for dependent rows). Kept only when it is feasible to rounding, μ ≥ 0 and it
+    costs no more than ``d`` (else the active set was wrong: ``d`` stays). Solution polishing
+    as in OSQP (Stellato et al., 2020, §5.2).
+    """
+    ym, ylo, yhi = duals
+    with np.errstate(all="ignore"):
+        top = max(float(np.abs(np.concatenate(duals)).max()), 1e-300)
+        act = ym > 1e-6 * top
+        at_lo = free & np.isfinite(dlo) & (ylo > 1e-6 * top)
+        at_hi = free & np.isfinite(dhi) & (yhi > 1e-6 * top) & ~at_lo
+    # the active set Clarabel's multipliers name, then the margin rows alone (near a tie a
+    # bound and a margin row can both carry multipliers for the same coordinate)
+    for lo_a, hi_a in ((at_lo, at_hi), (np.zeros_like(free), np.zeros_like(free))):
+        dp = _equality_qp(M, c, wt, free, dlo, dhi, act, lo_a, hi_a)
+        if dp is not None and wt @ (dp * dp) <= wt @ (d * d) * (1 + 1e-6) + 1e-300:
+            return dp
+    return d
+
+
+def _equality_qp(M, c, wt, free, dlo, dhi, act, at_lo, at_hi):
+    """Return the step of min Σ wt δ² on an active set, or None.
+
+    The rows ``act`` of M δ ≥ c are equalities and the bounds ``at_lo`` / ``at_hi`` fixed; None
+    where a multiplier μ is negative or the step is infeasible beyond rounding.
+    """
+    eps = np.finfo(float).eps
+    with np.errstate(all="ignore"):
+        F = free & ~at_lo & ~at_hi
+        dp = np.zeros(M.shape[1])
+        dp[at_lo] = dlo[at_lo]
+        dp[at_hi] = dhi[at_hi]
+        if act.any() and F.any():
+            MF = M[np.ix_(act, F)]
+            r = c[act] - M[np.ix_(act, ~F)] @ dp[~F]
+            vi = 1.0 / wt[F]
+            mu = np.linalg.lstsq((MF * vi) @ MF.T, r, rcond=None)[0]
+            dp[F] = vi * (MF.T @ mu)
+            if (mu < -1e-9 * (1.0 + np.abs(mu).max())).any():
+                return None
+        if not np.isfinite(dp).all():
+            return None
+        tol = 8 * eps * (np.abs(M) @ np.abs(dp) + np.abs(c))
+        if (M @ dp >= c - tol).all() and ((dp >= dlo) & (dp <= dhi)).all():
+            return dp
+    return None
 
 
 def path_boxed(model, x0, k, target, lams, m, w, bnd, warm, tol, max_iter, names):

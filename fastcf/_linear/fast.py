@@ -35,13 +35,15 @@ from ..results import Solution
 from .model import BinaryModel
 from .softmax import PROBA_METHOD as _PROBA_METHOD
 from .softmax import REGION_METHOD as _REGION_METHOD
-from .softmax import proba_solution
+from .softmax import honest_infeasible, proba_solution
 from .verify import keep_source, solution
 
 __all__ = ["constrained_one", "plain_query"]
 
 _OK = int(Status.OK)
 _NUMERIC = int(Status.NUMERIC)
+_MAXITER = int(Status.MAXITER)
+_INFEASIBLE = int(Status.INFEASIBLE)
 _BELOW_DECISION = int(Status.BELOW_DECISION)
 _PENDING = int(Status.PENDING)
 _NO_BOX = (np.empty((1, 0)), np.empty((1, 0)))  # the logistic kernels' box when there is none
@@ -164,9 +166,18 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
         elif int(np.argmax(z)) != k:
             st = _BELOW_DECISION
         else:
-            cert = _margin_one(z, k) > _need_bound(model, Xs)
+            tm = _margin_one(z, k)
+            cert = tm > _need_bound(model, Xs)
+            if not cert:  # judge's exact test: within rounding of the class boundary, re-solve
+                with np.errstate(over="ignore", invalid="ignore"):
+                    need = model.rounding_need(Xs, tidx)[0]
+                if not (math.isfinite(need) and tm > need):
+                    st = _PENDING
     status = np.array([st], dtype=np.int64)
-    if st == _PENDING:  # re-solves
+    if st == _INFEASIBLE:  # the λ-search's verdict, checked by the region form
+        status = honest_infeasible(model, X, tidx, m, proba, status)
+        st = int(status[0])
+    if st == _PENDING or st == _MAXITER:  # re-solves (MAXITER: proba_solution's "stuck" rows)
         judged = (P, status, np.zeros(1, dtype=bool), np.array([pk]))
         sol = proba_solution(model, X, tidx, m, proba, tol, max_iter, (out, judged))
     else:
@@ -268,11 +279,11 @@ def _margin_need(model, Xs, tidx, margin):
     (the verification reuses it).
     """
     bound = _need_bound(model, Xs)
-    if margin >= bound:
+    if margin > bound:
         return False, None, bound
     with np.errstate(over="ignore", invalid="ignore"):
         need = model.rounding_need(Xs, tidx)
-        rise = bool(margin < need[0] and np.isfinite(2 * need[0]))
+        rise = bool(not margin > need[0] and np.isfinite(2 * need[0]))
     return rise, need, bound
 
 
@@ -365,10 +376,10 @@ def l1_row(model, X, tidx, cost, free, bnd, proba, margin, tol, max_iter):
         and math.isfinite(sol.distance[0])
     ):
         # verify.region's first round: a margin below the rounding need is re-solved there
-        if not margin >= _need_bound(model, sol.x):
+        if not margin > _need_bound(model, sol.x):
             with np.errstate(over="ignore", invalid="ignore"):
                 need = model.rounding_need(sol.x, tidx)[0]
-            if margin < need and math.isfinite(2 * need):
+            if not margin > need and math.isfinite(2 * need):
                 return None
     return sol
 

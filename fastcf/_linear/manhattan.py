@@ -258,14 +258,17 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
         model, Xs[:n], zeta[:n], t, np.zeros(n, dtype=np.int64), status[:n], None, dist[:n],
         None, _BINARY_METHOD, False, proba, info={"n_moved": nmv[:n]},
     )  # fmt: skip
-    if proba is None:  # verify.region's first round, row by row (as fast.l1_row)
+    if proba is None or theta >= 0.0:
+        # verify.region's first round, row by row (as fast.l1_row; proba=τ ≥ 1/2 is region=True
+        # at margin logit τ there)
+        raisable = (_OK, int(Status.NUMERIC), int(Status.BELOW_DECISION))
         for i in range(n):
             xi = sol.x[i : i + 1]
-            if sol.status[i] in (_OK, int(Status.NUMERIC)) and math.isfinite(sol.distance[i]):
-                if not margin >= _need_bound(model, xi):
+            if sol.status[i] in raisable and math.isfinite(sol.distance[i]):
+                if not theta > _need_bound(model, xi):
                     with np.errstate(over="ignore", invalid="ignore"):
                         need = model.rounding_need(xi, t[i : i + 1])[0]
-                    if margin < need and math.isfinite(2 * need):
+                    if not theta > need and math.isfinite(2 * need):
                         return None
     return sol
 
@@ -419,12 +422,28 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
         with np.errstate(over="ignore", invalid="ignore"):
             p1 = model.proba_from_logits(model.logits(Xs))[rows, tidx]
             p2 = model.proba_from_logits(model.check_logits(Xs))[rows, tidx]
-        redo = np.flatnonzero((status == _OK) & ((p1 < proba) | (p2 < proba)))
+        short = (status == _OK) & ((p1 < proba) | (p2 < proba))
+        # p_t ≥ τ but the class within rounding of its boundary (τ = 1/2 with two classes in
+        # contention): re-solved for a higher τ too, as softmax.proba_solution does
+        near = np.zeros(N, dtype=bool)
+        met = np.flatnonzero((status == _OK) & ~short)
+        if met.size:
+            with np.errstate(over="ignore", invalid="ignore"):
+                sure, _Z = model.surely_in(Xs[met], tidx[met])
+            near[met[~sure]] = True
+        redo = np.flatnonzero(short | near)
         if redo.size == 0:
             break
         # twice the shortfall, not a few ulps of log τ: at logits of scale 10⁴ an ulp of the
         # move shifts log p by ~10⁻¹³, and a raise of 3e-15 left the answer the same bits
-        log_tau[redo] += raise_log_tau(proba, np.minimum(p1[redo], p2[redo]))
+        up = raise_log_tau(proba, np.minimum(p1[redo], p2[redo]))
+        nr = near[redo]
+        if nr.any():
+            with np.errstate(over="ignore", invalid="ignore"):
+                need = model.rounding_need(Xs[redo[nr]], tidx[redo[nr]])
+            need = np.where(np.isfinite(need), need, 0.0)
+            up[nr] = np.minimum(np.maximum(up[nr], 2 * need + 8 * _EPS), 0.5 * abs(math.log(proba)))
+        log_tau[redo] += up
         sub = _l1.softmax_proba_batch(
             model.AT, Zbar[redo], tidx[redo], log_tau[redo], *args, X[redo],
             lo[redo] if per_row else lo, hi[redo] if per_row else hi, bounded, iters,

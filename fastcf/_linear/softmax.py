@@ -40,6 +40,8 @@ _OK = int(Status.OK)
 _PENDING = int(Status.PENDING)
 _INFEASIBLE = int(Status.INFEASIBLE)
 _BELOW_DECISION = int(Status.BELOW_DECISION)
+_MAXITER = int(Status.MAXITER)
+_EPS_F = float(np.finfo(float).eps)
 
 
 def region_singular(zbar, G, k, margin):
@@ -177,7 +179,16 @@ def judge(model, Xs, tidx, status, proba=None):
         lost = ok & (np.argmax(Z, axis=1) != tidx)
         status[lost] = _NUMERIC if proba is None else _BELOW_DECISION
         ok &= ~lost
-        cert = ok & (model.target_margin(Z, tidx) > model.need_bound(Xs))
+        tm = model.target_margin(Z, tidx)
+        cert = ok & (tm > model.need_bound(Xs))
+        if proba is not None and (ok & ~cert).any():
+            # p_k ≥ τ, the target first, but within rounding of the class boundary (τ = 1/2
+            # with two classes in contention: p_k = τ puts the answer on it): re-solved for a
+            # higher τ (PENDING), as the verification would call it a numerical failure
+            rest = np.flatnonzero(ok & ~cert)
+            need = model.rounding_need(Xs[rest], tidx[rest])
+            near = rest[~(np.isfinite(need) & (tm[rest] > need))]
+            status[near] = _PENDING
     return P, status, cert, p
 
 
@@ -206,11 +217,35 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
         out = proba_rows(X, *args, tidx, log_tau, *opts, _sk.checked_mode(N, D, K))
         first = (out, judge(model, out[0], tidx, out[5], proba))
     (Xs, Y, dist, lamv, nit, _st, _lp0), (P, status, cert, p) = first
+    # a search that ran out of iterations where z̄ is far larger than the answer's logits (z̄ ~
+    # 10⁹ against log τ: z̄ + G y cancels, and log p_k in K-space carries ε |z̄| of noise, more
+    # than the search's tolerance) is re-solved once, aiming inside τ by twice that rounding
+    stuck = np.flatnonzero(status == _MAXITER)
+    if stuck.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            src = model.rounding_need(X[stuck], tidx[stuck])
+        far = np.isfinite(src) & (src > 1e-12)
+        stuck, src = stuck[far], src[far]
     for r in range(PROBA_ROUNDS):
         idx = np.flatnonzero(status == _PENDING)
+        if r == 0 and stuck.size:
+            idx = np.union1d(idx, stuck)
         if idx.size == 0:
             break
         up = raise_log_tau(proba, p[idx])
+        if r == 0 and stuck.size:
+            at = np.searchsorted(idx, stuck)
+            up[at] = np.minimum(np.maximum(up[at], 2 * src), 0.5 * abs(math.log(proba)))
+        met = p[idx] >= proba  # not short of τ: within rounding of the class boundary
+        if met.any():
+            # the target's margin grows by Δ log τ / p_c (p_c ≤ 1 − τ: the class in contention)
+            # when log τ grows by Δ: raise it by twice the rounding need
+            with np.errstate(over="ignore", invalid="ignore"):
+                need = model.rounding_need(Xs[idx[met]], tidx[idx[met]])
+            need = np.where(np.isfinite(need), need, 0.0)
+            up[met] = np.minimum(
+                np.maximum(up[met], 2 * need + 8 * _EPS_F), 0.5 * abs(math.log(proba))
+            )
         if r == PROBA_ROUNDS - 1:
             # the last re-solve: at least the worst case of the logits' rounding, which bounds
             # how far two evaluations of log p_k can differ (see model.rounding_need)
@@ -229,8 +264,30 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
     status[status == _PENDING] = _NUMERIC  # still short of τ after the re-solves
     # (τ at or below p_k(x̄) as the model computes it, not as the search does: the explainer's
     # verify.keep_source puts x̄ itself there)
+    status = honest_infeasible(model, X, tidx, m, proba, status)
     success = status == _OK
     return solution(Xs, P, dist, success, status, nit, lamv, None, PROBA_METHOD, cert)
+
+
+def honest_infeasible(model, X, tidx, m, proba, status):
+    """Return ``status`` with INFEASIBLE rows of ``proba=τ`` made NUMERIC where τ is reachable.
+
+    The λ-search calls τ out of reach when p_k stays below it down to λ ~ e⁻⁸⁰ λ₀. Where the
+    logits of x̄ are huge (~10¹⁰) the K-space arithmetic z̄ + G y cancels, and that can happen
+    to a reachable τ. The region form is exact there: a point with z_k − z_j ≥ log(τ (K − 1) /
+    (1 − τ)) for every j has p_k ≥ τ, so where the region solver finds one, τ is reachable and
+    the failure is numerical, not infeasibility.
+    """
+    rows = np.flatnonzero(status == _INFEASIBLE)
+    if rows.size == 0:
+        return status
+    K = model.A.shape[0]
+    margin = math.log(proba * (K - 1)) - math.log1p(-proba) + 1e-6
+    margins = np.full(rows.size, max(margin, 1e-6))
+    sol = region_solution(model, X[rows], tidx[rows], m, margins)
+    status = status.copy()
+    status[rows[sol.success]] = _NUMERIC
+    return status
 
 
 def constrained(model, X, tidx, m, proba, margins, tol, max_iter):

@@ -39,6 +39,8 @@ _NOT_TARGET = int(Status.NOT_TARGET)
 _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
 _RAISABLE = np.array([_OK, _NUMERIC, _BELOW_DECISION])
+_TINY = float(np.finfo(float).tiny)
+_FLOOR = 2.0**-1000  # the margin floor per unit of the rows' norm
 _UNREACHABLE = int(Status.UNREACHABLE)
 
 
@@ -217,7 +219,8 @@ def region(model, X, tidx, bnd, margin, constrained):
     (~1e-13) is far below the default margin and nothing is re-solved. At logits ~1e10 the
     margin of a row is raised to twice the margin it needs (``model.rounding_need``, evaluated
     at the answer), so that a success does not depend on which arithmetic (batch or single row,
-    BLAS or not) evaluates it.
+    BLAS or not) evaluates it. A margin is kept only where it is strictly above the need: at an
+    exact tie (need 0, margin 0) it is raised to a floor near the smallest normal double.
     """
     N = X.shape[0]
     margins = np.full(N, margin)
@@ -232,15 +235,23 @@ def region(model, X, tidx, bnd, margin, constrained):
         need = np.zeros(N)
         with np.errstate(over="ignore", invalid="ignore"):
             # the exact need only where the cheap bound (need ≤ bound) cannot clear the margin
-            ok &= ~(margins >= model.need_bound(sol.x))
+            ok &= ~(margins > model.need_bound(sol.x))
             if not ok.any():
                 break
             need[ok] = model.rounding_need(sol.x[ok], tidx[ok])
-            bump = ok & (margins < need) & np.isfinite(2 * need)
+            bump = ok & ~(margins > need) & np.isfinite(2 * need)
         if not bump.any():
             break
         idx = np.flatnonzero(bump)
-        margins[idx] = 2 * need[idx]
+        # at least twice the need at x̄ too, and the smallest normal double: with margin 0 an
+        # answer whose logits are exact (need 0 there) can tie — x̄ = 0 with b = 0, or an
+        # answer x̄ + δ = 0 whose δ cancelled x̄ — and the same margin would keep it
+        with np.errstate(over="ignore", invalid="ignore"):
+            src = model.rounding_need(X[idx], tidx[idx])
+        # the floor: a normal double, and a step to it (~ floor / ‖a_k − a_j‖) normal too (a
+        # subnormal step lost the bits the guard needs)
+        floor = max(_FLOOR * 2.0 * model.max_row_norm, _TINY * 4.0)
+        margins[idx] = np.maximum(np.maximum(2 * need[idx], 2 * src), floor)
         # a per-row box goes with its rows (the whole (N, D) box would pair row idx[0] with
         # box 0)
         sub = constrained(X[idx], tidx[idx], rows_box(bnd, idx), margins[idx])

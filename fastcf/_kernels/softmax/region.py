@@ -69,14 +69,20 @@ def region_dual(zbar, G, k, margin, tol, max_iter, nu):
     for outer in range(max_iter):
         nit = outer
         # dual gradient w = c − Q x
+        # a margin is violated when its dual gradient is positive beyond ``tol`` relative to
+        # the terms it is computed from (its rounding). The threshold used to be absolute,
+        # tol·max(1, max Q_aa): with rows of norm 10⁴ (Q ~ 10⁸) x̄ that lost by 10⁻⁵ passed
+        # for meeting margin 10⁻⁶, and every re-solve returned it (a numerical failure)
         best = -1
-        bestv = tol * max(1.0, scale)
+        bestv = 0.0
         for a in range(m):
             acc = c[a]
+            mag = abs(c[a])
             for b in range(m):
                 acc -= Q[a, b] * x[b]
+                mag += abs(Q[a, b] * x[b])
             wgrad[a] = acc
-            if not inP[a] and acc > bestv:
+            if not inP[a] and acc > tol * mag and acc > bestv:
                 bestv = acc
                 best = a
         if best < 0:
