@@ -188,7 +188,9 @@ def _no_false_failure(ex, res, X, T, opts):
     Nor are sources whose logits round by more than 1e-7 (ε·(|A||x̄| + |b|), logits beyond
     ~4.5e8): there the K-space forms (z̄ + G y cancels) carry more noise than their tolerances,
     and ``proba=`` / ``lam=`` can fail honestly (iteration limit, numerical failure; see
-    docs/reliability.md, known limitations). Successes are still checked there (``_check``)."""
+    docs/reliability.md, known limitations). Nor are models whose free coefficients are all
+    below 1e-150 in magnitude (their squares, the metric G, underflow: a known limitation of the
+    softmax forms and of boxes). Successes are still checked there (``_check``)."""
     if "lam" in opts or "max_changes" in opts:
         return
     form = "region" if opts.get("region") else "proba"
@@ -208,6 +210,9 @@ def _no_false_failure(ex, res, X, T, opts):
     wins = form == "region" or param >= 0.5
     documented = [int(Status.BELOW_DECISION)] + ([] if wins else [int(Status.NUMERIC)])
     A_, b_ = np.atleast_2d(ex.coef_), np.atleast_1d(ex.intercept_)
+    mags = np.abs(A_ if frozen is None else A_[:, ~frozen])
+    if mags.max(initial=0.0) < 1e-150:
+        return
     for n in np.flatnonzero(~success & ~np.isin(status, documented)):
         with np.errstate(over="ignore", invalid="ignore"):
             S = np.abs(A_) @ np.abs(X[n]) + np.abs(b_)
