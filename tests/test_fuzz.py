@@ -190,7 +190,9 @@ def _no_false_failure(ex, res, X, T, opts):
     and ``proba=`` / ``lam=`` can fail honestly (iteration limit, numerical failure; see
     docs/reliability.md, known limitations). Nor are models whose free coefficients are all
     below 1e-150 in magnitude (their squares, the metric G, underflow: a known limitation of the
-    softmax forms and of boxes). Successes are still checked there (``_check``)."""
+    softmax forms and of boxes), nor witnesses more than 1e30 (relative) from x̄ (the λ-search
+    brackets λ over e^±80 and calls what lies beyond a numerical failure). Successes are still
+    checked there (``_check``)."""
     if "lam" in opts or "max_changes" in opts:
         return
     form = "region" if opts.get("region") else "proba"
@@ -222,6 +224,8 @@ def _no_false_failure(ex, res, X, T, opts):
         w = linear_witness(
             ex.coef_, ex.intercept_, X[n], k, form, param, frozen=frozen, lo=lo, hi=hi, wins=wins
         )
+        if w is not None and np.abs(w - X[n]).max() > 1e30 * max(1.0, np.abs(X[n]).max()):
+            continue  # astronomically far: beyond the λ-search's bracket (see the docstring)
         assert w is None, (
             "false failure",
             int(status[n]),

@@ -1224,3 +1224,17 @@ def test_binary_tiny_weight_is_reachable():
             res = ex.explain(np.array([0.0]), 0, **kw)
             assert res.success, (w, kw, res.message)
             assert np.isfinite(res.distance) and res.distance == abs(res.x[0])
+
+
+def test_softmax_box_region_with_a_margin_no_feature_moves_is_infeasible_not_a_crash():
+    """Soak: four identical rows and a box. The target can never win, so verify.region raised
+    the margin of the failed answer to 1e280, and cvxpy refused its data (ValueError: NaN). A
+    margin that no free feature moves is now infeasible at once, exactly."""
+    A = np.full((4, 4), 5.99)
+    b = np.array([1e-4, 7.6e-4, -4.9e-10, -7.3e-4])
+    x = np.array([1.7e-172, 1e-8, 307.7, 405.2])
+    ex = LinearExplainer.from_arrays(A, b)
+    lo = np.array([-1.0, -395.6, -770.1, -697.8])
+    for t in (0, 2, 3):
+        res = ex.explain(x, t, region=True, margin=0.0, bounds=(lo, np.full(4, np.inf)))
+        assert not res.success and res.status == 3, res.message

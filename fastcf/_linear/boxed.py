@@ -236,9 +236,16 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
         dv = cp.Variable(D)
         D_rows = model.A[k] - model.A[others]
         lo, hi = box
+        if ((c > 0.0) & ~np.any(D_rows[:, free] != 0.0, axis=1)).any():
+            # a margin that no free feature moves, unmet: infeasible, exactly (cvxpy was handed
+            # a zero row with margins that verify.region had raised to 1e280: NaN data)
+            status[n] = Status.INFEASIBLE
+            continue
         # in units u of the step the margins need (|c| / |M|), the cost by its largest weight:
         # Clarabel called a step of 10⁵ at weight 100 (a cost of 10¹²) infeasible
         u = max(1.0, float(np.abs(c).max()) / max(float(np.abs(D_rows).max()), 1e-300))
+        if not math.isfinite(u):
+            u = 1.0
         wn = wt / max(float(wt.max()), 1e-300)
         with np.errstate(over="ignore", invalid="ignore"):
             slo, shi = (lo - X[n]) / u, (hi - X[n]) / u
