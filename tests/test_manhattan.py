@@ -530,3 +530,20 @@ def test_manhattan_region_source_at_the_margin_in_floating_point():
     for metric in ("manhattan", "euclidean"):
         res = ex.explain(x, 0, region=True, margin=1.0, metric=metric)
         assert res.success and np.array_equal(res.x, x), metric
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (eighth session's soak, round N): a softmax Manhattan proba= query at logits "
+    "of scale 1e5 whose target ties another class on every input stops at the iteration limit",
+)
+def test_softmax_proba_at_logits_1e5_with_a_tied_competitor():
+    """A = (0, 10, 10)ᵀ, x̄ = −10⁴ (logits 0, −10⁵, −10⁵), target 1, τ = 1/4: classes 1 and 2 tie
+    everywhere, so the answer is where p_1 = p_2 = 1/4, x = −log(2)/10 — which another class
+    ties, a documented BELOW_DECISION outcome (the Euclidean form and x̄ = −10³ say so). From
+    x̄ = −10⁴ the entropy dual's active set runs out of iterations (status 1, said so)."""
+    from fastcf import LinearExplainer
+
+    ex = LinearExplainer.from_arrays(np.array([[0.0], [10.0], [10.0]]), np.zeros(3))
+    res = ex.explain(np.array([-1e4]), 1, proba=0.25, metric="manhattan")
+    assert res.status == 7

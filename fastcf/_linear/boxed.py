@@ -243,8 +243,10 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
             continue
         # in units u of the step the margins need (|c| / |M|), the cost by its largest weight:
         # Clarabel called a step of 10⁵ at weight 100 (a cost of 10¹²) infeasible
-        u = max(1.0, float(np.abs(c).max()) / max(float(np.abs(D_rows).max()), 1e-300))
-        if not math.isfinite(u):
+        # (u below 1 too: margins of 1e-297 — a tie raised to its floor — were below
+        # Clarabel's tolerances, and it failed)
+        u = float(np.abs(c).max()) / max(float(np.abs(D_rows).max()), 1e-300)
+        if not (math.isfinite(u) and u > 0.0):
             u = 1.0
         wn = wt / max(float(wt.max()), 1e-300)
         with np.errstate(over="ignore", invalid="ignore"):
