@@ -44,38 +44,53 @@ _MAXITER = int(Status.MAXITER)
 _EPS_F = float(np.finfo(float).eps)
 
 
-def region_singular(zbar, G, k, margin):
+def region_singular(zbar, G, k, margin, A=None, v=None):
     """Return (y, status): ``region_dual`` for a row whose dual Q = D V Dᵀ is singular.
 
     Q has rank r < K − 1 when fewer directions are free than classes compete (frozen features,
     D < K − 1): then some margin rows are linear combinations of others, and the active set of
     the kernel (which needs Q_PP nonsingular) cannot tell "met together" from "contradictory".
-    Here Q = R Rᵀ with R (K−1, r) from its eigendecomposition (eigenvalues below 1e-13 of the
-    largest are 0), and the least-distance program min ½‖v‖² s.t. R v ≥ c — the same dual,
-    so the same multipliers ν — is solved by NNLS (Lawson & Hanson, *Solving Least Squares
-    Problems*, ch. 23: with unit rows G = R/‖R_a‖, h = c/‖R_a‖ and E = [Gᵀ; hᵀ], the NNLS
-    solution ν̂ of min ‖E ν̂ − e_{r+1}‖ gives ν = ν̂ / (1 − hᵀν̂) / ‖R_a‖; a vanishing 1 − hᵀν̂
-    proves infeasibility). Rare (only singular rows come here), so SciPy, not a kernel.
+    Here Q = R Rᵀ with R = D V^{1/2} (K−1, D) formed from ``A`` and the metric's ``v`` (a row
+    that no free feature moves is exactly 0), or, without them, from Q's eigendecomposition
+    (eigenvalues below 1e-13 of the largest are 0), and the least-distance program
+    min ½‖v‖² s.t. R v ≥ c — the same dual, so the same multipliers ν — is solved by NNLS
+    (Lawson & Hanson, *Solving Least Squares Problems*, ch. 23: with unit rows G = R/‖R_a‖,
+    h = c/‖R_a‖ and E = [Gᵀ; hᵀ], the NNLS solution ν̂ of min ‖E ν̂ − e_{r+1}‖ gives
+    ν = ν̂ / (1 − hᵀν̂) / ‖R_a‖; a vanishing 1 − hᵀν̂ proves infeasibility). Rare (only singular
+    rows come here), so SciPy, not a kernel. The eigendecomposition's R carries an error of
+    ε √(max λ) per entry, so it must call rows below 1e-7 √(max λ) immovable: a row of 1e-8
+    beside one of 10⁴ (a move of 10⁸ needed) was called infeasible (soak round N).
     """
     from scipy.optimize import nnls
 
     K = zbar.shape[0]
     others = np.array([j for j in range(K) if j != k])
-    Q = G[k, k] - G[k][others][None, :] - G[others][:, k][:, None] + G[np.ix_(others, others)]
-    Q = 0.5 * (Q + Q.T)
     c = margin - (zbar[k] - zbar[others])
-    lam, U = np.linalg.eigh(Q)
-    top = max(float(lam.max()), 0.0)
-    keep = lam > 1e-13 * top
     y = np.zeros(K)
-    if not keep.any():  # no free direction moves any margin
-        return y, (_OK if (c <= 0).all() else _INFEASIBLE)
-    R = U[:, keep] * np.sqrt(lam[keep])
-    norms = np.linalg.norm(R, axis=1)
-    live = norms > 1e-7 * math.sqrt(top)  # rows that free directions move at all
-    scale = max(1.0, float(np.abs(zbar).max()))
-    if (c[~live] > 1e-12 * scale).any():  # a margin no free direction changes, unmet
-        return y, _INFEASIBLE
+    if A is not None:
+        on = v > 0.0
+        R = (A[k, on] - A[others][:, on]) * np.sqrt(v[on])
+        norms = np.linalg.norm(R, axis=1)
+        live = norms > 0.0
+        if not live.any():
+            return y, (_OK if (c <= 0).all() else _INFEASIBLE)
+        if (c[~live] > 0.0).any():  # a margin no free direction changes, unmet
+            return y, _INFEASIBLE
+    else:
+        Q = G[k, k] - G[k][others][None, :] - G[others][:, k][:, None]
+        Q = Q + G[np.ix_(others, others)]
+        Q = 0.5 * (Q + Q.T)
+        lam, U = np.linalg.eigh(Q)
+        top = max(float(lam.max()), 0.0)
+        keep = lam > 1e-13 * top
+        if not keep.any():  # no free direction moves any margin
+            return y, (_OK if (c <= 0).all() else _INFEASIBLE)
+        R = U[:, keep] * np.sqrt(lam[keep])
+        norms = np.linalg.norm(R, axis=1)
+        live = norms > 1e-7 * math.sqrt(top)  # rows that free directions move at all
+        scale = max(1.0, float(np.abs(zbar).max()))
+        if (c[~live] > 1e-12 * scale).any():  # a margin no free direction changes, unmet
+            return y, _INFEASIBLE
     Gn = R[live] / norms[live, None]
     h = c[live] / norms[live]
     # The program is homogeneous in h: v(s h) = s v(h) and ν(s h) = s ν(h) for s > 0. Solve it
@@ -95,16 +110,20 @@ def region_singular(zbar, G, k, margin):
     if denom <= 1e-12:
         return y, _INFEASIBLE
     nu = np.zeros(K - 1)
-    nu[live] = s * nuh / denom / norms[live]
+    with np.errstate(over="ignore", invalid="ignore"):
+        nu[live] = s * nuh / denom / norms[live]
+        total = nu.sum()
+    if not (np.isfinite(nu).all() and math.isfinite(total)):
+        return np.zeros(K), _NUMERIC  # a move beyond the doubles (rows of norm ~1e-300)
     y[others] = -nu
-    y[k] = nu.sum()
+    y[k] = total
     return y, _OK
 
 
-def resolve_singular(Zbar, G, tidx, margins, Y, status):
+def resolve_singular(Zbar, G, tidx, margins, Y, status, A=None, v=None):
     """Re-solve in place the rows ``region_batch`` left PENDING (:func:`region_singular`)."""
     for n in np.flatnonzero(status == _PENDING):
-        Y[n], status[n] = region_singular(Zbar[n], G, int(tidx[n]), float(margins[n]))
+        Y[n], status[n] = region_singular(Zbar[n], G, int(tidx[n]), float(margins[n]), A, v)
 
 
 def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
@@ -319,7 +338,7 @@ def region_solution(model, X, tidx, m, margins):
         X1, t1, mg = X[pend], tidx[pend], margins[pend]
         Zbar = model.logits(X1)
         Y, nit1, st1 = _sk.region_batch(Zbar, m.GV, t1, mg, 1e-12, 10 * K + 100, pend.size > 1)
-        resolve_singular(Zbar, m.GV, t1, mg, Y, st1)
+        resolve_singular(Zbar, m.GV, t1, mg, Y, st1, model.A, m.v)
         sub = finish(model, X1, model.expand(X1, Y, m), t1, nit1, st1, None, m, None, REGION_METHOD)
         nit[pend] = 0  # (replace_rows adds the re-solve's iterations)
         sol = replace_rows(sol, pend, sub)

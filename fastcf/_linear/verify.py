@@ -40,7 +40,7 @@ _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
 _RAISABLE = np.array([_OK, _NUMERIC, _BELOW_DECISION])
 _TINY = float(np.finfo(float).tiny)
-_FLOOR = 2.0**-1000  # the margin floor per unit of the rows' norm
+_FLOOR = 2.0**-900  # the margin floor per unit of the rows' norm (far above the subnormals)
 _UNREACHABLE = int(Status.UNREACHABLE)
 
 
