@@ -115,6 +115,23 @@ def region_singular(zbar, G, k, margin, A=None, v=None):
         total = nu.sum()
     if not (np.isfinite(nu).all() and math.isfinite(total)):
         return np.zeros(K), _NUMERIC  # a move beyond the doubles (rows of norm ~1e-300)
+    # NNLS's ν is accurate to ~1e-15 relative, so a margin raised by its rounding need (~1e-14
+    # of a logit difference) could be lost in it (a three-way tie at margin 7e-15 came back at
+    # the tie, soak round N): the active rows' equalities R_P R_Pᵀ ν_P = c_P, solved again
+    # (rows with ν ≤ 1e-12 max ν are degenerate copies of active ones: left at 0). Kept when
+    # ν_P ≥ 0 and every row then holds to rounding
+    P = nu > 1e-12 * nu.max()
+    if P.any():
+        RP = R[P]
+        with np.errstate(all="ignore"):
+            nuP = np.linalg.lstsq(RP @ RP.T, c[P], rcond=None)[0]
+            nu2 = np.zeros_like(nu)
+            nu2[P] = nuP
+            Rw = R @ (R[P].T @ nuP)
+            tol = 8 * _EPS_F * (np.abs(R) @ np.abs(R[P].T @ nuP) + np.abs(c))
+        if np.isfinite(nuP).all() and (nuP >= 0.0).all() and (Rw >= c - tol).all():
+            nu = nu2
+            total = nu.sum()
     y[others] = -nu
     y[k] = total
     return y, _OK
