@@ -547,3 +547,18 @@ def test_softmax_proba_at_logits_1e5_with_a_tied_competitor():
     ex = LinearExplainer.from_arrays(np.array([[0.0], [10.0], [10.0]]), np.zeros(3))
     res = ex.explain(np.array([-1e4]), 1, proba=0.25, metric="manhattan")
     assert res.status == 7
+
+
+def test_softmax_proba_far_source_re_solves_past_its_rounding():
+    """Soak round N: x̄ = 10⁵, target 3 of A = (0, 0, 0, −1)ᵀ, τ = 1/2: the answer −log 3 has
+    p_3 = 1/2 to the last bit, and the re-solves raised log τ by 2e-16, less than the rounding
+    of x̄ + δ at x̄ = 10⁵ (the same bits each time: a numerical failure). From the second
+    re-solve the raise is at least twice the rounding of x̄'s logits."""
+    from fastcf import LinearExplainer
+
+    ex = LinearExplainer.from_arrays(np.array([[0.0], [0.0], [0.0], [-1.0]]), np.zeros(4))
+    for s in (1e4, 1e5, 1e6):
+        res = ex.explain(np.array([s]), 3, proba=0.5, metric="manhattan")
+        assert res.success, (s, res.message)
+        assert ex.predict_proba(res.x[None])[0, 3] >= 0.5
+        assert abs(res.distance - (s + np.log(3.0))) <= 1e-9 * s

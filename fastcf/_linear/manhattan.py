@@ -418,7 +418,7 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
         model.AT, Zbar, tidx, log_tau, *args, X, lo, hi, bounded, iters, N > 1
     )
     rows = np.arange(N)
-    for _ in range(3):
+    for r in range(3):
         with np.errstate(over="ignore", invalid="ignore"):
             p1 = model.proba_from_logits(model.logits(Xs))[rows, tidx]
             p2 = model.proba_from_logits(model.check_logits(Xs))[rows, tidx]
@@ -443,6 +443,14 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
                 need = model.rounding_need(Xs[redo[nr]], tidx[redo[nr]])
             need = np.where(np.isfinite(need), need, 0.0)
             up[nr] = np.minimum(np.maximum(up[nr], 2 * need + 8 * _EPS), 0.5 * abs(math.log(proba)))
+        if r > 0:
+            # still short after a re-solve: the answer x̄ + δ is formed in x̄'s precision, so
+            # a raise below the rounding of x̄'s logits can leave it the same bits (x̄ = 10⁵:
+            # soak round N). From the second re-solve, at least twice that rounding
+            with np.errstate(over="ignore", invalid="ignore"):
+                src = model.rounding_need(X[redo], tidx[redo])
+            src = np.where(np.isfinite(src), src, 0.0)
+            up = np.minimum(np.maximum(up, 2 * src), 0.5 * abs(math.log(proba)))
         log_tau[redo] += up
         sub = _l1.softmax_proba_batch(
             model.AT, Zbar[redo], tidx[redo], log_tau[redo], *args, X[redo],
