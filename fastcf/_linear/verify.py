@@ -38,7 +38,6 @@ _BELOW_DECISION = int(Status.BELOW_DECISION)
 _NOT_TARGET = int(Status.NOT_TARGET)
 _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
-_RAISABLE = np.array([_OK, _NUMERIC, _BELOW_DECISION])
 _TINY = float(np.finfo(float).tiny)
 _FLOOR = 2.0**-900  # the margin floor per unit of the rows' norm (far above the subnormals)
 _UNREACHABLE = int(Status.UNREACHABLE)
@@ -229,7 +228,10 @@ def region(model, X, tidx, bnd, margin, constrained):
         # successes, and failures of the solver's own check (NUMERIC; BELOW_DECISION for a
         # binary proba=τ ≥ 1/2 solved here, at a tie of the classes) that a larger margin can
         # repair
-        ok = np.isin(sol.status, _RAISABLE) & np.isfinite(sol.x).all(axis=1)
+        st = sol.status
+        ok = ((st == _OK) | (st == _NUMERIC) | (st == _BELOW_DECISION)) & np.isfinite(sol.x).all(
+            axis=1
+        )
         if not ok.any():
             break
         need = np.zeros(N)
