@@ -380,35 +380,24 @@ class LinearExplainer(BaseExplainer):
                 )
             if q.form == "lam":
                 return _l1.lam_l1(model, X, tidx, cost, free, bnd, lams, q.tol, q.max_iter)
-            if q.form == "proba" and model.binary and q.proba >= 0.5:
-                # as the Euclidean form below: region=True at margin logit τ
-                return _region(
-                    model,
-                    X,
-                    tidx,
-                    bnd,
-                    model.theta(q.proba),
-                    lambda Xr, tr, br, mr: _l1.constrained_l1(
-                        model, Xr, tr, cost, free, br, q.proba, mr, q.tol, q.max_iter
-                    ),
-                )
-            if q.form == "proba":
-                return _l1.constrained_l1(
-                    model, X, tidx, cost, free, bnd, q.proba, None, q.tol, q.max_iter
-                )
+
+            def solve(Xr, tr, br, pr, mr):
+                return _l1.constrained_l1(model, Xr, tr, cost, free, br, pr, mr, q.tol, q.max_iter)
+
+        else:
+            W = None if q.w is None else q.w * q.w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
+            m = self._cache.get(fmask, W)
+            if lean and q.form != "lam":  # a search node: the solver's answer, no raises
+                return model.constrained(X, tidx, m, bnd, q.proba, margins, q.tol, q.max_iter)
+
+            def solve(Xr, tr, br, pr, mr):
+                return model.constrained(Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
+
+        if q.form == "region":
             return _region(
-                model,
-                X,
-                tidx,
-                bnd,
-                q.margin,
-                lambda Xr, tr, br, mr: _l1.constrained_l1(
-                    model, Xr, tr, cost, free, br, None, mr, q.tol, q.max_iter
-                ),
+                model, X, tidx, bnd, q.margin, lambda Xr, tr, br, mr: solve(Xr, tr, br, None, mr)
             )
-        W = None if q.w is None else q.w * q.w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
-        m = self._cache.get(fmask, W)
-        if q.form == "proba" and model.binary and q.proba >= 0.5 and not lean:
+        if q.form == "proba" and model.binary and q.proba >= 0.5:
             # p ≥ τ ≥ 1/2 is ζ ≥ logit τ ≥ 0, and the class is ζ > 0 beyond rounding: at τ = 1/2
             # (or within rounding of it) every answer sat on the decision boundary and failed
             # the verification (all 569 breast-cancer rows). Solved as region=True at margin
@@ -419,25 +408,10 @@ class LinearExplainer(BaseExplainer):
                 tidx,
                 bnd,
                 model.theta(q.proba),
-                lambda Xr, tr, br, mr: model.constrained(
-                    Xr, tr, m, br, q.proba, mr, q.tol, q.max_iter
-                ),
+                lambda Xr, tr, br, mr: solve(Xr, tr, br, q.proba, mr),
             )
         if q.form == "proba":
-            return model.constrained(X, tidx, m, bnd, q.proba, None, q.tol, q.max_iter)
-        if q.form == "region" and lean:
-            return model.constrained(X, tidx, m, bnd, None, margins, q.tol, q.max_iter)
-        if q.form == "region":
-            return _region(
-                model,
-                X,
-                tidx,
-                bnd,
-                q.margin,
-                lambda Xr, tr, br, mr: model.constrained(
-                    Xr, tr, m, br, None, mr, q.tol, q.max_iter
-                ),
-            )
+            return solve(X, tidx, bnd, q.proba, None)
         if q.method in _REDUCED:
             return model.lam(X, tidx, m, bnd, lams, q.tol, q.max_iter)
         # scipy.optimize is imported there, not at start-up (most of the import time)
