@@ -1151,7 +1151,8 @@ def test_breast_cancer_sweep_success_iff_the_model_agrees_regression(form):
 def test_exact_tie_at_the_source_is_broken_by_the_smallest_move(metric):
     """x̄ = 0, b = 0: every logit is exactly 0, the rounding need is 0, and margin 0 (or
     proba=0.5) was met at x̄ itself, a tie no class wins: a numerical failure. The margin is now
-    raised to the smallest normal double, and the answer moves by about that much."""
+    raised to a floor (2⁻⁹⁰⁰ per unit of the rows' norm), and the answer moves by about that
+    much."""
     for A, b in (
         (np.array([[1.0]]), np.array([0.0])),
         (np.array([[0.0], [1.0]]), np.array([1.0, 1.0])),

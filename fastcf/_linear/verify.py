@@ -219,7 +219,7 @@ def region(model, X, tidx, bnd, margin, constrained):
     margin of a row is raised to twice the margin it needs (``model.rounding_need``, evaluated
     at the answer), so that a success does not depend on which arithmetic (batch or single row,
     BLAS or not) evaluates it. A margin is kept only where it is strictly above the need: at an
-    exact tie (need 0, margin 0) it is raised to a floor near the smallest normal double.
+    exact tie (need 0, margin 0) it is raised to a floor of 2⁻⁹⁰⁰ per unit of the rows' norm.
     """
     N = X.shape[0]
     margins = np.full(N, margin)
@@ -245,7 +245,7 @@ def region(model, X, tidx, bnd, margin, constrained):
         if not bump.any():
             break
         idx = np.flatnonzero(bump)
-        # at least twice the need at x̄ too, and the smallest normal double: with margin 0 an
+        # at least twice the need at x̄ too, and a floor: with margin 0 an
         # answer whose logits are exact (need 0 there) can tie — x̄ = 0 with b = 0, or an
         # answer x̄ + δ = 0 whose δ cancelled x̄ — and the same margin would keep it
         with np.errstate(over="ignore", invalid="ignore"):
