@@ -71,7 +71,7 @@ from .._status import Status
 from ..results import Solution
 from .binary import finish as _binary_finish
 from .binary import kernel_box
-from .softmax import raise_log_tau
+from .softmax import finite_need, raise_at_least, raise_log_tau
 from .verify import solution, verdict
 
 __all__ = [
@@ -439,18 +439,13 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
         up = raise_log_tau(proba, np.minimum(p1[redo], p2[redo]))
         nr = near[redo]
         if nr.any():
-            with np.errstate(over="ignore", invalid="ignore"):
-                need = model.rounding_need(Xs[redo[nr]], tidx[redo[nr]])
-            need = np.where(np.isfinite(need), need, 0.0)
-            up[nr] = np.minimum(np.maximum(up[nr], 2 * need + 8 * _EPS), 0.5 * abs(math.log(proba)))
+            need = finite_need(model, Xs[redo[nr]], tidx[redo[nr]])
+            up[nr] = raise_at_least(proba, up[nr], 2 * need + 8 * _EPS)
         if r > 0:
             # still short after a re-solve: the answer x̄ + δ is formed in x̄'s precision, so
             # a raise below the rounding of x̄'s logits can leave it the same bits (x̄ = 10⁵:
             # soak round N). From the second re-solve, at least twice that rounding
-            with np.errstate(over="ignore", invalid="ignore"):
-                src = model.rounding_need(X[redo], tidx[redo])
-            src = np.where(np.isfinite(src), src, 0.0)
-            up = np.minimum(np.maximum(up, 2 * src), 0.5 * abs(math.log(proba)))
+            up = raise_at_least(proba, up, 2 * finite_need(model, X[redo], tidx[redo]))
         log_tau[redo] += up
         sub = _l1.softmax_proba_batch(
             model.AT, Zbar[redo], tidx[redo], log_tau[redo], *args, X[redo],

@@ -44,22 +44,21 @@ _MAXITER = int(Status.MAXITER)
 _EPS_F = float(np.finfo(float).eps)
 
 
-def region_singular(zbar, G, k, margin, A=None, v=None):
+def region_singular(zbar, k, margin, A, v):
     """Return (y, status): ``region_dual`` for a row whose dual Q = D V Dᵀ is singular.
 
     Q has rank r < K − 1 when fewer directions are free than classes compete (frozen features,
     D < K − 1): then some margin rows are linear combinations of others, and the active set of
     the kernel (which needs Q_PP nonsingular) cannot tell "met together" from "contradictory".
-    Here Q = R Rᵀ with R = D V^{1/2} (K−1, D) formed from ``A`` and the metric's ``v`` (a row
-    that no free feature moves is exactly 0), or, without them, from Q's eigendecomposition
-    (eigenvalues below 1e-13 of the largest are 0), and the least-distance program
+    Here Q = R Rᵀ with R = D V^{1/2} (K−1, D) formed from ``A`` and the metric's ``v``, where a
+    row that no free feature moves is exactly 0, and the least-distance program
     min ½‖v‖² s.t. R v ≥ c — the same dual, so the same multipliers ν — is solved by NNLS
     (Lawson & Hanson, *Solving Least Squares Problems*, ch. 23: with unit rows G = R/‖R_a‖,
     h = c/‖R_a‖ and E = [Gᵀ; hᵀ], the NNLS solution ν̂ of min ‖E ν̂ − e_{r+1}‖ gives
     ν = ν̂ / (1 − hᵀν̂) / ‖R_a‖; a vanishing 1 − hᵀν̂ proves infeasibility). Rare (only singular
-    rows come here), so SciPy, not a kernel. The eigendecomposition's R carries an error of
-    ε √(max λ) per entry, so it must call rows below 1e-7 √(max λ) immovable: a row of 1e-8
-    beside one of 10⁴ (a move of 10⁸ needed) was called infeasible (soak round N).
+    rows come here), so SciPy, not a kernel. (R used to come from Q's eigendecomposition, whose
+    error of ε √(max λ) per entry made it call rows below 1e-7 √(max λ) immovable: a row of 1e-8
+    beside one of 10⁴, a move of 10⁸, was called infeasible; soak round N.)
     """
     from scipy.optimize import nnls
 
@@ -67,30 +66,14 @@ def region_singular(zbar, G, k, margin, A=None, v=None):
     others = np.array([j for j in range(K) if j != k])
     c = margin - (zbar[k] - zbar[others])
     y = np.zeros(K)
-    if A is not None:
-        on = v > 0.0
-        R = (A[k, on] - A[others][:, on]) * np.sqrt(v[on])
-        norms = np.linalg.norm(R, axis=1)
-        live = norms > 0.0
-        if not live.any():
-            return y, (_OK if (c <= 0).all() else _INFEASIBLE)
-        if (c[~live] > 0.0).any():  # a margin no free direction changes, unmet
-            return y, _INFEASIBLE
-    else:
-        Q = G[k, k] - G[k][others][None, :] - G[others][:, k][:, None]
-        Q = Q + G[np.ix_(others, others)]
-        Q = 0.5 * (Q + Q.T)
-        lam, U = np.linalg.eigh(Q)
-        top = max(float(lam.max()), 0.0)
-        keep = lam > 1e-13 * top
-        if not keep.any():  # no free direction moves any margin
-            return y, (_OK if (c <= 0).all() else _INFEASIBLE)
-        R = U[:, keep] * np.sqrt(lam[keep])
-        norms = np.linalg.norm(R, axis=1)
-        live = norms > 1e-7 * math.sqrt(top)  # rows that free directions move at all
-        scale = max(1.0, float(np.abs(zbar).max()))
-        if (c[~live] > 1e-12 * scale).any():  # a margin no free direction changes, unmet
-            return y, _INFEASIBLE
+    on = v > 0.0
+    R = (A[k, on] - A[others][:, on]) * np.sqrt(v[on])
+    norms = np.linalg.norm(R, axis=1)
+    live = norms > 0.0
+    if not live.any():  # no free direction moves any margin
+        return y, (_OK if (c <= 0).all() else _INFEASIBLE)
+    if (c[~live] > 0.0).any():  # a margin no free direction changes, unmet
+        return y, _INFEASIBLE
     Gn = R[live] / norms[live, None]
     h = c[live] / norms[live]
     # The program is homogeneous in h: v(s h) = s v(h) and ν(s h) = s ν(h) for s > 0. Solve it
@@ -137,10 +120,10 @@ def region_singular(zbar, G, k, margin, A=None, v=None):
     return y, _OK
 
 
-def resolve_singular(Zbar, G, tidx, margins, Y, status, A=None, v=None):
+def resolve_singular(Zbar, tidx, margins, Y, status, A, v):
     """Re-solve in place the rows ``region_batch`` left PENDING (:func:`region_singular`)."""
     for n in np.flatnonzero(status == _PENDING):
-        Y[n], status[n] = region_singular(Zbar[n], G, int(tidx[n]), float(margins[n]), A, v)
+        Y[n], status[n] = region_singular(Zbar[n], int(tidx[n]), float(margins[n]), A, v)
 
 
 def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
@@ -188,6 +171,18 @@ def raise_log_tau(proba, p):
     short = np.where(np.isfinite(short), short, np.inf)
     ulps = 8 * np.finfo(float).eps * (1 + abs(log_tau))
     return np.minimum(2 * short + ulps, 0.5 * abs(log_tau))
+
+
+def raise_at_least(proba, up, floor):
+    """Return the raises ``up`` of log τ made at least ``floor``, at most half of |log τ|."""
+    return np.minimum(np.maximum(up, floor), 0.5 * abs(math.log(proba)))
+
+
+def finite_need(model, Xs, tidx):
+    """Return ``model.rounding_need`` of the rows, 0 where it is not finite (silently)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        need = model.rounding_need(Xs, tidx)
+    return np.where(np.isfinite(need), need, 0.0)
 
 
 def judge(model, Xs, tidx, status, proba=None):
@@ -271,24 +266,17 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
         up = raise_log_tau(proba, p[idx])
         if r == 0 and stuck.size:
             at = np.searchsorted(idx, stuck)
-            up[at] = np.minimum(np.maximum(up[at], 2 * src), 0.5 * abs(math.log(proba)))
+            up[at] = raise_at_least(proba, up[at], 2 * src)
         met = p[idx] >= proba  # not short of τ: within rounding of the class boundary
         if met.any():
             # the target's margin grows by Δ log τ / p_c (p_c ≤ 1 − τ: the class in contention)
             # when log τ grows by Δ: raise it by twice the rounding need
-            with np.errstate(over="ignore", invalid="ignore"):
-                need = model.rounding_need(Xs[idx[met]], tidx[idx[met]])
-            need = np.where(np.isfinite(need), need, 0.0)
-            up[met] = np.minimum(
-                np.maximum(up[met], 2 * need + 8 * _EPS_F), 0.5 * abs(math.log(proba))
-            )
+            need = finite_need(model, Xs[idx[met]], tidx[idx[met]])
+            up[met] = raise_at_least(proba, up[met], 2 * need + 8 * _EPS_F)
         if r == PROBA_ROUNDS - 1:
             # the last re-solve: at least the worst case of the logits' rounding, which bounds
             # how far two evaluations of log p_k can differ (see model.rounding_need)
-            with np.errstate(over="ignore", invalid="ignore"):
-                need = model.rounding_need(Xs[idx], tidx[idx])
-            need = np.where(np.isfinite(need), need, 0.0)
-            up = np.minimum(np.maximum(up, need), 0.5 * abs(math.log(proba)))
+            up = raise_at_least(proba, up, finite_need(model, Xs[idx], tidx[idx]))
         log_tau[idx] += up
         out = proba_rows(
             X[idx], *args, tidx[idx], log_tau[idx], *opts, _sk.checked_mode(idx.size, D, K),
@@ -355,7 +343,7 @@ def region_solution(model, X, tidx, m, margins):
         X1, t1, mg = X[pend], tidx[pend], margins[pend]
         Zbar = model.logits(X1)
         Y, nit1, st1 = _sk.region_batch(Zbar, m.GV, t1, mg, 1e-12, 10 * K + 100, pend.size > 1)
-        resolve_singular(Zbar, m.GV, t1, mg, Y, st1, model.A, m.v)
+        resolve_singular(Zbar, t1, mg, Y, st1, model.A, m.v)
         sub = finish(model, X1, model.expand(X1, Y, m), t1, nit1, st1, None, m, None, REGION_METHOD)
         nit[pend] = 0  # (replace_rows adds the re-solve's iterations)
         sol = replace_rows(sol, pend, sub)
