@@ -34,6 +34,8 @@ _EXPORTS = {
     "explainer_for": "fastcf.dispatch",
     "check_gradient": "fastcf.gradcheck",
     "GradientCheck": "fastcf.gradcheck",
+    "compile_first": "fastcf._kernels._tier",
+    "wait_for_kernels": "fastcf._kernels._tier",
 }
 _SUBMODULES = {
     "adapters",

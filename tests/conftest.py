@@ -1,8 +1,14 @@
 import os
 
-import numpy as np
-import pytest
-from hypothesis import HealthCheck, settings
+# Kernels compile before their first call in the tests, as Numba does by default: the answers
+# are then the compiled code's, whichever test runs first. The Python tier that answers while a
+# kernel compiles in the background (the default for users) has its own tests, in fresh
+# processes (tests/test_tier.py).
+os.environ.setdefault("FASTCF_TIERED", "0")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 # JIT compilation makes the first example slow: no deadline. "ci" is the default, fixed-seed
 # profile; "long" is for the soak runs (HYPOTHESIS_PROFILE=long).

@@ -27,6 +27,8 @@ import warnings
 
 import numba
 
+from . import _tier
+
 __all__ = ["kernel", "REASSOC"]
 
 _OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": False}
@@ -72,6 +74,9 @@ def kernel(signature=None, **overrides):
     options = dict(_OPTIONS, **overrides)
 
     def decorate(func):
+        return _tier.install(_compile(func))
+
+    def _compile(func):
         global _warned_nocache
         try:
             if signature is None:

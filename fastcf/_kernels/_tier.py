@@ -1,0 +1,349 @@
+"""Tiered execution: a kernel's first call runs as Python while Numba compiles it in the background.
+
+A fresh process with an empty kernel cache (a new container, the first call after ``pip
+install``) used to compile every kernel a query needs before answering: 3–20 s of CPU per family,
+most of it Numba's typing and LLVM. The kernels are written so that they also run as plain Python
+(the no-JIT stage of ``.ci/run`` runs the whole test suite that way), and a small query runs
+as Python in milliseconds. So when a kernel is called from Python with argument types it has not
+been compiled for, this module
+
+1. hands the compilation to one background thread (which first tries Numba's on-disk cache),
+2. waits for it while it is only loading from that cache (a warm start then runs compiled code
+   from its first call), and
+3. otherwise runs the kernel's Python source, with every kernel it calls also as Python, and
+   returns that answer. Later calls run the compiled code as soon as the thread has built it.
+
+Calls that would be slow as Python (more than :data:`MAX_INTERPRETED` array elements in their
+arguments) wait for the compiled code instead. A Python run that raises (Python's ``float``
+raises on a division by zero or an overflow where the compiled code, with NumPy's error model,
+returns inf or NaN) restores the arrays it was given and waits for the compiled code, which then
+answers. Both tiers run the same source on the same IEEE doubles; their results differ at most
+in the rounding of the few reductions compiled with ``reassoc`` (:data:`fastcf._kernels.REASSOC`),
+and every answer is checked afterwards by the explainers' certificate in both cases.
+
+Only misses come here: Numba's dispatcher calls its ``_compile_for_args`` when no compiled
+specialisation matches the arguments, and :func:`install` replaces that method on each of
+fastcf's dispatchers. A call that matches compiled code never reaches this module.
+
+Switch it off with the environment variable ``FASTCF_TIERED=0`` (read at every miss) or
+:func:`compile_first`; ``python -m fastcf warmup`` and the benchmarks compile in the foreground.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import threading
+import time
+import types
+
+import numpy as np
+
+__all__ = ["install", "compile_first", "wait_for_kernels", "stats", "MAX_INTERPRETED"]
+
+#: the largest call, in array elements over all its array arguments, that runs as Python while
+#: its kernel compiles: ~1 µs per element and pass as Python, so at most tens of milliseconds
+MAX_INTERPRETED = 1 << 15
+#: how long a miss waits for the worker while it may be loading the kernel from the cache
+_LOAD_WAIT = 2.0
+
+_lock = threading.Lock()
+_jobs: dict = {}
+_queue: queue.SimpleQueue = queue.SimpleQueue()
+_worker: threading.Thread | None = None
+_local = threading.local()
+_twins: dict = {}
+_counts = {"interpreted": 0, "raised": 0, "background": 0, "failed": 0, "fallback": 0}
+#: set once a job had to compile (not load): the cache is cold, misses stop waiting
+_cold = False
+
+
+def _enabled() -> bool:
+    if getattr(_local, "compile_first", 0):
+        return False
+    return os.environ.get("FASTCF_TIERED", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@contextlib.contextmanager
+def compile_first():
+    """Within this block, a kernel that is not compiled yet is compiled before it runs.
+
+    This is Numba's own behaviour, and fastcf's with the environment variable
+    ``FASTCF_TIERED=0``: the first call of each kernel waits for its compilation (seconds on an
+    empty cache) instead of running the kernel as Python meanwhile. It applies to the calling
+    thread. Benchmarks and ``python -m fastcf warmup`` run this way.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import fastcf
+    >>> ex = fastcf.LinearExplainer.from_arrays(np.array([[2.0, -1.0]]), np.array([0.5]))
+    >>> with fastcf.compile_first():
+    ...     res = ex.explain(np.array([-1.0, 1.0]), target=1, region=True)
+    >>> bool(res.success)
+    True
+    """
+    _local.compile_first = getattr(_local, "compile_first", 0) + 1
+    try:
+        yield
+    finally:
+        _local.compile_first -= 1
+
+
+def stats() -> dict:
+    """Return the counts since the process started.
+
+    ``interpreted``: calls answered as Python; ``raised``: calls whose Python run raised and that
+    the compiled code answered instead; ``background``: compilations (or cache loads) done by the
+    background thread; ``failed``: those that raised (the call then compiles in its own thread,
+    with Numba's error message); ``fallback``: calls that did; ``pending``: compilations not
+    done yet.
+    """
+    with _lock:
+        out = dict(_counts)
+        out["pending"] = sum(not job.done.is_set() for job in _jobs.values())
+    return out
+
+
+def wait_for_kernels(timeout: float | None = None) -> bool:
+    """Wait until the kernels that fastcf is compiling in the background are compiled.
+
+    On an empty kernel cache, fastcf answers a query at once by running its kernels as Python
+    while a background thread compiles them (see :mod:`fastcf._kernels._tier`); later calls run
+    the compiled code when it is ready. Call this before timing fastcf, or in a service after
+    its first requests, to have only compiled code from then on.
+
+    Parameters
+    ----------
+    timeout : float, optional
+        Seconds to wait at most; by default until the compilation is done.
+
+    Returns
+    -------
+    bool
+        ``True`` when nothing is left to compile, ``False`` if the timeout came first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import fastcf
+    >>> ex = fastcf.LinearExplainer.from_arrays(np.array([[2.0, -1.0]]), np.array([0.5]))
+    >>> res = ex.explain(np.array([-1.0, 1.0]), target=1, lam=0.1)
+    >>> fastcf.wait_for_kernels()
+    True
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with _lock:
+        jobs = list(_jobs.values())
+    for job in jobs:
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        if not job.done.wait(left):
+            return False
+    return True
+
+
+class _Job:
+    __slots__ = ("disp", "argtypes", "done", "error", "misses0")
+
+    def __init__(self, disp, argtypes):
+        self.disp = disp
+        self.argtypes = argtypes
+        self.done = threading.Event()
+        self.error = None
+        self.misses0 = disp.stats.cache_misses.get(argtypes, 0)
+
+    def compiling(self) -> bool:
+        """Tell whether the worker found no cached code for this call and is compiling it."""
+        return self.disp.stats.cache_misses.get(self.argtypes, 0) > self.misses0
+
+
+def _work():
+    global _cold
+    while True:
+        job = _queue.get()
+        t0 = time.monotonic()
+        try:
+            init = getattr(job.disp, "_compilation_chain_init_hook", None)
+            if init is not None:
+                init()
+            job.disp.compile(job.argtypes)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            job.error = exc
+        if time.monotonic() - t0 > 0.5 or job.compiling():
+            _cold = True
+        with _lock:
+            _counts["failed" if job.error is not None else "background"] += 1
+        job.done.set()
+
+
+def _submit(disp, argtypes) -> _Job:
+    global _worker
+    key = (disp, argtypes)
+    with _lock:
+        job = _jobs.get(key)
+        if job is None:
+            job = _jobs[key] = _Job(disp, argtypes)
+            if _worker is None:
+                # a daemon: a process that ends while a kernel compiles does not wait for it
+                _worker = threading.Thread(target=_work, name="fastcf-compile", daemon=True)
+                _worker.start()
+                _guard_forks()
+            _queue.put(job)
+    return job
+
+
+_fork_guarded = False
+
+
+def _guard_forks():
+    """Keep a fork from copying a compilation in progress into the child.
+
+    A child process made by ``fork`` has only the thread that forked: a compiler lock held by
+    the worker at that moment would stay held in the child forever, and its pending jobs would
+    never finish. So a fork waits for the worker's current compilation (it takes Numba's
+    compiler lock), and the child starts without a worker and without the parent's pending jobs.
+    """
+    global _fork_guarded
+    if _fork_guarded or not hasattr(os, "register_at_fork"):
+        return
+    from numba.core.compiler_lock import global_compiler_lock
+
+    def child():
+        global _worker, _queue, _lock, _jobs
+        global_compiler_lock.release()
+        _worker = None
+        _queue = queue.SimpleQueue()
+        _lock = threading.Lock()
+        _jobs = {key: job for key, job in _jobs.items() if job.done.is_set()}
+
+    os.register_at_fork(
+        before=global_compiler_lock.acquire,
+        after_in_parent=global_compiler_lock.release,
+        after_in_child=child,
+    )
+    _fork_guarded = True
+
+
+def _arrays(values):
+    for v in values:
+        if isinstance(v, np.ndarray):
+            yield v
+        elif isinstance(v, tuple):
+            yield from _arrays(v)
+
+
+def _tiered(value) -> bool:
+    return getattr(value, "_fastcf_tiered", False) is True
+
+
+def _twin(func):
+    """Return the kernel's Python function, calling every kernel it uses as Python too."""
+    twin = _twins.get(func)
+    if twin is not None:
+        return twin
+    closure = func.__closure__
+    if closure is not None:  # a kernel defined in a function, calling one from there
+        cells = []
+        for cell in closure:
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                cells.append(cell)
+                continue
+            cells.append(types.CellType(_twin(value.py_func)) if _tiered(value) else cell)
+        closure = tuple(cells)
+    glob = dict(func.__globals__)
+    twin = types.FunctionType(func.__code__, glob, func.__name__, func.__defaults__, closure)
+    twin.__kwdefaults__ = func.__kwdefaults__
+    _twins[func] = twin  # before the callees: kernels may call each other in a cycle
+    for name, value in func.__globals__.items():
+        if _tiered(value):
+            glob[name] = _twin(value.py_func)
+    return twin
+
+
+def _compiled(disp, job, args):
+    """Return the compiled code's answer once the worker is done (compiled here if it failed)."""
+    job.done.wait()
+    if job.error is None:
+        overload = disp.overloads.get(job.argtypes)
+        if overload is not None:
+            return overload.entry_point(*args)
+    with _lock:
+        _counts["fallback"] += 1
+    # the worker's error (or a changed signature): Numba's own path, with its own errors
+    return _numba_compile(disp, *args)(*args)
+
+
+def _numba_compile(disp, *args, **kws):
+    from numba.core.dispatcher import Dispatcher
+
+    return Dispatcher._compile_for_args(disp, *args, **kws)
+
+
+def _await_load(job):
+    """Wait for the job while the worker may be loading it from the cache (a warm start)."""
+    global _cold
+    deadline = time.monotonic() + _LOAD_WAIT
+    while not _cold and not job.done.wait(0.002):
+        if job.compiling():
+            _cold = True  # no cached code: this and later misses run as Python meanwhile
+        elif time.monotonic() > deadline:
+            break
+
+
+def _on_miss(disp, *args, **kws):
+    """Replace ``disp._compile_for_args``: return what Numba's dispatcher then calls."""
+    from numba.core.dispatcher import OmittedArg
+
+    if (
+        kws
+        or not _enabled()
+        or threading.current_thread() is _worker
+        or any(isinstance(a, OmittedArg) for a in args)
+    ):
+        return _numba_compile(disp, *args, **kws)
+    try:
+        argtypes = tuple(disp.typeof_pyval(a) for a in args)
+    except Exception:  # noqa: BLE001 - an argument Numba cannot type: its own error message
+        return _numba_compile(disp, *args)
+    overload = disp.overloads.get(argtypes)
+    if overload is not None:  # compiled by the worker since the dispatch
+        return overload.entry_point
+    job = _submit(disp, argtypes)
+    _await_load(job)
+    if job.done.is_set() and job.error is None:
+        overload = disp.overloads.get(argtypes)
+        if overload is not None:
+            return overload.entry_point
+    size = sum(a.size for a in _arrays(args))
+    if job.error is not None or size > MAX_INTERPRETED:
+        return lambda *a: _compiled(disp, job, a)
+    twin = _twin(disp.py_func)
+
+    def run(*a):
+        saved = [(x, x.copy()) for x in _arrays(a) if x.flags.writeable]
+        try:
+            with np.errstate(all="ignore"):
+                out = twin(*a)
+        except Exception:  # noqa: BLE001 - Python semantics differ (ZeroDivisionError, …)
+            for x, copy in saved:
+                x[...] = copy
+            with _lock:
+                _counts["raised"] += 1
+            return _compiled(disp, job, a)
+        with _lock:
+            _counts["interpreted"] += 1
+        return out
+
+    return run
+
+
+def install(disp):
+    """Route the compilation misses of a fastcf kernel (a Numba dispatcher) through this tier."""
+    if not hasattr(disp, "overloads"):  # NUMBA_DISABLE_JIT=1: the kernel is its Python function
+        return disp
+    disp._fastcf_tiered = True
+    disp._compile_for_args = lambda *args, **kws: _on_miss(disp, *args, **kws)
+    return disp

@@ -1,0 +1,266 @@
+"""Tiered execution (fastcf._kernels._tier): a kernel's first call runs as Python while Numba
+compiles it in the background; later calls run the compiled code.
+
+The tests in this process use toy kernels compiled without the on-disk cache, so each starts
+uncompiled whatever ran before. The end-to-end tests start fresh processes on an empty cache.
+The suite itself runs with ``FASTCF_TIERED=0`` (conftest.py); these tests switch it on.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from fastcf._kernels import _tier, kernel
+
+pytestmark = pytest.mark.needs_jit
+
+
+@pytest.fixture
+def tiered(monkeypatch):
+    """Tiering on, and the cache known to be cold: a miss runs Python at once, never waits."""
+    monkeypatch.setenv("FASTCF_TIERED", "1")
+    monkeypatch.setattr(_tier, "_cold", True)
+    yield
+    assert _tier.wait_for_kernels(timeout=120)
+
+
+def _counts():
+    return _tier.stats()
+
+
+def test_a_first_call_runs_as_python_and_later_calls_compiled(tiered):
+    @kernel(cache=False)
+    def total(x):
+        s = 0.0
+        for v in x:
+            s += v
+        return s
+
+    x = np.arange(10.0)
+    before = _counts()["interpreted"]
+    assert total(x) == 45.0
+    assert _counts()["interpreted"] == before + 1
+    assert total.signatures == [] or len(total.signatures) == 1  # compiling in the background
+    assert _tier.wait_for_kernels(timeout=120)
+    assert len(total.signatures) == 1
+    assert total(x) == 45.0
+    assert _counts()["interpreted"] == before + 1  # the compiled code answered
+
+
+def test_python_that_raises_restores_its_arrays_and_the_compiled_code_answers(tiered):
+    # Python's float raises on 1/0; the compiled kernel (NumPy's error model) returns inf. The
+    # Python run has already changed `out`: it is restored before the compiled code runs.
+    @kernel(cache=False)
+    def bump_and_divide(x, out):
+        out[0] += 1.0
+        a = float(x[0])
+        return 1.0 / (a - a)
+
+    out = np.array([5.0])
+    raised = _counts()["raised"]
+    assert bump_and_divide(np.ones(1), out) == np.inf
+    assert _counts()["raised"] == raised + 1
+    assert out[0] == 6.0  # once, by the compiled code
+
+
+def test_a_large_call_waits_for_the_compiled_code(tiered):
+    @kernel(cache=False)
+    def total(x):
+        s = 0.0
+        for v in x:
+            s += v
+        return s
+
+    x = np.ones(_tier.MAX_INTERPRETED + 1)
+    before = _counts()["interpreted"]
+    assert total(x) == x.size
+    assert _counts()["interpreted"] == before
+    assert len(total.signatures) == 1
+
+
+@pytest.mark.parametrize("how", ["environment", "compile_first"])
+def test_switched_off_a_first_call_compiles_before_it_runs(monkeypatch, how):
+    @kernel(cache=False)
+    def twice(x):
+        return 2.0 * x[0]
+
+    before = _counts()["interpreted"]
+    if how == "environment":
+        monkeypatch.setenv("FASTCF_TIERED", "0")
+        assert twice(np.ones(1)) == 2.0
+    else:
+        monkeypatch.setenv("FASTCF_TIERED", "1")
+        with _tier.compile_first():
+            assert twice(np.ones(1)) == 2.0
+    assert len(twice.signatures) == 1
+    assert _counts()["interpreted"] == before
+
+
+def test_a_kernel_runs_the_python_of_the_kernels_it_calls(tiered):
+    @kernel(cache=False)
+    def square(v):
+        return v * v
+
+    @kernel(cache=False)
+    def sum_squares(x):
+        s = 0.0
+        for v in x:
+            s += square(v)
+        return s
+
+    before = _counts()["interpreted"]
+    assert sum_squares(np.arange(4.0)) == 14.0
+    # one Python call: the callee ran inside it as Python, not through its own dispatcher
+    assert _counts()["interpreted"] == before + 1
+    assert square.signatures == []
+
+
+def test_threads_calling_an_uncompiled_kernel_all_get_its_answer(tiered):
+    @kernel(cache=False)
+    def cumulative(x, out):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += x[i]
+            out[i] = s
+
+    rng = np.random.default_rng(0)
+    xs = [rng.normal(size=50) for _ in range(64)]
+    outs = [np.empty(50) for _ in xs]
+
+    def work(i):
+        for j in range(i, len(xs), 4):
+            cumulative(xs[j], outs[j])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x, out in zip(xs, outs, strict=True):
+        # the same additions in the same order in both tiers: the same bits
+        np.testing.assert_array_equal(out, np.cumsum(x))
+
+
+_CHILD = r"""
+import json, sys
+import numpy as np
+import fastcf
+from fastcf._kernels import _tier
+
+rng = np.random.default_rng(0)
+answers = []
+queries = []
+for K in (1, 4):
+    A = rng.normal(size=(K, 12))
+    ex = fastcf.LinearExplainer.from_arrays(A, rng.normal(size=K))
+    X = rng.normal(size=(3, 12))
+    k = int(A[0] @ X[0] < 0) if K == 1 else (int(np.argmax(A @ X[0])) + 1) % K
+    for form in ({"lam": 0.05}, {"proba": 0.8}, {"region": True}):
+        for metric in ("euclidean", "manhattan"):
+            queries.append(lambda ex=ex, X=X, k=k, form=form, metric=metric: (
+                ex.explain(X[0], k, metric=metric, **form),
+                ex.explain(X, k, metric=metric, **form)))
+first = [q() for q in queries]
+counts = _tier.stats()
+assert fastcf.wait_for_kernels(timeout=600)
+again = [q() for q in queries]
+rows = []
+for (a, ab), (b, bb) in zip(first, again):
+    rows.append([bool(a.success), bool(b.success), int(a.status), int(b.status),
+                 float(np.max(np.abs(a.x - b.x) / (1 + np.abs(b.x)))),
+                 ab.success.tolist(), bb.success.tolist(),
+                 float(np.max(np.abs(ab.x - bb.x) / (1 + np.abs(bb.x))))])
+print(json.dumps({"first": counts, "after": _tier.stats(), "rows": rows}))
+"""
+
+
+def _child(cache, tiered="1"):
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=dict(os.environ, NUMBA_CACHE_DIR=str(cache), FASTCF_TIERED=tiered),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_an_empty_cache_answers_as_python_then_compiled_and_a_warm_one_compiled(tmp_path):
+    cold = _child(tmp_path)
+    assert cold["first"]["interpreted"] > 0
+    assert cold["first"]["raised"] == 0 and cold["after"]["failed"] == 0
+    # after the wait, every query runs compiled code
+    assert cold["after"]["interpreted"] == cold["first"]["interpreted"]
+    for ok_py, ok_c, st_py, st_c, dx, batch_py, batch_c, dxb in cold["rows"]:
+        assert (ok_py, st_py) == (ok_c, st_c)
+        assert batch_py == batch_c
+        # the same source; the reductions compiled with `reassoc` sum in another order
+        assert dx <= 1e-13 and dxb <= 1e-13
+    warm = _child(tmp_path)  # the cache the first process filled
+    assert warm["first"]["interpreted"] == 0
+    assert warm["after"]["interpreted"] == 0
+
+
+def test_a_process_that_ends_while_kernels_compile_exits_cleanly(tmp_path):
+    code = (
+        "import numpy as np, fastcf\n"
+        "ex = fastcf.LinearExplainer.from_arrays(np.eye(3), np.zeros(3))\n"
+        "print(ex.explain(np.array([1.0, 0.0, 0.0]), 2, proba=0.8).success)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), FASTCF_TIERED="1"),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "True"
+    assert "Traceback" not in proc.stderr
+
+
+_FORK = r"""
+import multiprocessing as mp
+import numpy as np
+import fastcf
+
+rng = np.random.default_rng(0)
+A = rng.normal(size=(5, 30))
+ex = fastcf.LinearExplainer.from_arrays(A, rng.normal(size=5))
+X = rng.normal(size=(2000, 30))
+assert ex.explain(X[0], 1, proba=0.8).success  # a kernel compiling in the background
+
+
+def work(i):
+    # too large for Python: waits for a compilation, which the child must do itself
+    return int(ex.explain(X, 1, lam=0.1).success.sum())
+
+
+if __name__ == "__main__":
+    with mp.get_context("fork").Pool(2) as pool:
+        print(pool.map(work, range(2)))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork start method")
+def test_a_fork_during_a_background_compilation_does_not_hang_the_child(tmp_path):
+    script = tmp_path / "fork_child.py"
+    script.write_text(_FORK)
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+        env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), FASTCF_TIERED="1"),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "[2000, 2000]"
