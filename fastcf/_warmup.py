@@ -131,8 +131,10 @@ def warmup(families=None, verbose: bool = False) -> dict:
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown:
         raise ValueError(f"families must be among {FAMILIES}; got {unknown}")
+    from ._kernels._tier import compile_first
+
     times = {}
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), compile_first():
         # tiny fits on toy data warn (convergence); that is not what is being warmed up
         warnings.simplefilter("ignore")
         for name in families:

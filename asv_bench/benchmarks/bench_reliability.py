@@ -10,6 +10,12 @@ empty (every kernel the family uses is compiled: a new container, the first call
 install``), ``track_warm_cache`` with it filled by one earlier run (what a container whose image
 ran ``python -m fastcf warmup`` pays). Both return the wall time of the subprocess, in seconds.
 
+``FirstCall`` is what a user meets: a new interpreter on an empty cache runs ``import fastcf``,
+builds an explainer (for LVQ: fits a GLVQ on 60 points) and answers its first query, with the
+default tiered execution (the kernels run as Python while a background thread compiles them).
+``track_first_call`` is the in-process wall time from before the import to the first answer.
+Target: <= 3 s per family.
+
 ``peakmem_batch`` explains 100 000 queries at D = 784 (a binary LinearExplainer, ``lam=``). asv's
 ``peakmem_`` is the whole process's maximum RSS, which includes the (N, D) input built in
 ``setup``; ``track_peak_over_output`` isolates the call: the peak of the memory allocated during
@@ -82,6 +88,59 @@ class ColdStartFamily:
 
     track_empty_cache.unit = "s"
     track_warm_cache.unit = "s"
+
+
+_FIRST = r"""
+import sys, time
+t0 = time.perf_counter()
+import warnings
+import numpy as np
+import fastcf
+family = sys.argv[1]
+rng = np.random.default_rng(0)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    if family in ("logistic", "softmax"):
+        K = 1 if family == "logistic" else 5
+        A = rng.normal(size=(K, 30))
+        ex = fastcf.LinearExplainer.from_arrays(A, rng.normal(size=K))
+        x = rng.normal(size=30)
+        k = int(A[0] @ x < 0) if K == 1 else (int(np.argmax(A @ x)) + 1) % K
+        for form in ({"proba": 0.8}, {"lam": 0.01}, {"region": True}):
+            assert ex.explain(x, k, **form).success
+    elif family == "lvq":
+        from fastcf.lvq_models import GLVQ
+        X = np.vstack([rng.normal(0.0, 1.0, (30, 4)), rng.normal(3.0, 1.0, (30, 4))])
+        model = GLVQ(random_state=0).fit(X, np.repeat([0, 1], 30))
+        assert fastcf.LVQExplainer(model).explain(X[0], 1).success
+    else:
+        X = rng.normal(size=(40, 2))
+        y = (X[:, 0] + 0.3 * rng.normal(size=40) > 0).astype(int)
+        assert len(fastcf.enumerate_svms(X, y, k=5)) == 5
+print(time.perf_counter() - t0)
+"""
+
+
+class FirstCall:
+    """Import, explainer and first queries of one family in a new interpreter, empty cache."""
+
+    params = [["logistic", "softmax", "lvq", "svm"]]
+    param_names = ["family"]
+    timeout = 300
+
+    def track_first_call(self, family):
+        with tempfile.TemporaryDirectory(prefix="fastcf-asv-first-") as empty:
+            env = dict(os.environ, NUMBA_CACHE_DIR=empty, FASTCF_TIERED="1")
+            out = subprocess.run(
+                [sys.executable, "-c", _FIRST, family],
+                check=True,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+        return float(out.stdout.strip().splitlines()[-1])
+
+    track_first_call.unit = "s"
 
 
 def _batch_problem(N=100_000, D=784):
