@@ -21,6 +21,7 @@ import numpy as np
 
 from .._kernels import logistic as _lk
 from .._status import Status
+from .metric import distances
 from .verify import path_result, solution, verdict
 
 __all__ = ["finish", "kernel_box", "lam_closed_form", "path", "project"]
@@ -129,7 +130,7 @@ def path(model, x0, k, target, lams, m, w, bnd, names):
     sol = lam_closed_form(model, Xr, np.full(L, k), m, bnd, np.ascontiguousarray(lams))
     XL = sol.x
     wt_full = np.ones_like(x0) if w is None else w
-    dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
+    dist = distances(XL - x0, wt_full)
     return path_result(
         model, lams, XL, x0, k, target, dist, sol.nit, sol.status, sol.grad_norm, "closed form",
         names,

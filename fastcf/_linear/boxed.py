@@ -34,7 +34,7 @@ import warnings
 import numpy as np
 
 from .._status import Status
-from .metric import row_box
+from .metric import distances, row_box
 from .reference import softmax_energy
 from .softmax import finish, raise_log_tau
 from .verify import path_result
@@ -348,7 +348,7 @@ def path_boxed(model, x0, k, target, lams, m, w, bnd, warm, tol, max_iter, names
         XL[i] = xi
         xw = xi if warm else None
     wt_full = np.ones_like(x0) if w is None else w
-    dist = np.sqrt(np.einsum("ij,ij->i", (XL - x0) * wt_full, XL - x0))
+    dist = distances(XL - x0, wt_full)
     return path_result(
         model, lams, XL, x0, k, target, dist, nit, status, gn, "reduced (active set)", names
     )

@@ -107,3 +107,23 @@ class MetricCache:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+
+def distances(diff, wt=None):
+    """Return the row norms ‖d‖_W = √(Σ_i w_i d_i²) of ``diff`` (N, D), W = diag(``wt``).
+
+    The plain sum of squares overflows for steps beyond ~1e154 and underflows below ~1e-154
+    (a finite answer 4.6e201 away had the distance inf; soak round O): such rows are scaled by
+    their largest term, as LAPACK's dnrm2.
+    """
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        d2 = np.einsum("ij,ij->i", diff if wt is None else diff * wt, diff)
+        dist = np.sqrt(d2)
+    odd = np.flatnonzero(~(dist < 1e150) | (dist < 1e-150))
+    for n in odd:
+        d = diff[n] if wt is None else np.sqrt(wt) * np.abs(diff[n])
+        with np.errstate(invalid="ignore"):
+            big = np.abs(d).max(initial=0.0)
+        if big > 0.0 and np.isfinite(big):
+            dist[n] = big * np.sqrt(np.sum((d / big) ** 2))
+    return dist

@@ -29,6 +29,7 @@ from .._kernels.linalg import dot as _dot
 from .._kernels.softmax.lamsearch import proba_rows
 from .._status import Status
 from ..results import CounterfactualPath
+from .metric import distances
 from .verify import replace_rows, solution, verdict
 
 __all__ = ["constrained", "finish", "reduced_lam", "reduced_path", "region_singular"]
@@ -369,7 +370,7 @@ def finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=None
     success, status = verdict(pred, P, tidx, status, proba_min, lam_mode, False)
     gn = None
     diff = Xs - X
-    dist = np.sqrt(np.einsum("ij,ij->i", diff * wt if not np.all(wt == 1) else diff, diff))
+    dist = distances(diff, None if np.all(wt == 1) else wt)
     if lam_mode:
         Pm = P.copy()
         Pm[np.arange(N), tidx] -= 1.0
