@@ -83,6 +83,45 @@ def test_a_large_call_waits_for_the_compiled_code(tiered):
     assert len(total.signatures) == 1
 
 
+class _Blocker:
+    """A job for the background thread that holds it until released (``compile`` waits)."""
+
+    class stats:  # noqa: N801 - mimics a dispatcher's ``stats``
+        cache_misses: dict = {}
+
+    def __init__(self):
+        self.release = threading.Event()
+
+    def compile(self, argtypes):
+        self.release.wait(60)
+
+
+def test_after_a_slow_python_run_later_calls_wait_for_the_compiled_code(tiered, monkeypatch):
+    @kernel(cache=False)
+    def total(x):
+        s = 0.0
+        for v in x:
+            s += v
+        return s
+
+    blocker = _Blocker()
+    _tier._submit(blocker, ("block",))  # the thread is busy until released
+    monkeypatch.setattr(_tier, "_SLOW", 0.0)  # every Python run counts as slow
+    waited = []
+    real = _tier._compiled
+    monkeypatch.setattr(
+        _tier, "_compiled", lambda disp, job, args: waited.append(1) or real(disp, job, args)
+    )
+    x = np.arange(10.0)
+    before = _counts()["interpreted"]
+    assert total(x) == 45.0  # as Python: the thread cannot compile yet
+    assert _counts()["interpreted"] == before + 1 and waited == []
+    threading.Timer(0.5, blocker.release.set).start()
+    assert total(x) == 45.0  # waits for the compiled code
+    assert waited == [1] and _counts()["interpreted"] == before + 1
+    assert len(total.signatures) == 1
+
+
 @pytest.mark.parametrize("how", ["environment", "compile_first"])
 def test_switched_off_a_first_call_compiles_before_it_runs(monkeypatch, how):
     @kernel(cache=False)

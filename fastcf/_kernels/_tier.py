@@ -14,12 +14,17 @@ been compiled for, this module
    returns that answer. Later calls run the compiled code as soon as the thread has built it.
 
 Calls that would be slow as Python (more than :data:`MAX_INTERPRETED` array elements in their
-arguments) wait for the compiled code instead. A Python run that raises (Python's ``float``
-raises on a division by zero or an overflow where the compiled code, with NumPy's error model,
-returns inf or NaN) restores the arrays it was given and waits for the compiled code, which then
-answers. Both tiers run the same source on the same IEEE doubles; their results differ at most
-in the rounding of the few reductions compiled with ``reassoc`` (:data:`fastcf._kernels.REASSOC`),
-and every answer is checked afterwards by the explainers' certificate in both cases.
+arguments) wait for the compiled code instead, and so do the later calls of a kernel whose Python
+run took more than 0.1 s (a fit calling a cost kernel in a loop would otherwise run as Python
+and slow down the compilation it waits for: both need the GIL).
+
+A Python run that raises (Python's ``float`` raises on a division by zero or an overflow where
+the compiled code, with NumPy's error model, returns inf or NaN) restores the arrays it was given
+and waits for the compiled code, which then answers.
+
+Both tiers run the same source on the same IEEE doubles; their results differ only in the
+rounding of the few reductions compiled with ``reassoc`` (:data:`fastcf._kernels.REASSOC`), and
+every answer is checked afterwards by the explainers' certificate in both cases.
 
 Only misses come here: Numba's dispatcher calls its ``_compile_for_args`` when no compiled
 specialisation matches the arguments, and :func:`install` replaces that method on each of
@@ -47,6 +52,10 @@ __all__ = ["install", "compile_first", "wait_for_kernels", "stats", "MAX_INTERPR
 MAX_INTERPRETED = 1 << 15
 #: how long a miss waits for the worker while it may be loading the kernel from the cache
 _LOAD_WAIT = 2.0
+#: a Python run longer than this (seconds) makes the later calls of its kernel wait for the
+#: compiled code: a loop of heavy calls (an estimator's fit) would otherwise run as Python and
+#: slow the compilation it waits for (both need the GIL)
+_SLOW = 0.1
 
 _lock = threading.Lock()
 _jobs: dict = {}
@@ -144,13 +153,14 @@ def wait_for_kernels(timeout: float | None = None) -> bool:
 
 
 class _Job:
-    __slots__ = ("disp", "argtypes", "done", "error", "misses0")
+    __slots__ = ("disp", "argtypes", "done", "error", "misses0", "slow")
 
     def __init__(self, disp, argtypes):
         self.disp = disp
         self.argtypes = argtypes
         self.done = threading.Event()
         self.error = None
+        self.slow = False
         self.misses0 = disp.stats.cache_misses.get(argtypes, 0)
 
     def compiling(self) -> bool:
@@ -318,12 +328,13 @@ def _on_miss(disp, *args, **kws):
         if overload is not None:
             return overload.entry_point
     size = sum(a.size for a in _arrays(args))
-    if job.error is not None or size > MAX_INTERPRETED:
+    if job.error is not None or job.slow or size > MAX_INTERPRETED:
         return lambda *a: _compiled(disp, job, a)
     twin = _twin(disp.py_func)
 
     def run(*a):
         saved = [(x, x.copy()) for x in _arrays(a) if x.flags.writeable]
+        t0 = time.perf_counter()
         try:
             with np.errstate(all="ignore"):
                 out = twin(*a)
@@ -333,6 +344,8 @@ def _on_miss(disp, *args, **kws):
             with _lock:
                 _counts["raised"] += 1
             return _compiled(disp, job, a)
+        if time.perf_counter() - t0 > _SLOW:
+            job.slow = True
         with _lock:
             _counts["interpreted"] += 1
         return out
