@@ -21,6 +21,7 @@ from reference import (
     softmax_rows,
 )
 
+from fastcf import LinearExplainer
 from fastcf._linear.manhattan import constrained_l1, lam_l1
 from fastcf._linear.model import make_model
 from fastcf._status import Status
@@ -562,3 +563,18 @@ def test_softmax_proba_far_source_re_solves_past_its_rounding():
         assert res.success, (s, res.message)
         assert ex.predict_proba(res.x[None])[0, 3] >= 0.5
         assert abs(res.distance - (s + np.log(3.0))) <= 1e-9 * s
+
+
+def test_softmax_region_margin_zero_at_a_tie_moves_past_the_lp_tolerance():
+    """Soak round O: x̄ = 0 ties the target (z_0 = z_2 = 0) and another class has slack 1. The
+    margin, raised by the rounding need to ~2e-15, is below the LP's relative tolerance (1e-12
+    of the largest |rhs|, here 1), so the LP returned x̄ round after round: a numerical failure
+    at the boundary. The re-solve now raises the margin above that tolerance."""
+    ex = LinearExplainer.from_arrays(np.array([[0.0], [1.0], [1.0]]), np.array([0.0, -1.0, 0.0]))
+    for X in (np.zeros(1), np.zeros((1, 1))):
+        res = ex.explain(X, 0, region=True, margin=0.0, metric="manhattan")
+        assert np.all(res.success)
+        x = np.atleast_2d(res.x)[0, 0]
+        assert -1e-11 < x < 0.0  # past the tie, by the LP's tolerance at most
+        z = ex.coef_ @ np.atleast_2d(res.x)[0] + ex.intercept_
+        assert z[0] > z[2] and z[0] > z[1]

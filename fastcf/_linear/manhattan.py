@@ -371,7 +371,13 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter):
         if redo.size == 0:
             break
         Z = None
-        bump = np.where(short[redo] > 0.0, 2.0 * short[redo], 0.0)
+        # the LP meets its rows to a relative tolerance (_LP_PRIMAL of the largest |rhs| in
+        # logits): a shortfall below that (x̄ at a tie, margin 0: short 1.8e-15 beside a row of
+        # slack 1) came back as the same point, round after round (soak round O). Raised above it
+        rhs = np.abs(Margins[redo] - (Zbar[redo, tidx[redo]][:, None] - Zbar[redo]))
+        rhs[np.arange(redo.size), tidx[redo]] = 0.0
+        lp_tol = 2.0 * _l1._LP_PRIMAL * rhs.max(axis=1, initial=0.0)
+        bump = np.where(short[redo] > 0.0, 2.0 * short[redo] + lp_tol[:, None], 0.0)
         Margins[redo] += bump + 4 * _EPS * np.abs(Margins[redo])
         sub = _l1.region_lp_batch(
             model.AT, Zbar[redo], tidx[redo], Margins[redo], cost, free, X[redo],
