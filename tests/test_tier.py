@@ -33,7 +33,9 @@ def _counts():
     return _tier.stats()
 
 
-def test_a_first_call_runs_as_python_and_later_calls_compiled(tiered):
+def _fresh_total():
+    """A new, uncompiled kernel (the sum of a 1-D array)."""
+
     @kernel(cache=False)
     def total(x):
         s = 0.0
@@ -41,6 +43,11 @@ def test_a_first_call_runs_as_python_and_later_calls_compiled(tiered):
             s += v
         return s
 
+    return total
+
+
+def test_a_first_call_runs_as_python_and_later_calls_compiled(tiered):
+    total = _fresh_total()
     x = np.arange(10.0)
     before = _counts()["interpreted"]
     assert total(x) == 45.0
@@ -69,13 +76,7 @@ def test_python_that_raises_restores_its_arrays_and_the_compiled_code_answers(ti
 
 
 def test_a_large_call_waits_for_the_compiled_code(tiered):
-    @kernel(cache=False)
-    def total(x):
-        s = 0.0
-        for v in x:
-            s += v
-        return s
-
+    total = _fresh_total()
     x = np.ones(_tier.MAX_INTERPRETED + 1)
     before = _counts()["interpreted"]
     assert total(x) == x.size
@@ -97,13 +98,7 @@ class _Blocker:
 
 
 def test_after_a_slow_python_run_later_calls_wait_for_the_compiled_code(tiered, monkeypatch):
-    @kernel(cache=False)
-    def total(x):
-        s = 0.0
-        for v in x:
-            s += v
-        return s
-
+    total = _fresh_total()
     blocker = _Blocker()
     _tier._submit(blocker, ("block",))  # the thread is busy until released
     monkeypatch.setattr(_tier, "_SLOW", 0.0)  # every Python run counts as slow

@@ -121,6 +121,20 @@ print(time.perf_counter() - t0)
 """
 
 
+def first_call_seconds(family, tiered="1"):
+    """Run ``_FIRST`` for ``family`` in a new interpreter on an empty cache; its seconds."""
+    with tempfile.TemporaryDirectory(prefix="fastcf-first-") as empty:
+        env = dict(os.environ, NUMBA_CACHE_DIR=empty, FASTCF_TIERED=tiered)
+        out = subprocess.run(
+            [sys.executable, "-c", _FIRST, family],
+            check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 class FirstCall:
     """Import, explainer and first queries of one family in a new interpreter, empty cache."""
 
@@ -129,16 +143,7 @@ class FirstCall:
     timeout = 300
 
     def track_first_call(self, family):
-        with tempfile.TemporaryDirectory(prefix="fastcf-asv-first-") as empty:
-            env = dict(os.environ, NUMBA_CACHE_DIR=empty, FASTCF_TIERED="1")
-            out = subprocess.run(
-                [sys.executable, "-c", _FIRST, family],
-                check=True,
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-        return float(out.stdout.strip().splitlines()[-1])
+        return first_call_seconds(family)
 
     track_first_call.unit = "s"
 

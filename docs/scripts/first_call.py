@@ -19,25 +19,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "asv_bench"))
-from benchmarks.bench_reliability import _FIRST  # noqa: E402
-
-
-def one(family: str, tiered: str) -> float:
-    with tempfile.TemporaryDirectory(prefix="fastcf-first-") as empty:
-        env = dict(os.environ, NUMBA_CACHE_DIR=empty, FASTCF_TIERED=tiered)
-        out = subprocess.run(
-            [sys.executable, "-c", _FIRST, family],
-            check=True,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-    return float(out.stdout.strip().splitlines()[-1])
+from benchmarks.bench_reliability import first_call_seconds  # noqa: E402
 
 
 def main() -> None:
@@ -51,7 +36,7 @@ def main() -> None:
         runs = {"0": [], "1": []}
         for _ in range(args.reps):
             for tiered in ("0", "1"):
-                runs[tiered].append(one(family, tiered))
+                runs[tiered].append(first_call_seconds(family, tiered))
         cells = [
             f"{statistics.median(runs[t]):.2f} ({', '.join(f'{v:.2f}' for v in runs[t])})"
             for t in ("0", "1")
