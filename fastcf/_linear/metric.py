@@ -119,11 +119,14 @@ def distances(diff, wt=None):
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         d2 = np.einsum("ij,ij->i", diff if wt is None else diff * wt, diff)
         dist = np.sqrt(d2)
-    odd = np.flatnonzero(~(dist < 1e150) | (dist < 1e-150))
-    for n in odd:
-        d = diff[n] if wt is None else np.sqrt(wt) * np.abs(diff[n])
-        with np.errstate(invalid="ignore"):
-            big = np.abs(d).max(initial=0.0)
-        if big > 0.0 and np.isfinite(big):
-            dist[n] = big * np.sqrt(np.sum((d / big) ** 2))
+        tiny = dist < 1e-150
+        if tiny.any():  # an exact 0 (x̄ itself) is not odd; one that underflowed is
+            tiny &= (diff != 0).any(axis=1)
+        odd = np.flatnonzero(~(dist < 1e150) | tiny)
+        if odd.size:
+            d = np.abs(diff[odd]) if wt is None else np.sqrt(wt) * np.abs(diff[odd])
+            big = d.max(axis=1)
+            ok = (big > 0.0) & np.isfinite(big)
+            r = d[ok] / big[ok, None]
+            dist[odd[ok]] = big[ok] * np.sqrt(np.einsum("ij,ij->i", r, r))
     return dist
