@@ -115,9 +115,12 @@ def demo(argv=None) -> int:
     t_pred = median_time(lambda: model.predict_proba(x0[None]), 200)
     t_batch = median_time(timed["batch"], 5)
     print("\nlatency (median):")
-    print(f"  first call incl. loading kernels   {1e3 * t_first:8.2f} ms")
+    print(f"  first call of the process          {1e3 * t_first:8.2f} ms")
     if t_wait > 0.5:
-        print(f"  (empty kernel cache: waited {t_wait:.1f} s for the kernels compiling meanwhile)")
+        print(
+            f"  (empty kernel cache: the first calls ran as Python; then waited {t_wait:.1f} s "
+            "for the kernels compiling meanwhile)"
+        )
     print(f"  one query, proba=0.9, box (exact)  {1e6 * t_one:8.1f} µs")
     print(f"  one query, lam=0.01 (closed form)  {1e6 * t_lam:8.1f} µs")
     print(f"  model.predict_proba of one row     {1e6 * t_pred:8.1f} µs  (for scale)")

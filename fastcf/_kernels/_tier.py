@@ -1,11 +1,11 @@
 """Tiered execution: a kernel's first call runs as Python while Numba compiles it in the background.
 
 A fresh process with an empty kernel cache (a new container, the first call after ``pip
-install``) used to compile every kernel a query needs before answering: 3–20 s of CPU per family,
-most of it Numba's typing and LLVM. The kernels are written so that they also run as plain Python
-(the no-JIT stage of ``.ci/run`` runs the whole test suite that way), and a small query runs
-as Python in milliseconds. So when a kernel is called from Python with argument types it has not
-been compiled for, this module
+install``) used to compile every kernel a query needs before answering: 4–30 s per family and
+form, most of it Numba's typing and LLVM. The kernels are written so that they also run as plain
+Python (the no-JIT stage of ``.ci/run`` runs the whole test suite that way), and a small query
+runs as Python in milliseconds. So when a kernel is called from Python with argument types it
+has not been compiled for, this module
 
 1. hands the compilation to one background thread (which first tries Numba's on-disk cache),
 2. waits for it while it is only loading from that cache (a warm start then runs compiled code
@@ -48,7 +48,8 @@ import numpy as np
 __all__ = ["install", "compile_first", "wait_for_kernels", "stats", "MAX_INTERPRETED"]
 
 #: the largest call, in array elements over all its array arguments, that runs as Python while
-#: its kernel compiles: ~1 µs per element and pass as Python, so at most tens of milliseconds
+#: its kernel compiles: a single query takes 1–30 ms as Python, a call near this size up to a
+#: few seconds (a batch of 500 softmax Manhattan queries at D = 30: 2 s; compiling it: ~20 s)
 MAX_INTERPRETED = 1 << 15
 #: how long a miss waits for the worker while it may be loading the kernel from the cache
 _LOAD_WAIT = 2.0
