@@ -182,9 +182,9 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
     limit of solves; NUMERIC numerical failure.
 
     Trust. A solve is used when ‖∇E‖ ≤ max(tol, 1e−6 ‖A_F‖) and G y keeps its digits
-    (ε max|G| Σ|y| ≤ 1e−6). One that stops at ``max_iter`` above that goes on at the same λ,
-    twice, then the search stops (MAXITER: with a ``max_iter`` too small for Newton, no answer
-    rather than an inexact one) unless it is below a λ already solved with p_k < τ. Where p_k
+    (ε max_i Σ_j |G_ij y_j| ≤ 1e−6). One that stops at ``max_iter`` above that goes on at the
+    same λ, twice, then the search stops (MAXITER: with a ``max_iter`` too small for Newton, no
+    answer rather than an inexact one) unless it is below a λ already solved with p_k < τ. Where p_k
     stays bounded away from 1 as λ → 0 (a τ out of reach), y grows like 1/λ while G y stays
     bounded, and below some λ Newton stops at the rounding level of E above ``trust`` (or at
     ``max_iter``), or G y loses its digits: such solves are not used, the search stays above
@@ -211,11 +211,8 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
     else:
         t = _start(zbar, G, k, logit_tau, one_minus_tau, y, W[0], q, dy, gd)
     gmax = 0.0
-    gabs = 0.0
     for i in range(K):
         gmax = max(gmax, GF[i, i])
-        for j in range(K):
-            gabs = max(gabs, abs(G[i, j]))
     trust = max(tol, 1e-6 * math.sqrt(gmax))
     lo = -np.inf  # the largest log λ solved (trusted) with p_k ≥ τ
     hi = np.inf  # the smallest log λ solved (trusted) with p_k < τ
@@ -232,10 +229,17 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
         total += nit
         if st == _NUMERIC:
             return lam, total, _NUMERIC
-        ysum = 0.0
-        for j in range(K):
-            ysum += abs(y[j])
-        digits = _EPS * gabs * ysum <= 1e-6  # G y keeps its digits
+        # G y keeps its digits: its rounding is within ε max_i Σ_j |G_ij y_j|. (The bound
+        # ε max|G| Σ|y| paired G's largest entry with y's largest component of another class:
+        # at x̄ = (0, −1e8, 0) it called every solve past a move of 7e7 untrusted, 1e3 times
+        # over, and the search ended short of the answer 1e8 away; soak round O.)
+        gyabs = 0.0
+        for i in range(K):
+            acc = 0.0
+            for j in range(K):
+                acc += abs(G[i, j] * y[j])
+            gyabs = max(gyabs, acc)
+        digits = _EPS * gyabs <= 1e-6
         if st == _MAXITER and gn > trust and digits and stuck < 2:
             stuck += 1  # Newton goes on from where it stopped, at the same λ
             continue
