@@ -45,6 +45,7 @@ except ImportError:  # pragma: no cover - the single-module layout
     from .._kernels.softmax import _apply_inverse, _factor
 
 _EPS = float(np.finfo(float).eps)
+_FAR_STEPS = 1e12  # in units u of the step the margins need (constrained_boxed)
 
 __all__ = ["bounded_one", "constrained_boxed", "lam_boxed", "path_boxed", "proba_bounded_one"]
 
@@ -251,6 +252,12 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
         wn = wt / max(float(wt.max()), 1e-300)
         with np.errstate(over="ignore", invalid="ignore"):
             slo, shi = (lo - X[n]) / u, (hi - X[n]) / u
+        # bounds beyond 1e12 steps are no bounds here (the margins need a step of ~1): with a
+        # tie raised to its floor, u ~ 1e-271 put the box [0, 1] at 1e271, and Clarabel failed
+        # (soak round O). A bound dropped this way that the answer crosses is caught by the clip
+        # below and the verdict
+        slo = np.where(slo < -_FAR_STEPS, -np.inf, slo)
+        shi = np.where(shi > _FAR_STEPS, np.inf, shi)
         cons = [D_rows @ dv >= c / u, dv >= slo, dv <= shi]
         if (~free).any():
             cons.append(dv[~free] == 0.0)
