@@ -397,11 +397,9 @@ class LinearExplainer(BaseExplainer):
             return _region(
                 model, X, tidx, bnd, q.margin, lambda Xr, tr, br, mr: solve(Xr, tr, br, None, mr)
             )
-        if q.form == "proba" and model.binary and q.proba >= 0.5:
-            # p ≥ τ ≥ 1/2 is ζ ≥ logit τ ≥ 0, and the class is ζ > 0 beyond rounding: at τ = 1/2
-            # (or within rounding of it) every answer sat on the decision boundary and failed
-            # the verification (all 569 breast-cancer rows). Solved as region=True at margin
-            # logit τ, with verify.region's raises; the verdict still asks p ≥ τ.
+        if q.form == "proba" and model.proba_as_region(q.proba):
+            # region=True at margin logit τ, with verify.region's raises; the verdict still
+            # asks p ≥ τ
             return _region(
                 model,
                 X,

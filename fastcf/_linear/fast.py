@@ -244,7 +244,7 @@ def _binary_one(model, X, k, tidx, m, proba, margin):
     st, ok = _verdict(int(z[0] > 0), P, k, st, proba)
     need = bound = None
     # region=True, and proba=τ ≥ 1/2 (margin logit τ: the long path solves it as region=True)
-    raisable = proba is None or theta >= 0.0
+    raisable = proba is None or model.proba_as_region(proba)
     if raisable and st in (_OK, _NUMERIC, _BELOW_DECISION) and np.isfinite(Xs).all():
         rise, need, bound = _margin_need(model, Xs, tidx, theta)  # verify.region's first round
         if rise:
@@ -285,6 +285,18 @@ def _margin_need(model, Xs, tidx, margin):
         need = model.rounding_need(Xs, tidx)
         rise = bool(not margin > need[0] and np.isfinite(2 * need[0]))
     return rise, need, bound
+
+
+def first_round_rises(model, sol, i, tidx, margin):
+    """Tell whether ``verify.region``'s first round re-solves row ``i`` of ``sol`` (one target).
+
+    For the short paths that answer one row (:func:`l1_row`) or a few alternatives of one
+    query (``manhattan.binary_flipsets``) as the long path would: a success, or a failure a
+    larger margin can repair, whose margin is not above its rounding need.
+    """
+    if sol.status[i] not in (_OK, _NUMERIC, _BELOW_DECISION) or not math.isfinite(sol.distance[i]):
+        return False
+    return _margin_need(model, sol.x[i : i + 1], tidx[:1], margin)[0]
 
 
 def _softmax_region_one(model, X, k, tidx, m, margin):
@@ -366,21 +378,12 @@ def l1_row(model, X, tidx, cost, free, bnd, proba, margin, tol, max_iter):
     from .manhattan import constrained_l1
 
     margins = None if proba is not None else np.array([margin])
-    if proba is not None and isinstance(model, BinaryModel) and proba >= 0.5:
+    if model.proba_as_region(proba):
         margin = model.theta(proba)  # solved as region=True at margin logit τ (the long path)
         margins = np.array([margin])
     sol = constrained_l1(model, X, tidx, cost, free, bnd, proba, margins, tol, max_iter)
-    if (
-        margins is not None
-        and sol.status[0] in (_OK, _NUMERIC, _BELOW_DECISION)
-        and math.isfinite(sol.distance[0])
-    ):
-        # verify.region's first round: a margin below the rounding need is re-solved there
-        if not margin > _need_bound(model, sol.x):
-            with np.errstate(over="ignore", invalid="ignore"):
-                need = model.rounding_need(sol.x, tidx)[0]
-            if not margin > need and math.isfinite(2 * need):
-                return None
+    if margins is not None and first_round_rises(model, sol, 0, tidx, margin):
+        return None  # verify.region re-solves with a larger margin: the long path
     return sol
 
 

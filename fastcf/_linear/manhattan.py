@@ -237,7 +237,7 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
     Python scheme if one is not confirmed).
     """
     from .._kernels import l1_enum
-    from .fast import _need_bound
+    from .fast import first_round_rises
 
     D = X.shape[1]
     keys = _KEYS.get(D)
@@ -258,18 +258,11 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
         model, Xs[:n], zeta[:n], t, np.zeros(n, dtype=np.int64), status[:n], None, dist[:n],
         None, _BINARY_METHOD, False, proba, info={"n_moved": nmv[:n]},
     )  # fmt: skip
-    if proba is None or theta >= 0.0:
+    if proba is None or model.proba_as_region(proba):
         # verify.region's first round, row by row (as fast.l1_row; proba=τ ≥ 1/2 is region=True
         # at margin logit τ there)
-        raisable = (_OK, int(Status.NUMERIC), int(Status.BELOW_DECISION))
-        for i in range(n):
-            xi = sol.x[i : i + 1]
-            if sol.status[i] in raisable and math.isfinite(sol.distance[i]):
-                if not theta > _need_bound(model, xi):
-                    with np.errstate(over="ignore", invalid="ignore"):
-                        need = model.rounding_need(xi, t[i : i + 1])[0]
-                    if not theta > need and math.isfinite(2 * need):
-                        return None
+        if any(first_round_rises(model, sol, i, t, theta) for i in range(n)):
+            return None
     return sol
 
 

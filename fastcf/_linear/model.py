@@ -153,6 +153,16 @@ class BinaryModel(_LinearModel):
         self.abs_w = np.abs(self.w)  # the rounding need's weights
         self._thetas = {}  # proba τ -> θ of theta() (a few values; a dict write is atomic)
 
+    def proba_as_region(self, proba):
+        """Tell whether ``proba=τ`` is solved as ``region=True`` at margin logit τ (τ ≥ 1/2).
+
+        p ≥ τ ≥ 1/2 is ζ ≥ logit τ ≥ 0, and the class is ζ > 0 beyond rounding: at τ = 1/2 (or
+        within rounding of it) every answer sat on the decision boundary and failed the
+        verification (all 569 breast-cancer rows), so the margin gets ``verify.region``'s raises.
+        The one rule for the long path and the short ones (``fast``, ``manhattan``).
+        """
+        return proba is not None and proba >= 0.5
+
     def theta(self, proba):
         """Return θ = logit τ, rounded up until σ(θ) ≥ τ in floating point (cached per τ).
 
@@ -236,6 +246,13 @@ class SoftmaxModel(_LinearModel):
     """
 
     binary = False
+
+    def proba_as_region(self, proba):
+        """Tell whether ``proba=τ`` is solved as ``region=True``: never for a softmax model.
+
+        See :meth:`BinaryModel.proba_as_region`.
+        """
+        return False
 
     def __init__(self, A, b):
         super().__init__(A, b, A.shape[0])
