@@ -1286,15 +1286,29 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
         accepted = False
         ft = f
         for _bt in range(30):
+            moved = False
             for a in range(nT):
                 dt[a] = d[a] - h * step_v[a]
+                moved = moved or dt[a] != d[a]
+            if not moved:  # the step is below an ulp of δ_T: Newton has converged at rounding
+                break
             ft = _face_phi(mbar, bsum, N, nT, dt, lam, cost, state, tl, m, q)
             if ft <= f + 1e-4 * h * slope:
                 accepted = True
                 break
             h *= 0.5
-        if not accepted:  # no decrease left at rounding level: converged if the gradient is small
-            ok = gmax <= 1e-10
+        if not accepted:
+            # no decrease left at rounding level, or a step below an ulp of δ_T: converged if the
+            # gradient is small against the rounding of the margins it is made of (each q_j moves
+            # by its margin's rounding, relative): at logits 10⁵ the margins m̄ + b + M_T δ
+            # cancel to ~1e-11 and the gradient cannot go below that (soak round N)
+            mround = 0.0
+            for j in range(R):
+                acc = abs(mbar[j]) + abs(bsum[j])
+                for a in range(nT):
+                    acc += abs(N[j, a] * d[a])
+                mround = max(mround, acc)
+            ok = gmax <= max(1e-10, 16.0 * _EPS * mround)
             f = _face_phi(mbar, bsum, N, nT, d, lam, cost, state, tl, m, q)
             break
         for a in range(nT):
@@ -1411,8 +1425,11 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
     lqs = np.empty(R + 1)
     dq = np.empty(R + 1)
     mu2 = np.empty(R + 1)
+    lq_top = np.empty(R + 1)
     stall = 0
     for it in range(max_iter):
+        for k in range(R + 1):
+            lq_top[k] = lq[k]
         _restore(AT, t, cls, lq, lam, cost, state, tl, nT, R)
         # v_i = M_iᵀq for every free feature, and the beyond features' slopes Σ δ_i M_i
         for jj in range(R):
@@ -1623,16 +1640,23 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
             tl[nT] = added
             mu[nT] = 0.0
             nT += 1
-        if alpha <= 0.0 and added < 0:
-            stall += 1
-        else:
-            stall = 0
         if jump and alpha == 1.0:
             for k in range(R + 1):
                 lq[k] = lqs[k]
         else:
             for k in range(R + 1):
                 lq[k] += _log_step(alpha, r[k], dq[k])
+        same = True
+        for k in range(R + 1):
+            same = same and lq[k] == lq_top[k]
+        # an iteration that ends where it started (α = 0, or a jump back to the face's optimum
+        # that _restore had moved by an ulp: at logits 10⁸ the optimum is reached, but its
+        # rounding-level growth r ~ 1e-8 stays above the test above) would repeat itself to the
+        # iteration limit: a stall
+        if added < 0 and (alpha <= 0.0 or same):
+            stall += 1
+        else:
+            stall = 0
     return max_iter, _MAXITER, nT
 
 
