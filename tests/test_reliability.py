@@ -1263,31 +1263,58 @@ def test_region_singular_row_small_beside_a_large_one_and_a_three_way_tie():
             assert res.success and int(ex.predict(res.x[None])[0]) == t, (t, metric)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (soak round N): a three-way tie at the optimum with margin=0; the region dual "
-    "stops 1e-12 (relative) short of a margin raised to its rounding need, and verify.region "
-    "clears the requested margin, not the one delivered",
-)
+def _kkt_cosine(ex, x0, x, k, free=None):
+    """cos of the angle between x − x̄ and ∇ log p_k(x) on the free features (1 at a KKT point
+    of min ‖x − x̄‖² s.t. log p_k ≥ log τ with an active constraint)."""
+    p = ex.predict_proba(x[None])[0]
+    e = -p
+    e[k] += 1.0
+    g = ex.coef_.T @ e
+    d = x - x0
+    if free is not None:
+        g, d = g[free], d[free]
+    return float(g @ d / (np.linalg.norm(g) * np.linalg.norm(d)))
+
+
 def test_softmax_region_three_way_tie_at_the_optimum():
-    """A = (1, 0, −1)ᵀ, b = (1, 0, −1), x̄ = 0, target 2: every class ties at x = −1. The raised
-    margin (7e-15) against class 1 is met only to the dual's tolerance (1e-12 of the terms), so
-    the answer stays at the tie: a numerical failure where x = −1 − 1e-14 answers."""
+    """Soak round N: A = (1, 0, −1)ᵀ, b = (1, 0, −1), x̄ = 0, target 2: every class ties at
+    x = −1. The raised margin (7e-15) against class 1 was met only to the K-space dual's
+    tolerance (1e-12 of the terms), so the answer stayed at the tie: a numerical failure. An
+    answer the verification would refuse is now solved again in input space (the region QP)."""
     ex = LinearExplainer.from_arrays(np.array([[1.0], [0.0], [-1.0]]), np.array([1.0, 0, -1.0]))
-    res = ex.explain(np.zeros(1), 2, region=True, margin=0.0)
-    assert res.success
+    for X in (np.zeros(1), np.zeros((1, 1))):
+        res = ex.explain(X, 2, region=True, margin=0.0)
+        assert np.all(res.success)
+        x = np.atleast_2d(res.x)[0, 0]
+        assert -1.0 - 1e-12 < x < -1.0
+        assert int(ex.predict(np.atleast_2d(res.x))[0]) == 2
+
+
+def test_softmax_region_nearly_opposite_rows_are_not_called_infeasible():
+    """Soak round N: A = ((−1, 1e-9), (0, 0), (0.5, 1e-9)), x̄ = 0, target 1: moving x_1 to −10³
+    gives class 1 the margin 10⁻⁶ over both others, but the margin rows are nearly opposite in
+    x_0, the dual is singular in floating point (PENDING), and region_singular's
+    1 − hᵀν̂ = 1/(1 + ‖v‖²) fell under its threshold: a false "infeasible". Infeasibility now
+    needs a Farkas certificate (Gnᵀν̂ = 0 feature by feature), which the second feature denies:
+    a numerical failure, said so (finding it is the xfail below)."""
+    ex = LinearExplainer.from_arrays(np.array([[-1.0, 1e-9], [0.0, 0.0], [0.5, 1e-9]]), np.zeros(3))
+    res = ex.explain(np.zeros(2), 1, region=True)
+    assert res.status != 3, res.message
+    # a truly contradictory pair (rows (1, 0) and (−1, 0) around the target's zero row) is
+    # still infeasible, certified
+    ex = LinearExplainer.from_arrays(np.array([[1.0, 0.0], [0.0, 0.0], [-1.0, 0.0]]), np.zeros(3))
+    res = ex.explain(np.zeros(2), 1, region=True, frozen=[1])
+    assert res.status == 3, res.message
 
 
 @pytest.mark.xfail(
     strict=True,
     reason="open (soak round N): a rank-deficient region row whose margins need a step ~1e9 "
-    "times the rows' scale is called infeasible (Lawson–Hanson's 1 − hᵀν̂ = 1/(1 + ‖v‖²) "
-    "falls under its threshold)",
+    "times the rows' scale: the K-space dual is singular in floating point and the input-space "
+    "QP (Clarabel) calls the badly scaled problem infeasible; a numerical failure",
 )
 def test_softmax_region_nearly_opposite_rows_are_feasible():
-    """A = ((−1, 1e-9), (0, 0), (0.5, 1e-9)), x̄ = 0, target 1: moving x_1 to −10³ gives class 1
-    the margin 10⁻⁶ over both others, but the two margin rows are nearly opposite in x_0, the
-    dual is nearly singular (PENDING), and region_singular reports INFEASIBLE."""
+    """A = ((−1, 1e-9), (0, 0), (0.5, 1e-9)), x̄ = 0, target 1: x = (0, −10³·…) answers."""
     ex = LinearExplainer.from_arrays(np.array([[-1.0, 1e-9], [0.0, 0.0], [0.5, 1e-9]]), np.zeros(3))
     assert ex.explain(np.zeros(2), 1, region=True).success
 
@@ -1309,22 +1336,26 @@ def test_softmax_proba_along_a_weak_direction():
     assert x0 == pytest.approx(-1e16 * np.log(2 + e) * e / (2 + e), rel=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (soak round N, at the final commit): softmax proba= with a frozen feature that "
-    "puts the logits at ~7.5e5 ends in a numerical failure where region=True finds the class",
-)
 def test_softmax_proba_with_a_frozen_large_feature():
-    """x̄ = (10⁶, 0, 0, 0) with feature 0 frozen: the frozen term puts every logit at ~10⁶ (their
-    rounding ~1e-10), and the K-space λ-search for τ = 1/2 (or 0.5000001) stops with a numerical
-    failure, while region=True with the same frozen set succeeds."""
+    """Soak round N: x̄ = (10⁶, 0, 0, 0) with feature 0 frozen: the frozen term puts every logit
+    at ~10⁶ (their rounding ~1e-10), and the K-space λ-search for τ = 1/2 stopped with a
+    numerical failure while region=True succeeded. The failed row is now solved again in input
+    space (the λ-search over projected Newton of ``bounds=``, with an unbounded box): checked
+    against the optimality conditions (x − x̄ parallel to ∇ log p_2 on the free features)."""
     A = np.array(
         [[-0.75, 1.0, -0.625, -0.75], [0.0, -0.75, -0.75, -0.75], [-0.75, -0.5, -0.75, -0.75]]
     )
     ex = LinearExplainer.from_arrays(A, np.zeros(3))
     x = np.array([1e6, 0.0, 0.0, 0.0])
     assert ex.explain(x, 2, region=True, frozen=[0]).success
-    assert ex.explain(x, 2, proba=0.5, frozen=[0]).success
+    for X in (x, x[None]):
+        res = ex.explain(X, 2, proba=0.5, frozen=[0])
+        assert np.all(res.success)
+    xs = res.x[0]
+    assert xs[0] == 1e6
+    p = ex.predict_proba(xs[None])[0]
+    assert p[2] >= 0.5 and p[2] - 0.5 < 1e-9  # on the constraint
+    assert _kkt_cosine(ex, x, xs, 2, free=[1, 2, 3]) > 1 - 1e-9
 
 
 def test_distances_neither_overflow_nor_underflow():
@@ -1379,18 +1410,19 @@ def test_softmax_proba_with_a_frozen_feature_at_logits_2e8():
     assert ex.predict_proba(res.x[None])[0, 2] >= 0.5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (soak round O, found while checking seed 203): region=True at logits ~2.5e8 "
-    "with a frozen feature and margin 1e-6 loses the 1.8e-7 move of x_1 (numerical failure); "
-    "margin 1e-3 succeeds",
-)
 def test_softmax_region_with_a_frozen_feature_at_logits_2e8():
-    """The answer is ~(1.6e-7, −1.8e-7, 0): x_0 moves by 5·10⁶ and x_1 by 1.8e-7, a component
-    the K-space dual (rank-deficient: three equal rows) resolves only to ~1e-14 of the move."""
+    """Soak round O (found checking seed 203): x_0 moves by 5·10⁶ and x_1 by 1.8e-7, a component
+    the K-space dual (rank-deficient: three equal rows) resolved only to ~1e-14 of the move: a
+    numerical failure. Now solved again in input space (the region QP). The optimum by hand:
+    the target (the zero row) needs 6.25 x_0 ≥ m and −50 (x_0 + x_1) ≥ m, so x_0 = m / 6.25 =
+    1.6e-7 and x_1 = −m/50 − x_0 = −1.8e-7, to the rounding of x̄ + δ at 5·10⁶."""
     A = np.array([[50.0, 50, 50], [50, 50, 50], [0, 0, 0], [50, 50, 50], [-6.25, 0, 50]])
     ex = LinearExplainer.from_arrays(A, np.zeros(5))
-    assert ex.explain(np.array([-5e6, 0.0, 0.0]), 2, region=True, frozen=[2]).success
+    res = ex.explain(np.array([-5e6, 0.0, 0.0]), 2, region=True, frozen=[2])
+    assert res.success and res.x[2] == 0.0
+    assert int(ex.predict(res.x[None])[0]) == 2
+    ulp = np.spacing(5e6)
+    assert abs(res.x[0] - 1.6e-7) <= 8 * ulp and abs(res.x[1] + 1.8e-7) <= 8 * ulp
 
 
 def test_softmax_boxed_region_at_a_three_way_tie_with_margin_zero():
@@ -1406,16 +1438,33 @@ def test_softmax_boxed_region_at_a_three_way_tie_with_margin_zero():
         assert np.atleast_2d(res.x)[0, 0] == pytest.approx(free.x[0], rel=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (soak round O, seed 231): softmax proba= whose answer moves along the 1e-8 "
-    "difference of two nearly equal rows (x_1 by -1.4e8): the K-space coordinates reach ~1e16, "
-    "where G y has no digits left (numerical failure)",
-)
 def test_softmax_proba_along_the_difference_of_nearly_equal_rows():
-    """A = ((1, 0), (1, 1e-8), (1e-8, 1e-8)), x̄ = 0, target 0, τ = 1/2: a point with p_0 > 1/2
-    is (0.31, −1.39e8). Unlike the weak direction of a single row (fixed in round O), here y
-    itself must be ~1e16 and G y cancels between the two rows: the rounding is real."""
+    """Soak round O (seed 231): A = ((1, 0), (1, 1e-8), (1e-8, 1e-8)), x̄ = 0, target 0, τ = 1/2.
+    The K-space coordinates reach ~1e16 there and G y cancels between the two rows: a numerical
+    failure. Now solved again in input space (the λ-search over projected Newton of
+    ``bounds=``, unbounded), whose answer here is optimal to ~1e-6 of the distance, not to
+    the last digit: the valley along the constraint is 1e16 times flatter across than along.
+
+    The optimum by hand: p_0 ≥ 1/2 ⇔ e^{1e-8 x_1} (1 + e^{(1e-8 − 1) x_0}) ≤ 1, so on the
+    constraint x_1 = −1e8 log(1 + e^{(1e-8 − 1) x_0}), and x_0 minimises x_0² + x_1(x_0)²
+    (x ≈ (17.004, −4.124), a distance 1e7 times shorter than the K-space failure's)."""
+    from scipy.optimize import brentq
+
     A = np.array([[1.0, 0.0], [1.0, 1e-8], [1e-8, 1e-8]])
     ex = LinearExplainer.from_arrays(A, np.zeros(3))
-    assert ex.explain(np.zeros(2), 0, proba=0.5).success
+    res = ex.explain(np.zeros(2), 0, proba=0.5)
+    assert res.success
+    c = 1e-8 - 1.0
+
+    def x1(t):
+        return -1e8 * np.log1p(np.exp(c * t))
+
+    def dx1(t):
+        return -1e8 * c * np.exp(c * t) / (1.0 + np.exp(c * t))
+
+    t = brentq(lambda t: t + x1(t) * dx1(t), 1.0, 40.0, xtol=1e-14)
+    best = np.hypot(t, x1(t))
+    assert best * (1 - 1e-12) <= res.distance <= best * (1 + 1e-5)
+    np.testing.assert_allclose(res.x, [t, x1(t)], rtol=1e-4)
+    p0 = ex.predict_proba(res.x[None])[0, 0]
+    assert 0.5 <= p0 < 0.5 + 1e-9

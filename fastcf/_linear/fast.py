@@ -184,6 +184,8 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
         success = np.array([st == _OK])
         certified = np.array([cert])
         sol = solution(Xs, P, dist, success, status, nit, lamv, None, _PROBA_METHOD, certified)
+    if sol.certified is None or not sol.certified[0]:  # as model.constrained does
+        sol = model.input_space_retry(sol, X, tidx, m, proba, None)
     if sol.success[0] and sol.distance[0] == 0.0:
         return sol
     if lp0[0] + _need_bound(model, X) + 1e-9 < log_tau:  # x̄ surely below τ
@@ -325,9 +327,17 @@ def _softmax_region_one(model, X, k, tidx, m, margin):
         rise, need, bound = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
         if rise:
             return None  # verify.region re-solves with a larger margin: the long path
+    if st == _NUMERIC or st == _MAXITER:
+        return None  # model.constrained's input-space re-solve: the long path
     cert = False
     if st == _OK:
-        cert = _margin_one(Z[0], k) > bound
+        tm = _margin_one(Z[0], k)
+        cert = tm > bound
+        if not cert:  # within rounding of the boundary: the input-space re-solve too
+            with np.errstate(over="ignore", invalid="ignore"):
+                need = model.rounding_need(Xs, tidx) if need is None else need
+            if not (np.isfinite(need[0]) and tm > need[0]):
+                return None
     return Xs, P, dist, st, st == _OK, nit, None, _REGION_METHOD, Z, need, bound, cert
 
 

@@ -31,9 +31,11 @@ import numpy as np
 
 from .._kernels import logistic as _lk
 from .._kernels import softmax as _sk
+from .._status import Status
 from . import binary as _binary
 from . import boxed as _boxed
 from . import softmax as _softmax
+from .verify import replace_rows, take_rows
 
 __all__ = ["BinaryModel", "SoftmaxModel", "make_model"]
 
@@ -318,10 +320,62 @@ class SoftmaxModel(_LinearModel):
         return _softmax.reduced_lam(self, X, tidx, lams, m, tol, max_iter)
 
     def constrained(self, X, tidx, m, bnd, proba, margins, tol, max_iter):
-        """``proba=`` (``margins`` None) or ``region=True`` (``margins``: one per row)."""
+        """``proba=`` (``margins`` None) or ``region=True`` (``margins``: one per row).
+
+        Without bounds, the K-space solvers; rows they end in a numerical failure or at the
+        iteration limit are solved again by the input-space solvers of ``bounds=`` with an
+        unbounded box (:func:`fastcf._linear.boxed.constrained_boxed`: the region QP by
+        Clarabel, the λ-search over projected Newton), and take that answer where it succeeds.
+        K-space forms z̄ + G y: where z̄ is large and the answer's logits are not, or G y
+        cancels between nearly equal rows, its rounding is real, and the input-space solvers
+        do not form it (soak rounds N and O).
+        """
         if bnd is not None:
             return _boxed.constrained_boxed(self, X, tidx, m, bnd, proba, margins)
-        return _softmax.constrained(self, X, tidx, m, proba, margins, tol, max_iter)
+        sol = _softmax.constrained(self, X, tidx, m, proba, margins, tol, max_iter)
+        return self.input_space_retry(sol, X, tidx, m, proba, margins)
+
+    def input_space_retry(self, sol, X, tidx, m, proba, margins):
+        """Re-solve the rows of ``sol`` that K-space left NUMERIC or MAXITER in input space.
+
+        See :meth:`constrained`. A row keeps its K-space answer unless the re-solve succeeds.
+        """
+        st = sol.status
+        redo = (st == Status.NUMERIC) | (st == Status.MAXITER)
+        # and the successes the explainer's check would fail: within rounding of the class
+        # boundary (a margin raised to its rounding need that the dual meets only to its
+        # tolerance: a three-way tie with margin=0, soak round N)
+        unsure = self._unsure(sol, np.flatnonzero(st == Status.OK), tidx)
+        redo[unsure] = True
+        rows = np.flatnonzero(redo)
+        if rows.size == 0:
+            return sol
+        D = X.shape[1]
+        box = (np.full(D, -np.inf), np.full(D, np.inf))
+        mg = None if margins is None else margins[rows]
+        sub = _boxed.constrained_boxed(self, X[rows], tidx[rows], m, box, proba, mg)
+        good = sub.success.copy()
+        good[self._unsure(sub, np.flatnonzero(good), tidx[rows])] = False
+        won = np.flatnonzero(good)
+        if won.size == 0:
+            return sol
+        out = replace_rows(sol, rows[won], take_rows(sub, won))
+        if won.size == sol.status.shape[0]:  # every row answered in input space
+            out = out._replace(method=sub.method)
+        return out
+
+    def _unsure(self, sol, rows, tidx):
+        """Return the rows of ``rows`` that the explainer's verification would refuse.
+
+        Those whose answer no certificate covers and that are not :meth:`surely_in` their class.
+        """
+        if sol.certified is not None:
+            rows = rows[~sol.certified[rows]]
+        if rows.size == 0:
+            return rows
+        with np.errstate(over="ignore", invalid="ignore"):
+            sure, _Z = self.surely_in(sol.x[rows], tidx[rows])
+        return rows[~sure]
 
     def path(self, x0, k, target, lams, m, warm, tol, max_iter, names, w=None, bnd=None, xx=None):
         """Solve the λ-path: one kernel call, or projected Newton λ by λ with ``bounds``."""

@@ -161,6 +161,17 @@ def replace_rows(sol, idx, sub):
     return sol._replace(nit=nit, message=msgs, **fields)
 
 
+def take_rows(sol, idx):
+    """Return the rows ``idx`` of ``sol`` (per-row diagnostics ``info`` dropped)."""
+    fields = {}
+    for key in ("x", "proba", "distance", "success", "status", "nit", "lam", "grad_norm"):
+        val = getattr(sol, key)
+        fields[key] = None if val is None else val[idx]
+    cert = None if sol.certified is None else sol.certified[idx]
+    msgs = [sol.message[i] for i in idx]
+    return sol._replace(message=msgs, certified=cert, info=None, **fields)
+
+
 def fail(sol, status, text):
     """Return ``sol`` (one row) as a failure with ``status`` and the message ``text``."""
     return sol._replace(
