@@ -1468,3 +1468,22 @@ def test_softmax_proba_along_the_difference_of_nearly_equal_rows():
     np.testing.assert_allclose(res.x, [t, x1(t)], rtol=1e-4)
     p0 = ex.predict_proba(res.x[None])[0, 0]
     assert 0.5 <= p0 < 0.5 + 1e-9
+
+
+def test_softmax_proba_with_coefficients_of_2e_16():
+    """Soak round P (seed 301): A = (ε, 0, 0)ᵀ with ε = 2.2e-16, x̄ = 0, target 0, τ = 63/64.
+    The answer x = log(2τ / (1 − τ)) / ε ≈ 2.2e16 (p_0 = e^z / (e^z + 2)). The K-space λ-search
+    accepted solves whose gradient (~1e-16, far below ``tol``) said nothing and ran out of
+    iterations, and so did the input-space re-solve, whose gradient tolerance is absolute too.
+    The re-solve now scales such a model by a power of 2 (the same logits, bit for bit)."""
+    eps = np.finfo(float).eps
+    ex = LinearExplainer.from_arrays(np.array([[eps], [0.0], [0.0]]), np.zeros(3))
+    tau = 0.984375
+    want = np.log(2 * tau / (1 - tau)) / eps
+    for X in (np.zeros(1), np.zeros((1, 1))):
+        res = ex.explain(X, 0, proba=tau)
+        assert np.all(res.success), res.message
+        x = np.atleast_2d(res.x)[0, 0]
+        assert x == pytest.approx(want, rel=1e-9)
+        assert np.atleast_1d(res.distance)[0] == abs(x)
+        assert ex.predict_proba(np.atleast_2d(res.x))[0, 0] >= tau
