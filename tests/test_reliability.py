@@ -1487,3 +1487,39 @@ def test_softmax_proba_with_coefficients_of_2e_16():
         assert x == pytest.approx(want, rel=1e-9)
         assert np.atleast_1d(res.distance)[0] == abs(x)
         assert ex.predict_proba(np.atleast_2d(res.x))[0, 0] >= tau
+
+
+def test_softmax_proba_along_coefficients_1e_14_and_1e_5():
+    """Soak round P (seed 302): A = (0, 1e-14, 1e-5)ᵀ, x̄ = 0, target 0, τ = 1/2. The answer is
+    where e^{1e-14 x} + e^{1e-5 x} = 1 (x ≈ −1.78e6, found here by brentq); λ there is ~5e-20
+    and the model's gradient ~1e-13. The K-space search ended in a numerical failure, and the
+    input-space λ-search (also the one of ``bounds=``) called τ out of reach: its Newton
+    solves stopped at an absolute ‖∇E‖ ≤ 1e-12, which held at x̄. They now stop relative to the
+    two forces of ∇E."""
+    from scipy.optimize import brentq
+
+    A = np.array([[0.0], [1.0000000000000002e-14], [9.999999999999999e-06]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    want = brentq(lambda x: np.exp(A[1, 0] * x) + np.exp(A[2, 0] * x) - 1.0, -1e7, -1e5, xtol=1e-6)
+    box = (np.array([-1e300]), np.array([1e300]))
+    for bounds in (None, box):
+        res = ex.explain(np.zeros(1), 0, proba=0.5, bounds=bounds)
+        assert res.success, res.message
+        assert res.x[0] == pytest.approx(want, rel=1e-9)
+        assert ex.predict_proba(res.x[None])[0, 0] >= 0.5
+
+
+def test_input_space_retry_scales_back_inf_and_huge_lam():
+    """Soak round P (seed 303): x̄ = 0 ties the three classes of A = (1e-300, 0, 0)ᵀ, so p_0 = 1/3
+    ≥ τ = 1/4 there but the class is a tie: a numerical failure (documented). The input-space
+    re-solve of that row returns x̄ with λ = inf, and scaling λ back by the power of 2 as
+    inf · (s · s) with s · s = 0 raised "invalid value" (NaN); it is scaled by ldexp now."""
+    import warnings
+
+    ex = LinearExplainer.from_arrays(np.array([[1e-300], [0.0], [0.0]]), np.zeros(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for X in (np.zeros(1), np.zeros((1, 1))):
+            res = ex.explain(X, 0, proba=0.25)
+            assert np.all(np.atleast_1d(res.status) == 4)
+            assert np.all(np.atleast_1d(res.x) == 0.0)

@@ -50,8 +50,12 @@ _FAR_STEPS = 1e12  # in units u of the step the margins need (constrained_boxed)
 __all__ = ["bounded_one", "constrained_boxed", "lam_boxed", "path_boxed", "proba_bounded_one"]
 
 
-def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None):
+def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=False):
     """Problem (2) with a box for one query: projected Newton (see the module docstring).
+
+    ``rel``: stop at ‖∇E‖ ≤ ``tol`` times the larger of its two forces, λ‖W(x − x̄)‖ and
+    ‖Aᵀ(p − e_k)‖ (the λ-search of ``proba=``, whose λ can be ~1e-20 where the model's
+    gradient is ~1e-13: an absolute ``tol`` held at x̄ itself, soak round P), not ``tol``.
 
     Returns
     -------
@@ -74,11 +78,18 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None):
     def projected(g, x):
         return np.where(((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0)), 0.0, g)
 
+    def limit(x, g):
+        if not rel:
+            return tol
+        pull = lam * wt * (x - x0)
+        pull[~free0] = 0.0
+        return tol * max(float(np.linalg.norm(pull)), float(np.linalg.norm(g - pull)))
+
     E, g, p = val_grad(x)
     eps = np.finfo(float).eps
     for it in range(max_iter + 1):
         gn = float(np.linalg.norm(projected(g, x)))
-        if gn <= tol:
+        if gn <= limit(x, g):
             return x, it, Status.OK, gn
         if it == max_iter:
             break
@@ -125,7 +136,9 @@ def proba_bounded_one(model, x0, k, v, wt, bnd, tau):
     log_tau = math.log(tau)
 
     def logp(lam, x_init):
-        x, it, st, _ = bounded_one(model, x0, k, lam, v, wt, bnd, 1e-12, 100, x_init=x_init)
+        x, it, st, _ = bounded_one(
+            model, x0, k, lam, v, wt, bnd, 1e-12, 100, x_init=x_init, rel=True
+        )
         z = A @ x + b
         m = z.max()
         return z[k] - m - math.log(np.exp(z - m).sum()), x, it

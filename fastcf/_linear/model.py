@@ -353,12 +353,15 @@ class SoftmaxModel(_LinearModel):
         D = X.shape[1]
         box = (np.full(D, -np.inf), np.full(D, np.inf))
         mg = None if margins is None else margins[rows]
-        model, Xr, s = self._scaled(X[rows])
+        model, Xr, e = self._scaled(X[rows])
         sub = _boxed.constrained_boxed(model, Xr, tidx[rows], m, box, proba, mg)
-        if s != 1.0:  # back to x (exact: s is a power of 2)
-            lam = None if sub.lam is None else sub.lam * (s * s)
-            sub = sub._replace(x=sub.x / s, distance=sub.distance / s, lam=lam)
-        good = sub.success.copy()
+        if e != 0:  # back to x: exact, by the power of 2 (λ is in units of 1/distance²)
+            with np.errstate(over="ignore", under="ignore"):
+                lam = None if sub.lam is None else np.ldexp(sub.lam, 2 * e)
+                sub = sub._replace(
+                    x=np.ldexp(sub.x, -e), distance=np.ldexp(sub.distance, -e), lam=lam
+                )
+        good = sub.success & np.isfinite(sub.x).all(axis=1)
         good[self._unsure(sub, np.flatnonzero(good), tidx[rows])] = False
         won = np.flatnonzero(good)
         if won.size == 0:
@@ -369,24 +372,26 @@ class SoftmaxModel(_LinearModel):
         return out
 
     def _scaled(self, X):
-        """Return (model, X, s): the model with rows A / s and the queries s X, s = 2^e.
+        """Return (model, X, e): the model with rows A / s and the queries s X, s = 2^e.
 
         Where the coefficients are tiny (max |a_ij| < 2⁻²⁰), the input-space solvers' gradient
         tolerances, absolute, are met at x̄ itself (coefficients of 2.2e-16: a soak found
         ``proba=`` stopping at its iteration limit). Scaled so that max |s a_ij| lies in
         [1/2, 1), with s x: every product a_ij x_j, hence every logit, is the same double, and
-        the answer scales back exactly. Unscaled (s = 1) where s x would leave the doubles.
+        the answer scales back exactly. Unscaled (e = 0) where s x would leave the doubles.
         """
         amax = float(np.abs(self.A).max())
         if not 0.0 < amax < 2.0**-20:
-            return self, X, 1.0
-        s = math.ldexp(1.0, math.frexp(amax)[1])  # 2^E with amax = f 2^E, f in [1/2, 1)
+            return self, X, 0
+        e = math.frexp(amax)[1]  # amax = f 2^e, f in [1/2, 1)
         with np.errstate(over="ignore", under="ignore"):
-            Xs = X * s
-            exact = np.array_equal(Xs / s, X) and np.isfinite(Xs).all()
+            Xs = np.ldexp(X, e)
+            exact = np.array_equal(np.ldexp(Xs, -e), X) and np.isfinite(Xs).all()
+            As = np.ldexp(self.A, -e)
+            exact = exact and np.array_equal(np.ldexp(As, e), self.A)
         if not exact:
-            return self, X, 1.0
-        return SoftmaxModel(self.A / s, self.b), Xs, s
+            return self, X, 0
+        return SoftmaxModel(As, self.b), Xs, e
 
     def _unsure(self, sol, rows, tidx):
         """Return the rows of ``rows`` that the explainer's verification would refuse.
