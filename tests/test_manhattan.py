@@ -582,3 +582,22 @@ def test_softmax_region_margin_zero_at_a_tie_moves_past_the_lp_tolerance():
         assert -1e-11 < x < 0.0  # past the tie, by the LP's tolerance at most
         z = ex.coef_ @ np.atleast_2d(res.x)[0] + ex.intercept_
         assert z[0] > z[2] and z[0] > z[1]
+
+
+def test_softmax_proba_singular_face_does_not_cycle():
+    """Soak round P (seed 305): A = ((−1, 0, −1), (−1, −1, −1), (−1, −1, −1), (0, −1, −1)),
+    x̄ = (100, 0, 0), target 0, τ = 1/2, Manhattan. Classes 1 and 2 sit at q ~ 1e-44, so making
+    feature 1 tight beside feature 0 gave a face singular in q's weights; the entropy dual
+    dropped feature 1, its line search put it back at α = 0, and so on to the iteration limit.
+    The optimum is not unique: any x_0 = 100 − t, x_1 = t + (≥ 0 within rounding) for
+    t ∈ [0, 100] costs 100 (x_1 − x_0 is the margin over class 3, x_1 the one over 1 and 2)."""
+    from fastcf import LinearExplainer
+
+    A = np.array([[-1.0, 0.0, -1.0], [-1.0, -1.0, -1.0], [-1.0, -1.0, -1.0], [0.0, -1.0, -1.0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(4))
+    x = np.array([100.0, 0.0, 0.0])
+    res = ex.explain(x, 0, proba=0.5, metric="manhattan")
+    assert res.success, res.message
+    assert res.distance == pytest.approx(100.0, rel=1e-12)
+    assert ex.predict_proba(res.x[None])[0, 0] >= 0.5
+    assert int(ex.predict(res.x[None])[0]) == 0

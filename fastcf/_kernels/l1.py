@@ -1427,6 +1427,8 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
     mu2 = np.empty(R + 1)
     lq_top = np.empty(R + 1)
     stall = 0
+    last_drop = -1  # the feature last dropped from a singular face
+    drop_old = 0
     for it in range(max_iter):
         for k in range(R + 1):
             lq_top[k] = lq[k]
@@ -1456,10 +1458,24 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
             e[jj + 1] = -mbar[jj] - (lq[jj + 1] - lq[0]) - bsum[jj]
         dec, ok = _face_system(AT, t, cls, lq, e, tl, nT, R, N, mu, r)
         if not ok:
-            # a singular face (dependent tight columns): drop the last tight feature
+            # a singular face (dependent tight columns): drop the last tight feature. If the
+            # line search put that same feature back and the face is singular again (classes
+            # at q ~ 1e-44 leave two tight columns dependent in q's weights: soak round P, a
+            # cycle to the iteration limit), drop the oldest tight feature instead
             if nT == 0:
                 return it, _NUMERIC, nT
+            if nT >= 2 and tl[nT - 1] == last_drop:
+                drop_old += 1
+            if drop_old > 0 and nT >= 2:
+                drop_old = 0
+                last_drop = -1
+                state[tl[0]] = _IN
+                for a in range(nT - 1):
+                    tl[a] = tl[a + 1]
+                nT -= 1
+                continue
             nT -= 1
+            last_drop = tl[nT]
             state[tl[nT]] = _IN
             continue
         scale_e = 1.0
