@@ -1523,3 +1523,20 @@ def test_input_space_retry_scales_back_inf_and_huge_lam():
             res = ex.explain(X, 0, proba=0.25)
             assert np.all(np.atleast_1d(res.status) == 4)
             assert np.all(np.atleast_1d(res.x) == 0.0)
+
+
+def test_softmax_proba_with_identical_rows_does_not_crash():
+    """Soak round P (seed 304, at 6 154 examples): three identical rows, so no move changes the
+    probabilities and p_0 = 1.6e-4 < τ = 1/16 everywhere. The input-space λ-search (the one of
+    ``bounds=``, and now the re-solve of failed rows) walked its answer to ~1e17, whose rounding
+    need made the raise of τ, math.exp(up), overflow: an OverflowError (now capped). The search
+    now tells at once that no free feature moves a margin (status 2, unreachable), in every
+    form of the query (without bounds, the K-space numerical failure gives way to it)."""
+    ex = LinearExplainer.from_arrays(np.ones((3, 4)), np.array([0.0, 8.75, 0.0]))
+    box = (np.full(4, -np.inf), np.full(4, np.inf))
+    for X in (np.zeros(4), np.zeros((1, 4))):
+        for bounds in (None, box):
+            res = ex.explain(X, 0, proba=0.0625, bounds=bounds)
+            assert not np.any(res.success)
+            assert np.all(np.atleast_1d(res.status) == 2)
+            assert np.array_equal(np.atleast_2d(res.x)[0], np.zeros(4))

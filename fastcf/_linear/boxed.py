@@ -146,6 +146,11 @@ def proba_bounded_one(model, x0, k, v, wt, bnd, tau):
     z = A @ x0 + b
     if z[k] - z.max() - math.log(np.exp(z - z.max()).sum()) >= log_tau:
         return x0.copy(), Status.OK, np.inf, 0
+    free = v > 0
+    if not (A[:, free] != A[k, free]).any():
+        # no free feature moves any margin: p_k is the same everywhere (the search would walk
+        # its answer to ~1e17 through seconds of Newton solves first; soak round P)
+        return x0.copy(), Status.UNREACHABLE, np.nan, 0
     t_lo = t_hi = None
     x_lo = None
     total = 0
@@ -234,7 +239,9 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
                         break
                 if not math.isfinite(up):
                     break
-                tau = min(tau * math.exp(up), 0.5 * (1 + tau))
+                # (a huge rounding need, at an answer ~1e300 away, overflowed exp: capped,
+                # since τ goes at most halfway to 1 anyway; soak round P)
+                tau = min(tau * math.exp(min(up, 1.0)), 0.5 * (1 + tau))
                 xs, st, lm, it2 = proba_bounded_one(model, X[n], k, v, wt, box, tau)
                 it += it2
             Xs[n], status[n], lamv[n], nit[n] = xs, st, lm, it

@@ -363,6 +363,9 @@ class SoftmaxModel(_LinearModel):
                 )
         good = sub.success & np.isfinite(sub.x).all(axis=1)
         good[self._unsure(sub, np.flatnonzero(good), tidx[rows])] = False
+        # and a proof that no free feature moves any margin (rows equal on the free features,
+        # compared exactly), which says more than K-space's numerical failure
+        good |= sub.status == Status.UNREACHABLE
         won = np.flatnonzero(good)
         if won.size == 0:
             return sol
