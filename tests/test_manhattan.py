@@ -601,3 +601,33 @@ def test_softmax_proba_singular_face_does_not_cycle():
     assert res.distance == pytest.approx(100.0, rel=1e-12)
     assert ex.predict_proba(res.x[None])[0, 0] >= 0.5
     assert int(ex.predict(res.x[None])[0]) == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (soak round P, seed 307): Manhattan softmax proba= with two identical feature "
+    "columns at logits 2e5: the entropy dual makes both tight, their face is singular, and it "
+    "cycles between them to the iteration limit",
+)
+def test_softmax_proba_with_identical_columns_at_logits_2e5():
+    """A = ((−1, −1), (0, 0), (−1, −1)), x̄ = (10⁵, 10⁵), target 0, τ = 1/4: classes 0 and 2 tie
+    everywhere, so the answer (x_0 + x_1 = log 2, cost 2·10⁵ − log 2) is the documented
+    BELOW_DECISION outcome (class 1 wins at p = (1/4, 1/2, 1/4))."""
+    from fastcf import LinearExplainer
+
+    A = np.array([[-1.0, -1.0], [0.0, 0.0], [-1.0, -1.0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    res = ex.explain(np.array([1e5, 1e5]), 0, proba=0.25, metric="manhattan")
+    assert res.status == 7, res.message
+
+
+def test_log_step_of_no_step_is_zero():
+    """Soak round P (seed 307): a line search stopped at a kink at α = 0 after a jump whose
+    r_k overflowed (d_k ~ 2e5): log(1 + α r_k) came out as d_k + log(e^{−d_k}) = −inf, so log q_k
+    became −inf and then NaN, and the dual ran to its iteration limit on NaNs (and, run as
+    Python, math.log raised ValueError for α > 1)."""
+    from fastcf._kernels.l1 import _log_step
+
+    assert _log_step(0.0, np.inf, 2e5) == 0.0
+    assert _log_step(0.5, np.inf, 2e5) == pytest.approx(2e5 + np.log(0.5), rel=1e-15)
+    assert np.isnan(_log_step(2.0, np.inf, -1.0))  # 2 − e < 0: NaN, compiled or not

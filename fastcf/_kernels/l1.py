@@ -1028,7 +1028,14 @@ def _log_step(alpha, rk, dk):
     """
     if rk != np.inf:  # (a NaN goes this way too, as before)
         return math.log1p(alpha * rk)
-    return dk + math.log(alpha + (1.0 - alpha) * math.exp(-dk))
+    if alpha == 0.0:
+        # no step: 0, not d_k + log(e^{−d_k}), whose e^{−d_k} underflows for d_k ~ 2e5 and
+        # made log q_k −inf, then NaN (a line search stopped at a kink at α = 0; soak round P)
+        return 0.0
+    v = alpha + (1.0 - alpha) * math.exp(-dk)
+    # α beyond 1 can make v ≤ 0 (the step past the point where q_k reaches 0): NaN, as the
+    # compiled log gives, also where the kernels run as Python (math.log raised ValueError)
+    return dk + math.log(v) if v > 0.0 else (-np.inf if v == 0.0 else np.nan)
 
 
 @kernel(inline="always")
@@ -1665,6 +1672,8 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
         same = True
         for k in range(R + 1):
             same = same and lq[k] == lq_top[k]
+            if not lq[k] == lq[k]:  # NaN: no iteration can recover it
+                return it + 1, _NUMERIC, nT
         # an iteration that ends where it started (α = 0, or a jump back to the face's optimum
         # that _restore had moved by an ulp: at logits 10⁸ the optimum is reached, but its
         # rounding-level growth r ~ 1e-8 stays above the test above) would repeat itself to the
