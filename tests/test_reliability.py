@@ -1540,3 +1540,19 @@ def test_softmax_proba_with_identical_rows_does_not_crash():
             assert not np.any(res.success)
             assert np.all(np.atleast_1d(res.status) == 2)
             assert np.array_equal(np.atleast_2d(res.x)[0], np.zeros(4))
+
+
+def test_softmax_boxed_proba_at_logits_4000():
+    """Soak round P (seed 306; the same before round P): A = ((1, 1, 0, 1, 0, 1), 1, 1, 1),
+    x̄ = 1000·1, the box lets x_2 ∈ [0, 1000] and x_4 ∈ [−1000, 1000] move. The search found the
+    optimum x_2 = 0, x_4 = log(1/5) (p_0 = 5/8 needs e^{x_2 + x_4} = 1/5), checked p ≥ τ in
+    BLAS's arithmetic only, and ``finish`` judged it in the row kernels', 1e-13 short at logits
+    ~4000: a numerical failure. Its re-solve loop now reads both."""
+    A = np.array([[1.0, 1.0, 0.0, 1.0, 0.0, 1.0]] + [[1.0] * 6] * 3)
+    ex = LinearExplainer.from_arrays(A, np.zeros(4))
+    lo = np.array([1000.0, 1000.0, 0.0, 1000.0, -1000.0, 1000.0])
+    res = ex.explain(np.full(6, 1000.0), 0, proba=0.625, bounds=(lo, np.full(6, 1000.0)))
+    assert res.success, res.message
+    assert res.x[2] == 0.0
+    assert res.x[4] == pytest.approx(np.log(0.2), abs=1e-9)
+    assert ex.predict_proba(res.x[None])[0, 0] >= 0.625
