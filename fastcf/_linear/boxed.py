@@ -81,9 +81,12 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
     def limit(x, g):
         if not rel:
             return tol
-        pull = lam * wt * (x - x0)
-        pull[~free0] = 0.0
-        return tol * max(float(np.linalg.norm(pull)), float(np.linalg.norm(g - pull)))
+        # the two forces on the features the projected gradient keeps (a large force
+        # against a bound would otherwise set the scale for the free features' tiny ones)
+        keep = free0 & ~(((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0)))
+        pull = lam * wt[keep] * (x[keep] - x0[keep])
+        push = g[keep] - pull
+        return tol * max(float(np.linalg.norm(pull)), float(np.linalg.norm(push)))
 
     E, g, p = val_grad(x)
     eps = np.finfo(float).eps
@@ -215,6 +218,7 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
     status = np.zeros(N, dtype=np.int64)
     lamv = np.full(N, np.nan)
     free = v > 0
+    dual_rows = False  # a region row answered by _region_unbounded
     for n in range(N):
         k = int(tidx[n])
         box = row_box(bnd, n)  # the query's own box (one per row, or the shared one)
@@ -294,21 +298,51 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
             with warnings.catch_warnings(record=True):
                 warnings.simplefilter("always")
                 prob.solve(solver=cp.CLARABEL)
+            solved = prob.status in cp.settings.SOLUTION_PRESENT and dv.value is not None
+            st_n = Status.INFEASIBLE if "infeasible" in prob.status else Status.SOLVER_FAILED
         except cp.error.SolverError:
-            status[n] = Status.SOLVER_FAILED
-            continue
-        if prob.status in cp.settings.SOLUTION_PRESENT and dv.value is not None:
+            solved, st_n = False, Status.SOLVER_FAILED
+        if solved:
             duals = [np.atleast_1d(np.asarray(con.dual_value, dtype=float)) for con in cons[:3]]
             d = _polish_region(
                 u * np.asarray(dv.value), D_rows, c, wt, free, lo - X[n], hi - X[n], duals
             )
             Xs[n] = np.clip(X[n] + d, lo, hi)
             Xs[n][~free] = X[n][~free]
+            continue
+        # Clarabel can call a badly scaled feasible problem infeasible (a margin row of 1e-9
+        # beside one of 1, margin 0 raised to its floor: soak round P). The unbounded optimum,
+        # where it lies in the box, is the bounded one (the optimum of a relaxation, feasible)
+        xf = _region_unbounded(model, X[n], k, m, margins[n], box)
+        if xf is None:
+            status[n] = st_n
         else:
-            status[n] = Status.INFEASIBLE if "infeasible" in prob.status else Status.SOLVER_FAILED
+            Xs[n] = xf
+            dual_rows = True
     method = "reduced (λ search, active set)" if proba is not None else "cvxpy QP (Clarabel)"
+    if dual_rows:
+        method += ", or the unbounded dual (active set) where its answer lies in the box"
     lams = lamv if proba else None
     return finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=proba)
+
+
+def _region_unbounded(model, x0, k, m, margin, box):
+    """Return the answer of ``region=True`` without the box where it lies in the box, or None.
+
+    The K-space dual (:func:`fastcf._linear.softmax.region_solution`) on the query's metric,
+    for a box with a finite side (the input-space re-solve of unbounded queries passes an
+    unbounded box: K-space failed there already).
+    """
+    from .softmax import region_solution
+
+    lo, hi = box
+    if not (np.isfinite(lo).any() or np.isfinite(hi).any()):
+        return None
+    sol = region_solution(model, x0[None], np.array([k]), m, np.array([margin]))
+    x = sol.x[0]
+    if not (sol.success[0] and np.isfinite(x).all() and (x >= lo).all() and (x <= hi).all()):
+        return None
+    return x
 
 
 def _polish_region(d, M, c, wt, free, dlo, dhi, duals):

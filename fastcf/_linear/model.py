@@ -322,13 +322,10 @@ class SoftmaxModel(_LinearModel):
     def constrained(self, X, tidx, m, bnd, proba, margins, tol, max_iter):
         """``proba=`` (``margins`` None) or ``region=True`` (``margins``: one per row).
 
-        Without bounds, the K-space solvers; rows they end in a numerical failure or at the
-        iteration limit are solved again by the input-space solvers of ``bounds=`` with an
-        unbounded box (:func:`fastcf._linear.boxed.constrained_boxed`: the region QP by
-        Clarabel, the λ-search over projected Newton), and take that answer where it succeeds.
-        K-space forms z̄ + G y: where z̄ is large and the answer's logits are not, or G y
-        cancels between nearly equal rows, its rounding is real, and the input-space solvers
-        do not form it (soak rounds N and O).
+        Without bounds, the K-space solvers, then :meth:`input_space_retry` for the rows they
+        fail: K-space forms z̄ + G y, and where z̄ is large and the answer's logits are not, or
+        G y cancels between nearly equal rows, its rounding is real; the input-space solvers do
+        not form it (soak rounds N and O).
         """
         if bnd is not None:
             return _boxed.constrained_boxed(self, X, tidx, m, bnd, proba, margins)
@@ -336,9 +333,15 @@ class SoftmaxModel(_LinearModel):
         return self.input_space_retry(sol, X, tidx, m, proba, margins)
 
     def input_space_retry(self, sol, X, tidx, m, proba, margins):
-        """Re-solve the rows of ``sol`` that K-space left NUMERIC or MAXITER in input space.
+        """Re-solve in input space the rows of ``sol`` that K-space failed.
 
-        See :meth:`constrained`. A row keeps its K-space answer unless the re-solve succeeds.
+        Those it ended in a numerical failure or at the iteration limit, and its successes that
+        the explainer's verification would refuse (within rounding of the class boundary), are
+        solved again by the solvers of ``bounds=`` with an unbounded box
+        (:func:`fastcf._linear.boxed.constrained_boxed`: the region QP by Clarabel, the
+        λ-search over projected Newton), on the model scaled by :meth:`_scaled`. A row takes
+        that answer where it succeeds and the verification would accept it, or the proof that
+        no free feature moves any margin (UNREACHABLE); otherwise it keeps its K-space answer.
         """
         st = sol.status
         redo = (st == Status.NUMERIC) | (st == Status.MAXITER)
