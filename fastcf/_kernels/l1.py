@@ -1435,7 +1435,6 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
     lq_top = np.empty(R + 1)
     stall = 0
     last_drop = -1  # the feature last dropped from a singular face
-    drop_old = 0
     for it in range(max_iter):
         for k in range(R + 1):
             lq_top[k] = lq[k]
@@ -1472,9 +1471,6 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
             if nT == 0:
                 return it, _NUMERIC, nT
             if nT >= 2 and tl[nT - 1] == last_drop:
-                drop_old += 1
-            if drop_old > 0 and nT >= 2:
-                drop_old = 0
                 last_drop = -1
                 state[tl[0]] = _IN
                 for a in range(nT - 1):

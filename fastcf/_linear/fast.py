@@ -306,7 +306,9 @@ def _softmax_region_one(model, X, k, tidx, m, margin):
 
     Judged as :func:`~fastcf._linear.softmax.judge` does, with scalars (the certificate
     may use the cheap bound in Python floats; either way a success is a success). ``None`` (the
-    long path) for a singular dual, or where ``verify.region`` would raise the margin.
+    long path) for a singular dual, where ``verify.region`` would raise the margin, and for
+    the rows ``SoftmaxModel.input_space_retry`` re-solves (a numerical failure, the iteration
+    limit, an answer within rounding of the class boundary).
     """
     A = model.A
     K = A.shape[0]
@@ -323,14 +325,13 @@ def _softmax_region_one(model, X, k, tidx, m, margin):
     need = bound = None
     if st == _OK and int(np.argmax(Z[0])) != k:  # (an OK answer is finite: the kernel checked)
         st = _NUMERIC
-    if st == _OK or (st == _NUMERIC and np.isfinite(Xs).all()):
+    if st == _NUMERIC or st == _MAXITER:
+        return None  # verify.region's raise, or model.constrained's re-solve: the long path
+    cert = False
+    if st == _OK:
         rise, need, bound = _margin_need(model, Xs, tidx, margin)  # verify.region's first round
         if rise:
             return None  # verify.region re-solves with a larger margin: the long path
-    if st == _NUMERIC or st == _MAXITER:
-        return None  # model.constrained's input-space re-solve: the long path
-    cert = False
-    if st == _OK:
         tm = _margin_one(Z[0], k)
         cert = tm > bound
         if not cert:  # within rounding of the boundary: the input-space re-solve too
