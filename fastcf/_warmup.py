@@ -56,13 +56,13 @@ def _softmax():
             ex.explain(X, 2, **form, **opts, metric="manhattan")
     ex.path(x, 2, np.logspace(1, -2, 5))
     ex.path(x, 2, np.logspace(1, -2, 5), bounds=box)
-    # one query large enough (D·K ≥ 2¹⁸) to run its columns on Numba's threads: the kernels of
-    # that mode (rows.row_mode 2: a lam= query and a path; region= and proba= run serially) are
-    # compiled for such queries only
+    # one query large enough (D·K ≥ 2¹⁸) for the BLAS mode (rows.row_mode): its products run on
+    # BLAS and its K-space parts on kernels of their own, compiled for such queries only
     D = 1 << 16
     wide = LinearExplainer.from_arrays(rng.normal(size=(4, D)) / 256.0, rng.normal(size=4))
     xw = rng.normal(size=D)
-    wide.explain(xw, 3, lam=0.1)
+    for form in ({"lam": 0.1}, {"proba": 0.8}, {"region": True}):
+        wide.explain(xw, 3, **form)
     wide.path(xw, 3, np.logspace(1, -2, 3))
 
 

@@ -173,14 +173,20 @@ class LinearExplainer(BaseExplainer):
         if not isinstance(probabilistic, (bool, np.bool_)):
             raise TypeError(f"probabilistic must be True or False; got {probabilistic!r}")
         self = cls.__new__(cls)
+        # the layout of the caller's A decides the bits of its logits X @ A.T (check_logits)
+        columns = isinstance(A, np.ndarray) and A.ndim == 2 and not A.flags.c_contiguous
+        columns = columns and A.flags.f_contiguous
         self._init_arrays(
             *check_linear_arrays(A, b, classes, feature_names),
             bool(probabilistic),
             source="LinearExplainer.from_arrays(..., probabilistic=False)",
+            columns=columns,
         )
         return self
 
-    def _init_arrays(self, A, b, classes, names, probabilistic=True, *, source="model"):
+    def _init_arrays(
+        self, A, b, classes, names, probabilistic=True, *, source="model", columns=True
+    ):
         A = np.ascontiguousarray(A, dtype=np.float64)
         b = np.ascontiguousarray(b, dtype=np.float64)
         if not (np.isfinite(A).all() and np.isfinite(b).all()):
@@ -191,7 +197,9 @@ class LinearExplainer(BaseExplainer):
         self.n_features_in_ = A.shape[1]
         self.feature_names_in_ = names
         self.mad_ = None
-        self._model = make_model(A, b)  # BinaryModel or SoftmaxModel: the family, chosen once
+        # BinaryModel or SoftmaxModel: the family, chosen once. ``columns``: the coefficients'
+        # own layout (scikit-learn's multinomial coef_ is Fortran-ordered)
+        self._model = make_model(A, b, columns)
         self._cache = MetricCache(self._model)
         self.probabilistic_ = bool(probabilistic)
         # answers carry proba only when the probabilities are those of the model

@@ -108,7 +108,7 @@ def test_softmax_proba_that_needs_a_re_solve_still_answers_as_the_long_path(shor
         warnings.simplefilter("ignore")
         model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000)).fit(X, y)
     ex = LinearExplainer(model)
-    real_rows = softmax.proba_rows
+    real_rows = softmax.rows_proba
     real_check = ex._model.check_logits
     seen = {"re_solves": 0, "armed": 0}
 
@@ -127,8 +127,8 @@ def test_softmax_proba_that_needs_a_re_solve_still_answers_as_the_long_path(shor
             Z[0, t] = np.log(tau / (1 - tau)) + lse
         return Z
 
-    monkeypatch.setattr(fast, "_proba_rows", counted_rows)
-    monkeypatch.setattr(softmax, "proba_rows", counted_rows)
+    monkeypatch.setattr(fast, "rows_proba", counted_rows)
+    monkeypatch.setattr(softmax, "rows_proba", counted_rows)
     monkeypatch.setattr(ex._model, "check_logits", check_short)
     for i in (0, 70, 140):
         x = np.ascontiguousarray(X[i])

@@ -437,9 +437,9 @@ def test_path_predictor_on_odd_grids_matches_cold_starts(lams, rng):
 
 @pytest.mark.parametrize("D, K", [(64, 10), (9000, 40), (20000, 16)])
 def test_row_kernels_give_the_same_bits_in_every_mode(D, K, rng):
-    # mode 2 (one large query: column chunks on several threads), mode 0 (chunks in turn) and
-    # mode 1 (a batch, parallel over rows) must agree bit for bit: single queries, batches and
-    # Dask partitions give the same answer
+    # mode 0 (one row at a time) and mode 1 (a batch, parallel over rows) of the row kernels, and
+    # the BLAS mode's products (a stack of rows) alone and in a batch, must agree bit for bit:
+    # single queries, batches and Dask partitions give the same answer
     A = rng.standard_normal((K, D)) / np.sqrt(D)
     b = rng.standard_normal(K)
     X = rng.standard_normal((3, D))
@@ -452,21 +452,23 @@ def test_row_kernels_give_the_same_bits_in_every_mode(D, K, rng):
     Z1 = sk.logits_rows(X, A, b, 1)
     E1 = sk.expand_rows(X, Y, A, v, False, 1)
     R1 = sk.reduced_rows(X, A, b, G, G, ks, lams, 1e-10, 100, v, False, gamma, 1)
+    Zb = sk.logits_rows(X, A, b, sk.BLAS)
+    Eb = sk.expand_rows(X, Y, A, v, False, sk.BLAS)
     for n in range(3):
-        for mode in (0, 2):
-            one = slice(n, n + 1)
-            np.testing.assert_array_equal(sk.logits_rows(X[one], A, b, mode)[0], Z1[n])
-            np.testing.assert_array_equal(
-                sk.expand_rows(X[one], Y[one], A, v, False, mode)[0], E1[n]
-            )
-            R = sk.reduced_rows(
-                X[one], A, b, G, G, ks[one], lams[one], 1e-10, 100, v, False, gamma, mode
-            )
-            for got, want in zip(R, R1, strict=True):
-                np.testing.assert_array_equal(got[0], want[n])
+        one = slice(n, n + 1)
+        np.testing.assert_array_equal(sk.logits_rows(X[one], A, b, 0)[0], Z1[n])
+        np.testing.assert_array_equal(sk.expand_rows(X[one], Y[one], A, v, False, 0)[0], E1[n])
+        R = sk.reduced_rows(X[one], A, b, G, G, ks[one], lams[one], 1e-10, 100, v, False, gamma, 0)
+        for got, want in zip(R, R1, strict=True):
+            np.testing.assert_array_equal(got[0], want[n])
+        np.testing.assert_array_equal(sk.logits_rows(X[one], A, b, sk.BLAS)[0], Zb[n])
+        Eb1 = sk.expand_rows(X[one], Y[one], A, v, False, sk.BLAS)
+        np.testing.assert_array_equal(Eb1[0], Eb[n])
     # and they compute what they say, to rounding
-    np.testing.assert_allclose(E1, X + (Y @ A) * v, rtol=1e-12, atol=1e-12 * np.abs(X).max())
-    np.testing.assert_allclose(Z1, X @ A.T + b, rtol=1e-10, atol=1e-10 * np.abs(Z1).max())
+    for E in (E1, Eb):
+        np.testing.assert_allclose(E, X + (Y @ A) * v, rtol=1e-12, atol=1e-12 * np.abs(X).max())
+    for Z in (Z1, Zb):
+        np.testing.assert_allclose(Z, X @ A.T + b, rtol=1e-10, atol=1e-10 * np.abs(Z1).max())
     Xs, P, quad, gn, nit, status, cert = R1
     assert set(status.tolist()) <= {0, 5} and (gn < 1e-8).all()  # 5: λ too large to reach k
     Zs = Xs @ A.T + b
@@ -480,15 +482,44 @@ def test_row_kernels_give_the_same_bits_in_every_mode(D, K, rng):
 
 
 @pytest.mark.parametrize("form", [{"lam": 0.05}, {"region": True}, {"proba": 0.9}], ids=str)
+def test_blas_mode_agrees_with_the_row_kernels(rng, form, monkeypatch):
+    # a large A takes the BLAS mode (products by BLAS, K-space by kernels); forced into the row
+    # kernels (mode 0 / 1) the same queries must give the same answers to rounding, the same
+    # statuses, and the BLAS mode's certified successes must hold in the model's arithmetic
+    from fastcf._linear import softmax as lin_softmax
+
+    D, K = 20000, 16
+    A = rng.standard_normal((K, D)) / np.sqrt(D)
+    b = rng.standard_normal(K)
+    X = 3 * rng.standard_normal((6, D))
+    T = np.array([0, 3, 5, 9, 12, 15])
+    assert sk.row_mode(1, D, K) == sk.BLAS and sk.row_mode(6, D, K) == sk.BLAS
+    ex = LinearExplainer.from_arrays(A, b)
+    fast = ex.explain(X, T, **form)
+    monkeypatch.setattr(lin_softmax._sk, "row_mode", lambda N, D, K: 1 if N > 1 else 0)
+    slow = LinearExplainer.from_arrays(A, b).explain(X, T, **form)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(fast.status, slow.status)
+    assert fast.success.all()
+    scale = np.abs(X).max()
+    np.testing.assert_allclose(fast.x, slow.x, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(fast.distance, slow.distance, rtol=1e-9)
+    # the model's own arithmetic (the bits of predict / predict_proba of each row)
+    Z = ex._model.check_logits(fast.x)
+    assert (Z.argmax(axis=1) == T).all()
+    if "proba" in form:
+        assert (ex._model.proba_from_logits(Z)[np.arange(6), T] >= 0.9).all()
+
+
+@pytest.mark.parametrize("form", [{"lam": 0.05}, {"region": True}, {"proba": 0.9}], ids=str)
 def test_large_single_query_equals_its_batch_row(rng, form):
-    # D·K large enough for the chunk-parallel single-query mode (lam=; region= and proba= run
-    # serially there, rows.checked_mode), against the batch's parallel-over-rows mode
+    # D·K large enough for the BLAS mode, which a single query and a batch both take (the row's
+    # products are the same BLAS call in both)
     D, K = 20000, 16
     A = rng.standard_normal((K, D)) / np.sqrt(D)
     ex = LinearExplainer.from_arrays(A, rng.standard_normal(K))
     X = rng.standard_normal((3, D))
-    assert sk.row_mode(1, D, K) == 2
-    assert sk.checked_mode(1, D, K) == 0
+    assert sk.row_mode(1, D, K) == sk.row_mode(3, D, K) == sk.BLAS
     batch = ex.explain(X, [0, 5, 9], **form)
     for n, t in enumerate([0, 5, 9]):
         one = ex.explain(X[n], t, **form)
@@ -553,3 +584,29 @@ def test_family_is_a_model_object_chosen_once():
     assert type(three._model).__name__ == "SoftmaxModel"
     x = np.array([0.3, -0.2])
     np.testing.assert_array_equal(two.decision_function(x), x @ (A[1] - A[0]) + 0.75)
+
+
+@pytest.mark.parametrize("source", ["digits", "wine", "arrays C", "arrays F"])
+def test_check_logits_are_the_bits_of_the_models_own_row_logits(source, rng):
+    # the verdicts of region= / proba= are made in the model's own arithmetic: each row's logits
+    # as scikit-learn's decision_function computes them for its estimators (X @ coef_.T with
+    # its Fortran-ordered coef_), and as X @ A.T + b for the caller's own A (C or F order): a
+    # different layout makes BLAS take another routine, which rounds differently
+    from sklearn.datasets import load_digits, load_wine
+    from sklearn.linear_model import LogisticRegression
+
+    if source in ("digits", "wine"):
+        X, y = (load_digits if source == "digits" else load_wine)(return_X_y=True)
+        X = X[:, :40] if source == "digits" else X / X.std(axis=0)
+        clf = LogisticRegression(max_iter=5000).fit(X, y)
+        ex = LinearExplainer(clf)
+        want = np.stack([clf.decision_function(X[n : n + 1])[0] for n in range(30)])
+    else:
+        A = rng.standard_normal((7, 300))
+        A = A if source == "arrays C" else np.asfortranarray(A)
+        b = rng.standard_normal(7)
+        ex = LinearExplainer.from_arrays(A, b)
+        X = rng.standard_normal((30, 300))
+        want = np.stack([(X[n : n + 1] @ A.T + b)[0] for n in range(30)])
+    got = ex._model.check_logits(np.ascontiguousarray(X[:30], dtype=np.float64))
+    np.testing.assert_array_equal(got, want)

@@ -27,15 +27,13 @@ import math
 import numpy as np
 
 from .._kernels import logistic as _lk
-from .._kernels import softmax as _sk
 from .._kernels.linalg import dot as _dot
-from .._kernels.softmax.lamsearch import proba_rows as _proba_rows
 from .._status import BOUNDARY_MESSAGE, Status, messages
 from ..results import Solution
 from .model import BinaryModel
 from .softmax import PROBA_METHOD as _PROBA_METHOD
 from .softmax import REGION_METHOD as _REGION_METHOD
-from .softmax import honest_infeasible, proba_solution
+from .softmax import honest_infeasible, proba_solution, rows_proba, rows_region
 from .verify import keep_source, solution
 
 __all__ = ["constrained_one", "plain_query"]
@@ -147,11 +145,7 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
     softmax): BLAS's p_k(x̄) is then below τ, so x̄ cannot meet it.
     """
     log_tau = math.log(proba)
-    A = model.A
-    out = _proba_rows(
-        X, A, model.b, m.GV, m.GF, tidx, np.array([log_tau]), tol, max_iter, m.v, m.unit_v,
-        _sk.checked_mode(1, A.shape[1], A.shape[0]),
-    )  # fmt: skip
+    out = rows_proba(model, X, tidx, np.array([log_tau]), m, tol, max_iter)
     Xs, _Y, dist, lamv, nit, status, lp0 = out
     st = int(status[0])
     with np.errstate(over="ignore", invalid="ignore"):
@@ -310,12 +304,9 @@ def _softmax_region_one(model, X, k, tidx, m, margin):
     the rows ``SoftmaxModel.input_space_retry`` re-solves (a numerical failure, the iteration
     limit, an answer within rounding of the class boundary).
     """
-    A = model.A
-    K = A.shape[0]
-    Xs, _Y, dist, nit, status = _sk.region_rows(
-        X, A, model.b, m.GV, tidx, np.array([margin]), 1e-12, 10 * K + 100, m.v, m.unit_v,
-        _sk.checked_mode(1, A.shape[1], K),
-    )  # fmt: skip
+    K = model.A.shape[0]
+    margins = np.array([margin])
+    Xs, _Y, dist, nit, status = rows_region(model, X, tidx, margins, m, 1e-12, 10 * K + 100)
     st = int(status[0])
     if st == _PENDING:  # a singular dual (D < K − 1): the rank-revealing solve, the long way
         return None

@@ -329,7 +329,7 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter):
     """
     N, K = X.shape[0], model.A.shape[0]
     Zbar = model.logits(X)
-    S = np.abs(X) @ model.abs_AT + model.abs_b
+    S = np.abs(X) @ model.abs_A.T + model.abs_b
     rows = np.arange(N)
     Margins = margins[:, None] + 2 * _EPS * (S + S[rows, tidx][:, None])
     # x̄ that meets the margin in the model's own arithmetic (the test its answer gets below) is

@@ -26,7 +26,6 @@ import numpy as np
 
 from .._kernels import softmax as _sk
 from .._kernels.linalg import dot as _dot
-from .._kernels.softmax.lamsearch import proba_rows
 from .._status import Status
 from ..results import CounterfactualPath
 from .metric import distances
@@ -137,6 +136,72 @@ def resolve_singular(Zbar, tidx, margins, Y, status, A, v):
         Y[n], status[n] = region_singular(Zbar[n], int(tidx[n]), float(margins[n]), A, v)
 
 
+# ----------------------------------------------------------------------------------------------
+# The row functions of the three forms, in the mode of _sk.row_mode: the row kernels (modes 0 and
+# 1), or for a large A (mode BLAS) the products by BLAS and the K-space part by kernels. Either
+# way every row runs the same code alone or in a batch, so its answer has the same bits.
+
+
+def rows_reduced(model, X, tidx, lams, m, tol, max_iter):
+    """Problem (2) for N rows: (X*, P, quad, gnorm, nit, status, cert), as ``reduced_rows``."""
+    A_, b = model.A, model.b
+    mode = _sk.row_mode(*X.shape, A_.shape[0])
+    if mode != _sk.BLAS:
+        return _sk.reduced_rows(
+            X, A_, b, m.GV, m.GF, tidx, lams, tol, max_iter, m.v, m.unit_v, model.gamma, mode
+        )
+    Zbar = _sk.blas_logits(X, A_, b)
+    Y, quad, gn, nit, st = _sk.kspace_reduced(Zbar, m.GV, m.GF, tidx, lams, tol, max_iter)
+    Xs = _sk.blas_expand(X, Y, A_, m.v, m.unit_v)
+    Z = _sk.blas_logits(Xs, A_, b)
+    # the certificate's scales: first the cheap upper bound ‖a_j‖ ‖x*‖ + |b_j| (Cauchy–Schwarz;
+    # 1 + 8γ covers its own rounding), the exact |A||x*| + |b| (another product) only for the
+    # successes that bound cannot certify: the outcome is that of the exact scales
+    g = model.gamma
+    with np.errstate(over="ignore", invalid="ignore"):
+        nx = np.sqrt(np.einsum("ij,ij->i", Xs, Xs))
+        S = (nx[:, None] * model.row_norms + model.abs_b) * (1 + 8 * g)
+    P, status, cert = _sk.verdict_rows(Xs, Z, S, tidx, g, quad, st)
+    redo = np.flatnonzero((status == _OK) & ~cert)
+    if redo.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            S = _sk.blas_logits(np.abs(Xs[redo]), model.abs_A, model.abs_b)
+        _P, st2, cert2 = _sk.verdict_rows(Xs[redo], Z[redo], S, tidx[redo], g, quad[redo], st[redo])
+        status[redo], cert[redo] = st2, cert2
+    return Xs, P, quad, gn, nit, status, cert
+
+
+def rows_region(model, X, tidx, margins, m, tol, max_iter):
+    """``region=True`` for N rows: (X*, Y, dist, nit, status), as ``region_rows``."""
+    A_, b = model.A, model.b
+    mode = _sk.row_mode(*X.shape, A_.shape[0])
+    if mode != _sk.BLAS:
+        return _sk.region_rows(X, A_, b, m.GV, tidx, margins, tol, max_iter, m.v, m.unit_v, mode)
+    Zbar = _sk.blas_logits(X, A_, b)
+    Y, nit, st = _sk.region_batch(Zbar, m.GV, tidx, margins, tol, max_iter, False)
+    Xs = _sk.blas_expand(X, Y, A_, m.v, m.unit_v)
+    dist, status = _sk.kspace_finish(Xs, Y, m.GV, st)
+    return Xs, Y, dist, nit, status
+
+
+def rows_proba(model, X, tidx, log_taus, m, tol, max_iter, warm=None):
+    """``proba=τ`` for N rows: (X*, Y, dist, lam, nit, status, lp0), as ``proba_rows``."""
+    A_, b = model.A, model.b
+    D = X.shape[1]
+    mode = _sk.row_mode(*X.shape, A_.shape[0])
+    if mode != _sk.BLAS:
+        return _sk.proba_rows(
+            X, A_, b, m.GV, m.GF, tidx, log_taus, tol, max_iter, m.v, m.unit_v, mode, warm
+        )
+    Zbar = _sk.blas_logits(X, A_, b)
+    Y, lam, nit, st = _sk.proba_batch(
+        Zbar, m.GV, m.GF, tidx, log_taus, tol, max_iter, False, warm, _sk.aim_ulps(D)
+    )
+    Xs = _sk.blas_expand(X, Y, A_, m.v, m.unit_v)
+    dist, status = _sk.kspace_finish(Xs, Y, m.GV, st)
+    return Xs, Y, dist, lam, nit, status, _sk.log_p_rows(Zbar, tidx)
+
+
 def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
     """Problem (2) by the reduced Newton, every step of every row in one kernel call.
 
@@ -145,22 +210,7 @@ def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
     Successes that the rounding bound certifies (``certified``) are not rechecked by
     the explainer's verification.
     """
-    N = X.shape[0]
-    Xs, P, quad, gn, nit, status, cert = _sk.reduced_rows(
-        X,
-        model.A,
-        model.b,
-        m.GV,
-        m.GF,
-        tidx,
-        lams,
-        tol,
-        max_iter,
-        m.v,
-        m.unit_v,
-        model.gamma,
-        _sk.row_mode(N, model.A.shape[1], model.A.shape[0]),
-    )
+    Xs, P, quad, gn, nit, status, cert = rows_reduced(model, X, tidx, lams, m, tol, max_iter)
     dist = np.sqrt(np.maximum(quad, 0.0))
     return solution(Xs, P, dist, status == _OK, status, nit, lams, gn, "reduced", cert)
 
@@ -249,14 +299,10 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
     :func:`judge`), when the caller has them (the short path of one query, which calls
     this only when a re-solve is needed).
     """
-    N, D = X.shape
-    A_ = model.A
-    K = A_.shape[0]
+    N = X.shape[0]
     log_tau = np.full(N, math.log(proba))
-    args = (A_, model.b, m.GV, m.GF)
-    opts = (tol, max_iter, m.v, m.unit_v)
     if first is None:
-        out = proba_rows(X, *args, tidx, log_tau, *opts, _sk.checked_mode(N, D, K))
+        out = rows_proba(model, X, tidx, log_tau, m, tol, max_iter)
         first = (out, judge(model, out[0], tidx, out[5], proba))
     (Xs, Y, dist, lamv, nit, _st, _lp0), (P, status, cert, p) = first
     # a search that ran out of iterations where z̄ is far larger than the answer's logits (z̄ ~
@@ -289,10 +335,9 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
             # how far two evaluations of log p_k can differ (see model.rounding_need)
             up = raise_at_least(proba, up, finite_need(model, Xs[idx], tidx[idx]))
         log_tau[idx] += up
-        out = proba_rows(
-            X[idx], *args, tidx[idx], log_tau[idx], *opts, _sk.checked_mode(idx.size, D, K),
-            warm=(Y[idx], lamv[idx]),
-        )  # fmt: skip
+        out = rows_proba(
+            model, X[idx], tidx[idx], log_tau[idx], m, tol, max_iter, warm=(Y[idx], lamv[idx])
+        )
         Xs[idx], Y[idx], dist[idx], lamv[idx], nit2, st2, _lp0 = out
         nit[idx] += nit2
         P[idx], status[idx], cert[idx], p[idx] = judge(model, Xs[idx], tidx[idx], st2, proba)
@@ -340,13 +385,8 @@ def region_solution(model, X, tidx, m, margins):
     spares the explainer's verification its recheck. Rows whose dual is singular (PENDING) are
     solved by :func:`region_singular` and :func:`finish`.
     """
-    N, D = X.shape
-    A_ = model.A
-    K = A_.shape[0]
-    Xs, _Y, dist, nit, status = _sk.region_rows(
-        X, A_, model.b, m.GV, tidx, margins, 1e-12, 10 * K + 100, m.v, m.unit_v,
-        _sk.checked_mode(N, D, K),
-    )  # fmt: skip
+    K = model.A.shape[0]
+    Xs, _Y, dist, nit, status = rows_region(model, X, tidx, margins, m, 1e-12, 10 * K + 100)
     P, status, cert, _p = judge(model, Xs, tidx, status)
     sol = solution(Xs, P, dist, status == _OK, status, nit, None, None, REGION_METHOD, cert)
     pend = np.flatnonzero(status == _PENDING)
@@ -400,11 +440,10 @@ def reduced_path(model, x0, k, target, lams, m, warm, tol, max_iter, names, xx=N
     ``xx``: x0·x0 if the caller has it.
     """
     A_, v = model.A, m.v
-    D, K = A_.shape[1], A_.shape[0]
     x0norm = math.sqrt(_dot(x0, x0) if xx is None else xx)
     if not math.isfinite(x0norm):  # x0·x0 overflowed
         x0norm = float(np.linalg.norm(x0))
-    zbar = _sk.logits_rows(x0[None, :], A_, model.b, _sk.row_mode(1, D, K))[0]
+    zbar = model.logits(x0[None, :])[0]
     Y, P, dist, gn, nit, status, ndoubt = _sk.lam_path(
         zbar,
         m.GV,

@@ -43,21 +43,28 @@ The kernels, one module per algorithm:
     the two O(DK) products of a query (:func:`logits_rows`, :func:`expand_rows`, bit-identical in
     any batch or partition), :func:`reduced_rows`, problem (2) for N queries in one call, and
     :func:`region_rows`, ``region=True`` for N queries in one call (z̄, the dual and the answer;
-    the verdict is the caller's, in the model's own arithmetic).
+    the verdict is the caller's, in the model's own arithmetic); for a large A (:func:`row_mode`
+    3) the products by BLAS (:func:`blas_logits`, :func:`blas_expand`) and the rest of each row
+    by :func:`kspace_reduced`, :func:`kspace_finish` and :func:`verdict_rows`.
 """
 
 from .core import _apply_inverse, _factor, _objective, _objective_gy, reduced_newton
 from .lampath import _tangent, lam_path
-from .lamsearch import proba_batch
+from .lamsearch import aim_ulps, log_p_rows, proba_batch, proba_rows
 from .region import region_batch
 from .rows import (
+    BLAS,
     _certain_row,
-    checked_mode,
+    blas_expand,
+    blas_logits,
     expand_rows,
+    kspace_finish,
+    kspace_reduced,
     logits_rows,
     reduced_rows,
     region_rows,
     row_mode,
+    verdict_rows,
 )
 
 # the names used outside this package (fastcf.linear, fastcf._linear, tests/test_softmax.py)
@@ -68,14 +75,22 @@ __all__ = [
     "_objective",
     "_objective_gy",
     "_tangent",
-    "checked_mode",
+    "aim_ulps",
+    "BLAS",
+    "blas_expand",
+    "blas_logits",
     "expand_rows",
+    "kspace_finish",
+    "kspace_reduced",
     "lam_path",
+    "log_p_rows",
     "logits_rows",
     "proba_batch",
+    "proba_rows",
     "reduced_newton",
     "reduced_rows",
     "region_batch",
     "region_rows",
     "row_mode",
+    "verdict_rows",
 ]

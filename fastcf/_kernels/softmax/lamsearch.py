@@ -497,7 +497,7 @@ def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
 
 
 def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm=None):
-    """``proba=τ`` for N softmax queries in one call (``mode`` from ``rows.checked_mode``).
+    """``proba=τ`` for N softmax queries in one call (``mode`` 0 or 1 of ``rows.row_mode``).
 
     Per row: z̄ = A x̄ + b, :func:`proba_search` for ``log_taus[n]`` (the log τ the row aims at:
     raised above log τ for a re-solve) and x* = x̄ + (yᵀA) ∘ v. ``warm``: (Y, lam) of an earlier
@@ -517,3 +517,14 @@ def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm
 
 
 _COLD = (np.zeros((0, 0)), np.zeros(0))  # no warm start: (Y0, lam0) of no rows
+
+
+@kernel()
+def log_p_rows(Zbar, ks):
+    """Return log p_k(x̄) of N rows of logits z̄ (``proba_rows``'s lp0, for the BLAS mode)."""
+    N, K = Zbar.shape
+    lp0 = np.empty(N)
+    q = np.empty(K)
+    for n in range(N):
+        _phi, lp0[n] = _log_odds(Zbar[n], ks[n], q)
+    return lp0

@@ -3,7 +3,9 @@
 :func:`logits_rows` (Z = X Aᵀ + b), :func:`expand_rows` (x = x̄ + (yᵀA) ∘ v),
 :func:`reduced_rows` (per row: z̄, the reduced Newton from its cold start, x* with its logits and
 their rounding scale, and the verdict) and :func:`region_rows` (per row: z̄, the region dual and
-x*), in the modes of :func:`row_mode`.
+x*), in the modes of :func:`row_mode`; and the K-space parts of those row functions for the
+BLAS mode (:func:`kspace_reduced`, :func:`kspace_finish`, :func:`verdict_rows`), whose products
+the caller makes with BLAS (``fastcf._linear.model.SoftmaxModel``).
 """
 
 import math
@@ -28,35 +30,31 @@ _NOT_TARGET = int(Status.NOT_TARGET)
 # order whatever the number of rows, so a query's answer is bit-identical alone, in a batch, or in
 # any partition of a batch (Dask); BLAS would pick GEMV or GEMM kernels by shape and change the
 # rounding. The columns are cut into fixed chunks of _CHUNK: a sum over D is the chunk order sum
-# of per-chunk sums, so running the chunks of one row on several threads (``mode=2``, one large
-# query) gives the same bits as running them in turn (``mode=0``, or ``mode=1``: a batch, in
-# parallel over rows).
+# of per-chunk sums, whatever the thread that runs the row (``mode=0``, or ``mode=1``: a batch, in
+# parallel over rows). A large A (``mode=3``) has its products made by BLAS instead (see
+# :func:`row_mode`).
 
 _BLOCK = 512  # columns per block: the accumulators stay in L1 while A is streamed once
-_CHUNK = 4096  # columns per chunk (a multiple of _BLOCK): the unit of work of mode 2
+_CHUNK = 4096  # columns per chunk (a multiple of _BLOCK)
+BLAS = 3  # the mode of row_mode for a large A: products by BLAS, the K-space part by kernels
 
 
 def row_mode(N, D, K):
-    """Return the mode of the row kernels for N rows of A of shape (K, D).
+    """Return the mode of the row functions for N rows of A of shape (K, D).
 
-    0: serial, 1: parallel over rows (batches), 2: parallel over column chunks (one query large
-    enough to pay for waking the threads).
+    0: the row kernels, serial; 1: the row kernels, parallel over rows (batches); 3 (:data:`BLAS`):
+    A large enough to pay for threads (D·K ≥ 2¹⁸ and D > 4096), whatever N: the two products of
+    each row by BLAS, one row at a time (NumPy's matmul of a stack of rows makes the same BLAS
+    call for every row, so a row's bits do not depend on its batch), and the K-space part by the
+    kernels below. The products then run on OpenBLAS's threads, as do the model's own checks
+    and the caller's other NumPy work: a query on Numba's threads (the former mode 2, column
+    chunks in parallel) met OpenBLAS's threads still spinning after the previous product and
+    waited for them. Measured at (131 072, 16) on 2 cores, default threads, per query over the
+    two products with A (median of 20 problems · the worst): ``lam=`` 1.8 · 22× (Numba's
+    chunks), ``region=True`` 3.6 · 3.6× and ``proba=`` 3.7 · 3.7× (serial kernels).
     """
-    if N > 1:
-        return 1
-    return 2 if D * K >= 1 << 18 and D > _CHUNK else 0
-
-
-def checked_mode(N, D, K):
-    """Return the mode for row kernels whose answers are then checked with BLAS (N rows).
-
-    As :func:`row_mode`, but one query always runs serially (mode 0, the same bits as mode 2):
-    ``region=True`` and ``proba=`` check each answer with NumPy's BLAS right after the kernel,
-    and OpenBLAS's threads and Numba's (OpenMP) threads, each spinning after its own parallel
-    region, then wait for each other. Measured at (131 072, 16) on 2 cores, default threads,
-    each query over the two products with A (median of 20): column chunks on Numba's threads
-    17.6× (region) and 31.8× (proba), serial 3.4× and 3.5×.
-    """
+    if D * K >= 1 << 18 and D > _CHUNK:
+        return BLAS
     return 1 if N > 1 else 0
 
 
@@ -114,26 +112,35 @@ def _logits_batch(X, A, b):
     return Z
 
 
-@kernel(parallel=True)
-def _logits_chunks(X, A, b):
-    N = X.shape[0]
-    K, D = A.shape
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    Z = np.empty((N, K))
-    part = np.empty((nc, K))
-    for n in range(N):
-        for c in prange(nc):
-            _logits_chunk(X[n], A, c, part)
-        _sum_chunks(part, b, Z[n])
-    return Z
+def blas_logits(X, A, b):
+    """Z = X Aᵀ + b by BLAS, one row at a time (the products of :data:`BLAS` mode).
+
+    NumPy's matmul of a stack of (1, D) rows makes the same BLAS call for every row, so row n
+    has the bits of ``X[n:n+1] @ A.T + b`` whatever the batch. Overflow gives inf, silently, as
+    in the row kernels.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (X[:, None, :] @ A.T)[:, 0, :] + b
+
+
+def blas_expand(X0, Y, A, v, unit):
+    """X = X0 + (Y A) ∘ v by BLAS, one row at a time (as :func:`blas_logits`)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        T = (Y[:, None, :] @ A)[
+            :, 0, :
+        ]  # a new array: updated in place (x0 + v ∘ t, as the kernels)
+        if not unit:
+            T *= v
+        T += X0
+        return T
 
 
 def logits_rows(X, A, b, mode):
     """Z = X Aᵀ + b, one row at a time (see the note above; ``mode`` from :func:`row_mode`)."""
+    if mode == BLAS:
+        return blas_logits(X, A, b)
     if mode == 1:
         return _logits_batch(X, A, b)
-    if mode == 2:
-        return _logits_chunks(X, A, b)
     return _logits_serial(X, A, b)
 
 
@@ -212,23 +219,12 @@ def _expand_batch(X0, Y, A, v, unit):
     return X
 
 
-@kernel(parallel=True)
-def _expand_chunks(X0, Y, A, v, unit):
-    N, D = X0.shape
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X = np.empty((N, D))
-    for n in range(N):
-        for c in prange(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
-    return X
-
-
 def expand_rows(X0, Y, A, v, unit, mode):
     """X = X0 + (Y A) ∘ v row by row: the counterfactuals from their K-space coordinates."""
+    if mode == BLAS:
+        return blas_expand(X0, Y, A, v, unit)
     if mode == 1:
         return _expand_batch(X0, Y, A, v, unit)
-    if mode == 2:
-        return _expand_chunks(X0, Y, A, v, unit)
     return _expand_serial(X0, Y, A, v, unit)
 
 
@@ -363,45 +359,17 @@ def _reduced_batch(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
     return X, P, quad, gn, nit, status, cert
 
 
-@kernel(parallel=True)
-def _reduced_chunks(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
-    N, D = X0.shape
-    K = A.shape[0]
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X = np.empty((N, D))
-    P = np.empty((N, K))
-    quad = np.empty(N)
-    gn = np.empty(N)
-    nit = np.empty(N, dtype=np.int64)
-    status = np.empty(N, dtype=np.int64)
-    cert = np.empty(N, dtype=np.bool_)
-    part = np.empty((nc, K))
-    pz = np.empty((nc, K))
-    ps = np.empty((nc, K))
-    y = np.empty(K)
-    for n in range(N):
-        for c in prange(nc):
-            _logits_chunk(X0[n], A, c, part)
-        gn[n], quad[n], nit[n], st = _row_newton(part, b, G, GF, ks[n], lams[n], tol, max_iter, y)
-        for c in prange(nc):
-            _expand_chunk(X0[n], y, A, v, unit, c, X[n], pz, ps)
-        status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
-    return X, P, quad, gn, nit, status, cert
-
-
 def reduced_rows(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, mode):
-    """Problem (2) for N softmax queries, all in one call (``mode`` from :func:`row_mode`).
+    """Problem (2) for N softmax queries, all in one call (``mode`` 0 or 1 of :func:`row_mode`).
 
     Per row: z̄ = A x̄ + b, the reduced Newton from :func:`initial_y`, x* = x̄ + (yᵀA)∘v with its
     logits and their rounding scale in the same pass over A, p = softmax(z), and the verdict of
-    :func:`_row_verdict`. The same code runs for every row in every mode (mode 2 only runs the
-    column chunks of the single row on several threads), so an answer has the same bits alone
-    or in a batch. Returns (X, P, quad, gnorm, nit, status, cert); quad = ‖x* − x̄‖²_W.
+    :func:`_row_verdict`. The same code runs for every row in both modes (0 and 1), so an answer
+    has the same bits alone or in a batch. Returns (X, P, quad, gnorm, nit, status, cert);
+    quad = ‖x* − x̄‖²_W.
     """
     if mode == 1:
         return _reduced_batch(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
-    if mode == 2:
-        return _reduced_chunks(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
     return _reduced_serial(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
 
 
@@ -492,7 +460,7 @@ def _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
 
 
 def region_rows(X0, A, b, G, ks, margins, tol, max_iter, v, unit, mode):
-    """``region=True`` for N softmax queries in one call (``mode`` from :func:`checked_mode`).
+    """``region=True`` for N softmax queries in one call (``mode`` 0 or 1 of :func:`row_mode`).
 
     Per row: z̄ = A x̄ + b, :func:`~fastcf._kernels.softmax.region.region_dual` with the row's
     margin and x* = x̄ + (yᵀA) ∘ v. Returns (X, Y, dist, nit, status), dist = ‖x* − x̄‖_W =
@@ -504,3 +472,86 @@ def region_rows(X0, A, b, G, ks, margins, tol, max_iter, v, unit, mode):
     if mode == 1:
         return _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit)
     return _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit)
+
+
+# ----------------------------------------------------------------------------------------------
+# The K-space parts of the row functions, for the BLAS mode (row_mode 3): the caller makes the
+# products (z̄ = A x̄ + b, x* = x̄ + (yᵀA) ∘ v and, for problem (2), the logits of x*) with BLAS, one
+# row at a time; these kernels run the rest of each row as the row kernels above do. Serial over
+# the rows: a row's K-space work is microseconds against the products' milliseconds.
+
+
+@kernel()
+def kspace_reduced(Zbar, G, GF, ks, lams, tol, max_iter):
+    """Problem (2) in K-space for N rows of z̄: :func:`initial_y`, then the reduced Newton.
+
+    Returns (Y, quad, gnorm, nit, status), quad = yᵀ G y = ‖x* − x̄‖²_W (as :func:`reduced_rows`).
+    """
+    N, K = Zbar.shape
+    Y = np.empty((N, K))
+    quad = np.empty(N)
+    gn = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    for n in range(N):
+        initial_y(Zbar[n], G, ks[n], lams[n], Y[n])
+        _E, gn[n], quad[n], nit[n], status[n] = reduced_newton(
+            Zbar[n], G, GF, ks[n], lams[n], Y[n], tol, max_iter
+        )
+    return Y, quad, gn, nit, status
+
+
+@kernel()
+def kspace_finish(X, Y, G, status):
+    """Return (dist, status) of N answers x* formed from their K-space coordinates Y.
+
+    dist = √(yᵀ G y) (as :func:`region_rows`; ``lamsearch.proba_rows`` likewise), status that of
+    :func:`answer_status` (NUMERIC for a solved row whose answer is not finite).
+    """
+    N, K = Y.shape
+    dist = np.empty(N)
+    out = np.empty(N, dtype=np.int64)
+    gy = np.empty(K)
+    for n in range(N):
+        _matvec(G, Y[n], gy)
+        quad = 0.0
+        for j in range(K):
+            quad += Y[n, j] * gy[j]
+        dist[n] = math.sqrt(max(quad, 0.0))
+        out[n] = answer_status(X[n], quad, status[n])
+    return dist, out
+
+
+@kernel()
+def verdict_rows(X, Z, S, ks, gamma, quad, status):
+    """Judge N answers of problem (2) whose logits Z and scales S are given (as ``reduced_rows``).
+
+    S = |A||x*| + |b| or an upper bound of it (the certificate then holds a fortiori). Returns (P,
+    status, cert), as :func:`_row_verdict` does row by row.
+    """
+    N, K = Z.shape
+    P = np.empty((N, K))
+    st = np.empty(N, dtype=np.int64)
+    cert = np.empty(N, dtype=np.bool_)
+    for n in range(N):
+        softmax_into(Z[n], P[n])
+        finite = math.isfinite(quad[n])
+        for i in range(X.shape[1]):
+            if not math.isfinite(X[n, i]):
+                finite = False
+                break
+        st[n], cert[n] = status[n], False
+        if status[n] == _OK and not finite:
+            st[n] = _NUMERIC
+            continue
+        if status[n] != _OK:
+            continue
+        best = 0
+        for j in range(1, K):
+            if Z[n, j] > Z[n, best]:
+                best = j
+        if best != ks[n]:
+            st[n] = _NOT_TARGET
+            continue
+        cert[n] = _certain_row(Z[n], S[n], ks[n], gamma)
+    return P, st, cert
