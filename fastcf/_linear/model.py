@@ -354,7 +354,8 @@ class SoftmaxModel(_LinearModel):
         (:func:`fastcf._linear.boxed.constrained_boxed`: the region QP by Clarabel, the
         λ-search over projected Newton), on the model scaled by :meth:`_scaled`. A row takes
         that answer where it succeeds and the verification would accept it, or the proof that
-        no free feature moves any margin (UNREACHABLE); otherwise it keeps its K-space answer.
+        no free feature moves any margin (UNREACHABLE), or, for a row K-space failed, an optimum
+        that another class wins (BELOW_DECISION); otherwise it keeps its K-space answer.
         """
         st = sol.status
         redo = (st == Status.NUMERIC) | (st == Status.MAXITER)
@@ -380,8 +381,12 @@ class SoftmaxModel(_LinearModel):
         good = sub.success & np.isfinite(sub.x).all(axis=1)
         good[self._unsure(sub, np.flatnonzero(good), tidx[rows])] = False
         # and a proof that no free feature moves any margin (rows equal on the free features,
-        # compared exactly), which says more than K-space's numerical failure
+        # compared exactly), which says more than K-space's numerical failure; and for rows
+        # K-space failed (not its unsure successes), the documented outcome of ``proba=τ`` whose
+        # optimum another class wins (soak round Q: τ = 1/K with two zero rows, where the
+        # K-space λ-search cancels at logits ~1.6·10⁶)
         good |= sub.status == Status.UNREACHABLE
+        good |= (sub.status == Status.BELOW_DECISION) & (st[rows] != Status.OK)
         won = np.flatnonzero(good)
         if won.size == 0:
             return sol

@@ -39,6 +39,7 @@ _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
 _PENDING = int(Status.PENDING)
 _INFEASIBLE = int(Status.INFEASIBLE)
+_UNREACHABLE = int(Status.UNREACHABLE)
 _BELOW_DECISION = int(Status.BELOW_DECISION)
 _MAXITER = int(Status.MAXITER)
 _EPS_F = float(np.finfo(float).eps)
@@ -356,7 +357,11 @@ def honest_infeasible(model, X, tidx, m, proba, status):
     logits of x̄ are huge (~10¹⁰) the K-space arithmetic z̄ + G y cancels, and that can happen
     to a reachable τ. The region form is exact there: a point with z_k − z_j ≥ log(τ (K − 1) /
     (1 − τ)) for every j has p_k ≥ τ, so where the region solver finds one, τ is reachable and
-    the failure is numerical, not infeasibility.
+    the failure is numerical, not infeasibility. Nor is the claim kept where the region solver
+    fails itself (a numerical failure, the iteration limit: soak round Q, logits ~1.6·10⁶ with
+    two classes whose rows are 0), rather than finding the region out of reach too: the row is
+    a numerical failure, which the caller's input-space re-solve
+    (``SoftmaxModel.input_space_retry``) then takes up.
     """
     rows = np.flatnonzero(status == _INFEASIBLE)
     if rows.size == 0:
@@ -365,8 +370,9 @@ def honest_infeasible(model, X, tidx, m, proba, status):
     margin = math.log(proba * (K - 1)) - math.log1p(-proba) + 1e-6
     margins = np.full(rows.size, max(margin, 1e-6))
     sol = region_solution(model, X[rows], tidx[rows], m, margins)
+    out_of_reach = (sol.status == _INFEASIBLE) | (sol.status == _UNREACHABLE)
     status = status.copy()
-    status[rows[sol.success]] = _NUMERIC
+    status[rows[~out_of_reach]] = _NUMERIC
     return status
 
 
