@@ -481,8 +481,9 @@ def test_row_kernels_give_the_same_bits_in_every_mode(D, K, rng):
     np.testing.assert_allclose(quad, np.einsum("ij,ij->i", (Xs - X) / v, Xs - X), rtol=1e-9)
 
 
+@pytest.mark.parametrize("metric", ["unit", "weighted"])
 @pytest.mark.parametrize("form", [{"lam": 0.05}, {"region": True}, {"proba": 0.9}], ids=str)
-def test_blas_mode_agrees_with_the_row_kernels(rng, form, monkeypatch):
+def test_blas_mode_agrees_with_the_row_kernels(rng, form, metric, monkeypatch):
     # a large A takes the BLAS mode (products by BLAS, K-space by kernels); forced into the row
     # kernels (mode 0 / 1) the same queries must give the same answers to rounding, the same
     # statuses, and the BLAS mode's certified successes must hold in the model's arithmetic
@@ -494,15 +495,19 @@ def test_blas_mode_agrees_with_the_row_kernels(rng, form, monkeypatch):
     X = 3 * rng.standard_normal((6, D))
     T = np.array([0, 3, 5, 9, 12, 15])
     assert sk.row_mode(1, D, K) == sk.BLAS and sk.row_mode(6, D, K) == sk.BLAS
+    if metric == "weighted":  # v ≠ 1 and frozen features (v = 0) in x̄ + (yᵀA) ∘ v
+        form = {**form, "weights": rng.uniform(0.5, 2.0, D), "frozen": [0, 7, D - 1]}
     ex = LinearExplainer.from_arrays(A, b)
     fast = ex.explain(X, T, **form)
     monkeypatch.setattr(lin_softmax._sk, "row_mode", lambda N, D, K: 1 if N > 1 else 0)
     slow = LinearExplainer.from_arrays(A, b).explain(X, T, **form)
     monkeypatch.undo()
+    if metric == "weighted":
+        assert (fast.x[:, [0, 7, D - 1]] == X[:, [0, 7, D - 1]]).all()
     np.testing.assert_array_equal(fast.status, slow.status)
     assert fast.success.all()
     scale = np.abs(X).max()
-    np.testing.assert_allclose(fast.x, slow.x, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(fast.x, slow.x, rtol=0, atol=1e-12 * scale)
     np.testing.assert_allclose(fast.distance, slow.distance, rtol=1e-9)
     # the model's own arithmetic (the bits of predict / predict_proba of each row)
     Z = ex._model.check_logits(fast.x)

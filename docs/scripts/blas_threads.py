@@ -1,13 +1,14 @@
 """Large softmax queries against the products with A under three settings of OpenBLAS's threads.
 
-fastcf's single query at large D runs its column chunks on Numba's (OpenMP) threads; NumPy's
-products run on OpenBLAS's. After a threaded call OpenBLAS keeps its threads spinning for a
-while (its thread timeout), and on a machine with few cores they then slow the next parallel
-region of the other pool. This script runs the worst-case protocol of ``python -m fastcf bench
---only worst`` at (131 072, 16) — ``lam=``, ``region=True`` and ``proba=0.9`` on 50 seeded
-problems, each query against the two products ``A @ x`` and ``Aᵀ @ y``, with the default
-threads, each side's calls in a block per query — in a new interpreter per setting, because
-OpenBLAS reads its environment when it loads:
+fastcf's large query makes its products with A by NumPy's BLAS, as the baseline does (until
+2026-11-24 it ran its column chunks on Numba's (OpenMP) threads). After a threaded call OpenBLAS
+keeps its threads spinning for a while (its thread timeout), and on a machine with few cores a
+parallel region of another pool started then waited for them; this script measured that, and
+now shows that the settings no longer matter. It runs the worst-case protocol of
+``python -m fastcf bench --only worst`` at (131 072, 16) — ``lam=``, ``region=True`` and
+``proba=0.9`` on 50 seeded problems, each query against the two products ``A @ x`` and
+``Aᵀ @ y``, with the default threads, each side's calls in a block per query — in a new
+interpreter per setting, because OpenBLAS reads its environment when it loads:
 
 * the defaults;
 * ``OPENBLAS_THREAD_TIMEOUT=4``: OpenBLAS's threads sleep after 2⁴ cycles instead of spinning;

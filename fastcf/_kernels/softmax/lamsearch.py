@@ -420,9 +420,9 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None, a
 # ----------------------------------------------------------------------------------------------
 # proba= for N queries in one call, as reduced_rows does for problem (2): per row z̄ = A x̄ + b,
 # the search, x* = x̄ + (yᵀA) ∘ v with its logits and their rounding scale in the same pass over
-# A, p = softmax(z) and the verdict. The same row code in every mode (serial, parallel over rows,
-# parallel over the column chunks of one large row), so an answer has the same bits alone or in
-# a batch.
+# A, p = softmax(z) and the verdict. The same row code in both modes (serial, parallel over rows),
+# so an answer has the same bits alone or in a batch; a large A takes the BLAS mode instead
+# (``fastcf._linear.softmax.rows_proba``: the products by BLAS, the search by proba_batch).
 
 
 @kernel(inline="always")
