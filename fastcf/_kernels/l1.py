@@ -1243,9 +1243,13 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
     ok = nT == 0
     # from a good start Newton needs ~5 steps. From a start where the face's probabilities are
     # e⁻⁵⁰⁰ away from its optimum, F is linear there and the Newton step astronomical: each step
-    # is then capped to move no margin by more than _FACE_STEP (q by at most e^_FACE_STEP), a
-    # damped Newton step all the same (soak round M: at logits of scale 10⁴ the dual's own steps
-    # grew such a class by e^15 per iteration and ran out of iterations)
+    # is then capped to move no margin by more than ``cap`` (q by at most e^cap), a damped Newton
+    # step all the same (soak round M: at logits of scale 10⁴ the dual's own steps grew such a
+    # class by e^15 per iteration and ran out of iterations). The cap starts at _FACE_STEP and
+    # doubles after each capped step taken whole (F still linear along it), so a margin e^4700
+    # from its optimum takes ~7 capped steps, not 73 (soak round Q: with a fixed cap the 60
+    # steps covered margins of 3840 and no more, and the dual ran to its iteration limit)
+    cap = _FACE_STEP
     for _it in range(60):
         if nT == 0:
             break
@@ -1273,11 +1277,12 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
                 for j in range(R):
                     acc += N[j, a] * SN[j, b2]
                 G[a, b2] = acc
-        if not _lu_factor(G, piv, nT):
-            return False
         for a in range(nT):
             step_v[a] = g[a]
-        _lu_solve(G, piv, step_v, nT)  # the Newton step is −step_v
+        if _lu_factor(G, piv, nT):
+            _lu_solve(G, piv, step_v, nT)  # the Newton step is −step_v
+        # else: F is linear to rounding (one class holds all of q, so S = diag(q) − q qᵀ is 0:
+        # soak round Q, margins 1.6e3 apart): steepest descent, the step capped below as ever
         slope = 0.0
         for a in range(nT):
             slope -= g[a] * step_v[a]
@@ -1288,8 +1293,9 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
             dm = 0.0
             for a in range(nT):
                 dm += N[j, a] * step_v[a]
-            if abs(dm) * h > _FACE_STEP:
-                h = _FACE_STEP / abs(dm)
+            if abs(dm) * h > cap:
+                h = cap / abs(dm)
+        capped = h < 1.0
         accepted = False
         ft = f
         for _bt in range(30):
@@ -1318,6 +1324,8 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
             ok = gmax <= max(1e-10, 16.0 * _EPS * mround)
             f = _face_phi(mbar, bsum, N, nT, d, lam, cost, state, tl, m, q)
             break
+        # a capped step taken whole: the cap doubles; any other step resets it
+        cap = 2.0 * cap if capped and _bt == 0 else _FACE_STEP
         for a in range(nT):
             d[a] = dt[a]
         f = ft
