@@ -1262,7 +1262,15 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
             sg = 1.0 if state[i] > 0 else -1.0
             g[a] = sg * lam * cost[i] - acc
             gmax = max(gmax, abs(g[a]) / (lam * cost[i]))
-        if gmax <= 1e-14:
+        # converged at 1e-14, or at the rounding of the margins the gradient is made of (as
+        # below): on a face whose optimum is not unique Newton crawls along it at that level
+        mround = 0.0
+        for j in range(R):
+            acc = abs(mbar[j]) + abs(bsum[j])
+            for a in range(nT):
+                acc += abs(N[j, a] * d[a])
+            mround = max(mround, acc)
+        if gmax <= max(1e-14, 16.0 * _EPS * mround):
             ok = True
             break
         for a in range(nT):
@@ -1277,6 +1285,15 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
                 for j in range(R):
                     acc += N[j, a] * SN[j, b2]
                 G[a, b2] = acc
+            # 1e-12 of each column's own scale on the diagonal: where q's weights leave the
+            # Hessian singular (a class at q ~ e⁻⁵⁰ that the optimum needs, or a face whose
+            # optimum is not unique) the step is then capped steepest descent along the flat
+            # directions and Newton along the others, not an astronomical step along the flat
+            # ones (soak round Q: a face made of two features at the same price)
+            nn = 0.0
+            for j in range(R):
+                nn += N[j, a] * N[j, a]
+            G[a, a] += 1e-12 * nn
         for a in range(nT):
             step_v[a] = g[a]
         if _lu_factor(G, piv, nT):
@@ -1443,6 +1460,7 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
     lq_top = np.empty(R + 1)
     stall = 0
     last_drop = -1  # the feature last dropped from a singular face
+    jumped = False  # the last iteration jumped to a singular face's optimum
     for it in range(max_iter):
         for k in range(R + 1):
             lq_top[k] = lq[k]
@@ -1471,6 +1489,22 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
         for jj in range(R):
             e[jj + 1] = -mbar[jj] - (lq[jj + 1] - lq[0]) - bsum[jj]
         dec, ok = _face_system(AT, t, cls, lq, e, tl, nT, R, N, mu, r)
+        if not ok and nT > 0 and not jumped:
+            # singular in q's weights — a class at q ~ e⁻⁵⁰ that the face's optimum needs, or
+            # two features at the same price (soak round Q: dropping one and adding it back at
+            # α = 0 cycled to the iteration limit). The face's primal Newton may still find its
+            # optimum: jump there first, and drop a feature only if it cannot
+            for a in range(nT):
+                mu2[a] = 0.0
+            if _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu2, bsum, lqs):
+                moved = False
+                for k in range(R + 1):
+                    moved = moved or lq[k] != lqs[k]
+                    lq[k] = lqs[k]
+                if moved:
+                    jumped = True
+                    continue
+        jumped = False
         if not ok:
             # a singular face (dependent tight columns): drop the last tight feature. If the
             # line search put that same feature back and the face is singular again (classes
