@@ -126,9 +126,8 @@ def blas_logits(X, A, b):
 def blas_expand(X0, Y, A, v, unit):
     """X = X0 + (Y A) ∘ v by BLAS, one row at a time (as :func:`blas_logits`)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        T = (Y[:, None, :] @ A)[
-            :, 0, :
-        ]  # a new array: updated in place (x0 + v ∘ t, as the kernels)
+        # a new array, updated in place: x0 + v ∘ t, the kernels' two roundings
+        T = (Y[:, None, :] @ A)[:, 0, :]
         if not unit:
             T *= v
         T += X0
