@@ -145,7 +145,11 @@ class LinearExplainer(BaseExplainer):
         ----------
         A : array_like of shape (K, D)
             ``K = 1`` means binary logistic with ``p(classes[1]) = σ(A x + b)`` (scikit-learn's
-            convention); ``K = 2`` is the equivalent two-class softmax.
+            convention); ``K = 2`` is the equivalent two-class softmax. For K ≥ 3 the answers
+            of ``region=True`` and ``proba=`` are checked with each row's logits
+            ``x @ A.T + b`` computed as NumPy computes them for an array of A's layout (C or
+            Fortran order: BLAS rounds the two differently), so they hold in the caller's own
+            arithmetic.
         b : array_like of shape (K,)
         classes : array_like of shape (max(K, 2),), optional
             Class labels; ``0, 1, ..., K-1`` by default.
