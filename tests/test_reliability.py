@@ -1307,16 +1307,42 @@ def test_softmax_region_nearly_opposite_rows_are_not_called_infeasible():
     assert res.status == 3, res.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (soak round N): a rank-deficient region row whose margins need a step ~1e9 "
-    "times the rows' scale: the K-space dual is singular in floating point and the input-space "
-    "QP (Clarabel) calls the badly scaled problem infeasible; a numerical failure",
-)
-def test_softmax_region_nearly_opposite_rows_are_feasible():
-    """A = ((−1, 1e-9), (0, 0), (0.5, 1e-9)), x̄ = 0, target 1: x = (0, −10³·…) answers."""
+@pytest.mark.parametrize("margin", [1e-6, 1e-3, 1.0])
+def test_softmax_region_nearly_opposite_rows_are_feasible(margin):
+    """A = ((−1, 1e-9), (0, 0), (0.5, 1e-9)), x̄ = 0, target 1: z_1 − z_0 = x_0 − 1e-9 x_1 ≥ m
+    and z_1 − z_2 = −x_0/2 − 1e-9 x_1 ≥ m together need 1e-9 x_1 ≤ −m and leave x_0 = 0, so
+    the answer, by hand, is (0, −10⁹ m). Soak round N: the K-space dual is singular in floating
+    point and Clarabel called the badly scaled QP infeasible (a strict xfail until round Q's
+    primal least-distance solve, ``softmax.region_primal``)."""
     ex = LinearExplainer.from_arrays(np.array([[-1.0, 1e-9], [0.0, 0.0], [0.5, 1e-9]]), np.zeros(3))
-    assert ex.explain(np.zeros(2), 1, region=True).success
+    res = ex.explain(np.zeros(2), 1, region=True, margin=margin)
+    assert res.success, res.message
+    assert res.x[0] == pytest.approx(0.0, abs=1e-12 * 1e9 * margin)  # 1e-12 of the answer
+    assert res.x[1] == pytest.approx(-1e9 * margin, rel=1e-9)
+    assert int(ex.predict(res.x[None])[0]) == 1
+
+
+@pytest.mark.parametrize("margin", [1e-12, 1e-6, 1e-3])
+def test_softmax_region_with_a_row_of_2_to_the_minus_24(margin):
+    """Soak round Q (seed 316, at 1 057): A = ((1, 2⁻²⁴, 0), (−1/2, 0, 0), 0), x̄ = 0, target 2.
+    The margins z_2 − z_1 = x_0/2 ≥ m and z_2 − z_0 = −x_0 − 2⁻²⁴ x_1 ≥ m give, by hand, the
+    answer (2m, −3·2²⁴ m, 0), 5·10⁷ m away. The K-space dual's Q = R Rᵀ has condition ~10¹⁵ and
+    NNLS's 1 − hᵀν̂ vanished: a numerical failure at every margin. Now the primal least-distance
+    active set (``softmax.region_primal``: least-norm solves of the working rows by SVD) finds
+    it."""
+    A = np.array([[1.0, 2.0**-24, 0.0], [-0.5, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    for X in (np.zeros(3), np.zeros((2, 3))):
+        res = ex.explain(X, 2, region=True, margin=margin)
+        assert np.all(res.success), res.message
+        x = np.atleast_2d(res.x)[0]
+        assert x[0] == pytest.approx(2 * margin, rel=1e-9)
+        assert x[1] == pytest.approx(-3 * 2.0**24 * margin, rel=1e-9)
+        assert x[2] == 0.0
+        assert int(ex.predict(x[None])[0]) == 2
+    # margin 0 (raised to the rounding need at the answer): a success as close as the doubles go
+    res = ex.explain(np.zeros(3), 2, region=True, margin=0.0)
+    assert res.success and int(ex.predict(res.x[None])[0]) == 2
 
 
 def test_softmax_proba_along_a_weak_direction():

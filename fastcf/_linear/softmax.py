@@ -131,6 +131,64 @@ def region_singular(zbar, k, margin, A, v):
     return y, _OK
 
 
+def region_primal(model, X, tidx, m, margins):
+    """``region=True`` rows by a primal active set in x (no K-space, no normal equations).
+
+    The region's nearest point is the least-distance program min ‖u‖² s.t. R u ≥ c, with
+    R = D V^{1/2} (the margin rows a_k − a_j on the free features, scaled by the metric) and
+    x = x̄ + V^{1/2} u. The K-space dual solves it through Q = R Rᵀ, whose condition is that of
+    R squared, and NNLS (:func:`region_singular`) through 1 − hᵀν̂ = 1/(1 + ‖u‖²), which
+    vanishes for answers ~10⁸ times the rows' scale away: a row of 6e-8 (2⁻²⁴) beside rows of 1
+    put both out of reach (soak round Q, seed 316; round N's nearly opposite rows, 1e-9). Here
+    each step solves the working rows' equalities R_W u = c_W for the least-norm u by SVD
+    (``lstsq``: the condition of R, not its square) and their multipliers from u = R_Wᵀ ν;
+    a row with ν < 0 leaves, the most violated row enters, until every row holds to rounding
+    with ν ≥ 0 (the KKT conditions of the convex program) or 4 (K − 1) + 20 steps. Rows not
+    solved keep status NUMERIC. Returns a :class:`~fastcf.results.Solution` (:func:`finish`).
+    """
+    N, D = X.shape
+    A_, v = model.A, m.v
+    K = A_.shape[0]
+    Zbar = model.check_logits(X)
+    on = v > 0.0
+    sv = np.sqrt(v[on])
+    Xs = X.copy()
+    status = np.full(N, _NUMERIC, dtype=np.int64)
+    nit = np.zeros(N, dtype=np.int64)
+    for n in range(N):
+        k = int(tidx[n])
+        others = np.array([j for j in range(K) if j != k])
+        R = (A_[k, on] - A_[others][:, on]) * sv
+        c = margins[n] - (Zbar[n, k] - Zbar[n, others])
+        if not (np.isfinite(R).all() and np.isfinite(c).all()):
+            continue
+        u = np.zeros(R.shape[1])
+        W = []
+        with np.errstate(all="ignore"):
+            for it in range(4 * (K - 1) + 20):
+                nit[n] = it + 1
+                Ru = R @ u
+                tol = 8 * _EPS_F * (np.abs(R) @ np.abs(u) + np.abs(c))
+                viol = c - Ru - tol
+                if W:
+                    nu = np.linalg.lstsq(R[W].T, u, rcond=None)[0]
+                    if (nu < 0.0).any():
+                        W.pop(int(np.argmin(nu)))
+                        u = np.linalg.lstsq(R[W], c[W], rcond=None)[0] if W else 0.0 * u
+                        continue
+                if not (viol > 0.0).any():
+                    status[n] = _OK
+                    break
+                j = int(np.argmax(viol / np.maximum(np.linalg.norm(R, axis=1), 1e-300)))
+                if j in W:  # a working row unmet at its own solve: no progress is possible
+                    break
+                W.append(j)
+                u = np.linalg.lstsq(R[W], c[W], rcond=None)[0]
+        if status[n] == _OK:
+            Xs[n, on] = X[n, on] + sv * u
+    return finish(model, X, Xs, tidx, nit, status, None, m, None, REGION_PRIMAL_METHOD)
+
+
 def resolve_singular(Zbar, tidx, margins, Y, status, A, v):
     """Re-solve in place the rows ``region_batch`` left PENDING (:func:`region_singular`)."""
     for n in np.flatnonzero(status == _PENDING):
@@ -218,6 +276,7 @@ def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
 
 PROBA_METHOD = "reduced (λ search)"
 REGION_METHOD = "reduced (dual active set)"
+REGION_PRIMAL_METHOD = "least distance (primal active set, SVD)"
 PROBA_ROUNDS = 4  # re-solves of a ``proba=`` row whose answer the model puts below τ
 
 
