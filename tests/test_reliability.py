@@ -1322,6 +1322,26 @@ def test_softmax_region_nearly_opposite_rows_are_feasible(margin):
     assert int(ex.predict(res.x[None])[0]) == 1
 
 
+@pytest.mark.parametrize("margin", [0.0, 1e-6])
+def test_softmax_region_in_an_infinite_box_with_a_row_of_2_to_the_minus_23(margin):
+    """Soak round Q (seed 316 again, at 1 074, after the fix above): A = (e_0, 2⁻²³ e_1, 0),
+    x̄ = 0 ties the classes, target 1, an explicit infinite box: Clarabel called the QP
+    infeasible, a false "infeasible", and the unbounded optimum was not tried for a box with no
+    finite side. It is now (the primal least-distance solve): x = (0, 2²³ m), by hand (margin 0:
+    raised to the rounding need at the answer, as close as the doubles go)."""
+    A = np.array([[1.0, 0.0], [0.0, 2.0**-23], [0.0, 0.0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    free = ex.explain(np.zeros(2), 1, region=True, margin=margin)
+    box = (np.full(2, -np.inf), np.full(2, np.inf))
+    res = ex.explain(np.zeros(2), 1, region=True, margin=margin, bounds=box)
+    assert res.success and free.success, res.message
+    assert int(ex.predict(res.x[None])[0]) == 1
+    assert res.x[0] == 0.0
+    if margin:
+        assert res.x[1] == pytest.approx(2.0**23 * margin, rel=1e-9)
+    assert res.distance == pytest.approx(free.distance, rel=1e-9)
+
+
 @pytest.mark.parametrize("margin", [1e-12, 1e-6, 1e-3])
 def test_softmax_region_with_a_row_of_2_to_the_minus_24(margin):
     """Soak round Q (seed 316, at 1 057): A = ((1, 2⁻²⁴, 0), (−1/2, 0, 0), 0), x̄ = 0, target 2.

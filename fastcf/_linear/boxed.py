@@ -321,7 +321,7 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
             dual_rows = True
     method = "reduced (λ search, active set)" if proba is not None else "cvxpy QP (Clarabel)"
     if dual_rows:
-        method += ", or the unbounded dual (active set) where its answer lies in the box"
+        method += ", or the unbounded optimum by an active set where Clarabel failed"
     lams = lamv if proba else None
     return finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=proba)
 
@@ -331,18 +331,24 @@ def _region_unbounded(model, x0, k, m, margin, box):
 
     The K-space dual (:func:`fastcf._linear.softmax.region_solution`) on the query's metric,
     for a box with a finite side (the input-space re-solve of unbounded queries passes an
-    unbounded box: K-space failed there already).
+    unbounded box: K-space failed there already); then the primal least-distance active set
+    (:func:`fastcf._linear.softmax.region_primal`), which holds where the margin rows differ in
+    scale by 10⁷ and more (soak round Q: a row of 1.2e-7 beside one of 1, margin 0, an explicit
+    infinite box: Clarabel called the problem infeasible).
     """
-    from .softmax import region_solution
+    from .softmax import region_primal, region_solution
 
     lo, hi = box
-    if not (np.isfinite(lo).any() or np.isfinite(hi).any()):
-        return None
-    sol = region_solution(model, x0[None], np.array([k]), m, np.array([margin]))
-    x = sol.x[0]
-    if not (sol.success[0] and np.isfinite(x).all() and (x >= lo).all() and (x <= hi).all()):
-        return None
-    return x
+    t, mg = np.array([k]), np.array([margin])
+    solvers = [region_primal]
+    if np.isfinite(lo).any() or np.isfinite(hi).any():
+        solvers.insert(0, region_solution)
+    for solve in solvers:
+        sol = solve(model, x0[None], t, m, mg)
+        x = sol.x[0]
+        if sol.success[0] and np.isfinite(x).all() and (x >= lo).all() and (x <= hi).all():
+            return x
+    return None
 
 
 def _polish_region(d, M, c, wt, free, dlo, dhi, duals):

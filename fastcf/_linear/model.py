@@ -387,24 +387,6 @@ class SoftmaxModel(_LinearModel):
         # K-space λ-search cancels at logits ~1.6·10⁶)
         good |= sub.status == Status.UNREACHABLE
         good |= (sub.status == Status.BELOW_DECISION) & (st[rows] != Status.OK)
-        if mg is not None and not good.all():
-            # region rows the QP did not answer: the least-distance program's primal active set,
-            # which works with the margin rows themselves (soak round Q: a row of 2⁻²⁴ beside
-            # rows of 1, the answer 5·10⁷ times the margin away)
-            left = np.flatnonzero(~good)
-            prim = _softmax.region_primal(model, Xr[left], tidx[rows][left], m, mg[left])
-            if e != 0:
-                with np.errstate(over="ignore", under="ignore"):
-                    prim = prim._replace(
-                        x=np.ldexp(prim.x, -e), distance=np.ldexp(prim.distance, -e)
-                    )
-            ok = prim.success & np.isfinite(prim.x).all(axis=1)
-            ok[self._unsure(prim, np.flatnonzero(ok), tidx[rows][left])] = False
-            if ok.any():
-                sub = replace_rows(sub, left[ok], take_rows(prim, np.flatnonzero(ok)))
-                good[left[ok]] = True
-                if ok.all() and left.size == good.size:  # every row is the primal's
-                    sub = sub._replace(method=prim.method)
         won = np.flatnonzero(good)
         if won.size == 0:
             return sol
