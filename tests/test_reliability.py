@@ -1322,6 +1322,21 @@ def test_softmax_region_nearly_opposite_rows_are_feasible(margin):
     assert int(ex.predict(res.x[None])[0]) == 1
 
 
+@pytest.mark.parametrize("margin", [1e-300, 1e-12, 1e-6])
+def test_softmax_region_primal_solve_is_refined_to_the_rows_rounding(margin):
+    """Soak round Q (seed 316 again, at 1 089): A = ((27/256, 2⁻²⁴, 0), (−1/256, 0, 0), 0),
+    x̄ = 0, target 2. By hand: x_0/256 = m and −(27/256) x_0 − 2⁻²⁴ x_1 = m, so the answer is
+    (256 m, −28·2²⁴ m, 0). The primal solve's SVD left the second row's residual 1.5 times the
+    rounding of that row's own terms (a move of 4.7·10⁸ m along a column of 6e-8): refused, a
+    numerical failure at every margin, until a refinement step was added."""
+    A = np.array([[0.10546875, 2.0**-24, 0.0], [-0.00390625, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    res = ex.explain(np.zeros(3), 2, region=True, margin=margin)
+    assert res.success, res.message
+    np.testing.assert_allclose(res.x, [256 * margin, -28 * 2.0**24 * margin, 0.0], rtol=1e-9)
+    assert int(ex.predict(res.x[None])[0]) == 2
+
+
 @pytest.mark.parametrize("margin", [0.0, 1e-6])
 def test_softmax_region_in_an_infinite_box_with_a_row_of_2_to_the_minus_23(margin):
     """Soak round Q (seed 316 again, at 1 074, after the fix above): A = (e_0, 2⁻²³ e_1, 0),
