@@ -1322,6 +1322,30 @@ def test_softmax_region_nearly_opposite_rows_are_feasible(margin):
     assert int(ex.predict(res.x[None])[0]) == 1
 
 
+@pytest.mark.parametrize("margin", [0.0, 1e-12, 1e-9])
+def test_softmax_region_in_a_box_that_cuts_off_the_unbounded_optimum(margin):
+    """Soak round Q (seeds 316 at 1 089 and 320 at 2 665): bounded region=True where Clarabel
+    called the QP infeasible and the unbounded optimum lies outside the box, so round P's
+    fallback did not apply. The primal least-distance active set takes the box's sides as rows.
+    By hand: A = ((1, −2⁻²⁴, 0), (0, −1, 0), 0), box [0, 1]³, target 2: x = (0, 2²⁴ m, 0);
+    A = ((0, 1), (c, c), (c, c)), c = 1.13e-8, box [−1, 0]², target 0: x = (−m/c, 0)."""
+    A1 = np.array([[1.0, -(2.0**-24), 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 0.0]])
+    c = 1.1278501470952623e-08
+    A2 = np.array([[0.0, 1.0], [c, c], [c, c]])
+    cases = [
+        (A1, 2, (np.zeros(3), np.ones(3)), [0.0, 2.0**24 * margin, 0.0]),
+        (A2, 0, (-np.ones(2), np.zeros(2)), [-margin / c, 0.0]),
+    ]
+    for A, t, box, want in cases:
+        ex = LinearExplainer.from_arrays(A, np.zeros(3))
+        res = ex.explain(np.zeros(A.shape[1]), t, region=True, margin=margin, bounds=box)
+        assert res.success, res.message
+        assert int(ex.predict(res.x[None])[0]) == t
+        assert (res.x >= box[0]).all() and (res.x <= box[1]).all()
+        if margin:
+            np.testing.assert_allclose(res.x, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("margin", [1e-300, 1e-12, 1e-6])
 def test_softmax_region_primal_solve_is_refined_to_the_rows_rounding(margin):
     """Soak round Q (seed 316 again, at 1 089): A = ((27/256, 2⁻²⁴, 0), (−1/256, 0, 0), 0),

@@ -218,7 +218,7 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
     status = np.zeros(N, dtype=np.int64)
     lamv = np.full(N, np.nan)
     free = v > 0
-    dual_rows = False  # a region row answered by _region_unbounded
+    dual_rows = False  # a region row answered by _region_fallback
     for n in range(N):
         k = int(tidx[n])
         box = row_box(bnd, n)  # the query's own box (one per row, or the shared one)
@@ -312,8 +312,9 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
             continue
         # Clarabel can call a badly scaled feasible problem infeasible (a margin row of 1e-9
         # beside one of 1, margin 0 raised to its floor: soak round P). The unbounded optimum,
-        # where it lies in the box, is the bounded one (the optimum of a relaxation, feasible)
-        xf = _region_unbounded(model, X[n], k, m, margins[n], box)
+        # where it lies in the box, is the bounded one (the optimum of a relaxation, feasible);
+        # else the primal active set with the box as rows (soak round Q)
+        xf = _region_fallback(model, X[n], k, m, margins[n], box)
         if xf is None:
             status[n] = st_n
         else:
@@ -321,33 +322,38 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
             dual_rows = True
     method = "reduced (λ search, active set)" if proba is not None else "cvxpy QP (Clarabel)"
     if dual_rows:
-        method += ", or the unbounded optimum by an active set where Clarabel failed"
+        method += ", or an exact active set where Clarabel failed"
     lams = lamv if proba else None
     return finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=proba)
 
 
-def _region_unbounded(model, x0, k, m, margin, box):
-    """Return the answer of ``region=True`` without the box where it lies in the box, or None.
+def _region_fallback(model, x0, k, m, margin, box):
+    """Return an answer of ``region=True`` where Clarabel failed, or None.
 
-    The K-space dual (:func:`fastcf._linear.softmax.region_solution`) on the query's metric,
-    for a box with a finite side (the input-space re-solve of unbounded queries passes an
-    unbounded box: K-space failed there already); then the primal least-distance active set
-    (:func:`fastcf._linear.softmax.region_primal`), which holds where the margin rows differ in
-    scale by 10⁷ and more (soak round Q: a row of 1.2e-7 beside one of 1, margin 0, an explicit
-    infinite box: Clarabel called the problem infeasible).
+    The unbounded optimum where it lies in the box (then it is the bounded one): the K-space
+    dual (:func:`fastcf._linear.softmax.region_solution`) on the query's metric, for a box with
+    a finite side (the input-space re-solve of unbounded queries passes an unbounded box:
+    K-space failed there already). Then the primal least-distance active set
+    (:func:`fastcf._linear.softmax.region_primal`) with the box's sides as rows of its own, so
+    its answer is the bounded optimum: it holds where the margin rows differ in scale by 10⁷
+    and more (soak round Q: a row of 1.2e-7 beside one of 1, margin 0, an explicit infinite box;
+    the same with a box [0, 1]³ that the unbounded optimum leaves: Clarabel called both
+    infeasible).
     """
     from .softmax import region_primal, region_solution
 
     lo, hi = box
     t, mg = np.array([k]), np.array([margin])
-    solvers = [region_primal]
     if np.isfinite(lo).any() or np.isfinite(hi).any():
-        solvers.insert(0, region_solution)
-    for solve in solvers:
-        sol = solve(model, x0[None], t, m, mg)
+        sol = region_solution(model, x0[None], t, m, mg)
         x = sol.x[0]
         if sol.success[0] and np.isfinite(x).all() and (x >= lo).all() and (x <= hi).all():
             return x
+    # the primal active set with the box's sides as rows: the bounded optimum itself
+    sol = region_primal(model, x0[None], t, m, mg, box)
+    x = sol.x[0]
+    if sol.success[0] and np.isfinite(x).all() and (x >= lo).all() and (x <= hi).all():
+        return x
     return None
 
 

@@ -131,7 +131,7 @@ def region_singular(zbar, k, margin, A, v):
     return y, _OK
 
 
-def region_primal(model, X, tidx, m, margins):
+def region_primal(model, X, tidx, m, margins, box=None):
     """``region=True`` rows by a primal active set in x (no K-space, no normal equations).
 
     The region's nearest point is the least-distance program min ‖u‖² s.t. R u ≥ c, with
@@ -144,8 +144,12 @@ def region_primal(model, X, tidx, m, margins):
     (:func:`_least_norm`: the condition of R, not its square) and their multipliers from
     u = R_Wᵀ ν;
     a row with ν < 0 leaves, the most violated row enters, until every row holds to rounding
-    with ν ≥ 0 (the KKT conditions of the convex program) or 4 (K − 1) + 20 steps. Rows not
-    solved keep status NUMERIC. Returns a :class:`~fastcf.results.Solution` (:func:`finish`).
+    with ν ≥ 0 (the KKT conditions of the convex program) or 4 × (rows) + 20 steps. Rows not
+    solved keep status NUMERIC. ``box``: (lo, hi) of one query (the same for every row of X),
+    whose finite sides on the free features join R as rows √v_i u_i ≥ lo_i − x̄_i and
+    −√v_i u_i ≥ x̄_i − hi_i (for up to 2 000 free features: a fallback, not a solver for large
+    boxes; beyond that the row is left NUMERIC). Returns a :class:`~fastcf.results.Solution`
+    (:func:`finish`).
     """
     N, D = X.shape
     A_, v = model.A, m.v
@@ -161,21 +165,30 @@ def region_primal(model, X, tidx, m, margins):
         others = np.array([j for j in range(K) if j != k])
         R = (A_[k, on] - A_[others][:, on]) * sv
         c = margins[n] - (Zbar[n, k] - Zbar[n, others])
+        if box is not None:
+            lo, hi = box[0][on], box[1][on]
+            fl, fh = np.isfinite(lo), np.isfinite(hi)
+            if fl.any() or fh.any():
+                if on.sum() > 2000:
+                    continue
+                eye = np.diag(sv)
+                x0 = X[n, on]
+                R = np.vstack([R, eye[fl], -eye[fh]])
+                c = np.concatenate([c, lo[fl] - x0[fl], x0[fh] - hi[fh]])
         if not (np.isfinite(R).all() and np.isfinite(c).all()):
             continue
         u = np.zeros(R.shape[1])
         W = []
         with np.errstate(all="ignore"):
-            for it in range(4 * (K - 1) + 20):
+            for it in range(4 * R.shape[0] + 20):
                 nit[n] = it + 1
-                Ru = R @ u
-                tol = 8 * _EPS_F * (np.abs(R) @ np.abs(u) + np.abs(c))
-                viol = c - Ru - tol
-                if W:
+                viol = _violation(R, c, u)
+                if len(W) > 1:
                     nu = np.linalg.lstsq(R[W].T, u, rcond=None)[0]
+                    nu[-1] = max(nu[-1], 0.0)  # the row just added stays: it was violated
                     if (nu < 0.0).any():
                         W.pop(int(np.argmin(nu)))
-                        u = _least_norm(R[W], c[W]) if W else 0.0 * u
+                        u = _least_norm(R[W], c[W])
                         continue
                 if not (viol > 0.0).any():
                     status[n] = _OK
@@ -183,11 +196,60 @@ def region_primal(model, X, tidx, m, margins):
                 j = int(np.argmax(viol / np.maximum(np.linalg.norm(R, axis=1), 1e-300)))
                 if j in W:  # a working row unmet at its own solve: no progress is possible
                     break
-                W.append(j)
-                u = _least_norm(R[W], c[W])
+                W, u = _enter(R, c, W, j)
+                if W is None:
+                    break
         if status[n] == _OK:
             Xs[n, on] = X[n, on] + sv * u
+            if box is not None:  # on the box's sides to rounding: exactly there
+                Xs[n] = np.clip(Xs[n], box[0], box[1])
     return finish(model, X, Xs, tidx, nit, status, None, m, None, REGION_PRIMAL_METHOD)
+
+
+def _violation(R, c, u):
+    """Return c − R u less its rounding (> 0: the row is unmet).
+
+    The rounding is normwise, 16ε (‖R_j‖ ‖u‖ + |c_j|): what a least-norm solve by SVD can reach
+    on every row at once. Against each row's own terms |R_j||u| (componentwise) a side of the box
+    u_1 ≤ 0 could not be met by the u_1 ~ 1e-17 that a solve with u_0 ~ 0.09 leaves (soak round Q,
+    seed 320); the answers are checked in the model's arithmetic afterwards all the same.
+    """
+    tol = 16 * _EPS_F * (_norms(R) * _norms(u[None, :])[0] + np.abs(c))
+    return c - R @ u - tol
+
+
+def _norms(M):
+    """Return the 2-norms of the rows of M, scaled: no underflow for entries ~1e-263."""
+    s = np.abs(M).max(axis=1, initial=0.0)
+    t = np.where(s > 0.0, s, 1.0)
+    return s * np.sqrt(np.einsum("ij,ij->i", M / t[:, None], M / t[:, None]))
+
+
+def _holds(R, c, u):
+    """Tell whether R u = c holds to the rounding of each row's own terms."""
+    return not ((_violation(R, c, u) > 0.0).any() or (_violation(-R, -c, u) > 0.0).any())
+
+
+def _enter(R, c, W, j):
+    """Return (W, u): row j joins the working rows W, with the least-norm u that meets them.
+
+    Where the rows with j cannot all hold as equalities (j depends on them: a side of the box
+    that cuts off where a margin row held), one old row leaves: of those whose removal leaves
+    equalities that hold and an answer that still meets the removed row, the one giving the
+    least norm. (None, u) when no removal does (the caller stops: a numerical failure).
+    """
+    W2 = W + [j]
+    u = _least_norm(R[W2], c[W2])
+    if _holds(R[W2], c[W2], u):
+        return W2, u
+    best = None
+    for i in W:
+        W3 = [w for w in W2 if w != i]
+        u3 = _least_norm(R[W3], c[W3])
+        if _holds(R[W3], c[W3], u3) and _violation(R[i : i + 1], c[i : i + 1], u3)[0] <= 0.0:
+            if best is None or np.linalg.norm(u3) < np.linalg.norm(best[1]):
+                best = (W3, u3)
+    return (None, u) if best is None else best
 
 
 def _least_norm(R, c):
