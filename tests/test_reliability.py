@@ -1346,6 +1346,32 @@ def test_softmax_region_in_a_box_that_cuts_off_the_unbounded_optimum(margin):
             np.testing.assert_allclose(res.x, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("margin", [0.0, 1e-6])
+def test_softmax_boxed_region_whose_clarabel_answer_is_short(margin):
+    """Soak round Q (seed 316 at 1 090): A = (1e-10, 0, 0)ᵀ, b = (−1, 0, −1), x̄ = 0, target 0,
+    box [0, ∞): the answer, by hand, is x = (1 + m)·10¹⁰. Clarabel said "optimal" at 7.6·10⁹,
+    short of the margin, and the row ended in a numerical failure; an answer short of a margin
+    by more than the polish leaves now goes to the fallback (here the unbounded optimum, which
+    lies in the box)."""
+    ex = LinearExplainer.from_arrays(np.array([[1e-10], [0.0], [0.0]]), np.array([-1.0, 0.0, -1.0]))
+    res = ex.explain(np.zeros(1), 0, region=True, margin=margin, bounds=([0.0], [np.inf]))
+    assert res.success, res.message
+    assert res.x[0] == pytest.approx((1 + margin) * 1e10, rel=1e-9)
+    assert int(ex.predict(res.x[None])[0]) == 0
+
+
+def test_softmax_proba_met_at_a_tie_is_below_decision():
+    """Soak round Q (seed 320 at 4 119): three identical rows, τ = 1/3: p = (1/3, 1/3, 1/3)
+    everywhere, so x̄ meets τ but its class is a tie (the target is never surely the class). It
+    was called infeasible; x̄ itself, with the documented BELOW_DECISION, is the answer."""
+    ex = LinearExplainer.from_arrays(np.ones((3, 1)), np.zeros(3))
+    for X in (np.zeros(1), np.zeros((2, 1))):
+        res = ex.explain(X, 0, proba=1 / 3)
+        assert np.all(res.status == 7), res.message
+        np.testing.assert_array_equal(res.x, X)
+        assert np.all(res.distance == 0.0)
+
+
 @pytest.mark.parametrize("margin", [1e-300, 1e-12, 1e-6])
 def test_softmax_region_primal_solve_is_refined_to_the_rows_rounding(margin):
     """Soak round Q (seed 316 again, at 1 089): A = ((27/256, 2⁻²⁴, 0), (−1/256, 0, 0), 0),

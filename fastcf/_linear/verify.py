@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._status import Status, messages
+from .._status import Status, message, messages
 from ..results import CounterfactualPath, Solution
 
 __all__ = [
@@ -100,39 +100,56 @@ def keep_source(model, X, tidx, sol, proba):
     every row but the successes at x̄ is checked at x̄ with the verification's own test
     (:meth:`~fastcf._linear.model._LinearModel.in_target`: the class beyond rounding, and
     p_target ≥ τ): one product per such row, after a first test of p_target ≥ τ alone. The rows
-    set to x̄ are successes, ``certified`` (just checked).
+    set to x̄ are successes, ``certified`` (just checked). Rows that failed where x̄ meets τ but
+    its class is not surely the target get x̄ too, with the documented BELOW_DECISION.
     """
     rows = np.flatnonzero(~(sol.success & (sol.distance == 0.0)))
     if rows.size == 0:
         return sol
-    at = rows[source_meets(model, X[rows], tidx[rows], proba)]
-    if at.size == 0:
+    with np.errstate(over="ignore", invalid="ignore"):
+        P0 = model.proba_from_logits(model.check_logits(X[rows]))
+    meets = rows[P0[np.arange(rows.size), tidx[rows]] >= proba]
+    if meets.size == 0:
+        return sol
+    sure = model.in_target(X[meets], tidx[meets], proba)
+    at = meets[sure]
+    # x̄ meets τ but its class is not surely the target (a tie: three identical rows and τ = 1/3,
+    # soak round Q): x̄ is the optimum, at distance 0, and the documented outcome is
+    # BELOW_DECISION, not a solver's failure or its "infeasible"
+    below = meets[~sure]
+    below = below[~sol.success[below] & (sol.status[below] != int(Status.BELOW_DECISION))]
+    changed = np.concatenate([at, below])
+    if changed.size == 0:
         return sol
     x = sol.x.copy()
-    x[at] = X[at]
+    x[changed] = X[changed]
     success = sol.success.copy()
     success[at] = True
     status = sol.status.copy()
     status[at] = int(Status.OK)
-    message = list(sol.message)
+    status[below] = int(Status.BELOW_DECISION)
+    msgs = list(sol.message)
     for n in at:
-        message[n] = _SOURCE_MEETS
-    out = {"x": x, "success": success, "status": status, "message": message}
+        msgs[n] = _SOURCE_MEETS
+    for n in below:
+        msgs[n] = message(int(Status.BELOW_DECISION))
+    out = {"x": x, "success": success, "status": status, "message": msgs}
     if sol.proba is not None:
         P = sol.proba.copy()
         with np.errstate(over="ignore", invalid="ignore"):
-            P[at] = model.proba_from_logits(model.check_logits(X[at]))
+            P[changed] = model.proba_from_logits(model.check_logits(X[changed]))
         out["proba"] = P
     for name, value in (("distance", 0.0), ("nit", 0), ("lam", np.inf), ("grad_norm", 0.0)):
         arr = getattr(sol, name)
         if arr is not None:
             arr = arr.copy()
-            arr[at] = value
+            arr[changed] = value
             out[name] = arr
     cert = np.zeros(sol.success.shape[0], dtype=bool)
     if sol.certified is not None:
         cert |= sol.certified
     cert[at] = True
+    cert[below] = False
     out["certified"] = cert
     return sol._replace(**out)
 
