@@ -75,8 +75,13 @@ def region_singular(zbar, k, margin, A, v):
         return y, (_OK if (c <= 0).all() else _INFEASIBLE)
     if (c[~live] > 0.0).any():  # a margin no free direction changes, unmet
         return y, _INFEASIBLE
-    Gn = R[live] / norms[live, None]
-    h = c[live] / norms[live]
+    with np.errstate(over="ignore", invalid="ignore"):
+        Gn = R[live] / norms[live, None]
+        h = c[live] / norms[live]
+    if not (np.isfinite(h).all() and np.isfinite(Gn).all()):
+        # a margin beyond the doubles in units of its row (rows of norm ~1e-300 against a
+        # margin of 1: soak round Q, an overflow warning): out of the NNLS's reach
+        return y, _NUMERIC
     # The program is homogeneous in h: v(s h) = s v(h) and ν(s h) = s ν(h) for s > 0. Solve it
     # for h / max(h): Lawson & Hanson's 1 − hᵀν̂ is 1 / (1 + ‖v‖²) at the optimum, so with an
     # unscaled h of 10⁶ it fell under the infeasibility threshold of a feasible row, and at
