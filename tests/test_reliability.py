@@ -1393,6 +1393,22 @@ def test_softmax_region_singular_rows_of_1e_minus_108_warn_nothing():
         assert res.success and res.x[0] < 0.0
 
 
+@pytest.mark.parametrize("margin", [0.0, 1e-6])
+def test_softmax_boxed_region_far_from_zero_is_checked_to_rounding(margin):
+    """Soak round Q (seed 316 at 6 254): A = (0, 0, 1)ᵀ, b = (0, 1, 1), x̄ = −10⁸, target 2, box
+    [−10⁸, 10⁸]: the answer is x just above 0 (z_2 − z_1 = x), 10⁸ away. Clarabel's polished
+    answer was −0.049, short of the margin but within the 1e-9 of its terms that the check
+    allowed, so no fallback was tried and the row was a numerical failure. The check is at the
+    rounding of the rows' terms now, and the unbounded optimum (in the box) answers."""
+    ex = LinearExplainer.from_arrays(np.array([[0.0], [0.0], [1.0]]), np.array([0.0, 1.0, 1.0]))
+    box = ([-1e8], [1e8])
+    res = ex.explain(np.array([-1e8]), 2, region=True, margin=margin, bounds=box)
+    free = ex.explain(np.array([-1e8]), 2, region=True, margin=margin)
+    assert res.success and free.success, res.message
+    assert res.x[0] == free.x[0] and 0.0 < res.x[0] < 1e-5
+    assert int(ex.predict(res.x[None])[0]) == 2
+
+
 def test_softmax_proba_met_at_a_tie_is_below_decision():
     """Soak round Q (seed 320 at 4 119): three identical rows, τ = 1/3: p = (1/3, 1/3, 1/3)
     everywhere, so x̄ meets τ but its class is a tie (the target is never surely the class). It

@@ -369,13 +369,14 @@ def _region_fallback(model, x0, k, m, margin, box):
 
 
 def _meets_rows(D_rows, c, d):
-    """Tell whether the step d meets the margin rows D_rows d ≥ c to 1e-9 of their terms.
+    """Tell whether the step d meets the margin rows D_rows d ≥ c to the rounding of their terms.
 
-    Clarabel's answer, polished, meets them to rounding; one short by more failed (a row of 1e-10
-    and a step of 10¹⁰ that it called optimal at 7.6·10⁹: soak round Q).
+    64ε (|D_rows| |d| + |c|): Clarabel's answer, polished, meets them to rounding; one short by
+    more failed (soak round Q: a row of 1e-10 and a step of 10¹⁰ that it called optimal at
+    7.6·10⁹; a step of 10⁸ from x̄ = −10⁸ that it left 0.05 short, within 1e-9 of its terms).
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        short = c - D_rows @ d > 1e-9 * (np.abs(D_rows) @ np.abs(d) + np.abs(c))
+        short = c - D_rows @ d > 64 * _EPS * (np.abs(D_rows) @ np.abs(d) + np.abs(c))
     return not short.any()
 
 
