@@ -1331,13 +1331,8 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
             # no decrease left at rounding level, or a step below an ulp of δ_T: converged if the
             # gradient is small against the rounding of the margins it is made of (each q_j moves
             # by its margin's rounding, relative): at logits 10⁵ the margins m̄ + b + M_T δ
-            # cancel to ~1e-11 and the gradient cannot go below that (soak round N)
-            mround = 0.0
-            for j in range(R):
-                acc = abs(mbar[j]) + abs(bsum[j])
-                for a in range(nT):
-                    acc += abs(N[j, a] * d[a])
-                mround = max(mround, acc)
+            # cancel to ~1e-11 and the gradient cannot go below that (soak round N); mround is
+            # that of this δ_T, computed above
             ok = gmax <= max(1e-10, 16.0 * _EPS * mround)
             f = _face_phi(mbar, bsum, N, nT, d, lam, cost, state, tl, m, q)
             break
