@@ -135,7 +135,15 @@ class LinearExplainer(BaseExplainer):
     def __init__(self, model):
         from .adapters import model_name
 
-        self._init_arrays(*linear_model_arrays(model), source=model_name(model))
+        # the layout of the estimator's own coef_ decides the BLAS call, and so the bits, of its
+        # decision_function X @ coef_.T (check_logits): Fortran order in recent scikit-learn
+        # (every solver), rows with a padded stride in 1.6 — a row-major call either way there
+        est = model.steps[-1][1] if hasattr(model, "steps") else model
+        coef = getattr(est, "coef_", None)
+        columns = True
+        if isinstance(coef, np.ndarray) and coef.ndim == 2 and coef.shape[1] > 1:
+            columns = coef.strides[0] == coef.itemsize
+        self._init_arrays(*linear_model_arrays(model), source=model_name(model), columns=columns)
 
     @classmethod
     def from_arrays(cls, A, b, classes=None, feature_names=None, *, probabilistic=True):
