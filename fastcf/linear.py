@@ -72,6 +72,19 @@ class _Query(NamedTuple):
     bnd: tuple | None  # (lo, hi) of shape (D,) or (N, D)
 
 
+def _by_columns(coef, default):
+    """Tell whether a (K, D) coefficient array is stored by columns (unit stride down a column).
+
+    Its layout decides NumPy's BLAS call for ``X @ coef.T``, and so the bits of the model's own
+    logits (``SoftmaxModel.check_logits``): by columns in recent scikit-learn's multinomial
+    ``coef_`` (every solver), by rows with a padded stride in 1.6, by rows for a C-order array.
+    ``default`` where ``coef`` is not a 2-D array with D > 1 (a list, a sparse matrix).
+    """
+    if not (isinstance(coef, np.ndarray) and coef.ndim == 2 and coef.shape[1] > 1):
+        return default
+    return coef.strides[0] == coef.itemsize
+
+
 class LinearExplainer(BaseExplainer):
     """Counterfactuals of logistic-regression and softmax classifiers.
 
@@ -139,10 +152,7 @@ class LinearExplainer(BaseExplainer):
         # decision_function X @ coef_.T (check_logits): Fortran order in recent scikit-learn
         # (every solver), rows with a padded stride in 1.6 — a row-major call either way there
         est = model.steps[-1][1] if hasattr(model, "steps") else model
-        coef = getattr(est, "coef_", None)
-        columns = True
-        if isinstance(coef, np.ndarray) and coef.ndim == 2 and coef.shape[1] > 1:
-            columns = coef.strides[0] == coef.itemsize
+        columns = _by_columns(getattr(est, "coef_", None), default=True)
         self._init_arrays(*linear_model_arrays(model), source=model_name(model), columns=columns)
 
     @classmethod
@@ -186,8 +196,7 @@ class LinearExplainer(BaseExplainer):
             raise TypeError(f"probabilistic must be True or False; got {probabilistic!r}")
         self = cls.__new__(cls)
         # the layout of the caller's A decides the bits of its logits X @ A.T (check_logits)
-        columns = isinstance(A, np.ndarray) and A.ndim == 2 and not A.flags.c_contiguous
-        columns = columns and A.flags.f_contiguous
+        columns = _by_columns(A, default=False)
         self._init_arrays(
             *check_linear_arrays(A, b, classes, feature_names),
             bool(probabilistic),
@@ -210,7 +219,7 @@ class LinearExplainer(BaseExplainer):
         self.feature_names_in_ = names
         self.mad_ = None
         # BinaryModel or SoftmaxModel: the family, chosen once. ``columns``: the coefficients'
-        # own layout (scikit-learn's multinomial coef_ is Fortran-ordered)
+        # own layout (_by_columns)
         self._model = make_model(A, b, columns)
         self._cache = MetricCache(self._model)
         self.probabilistic_ = bool(probabilistic)

@@ -320,7 +320,7 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
         # beside one of 1, margin 0 raised to its floor: soak round P). The unbounded optimum,
         # where it lies in the box, is the bounded one (the optimum of a relaxation, feasible);
         # else the primal active set with the box as rows (soak round Q)
-        xf = _region_fallback(model, X[n], k, m, margins[n], box)
+        xf = _region_fallback(model, X[n], k, m, margins[n], box, D_rows, c)
         if xf is None:
             status[n] = st_n
         else:
@@ -333,7 +333,7 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
     return finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=proba)
 
 
-def _region_fallback(model, x0, k, m, margin, box):
+def _region_fallback(model, x0, k, m, margin, box, D_rows, c):
     """Return an answer of ``region=True`` where Clarabel failed, or None.
 
     The unbounded optimum where it lies in the box (then it is the bounded one): the K-space
@@ -344,16 +344,12 @@ def _region_fallback(model, x0, k, m, margin, box):
     its answer is the bounded optimum: it holds where the margin rows differ in scale by 10⁷
     and more (soak round Q: a row of 1.2e-7 beside one of 1, margin 0, an explicit infinite box;
     the same with a box [0, 1]³ that the unbounded optimum leaves: Clarabel called both
-    infeasible).
+    infeasible). ``D_rows``, ``c``: the caller's margin rows and their right-hand sides.
     """
     from .softmax import region_primal, region_solution
 
     lo, hi = box
     t, mg = np.array([k]), np.array([margin])
-    z = model.logits(x0[None])[0]
-    others = np.arange(model.A.shape[0]) != k
-    c = margin - (z[k] - z[others])
-    D_rows = model.A[k] - model.A[others]
     solvers = [lambda: region_primal(model, x0[None], t, m, mg, box)]
     if np.isfinite(lo).any() or np.isfinite(hi).any():
         solvers.insert(0, lambda: region_solution(model, x0[None], t, m, mg))

@@ -265,7 +265,7 @@ class SoftmaxModel(_LinearModel):
         super().__init__(A, b, A.shape[0])
         self.columns = bool(columns)
         # Aᵀ in the layout of the model's own coefficients' transpose: C order (D, K) where
-        # they are stored by columns (scikit-learn's multinomial coef_, in every solver), else the
+        # they are stored by columns (recent scikit-learn's multinomial coef_), else the
         # (Fortran-order) view of A. BLAS makes a different call, with different bits, for each;
         # and the former is ~2.3× slower at (131 072, 16) (measured: 675 against 290 µs a row)
         self.CT = self.AT if self.columns else A.T

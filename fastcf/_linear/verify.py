@@ -73,18 +73,28 @@ def solution(x, P, dist, success, status, nit, lams, gn, method, certified=None,
 _SOURCE_MEETS = "the source already meets proba=τ (as the model computes it): x̄ itself"
 
 
+def _source_tests(model, X, tidx, proba):
+    """Return (P0, meets, sure): x̄'s probabilities, p_target(x̄) ≥ τ, and in_target among those.
+
+    P0 by the model's own logits (BLAS one row at a time); ``sure`` (one per True of ``meets``)
+    is :meth:`~fastcf._linear.model._LinearModel.in_target`, only computed for those rows.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        P0 = model.proba_from_logits(model.check_logits(X))
+    meets = P0[np.arange(X.shape[0]), tidx] >= proba
+    sure = model.in_target(X[meets], tidx[meets], proba) if meets.any() else np.zeros(0, bool)
+    return P0, meets, sure
+
+
 def source_meets(model, X, tidx, proba):
     """Return which rows x̄ of ``X`` the model puts in ``tidx`` with p_target ≥ ``proba``.
 
     The verification's test (:meth:`~fastcf._linear.model._LinearModel.in_target`), after a
     first test of p_target(x̄) ≥ τ alone (two calls), which rules out nearly every row.
     """
-    with np.errstate(over="ignore", invalid="ignore"):
-        P0 = model.proba_from_logits(model.check_logits(X))
-    good = P0[np.arange(X.shape[0]), tidx] >= proba
-    if good.any():
-        rows = np.flatnonzero(good)
-        good[rows] = model.in_target(X[rows], tidx[rows], proba)
+    _P0, meets, sure = _source_tests(model, X, tidx, proba)
+    good = meets.copy()
+    good[meets] = sure
     return good
 
 
@@ -106,12 +116,10 @@ def keep_source(model, X, tidx, sol, proba):
     rows = np.flatnonzero(~(sol.success & (sol.distance == 0.0)))
     if rows.size == 0:
         return sol
-    with np.errstate(over="ignore", invalid="ignore"):
-        P0 = model.proba_from_logits(model.check_logits(X[rows]))
-    meets = rows[P0[np.arange(rows.size), tidx[rows]] >= proba]
+    P0, hit, sure = _source_tests(model, X[rows], tidx[rows], proba)
+    meets = rows[hit]
     if meets.size == 0:
         return sol
-    sure = model.in_target(X[meets], tidx[meets], proba)
     at = meets[sure]
     # x̄ meets τ but its class is not surely the target (a tie: three identical rows and τ = 1/3,
     # soak round Q): x̄ is the optimum, at distance 0, and the documented outcome is
@@ -121,6 +129,7 @@ def keep_source(model, X, tidx, sol, proba):
     changed = np.concatenate([at, below])
     if changed.size == 0:
         return sol
+    P0 = P0[np.searchsorted(rows, changed)]  # x̄'s probabilities, computed above
     x = sol.x.copy()
     x[changed] = X[changed]
     success = sol.success.copy()
@@ -136,8 +145,7 @@ def keep_source(model, X, tidx, sol, proba):
     out = {"x": x, "success": success, "status": status, "message": msgs}
     if sol.proba is not None:
         P = sol.proba.copy()
-        with np.errstate(over="ignore", invalid="ignore"):
-            P[changed] = model.proba_from_logits(model.check_logits(X[changed]))
+        P[changed] = P0
         out["proba"] = P
     for name, value in (("distance", 0.0), ("nit", 0), ("lam", np.inf), ("grad_norm", 0.0)):
         arr = getattr(sol, name)
