@@ -634,3 +634,62 @@ def test_log_step_of_no_step_is_zero():
     assert _log_step(0.0, np.inf, 2e5) == 0.0
     assert _log_step(0.5, np.inf, 2e5) == pytest.approx(2e5 + np.log(0.5), rel=1e-15)
     assert np.isnan(_log_step(2.0, np.inf, -1.0))  # 2 − e < 0: NaN, compiled or not
+
+
+# soak round Q, seed 321: rows of 974 beside 1e-177, two features frozen, weights
+_Q321_A = np.array([
+    [3.4943531602502986e-177, 974.7103537446327, -2.220446049250313e-13, -67.63896700737449],
+    [-1.256017857312088e-24, -500.0, 49.16776586681615, -1.4355884465138475e-269],
+    [954.2961586353331, 2.2250738585072014e-305, -1000.0, -1000.0],
+    [3.704510798323086e-07, -539.7967543825193, 3.704510798323086e-07, 635.6046368912209],
+])  # fmt: skip
+_Q321_B = np.array([-0.5504529090580083, 1e-14, 2.1520634734959574e-42, -0.7305054328207916])
+_Q321_X = np.array([100.0, -719.6748307322123, -1000.0, -195.28243720985628])
+_Q321_W = np.array([0.6662981689834733, 0.5598466184922201, 1.3250857549832782, 1.4074632126942106])
+
+
+@pytest.mark.parametrize("lam", [6.0, 16.9, 30.1498, 35.68])
+def test_softmax_lam_dual_that_stalls_on_an_underflowed_class_restarts(lam):
+    """Soak round Q (seed 321). At x̄ class 1's probability is e⁻⁹⁸⁰⁰⁰⁰ beside class 2's; the
+    answer needs both free features (0 and 3) and puts class 1 at 0.98. The entropy dual moved
+    class 1's log-probability by a bounded step per iteration, stalled at e⁻⁹⁸⁰⁰⁰⁰, and stopped
+    on the face of feature 0 alone: at λ = 30.1498 it called x_0 = −1 973.8 "the optimum" with a
+    duality gap of 4.2·10⁴ (and at λ = 16.9 ran to its iteration limit). The answer's own KKT
+    conditions are now its certificate, and the dual restarts from the answer's probabilities
+    where they fail. Checked: the KKT residual at the answer's own probabilities, and an energy
+    no higher than the old answer's."""
+    ex = LinearExplainer.from_arrays(_Q321_A, _Q321_B)
+    free = np.array([True, False, False, True])
+    res = ex.explain(_Q321_X, 0, lam=lam, frozen=[2, 1], weights=_Q321_W, metric="manhattan")
+    assert res.status in (0, 5), res.message  # converged; 5: the optimum is not in class 0
+    x = res.x
+    kkt = manhattan_kkt_residual(_Q321_A, _Q321_B, _Q321_X, x, 0, _Q321_W, lam, free=free)
+    assert kkt <= 1e-8 * lam * _Q321_W.max()
+    old = _Q321_X.copy()
+    old[0] = -1973.76109782  # the stalled dual's answer
+    e_new = manhattan_energy(_Q321_A, _Q321_B, _Q321_X, 0, _Q321_W, lam, x)
+    assert e_new <= manhattan_energy(_Q321_A, _Q321_B, _Q321_X, 0, _Q321_W, lam, old)
+    assert res.info["gap"] <= 1e-9 * e_new
+
+
+def test_softmax_proba_polish_accepts_a_residual_at_the_rounding_of_its_margins():
+    """Soak round Q (seed 321, ``linear_few_changes`` at 3 320): ``proba=0.0614`` on the model
+    above. Its answer moves features 0 and 3 by 1.6·10⁴ on rows of 10³, so the margins are
+    formed to ~10⁻⁹ and the KKT residual of the right structure cannot go below ~10⁻⁷ of λc:
+    the polish asked for 10⁻⁹, refused it at every λ, and the λ-search ran to the iteration
+    limit. The answer: p_0 ≥ τ, and class 1 still wins (τ < 1/2: BELOW_DECISION, documented);
+    both free features move, at the multiplier the KKT conditions of ``lam=`` give back."""
+    ex = LinearExplainer.from_arrays(_Q321_A, _Q321_B)
+    tau = 0.06140459958956353
+    res = ex.explain(_Q321_X, 0, proba=tau, frozen=[2, 1], weights=_Q321_W, metric="manhattan")
+    assert res.status == 7, res.message
+    assert ex.predict_proba(res.x[None])[0, 0] >= tau
+    assert np.array_equal(res.x[[1, 2]], _Q321_X[[1, 2]])
+    assert (res.x[[0, 3]] < _Q321_X[[0, 3]]).all()
+    free = np.array([True, False, False, True])
+    lam = res.lam
+    kkt = manhattan_kkt_residual(_Q321_A, _Q321_B, _Q321_X, res.x, 0, _Q321_W, lam, free=free)
+    assert kkt <= 1e-6 * lam * _Q321_W.max()
+    # the same point answers lam= at its multiplier
+    same = ex.explain(_Q321_X, 0, lam=lam, frozen=[2, 1], weights=_Q321_W, metric="manhattan")
+    np.testing.assert_allclose(same.x, res.x, rtol=1e-9)

@@ -1830,6 +1830,41 @@ def _margins_of(AT, t, cls, mbar, state, free, delta, m):
 
 
 @kernel()
+def _at_rounding(AT, t, cls, mbar, state, free, d, N, q, F, lam, cost, tl, nT, proba, log_tau):
+    """Whether _polish's residual F (at δ = ``d``, q its probabilities) is at rounding level.
+
+    The margins m̄ + Σ δ_i M_i are formed to ε·mround, mround = max_j |m̄_j| + Σ_i |δ_i M_ij|,
+    and a change e of the margins moves q_j by at most 2 q_j max|e|: so F_a = M_aᵀq − σλc is
+    known to 2ε·mround Σ_j |M_ja| q_j and log p_t to 2ε·mround. At margins of 10⁶ (δ = 1.6·10⁴
+    on rows of 10³) that is 1e-7 of λc, and the fixed 1e-9 refused the right structure at every
+    λ while the dual ran to its iteration limit (soak round Q, seed 321). Accepted within 16×.
+    """
+    R = mbar.shape[0]
+    col = np.empty(R)
+    acc = np.empty(R)
+    for j in range(R):
+        acc[j] = abs(mbar[j])
+    for i in range(state.shape[0]):
+        if free[i] and state[i] != _IN and d[i] != 0.0:
+            _mcol(AT, i, t, cls, R, col)
+            for j in range(R):
+                acc[j] += abs(d[i] * col[j])
+    mround = 0.0
+    for j in range(R):
+        mround = max(mround, acc[j])
+    tol = 32.0 * _EPS * mround  # 16 × 2ε·mround
+    for a in range(nT):
+        sens = 0.0
+        for j in range(R):
+            sens += abs(N[j, a]) * q[j]
+        if not abs(F[a]) <= max(1e-9 * lam * cost[tl[a]], tol * sens):
+            return False
+    if proba and not abs(F[nT]) <= max(1e-9 * (1.0 + abs(log_tau)), tol):
+        return False
+    return True
+
+
+@kernel()
 def _polish(AT, t, cls, mbar, lam, log_tau, cost, free, rp, rm, state, tl, nT, delta, proba):
     """Newton on the primal KKT system of a fixed structure (the tight features' δ, and λ).
 
@@ -1907,7 +1942,9 @@ def _polish(AT, t, cls, mbar, lam, log_tau, cost, free, rp, rm, state, tl, nT, d
             lam += F[nT]
             if not lam > 0.0:
                 return lam, False
-    if not fn <= 1e-9:
+    if not fn <= 1e-9 and not _at_rounding(
+        AT, t, cls, mbar, state, free, d, N, q, F, lam, cost, tl, nT, proba, log_tau
+    ):
         return lam, False
     for a in range(nT):  # the structure must hold: signs and rooms of the tight features
         i = tl[a]
@@ -2073,6 +2110,22 @@ def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter,
     _delta_of(state, tl, nT, mu, rp, rm, free, delta)
     if status == _OK:
         _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, False)
+    # the certificate: the answer's own KKT conditions. Where they fail (or the dual ran out of
+    # iterations), once more from the answer's probabilities; an answer that still fails them
+    # is a numerical failure, never "the optimum"
+    if (status == _OK or status == _MAXITER) and not (
+        status == _OK and _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta)
+    ):
+        nT = _restart(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state, delta)
+        it2, status, nT = lam_dual(
+            AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
+        )
+        nit += it2
+        _delta_of(state, tl, nT, mu, rp, rm, free, delta)
+        if status == _OK:
+            _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, False)
+            if not _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
+                status = _NUMERIC
     gn, gap, _f = _finish_row(
         AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, lq, rp, rm, delta, out
     )
@@ -2081,6 +2134,81 @@ def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter,
         if out[i] != x0[i]:
             nm += 1
     return nit, status, gn, gap, nm
+
+
+@kernel()
+def _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
+    """Whether δ meets the KKT conditions of problem (2) at λ, at its own probabilities.
+
+    v_i = M_iᵀq(δ) must be λc_i where δ_i > 0, −λc_i where δ_i < 0 (one-sided at a bound of the
+    box) and within ±λc_i where δ_i = 0; each to 1e-8 of λc_i or to the rounding of v_i
+    (2ε·mround Σ_k |q_k a_ki|, times 16, mround the largest margin term as in _at_rounding).
+    This is the primal side only: it does not trust the dual's probabilities, which can hold a
+    class underflowed to e⁻¹⁰⁶ that the answer's own probabilities put at 0.98.
+    """
+    D, K = AT.shape
+    R = mbar.shape[0]
+    m = np.empty(R)
+    acc = np.empty(R)
+    col = np.empty(R)
+    for j in range(R):
+        m[j] = mbar[j]
+        acc[j] = abs(mbar[j])
+    for i in range(D):
+        if free[i] and delta[i] != 0.0:
+            _mcol(AT, i, t, cls, R, col)
+            for j in range(R):
+                m[j] += delta[i] * col[j]
+                acc[j] += abs(delta[i] * col[j])
+    mround = 0.0
+    for j in range(R):
+        mround = max(mround, acc[j])
+    q = np.empty(R)
+    _nontarget(m, R, q)
+    qk = np.empty(K)
+    _expand(q, t, cls, R, qk)
+    for i in range(D):
+        if not free[i]:
+            continue
+        v = 0.0
+        sens = 0.0
+        for k in range(K):
+            v += qk[k] * AT[i, k]
+            sens += abs(qk[k] * AT[i, k])
+        lc = lam * cost[i]
+        tol = max(1e-8 * lc, 32.0 * _EPS * mround * sens)
+        d = delta[i]
+        if d > 0.0:
+            bad = (lc - v > tol) or (v - lc > tol and d < rp[i])
+        elif d < 0.0:
+            bad = (v + lc > tol) or (-lc - v > tol and -d < rm[i])
+        else:
+            bad = (v - lc > tol and rp[i] > 0.0) or (-lc - v > tol and rm[i] > 0.0)
+        if bad or not v == v:
+            return False
+    return True
+
+
+@kernel()
+def _restart(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state, delta):
+    """Cold-start the dual from the probabilities at x̄ + δ, not at x̄. Returns nT = 0.
+
+    The dual moves a class's log-probability by a bounded amount per iteration: a class at
+    q ~ e⁻⁹⁸⁰⁰⁰⁰ at x̄ that the answer needs at 0.98 (a competitor whose row the moved features
+    barely touch) was still at e⁻⁹⁸⁰⁰⁰⁰ when the dual stalled, and it stopped on the wrong face
+    (soak round Q, seed 321: a duality gap of 4·10⁴, called the optimum).
+    """
+    R = mbar.shape[0]
+    m = np.empty(R)
+    col = np.empty(R)
+    for j in range(R):
+        m[j] = mbar[j]
+    for i in range(delta.shape[0]):
+        if free[i] and delta[i] != 0.0:
+            _mcol(AT, i, t, cls, R, col)
+            for j in range(R):
+                m[j] += delta[i] * col[j]
+    return _cold_start(AT, t, cls, m, lam, cost, free, rp, rm, lq, state)
 
 
 @kernel()
@@ -2192,6 +2320,13 @@ def softmax_proba_one(AT, zbar, t, log_tau, cost, free, x0, lo, hi, bounded, max
             nT = _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state)
         it, st, nT = lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter)
         nit += it
+        if st == _MAXITER:  # once more from the probabilities of its answer (see _restart)
+            _delta_of(state, tl, nT, mu, rp, rm, free, delta)
+            nT = _restart(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state, delta)
+            it, st, nT = lam_dual(
+                AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
+            )
+            nit += it
         if st != _OK:
             return lam, nit, st, np.nan
         lam_prev = lam
