@@ -179,7 +179,7 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
         certified = np.array([cert])
         sol = solution(Xs, P, dist, success, status, nit, lamv, None, _PROBA_METHOD, certified)
     if sol.certified is None or not sol.certified[0]:  # as model.constrained does
-        sol = model.input_space_retry(sol, X, tidx, m, proba, None)
+        sol = model.retry(sol, X, tidx, m, proba, None, tol, max_iter)
     if sol.success[0] and sol.distance[0] == 0.0:
         return sol
     if lp0[0] + _need_bound(model, X) + 1e-9 < log_tau:  # x̄ surely below τ

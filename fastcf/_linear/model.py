@@ -35,6 +35,7 @@ from .._status import Status
 from . import binary as _binary
 from . import boxed as _boxed
 from . import softmax as _softmax
+from .metric import make_metric
 from .verify import replace_rows, take_rows
 
 __all__ = ["BinaryModel", "SoftmaxModel", "make_model"]
@@ -335,15 +336,68 @@ class SoftmaxModel(_LinearModel):
     def constrained(self, X, tidx, m, bnd, proba, margins, tol, max_iter):
         """``proba=`` (``margins`` None) or ``region=True`` (``margins``: one per row).
 
-        Without bounds, the K-space solvers, then :meth:`input_space_retry` for the rows they
-        fail: K-space forms z̄ + G y, and where z̄ is large and the answer's logits are not, or
-        G y cancels between nearly equal rows, its rounding is real; the input-space solvers do
-        not form it (soak rounds N and O).
+        Without bounds, the K-space solvers, then :meth:`retry` for the rows they fail: K-space
+        forms z̄ + G y, and where z̄ is large and the answer's logits are not, or G y cancels
+        between nearly equal rows, its rounding is real. The model less the target's row
+        (:meth:`shifted_retry`) forms the rows' differences exactly, and the input-space
+        solvers (:meth:`input_space_retry`) do not form z̄ + G y at all (soak rounds N, O, Q).
         """
         if bnd is not None:
             return _boxed.constrained_boxed(self, X, tidx, m, bnd, proba, margins)
         sol = _softmax.constrained(self, X, tidx, m, proba, margins, tol, max_iter)
+        return self.retry(sol, X, tidx, m, proba, margins, tol, max_iter)
+
+    def retry(self, sol, X, tidx, m, proba, margins, tol, max_iter):
+        """Re-solve the rows K-space failed: :meth:`shifted_retry`, then :meth:`input_space_retry`.
+
+        Both judge the rows in the model's own arithmetic; a row keeps its K-space answer where
+        neither succeeds.
+        """
+        sol = self.shifted_retry(sol, X, tidx, m, proba, margins, tol, max_iter)
         return self.input_space_retry(sol, X, tidx, m, proba, margins)
+
+    def _retry_rows(self, sol, tidx):
+        """Return the rows K-space failed: numerical failure, iteration limit, unsure success."""
+        st = sol.status
+        redo = (st == Status.NUMERIC) | (st == Status.MAXITER)
+        # and the successes the explainer's check would fail: within rounding of the class
+        # boundary (a margin raised to its rounding need that the dual meets only to its
+        # tolerance: a three-way tie with margin=0, soak round N)
+        redo[self._unsure(sol, np.flatnonzero(st == Status.OK), tidx)] = True
+        return np.flatnonzero(redo)
+
+    def shifted_retry(self, sol, X, tidx, m, proba, margins, tol, max_iter):
+        """Re-solve in K-space, on the model less its target's row, the rows K-space failed.
+
+        Subtracting the target's row and intercept from every row (A − 1 a_tᵀ, b − b_t) changes
+        no margin z_t − z_j, hence no probability and no answer. But its Gram matrix holds the
+        rows' differences, formed exactly where two rows are nearly equal, where G = A Aᵀ of the
+        rows themselves had rounded them away: with rows −(1, 10⁻⁹) and −(1, 0) at x̄ ~ 10⁷
+        K-space could not see the 10⁻⁹ (soak round Q, seed 311). One model per target among
+        those rows. Its answers are certified for the shifted model's arithmetic only, so they
+        are taken uncertified: the explainer checks them in the model's own.
+        """
+        rows = self._retry_rows(sol, tidx)
+        if rows.size == 0:
+            return sol
+        frozen = m.v == 0.0
+        weights = None if m.unit_wt else np.where(frozen, 1.0, m.wt)
+        for t in np.unique(tidx[rows]):
+            r = rows[tidx[rows] == t]
+            with np.errstate(over="ignore", invalid="ignore"):
+                shifted = SoftmaxModel(self.A - self.A[t], self.b - self.b[t])
+            if not (np.isfinite(shifted.A).all() and np.isfinite(shifted.b).all()):
+                continue
+            ms = make_metric(shifted, frozen, weights)
+            mg = None if margins is None else margins[r]
+            sub = _softmax.constrained(shifted, X[r], tidx[r], ms, proba, mg, tol, max_iter)
+            sub = sub._replace(certified=None)
+            good = sub.success & np.isfinite(sub.x).all(axis=1)
+            good[self._unsure(sub, np.flatnonzero(good), tidx[r])] = False
+            won = np.flatnonzero(good)
+            if won.size:
+                sol = replace_rows(sol, r[won], take_rows(sub, won))
+        return sol
 
     def input_space_retry(self, sol, X, tidx, m, proba, margins):
         """Re-solve in input space the rows of ``sol`` that K-space failed.
@@ -358,13 +412,7 @@ class SoftmaxModel(_LinearModel):
         that another class wins (BELOW_DECISION); otherwise it keeps its K-space answer.
         """
         st = sol.status
-        redo = (st == Status.NUMERIC) | (st == Status.MAXITER)
-        # and the successes the explainer's check would fail: within rounding of the class
-        # boundary (a margin raised to its rounding need that the dual meets only to its
-        # tolerance: a three-way tie with margin=0, soak round N)
-        unsure = self._unsure(sol, np.flatnonzero(st == Status.OK), tidx)
-        redo[unsure] = True
-        rows = np.flatnonzero(redo)
+        rows = self._retry_rows(sol, tidx)
         if rows.size == 0:
             return sol
         D = X.shape[1]
