@@ -353,8 +353,11 @@ class SoftmaxModel(_LinearModel):
         Both judge the rows in the model's own arithmetic; a row keeps its K-space answer where
         neither succeeds.
         """
-        sol = self.shifted_retry(sol, X, tidx, m, proba, margins, tol, max_iter)
-        return self.input_space_retry(sol, X, tidx, m, proba, margins)
+        rows = self._retry_rows(sol, tidx)
+        if rows.size == 0:
+            return sol
+        sol, rows = self.shifted_retry(sol, X, tidx, m, proba, margins, tol, max_iter, rows)
+        return self.input_space_retry(sol, X, tidx, m, proba, margins, rows)
 
     def _retry_rows(self, sol, tidx):
         """Return the rows K-space failed: numerical failure, iteration limit, unsure success."""
@@ -366,8 +369,10 @@ class SoftmaxModel(_LinearModel):
         redo[self._unsure(sol, np.flatnonzero(st == Status.OK), tidx)] = True
         return np.flatnonzero(redo)
 
-    def shifted_retry(self, sol, X, tidx, m, proba, margins, tol, max_iter):
-        """Re-solve in K-space, on the model less its target's row, the rows K-space failed.
+    def shifted_retry(self, sol, X, tidx, m, proba, margins, tol, max_iter, rows):
+        """Re-solve ``rows`` in K-space on the model less their target's row.
+
+        Returns ``sol`` with the rows answered replaced, and the rows still failing.
 
         Subtracting the target's row and intercept from every row (A − 1 a_tᵀ, b − b_t) changes
         no margin z_t − z_j, hence no probability and no answer. But its Gram matrix holds the
@@ -377,13 +382,12 @@ class SoftmaxModel(_LinearModel):
         those rows. Its answers are certified for the shifted model's arithmetic only, so they
         are taken uncertified: the explainer checks them in the model's own.
         """
-        rows = self._retry_rows(sol, tidx)
-        if rows.size == 0:
-            return sol
+        left = np.ones(rows.size, dtype=bool)
         frozen = m.v == 0.0
         weights = None if m.unit_wt else np.where(frozen, 1.0, m.wt)
         for t in np.unique(tidx[rows]):
-            r = rows[tidx[rows] == t]
+            at = np.flatnonzero(tidx[rows] == t)
+            r = rows[at]
             with np.errstate(over="ignore", invalid="ignore"):
                 shifted = SoftmaxModel(self.A - self.A[t], self.b - self.b[t])
             if not (np.isfinite(shifted.A).all() and np.isfinite(shifted.b).all()):
@@ -397,10 +401,11 @@ class SoftmaxModel(_LinearModel):
             won = np.flatnonzero(good)
             if won.size:
                 sol = replace_rows(sol, r[won], take_rows(sub, won))
-        return sol
+                left[at[won]] = False
+        return sol, rows[left]
 
-    def input_space_retry(self, sol, X, tidx, m, proba, margins):
-        """Re-solve in input space the rows of ``sol`` that K-space failed.
+    def input_space_retry(self, sol, X, tidx, m, proba, margins, rows=None):
+        """Re-solve in input space the rows of ``sol`` that K-space failed (or ``rows``).
 
         Those it ended in a numerical failure or at the iteration limit, and its successes that
         the explainer's verification would refuse (within rounding of the class boundary), are
@@ -412,7 +417,7 @@ class SoftmaxModel(_LinearModel):
         that another class wins (BELOW_DECISION); otherwise it keeps its K-space answer.
         """
         st = sol.status
-        rows = self._retry_rows(sol, tidx)
+        rows = self._retry_rows(sol, tidx) if rows is None else rows
         if rows.size == 0:
             return sol
         D = X.shape[1]
