@@ -1882,3 +1882,24 @@ def test_softmax_lam_along_a_row_difference_of_1e_9():
     # p_1 = e^{−10⁷}; z_2 − z_0 = 10⁻⁹ x_1 = 0.01 + 10⁻⁹ d, so p_0 = 1/(1 + e^{0.01 + 10⁻⁹ d})
     p0 = 1.0 / (1.0 + np.exp(0.01 + 1e-9 * d))
     assert d == pytest.approx(1e-9 * p0 / 1e-12, rel=1e-6)
+
+
+def test_boxed_polish_compares_costs_without_overflow():
+    """Soak round R (seed 334, ``from_arrays_and_fit_mad`` at 9 527): ``weights="mad"`` with a
+    MAD of 1.7e-139 puts a weight of 3.6e277 on x_1, and the input-space re-solve's polish of
+    Clarabel's step (δ ~ 10²⁷) compared Σ wt δ² of two steps: both overflowed, with a
+    ``RuntimeWarning`` (and inf ≤ inf would take either). The costs are compared as scaled norms
+    now. The query's answer is then a numerical failure, said so."""
+    import warnings
+
+    A = np.array([[-1.0, 0.0], [0.0, 1.0], [1.30609165e-48, 0.0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    Xtr = np.array([[0.0, 3.34352701e-139], [0.0, 0.0]])
+    ex.fit_mad(Xtr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = ex.explain(Xtr, 2, weights="mad", region=True)
+    ok = np.asarray(res.success)
+    assert (np.asarray(res.status)[~ok] != 0).all()
+    if ok.any():
+        assert (ex.predict(res.x[ok]) == 2).all()
