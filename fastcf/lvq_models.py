@@ -45,7 +45,16 @@ def _conditioned(X):
     if not np.isfinite(spread):  # the mean or the differences overflowed: scale only
         center = np.zeros(X.shape[1])
         spread = float(np.max(np.abs(X)))
-    if spread == 0.0 or 2.0**-64 <= spread <= 2.0**64:
+    if spread == 0.0:
+        # every sample the same point: only a translation can condition it. Left at 2.4e-89, the
+        # first steps of L-BFGS gave squared distances of ~1e-178, whose square underflowed to 0
+        # in the gradient's denominator: inf − inf (soak round R, seed 340). Centred, the data
+        # are 0 exactly; kept as they are where their magnitude is within the range above
+        big = float(np.max(np.abs(center))) if X.size else 0.0
+        if big == 0.0 or 2.0**-64 <= big <= 2.0**64 or not np.isfinite(big):
+            return X, 0.0, 1.0
+        return np.ascontiguousarray(X - center), center, 1.0
+    if 2.0**-64 <= spread <= 2.0**64:
         return X, 0.0, 1.0
     scale = float(np.ldexp(1.0, int(np.clip(np.round(np.log2(spread)), -1022, 1023))))
     return np.ascontiguousarray((X - center) / scale), center, scale
@@ -167,7 +176,7 @@ class _LVQBase(ClassifierMixin, BaseEstimator):
             options={"maxiter": int(self.max_iter), "gtol": float(self.tol), "ftol": 1e-12},
         )
         W, om, _ = unpack(res.x)
-        if scale != 1.0:
+        if scale != 1.0 or np.any(shift != 0.0):
             W = W * scale + shift
         self.prototypes_ = np.ascontiguousarray(W)
         self._proto_class = wlab

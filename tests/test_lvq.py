@@ -771,6 +771,26 @@ def test_fit_at_an_extreme_scale_is_the_fit_at_unit_scale(Model, power):
     # float64 numbers, for the model and LVQExplainer alike)
 
 
+@pytest.mark.parametrize("Model", [GLVQ, GMLVQ, LGMLVQ])
+@pytest.mark.parametrize("value", [2.39186666e-89, 1e-300, -5e30])
+def test_fit_on_one_repeated_point_at_an_extreme_magnitude(Model, value):
+    # soak round R (seed 340): nine copies of one point at 2.4e-89 have spread 0, so fit kept
+    # the data as they were; L-BFGS's first steps made squared distances of ~1e-178, whose square
+    # in the gradient's denominator underflowed to 0: inf − inf (a RuntimeWarning). Such data are
+    # now centred (to 0 exactly) and the prototypes shifted back: every prototype is the point
+    y = np.arange(9) % 3
+    for X in (np.full((9, 1), value), np.full((9, 2), value)):
+        _fit_repeated(Model, X, y, value)
+
+
+def _fit_repeated(Model, X, y, value):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = Model(random_state=0, max_iter=30).fit(X, y)
+        assert (m.prototypes_ == value).all()
+        np.testing.assert_array_equal(LVQExplainer(m).predict(X), m.predict(X))
+
+
 @pytest.mark.parametrize("Model", [GLVQ, LGMLVQ])
 def test_fit_near_the_float64_limit_is_finite(Model):
     # values of ±1.5e308: the mean and the differences overflow, so fit only rescales
