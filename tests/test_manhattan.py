@@ -693,3 +693,35 @@ def test_softmax_proba_polish_accepts_a_residual_at_the_rounding_of_its_margins(
     # the same point answers lam= at its multiplier
     same = ex.explain(_Q321_X, 0, lam=lam, frozen=[2, 1], weights=_Q321_W, metric="manhattan")
     np.testing.assert_allclose(same.x, res.x, rtol=1e-9)
+
+
+@pytest.mark.parametrize("x0", [1e3, 1e6, 1e8])
+def test_softmax_manhattan_with_identical_columns_at_large_logits(x0):
+    """Soak round R (seed 337, ``linear_few_changes`` at 1 429): A = (0, −(3/8)(1, 0, 1),
+    −(3/8)(1, 1, 1)), x̄ = (x0, 0, 0), target 1, τ = 1/2. Features 0 and 2 have the same column,
+    so with s = x_0 + x_2 and u = x_1, p_1 ≥ 1/2 ⟺ e^{−3s/8}(1 − e^{−3u/8}) ≥ 1, and the least
+    L1 move is u = 8 log 2 / 3 and s = −u (any split of s between x_0 and x_2 that moves both
+    down): distance x0 + 16 log 2 / 3. At x0 = 10⁶ ``explain`` returned a point 2.8 dearer: the
+    λ-search's check refused the right structure (the twin column's v_2 = v_0 = −λc to the
+    rounding of margins of 3.75·10⁵, not to 1e-11), and its collapsed bracket returned the dual's
+    unpolished answer; ``enumerate`` then listed that answer before a cheaper one. At x0 = 10⁸ the
+    dual added the twin at α = 0, dropped it from the singular face, and added it again, to the
+    iteration limit. The check now allows the rounding of v_i, and a feature whose column is a
+    tight one's is not added to the face."""
+    A = np.array([[0.0, 0.0, 0.0], [-0.375, 0.0, -0.375], [-0.375, -0.375, -0.375]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    x = np.array([x0, 0.0, 0.0])
+    u = 8.0 * np.log(2.0) / 3.0
+    res = ex.explain(x, 1, proba=0.5, metric="manhattan")
+    assert res.success, res.message
+    assert ex.predict_proba(res.x[None])[0, 1] >= 0.5
+    assert res.distance == pytest.approx(x0 + 2.0 * u, rel=1e-12)
+    assert res.x[1] == pytest.approx(u, rel=1e-8)
+    assert res.x[0] <= x0 and res.x[2] <= 0.0
+    alts = ex.enumerate(x, 1, k=2, proba=0.5, metric="manhattan")
+    assert [a.distance for a in alts] == sorted(a.distance for a in alts)
+    assert alts[0].distance == res.distance
+    # lam= at the multiplier of the answer: the same structure, certified by its KKT conditions
+    sol = ex.explain(x, 1, lam=res.lam, metric="manhattan")
+    kkt = manhattan_kkt_residual(A, np.zeros(3), x, sol.x, 1, np.ones(3), res.lam)
+    assert kkt <= 1e-8 * res.lam
