@@ -1903,3 +1903,25 @@ def test_boxed_polish_compares_costs_without_overflow():
     assert (np.asarray(res.status)[~ok] != 0).all()
     if ok.any():
         assert (ex.predict(res.x[ok]) == 2).all()
+
+
+@pytest.mark.parametrize("x1", [-1e3, -1e11])
+def test_softmax_proba_below_one_over_k_with_a_competitor_equal_to_the_target(x1):
+    """Soak round R (seed 344, ``linear_few_changes`` at ~9 000): A = 10⁻³ ((1, 0), (1, 1), (1, 1)),
+    target 1, τ = 1/4 < 1/K, weights (1, 4). Classes 1 and 2 tie everywhere, so p_1 ≥ 1/4 ⟺
+    2 e^{z_1} ≥ e^{z_0} ⟺ x_1 ≥ −1000 log 2, where p = (1/2, 1/4, 1/4): the documented
+    BELOW_DECISION. From x̄_1 = −10¹¹ (logits 10⁸) the K-space λ-search called τ out of reach, and
+    the region check meant to refute that asked for a margin of 1e-6 over every class, class 2
+    included, which no point meets: "infeasible" stood, a false claim. Below 1/K the check now
+    asks for margin 0 (z_1 ≥ z_j gives p_1 ≥ 1/K > τ)."""
+    A = 1e-3 * np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 1.0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    x0 = np.array([0.0, x1])
+    for X in (x0, x0[None]):
+        res = ex.explain(X, 1, proba=0.25, weights=np.array([1.0, 4.0]))
+        assert np.all(res.status == 7), res.message
+        x = np.atleast_2d(res.x)[0]
+        # the optimum leaves x_0 (moving it only lowers p_1), to the re-solve's accuracy
+        assert abs(x[0]) <= 1e-12 * float(np.atleast_1d(res.distance)[0])
+        assert x[1] == pytest.approx(-1000.0 * np.log(2.0), rel=1e-9)
+        assert ex.predict_proba(x[None])[0, 1] >= 0.25
