@@ -725,3 +725,34 @@ def test_softmax_manhattan_with_identical_columns_at_large_logits(x0):
     sol = ex.explain(x, 1, lam=res.lam, metric="manhattan")
     kkt = manhattan_kkt_residual(A, np.zeros(3), x, sol.x, 1, np.ones(3), res.lam)
     assert kkt <= 1e-8 * res.lam
+
+
+def test_softmax_manhattan_region_never_reads_an_empty_box():
+    """Soak round R (seed 350, ``linear_few_changes`` at 3 231): A = (0, (1, −1, −e), (1, −e, −e)),
+    e = 2.3e-107, x̄ = −(1/2, 1/2, 1/2), target 0, ``region=True, margin=1``, only x_1 free. The
+    LP's answer x_1 = 2.2·10¹⁰⁶ meets the margins, but its rounding need (the smallest margin
+    against the largest competitor's scale, a known limitation) made ``verify.region`` raise the
+    margin to 10⁹¹, 10¹⁸⁴, 10²⁷⁶ and then to an LP whose basic value was inf; forming x from it
+    read ``hi[i]`` of the empty box of an unbounded query, which the compiled kernel does not
+    bounds-check. x came back as those bits, (−1/2, 0, −1/2) with margins 1/2, and was called a
+    success (``enumerate`` listed it third, cheaper than the second). It is a numerical failure
+    now; run without JIT (CI's no-JIT stage) the old code raised IndexError."""
+    e = 2.3072705780731462e-107
+    A = np.array([[0.0, 0.0, 0.0], [1.0, -1.0, -e], [1.0, -e, -e]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    x = np.array([-0.5, -0.5, -0.5])
+    # (the LP overflows on its way: silent compiled, a NumPy scalar warning where the kernels
+    # run as Python under NUMBA_DISABLE_JIT=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        res = ex.explain(x, 0, region=True, margin=1.0, metric="manhattan", frozen=[0, 2])
+        alts = ex.enumerate(x, 0, k=3, region=True, margin=1.0, metric="manhattan")
+    if res.success:  # a success meets the margin it was asked for
+        z = A @ res.x
+        assert z[0] - max(z[1], z[2]) >= 1.0 - 1e-12
+    else:
+        assert res.status == 4
+    d = [a.distance for a in alts]
+    assert d == sorted(d) and d[0] == pytest.approx(1.0)
+    for a in alts:
+        z = A @ a.x
+        assert z[0] - max(z[1], z[2]) >= 1.0 - 1e-12

@@ -348,7 +348,9 @@ def _lam_one(x0, w, sign, c0, cost, free, lam, lo, hi, bounded, out):
         room = _room(x0[cur], u, lo[cur], hi[cur]) if bounded else np.inf
         moved = _record(moved, nm, cur)
         nm += 1
-        if inc < au * room:
+        # (unbounded, the room is inf: an inc of inf or NaN is stepped, never read from the
+        # empty box, which the compiled kernel does not bounds-check)
+        if not bounded or inc < au * room:
             step = inc / au
             out[cur] = x0[cur] + step if u > 0.0 else x0[cur] - step
             break
@@ -848,9 +850,12 @@ def region_lp_one(AT, zbar, t, margins, cost, free, x0, lo, hi, bounded, max_ite
             ub = np.inf
             if bounded:
                 ub = hi[i] - x0[i] if v < D else x0[i] - lo[i]
-            if d >= ub:
+            # unbounded, lo and hi are empty and a basic value of inf (margins raised to
+            # 1e276: soak round R, seed 350) read hi[i] past its end, unchecked in the compiled
+            # kernel: x came back as that memory's bits and was called a success
+            if bounded and d >= ub:
                 out[i] = hi[i] if v < D else lo[i]
-            elif d > 0.0:
+            elif d > 0.0 or not d == d:
                 out[i] = x0[i] + d if v < D else x0[i] - d
     if bounded:
         for v in range(2 * D):
@@ -2045,9 +2050,9 @@ def _finish_row(AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, lq, rp, 
         d = delta[i]
         if not free[i] or d == 0.0:
             out[i] = x0[i]
-        elif d == rp[i]:
+        elif bounded and d == rp[i]:  # (unbounded: the box is empty, and rp = inf)
             out[i] = hi[i]
-        elif d == -rm[i]:
+        elif bounded and d == -rm[i]:
             out[i] = lo[i]
         else:
             xi = x0[i] + d
