@@ -756,3 +756,23 @@ def test_softmax_manhattan_region_never_reads_an_empty_box():
     for a in alts:
         z = A @ a.x
         assert z[0] - max(z[1], z[2]) >= 1.0 - 1e-12
+
+
+def test_softmax_manhattan_face_optimum_with_classes_at_e_minus_27():
+    """Soak round R (seed 356, ``linear_few_changes`` at 3 548): A = (¼e_0, e_0, 0, ¼e_1), b =
+    (0, −100, 0, 0), x̄ = (100, 100, 100), target 3, τ = ½. At x̄, z = (25, 0, 0, 25): p_3 is a
+    hair below ½, and lowering x_0 by δ = 8 e⁻²⁵ (e²⁵(1 − e^{−δ/4}) = 1 + e^{−δ}) reaches it,
+    cheaper per unit than raising x_1. The entropy dual reached that face's optimum at its third
+    step, but its test that no class wants to grow asked r_j ≤ 1e-8 of classes 1 and 2 at q ~
+    e⁻²⁷, whose r_j the face system only knows to ±5e-6: it ran to the iteration limit (twice,
+    with the restart). Classes the decrement cannot see are now asked for 1e-4."""
+    A = np.array([[0.25, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.25, 0.0]])
+    b = np.array([0.0, -100.0, 0.0, 0.0])
+    ex = LinearExplainer.from_arrays(A, b)
+    x = np.array([100.0, 100.0, 100.0])
+    res = ex.explain(x, 3, proba=0.5, metric="manhattan")
+    assert res.success, res.message
+    assert ex.predict_proba(res.x[None])[0, 3] >= 0.5
+    assert np.array_equal(res.x[1:], x[1:]) and res.x[0] < 100.0
+    # δ is formed as 100 − δ: known to an ulp of 100 (1.4e-14), 1e-4 of δ
+    assert res.distance == pytest.approx(8.0 * np.exp(-25.0), rel=1e-3)
