@@ -1925,3 +1925,28 @@ def test_softmax_proba_below_one_over_k_with_a_competitor_equal_to_the_target(x1
         assert abs(x[0]) <= 1e-12 * float(np.atleast_1d(res.distance)[0])
         assert x[1] == pytest.approx(-1000.0 * np.log(2.0), rel=1e-9)
         assert ex.predict_proba(x[None])[0, 1] >= 0.25
+
+
+def test_binary_boxed_region_where_the_answer_logits_are_far_below_the_source():
+    """Soak round R (seed 359, ``linear_explain`` binary at 4 941): w = (1e-9, −½, 0, 0, 0),
+    c = −8.1e-89, the box spanned by the rows, ``region=True, margin=0``. Every row has an answer
+    in the box (the first: x_0 = 8.1e-80 and x_1 at its bound; the second: the corner (0, 0),
+    where ζ = −c exactly), and each was called infeasible: the breakpoint walk's running slope
+    0.25 + 1e-18 − 0.25 was exactly 0, its running ζ at the last breakpoint cancelled (−1e-9 +
+    1e-9) beside 8e-89, and θ and ``verify.region``'s margin were both raised by the rounding of
+    ζ at x̄ (4e-25), not at the answer. Now the slope is summed afresh where it cancels, a corner
+    that meets θ evaluated afresh is bisected to, and the raise comes from the answer's side."""
+    w = np.array([[1e-09, -0.5, 0.0, 0.0, 0.0]])
+    ex = LinearExplainer.from_arrays(w, np.array([-8.128030533688267e-89]))
+    X = np.array([[0.0] * 5, [1.0, 0, 0, 0, 0], [0, -6.45907106e-119, 0, 0, 0]])
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    T = np.array([1, 0, 0])
+    for res in (ex.explain(X, T, region=True, margin=0.0, bounds=(lo, hi)),):
+        assert np.all(res.success), res.message
+        assert (res.x >= lo).all() and (res.x <= hi).all()
+        np.testing.assert_array_equal(ex.predict(res.x), T)
+    one = ex.explain(X[1], 0, region=True, margin=0.0, bounds=(lo, hi))
+    assert one.success and np.array_equal(one.x, np.zeros(5))  # the corner: ζ = 8.1e-89 exactly
+    first = ex.explain(X[0], 1, region=True, margin=0.0, bounds=(lo, hi))
+    assert first.success and first.x[1] == lo[1]
+    assert first.x[0] == pytest.approx(8.128030533688267e-80, rel=1e-6)

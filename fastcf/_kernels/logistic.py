@@ -96,6 +96,25 @@ def _clip_step(x0, dirv, t, scale, lo, hi, out):
 
 
 @kernel()
+def _slope_after(slope, gone, order, j, dirv, u, bp, scale):
+    """Return the slope of ζ past breakpoint ``order[j]``, whose feature's share ``gone`` leaves.
+
+    The running difference, unless it cancels (below 2⁻²⁰ of the share): then the sum over the
+    features still moving, afresh. With shares 0.25 and 1e-18 the running slope 0.25 + 1e-18 −
+    0.25 was exactly 0, and the walk called a feasible box infeasible (soak round R, seed 359).
+    """
+    out = slope - gone
+    if abs(out) > 2.0**-20 * abs(gone):
+        return out
+    out = 0.0
+    for jj in range(j + 1, order.shape[0]):
+        k = order[jj]
+        if bp[k] > 0.0:
+            out += u[k] * dirv[k] / scale
+    return out
+
+
+@kernel()
 def _lam_bounded_one(x0, w, sign, c0, vw, lam, lo, hi, out, max_iter):
     """Problem (2) with a box, one query. Returns (q, nit, status)."""
     D = x0.shape[0]
@@ -124,7 +143,7 @@ def _lam_bounded_one(x0, w, sign, c0, vw, lam, lo, hi, out, max_iter):
         seg_start = b
         d = dirv[i]
         const += u[i] * ((hi[i] if d > 0.0 else lo[i]) - x0[i])
-        slope -= u[i] * d / lam
+        slope = _slope_after(slope, u[i] * d / lam, order, j, dirv, u, bp, lam)
     # recompute the segment exactly, then solve c = φ(S, ζ₀) on it
     const, slope = _segment(x0, dirv, u, lo, hi, bp, seg_start, lam)
     const += u0
@@ -170,8 +189,9 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, out):
     Status: OK, UNREACHABLE (no free feature moves ζ), INFEASIBLE (the box stops ζ below θ),
     NUMERIC (the rounding guard failed).
 
-    θ is raised by the rounding level of the dot product (2 ε Σ|w_i x_i|), so that the answer
-    meets ζ ≥ θ however another library orders its sums (a relative change of ~1e−15).
+    θ is raised by the rounding level of the dot product (2 ε Σ|w_i x_i|, at x̄, or with a box at
+    its best corner where that is smaller), so that the answer meets ζ ≥ θ however another
+    library orders its sums (a relative change of ~1e−15).
     """
     D = x0.shape[0]
     u0 = sign * c0
@@ -183,6 +203,7 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, out):
     absdot = abs(c0)
     for i in range(D):
         absdot += abs(w[i] * x0[i])
+    theta0 = theta
     theta = theta + 2.0 * _EPS * (absdot + abs(theta))
     if lo is None:
         S = _dot(w, vw)
@@ -219,6 +240,16 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, out):
     for i in range(D):
         dirv[i] = sign * vw[i]
         u[i] = sign * w[i]
+    # the raise is the rounding level of ζ at the answer, which lies between x̄ and the box's
+    # best corner: at that corner's level where it is the smaller. At x̄'s alone, w = (1e-9,
+    # −0.5) from x̄ = (1, 0) raised θ by 4.4e-25 where the corner (0, 0) has ζ = 8e-89 exactly,
+    # and a feasible box was called infeasible (soak round R, seed 359)
+    corner = abs(c0)
+    for i in range(D):
+        d = dirv[i]
+        corner += abs(w[i] * (x0[i] if d == 0.0 else (hi[i] if d > 0.0 else lo[i])))
+    if corner < absdot:
+        theta = theta0 + 2.0 * _EPS * (corner + abs(theta0))
     bp = _breakpoints(x0, dirv, lo, hi, 1.0)
     order = np.argsort(bp)
     const, slope = _segment(x0, dirv, u, lo, hi, bp, 0.0, 1.0)
@@ -237,14 +268,38 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, out):
         seg_start = b
         d = dirv[i]
         const += u[i] * ((hi[i] if d > 0.0 else lo[i]) - x0[i])
-        slope -= u[i] * d
+        slope = _slope_after(slope, u[i] * d, order, j, dirv, u, bp, 1.0)
     # the last segment is unbounded above: feasible iff ζ still grows there
     const, slope = _segment(x0, dirv, u, lo, hi, bp, seg_start, 1.0)
     if not found and slope <= 0.0:
         for i in range(D):  # the best the box allows: every moving coordinate at its bound
             d = dirv[i]
             out[i] = x0[i] if d == 0.0 else (hi[i] if d > 0.0 else lo[i])
-        return seg_start, _INFEASIBLE
+        if not sign * _dot(w, out) + u0 >= theta:
+            return seg_start, _INFEASIBLE
+        # the corner meets θ, evaluated afresh, where the walk's running sums did not: they
+        # cancel (−1e-9 + 1e-9 beside ζ = 8e-89: soak round R, seed 359). ζ grows along the
+        # path clip(x̄ + t·dir), so bisect t over it, each point evaluated afresh
+        t_lo = 0.0
+        t_hi = 0.0
+        for i in range(D):
+            if math.isfinite(bp[i]):
+                t_hi = max(t_hi, bp[i])
+        for _r in range(2100):
+            t_mid = 0.5 * (t_lo + t_hi)
+            if not t_lo < t_mid < t_hi:
+                break
+            _clip_step(x0, dirv, t_mid, 1.0, lo, hi, out)
+            if sign * _dot(w, out) + u0 >= theta:
+                t_hi = t_mid
+            else:
+                t_lo = t_mid
+        _clip_step(x0, dirv, t_hi, 1.0, lo, hi, out)
+        if not sign * _dot(w, out) + u0 >= theta:  # (the corner itself: clip may differ)
+            for i in range(D):
+                d = dirv[i]
+                out[i] = x0[i] if d == 0.0 else (hi[i] if d > 0.0 else lo[i])
+        return t_hi, _OK
     mu = (theta - u0 - const) / slope
     for r in range(_GUARD_ROUNDS):  # guard the rounding of ζ at the answer
         _clip_step(x0, dirv, mu, 1.0, lo, hi, out)

@@ -36,6 +36,7 @@ __all__ = [
 # IntEnum member (as the kernels do, see fastcf._kernels)
 _BELOW_DECISION = int(Status.BELOW_DECISION)
 _NOT_TARGET = int(Status.NOT_TARGET)
+_INFEASIBLE = int(Status.INFEASIBLE)
 _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
 _TINY = float(np.finfo(float).tiny)
@@ -289,10 +290,22 @@ def region(model, X, tidx, bnd, margin, constrained):
         # the floor: a normal double, and a step to it (~ floor / ‖a_k − a_j‖) normal too (a
         # subnormal step lost the bits the guard needs)
         floor = max(_FLOOR * 2.0 * model.max_row_norm, _TINY * 4.0)
-        margins[idx] = np.maximum(np.maximum(2 * need[idx], 2 * src), floor)
+        own = np.maximum(2 * need[idx], floor)
+        margins[idx] = np.maximum(own, 2 * src)
         # a per-row box goes with its rows (the whole (N, D) box would pair row idx[0] with
         # box 0)
         sub = constrained(X[idx], tidx[idx], rows_box(bnd, idx), margins[idx])
+        # x̄'s need can exceed every margin the box allows where the answer's logits are far
+        # smaller than x̄'s (w = (1e-9, −0.5), x̄ = (1, 0), the corner (0, 0) with ζ = 8e-89 in
+        # a box [0, 1] × [−6e-119, 0]: soak round R, seed 359): where that made the row
+        # infeasible, it is solved with the answer's own need and the floor alone
+        again = (sub.status == _INFEASIBLE) & (margins[idx] > own)
+        if again.any():
+            j = np.flatnonzero(again)
+            margins[idx[j]] = own[j]
+            sub = replace_rows(
+                sub, j, constrained(X[idx[j]], tidx[idx[j]], rows_box(bnd, idx[j]), own[j])
+            )
         sol = replace_rows(sol, idx, sub)
     return sol
 
