@@ -1892,6 +1892,21 @@ def _margins_round(AT, t, cls, mbar, free, delta, m):
     return mround
 
 
+@kernel(inline="always")
+def _slope_tol(AT, qk, i, lc, rtol, mround):
+    """Return (v_i = M_iᵀq, λc_i, the tolerance of |v_i| against λc_i).
+
+    rtol of λc_i, or 16 times the rounding of v_i, 2ε·mround Σ_k |q_k a_ki| (see
+    :func:`_margins_round`), whichever is larger.
+    """
+    v = 0.0
+    sens = 0.0
+    for k in range(qk.shape[0]):
+        v += qk[k] * AT[i, k]
+        sens += abs(qk[k] * AT[i, k])
+    return v, lc, max(rtol * lc, 32.0 * _EPS * mround * sens)
+
+
 @kernel()
 def _at_rounding(AT, t, cls, mbar, state, free, d, N, q, F, lam, cost, tl, nT, proba, log_tau):
     """Whether _polish's residual F (at δ = ``d``, q its probabilities) is at rounding level.
@@ -2026,17 +2041,11 @@ def _kkt_check(AT, t, cls, mbar, lam, cost, free, state, delta, rtol):
         st = state[i]
         if st == _TIGHT or st == -_TIGHT:
             continue
-        v = 0.0
-        sens = 0.0
-        for k in range(K):
-            v += qk[k] * AT[i, k]
-            sens += abs(qk[k] * AT[i, k])
-        lc = lam * cost[i]
         # rtol of λc, or the rounding of v_i (as _at_rounding accepts for the tight features:
         # a column equal to a tight one's has v_i = ±λc to that rounding, not to rtol; soak
         # round R, seed 337: two identical columns at margins 3.75·10⁵, the right structure
         # refused at every λ and the collapsed bracket's unpolished answer returned)
-        tol = max(rtol * lc, 32.0 * _EPS * mround * sens)
+        v, lc, tol = _slope_tol(AT, qk, i, lam * cost[i], rtol, mround)
         if st == _IN and abs(v) > lc + tol:
             return False
         if st == _BEYOND and v < lc - tol:
@@ -2216,13 +2225,7 @@ def _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
     for i in range(D):
         if not free[i]:
             continue
-        v = 0.0
-        sens = 0.0
-        for k in range(K):
-            v += qk[k] * AT[i, k]
-            sens += abs(qk[k] * AT[i, k])
-        lc = lam * cost[i]
-        tol = max(1e-8 * lc, 32.0 * _EPS * mround * sens)
+        v, lc, tol = _slope_tol(AT, qk, i, lam * cost[i], 1e-8, mround)
         d = delta[i]
         if d > 0.0:
             bad = (lc - v > tol) or (v - lc > tol and d < rp[i])
