@@ -1892,6 +1892,20 @@ def _margins_round(AT, t, cls, mbar, free, delta, m):
     return mround
 
 
+@kernel()
+def _answer_q(AT, t, cls, mbar, free, delta):
+    """Return (q in K-space form, mround) at x̄ + δ: the answer's own probabilities."""
+    K = AT.shape[1]
+    R = K - 1
+    m = np.empty(R)
+    mround = _margins_round(AT, t, cls, mbar, free, delta, m)
+    q = np.empty(R)
+    _nontarget(m, R, q)
+    qk = np.empty(K)
+    _expand(q, t, cls, R, qk)
+    return qk, mround
+
+
 @kernel(inline="always")
 def _slope_tol(AT, qk, i, lc, rtol, mround):
     """Return (v_i = M_iᵀq, λc_i, the tolerance of |v_i| against λc_i).
@@ -2027,14 +2041,8 @@ def _polish(AT, t, cls, mbar, lam, log_tau, cost, free, rp, rm, state, tl, nT, d
 @kernel()
 def _kkt_check(AT, t, cls, mbar, lam, cost, free, state, delta, rtol):
     """Whether every feature's state is optimal for λ at δ (the others: by construction)."""
-    D, K = AT.shape
-    R = K - 1
-    m = np.empty(R)
-    q = np.empty(R)
-    mround = _margins_round(AT, t, cls, mbar, free, delta, m)
-    _nontarget(m, R, q)
-    qk = np.empty(K)
-    _expand(q, t, cls, R, qk)
+    D = AT.shape[0]
+    qk, mround = _answer_q(AT, t, cls, mbar, free, delta)
     for i in range(D):
         if not free[i]:
             continue
@@ -2214,14 +2222,8 @@ def _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
     This is the primal side only: it does not trust the dual's probabilities, which can hold a
     class underflowed to e⁻¹⁰⁶ that the answer's own probabilities put at 0.98.
     """
-    D, K = AT.shape
-    R = mbar.shape[0]
-    m = np.empty(R)
-    mround = _margins_round(AT, t, cls, mbar, free, delta, m)
-    q = np.empty(R)
-    _nontarget(m, R, q)
-    qk = np.empty(K)
-    _expand(q, t, cls, R, qk)
+    D = AT.shape[0]
+    qk, mround = _answer_q(AT, t, cls, mbar, free, delta)
     for i in range(D):
         if not free[i]:
             continue
