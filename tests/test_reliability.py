@@ -1912,8 +1912,8 @@ def test_softmax_proba_below_one_over_k_with_a_competitor_equal_to_the_target(x1
     2 e^{z_1} ≥ e^{z_0} ⟺ x_1 ≥ −1000 log 2, where p = (1/2, 1/4, 1/4): the documented
     BELOW_DECISION. From x̄_1 = −10¹¹ (logits 10⁸) the K-space λ-search called τ out of reach, and
     the region check meant to refute that asked for a margin of 1e-6 over every class, class 2
-    included, which no point meets: "infeasible" stood, a false claim. Below 1/K the check now
-    asks for margin 0 (z_1 ≥ z_j gives p_1 ≥ 1/K > τ)."""
+    included, which no point meets: "infeasible" stood, a false claim. The check now asks for
+    the margin log(τ (K − 1)/(1 − τ)) itself, negative below 1/K (see the next test)."""
     A = 1e-3 * np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 1.0]])
     ex = LinearExplainer.from_arrays(A, np.zeros(3))
     x0 = np.array([0.0, x1])
@@ -1950,3 +1950,24 @@ def test_binary_boxed_region_where_the_answer_logits_are_far_below_the_source():
     first = ex.explain(X[0], 1, region=True, margin=0.0, bounds=(lo, hi))
     assert first.success and first.x[1] == lo[1]
     assert first.x[0] == pytest.approx(8.128030533688267e-80, rel=1e-6)
+
+
+@pytest.mark.parametrize("x2", [-1e2, -1e7])
+def test_softmax_proba_below_one_over_k_with_a_competitor_always_ahead(x2):
+    """Soak round R (seed 361, ``linear_explain`` at 6 572): rows 1 and 2 of A are equal and
+    b_1 − b_2 = 1, so class 1 always beats the target 2 by a factor e and p_2 = 1/(e^{z_0 − z_2}
+    + e + 1). τ = 1/8 is reached where e^{z_0 − z_2} = 8 − e − 1, i.e. x_2 = −log(7 − e)/10
+    (row 0 lacks x_2), the documented BELOW_DECISION. The region check of an "infeasible" asked
+    for margin 0 over class 1 (the clamp of the test above), which no point meets; it now asks
+    for the margin log(τ (K − 1)/(1 − τ)) = log(2/7) itself, which class 1's lead of 1 meets."""
+    A = np.array([[10.0, 10.0, 0.0, 10.0], [10.0, 10.0, 10.0, 10.0], [10.0, 10.0, 10.0, 10.0]])
+    ex = LinearExplainer.from_arrays(A, np.array([0.0, 1.0, 0.0]))
+    x0 = np.array([0.0, 0.0, x2, 0.0])
+    for X in (x0, x0[None]):
+        res = ex.explain(X, 2, proba=0.125, weights=np.array([1.0, 1.0, 3.0, 1.0]))
+        assert np.all(res.status == 7), res.message
+        x = np.atleast_2d(res.x)[0]
+        assert ex.predict_proba(x[None])[0, 2] >= 0.125
+        assert x[2] == pytest.approx(-np.log(7.0 - np.e) / 10.0, rel=1e-9)
+        # x_0, x_1, x_3 move every logit alike: left (to the re-solve's accuracy)
+        assert np.abs(x[[0, 1, 3]]).max() <= 1e-12 * abs(x2)

@@ -509,11 +509,11 @@ def honest_infeasible(model, X, tidx, m, proba, status):
         return status
     K = model.A.shape[0]
     # a point with z_k − z_j ≥ log(τ (K − 1) / (1 − τ)) for every j has p_k ≥ τ: that margin with
-    # room (1e-6), or 0 where it is negative (τ < 1/K: z_k ≥ z_j gives p_k ≥ 1/K > τ). Raised to
-    # 1e-6 instead, a τ < 1/K with a competitor's row equal to the target's was refuted by
-    # nothing (that class cannot be beaten), and "infeasible" stood (soak round R, seed 344)
+    # room (1e-6), negative where τ < 1/K. Raised to 1e-6 (or to 0), a τ < 1/K where a
+    # competitor's row equals the target's (soak round R, seed 344), or beats it by a constant
+    # (b_j − b_k = 1, seed 361), was refuted by nothing, and "infeasible" stood
     margin = math.log(proba * (K - 1)) - math.log1p(-proba) + 1e-6
-    margins = np.full(rows.size, max(margin, 0.0))
+    margins = np.full(rows.size, margin)
     sol = region_solution(model, X[rows], tidx[rows], m, margins)
     out_of_reach = (sol.status == _INFEASIBLE) | (sol.status == _UNREACHABLE)
     status = status.copy()
