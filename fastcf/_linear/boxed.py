@@ -394,12 +394,12 @@ def _polish_region(d, M, c, wt, free, dlo, dhi, duals):
         act = ym > 1e-6 * top
         at_lo = free & np.isfinite(dlo) & (ylo > 1e-6 * top)
         at_hi = free & np.isfinite(dhi) & (yhi > 1e-6 * top) & ~at_lo
-    # the active set Clarabel's multipliers name, then the margin rows alone (near a tie a
-    # bound and a margin row can both carry multipliers for the same coordinate)
     # the costs compared as scaled norms: Σ wt δ² overflows at wt = 3.6e277 and δ = 1e27, with a
     # RuntimeWarning (soak round R, seed 334), and inf ≤ inf took any step (the tolerances are
     # the square roots of the old ones on Σ wt δ²: 1 + 1e-6 and 1e-300)
     cost_d = distances(d[None], wt)[0]
+    # the active set Clarabel's multipliers name, then the margin rows alone (near a tie a
+    # bound and a margin row can both carry multipliers for the same coordinate)
     for lo_a, hi_a in ((at_lo, at_hi), (np.zeros_like(free), np.zeros_like(free))):
         dp = _equality_qp(M, c, wt, free, dlo, dhi, act, lo_a, hi_a)
         if dp is not None and distances(dp[None], wt)[0] <= cost_d * (1 + 5e-7) + 1e-150:
