@@ -2366,6 +2366,11 @@ def softmax_proba_one(AT, zbar, t, log_tau, cost, free, x0, lo, hi, bounded, max
     status = _MAXITER
     for _outer in range(200):
         lam = math.exp(ll)
+        if lam == 0.0:
+            # λ underflowed on the way down to the floor below (λ₀ ~ 1e-5 and ll < −745): the
+            # floor's verdict, a few steps early. Rescaled by 0, the dual point took log 0
+            # (math domain error run as Python, CI's no-JIT stage; −inf compiled)
+            return lam_prev, nit, _INFEASIBLE, np.nan
         warm = lam_prev > 0.0 and _rescale(lq, R, lam / lam_prev)
         if not warm:
             nT = _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state)
