@@ -293,6 +293,57 @@ def exact_logits(A, b, x):
     ]
 
 
+def softmax_proba_kkt_mp(A, b, x0, k, tau, wt, start, dps=60):
+    """The KKT point of ``min ‖x − x̄‖²_W  s.t.  log p_k(x) = log τ`` at ``dps`` digits.
+
+    mpmath's Newton method on the stationarity equations 2W(x − x̄) + μ ∇(−log p_k)(x) = 0 and
+    log p_k(x) = log τ, from ``start`` (an x, with μ estimated from its largest move). The
+    problem is convex (−log p_k is), so a KKT point is the optimum; the residuals, relative to
+    the terms they balance, are returned with it for the caller to judge.
+
+    Returns
+    -------
+    x : ndarray, the KKT point rounded to doubles
+    res : float, the largest relative residual of the stationarity equations
+    """
+    import mpmath
+
+    K, D = np.shape(A)
+    with mpmath.workdps(dps):
+        Am = [[mpmath.mpf(float(a)) for a in row] for row in np.asarray(A)]
+        bm = [mpmath.mpf(float(v)) for v in b]
+        xb = [mpmath.mpf(float(v)) for v in x0]
+        w = [mpmath.mpf(float(v)) for v in wt]
+        ltau = mpmath.log(mpmath.mpf(float(tau)))
+
+        def parts(x, mu):
+            z = [sum(Am[j][i] * x[i] for i in range(D)) + bm[j] for j in range(K)]
+            e = [mpmath.exp(v - max(z)) for v in z]
+            p = [v / sum(e) for v in e]
+            g = [sum(Am[j][i] * (p[j] - (j == k)) for j in range(K)) for i in range(D)]
+            pull = [2 * w[i] * (x[i] - xb[i]) for i in range(D)]
+            return pull, [mu * gi for gi in g], mpmath.log(p[k]) - ltau
+
+        def eqs(*v):
+            pull, push, c = parts(v[:D], v[D])
+            return [pull[i] + push[i] for i in range(D)] + [c]
+
+        s = [mpmath.mpf(float(v)) for v in start]
+        pull, _push, _c = parts(s, 1)
+        i = max(range(D), key=lambda i: abs(pull[i]))
+        mu0 = -pull[i] / parts(s, 1)[1][i]
+        sol = mpmath.findroot(
+            eqs, s + [mu0], tol=mpmath.mpf(10) ** (-dps + 10), maxsteps=100, verify=False
+        )
+        x = [sol[i] for i in range(D)]
+        pull, push, c = parts(x, sol[D])
+        res = max(
+            abs(pull[i] + push[i]) / max(abs(pull[i]), abs(push[i]), mpmath.mpf(10) ** -300)
+            for i in range(D)
+        )
+        return np.array([float(v) for v in x]), float(max(res, abs(c)))
+
+
 def softmax_proba_cvxpy(A, b, x0, k, tau, wt=None):
     """min ‖x − x̄‖²_W s.t. log p_k(x) ≥ log τ  ⇔  lse(Ax + b) − z_k ≤ −log τ (convex), cvxpy."""
     import cvxpy as cp

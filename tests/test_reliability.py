@@ -1862,6 +1862,36 @@ def test_softmax_proba_along_a_row_difference_of_1e_9():
         assert (over * 1e-9 <= 32 * np.finfo(float).eps * np.abs(A @ x[0]).max()).all()
 
 
+def test_softmax_proba_along_a_coefficient_of_1e_11():
+    """Soak round R (seed 371, ``linear_explain`` softmax at 5 802): rows (0, 0),
+    (0.00919, 1e-11), (0.00894, 0), x̄ = (90.9, −100), target 2, τ = 0.968, weights (264, 533).
+    x_0 alone cannot beat both competitors (it raises z_2 − z_0 and lowers z_2 − z_1), so the
+    answer lowers x_1 by 3.6·10¹¹ along its coefficient of 1e-11. K-space, shifted or not,
+    cannot see that direction (G's entries add 1e-22/w to 1e-4/w), and the input-space
+    λ-search's Woodbury step, divided by λ ~ 1e-27, lost x_0 to cancellation: it walked λ to
+    e⁻⁸⁰ and a numerical failure stood. The input-space re-solve now takes the Newton step from
+    the |F|×|F| Hessian where |F| < K. Checked against the KKT point at 60 digits."""
+    from reference import softmax_proba_kkt_mp
+
+    A = np.array(
+        [[0.0, 0.0], [0.009189300614599678, 1.0000000000000001e-11], [0.008935928180835738, 0.0]]
+    )
+    b = np.array([-0.01456177360130384, 0.0, 0.0013676421844333265])
+    x0 = np.array([90.93978512245533, -100.0])
+    w = np.array([263.70928254057793, 532.9929139096572])
+    tau = 0.9680924348891735
+    ex = LinearExplainer.from_arrays(A, b)
+    res = ex.explain(x0, 2, proba=tau, weights=w)
+    assert res.success, res.message
+    assert ex.predict_proba(res.x[None])[0, 2] >= tau
+    ref, resid = softmax_proba_kkt_mp(A, b, x0, 2, tau, w, start=res.x)
+    assert resid <= 1e-30  # Newton at 60 digits converged: the KKT point (the problem is convex)
+    assert ref[1] < -3e11
+    # the λ-search stops within ~1e-14 of τ (relative), and x_1 carries it: the answer is the
+    # optimum to ~1e-13 of each coordinate
+    np.testing.assert_allclose(res.x, ref, rtol=1e-12)
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="open (found with round Q's seed 311): lam= on rows that differ by 1e-9 at x̄ ~ 1e7. "

@@ -99,14 +99,17 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
         width = float(np.linalg.norm(x - np.clip(x - g, lo, hi)))
         eps_k = min(1e-6, width)
         active = free0 & (((x <= lo + eps_k) & (g > 0)) | ((x >= hi - eps_k) & (g < 0)))
-        vF = np.where(free0 & ~active, v, 0.0)
-        GF = (A * vF) @ AT
-        GF = 0.5 * (GF + GF.T)  # exactly symmetric, as the kernels read it
-        if _factor(GF, p, lam, M, sp, u) != Status.OK:
-            return x, it, Status.NUMERIC, gn
-        Vg = vF * g
-        _apply_inverse(M, sp, A @ Vg, t)  # t = Tᵀ (λI + T G_F Tᵀ)⁻¹ T A V_F g
-        d = -(Vg - vF * (AT @ t)) / lam
+        F = free0 & ~active
+        d = _direct_step(A, p, lam, wt, g, F) if F.sum() < K else None
+        if d is None:
+            vF = np.where(F, v, 0.0)
+            GF = (A * vF) @ AT
+            GF = 0.5 * (GF + GF.T)  # exactly symmetric, as the kernels read it
+            if _factor(GF, p, lam, M, sp, u) != Status.OK:
+                return x, it, Status.NUMERIC, gn
+            Vg = vF * g
+            _apply_inverse(M, sp, A @ Vg, t)  # t = Tᵀ (λI + T G_F Tᵀ)⁻¹ T A V_F g
+            d = -(Vg - vF * (AT @ t)) / lam
         d[active] = -g[active] * v[active] / lam
         alpha = 1.0
         Escale = 1.0 + abs(E)
@@ -126,6 +129,41 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
             return x, it, Status.OK, gn
         x, E, g, p = xn, En, gnew, pnew
     return x, max_iter, Status.MAXITER, float(np.linalg.norm(projected(g, x)))
+
+
+def _direct_step(A, p, lam, wt, g, F):
+    """Return the Newton step on the features ``F`` from the |F|×|F| Hessian, or None.
+
+    H_F = λ W_F + Āᵀ diag(p) Ā on F, with the rows centred at their mean under p
+    (Ā = A − 1 pᵀA: Aᵀ S A without the cancellation of Aᵀ diag(p) A − Aᵀp pᵀA), equilibrated
+    (unit diagonal) and factored by Cholesky. Taken where |F| < K: the data term can then hold
+    every direction of F, and H_F sees a feature whose coefficients are 1e-11 beside ones of
+    1e-2. The Woodbury step does not: its K×K matrix G_F = A V_F Aᵀ adds 1e-22/w to 1e-4/w,
+    and its step, (V_F g − V_F Aᵀ t)/λ at λ ~ 1e-27, is the difference of two large numbers
+    (soak round R, seed 371: the λ-search walked λ to e⁻⁸⁰ and called a feasible query
+    infeasible). None, for the Woodbury step, where H_F is not safely positive definite: a
+    pivot of the equilibrated matrix below 1e-8 (a direction the data term does not hold and
+    λ W_F barely does: its step would carry ~κ ε of error).
+    """
+    idx = np.flatnonzero(F)
+    AF = A[:, idx]
+    Ac = AF - p @ AF
+    H = (Ac.T * p) @ Ac
+    H[np.diag_indices_from(H)] += lam * wt[idx]
+    dg = np.diag(H)
+    if not (np.isfinite(H).all() and (dg > 0.0).all()):
+        return None
+    s = 1.0 / np.sqrt(dg)
+    try:
+        L = np.linalg.cholesky(H * s[:, None] * s[None, :])
+    except np.linalg.LinAlgError:
+        return None
+    if not np.diag(L).min() ** 2 >= 1e-8:
+        return None
+    y = np.linalg.solve(L.T, np.linalg.solve(L, -s * g[idx]))
+    d = np.zeros_like(g)
+    d[idx] = s * y
+    return d if np.isfinite(d).all() else None
 
 
 def proba_bounded_one(model, x0, k, v, wt, bnd, tau):
