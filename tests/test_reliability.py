@@ -1890,6 +1890,18 @@ def test_softmax_proba_along_a_coefficient_of_1e_11():
     # the λ-search stops within ~1e-14 of τ (relative), and x_1 carries it: the answer is the
     # optimum to ~1e-13 of each coordinate
     np.testing.assert_allclose(res.x, ref, rtol=1e-12)
+    # the same with a box that holds the optimum (``bounds=`` runs that search directly; it
+    # called the query infeasible), and with one that cuts x_1 at −2·10¹¹: infeasible, since
+    # there e^{−(z_2 − z_0)} + e^{−(z_2 − z_1)} ≥ 0.16 for every x_0, and τ needs ≤ 0.033
+    res = ex.explain(x0, 2, proba=tau, weights=w, bounds=(np.full(2, -1e13), np.full(2, 1e13)))
+    assert res.success, res.message
+    np.testing.assert_allclose(res.x, ref, rtol=1e-12)
+    res = ex.explain(x0, 2, proba=tau, weights=w, bounds=([-1e13, -2e11], [1e13, 1e13]))
+    assert not res.success and res.status == 3, res.message  # infeasible
+    # (a convex function of x_0 at x_1 = −2·10¹¹, least inside the grid: least over all x_0)
+    Z = np.linspace(-5e3, 5e3, 10001)[:, None] * A[:, 0] + (-2e11 * A[:, 1] + b)
+    f = np.exp(Z[:, [0, 1]] - Z[:, [2]]).sum(axis=1)
+    assert 0 < f.argmin() < f.size - 1 and f.min() > 0.15
 
 
 @pytest.mark.xfail(
