@@ -1904,6 +1904,20 @@ def test_softmax_proba_along_a_coefficient_of_1e_11():
     assert 0 < f.argmin() < f.size - 1 and f.min() > 0.15
 
 
+def test_boxed_newton_with_every_free_feature_active():
+    """Soak round S (seed 381, ``linear_explain`` softmax at 1 278): the one free feature starts
+    within the ε-active band (1e-6) of its upper bound, and the gradient pushes it there, so
+    the Newton step has no free feature left; the |F|×|F| step of 4d484e6 took |F| = 0 < K and
+    raised ValueError (min of an empty array). The step on the active set alone goes to the
+    bound: x_0 = 10⁻⁷, where class 0 still loses (lam=: NOT_TARGET, said so)."""
+    A = np.eye(3)
+    ex = LinearExplainer.from_arrays(A, np.zeros(3))
+    x = np.array([0.0, 1.0, 1.0])
+    res = ex.explain(x, 0, lam=1.0, frozen=[1, 2], bounds=(x - 1, x + [1e-7, 0, 0]))
+    assert not res.success and res.status == 5, res.message
+    assert res.x.tolist() == [1e-7, 1.0, 1.0]
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="open (found with round Q's seed 311): lam= on rows that differ by 1e-9 at x̄ ~ 1e7. "

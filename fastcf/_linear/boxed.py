@@ -100,7 +100,7 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
         eps_k = min(1e-6, width)
         active = free0 & (((x <= lo + eps_k) & (g > 0)) | ((x >= hi - eps_k) & (g < 0)))
         F = free0 & ~active
-        d = _direct_step(A, p, lam, wt, g, F) if F.sum() < K else None
+        d = _direct_step(A, p, lam, wt, g, F) if 0 < F.sum() < K else None
         if d is None:
             vF = np.where(F, v, 0.0)
             GF = (A * vF) @ AT
