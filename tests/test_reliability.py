@@ -1918,6 +1918,29 @@ def test_boxed_newton_with_every_free_feature_active():
     assert res.x.tolist() == [1e-7, 1.0, 1.0]
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+@pytest.mark.parametrize(
+    "A",
+    [np.ones((2, 1)), np.ones((3, 1)), np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 1e-300]])],
+    ids=["binary", "softmax", "softmax-1e-300"],
+)
+def test_region_margin_zero_source_inside_by_the_least_normal(A, metric):
+    """Soak round S (seed 381, ``linear_explain`` softmax at 8 022): rows equal, b_0 = 2⁻¹⁰²²
+    (the least normal double), the others 0, x̄ = 0, ``region=True, margin=0``. x̄ is in class 0
+    by 2.2e-308, exactly (its logits are b), and ``predict`` says so. But margin 0 is not above
+    the rounding need (4γ·2.2e-308 ~ 1e-323), so verify.region raised it to the floor 4·2⁻¹⁰²²,
+    which x̄ misses and nothing reaches: "unreachable" (binary, Manhattan) or "infeasible" —
+    false failures. An answer whose own margin is above the need now keeps its margin."""
+    b = np.zeros(A.shape[0])
+    b[0] = np.finfo(float).tiny
+    ex = LinearExplainer.from_arrays(A, b)
+    x0 = np.zeros(A.shape[1])
+    assert ex.predict(x0[None])[0] == 0
+    res = ex.explain(x0, 0, region=True, margin=0.0, metric=metric)
+    assert res.success, res.message
+    assert res.x.tolist() == x0.tolist()
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="open (found with round Q's seed 311): lam= on rows that differ by 1e-9 at x̄ ~ 1e7. "
