@@ -19,6 +19,9 @@ With a box the answer leaves the range of V Aᵀ, so the K-space reduction of
   Newton's method on a face of the box: quadratic convergence to the exact optimum, KKT residual
   at rounding level. Chosen over L-BFGS-B (only linear convergence, stops at ~1e−8) and over a
   pure active-set loop (can cycle). Cost: O(DK²) per iteration for the restricted Gram matrix.
+  Where fewer features are free than there are classes (|F| < K) the step comes from the
+  |F|×|F| Hessian itself instead (:func:`_direct_step`): the Woodbury form rounds away a
+  coefficient tiny beside the others and cancels at tiny λ (soak round R, seed 371).
   The energy E and its gradient are :func:`fastcf._linear.reference.softmax_energy`.
 * :func:`proba_bounded_one`, ``proba=τ``: a bisection in log λ over :func:`bounded_one` for
   log p_k(x*(λ)) = log τ (p_k(x*(λ)) increases as λ decreases), warm-started.
