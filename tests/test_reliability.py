@@ -1941,6 +1941,23 @@ def test_region_margin_zero_source_inside_by_the_least_normal(A, metric):
     assert res.x.tolist() == x0.tolist()
 
 
+@pytest.mark.parametrize("lo", [0.0, -1e30])
+def test_softmax_boxed_proba_with_coefficients_of_1e_19(lo):
+    """Soak round S (seed 393, ``linear_explain`` softmax at 2 245): rows 0, −a, −a with
+    a = 1.24e-19, x̄ = 0, ``proba=1/2`` and a box [lo, ∞). p_0 = 1/(1 + 2e^{−a x}) reaches 1/2 at
+    x = log 2 / a = 5.6·10¹⁸: the λ-search of ``bounds=`` needed λ ~ 1e-38, below the e⁻⁸⁰ end of
+    its bracket, and called the query infeasible (failing before round S too; the unbounded
+    query was answered, by the input-space re-solve on the model scaled by a power of 2). The
+    boxed query is now solved on that scaled model too, the box scaled with it."""
+    a = 1.2388402810688654e-19
+    ex = LinearExplainer.from_arrays(np.array([[0.0], [-a], [-a]]), np.zeros(3))
+    res = ex.explain(np.zeros(1), 0, proba=0.5, bounds=([lo], [np.inf]))
+    assert res.success, res.message
+    assert ex.predict_proba(res.x[None])[0, 0] >= 0.5
+    assert res.x[0] == pytest.approx(np.log(2.0) / a, rel=1e-12)
+    assert res.distance == pytest.approx(res.x[0], rel=1e-15)
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="open (found with round Q's seed 311): lam= on rows that differ by 1e-9 at x̄ ~ 1e7. "

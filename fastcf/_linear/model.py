@@ -343,7 +343,7 @@ class SoftmaxModel(_LinearModel):
         solvers (:meth:`input_space_retry`) do not form z̄ + G y at all (soak rounds N, O, Q).
         """
         if bnd is not None:
-            return _boxed.constrained_boxed(self, X, tidx, m, bnd, proba, margins)
+            return self._boxed(X, tidx, m, bnd, proba, margins)
         sol = _softmax.constrained(self, X, tidx, m, proba, margins, tol, max_iter)
         return self.retry(sol, X, tidx, m, proba, margins, tol, max_iter)
 
@@ -423,14 +423,7 @@ class SoftmaxModel(_LinearModel):
         D = X.shape[1]
         box = (np.full(D, -np.inf), np.full(D, np.inf))
         mg = None if margins is None else margins[rows]
-        model, Xr, e = self._scaled(X[rows])
-        sub = _boxed.constrained_boxed(model, Xr, tidx[rows], m, box, proba, mg)
-        if e != 0:  # back to x: exact, by the power of 2 (λ is in units of 1/distance²)
-            with np.errstate(over="ignore", under="ignore"):
-                lam = None if sub.lam is None else np.ldexp(sub.lam, 2 * e)
-                sub = sub._replace(
-                    x=np.ldexp(sub.x, -e), distance=np.ldexp(sub.distance, -e), lam=lam
-                )
+        sub = self._boxed(X[rows], tidx[rows], m, box, proba, mg)
         good = sub.success & np.isfinite(sub.x).all(axis=1)
         good[self._unsure(sub, np.flatnonzero(good), tidx[rows])] = False
         # and a proof that no free feature moves any margin (rows equal on the free features,
@@ -448,14 +441,33 @@ class SoftmaxModel(_LinearModel):
             out = out._replace(method=sub.method)
         return out
 
-    def _scaled(self, X):
+    def _boxed(self, X, tidx, m, bnd, proba, margins):
+        """:func:`fastcf._linear.boxed.constrained_boxed` on the model scaled by :meth:`_scaled`.
+
+        The box scales with the queries, and the answers (x, distance, λ) back: exact, by the
+        power of 2. Its λ-search brackets λ over e^±80 (λ in units of 1/distance²): with
+        coefficients of 1.2e-19 and a box [0, ∞), the answer 5.6·10¹⁸ away needs λ ~ 1e-38, and
+        the unscaled search called the query infeasible (soak round S, seed 393).
+        """
+        model, Xs, e = self._scaled(X, bnd)
+        if e == 0:
+            return _boxed.constrained_boxed(self, X, tidx, m, bnd, proba, margins)
+        box = (np.ldexp(bnd[0], e), np.ldexp(bnd[1], e))
+        sub = _boxed.constrained_boxed(model, Xs, tidx, m, box, proba, margins)
+        with np.errstate(over="ignore", under="ignore"):
+            lam = None if sub.lam is None else np.ldexp(sub.lam, 2 * e)
+            return sub._replace(x=np.ldexp(sub.x, -e), distance=np.ldexp(sub.distance, -e), lam=lam)
+
+    def _scaled(self, X, bnd=None):
         """Return (model, X, e): the model with rows A / s and the queries s X, s = 2^e.
 
         Where the coefficients are tiny (max |a_ij| < 2⁻²⁰), the input-space solvers' gradient
         tolerances, absolute, are met at x̄ itself (coefficients of 2.2e-16: a soak found
-        ``proba=`` stopping at its iteration limit). Scaled so that max |s a_ij| lies in
-        [1/2, 1), with s x: every product a_ij x_j, hence every logit, is the same double, and
-        the answer scales back exactly. Unscaled (e = 0) where s x would leave the doubles.
+        ``proba=`` stopping at its iteration limit), and their λ-search's bracket is too short
+        (:meth:`_boxed`). Scaled so that max |s a_ij| lies in [1/2, 1), with s x (and the box
+        ``bnd``, s lo and s hi): every product a_ij x_j, hence every logit, is the same double,
+        and the answer scales back exactly. Unscaled (e = 0) where s x or the box would leave
+        the doubles.
         """
         amax = float(np.abs(self.A).max())
         if not 0.0 < amax < 2.0**-20:
@@ -466,6 +478,10 @@ class SoftmaxModel(_LinearModel):
             exact = np.array_equal(np.ldexp(Xs, -e), X) and np.isfinite(Xs).all()
             As = np.ldexp(self.A, -e)
             exact = exact and np.array_equal(np.ldexp(As, e), self.A)
+            for v in () if bnd is None else bnd:
+                vs = np.ldexp(v, e)
+                exact = exact and np.array_equal(np.ldexp(vs, -e), v)
+                exact = exact and np.array_equal(np.isfinite(vs), np.isfinite(v))
         if not exact:
             return self, X, 0
         return SoftmaxModel(As, self.b, self.columns), Xs, e
