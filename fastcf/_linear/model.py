@@ -65,10 +65,12 @@ def _close_rows(A, G):
     with np.errstate(all="ignore"):
         near = (d[:, None] + d[None, :] - 2 * G) <= 1e-6 * np.maximum(d[:, None], d[None, :])
     near &= np.triu(np.ones((K, K), dtype=bool), 1)
-    for i, j in zip(*np.nonzero(near), strict=True):
-        diff = float(np.abs(A[i] - A[j]).max())
-        top = float(max(np.abs(A[i]).max(), np.abs(A[j]).max()))
-        if 0.0 < diff < 1e-4 * top:
+    rows_i, rows_j = np.nonzero(near)
+    top = np.abs(A).max(axis=1)
+    for s in range(0, rows_i.size, 1024):  # (pairs, D) temporaries of bounded size
+        i, j = rows_i[s : s + 1024], rows_j[s : s + 1024]
+        diff = np.abs(A[i] - A[j]).max(axis=1)
+        if ((diff > 0.0) & (diff < 1e-4 * np.maximum(top[i], top[j]))).any():
             return True
     return False
 
