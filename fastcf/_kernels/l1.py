@@ -1164,20 +1164,30 @@ def _face_system(AT, t, cls, lq, e, tl, nT, R, N, mu, r):
                 for j in range(R):
                     acc += N[j, a] * SN[j, b2]
                 G[a, b2] = acc
+        # equilibrated (unit diagonal) before the pivots are judged: a tight column of 2⁻²⁴
+        # beside one of 0.5 has G_aa ~ 1e-15 of the other's, and a pivot test against the
+        # largest diagonal called that independent pair singular; dropping one and adding it
+        # back at α = 0 cycled to the iteration limit (soak round S, seed 395)
         piv = np.empty(nT, dtype=np.int64)
-        scale = 0.0
+        dsc = np.empty(nT)
         for a in range(nT):
-            scale = max(scale, abs(G[a, a]))
+            if not G[a, a] > 0.0:
+                return 0.0, False
+            dsc[a] = 1.0 / math.sqrt(G[a, a])
+        for a in range(nT):
+            h[a] *= dsc[a]
+            for b2 in range(nT):
+                G[a, b2] *= dsc[a] * dsc[b2]
         ok = _lu_factor(G, piv, nT)
         if ok:
             for a in range(nT):
-                if abs(G[a, a]) <= 1e-14 * scale:
+                if abs(G[a, a]) <= 1e-14:
                     ok = False
         if not ok:
             return 0.0, False
         _lu_solve(G, piv, h, nT)
         for a in range(nT):
-            mu[a] = h[a]
+            mu[a] = h[a] * dsc[a]
     # e − Nμ, centred: r_j = (e − Nμ)_j − qᵀ(e − Nμ), r_0 = −qᵀ(e − Nμ)
     res = np.empty(R)
     for j in range(R):
