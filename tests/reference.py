@@ -298,8 +298,9 @@ def softmax_proba_kkt_mp(A, b, x0, k, tau, wt, start, dps=60):
 
     mpmath's Newton method on the stationarity equations 2W(x − x̄) + μ ∇(−log p_k)(x) = 0 and
     log p_k(x) = log τ, from ``start`` (an x, with μ estimated from its largest move). The
-    problem is convex (−log p_k is), so a KKT point is the optimum; the residuals, relative to
-    the terms they balance, are returned with it for the caller to judge.
+    problem is convex (−log p_k is), so a KKT point with μ ≥ 0 (the constraint active, x̄
+    outside it) is the optimum; the residuals, relative to the terms they balance, are returned
+    with it for the caller to judge (infinite where μ < 0).
 
     Returns
     -------
@@ -341,6 +342,8 @@ def softmax_proba_kkt_mp(A, b, x0, k, tau, wt, start, dps=60):
             abs(pull[i] + push[i]) / max(abs(pull[i]), abs(push[i]), mpmath.mpf(10) ** -300)
             for i in range(D)
         )
+        if sol[D] < 0:
+            res = mpmath.inf  # a stationary point of the wrong sign: not the minimum
         return np.array([float(v) for v in x]), float(max(res, abs(c)))
 
 
