@@ -399,15 +399,12 @@ class SoftmaxModel(_LinearModel):
         rows = np.flatnonzero(~(res <= 1e-6))
         if rows.size == 0:
             return sol
-        frozen = m.v == 0.0
-        weights = None if m.unit_wt else np.where(frozen, 1.0, m.wt)
         for t in np.unique(tidx[rows]):
             r = rows[tidx[rows] == t]
-            with np.errstate(over="ignore", invalid="ignore"):
-                shifted = SoftmaxModel(self.A - self.A[t], self.b - self.b[t])
-            if not (np.isfinite(shifted.A).all() and np.isfinite(shifted.b).all()):
+            pair = self._shifted(t, m)
+            if pair is None:
                 continue
-            ms = make_metric(shifted, frozen, weights)
+            shifted, ms = pair
             sub = _softmax.reduced_lam(shifted, X[r], tidx[r], lams[r], ms, tol, max_iter)
             sub = sub._replace(certified=None)
             if sub.proba is None:
@@ -457,6 +454,22 @@ class SoftmaxModel(_LinearModel):
         redo[self._unsure(sol, np.flatnonzero(st == Status.OK), tidx)] = True
         return np.flatnonzero(redo)
 
+    def _shifted(self, t, m):
+        """Return (the model less row ``t``, the metric ``m`` on it), or None where not finite.
+
+        A − 1 a_tᵀ, b − b_t: every margin z_t − z_j, hence every probability, unchanged, and
+        its Gram matrix holds the rows' differences exactly (:meth:`shifted_retry`,
+        :meth:`_lam_shifted`). Built per call, not kept: only failing rows need it, and at
+        (131 072, 16) each would hold three (K, D) arrays of doubles, ~50 MB.
+        """
+        with np.errstate(over="ignore", invalid="ignore"):
+            shifted = SoftmaxModel(self.A - self.A[t], self.b - self.b[t])
+        if not (np.isfinite(shifted.A).all() and np.isfinite(shifted.b).all()):
+            return None
+        frozen = m.v == 0.0
+        weights = None if m.unit_wt else np.where(frozen, 1.0, m.wt)
+        return shifted, make_metric(shifted, frozen, weights)
+
     def shifted_retry(self, sol, X, tidx, m, proba, margins, tol, max_iter, rows):
         """Re-solve ``rows`` in K-space on the model less their target's row.
 
@@ -471,16 +484,13 @@ class SoftmaxModel(_LinearModel):
         are taken uncertified: the explainer checks them in the model's own.
         """
         left = np.ones(rows.size, dtype=bool)
-        frozen = m.v == 0.0
-        weights = None if m.unit_wt else np.where(frozen, 1.0, m.wt)
         for t in np.unique(tidx[rows]):
             at = np.flatnonzero(tidx[rows] == t)
             r = rows[at]
-            with np.errstate(over="ignore", invalid="ignore"):
-                shifted = SoftmaxModel(self.A - self.A[t], self.b - self.b[t])
-            if not (np.isfinite(shifted.A).all() and np.isfinite(shifted.b).all()):
+            pair = self._shifted(t, m)
+            if pair is None:
                 continue
-            ms = make_metric(shifted, frozen, weights)
+            shifted, ms = pair
             mg = None if margins is None else margins[r]
             sub = _softmax.constrained(shifted, X[r], tidx[r], ms, proba, mg, tol, max_iter)
             sub = sub._replace(certified=None)
