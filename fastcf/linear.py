@@ -617,7 +617,10 @@ class LinearExplainer(BaseExplainer):
         tol : float, default=1e-10
             Tolerance on ‖∇E‖ (iterative methods).
         max_iter : int, default=100
-            Iteration limit of the iterative methods.
+            Iteration limit of each solve of the iterative methods (``metric="manhattan"``'s
+            take at least 10 K + 100 pivots, or 20 K + 200 active-set steps). A query can take
+            more than one solve (a re-solve of an answer the model's arithmetic doubts, a
+            raised τ), and ``nit`` counts the iterations of all of them.
 
         Returns
         -------

@@ -173,7 +173,8 @@ class Counterfactual:
     message : str
         Human-readable reason for ``status``.
     nit : int
-        Iterations of the solver that ran (0 for closed forms).
+        Iterations of the solver that ran (0 for closed forms), summed over every solve of
+        the query: a re-solve adds its own (``max_iter`` limits each solve).
     method : str
         The algorithm that produced ``x``.
     lam : float or None
@@ -308,6 +309,7 @@ class CounterfactualBatch:
     status : ndarray of int, shape (N,)
     message : list of str
     nit : ndarray of int, shape (N,)
+        As :attr:`Counterfactual.nit`, per row.
     method : str
     lam : ndarray of shape (N,) or None
     grad_norm : ndarray of shape (N,) or None
@@ -413,6 +415,8 @@ class CounterfactualPath:
     proba : ndarray of shape (L, K)
     distance : ndarray of shape (L,)
     nit : ndarray of int, shape (L,)
+        Iterations per λ, summed over its solves: on a model with nearly equal rows a λ
+        whose answer is doubtful is solved again on the model less the target's row.
     success : ndarray of bool, shape (L,)
         Whether the model classifies the solution as the target.
     status : ndarray of int, shape (L,)

@@ -266,7 +266,7 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
         if proba is not None:
             xs, st, lm, it = proba_bounded_one(model, X[n], k, v, wt, box, proba)
             tau = proba
-            for _ in range(3):
+            for rnd in range(3):
                 # judged in the model's arithmetic (the bisection's is NumPy's A @ x): short of
                 # τ, again for log τ raised by twice the shortfall; p_k ≥ τ but the class within
                 # rounding of its boundary (τ = 1/2 with two classes in contention), by twice
@@ -284,6 +284,13 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
                     )
                     if not pk >= proba:
                         up = float(raise_log_tau(proba, np.array([pk]))[0])
+                        if rnd > 0:
+                            # still short after a re-solve: the two arithmetics differ by up
+                            # to the rounding need, which twice a shortfall need not cover
+                            # (logits ~10⁷: a need of 8.7e-7, three raises of ~1e-12 each,
+                            # then "numerical failure"; soak round T, seed 415)
+                            need = float(model.rounding_need(xs[None], t1)[0])
+                            up = max(up, 2 * need + 8 * _EPS)
                     elif not model.surely_in(xs[None], t1)[0][0]:
                         up = 2 * float(model.rounding_need(xs[None], t1)[0]) + 8 * _EPS
                     else:

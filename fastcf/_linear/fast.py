@@ -98,6 +98,8 @@ def constrained_one(ex, x, target, proba, margin, tol, max_iter):
     X = x[None, :]
     tidx = np.array([k], dtype=np.int64)
     model, m = ex._model, ex._cache.default
+    if getattr(model, "close_rows", False):  # the long path's shifted re-solves
+        return None
     if proba is not None and not isinstance(model, BinaryModel):
         # the long path's solver (one kernel call per round, its own checks) and verification
         sol = _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter)
@@ -269,17 +271,19 @@ def _need_bound(model, Xs):
 def _margin_need(model, Xs, tidx, margin):
     """Return (rise, need, bound) for a ``region=True`` answer (``verify.region``'s first round).
 
-    ``rise``: the margin is below the rounding need, so the answer must be re-solved with a
-    larger one (the long path does that). ``need``: the exact need, or ``None`` when the cheap
-    bound already shows the margin above it (not computed). ``bound``: :func:`_need_bound`
-    (the verification reuses it).
+    ``rise``: the margin, or the answer's own margin in the model's arithmetic, is not above
+    the rounding need, so the answer must be re-solved with a larger one (the long path does
+    that). ``need``: the exact need, or ``None`` when the cheap bound already shows the margin
+    above it with room (not computed). ``bound``: :func:`_need_bound` (the verification reuses
+    it).
     """
     bound = _need_bound(model, Xs)
-    if margin > bound:
+    if margin > 4.0 * bound:
         return False, None, bound
     with np.errstate(over="ignore", invalid="ignore"):
         need = model.rounding_need(Xs, tidx)
-        rise = bool(not margin > need[0] and np.isfinite(2 * need[0]))
+        tm = model.target_margin(model.check_logits(Xs), tidx)[0]
+        rise = bool((not margin > need[0] or not tm > need[0]) and np.isfinite(2 * need[0]))
     return rise, need, bound
 
 

@@ -32,10 +32,11 @@ import numpy as np
 from .._kernels import logistic as _lk
 from .._kernels import softmax as _sk
 from .._status import Status
+from ..results import CounterfactualPath
 from . import binary as _binary
 from . import boxed as _boxed
 from . import softmax as _softmax
-from .metric import make_metric
+from .metric import distances, make_metric
 from .verify import replace_rows, take_rows
 
 __all__ = ["BinaryModel", "SoftmaxModel", "make_model"]
@@ -430,7 +431,38 @@ class SoftmaxModel(_LinearModel):
         if bnd is not None:
             return self._boxed(X, tidx, m, bnd, proba, margins)
         sol = _softmax.constrained(self, X, tidx, m, proba, margins, tol, max_iter)
-        return self.retry(sol, X, tidx, m, proba, margins, tol, max_iter)
+        sol = self.retry(sol, X, tidx, m, proba, margins, tol, max_iter)
+        if self.close_rows:
+            sol = self._closer_shifted(sol, X, tidx, m, proba, margins, tol, max_iter)
+        return sol
+
+    def _closer_shifted(self, sol, X, tidx, m, proba, margins, tol, max_iter):
+        """For models with close rows: each success against the shifted model's, the closer kept.
+
+        K-space's G = A V Aᵀ holds the rows' differences only to ε·(‖a‖/‖a_i − a_j‖)², and
+        its ``region=``/``proba=`` answers, feasible, can be that far from the optimum: 1.4e-4
+        on wine with a common part 10⁶ times its rows (71 of 178 ``region=True`` rows). The
+        model less the target's row (:meth:`_shifted`) holds them exactly. A row takes its
+        answer where it succeeds, is in the class (and meets τ) in this model's arithmetic
+        (:meth:`_unsure`) and is closer; every distance is then taken from the answers
+        themselves, as K-space's √(yᵀGy) rounds with G too.
+        """
+        wt = None if m.unit_wt else m.wt
+        rows = np.flatnonzero(sol.success)
+        for t in np.unique(tidx[rows]):
+            r = rows[tidx[rows] == t]
+            out = self._shifted_solve(t, m, X, tidx, r, proba, margins, tol, max_iter)
+            if out is None:
+                continue
+            sub, good = out
+            with np.errstate(over="ignore", invalid="ignore"):
+                closer = distances(sub.x - X[r], wt) < distances(sol.x[r] - X[r], wt)
+            won = np.flatnonzero(good & closer)
+            if won.size:
+                sol = replace_rows(sol, r[won], take_rows(sub, won))
+        with np.errstate(over="ignore", invalid="ignore"):
+            dist = distances(sol.x - X, wt)
+        return sol._replace(distance=np.where(np.isfinite(dist), dist, sol.distance))
 
     def retry(self, sol, X, tidx, m, proba, margins, tol, max_iter):
         """Re-solve the rows K-space failed: :meth:`shifted_retry`, then :meth:`input_space_retry`.
@@ -438,20 +470,20 @@ class SoftmaxModel(_LinearModel):
         Both judge the rows in the model's own arithmetic; a row keeps its K-space answer where
         neither succeeds.
         """
-        rows = self._retry_rows(sol, tidx)
+        rows = self._retry_rows(sol, tidx, proba)
         if rows.size == 0:
             return sol
         sol, rows = self.shifted_retry(sol, X, tidx, m, proba, margins, tol, max_iter, rows)
         return self.input_space_retry(sol, X, tidx, m, proba, margins, rows)
 
-    def _retry_rows(self, sol, tidx):
+    def _retry_rows(self, sol, tidx, proba=None):
         """Return the rows K-space failed: numerical failure, iteration limit, unsure success."""
         st = sol.status
         redo = (st == Status.NUMERIC) | (st == Status.MAXITER)
         # and the successes the explainer's check would fail: within rounding of the class
         # boundary (a margin raised to its rounding need that the dual meets only to its
         # tolerance: a three-way tie with margin=0, soak round N)
-        redo[self._unsure(sol, np.flatnonzero(st == Status.OK), tidx)] = True
+        redo[self._unsure(sol, np.flatnonzero(st == Status.OK), tidx, proba)] = True
         return np.flatnonzero(redo)
 
     def _shifted(self, t, m):
@@ -487,20 +519,65 @@ class SoftmaxModel(_LinearModel):
         for t in np.unique(tidx[rows]):
             at = np.flatnonzero(tidx[rows] == t)
             r = rows[at]
-            pair = self._shifted(t, m)
-            if pair is None:
+            out = self._shifted_solve(t, m, X, tidx, r, proba, margins, tol, max_iter)
+            if out is None:
                 continue
-            shifted, ms = pair
-            mg = None if margins is None else margins[r]
-            sub = _softmax.constrained(shifted, X[r], tidx[r], ms, proba, mg, tol, max_iter)
-            sub = sub._replace(certified=None)
-            good = sub.success & np.isfinite(sub.x).all(axis=1)
-            good[self._unsure(sub, np.flatnonzero(good), tidx[r])] = False
+            sub, good = out
             won = np.flatnonzero(good)
             if won.size:
                 sol = replace_rows(sol, r[won], take_rows(sub, won))
                 left[at[won]] = False
         return sol, rows[left]
+
+    def _shifted_solve(self, t, m, X, tidx, r, proba, margins, tol, max_iter):
+        """Solve rows ``r`` (target ``t``) on the shifted model; return (answers, good) or None.
+
+        ``good``: the answers that succeed, are finite and that the verification would accept
+        in this model's arithmetic (:meth:`_unsure`); ``proba=`` answers short of τ here are
+        re-solved first (:meth:`_shifted_raise`). Taken uncertified. ``None`` where the shifted
+        model is not finite.
+        """
+        pair = self._shifted(t, m)
+        if pair is None:
+            return None
+        shifted, ms = pair
+        mg = None if margins is None else margins[r]
+        sub = _softmax.constrained(shifted, X[r], tidx[r], ms, proba, mg, tol, max_iter)
+        sub = sub._replace(certified=None)
+        if proba is not None:
+            sub = self._shifted_raise(shifted, ms, sub, X[r], tidx[r], proba, tol, max_iter)
+        good = sub.success & np.isfinite(sub.x).all(axis=1)
+        good[self._unsure(sub, np.flatnonzero(good), tidx[r], proba)] = False
+        return sub, good
+
+    def _shifted_raise(self, shifted, ms, sub, X, tidx, proba, tol, max_iter):
+        """Re-solve ``proba=`` answers of the shifted model that are short of τ in this one's.
+
+        The shifted model meets τ in its own arithmetic, and this model's logits round
+        differently: by ε·|z| where a common part makes them large (a part 10⁶ times the rows of
+        wine: logits ~10⁷, p_target short of τ by 1e-11 on 97 of 178 rows, each then refused
+        by the verification as within rounding of the boundary). Those answers that are in the
+        class but short are solved again for log τ raised by twice their shortfall and at least
+        twice this model's rounding need (the bound of how far the two arithmetics differ).
+        """
+        ok = np.flatnonzero(sub.success & np.isfinite(sub.x).all(axis=1))
+        if ok.size == 0:
+            return sub
+        with np.errstate(over="ignore", invalid="ignore"):
+            sure, Z = self.surely_in(sub.x[ok], tidx[ok])
+            p = self.proba_from_logits(Z)[np.arange(ok.size), tidx[ok]]
+        short = sure & (p < proba)
+        if not short.any():
+            return sub
+        rows = ok[short]
+        need = _softmax.finite_need(self, sub.x[rows], tidx[rows])
+        up = _softmax.raise_log_tau(proba, p[short])
+        up = _softmax.raise_at_least(proba, up, 2 * need + 8 * np.finfo(float).eps).max()
+        tau = proba * math.exp(up)
+        if not tau < 1.0:
+            return sub
+        again = _softmax.constrained(shifted, X[rows], tidx[rows], ms, tau, None, tol, max_iter)
+        return replace_rows(sub, rows, again._replace(certified=None))
 
     def input_space_retry(self, sol, X, tidx, m, proba, margins, rows=None):
         """Re-solve in input space the rows of ``sol`` that K-space failed (or ``rows``).
@@ -515,7 +592,7 @@ class SoftmaxModel(_LinearModel):
         that another class wins (BELOW_DECISION); otherwise it keeps its K-space answer.
         """
         st = sol.status
-        rows = self._retry_rows(sol, tidx) if rows is None else rows
+        rows = self._retry_rows(sol, tidx, proba) if rows is None else rows
         if rows.size == 0:
             return sol
         D = X.shape[1]
@@ -523,7 +600,7 @@ class SoftmaxModel(_LinearModel):
         mg = None if margins is None else margins[rows]
         sub = self._boxed(X[rows], tidx[rows], m, box, proba, mg)
         good = sub.success & np.isfinite(sub.x).all(axis=1)
-        good[self._unsure(sub, np.flatnonzero(good), tidx[rows])] = False
+        good[self._unsure(sub, np.flatnonzero(good), tidx[rows], proba)] = False
         # and a proof that no free feature moves any margin (rows equal on the free features,
         # compared exactly), which says more than K-space's numerical failure; and for rows
         # K-space failed (not its unsure successes), the documented outcome of ``proba=τ`` whose
@@ -584,18 +661,19 @@ class SoftmaxModel(_LinearModel):
             return self, X, 0
         return SoftmaxModel(As, self.b, self.columns), Xs, e
 
-    def _unsure(self, sol, rows, tidx):
+    def _unsure(self, sol, rows, tidx, proba=None):
         """Return the rows of ``rows`` that the explainer's verification would refuse.
 
-        Those whose answer no certificate covers and that are not :meth:`surely_in` their class.
+        Those whose answer no certificate covers and that are not :meth:`surely_in` their class
+        or, with ``proba``, whose p_target is below τ in that arithmetic (:meth:`in_target`).
         """
         if sol.certified is not None:
             rows = rows[~sol.certified[rows]]
         if rows.size == 0:
             return rows
         with np.errstate(over="ignore", invalid="ignore"):
-            sure, _Z = self.surely_in(sol.x[rows], tidx[rows])
-        return rows[~sure]
+            good = self.in_target(sol.x[rows], tidx[rows], proba)
+        return rows[~good]
 
     def path(self, x0, k, target, lams, m, warm, tol, max_iter, names, w=None, bnd=None, xx=None):
         """Solve the λ-path: one kernel call, or projected Newton λ by λ with ``bounds``."""
@@ -603,6 +681,61 @@ class SoftmaxModel(_LinearModel):
             return _boxed.path_boxed(
                 self, x0, k, target, lams, m, w, bnd, warm, tol, max_iter, names
             )
-        return _softmax.reduced_path(
-            self, x0, k, target, lams, m, warm, tol, max_iter, names, xx=xx
+        pth = _softmax.reduced_path(self, x0, k, target, lams, m, warm, tol, max_iter, names, xx=xx)
+        if self.close_rows:
+            pth = self._path_shifted(pth, x0, k, target, lams, m, warm, tol, max_iter, names)
+        return pth
+
+    def _path_shifted(self, pth, x0, k, target, lams, m, warm, tol, max_iter, names):
+        """Re-solve the λ of a path whose answer is not stationary in input space, shifted.
+
+        :meth:`_lam_shifted` for a path (models with close rows only): the λ whose answer's
+        relative input-space residual is above 1e-6 are solved again along the path of the
+        model less the target's row, and each keeps the answer with the smaller residual. A
+        replaced answer keeps its status only where the model's own arithmetic puts it surely in
+        the target class (:meth:`surely_in`), as :func:`~fastcf._linear.softmax.reduced_path`
+        judges its doubtful rows; otherwise it is a numerical failure. Every distance is taken
+        from the answers themselves: K-space's √(yᵀGy) rounds with G too (1e-4 relative on a
+        model with a common part 10⁶ times its rows).
+        """
+        X = pth.X.copy()
+        L = lams.size
+        with np.errstate(over="ignore", invalid="ignore"):
+            P = self.proba_from_logits(self.check_logits(X))
+        res = self._lam_residual(X, np.broadcast_to(x0, X.shape), np.full(L, k), m, lams, P)
+        rows = np.flatnonzero(~(res <= 1e-6))
+        proba, nit, status, gn = (a.copy() for a in (pth.proba, pth.nit, pth.status, pth.grad_norm))
+        pair = None if rows.size == 0 else self._shifted(k, m)
+        if pair is not None:
+            shifted, ms = pair
+            sub = _softmax.reduced_path(
+                shifted, x0, k, target, lams[rows], ms, warm, tol, max_iter, names
+            )
+            XS = sub.X
+            with np.errstate(over="ignore", invalid="ignore"):
+                PS = self.proba_from_logits(self.check_logits(XS))
+            X0 = np.broadcast_to(x0, XS.shape)
+            new = self._lam_residual(XS, X0, np.full(rows.size, k), m, lams[rows], PS)
+            won = np.flatnonzero((new < res[rows]) & np.isfinite(XS).all(axis=1))
+            r = rows[won]
+            X[r], proba[r], nit[r] = XS[won], sub.proba[won], nit[r] + sub.nit[won]
+            status[r], gn[r] = sub.status[won], sub.grad_norm[won]
+            ok = r[status[r] == Status.OK]
+            if ok.size:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    sure = self.surely_in(X[ok], np.full(ok.size, k))[0]
+                status[ok[~sure]] = Status.NUMERIC
+        return CounterfactualPath(
+            lams=lams,
+            X=X,
+            x0=x0,
+            target=target,
+            proba=proba,
+            distance=distances(X - x0, None if m.unit_wt else m.wt),
+            nit=nit,
+            success=status == Status.OK,
+            status=status,
+            grad_norm=gn,
+            method=pth.method,
+            feature_names=names,
         )
