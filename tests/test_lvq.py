@@ -3,6 +3,7 @@ path, the penalty CCP for LGMLVQ, adapters, bad input, pickling."""
 
 import pickle
 import warnings
+from collections import namedtuple
 from types import SimpleNamespace
 
 import numpy as np
@@ -14,6 +15,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from fastcf._status import BOUNDARY_MESSAGE
 from fastcf.lvq import GLVQ, GMLVQ, LGMLVQ, LVQExplainer
 
 
@@ -801,3 +803,221 @@ def test_fit_near_the_float64_limit_is_finite(Model):
         m = Model(random_state=0, max_iter=50).fit(X, y)
     assert np.isfinite(m.prototypes_).all()
     assert m.prototypes_[0, 0] > 0 > m.prototypes_[1, 0]  # one prototype on each side
+
+
+@pytest.mark.parametrize("scale", [1e155, 3e200])
+def test_prototypes_whose_squared_distances_overflow_fail_honestly(scale):
+    """Prototypes ~1e155 and more apart: their squared distances overflow the doubles. LGMLVQ's
+    penalty CCP handed cvxpy an inf − inf parameter (ValueError from cvxpy at 3e200, a crash),
+    and at 1e155 the distance of its answer, the target prototype itself, overflowed to inf and
+    the answer was dropped as no closer than none: a false "infeasible". Now a round whose
+    linearisation overflows fails (said so), the known point of the target class is the answer
+    (status 1, as for any CCP stopped early), and θ is computed scaled. The plain and global
+    metrics fail numerically, said so (not solved at this scale; see docs/reliability.md)."""
+    P = np.array([[0.0, 0.0], [scale, 0.0], [0.0, scale]])
+    for omega in (None, [[1.0, 0.5], [0.0, 1.0]], [np.eye(2), 2 * np.eye(2), np.eye(2)]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ex = LVQExplainer.from_arrays(P, [0, 1, 2], omega=omega)
+            res = ex.explain(np.array([1.0, 1.0]), 1)
+        if ex.kind == "local":
+            assert res.success and res.status == 1, res.message
+            assert res.x.tolist() == [scale, 0.0]
+            assert res.distance == pytest.approx(np.hypot(scale - 1.0, 1.0), rel=1e-15)
+        if res.success:
+            assert ex.predict(res.x[None])[0] == 1
+        else:
+            assert res.status == 4, res.message
+
+
+@pytest.mark.parametrize("e", [17, 40, 130, -40])
+@pytest.mark.parametrize("omega", ["euclidean", "global"])
+def test_ldp_answers_scale_with_the_data(e, omega):
+    """GLVQ/GMLVQ's answers are equivariant under x, p → s x, s p with ε → s² ε (squared
+    distances scale by s²); s = 2^e keeps every number exact. The LDP → NNLS reduction mixed the
+    unit rows of G with h of the data's scale and judged it with absolute tolerances: at data of
+    scale 10⁵ 3 of 20 queries were "infeasible" (false), at 10¹⁰ every one. h is now scaled to
+    max |h| = 1 inside the LDP (an exact homogeneity), and rows are judged free of the free
+    features relative to their own coefficients, not to 1."""
+    rng = np.random.default_rng(0)
+    P = rng.standard_normal((6, 4))
+    om = None if omega == "euclidean" else rng.standard_normal((4, 4))
+    X = rng.standard_normal((20, 4))
+    s = 2.0**e
+    ex1 = LVQExplainer.from_arrays(P, [0, 0, 1, 1, 2, 2], omega=om)
+    exs = LVQExplainer.from_arrays(P * s, [0, 0, 1, 1, 2, 2], omega=om)
+    T = (ex1.predict(X) + 1) % 3
+    r1 = ex1.explain(X, T)
+    rs = exs.explain(X * s, T, margin=1e-6 * s * s)
+    assert r1.success.all() and rs.success.all()
+    np.testing.assert_allclose(rs.x / s, r1.x, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(rs.distance / s, r1.distance, rtol=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e5, 1e10, 1e40])
+@pytest.mark.parametrize(
+    "kw", [{}, {"method": "cvxpy"}, {"metric": "manhattan"}], ids=["ldp", "cvxpy", "manhattan"]
+)
+def test_default_margin_at_large_scales_is_raised_past_rounding(scale, kw):
+    """Data of scale 10⁵ and beyond with the default margin ε = 1e-6 (in squared distance,
+    below the distances' rounding there): the QP's answer sat on the boundary and the
+    verification refused 10 of 20 as within rounding; the cvxpy programs (Clarabel, absolute
+    tolerances) called every query "infeasible" at 10¹⁰ and 1 of 10 at 10⁵, false claims. The
+    programs are now solved with their parameters scaled by a power of 2 (exact: they are
+    positively homogeneous), and answers the verification would refuse are re-solved with ε
+    raised past the rounding need and the solver's own shortfall: every query succeeds, in
+    the model's own arithmetic."""
+    rng = np.random.default_rng(0)
+    P = rng.standard_normal((6, 4)) * scale
+    for om in (None, rng.standard_normal((4, 4))):
+        ex = LVQExplainer.from_arrays(P, [0, 0, 1, 1, 2, 2], omega=om)
+        X = rng.standard_normal((10, 4)) * scale
+        T = (ex.predict(X) + 1) % 3
+        res = ex.explain(X, T, **kw)
+        assert res.success.all(), res.message
+        assert (ex.predict(res.x) == T).all()
+
+
+@pytest.mark.parametrize(
+    "kw", [{}, {"method": "cvxpy"}, {"metric": "manhattan"}], ids=["ldp", "cvxpy", "manhattan"]
+)
+def test_margin_beyond_the_squared_distances_fails_saying_so(kw):
+    """Data of scale 10⁻²⁰ with the default margin 1e-6 (absolute, in squared distance, and
+    10³⁴ times the squared distances): reaching it takes a move of ~10¹⁴, where rounding
+    exceeds it for two of three queries (the third succeeds, at ~1.4·10¹⁴), and the refusals
+    told the user to "increase margin=", the wrong way. The message now says the margin is
+    larger than every squared distance from the query, and a margin at the data's scale
+    succeeds. A refusal at a margin below the distances keeps the usual message."""
+    rng = np.random.default_rng(0)
+    P = rng.standard_normal((3, 2)) * 1e-20
+    ex = LVQExplainer.from_arrays(P, [0, 1, 2])
+    X = P + 1e-22
+    T = (ex.predict(X) + 1) % 3
+    res = ex.explain(X, T, **kw)
+    assert (res.status[~res.success] == 4).all()
+    assert (~res.success).sum() == 2
+    for m in np.asarray(res.message)[~res.success]:
+        assert "margin=1e-06 is in squared distance, and larger than every squared" in m
+    ok = ex.explain(X, T, margin=1e-44, **kw)
+    assert ok.success.all(), ok.message
+    assert (ex.predict(ok.x) == T).all()
+    # the criterion, both sides: refusals at data of scale 1 keep the usual message under a
+    # margin below their squared distances (~1), and get the new one above them
+    S = namedtuple("S", "message")
+    ex1 = LVQExplainer.from_arrays(P * 1e20, [0, 1, 2])
+    kept = ex1._margin_scale_message(S([BOUNDARY_MESSAGE, "converged"]), X[:2] * 1e20, 1e-6)
+    assert kept.message == [BOUNDARY_MESSAGE, "converged"]
+    told = ex1._margin_scale_message(S([BOUNDARY_MESSAGE, "converged"]), X[:2] * 1e20, 1e9)
+    assert "larger than every squared distance" in told.message[0]
+    assert told.message[1] == "converged"
+
+
+@pytest.mark.parametrize(
+    "P, labels, omega, x, t, margin",
+    [
+        # a target prototype whose copy belongs to another class (and wins their ties), x̄ at
+        # -8e8: the rounding need was taken at the copy, 0; now at the answer's own prototype
+        ([[-800.0], [0.0], [-200.0], [-800.0]], [0, 0, 1, 1], None, [-8e8], 1, 1e-6),
+        # a boundary 5e-148 from x̄ + δ = 0: forming x = −1 + (1 + 5e-148) rounds to 0
+        ([[9.859226533459001e-148], [1.0], [0.0], [1.0]], [0, 0, 1, 1], None, [-1.0], 0, 0.0),
+        # Λ = 1e-200: the row norm Σ a² of the LDP underflowed and the row was dropped,
+        # "infeasible"
+        ([[1.0], [0.0]], [0, 1], [[1e-100]], [0.0], 0, 0.0),
+        # x̄ ~ 1e9 cancelling to a projection of ~500: the rounding need squared |Ω||x − p| and
+        # raised the margin past the cell's room
+        (
+            [
+                [-1000.0, 0.0, 0.0, 0.0],
+                [0.0, 0.0, 0.0, 0.0],
+                [-312.5, 250.0, 0.0, 0.0],
+                [0.0, 0.0, 0.0, 0.0],
+            ],
+            [0, 0, 1, 1],
+            [[1.0, 1.0, 1.0, 1.0]],
+            [7.5e8, -1e9, 0.0, 0.0],
+            1,
+            1e-6,
+        ),  # fmt: skip
+    ],
+    ids=["copy-in-another-class", "formed-in-x0-precision", "row-norm-underflow", "cancelling"],
+)
+def test_round_t_lvq_findings_are_answered(P, labels, omega, x, t, margin):
+    """Soak round T (the LVQ fuzz at data scales 2^-30 … 2^60 with an oracle of false
+    failures: a target prototype that wins with room is a witness). Each query failed (a
+    numerical failure, or a false "infeasible") and is answered now, in the model's own
+    arithmetic."""
+    ex = LVQExplainer.from_arrays(P, labels, omega=omega)
+    res = ex.explain(np.array(x), t, margin=margin)
+    assert res.success and res.status == 0, res.message
+    assert ex.predict(res.x[None])[0] == t
+
+
+def test_linear_constraints_keep_the_difference_of_squared_norms():
+    """b_ij = p_jΛp_j − p_iΛp_i of the shared-metric constraints, formed as (p_j − p_i)ᵀ Λ
+    (p_j + p_i): with Ω = (1e-9, 1, 1e-9) the squared norms are ~1 and differ by ~2e-9, and the
+    difference of the norms lost the 1e-18 that holds p_0's cell; every margin was then
+    "infeasible", a false claim below the cell's room (1e-18). Checked against exact rational
+    arithmetic on the same doubles."""
+    from fractions import Fraction
+
+    P = np.array([[0.0, -1.0, -1.0], [1.0, -1.0, -1.0], [-1.0, -1.0, -1.0]])
+    om = np.array([[1e-09, 1.0, 1e-09]])
+    ex = LVQExplainer.from_arrays(P, [0, 1, 2], omega=om)
+    lam = ex._geo.lams[0]
+    L = [[Fraction(v) for v in row] for row in lam]
+    for i in range(3):
+        for j in range(3):
+            q = [[Fraction(v) for v in P[k]] for k in (i, j)]
+            exact = sum(q[1][a] * L[a][b] * q[1][b] - q[0][a] * L[a][b] * q[0][b]
+                        for a in range(3) for b in range(3))  # fmt: skip
+            got = Fraction(ex._geo.b[i, j])
+            assert abs(got - exact) <= Fraction(1, 10**15) * abs(exact) + Fraction(1, 10**40)
+    x0 = np.array([-1.0, -1.0, -1.0])
+    assert ex.explain(x0, 0, margin=1e-20).status != 3  # p_0 wins by 1e-18 at p_0
+    assert ex.explain(x0, 0, margin=1e-6).status == 3  # more than the cell holds: infeasible
+
+
+def test_cvxpy_program_with_a_row_of_1e_118_fails_without_warnings():
+    """Soak round T (seed 428, ``lvq_cvxpy``): Ω = 2.3e-59, prototypes 0 and 1, Manhattan. A
+    program row of 1e-118 against a right-hand side of ~1 overflowed in the division (a
+    RuntimeWarning) and gave cvxpy a parameter that is not finite. Now no warning; the default
+    margin 1e-6 (in squared distance) needs a move of ~1e111 there, so the answer is a numerical
+    failure, said so."""
+    ex = LVQExplainer.from_arrays([[0.0], [1.0]], [0, 1], omega=[[2.3101907430158225e-59]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for kw in ({"metric": "manhattan"}, {"method": "cvxpy"}):
+            res = ex.explain(np.array([0.0]), 1, **kw)
+            assert res.success or res.status == 4, res.message
+            if res.success:
+                assert ex.predict(res.x[None])[0] == 1
+
+
+@pytest.mark.parametrize("kw", [{"metric": "manhattan"}, {"method": "cvxpy"}, {}])
+def test_target_prototype_equal_to_another_class_under_a_margin(kw):
+    """Soak round T (seed 431, ``lvq_cvxpy``): prototypes 5e5, 0 (class 0) and 1e6, 0 (class 1:
+    a copy of class 0's, which comes first and wins their ties), x̄ = 0, the default margin.
+    The copy's program holds the row 0·z ≤ −1e-6 (no point): Clarabel, on the program scaled by
+    2⁻²⁰, met it within its tolerance and that "answer" at x̄ won, then failed the verification
+    three times. Such rows are now decided before any solver; the answer is 7.5e5 + the margin."""
+    ex = LVQExplainer.from_arrays([[5e5], [0.0], [1e6], [0.0]], [0, 0, 1, 1], omega=[[1.0]])
+    res = ex.explain(np.array([0.0]), 1, **kw)
+    assert res.success and res.status == 0, res.message
+    assert ex.predict(res.x[None])[0] == 1
+    assert res.x[0] == pytest.approx(7.5e5, rel=1e-9)
+
+
+def test_lgmlvq_answer_refused_by_the_model_falls_back_to_a_target_prototype():
+    """Soak round T (``lvq_cvxpy``, local metrics): the penalty CCP's Manhattan answer passed its
+    own check (true distances, strict) but the model's arithmetic put it on the other side of a
+    tie, and the verification refused it while the target prototype p_2 wins outright. The row
+    now takes the nearest target prototype that the model puts in the target class (status 1,
+    as the CCP's own fallback to its start point)."""
+    P = [[0.0] + [65536.0] * 4, [0.0] + [65536.0] * 4, [65536.0] * 5, [0.0] + [65536.0] * 4]
+    e0 = np.zeros((5, 5))
+    e0[0, 0] = 1.0
+    om = [np.full((5, 5), 10.0), e0, e0, np.r_[[[0.0] + [0.5] * 4], np.full((4, 5), 0.5)]]
+    ex = LVQExplainer.from_arrays(P, [0, 0, 1, 1], omega=om)
+    res = ex.explain(np.array([0.0, 0.0, 655360.0, 0.0, 0.0]), 1, metric="manhattan", max_iter=10)
+    assert res.success and res.status in (0, 1), res.message
+    assert ex.predict(res.x[None])[0] == 1

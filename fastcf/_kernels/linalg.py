@@ -281,17 +281,85 @@ def nnls(E, f, max_iter):
     return v, it, status
 
 
+# ldp: rows with h_j < −_FAR max h are set aside first. Where h spans less than that, the
+# scaled rows keep every positive h_j ≥ 1e-10, far above NNLS's tolerance (~1e-13 with ~60
+# rows), and setting rows aside (copies of G's rows) only cost time: 1e6 made digits' GMLVQ
+# batch 18 % slower with the same answers
+_FAR = 1e10
+
+
 @kernel()
 def ldp(G, h, max_iter):
-    """Min ½‖u‖² s.t. G u ≥ h. Returns (u, lam, n_iter, status); INFEASIBLE: no such u."""
+    """Min ½‖u‖² s.t. G u ≥ h. Returns (u, lam, n_iter, status); INFEASIBLE: no such u.
+
+    The rows of G have unit norm. Where every h_j ≤ 0, u = 0 is the answer. Otherwise the rows
+    with h_j < −10¹⁰ max h (met by every u shorter than 10¹⁰ max h) are set aside, the rest solved
+    (:func:`_ldp_scaled`), and the answer kept if it meets them too; else every row is solved.
+    Set aside, they no longer mix their scale into the NNLS's tolerance: a box row of −1 beside
+    a prototype row of 1.75e-128 made that row's dual look like rounding, and the answer was
+    u = 0, 1.75e-128 short of it (soak round T).
+    """
     m, n = G.shape
     if m == 0:
         return np.zeros(n), np.zeros(0), 0, _OK
+    hmax = -np.inf
+    finite = True
+    for j in range(m):
+        hmax = max(hmax, h[j])
+        finite = finite and math.isfinite(h[j])
+    if finite and hmax <= 0.0:
+        return np.zeros(n), np.zeros(m), 0, _OK
+    nn = m
+    if finite:
+        nn = 0
+        for j in range(m):
+            nn += h[j] >= -_FAR * hmax
+    if nn < m:
+        near = np.empty(m, dtype=np.bool_)
+        for j in range(m):
+            near[j] = h[j] >= -_FAR * hmax
+        idx = np.flatnonzero(near)
+        u, lam_n, it, status = _ldp_scaled(
+            np.ascontiguousarray(G[idx]), h[idx].copy(), hmax, max_iter
+        )
+        if status == _INFEASIBLE:  # rows of the problem already leave no u
+            return u, np.zeros(m), it, status
+        if status == _OK:
+            ok = True
+            for j in range(m):
+                if not near[j]:
+                    gu = 0.0
+                    for i in range(n):
+                        gu += G[j, i] * u[i]
+                    ok = ok and gu >= h[j]
+            if ok:
+                lam = np.zeros(m)
+                for a in range(idx.size):
+                    lam[idx[a]] = lam_n[a]
+                return u, lam, it, status
+    sig = 0.0
+    for j in range(m):
+        sig = max(sig, abs(h[j]))
+    if not (sig > 0.0 and sig < np.inf):
+        sig = 1.0
+    return _ldp_scaled(G, h, sig, max_iter)
+
+
+@kernel()
+def _ldp_scaled(G, h, sig, max_iter):
+    """:func:`ldp` solved for h / ``sig`` (the LDP is positively homogeneous in h).
+
+    Lawson & Hanson's reduction to NNLS. Scaled, the row hᵀ of E is of the scale of the unit
+    rows of G; unscaled, E mixed rows of 1 with h ~ 10¹⁰ (prototypes of that scale), NNLS's
+    tolerance followed h, and the tests below are absolute: every query was "infeasible" or a
+    numerical failure at data of scale 10¹⁰ (3 of 20 already at 10⁵).
+    """
+    m, n = G.shape
     E = np.empty((n + 1, m))
     for j in range(m):
         for i in range(n):
             E[i, j] = G[j, i]
-        E[n, j] = h[j]
+        E[n, j] = h[j] / sig
     f = np.zeros(n + 1)
     f[n] = 1.0
     v, it, status = nnls(E, f, max_iter)
@@ -304,7 +372,8 @@ def ldp(G, h, max_iter):
     for i in range(n):
         u[i] = r[i] / denom
     lam = v / denom
-    # a posteriori check of G u ≥ h (rows have unit norm, so this is a distance)
+    # a posteriori check of G u ≥ h (rows have unit norm, so this is a distance), in the
+    # scaled problem
     unorm = 0.0
     for i in range(n):
         unorm = max(unorm, abs(u[i]))
@@ -313,8 +382,10 @@ def ldp(G, h, max_iter):
         gu = 0.0
         for i in range(n):
             gu += G[j, i] * u[i]
-        viol = max(viol, h[j] - gu)
+        viol = max(viol, h[j] / sig - gu)
     if viol > 1e-9 * max(1.0, unorm):
         # a tiny r[n] means E v ≈ f, i.e. the LDP is (numerically) infeasible
         return np.zeros(n), np.zeros(m), it, _INFEASIBLE if denom < 1e-6 else _NUMERIC
-    return u, lam, it, status
+    for i in range(n):
+        u[i] *= sig
+    return u, lam * sig, it, status

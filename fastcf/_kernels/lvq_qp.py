@@ -61,6 +61,7 @@ def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
     origin = np.full(maxrows, -1, dtype=np.int64)
     nr = 0
     infeasible = False
+    inv_w = 1.0 / w_sqrt
     for kind in range(2):
         nrows = M if kind == 0 else mu
         for j in range(nrows):
@@ -71,24 +72,44 @@ def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
                 beta = b[j] - eps
             else:
                 beta = c[j]
+            # a·x̄; the row's coefficients (per unit of u) and the terms of a·x̄ at their own
+            # scale (an absolute floor of 1 dropped every row of prototypes of scale 1e-20 as
+            # free of the free features: "infeasible")
             ax = 0.0
-            nrm = 0.0
+            scale = 0.0
+            amax = 0.0
             for k in range(D):
                 a = A[j, k] if kind == 0 else C[j, k]
-                ax += a * x0[k]
+                t = a * x0[k]
+                ax += t
+                scale = max(scale, abs(t))
+                amax = max(amax, abs(a) * inv_w[k])
+            # the plain Σ g² only where no g² can overflow (amax bounds every |g|): run without
+            # the JIT, an overflowing g * g warns (an error under the test suite's filters)
+            big = amax > 1e140
+            nrm = 0.0
             for q in range(nf):
                 k = fidx[q]
                 a = A[j, k] if kind == 0 else C[j, k]
-                g = a / w_sqrt[k]
+                g = a * inv_w[k]
                 G[nr, q] = -g
-                nrm += g * g
+                if not big:
+                    nrm += g * g
+            if big or not 1e-280 < nrm < 1e280 and nrm != 0.0 or nrm == 0.0 and amax > 0.0:
+                # scaled by the largest entry: Σ g² underflowed to 0 for entries of 2e-200 (a
+                # metric Λ = 1e-200) and the row was taken as free of the free features
+                gmax = 0.0
+                for q in range(nf):
+                    gmax = max(gmax, abs(G[nr, q]))
+                nrm = 0.0
+                if gmax > 0.0:
+                    for q in range(nf):
+                        nrm += (G[nr, q] / gmax) ** 2
+                    nrm = gmax * np.sqrt(nrm)
+            else:
+                nrm = np.sqrt(nrm)
             rhs = beta - ax
-            nrm = np.sqrt(nrm)
-            scale = 1.0
-            for k in range(D):
-                a = A[j, k] if kind == 0 else C[j, k]
-                scale = max(scale, abs(a * x0[k]))
-            if nrm <= 1e-14 * scale:
+            if nrm <= 1e-14 * amax:
                 # the row does not involve free features: a fixed truth about x̄
                 if rhs < -1e-12 * max(scale, abs(beta)):
                     infeasible = True
@@ -119,16 +140,28 @@ def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
     u, lam, it, status = ldp(np.ascontiguousarray(G[:nr]), h[:nr].copy(), max_iter)
     if status == _INFEASIBLE:
         return x, np.inf, lam_full, it, _INFEASIBLE
-    dist2 = 0.0
+    umax = 0.0
     for q in range(nf):
         k = fidx[q]
         x[k] = x0[k] + u[q] / w_sqrt[k]
-        dist2 += u[q] * u[q]
+        umax = max(umax, abs(u[q]))
     for r in range(nr):
         lam_full[origin[r]] = lam[r]
-    if not np.isfinite(dist2):
+    # ‖u‖: the plain Σ u² where no u² can overflow, else scaled by max |u| (run without the
+    # JIT, an overflowing u * u warns); beyond √(max double) it is a numerical failure, as
+    # when Σ u² was inf
+    dist2 = 0.0
+    if umax <= 1e150:
+        for q in range(nf):
+            dist2 += u[q] * u[q]
+        dist = np.sqrt(dist2)
+    else:
+        for q in range(nf):
+            dist2 += (u[q] / umax) ** 2
+        dist = umax * np.sqrt(dist2)
+    if not dist < 1.3407807929942596e154:  # √(max double)
         return x0.copy(), np.inf, lam_full, it, _NUMERIC
-    return x, np.sqrt(dist2), lam_full, it, status
+    return x, dist, lam_full, it, status
 
 
 @kernel()

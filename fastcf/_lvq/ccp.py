@@ -119,7 +119,12 @@ def solve_ccp(
             prog = program(cache, geo, i, metric, ro, ccp=True)
             par, others = prog["par"], prog["others"]
             set_box(prog, x0, lo, hi)
-            par["off"].value = Om[i] @ (x0 - P[i])
+            with np.errstate(over="ignore", invalid="ignore"):
+                off = Om[i] @ (x0 - P[i])
+            if not np.isfinite(off).all():
+                fail = (_NUMERIC, "numerical failure: the distances overflow")
+                continue
+            par["off"].value = off
             if "hu" in par:
                 par["hu"].value = c - C @ x0
             # Suggest: start at the target prototype (feasible for eq. 9b when ε is small)
@@ -134,15 +139,22 @@ def solve_ccp(
             st_i, msg_i, it = _MAXITER, message(_MAXITER), 0
             for it in range(1, max_iter + 1):
                 xk = x0 + zk
-                diff = xk[None, :] - P[others]  # (m, D)
-                Ld = np.einsum("mij,mj->mi", Lams[others], diff)  # Λ_j (x_k − p_j)
-                g = np.einsum("mi,mi->m", diff, Ld)  # d(x_k, p_j)
-                R = 2.0 * Ld  # ∇g_j(x_k)
-                # ĝ_j(x) = g_j(x_k) + R_j·(z − z_k);  constraint: f_i(z) + ε − ĝ_j(z) ≤ s_j
-                par["R"].value = R
-                par["kappa"].value = g - R @ zk - eps
-                par["tau"].value = tau
-                st, msg = solve(prog["prob"], solver)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    diff = xk[None, :] - P[others]  # (m, D)
+                    Ld = np.einsum("mij,mj->mi", Lams[others], diff)  # Λ_j (x_k − p_j)
+                    g = np.einsum("mi,mi->m", diff, Ld)  # d(x_k, p_j)
+                    R = 2.0 * Ld  # ∇g_j(x_k)
+                    # ĝ_j(x) = g_j(x_k) + R_j·(z − z_k);  constraint: f_i(z) + ε − ĝ_j(z) ≤ s_j
+                    kappa = g - R @ zk - eps
+                if np.isfinite(R).all() and np.isfinite(kappa).all():
+                    par["R"].value = R
+                    par["kappa"].value = kappa
+                    par["tau"].value = tau
+                    st, msg = solve(prog["prob"], solver)
+                else:
+                    # squared distances beyond the doubles (prototypes ~1e154 apart): cvxpy
+                    # raised ValueError on the parameter; a failed round, said so
+                    st, msg = _NUMERIC, "numerical failure: the squared distances overflow"
                 if st != _OK:
                     # a failed round does not discard the known points of the target class:
                     # the last iterate (checked below) or the start
@@ -180,7 +192,7 @@ def solve_ccp(
                 ) + "; the answer is the start point p_i (frozen features kept)"
             x = x0 + zk
             dd = theta(zk, metric, w)
-            if dd < dist[a]:
+            if dd < dist[a] or proto[a] < 0:  # (an answer beyond the doubles' reach is one)
                 dist[a], Xcf[a], proto[a], status[a], messages[a] = dd, x, i, st_i, msg_i
         if proto[a] < 0 and fail is not None:
             status[a], messages[a] = fail

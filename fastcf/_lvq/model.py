@@ -186,10 +186,20 @@ def _metric(om, M, D):
 
 def linear_constraints(P, Lam, cls):
     """Return (A, b, valid): A[i, j]·x ≤ b[i, j] ⇔ d(x, p_i) ≤ d(x, p_j) for the metric Λ."""
-    LP = P @ Lam
-    pLp = np.einsum("kd,kd->k", LP, P)
-    A = np.ascontiguousarray(2.0 * (LP[None, :, :] - LP[:, None, :]))
-    b = np.ascontiguousarray(pLp[None, :] - pLp[:, None])
+    # (prototypes beyond ~1e154: the squared norms overflow, inf − inf is NaN, silently; the
+    # solvers then fail numerically, said so)
+    with np.errstate(over="ignore", invalid="ignore"):
+        LP = P @ Lam
+        A = np.ascontiguousarray(2.0 * (LP[None, :, :] - LP[:, None, :]))
+        # b_ij = p_jΛp_j − p_iΛp_i, formed as (p_j − p_i)ᵀ Λ (p_j + p_i) (Λ symmetric): the
+        # difference of the two squared norms cancelled, and with Ω = (1e-9, 1, 1e-9) the cell
+        # of a prototype 1e-9 from two others (norms ~1, the cell's 1e-18 below their rounding)
+        # was lost: every margin "infeasible" (soak round T). One row of pairs at a time (A
+        # already holds (M, M, D))
+        M = P.shape[0]
+        b = np.empty((M, M))
+        for i in range(M):
+            b[i] = np.einsum("jd,jd->j", P - P[i], LP + LP[i])
     valid = np.ascontiguousarray(cls[None, :] != cls[:, None])
     return A, b, valid
 

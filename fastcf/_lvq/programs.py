@@ -39,6 +39,7 @@ __all__ = ["SOLVER_NAMES", "method_label", "program", "solve", "solve_cvxpy", "t
 #: the cvxpy solvers ``solver=`` may name
 SOLVER_NAMES = {"CLARABEL", "OSQP", "SCS", "HIGHS", "SCIPY", "ECOS", "GUROBI", "MOSEK", "CPLEX"}
 _OK, _INFEASIBLE, _FAILED = int(Status.OK), int(Status.INFEASIBLE), int(Status.SOLVER_FAILED)
+_NUMERIC = int(Status.NUMERIC)
 _CLARABEL_TOL = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
 
 
@@ -55,7 +56,17 @@ def method_label(metric, solver):
 def theta(z, metric, w):
     """Return θ(x̄ + z, x̄): ‖W^{1/2} z‖₂ or Σ_k w_k |z_k|."""
     if metric == "euclidean":
-        return float(np.sqrt(np.sum(w * z * z)))
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            d = float(np.sqrt(np.sum(w * z * z)))
+            if not 1e-150 < d < 1e150 and d != 0.0:
+                # the plain sum of squares overflows (a prototype 1e155 away: the distance was
+                # inf, and the answer was dropped as no closer than none) or underflows:
+                # scaled by the largest term, as LAPACK's dnrm2
+                u = np.sqrt(w) * np.abs(z)
+                top = float(u.max(initial=0.0))
+                if top > 0.0 and np.isfinite(top):
+                    d = top * float(np.sqrt(np.sum((u / top) ** 2)))
+        return d
     return float(np.sum(w * np.abs(z)))
 
 
@@ -94,7 +105,12 @@ def program(cache, geo, i, metric, opts, ccp=False):
     others = np.flatnonzero(geo.valid[i])
     if not ccp:
         G = np.vstack([geo.A[i, others], C])
-        nrm = np.linalg.norm(G, axis=1)
+        # each row's norm, scaled by its largest entry (Σ a² underflows for rows of 1e-160)
+        top = np.abs(G).max(axis=1, initial=0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = np.where(top[:, None] > 0, G / np.where(top > 0, top, 1.0)[:, None], 0.0)
+        nrm = top * np.sqrt(np.einsum("ij,ij->i", rel, rel))
+        par["zero_row"] = ~(nrm > 0)  # 0·z ≤ h: decided by the sign of h, before any solver
         nrm = np.where(nrm > 0, nrm, 1.0)
         h = cp.Parameter(G.shape[0])
         cons.append((G / nrm[:, None]) @ z <= h)
@@ -255,6 +271,22 @@ def solve_compiled(prog, D):
     return _FAILED, f"{message(_FAILED)}: CLARABEL status {st}", None
 
 
+def _param_scale(h, x0, lo, hi, free):
+    """Return a power of 2 near the largest of |h| and the finite box offsets.
+
+    Those of the free features; 1 where all are 0 or not finite.
+    """
+    top = float(np.max(np.abs(h), initial=0.0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for off in (lo - x0, hi - x0):
+            fin = np.isfinite(off) & free
+            if fin.any():
+                top = max(top, float(np.max(np.abs(off[fin]))))
+    if not (top > 0.0 and np.isfinite(top)):
+        return 1.0
+    return float(2.0 ** np.frexp(top)[1])
+
+
 def solve_cvxpy(cache, geo, X, tgt, metric, opts, solver, compiled=True) -> Solution:
     """Solve Algorithm 1 with the convex program of every target prototype (shared metric).
 
@@ -290,8 +322,27 @@ def solve_cvxpy(cache, geo, X, tgt, metric, opts, solver, compiled=True) -> Solu
             others = prog["others"]
             G_b = np.concatenate([geo.b[i, others] - opts.margin, opts.c])
             G = np.vstack([geo.A[i, others], opts.C])
-            prog["par"]["h"].value = (G_b - G @ x0) / prog["par"]["row_norm"]
-            set_box(prog, x0, ro.lo, ro.hi)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                hv = (G_b - G @ x0) / prog["par"]["row_norm"]
+            if (hv[prog["par"]["zero_row"]] < 0).any():
+                # a row with no coefficient and a negative right-hand side (a target prototype
+                # equal to one of another class, under a margin > 0): no point. Clarabel called
+                # 0·z ≤ −1e-6, scaled to −1e-12, met within its tolerance, and that prototype's
+                # "answer" won (soak round T, seed 431)
+                continue
+            if np.isnan(hv).any() or (hv == -np.inf).any():
+                # a row of 1e-310 against a right-hand side of 1 (soak round T, seed 428: a
+                # RuntimeWarning, and cvxpy refuses a parameter that is not finite)
+                fail = (_NUMERIC, "numerical failure: a constraint of the program overflows")
+                continue
+            # the program is positively homogeneous in (h, lo − x̄, hi − x̄): solved for them
+            # divided by a power of 2 near their largest size, its answer z multiplied back
+            # (exact). At data of scale 10¹⁰ (or 10⁻²⁰) Clarabel, whose tolerances are
+            # absolute, called every query "infeasible" (and 1 of 10 at 10⁵)
+            vacuous = hv == np.inf  # a·z ≤ ∞: met by every z, kept far outside the scale
+            sig = _param_scale(np.where(vacuous, 0.0, hv), x0, ro.lo, ro.hi, ro.free)
+            prog["par"]["h"].value = np.where(vacuous, 1e10, hv / sig)
+            set_box(prog, x0 / sig, ro.lo / sig, ro.hi / sig)
             out = None
             if compiled and solver_name(solver) == "CLARABEL":
                 out = solve_compiled(prog, D)
@@ -304,6 +355,7 @@ def solve_cvxpy(cache, geo, X, tgt, metric, opts, solver, compiled=True) -> Solu
                 if st != _INFEASIBLE:
                     fail = (st, msg)
                 continue
+            z = z * sig
             z[~opts.free] = 0.0
             dd = theta(z, metric, opts.w)
             if dd < dist[a]:
