@@ -279,7 +279,11 @@ def test_fuzz_linear_path(binary, data):
     path = ex.path(x, t, lams=ls.copy(), warm_start=data.draw(st.booleans()), **opts)
     assert path.X.shape == (ls.size, D)
     assert set(path.status.tolist()) <= set(STATUS_MESSAGES)
-    assert (path.nit <= 100).all()
+    # each solve within max_iter (100); on a model with nearly equal rows a λ whose answer is
+    # not stationary in input space is solved again, shifted, and its iterations are added
+    # (the library's convention, as every re-solve's): two solves at most
+    cap = 200 if getattr(ex._model, "close_rows", False) else 100
+    assert (path.nit <= cap).all(), path.nit
     ok = np.flatnonzero(path.success)
     assert not (path.success & (path.status != 0)).any()
     if ok.size:
@@ -389,7 +393,11 @@ def lvq_models(draw, local=False):
     n_cls = draw(st.integers(2, 3))
     per = draw(st.integers(1, 2))
     labels = np.repeat(np.arange(n_cls), per)
-    P = draw(scaled((labels.size, D), max_exp=6))
+    # the data's own scale, shared by the prototypes and the queries (the tests multiply their
+    # queries by ``ex._fuzz_scale``): scale-dependent tolerances called queries at 10⁵
+    # "infeasible" (soak round T)
+    scale = 2.0 ** draw(st.integers(-30, 60))
+    P = draw(scaled((labels.size, D), max_exp=6)) * scale
     if draw(st.booleans()) and labels.size > 2:
         P[-1] = P[0]  # a duplicated prototype (of another class)
     kind = draw(st.sampled_from(["euclidean", "global"] + (["local"] if local else [])))
@@ -408,7 +416,50 @@ def lvq_models(draw, local=False):
             if not np.any(o):
                 o[0, 0] = 1.0
             omega.append(o)
-    return LVQExplainer.from_arrays(P, labels, omega=omega), D, n_cls
+    ex = LVQExplainer.from_arrays(P, labels, omega=omega)
+    ex._fuzz_scale = scale
+    return ex, D, n_cls
+
+
+def _lvq_no_false_failure(ex, res, X, T, opts):
+    """A failed LVQ row has no witness: no target prototype (in the box, no frozen features)
+    that the model puts in the target class with room (every other class's prototypes farther
+    by twice the margin and 1e-9 of the distance, in the model's own arithmetic).
+
+    Not judged: ``margin=0`` (a tie is then an answer, and which side of it the model's
+    arithmetic puts a point is the tie-break's business: ties of prototypes 1e-164 apart, or
+    of a target prototype with a copy in another class, fail numerically; docs/reliability.md,
+    known limitations); rows whose squared distances at x̄ round by more than a quarter of that room
+    (8 (D + 2) ε max_j d(x̄, p_j)): the nearest point of the cell, seen from x̄, can lie where
+    the distances cannot tell the classes apart (a cell 0.5 wide with x̄ at 10⁷ in the other
+    coordinates), and the answer is a numerical failure, said so. Nor are witnesses whose room
+    is below 1e-280 (a metric Ω of 1e-165: squared distances near the subnormals, and
+    Λ = ΩᵀΩ, which the solvers use, underflows; as the linear oracle skips coefficients whose
+    squares underflow)."""
+    if opts.get("frozen") or opts.get("margin", 1e-6) == 0.0:
+        return
+    X = np.atleast_2d(X)
+    success = np.atleast_1d(res.success)
+    status = np.atleast_1d(res.status)
+    eps = opts.get("margin", 1e-6)
+    lo, hi = opts.get("bounds", (None, None))
+    P, cls = ex.prototypes_, ex._geo.cls
+    d = ex.distances(P)  # (M, M): row i, the squared distances of p_i to every prototype
+    for n in np.flatnonzero(~success):
+        t = int(T[n % T.size])
+        with np.errstate(over="ignore", invalid="ignore"):
+            src = 8 * (X.shape[1] + 2) * np.finfo(float).eps * ex.distances(X[n][None]).max()
+        for i in np.flatnonzero(cls == t):
+            if lo is not None and not ((P[i] >= lo) & (P[i] <= hi)).all():
+                continue
+            mine, other = d[i][cls == t].min(), d[i][cls != t].min()
+            room = other - mine - 2 * eps
+            if room > max(1e-9 * other, 1e-280) and not src > room / 4:
+                raise AssertionError(
+                    ("false failure", int(status[n]), np.atleast_1d(res.message)[n],
+                     P.tolist(), ex.prototype_labels_.tolist(), ex._geo.omegas.tolist(),
+                     X[n].tolist(), t, {k: np.asarray(v).tolist() for k, v in opts.items()})
+                )  # fmt: skip
 
 
 @settings(max_examples=examples(100))
@@ -416,7 +467,7 @@ def lvq_models(draw, local=False):
 def test_fuzz_lvq_fast(data):
     ex, D, n_cls = data.draw(lvq_models())
     N = data.draw(st.integers(1, 4))
-    X = data.draw(scaled((N, D), max_exp=12))
+    X = data.draw(scaled((N, D), max_exp=12)) * ex._fuzz_scale
     T = data.draw(hnp.arrays(np.int64, N, elements=st.integers(0, n_cls - 1)))
     opts = {"margin": data.draw(st.sampled_from([0.0, 1e-6, 1e-2]))}
     if data.draw(st.booleans()):
@@ -428,7 +479,10 @@ def test_fuzz_lvq_fast(data):
     res = ex.explain(X, T, **opts)
     cap = 100 * ex.prototypes_.shape[0]  # nit adds the NNLS steps (max_iter=100 each) of the
     _check(ex, res, T, cap=cap)  # target's prototypes
-    _check(ex, ex.explain(X[0], int(T[0]), **opts), T[:1], cap=cap)
+    _lvq_no_false_failure(ex, res, X, T, opts)
+    one = ex.explain(X[0], int(T[0]), **opts)
+    _check(ex, one, T[:1], cap=cap)
+    _lvq_no_false_failure(ex, one, X[:1], T[:1], opts)
 
 
 @settings(max_examples=examples(8))
@@ -437,12 +491,13 @@ def test_fuzz_lvq_cvxpy(data):
     """Manhattan LP and the localised (penalty CCP) program, through cvxpy: few examples."""
     local = data.draw(st.booleans())
     ex, D, n_cls = data.draw(lvq_models(local=local))
-    x = data.draw(scaled((D,), max_exp=4))
+    x = data.draw(scaled((D,), max_exp=4)) * ex._fuzz_scale
     t = data.draw(st.integers(0, n_cls - 1))
     metric = data.draw(st.sampled_from(["euclidean", "manhattan"]))
     res = ex.explain(x, t, metric=metric, max_iter=10 if local else None)
     # nit adds the CCP rounds (max_iter=10 each) of the target's prototypes
     _check(ex, res, [t], cap=None if not local else 10 * ex.prototypes_.shape[0])
+    _lvq_no_false_failure(ex, res, x, np.array([t]), {})
 
 
 # --------------------------------------------------------------------------- LVQ estimators
