@@ -296,3 +296,26 @@ def test_tau_equal_to_predict_proba_gives_the_source_itself(metric, K, boxed):
         assert few.success and np.array_equal(few.x, x0)
         alts = ex.enumerate(x0, k, k=3, proba=tau, metric=metric, **opts)
         assert len(alts) == 1 and np.array_equal(alts[0].x, x0)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_log_odds_ignores_what_q_held_before(k):
+    """`_log_odds` writes q_k before dividing: q comes from np.empty, whose garbage can be a
+    signalling NaN, and dividing one raised 'invalid value' when the kernel ran as Python
+    (stop 30's CI, the NUMBA_DISABLE_JIT stage). Run here as Python whatever the JIT, with q
+    full of signalling NaNs and every floating-point warning an error."""
+    from fastcf._kernels.softmax.lamsearch import _log_odds
+
+    log_odds = getattr(_log_odds, "py_func", _log_odds)
+    z = np.array([-0.80753371, 1.56224034, -0.75470663])
+    q = np.empty(3)
+    q.view(np.uint64)[:] = 0x7FF0000000000001  # a signalling NaN
+    with np.errstate(all="raise"):
+        phi, lp = log_odds(z, np.int64(k), q)
+    others = np.delete(z, k)
+    lse = np.logaddexp.reduce(others)
+    expect_q = np.exp(z - lse)
+    expect_q[k] = 0.0
+    np.testing.assert_allclose(q, expect_q, rtol=1e-15, atol=0)
+    assert phi == pytest.approx(z[k] - lse, rel=1e-15)
+    assert lp == pytest.approx(z[k] - np.logaddexp.reduce(z), rel=1e-14)

@@ -93,9 +93,11 @@ def _log_odds(z, k, q):
         if j != k:
             q[j] = math.exp(z[j] - m)
             s += q[j]
+    # q_k is set before the division: q is often fresh from np.empty, and dividing its
+    # garbage (a signalling NaN) raises 'invalid value' when the kernel runs as Python.
+    q[k] = 0.0
     for j in range(K):
         q[j] /= s
-    q[k] = 0.0
     phi = z[k] - (m + math.log(s))
     if phi < 0.0:  # log p_k = φ − log(1 + e^φ), no overflow of e^{−φ}
         return phi, phi - math.log1p(math.exp(phi))
