@@ -1,5 +1,6 @@
-"""pytest plugin for the NUMBA_DISABLE_JIT stage: ``np.empty`` and ``np.empty_like`` return
-float64 arrays full of signalling NaNs.
+"""Make ``np.empty`` and ``np.empty_like`` return float64 arrays full of signalling NaNs.
+
+A pytest plugin for the NUMBA_DISABLE_JIT stage (``-p poison_empty``, with ``.ci`` on the path).
 
 Memory fresh from ``np.empty`` is whatever the allocator had, and a kernel that reads an entry
 before writing it gives an answer that depends on that garbage. Run as Python, arithmetic on a
@@ -30,9 +31,11 @@ def _poisoned_empty_like(*args, **kwargs):
 
 
 def pytest_configure(config):
+    """Poison ``np.empty`` and ``np.empty_like`` for the session."""
     np.empty = _poisoned_empty
     np.empty_like = _poisoned_empty_like
 
 
 def pytest_unconfigure(config):
+    """Restore them."""
     np.empty, np.empty_like = _empty, _empty_like
