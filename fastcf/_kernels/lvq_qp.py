@@ -43,6 +43,20 @@ _NUMERIC = int(Status.NUMERIC)
 
 
 @kernel()
+def _norm_scaled(v, n):
+    """Return ‖v[:n]‖ taken as max|v| · ‖v / max|v|‖: no square under- or overflows."""
+    vmax = 0.0
+    for q in range(n):
+        vmax = max(vmax, abs(v[q]))
+    if not vmax > 0.0:
+        return 0.0
+    s = 0.0
+    for q in range(n):
+        s += (v[q] / vmax) ** 2
+    return vmax * np.sqrt(s)
+
+
+@kernel()
 def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
     """One target prototype: rows A[j]·x ≤ b[j] − eps for valid j, C x ≤ c, lo ≤ x ≤ hi, frozen.
 
@@ -95,17 +109,11 @@ def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
                 G[nr, q] = -g
                 if not big:
                     nrm += g * g
-            if big or not 1e-280 < nrm < 1e280 and nrm != 0.0 or nrm == 0.0 and amax > 0.0:
+            # (when big, nrm stays 0 and amax > 0: the scaled branch)
+            if not 1e-280 < nrm < 1e280 and nrm != 0.0 or nrm == 0.0 and amax > 0.0:
                 # scaled by the largest entry: Σ g² underflowed to 0 for entries of 2e-200 (a
                 # metric Λ = 1e-200) and the row was taken as free of the free features
-                gmax = 0.0
-                for q in range(nf):
-                    gmax = max(gmax, abs(G[nr, q]))
-                nrm = 0.0
-                if gmax > 0.0:
-                    for q in range(nf):
-                        nrm += (G[nr, q] / gmax) ** 2
-                    nrm = gmax * np.sqrt(nrm)
+                nrm = _norm_scaled(G[nr], nf)
             else:
                 nrm = np.sqrt(nrm)
             rhs = beta - ax
@@ -150,15 +158,13 @@ def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
     # ‖u‖: the plain Σ u² where no u² can overflow, else scaled by max |u| (run without the
     # JIT, an overflowing u * u warns); beyond √(max double) it is a numerical failure, as
     # when Σ u² was inf
-    dist2 = 0.0
     if umax <= 1e150:
+        dist2 = 0.0
         for q in range(nf):
             dist2 += u[q] * u[q]
         dist = np.sqrt(dist2)
     else:
-        for q in range(nf):
-            dist2 += (u[q] / umax) ** 2
-        dist = umax * np.sqrt(dist2)
+        dist = _norm_scaled(u, nf)
     if not dist < 1.3407807929942596e154:  # √(max double)
         return x0.copy(), np.inf, lam_full, it, _NUMERIC
     return x, dist, lam_full, it, status
