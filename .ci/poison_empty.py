@@ -5,8 +5,9 @@ A pytest plugin for the NUMBA_DISABLE_JIT stage (``-p poison_empty``, with ``.ci
 Memory fresh from ``np.empty`` is whatever the allocator had, and a kernel that reads an entry
 before writing it gives an answer that depends on that garbage. Run as Python, arithmetic on a
 signalling NaN raises 'invalid value' (an error under the suite's filterwarnings), so this makes
-every such read fail deterministically, where plain garbage failed one run in many (stop 30:
-``_log_odds`` divided q_k before setting it). Compiled kernels are not affected (Numba's
+every such read that is computed with fail deterministically (a plain copy of one does not
+raise, but the NaN it carries fails the answer), where plain garbage failed one run in many
+(stop 30: ``_log_odds`` divided q_k before setting it). Compiled kernels are not affected (Numba's
 ``np.empty`` is its own), and arithmetic on garbage there never warns.
 """
 

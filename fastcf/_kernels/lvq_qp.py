@@ -44,7 +44,10 @@ _NUMERIC = int(Status.NUMERIC)
 
 @kernel()
 def _norm_scaled(v, n):
-    """Return ‖v[:n]‖ taken as max|v| · ‖v / max|v|‖: no square under- or overflows."""
+    """Return ‖v[:n]‖ as max|v| · ‖v / max|v|‖: no square overflows, the largest is 1.
+
+    0 where max|v| is 0 or NaN, as the inline code this replaced gave.
+    """
     vmax = 0.0
     for q in range(n):
         vmax = max(vmax, abs(v[q]))
