@@ -112,8 +112,16 @@ class BaseExplainer:
         [1.0, 4.0]
         """
         X, _, _ = as_queries(X, self.n_features_in_, self.feature_names_in_, name="X")
+        self._check_rows(X)
         self.mad_ = median_absolute_deviation(X)
         return self
+
+    def _check_rows(self, X):
+        """Check the explainer's copy of the model against the model itself on training rows.
+
+        A family built from a fitted model overrides it (see ``LinearExplainer``); arrays given
+        directly have no model to check against.
+        """
 
     # ------------------------------------------------------------------ shared steps
     def _queries(self, x, target):

@@ -32,9 +32,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._fold import AFFINE_STEPS, check_scores, fold_scores, pipeline_parts, probe_rows
 from ._validation import as_float_array
 
-__all__ = ["check_linear_arrays", "linear_model_arrays", "SUPPORTED_LINEAR", "PROBABILISTIC_LINEAR"]
+__all__ = [
+    "check_linear_arrays",
+    "check_linear_model",
+    "linear_model_arrays",
+    "SUPPORTED_LINEAR",
+    "PROBABILISTIC_LINEAR",
+]
 
 #: the models whose probabilities are a sigmoid/softmax of their scores (lam= and proba=)
 PROBABILISTIC_LINEAR = (
@@ -47,8 +54,8 @@ SUPPORTED_LINEAR = (
     "LogisticRegression, LogisticRegressionCV, SGDClassifier (any loss), LinearSVC, "
     "RidgeClassifier, RidgeClassifierCV, Perceptron, PassiveAggressiveClassifier, "
     "LinearDiscriminantAnalysis, binary SVC or NuSVC with kernel='linear', a "
-    "OneVsRestClassifier of one of those, or a Pipeline of affine steps (StandardScaler, "
-    "MinMaxScaler, MaxAbsScaler, PCA) ending in one of those; lam= and proba= need a model "
+    "OneVsRestClassifier of one of those, or a Pipeline of affine steps ("
+    f"{AFFINE_STEPS}) ending in one of those; lam= and proba= need a model "
     f"whose probabilities are a sigmoid/softmax of its scores: {PROBABILISTIC_LINEAR}"
 )
 
@@ -210,46 +217,10 @@ def _classifier_arrays(clf):
 
 def _pipeline_arrays(model):
     """Return (A, b, classes, probabilistic) of a Pipeline, its affine steps folded in."""
-    if not model.steps:
-        raise TypeError("empty Pipeline")
-    A, b, classes, probabilistic = _classifier_arrays(model.steps[-1][1])
-    for _, step in reversed(model.steps[:-1]):
-        A, b = _fold_step(step, A, b)
+    steps, clf = pipeline_parts(model)
+    A, b, classes, probabilistic = _classifier_arrays(clf)
+    A, b = fold_scores(steps, A, b, getattr(model, "n_features_in_", None))
     return A, b, classes, probabilistic
-
-
-def _fold_step(step, A, b):
-    """Given logits = A x' + b with x' = step(x), return (A', b') with logits = A' x + b'."""
-    name = type(step).__name__
-    if step is None or step == "passthrough":
-        return A, b
-    if name == "StandardScaler":
-        _check_fitted(step, "n_features_in_", "StandardScaler")
-        scale = step.scale_ if step.scale_ is not None else 1.0
-        mean = step.mean_ if step.mean_ is not None else 0.0
-        inv = 1.0 / np.asarray(scale, dtype=np.float64)
-        A2 = A * inv
-        b2 = b - A2 @ np.broadcast_to(np.asarray(mean, dtype=np.float64), (A.shape[1],))
-        return A2, b2
-    if name == "MinMaxScaler":
-        _check_fitted(step, "scale_", "MinMaxScaler")
-        if getattr(step, "clip", False):
-            raise TypeError("MinMaxScaler(clip=True) is not affine; refit with clip=False")
-        return A * step.scale_, b + A @ step.min_
-    if name == "MaxAbsScaler":
-        _check_fitted(step, "scale_", "MaxAbsScaler")
-        return A / step.scale_, b
-    if name == "PCA":
-        _check_fitted(step, "components_", "PCA")
-        C = np.asarray(step.components_, dtype=np.float64)
-        if step.whiten:
-            C = C / np.sqrt(step.explained_variance_)[:, None]
-        A2 = A @ C
-        return A2, b - A2 @ step.mean_
-    raise TypeError(
-        f"pipeline step {name} is not an affine transform fastcf can fold; supported steps: "
-        "StandardScaler, MinMaxScaler(clip=False), MaxAbsScaler, PCA, 'passthrough'"
-    )
 
 
 def check_linear_arrays(A, b, classes=None, feature_names=None):
@@ -353,19 +324,12 @@ def linear_model_arrays(model):
     >>> np.allclose(X @ A.T + b, svm.decision_function(X)[:, None]), probabilistic
     (True, False)
     """
-    steps = []
-    clf = model
-    if type(model).__name__ == "Pipeline":
-        if not model.steps:
-            raise TypeError("empty Pipeline")
-        steps = [s for _, s in model.steps[:-1]]
-        clf = model.steps[-1][1]
+    steps, clf = pipeline_parts(model)
     A, b, classes, probabilistic = _classifier_arrays(clf)
-    for step in reversed(steps):
-        A, b = _fold_step(step, A, b)
+    A, b = fold_scores(steps, A, b, getattr(model, "n_features_in_", None))
     names = getattr(model, "feature_names_in_", None)
     if names is None and steps:
-        names = getattr(steps[0], "feature_names_in_", None)
+        names = getattr(steps[0][1], "feature_names_in_", None)
     if names is None:
         names = getattr(clf, "feature_names_in_", None) if not steps else None
     if names is not None:
@@ -415,4 +379,67 @@ def not_probabilistic(source, asked):
         "a model whose probabilities are a sigmoid/softmax of its scores ("
         f"{PROBABILISTIC_LINEAR}); for arrays that are such logits, use "
         "LinearExplainer.from_arrays(..., probabilistic=True)"
+    )
+
+
+def _score_factor(clf):
+    """Return the factor between fastcf's scores and the classifier's ``decision_function``.
+
+    2 for a two-class LogisticRegression(multi_class="multinomial") (scikit-learn < 1.8), whose
+    scores :func:`_linear_classifier_arrays` doubles; 1 otherwise.
+    """
+    name = type(clf).__name__
+    if name in ("LogisticRegression", "LogisticRegressionCV") and hasattr(clf, "classes_"):
+        if len(clf.classes_) == 2 and not _logistic_ovr(clf, 2):
+            return 2.0
+    return 1.0
+
+
+def check_linear_model(model, A, b, probabilistic, rows=None):
+    """Check folded scores ``A x + b`` against the fitted model itself, once.
+
+    The scores must reproduce the model's own ``decision_function`` (and, when
+    ``probabilistic``, its ``predict_proba``) on probe rows: ``rows`` (training rows, e.g. those
+    given to ``fit_mad``) or rows spread over the scale the pipeline's first step recorded.
+
+    Parameters
+    ----------
+    model : estimator
+        The model the user gave.
+    A, b : ndarray
+        Its folded scores (:func:`linear_model_arrays`).
+    probabilistic : bool
+    rows : array_like of shape (n, D), optional
+
+    Raises
+    ------
+    TypeError
+        If they differ by more than rounding (the message names the pipeline's steps).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 2.0], [3.0, 5.0]]); y = [0, 0, 1, 1]
+    >>> clf = LogisticRegression().fit(X, y)
+    >>> A, b, classes, names, p = linear_model_arrays(clf)
+    >>> check_linear_model(clf, A, b, p)  # silent: the scores are the model's
+    >>> check_linear_model(clf, A, b + 1.0, p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    TypeError: the folded model (LogisticRegression) does not reproduce the model's ...
+    """
+    steps, clf = pipeline_parts(model)
+    n = A.shape[1]
+    # at most ~2²² numbers of probe rows (a 10⁵-feature model gets 32 rows)
+    k = int(min(64, max(8, (1 << 22) // max(n, 1))))
+    R = probe_rows(steps, n, rows=rows, k=k)
+    check_scores(
+        model,
+        A,
+        b,
+        R,
+        probabilistic=probabilistic,
+        steps=steps,
+        factor=_score_factor(clf),
+        what=f"the folded model ({model_name(model)})",
     )

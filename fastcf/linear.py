@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._base import BaseExplainer
+from ._confirm import check_verify, confirm
 from ._linear.fast import constrained_one, l1_row, manhattan_one, plain_query
 from ._linear.metric import MetricCache
 from ._linear.model import make_model
@@ -43,7 +44,7 @@ from ._validation import (
     resolve_frozen,
     resolve_weights,
 )
-from .adapters import check_linear_arrays, linear_model_arrays
+from .adapters import check_linear_arrays, check_linear_model, linear_model_arrays
 
 __all__ = ["LinearExplainer"]
 
@@ -153,7 +154,13 @@ class LinearExplainer(BaseExplainer):
         # (every solver), rows with a padded stride in 1.6 — a row-major call either way there
         est = model.steps[-1][1] if hasattr(model, "steps") else model
         columns = _by_columns(getattr(est, "coef_", None), default=True)
-        self._init_arrays(*linear_model_arrays(model), source=model_name(model), columns=columns)
+        A, b, classes, names, probabilistic = linear_model_arrays(model)
+        # the fold is checked against the model itself, once (and again on fit_mad's rows)
+        check_linear_model(model, A, b, probabilistic)
+        self._init_arrays(
+            A, b, classes, names, probabilistic, source=model_name(model), columns=columns
+        )
+        self.model = model
 
     @classmethod
     def from_arrays(cls, A, b, classes=None, feature_names=None, *, probabilistic=True):
@@ -218,6 +225,7 @@ class LinearExplainer(BaseExplainer):
         self.n_features_in_ = A.shape[1]
         self.feature_names_in_ = names
         self.mad_ = None
+        self.model = None  # the fitted model, when built from one (__init__)
         # BinaryModel or SoftmaxModel: the family, chosen once. ``columns``: the coefficients'
         # own layout (_by_columns)
         self._model = make_model(A, b, columns)
@@ -227,6 +235,13 @@ class LinearExplainer(BaseExplainer):
         # (BaseExplainer._package drops them otherwise; distributed reads it for its columns)
         self._has_proba = self.probabilistic_
         self._source = source  # the model's name, for the messages of _check_form
+
+    def _check_rows(self, X):
+        """Check the folded scores against the model on training rows (``fit_mad``)."""
+        if self.model is not None:
+            rows = X[:64]
+            rows = rows.toarray() if hasattr(rows, "toarray") else rows
+            check_linear_model(self.model, self.coef_, self.intercept_, self.probabilistic_, rows)
 
     def _check_form(self, lam, proba, region):
         """Raise ``TypeError`` if the model cannot answer this form of query.
@@ -565,6 +580,7 @@ class LinearExplainer(BaseExplainer):
         method="auto",
         tol=1e-10,
         max_iter=100,
+        verify="fold",
     ):
         """Find the closest point that the model puts in ``target``.
 
@@ -621,6 +637,13 @@ class LinearExplainer(BaseExplainer):
             take at least 10 K + 100 pivots, or 20 K + 200 active-set steps). A query can take
             more than one solve (a re-solve of an answer the model's arithmetic doubts, a
             raised τ), and ``nit`` counts the iterations of all of them.
+        verify : {"fold", "model"}, default="fold"
+            ``"fold"``: each success is certified with the explainer's folded scores, which were
+            checked against the model when the explainer was built. ``"model"``: each success
+            is also confirmed by the fitted model's own ``predict`` (and ``predict_proba`` for
+            ``proba=``); one it does not confirm becomes ``success=False`` with status 4. Costs
+            one call of the model per batch (~50–200 µs for a pipeline); needs an explainer
+            built from a model, not :meth:`from_arrays`.
 
         Returns
         -------
@@ -638,6 +661,13 @@ class LinearExplainer(BaseExplainer):
         True
         """
         self._check_form(lam, proba, region)
+        if check_verify(verify, self.model) == "model":
+            res = self.explain(
+                x, target, lam, proba=proba, region=region, margin=margin, frozen=frozen,
+                weights=weights, bounds=bounds, metric=metric, max_changes=max_changes,
+                method=method, tol=tol, max_iter=max_iter,
+            )  # fmt: skip
+            return confirm(self.model, res, self.classes_, proba)
         if (
             frozen is None
             and weights is None

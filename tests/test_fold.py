@@ -1,0 +1,322 @@
+"""The one pipeline fold (fastcf._fold): each step against its own transform and the model.
+
+Data centred far from 0 with features of very different scales, so that a fold that subtracts a
+mean the step does not subtract (StandardScaler(with_mean=False) still stores ``mean_``: the bug of
+issue 31) or mixes up a scale is far off, not within rounding.
+"""
+
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA, KernelPCA, TruncatedSVD
+from sklearn.feature_selection import (
+    RFE,
+    SelectFromModel,
+    SelectKBest,
+    SelectPercentile,
+    VarianceThreshold,
+    f_classif,
+)
+from sklearn.impute import SimpleImputer
+from sklearn.kernel_approximation import Nystroem
+from sklearn.linear_model import (
+    LogisticRegression,
+    Perceptron,
+    RidgeClassifier,
+    SGDClassifier,
+)
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import (
+    Binarizer,
+    FunctionTransformer,
+    KBinsDiscretizer,
+    MaxAbsScaler,
+    MinMaxScaler,
+    Normalizer,
+    PolynomialFeatures,
+    PowerTransformer,
+    QuantileTransformer,
+    RobustScaler,
+    SplineTransformer,
+    StandardScaler,
+)
+from sklearn.svm import LinearSVC
+
+import fastcf
+from fastcf._fold import step_map
+from fastcf.adapters import check_linear_model, linear_model_arrays
+
+# unscaled steps (StandardScaler(with_mean=False, with_std=False), selectors) leave lbfgs on badly
+# scaled data: the fit is what it is, the fold must still be exact
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+LOC = np.array([1e3, -50.0, 7.0, 2e5, 0.5])
+SCALE = np.array([1e-2, 10.0, 1e3, 3.0, 1.0])
+
+
+def _data(n=240, K=2, seed=0):
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, LOC.size))
+    X = LOC + SCALE * Z
+    score = Z[:, 0] + 0.8 * Z[:, 1] - 0.5 * Z[:, 3] + 0.3 * rng.standard_normal(n)
+    if K == 2:
+        y = (score > 0).astype(int)
+    else:
+        y = np.digitize(score, np.quantile(score, np.linspace(0, 1, K + 1)[1:-1]))
+    return X, y
+
+
+def _steps():
+    """Return (id, unfitted step): every fold-able step, each parameter that changes its map."""
+    out = []
+    for wm in (True, False):
+        for ws in (True, False):
+            out.append(
+                (
+                    f"StandardScaler(with_mean={wm},with_std={ws})",
+                    StandardScaler(with_mean=wm, with_std=ws),
+                )
+            )
+    for wc in (True, False):
+        for wsc in (True, False):
+            for qr in ((25.0, 75.0), (10.0, 90.0)):
+                out.append(
+                    (
+                        f"RobustScaler({wc},{wsc},{qr})",
+                        RobustScaler(with_centering=wc, with_scaling=wsc, quantile_range=qr),
+                    )
+                )
+    out.append(("RobustScaler(unit_variance)", RobustScaler(unit_variance=True)))
+    for fr in ((0.0, 1.0), (-3.0, 7.0)):
+        out.append((f"MinMaxScaler{fr}", MinMaxScaler(feature_range=fr)))
+    out.append(("MaxAbsScaler", MaxAbsScaler()))
+    for w in (False, True):
+        for nc in (None, 3, 0.9):
+            out.append((f"PCA(whiten={w},n_components={nc})", PCA(n_components=nc, whiten=w)))
+    out.append(("TruncatedSVD(3)", TruncatedSVD(n_components=3, random_state=0)))
+    out.append(("VarianceThreshold(1.0)", VarianceThreshold(threshold=1.0)))
+    out.append(("SelectKBest(3)", SelectKBest(f_classif, k=3)))
+    out.append(("SelectPercentile(40)", SelectPercentile(f_classif, percentile=40)))
+    out.append(("SelectFromModel", SelectFromModel(RidgeClassifier(), max_features=2)))
+    out.append(("RFE(2)", RFE(RidgeClassifier(), n_features_to_select=2)))
+    for strat in ("mean", "median", "most_frequent", "constant"):
+        for ind in (False, True):
+            out.append(
+                (
+                    f"SimpleImputer({strat},add_indicator={ind})",
+                    SimpleImputer(strategy=strat, add_indicator=ind, fill_value=0.0),
+                )
+            )
+    out.append(("FunctionTransformer()", FunctionTransformer()))
+    return out
+
+
+STEPS = _steps()
+IDS = [i for i, _ in STEPS]
+
+
+def _fit_step(step, X, y):
+    from sklearn.base import clone
+
+    step = clone(step)
+    if isinstance(step, SimpleImputer):
+        Xm = X.copy()
+        Xm[::7, 1] = np.nan  # missing training values: add_indicator has a column to add
+        return step.fit(Xm, y)
+    return step.fit(X, y)
+
+
+@pytest.mark.parametrize("step", [s for _, s in STEPS], ids=IDS)
+def test_step_map_is_the_steps_own_transform(step):
+    X, y = _data()
+    step = _fit_step(step, X, y)
+    T = np.asarray(step.transform(X), dtype=np.float64)
+    M = step_map(step, X.shape[1]).apply(X)
+    assert M.shape == T.shape
+    # rounding only: relative to the largest term of each output
+    np.testing.assert_allclose(M, T, rtol=1e-10, atol=1e-10 * (np.abs(T).max() + 1.0))
+
+
+@pytest.mark.parametrize("K", [2, 3])
+@pytest.mark.parametrize("step", [s for _, s in STEPS], ids=IDS)
+def test_no_false_success_through_any_step(step, K):
+    """region=True, proba= and lam= answers are the target under the pipeline's own predict."""
+    X, y = _data(K=K)
+    from sklearn.base import clone
+
+    pipe = make_pipeline(clone(step), LogisticRegression(max_iter=5000))
+    if isinstance(step, SimpleImputer):
+        Xm = X.copy()
+        Xm[::7, 1] = np.nan
+        pipe.fit(Xm, y)
+    else:
+        pipe.fit(X, y)
+    ex = fastcf.LinearExplainer(pipe).fit_mad(X)
+    rows = X[:12]
+    pred = pipe.predict(rows)
+    target = np.array([(p + 1) % K for p in pred])
+    tidx = target  # classes are 0..K-1
+    n_success = 0
+    for kw in ({"region": True}, {"proba": 0.8}, {"lam": 0.05}):
+        res = ex.explain(rows, target, **kw)
+        ok = res.success
+        n_success += int(ok.sum())
+        if ok.any():
+            assert (pipe.predict(res.x[ok]) == target[ok]).all(), kw
+        confirmed = ex.explain(rows, target, verify="model", **kw)
+        if "proba" not in kw:
+            # region/lam answers keep a margin far above rounding: the model confirms each
+            assert (confirmed.success == ok).all()
+            continue
+        # proba=τ is met exactly in fastcf's arithmetic (p = τ at the optimum); the pipeline
+        # computes the logits another way ((x − m)/s, then its coef), so its p may differ by
+        # their rounding: |Δz| ≤ (D + 4) ε S with S = Σ_j |a_j x_j| + |b| the logits' largest
+        # terms (the fold's coefficients and sums each round once per term), and softmax and
+        # sigmoid have slope ≤ 1/2 in the max-norm
+        if ok.any():
+            p = pipe.predict_proba(res.x[ok])[np.arange(ok.sum()), tidx[ok]]
+            S = np.abs(res.x[ok]) @ np.abs(ex.coef_).T + np.abs(ex.intercept_)
+            slack = 0.5 * (X.shape[1] + 4) * np.finfo(float).eps * S.max(axis=1)
+            assert (p >= 0.8 - slack).all(), (p.min(), slack.max())
+        # verify="model" keeps only what the pipeline's own predict_proba confirms
+        assert not (confirmed.success & ~ok).any()
+        c = confirmed.success
+        if c.any():
+            p = pipe.predict_proba(confirmed.x[c])[np.arange(c.sum()), tidx[c]]
+            assert (p >= 0.8).all() and (pipe.predict(confirmed.x[c]) == target[c]).all()
+    assert n_success > 0
+
+
+@pytest.mark.parametrize(
+    "clf",
+    [
+        LinearSVC(max_iter=20000),
+        RidgeClassifier(),
+        Perceptron(random_state=0),
+        SGDClassifier(loss="log_loss", random_state=0),
+    ],
+    ids=lambda c: type(c).__name__,
+)
+@pytest.mark.parametrize("K", [2, 3])
+def test_with_mean_false_every_linear_kind(clf, K):
+    X, y = _data(K=K, seed=1)
+    pipe = make_pipeline(StandardScaler(with_mean=False), clf).fit(X, y)
+    ex = fastcf.LinearExplainer(pipe)
+    pred = pipe.predict(X[:20])
+    target = (pred + 1) % K
+    res = ex.explain(X[:20], target, region=True)
+    assert res.success.all()
+    assert (pipe.predict(res.x) == target).all()
+
+
+def test_the_old_with_mean_false_fold_is_refused_by_the_check():
+    """The fold of issue 31's bug (mean_ subtracted though with_mean=False) fails the check."""
+    X, y = _data()
+    pipe = make_pipeline(StandardScaler(with_mean=False), LogisticRegression()).fit(X, y)
+    A, b, _, _, prob = linear_model_arrays(pipe)
+    check_linear_model(pipe, A, b, prob)  # the right fold passes, on probes and on rows
+    check_linear_model(pipe, A, b, prob, rows=X)
+    sc = pipe[0]
+    b_old = b - A @ sc.mean_  # A = coef / scale: the old fold subtracted (coef/scale) @ mean_
+    with pytest.raises(
+        TypeError,
+        match=r"does not reproduce the model's decision_function.*"
+        r"StandardScaler",
+    ):
+        check_linear_model(pipe, A, b_old, prob)
+
+
+def test_probabilities_are_checked_too():
+    X, y = _data()
+    pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    A, b, _, _, _ = linear_model_arrays(pipe)
+    # a RidgeClassifier has scores but its decision_function is not a probability: claiming
+    # the LogisticRegression's scores are fine, claiming probabilities of doubled scores is not
+    with pytest.raises(TypeError, match="does not reproduce"):
+        check_linear_model(pipe, 2 * A, 2 * b, True)
+
+
+def test_fit_mad_checks_the_fold_on_its_rows(monkeypatch):
+    X, y = _data()
+    pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    ex = fastcf.LinearExplainer(pipe)
+    ex.fit_mad(X)  # passes
+    ex.intercept_ = ex.intercept_ + 1.0  # a copy that drifted from the model
+    with pytest.raises(TypeError, match="does not reproduce"):
+        ex.fit_mad(X)
+
+
+def test_verify_model_catches_a_copy_that_drifted():
+    """verify='model' asks the model itself: a success its predict denies becomes a failure."""
+    X, y = _data()
+    pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    ex = fastcf.LinearExplainer(pipe)
+    rows = X[pipe.predict(X) == 0][:10]
+    res = ex.explain(rows, 1, region=True, verify="model")
+    assert res.success.all()
+    pipe[-1].intercept_ = pipe[-1].intercept_ - 1.0  # the model moved after the explainer
+    fold = ex.explain(rows, 1, region=True)
+    model = ex.explain(rows, 1, region=True, verify="model")
+    single = ex.explain(rows[0], 1, region=True, verify="model")
+    assert fold.success.all()  # the copy still says yes
+    assert not model.success.any() and (model.status == 4).all()
+    assert "predict does not confirm" in model.message[0]
+    assert not single.success and single.status == 4
+    with pytest.raises(ValueError, match="verify must be"):
+        ex.explain(rows[0], 1, region=True, verify="yes")
+    arrays = fastcf.LinearExplainer.from_arrays(ex.coef_, ex.intercept_)
+    with pytest.raises(ValueError, match="from_arrays"):
+        arrays.explain(rows[0], 1, region=True, verify="model")
+
+
+@pytest.mark.parametrize(
+    "step, why",
+    [
+        (Normalizer(), "norm"),
+        (PolynomialFeatures(), "multiplies"),
+        (SplineTransformer(), "splines"),
+        (QuantileTransformer(n_quantiles=50), "quantiles"),
+        (PowerTransformer(), "power"),
+        (
+            KBinsDiscretizer(n_bins=3, encode="ordinal", quantile_method="averaged_inverted_cdf")
+            if "quantile_method" in KBinsDiscretizer().get_params()
+            else KBinsDiscretizer(n_bins=3, encode="ordinal"),
+            "bins",
+        ),
+        (Binarizer(), "thresholds"),
+        (KernelPCA(n_components=2), "kernel"),
+        (Nystroem(n_components=5, random_state=0), "kernel"),
+        (FunctionTransformer(np.log1p), "not the identity"),
+        (MinMaxScaler(clip=True), "clip=True"),
+    ],
+    ids=lambda v: type(v).__name__ if not isinstance(v, str) else v,
+)
+def test_every_non_affine_step_is_refused_by_name(step, why):
+    X, y = _data()
+    X = np.abs(X)
+    pipe = make_pipeline(step, LogisticRegression(max_iter=3000)).fit(X, y)
+    name = type(step).__name__
+    with pytest.raises(TypeError, match=rf"\({name}\).*{why}"):
+        fastcf.LinearExplainer(pipe)
+
+
+def test_column_transformer_is_sent_to_tabular():
+    from sklearn.compose import ColumnTransformer
+
+    X, y = _data()
+    ct = ColumnTransformer([("s", StandardScaler(), [0, 1])], remainder="passthrough")
+    pipe = make_pipeline(ct, LogisticRegression(max_iter=3000)).fit(X, y)
+    with pytest.raises(TypeError, match="TabularExplainer"):
+        fastcf.LinearExplainer(pipe)
+
+
+def test_nested_pipelines_fold_in_order():
+    X, y = _data()
+    inner = Pipeline([("a", StandardScaler(with_mean=False)), ("b", PCA(n_components=4))])
+    pipe = Pipeline(
+        [("pre", inner), ("sel", SelectKBest(f_classif, k=3)), ("clf", LogisticRegression())]
+    ).fit(X, y)
+    A, b, _, _, _ = linear_model_arrays(pipe)
+    np.testing.assert_allclose(
+        X @ A.T[:, 0] + b[0], pipe.decision_function(X), rtol=1e-9, atol=1e-9
+    )
+    fastcf.LinearExplainer(pipe).fit_mad(X)  # the check passes
