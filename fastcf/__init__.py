@@ -25,6 +25,7 @@ _EXPORTS = {
     "CounterfactualBatch": "fastcf.results",
     "CounterfactualPath": "fastcf.results",
     "LinearExplainer": "fastcf.linear",
+    "Status": "fastcf._status",
     "LVQExplainer": "fastcf.lvq",
     "TabularExplainer": "fastcf.tabular",
     "SVMEnumerator": "fastcf.svm_enum",

@@ -85,7 +85,7 @@ def demo(argv=None) -> int:
     alts = ex.enumerate(X[i], 1, k=3, metric="manhattan", **box)
     print("  alternatives (enumerate, Manhattan): no one's changes contain a cheaper one's")
     for r in alts:
-        print(f"    distance {r.distance:7.3f} MAD: change {', '.join(names[r.changed])}")
+        print(f"    distance {r.distance:7.3f} MAD: change {', '.join(names[r.changed_index])}")
 
     # latency, measured here: medians over repeated calls
     def median_time(fn, n):

@@ -17,76 +17,20 @@ the model and the dispatch; the solvers live in :mod:`fastcf._linear`, one modul
 
 from __future__ import annotations
 
-import itertools
-import math
-from typing import NamedTuple
-
 import numpy as np
 
-from ._base import BaseExplainer
 from ._confirm import check_verify, confirm
-from ._linear.fast import constrained_one, l1_row, manhattan_one, plain_query
-from ._linear.metric import MetricCache
-from ._linear.model import make_model
-from ._linear.verify import fail as _fail
-from ._linear.verify import keep_source, rows_box, source_meets, stack
-from ._linear.verify import region as _region
-from ._linear.verify import row_info as _row_info
-from ._status import Status
-from ._validation import (
-    as_float_array,
-    as_queries,
-    check_int,
-    check_probability,
-    check_scalar,
-    check_scalar_positive,
-    resolve_bounds,
-    resolve_frozen,
-    resolve_weights,
-)
+from ._linear.paths import path as _path
+from ._linear.paths import short_path
+from ._linear.route import make_query, solve
+from ._linear.scores import LinearScores, by_columns
+from ._linear.verify import keep_source
 from .adapters import check_linear_arrays, check_linear_model, linear_model_arrays
 
 __all__ = ["LinearExplainer"]
 
-_METHODS = ("auto", "reduced", "woodbury", "lbfgs", "cg", "gd")
-_REDUCED = ("auto", "reduced")  # the exact solvers (closed form, K-space Newton)
-_DEFAULT_LAMS = np.logspace(3, -5, 100)  # path()'s grid (copied for each path)
-_METRICS = ("euclidean", "manhattan")
-_OK = int(Status.OK)
-_NUMERIC = int(Status.NUMERIC)
 
-
-class _Query(NamedTuple):
-    """One query's checked options (:meth:`LinearExplainer._query`)."""
-
-    form: str  # "lam", "proba" or "region"
-    lams: np.ndarray | None  # (N,) for "lam"
-    proba: float | None
-    margin: float
-    metric: str
-    max_changes: int | None
-    method: str
-    tol: float
-    max_iter: int
-    fmask: np.ndarray  # (D,) bool: the user's frozen features
-    w: np.ndarray | None  # (D,) per-feature costs (None: ones)
-    bnd: tuple | None  # (lo, hi) of shape (D,) or (N, D)
-
-
-def _by_columns(coef, default):
-    """Tell whether a (K, D) coefficient array is stored by columns (unit stride down a column).
-
-    Its layout decides NumPy's BLAS call for ``X @ coef.T``, and so the bits of the model's own
-    logits (``SoftmaxModel.check_logits``): by columns in recent scikit-learn's multinomial
-    ``coef_`` (every solver), by rows with a padded stride in 1.6, by rows for a C-order array.
-    ``default`` where ``coef`` is not a 2-D array with D > 1 (a list, a sparse matrix).
-    """
-    if not (isinstance(coef, np.ndarray) and coef.ndim == 2 and coef.shape[1] > 1):
-        return default
-    return coef.strides[0] == coef.itemsize
-
-
-class LinearExplainer(BaseExplainer):
+class LinearExplainer(LinearScores):
     """Counterfactuals of logistic-regression and softmax classifiers.
 
     Parameters
@@ -153,7 +97,7 @@ class LinearExplainer(BaseExplainer):
         # decision_function X @ coef_.T (check_logits): Fortran order in recent scikit-learn
         # (every solver), rows with a padded stride in 1.6 — a row-major call either way there
         est = model.steps[-1][1] if hasattr(model, "steps") else model
-        columns = _by_columns(getattr(est, "coef_", None), default=True)
+        columns = by_columns(getattr(est, "coef_", None), default=True)
         A, b, classes, names, probabilistic = linear_model_arrays(model)
         # the fold is checked against the model itself, once (and again on fit_mad's rows)
         check_linear_model(model, A, b, probabilistic)
@@ -203,7 +147,7 @@ class LinearExplainer(BaseExplainer):
             raise TypeError(f"probabilistic must be True or False; got {probabilistic!r}")
         self = cls.__new__(cls)
         # the layout of the caller's A decides the bits of its logits X @ A.T (check_logits)
-        columns = _by_columns(A, default=False)
+        columns = by_columns(A, default=False)
         self._init_arrays(
             *check_linear_arrays(A, b, classes, feature_names),
             bool(probabilistic),
@@ -211,356 +155,6 @@ class LinearExplainer(BaseExplainer):
             columns=columns,
         )
         return self
-
-    def _init_arrays(
-        self, A, b, classes, names, probabilistic=True, *, source="model", columns=True
-    ):
-        A = np.ascontiguousarray(A, dtype=np.float64)
-        b = np.ascontiguousarray(b, dtype=np.float64)
-        if not (np.isfinite(A).all() and np.isfinite(b).all()):
-            raise ValueError("the model's weights (A, b) contain NaN or infinite values")
-        self.coef_ = A
-        self.intercept_ = b
-        self._set_classes(classes)
-        self.n_features_in_ = A.shape[1]
-        self.feature_names_in_ = names
-        self.mad_ = None
-        self.model = None  # the fitted model, when built from one (__init__)
-        # BinaryModel or SoftmaxModel: the family, chosen once. ``columns``: the coefficients'
-        # own layout (_by_columns)
-        self._model = make_model(A, b, columns)
-        self._cache = MetricCache(self._model)
-        self.probabilistic_ = bool(probabilistic)
-        # answers carry proba only when the probabilities are those of the model
-        # (BaseExplainer._package drops them otherwise; distributed reads it for its columns)
-        self._has_proba = self.probabilistic_
-        self._source = source  # the model's name, for the messages of _check_form
-
-    def _check_rows(self, X):
-        """Check the folded scores against the model on training rows (``fit_mad``)."""
-        if self.model is not None:
-            rows = X[:64]
-            rows = rows.toarray() if hasattr(rows, "toarray") else rows
-            check_linear_model(self.model, self.coef_, self.intercept_, self.probabilistic_, rows)
-
-    def _check_form(self, lam, proba, region):
-        """Raise ``TypeError`` if the model cannot answer this form of query.
-
-        A model whose scores are not probabilities (``probabilistic_`` is ``False``) answers
-        only ``region=True``: ``lam=`` (problem (2), also the default and :meth:`path`) and
-        ``proba=`` are defined by its probabilities.
-
-        Parameters
-        ----------
-        lam : object or None
-            The ``lam=`` (or ``lams=``) argument, ``None`` when not given.
-        proba : object or None
-            The ``proba=`` argument, ``None`` when not given.
-        region : bool
-            The ``region=`` argument.
-
-        Raises
-        ------
-        TypeError
-            If the explainer is not probabilistic and the query is not ``region=True`` alone.
-        """
-        if self.probabilistic_ or (lam is None and proba is None and region):
-            return
-        if proba is not None:
-            asked = "proba="
-        elif lam is not None:
-            asked = "lam="
-        else:
-            asked = "problem (2) (lam=, the default, and path())"
-        from .adapters import not_probabilistic
-
-        raise TypeError(not_probabilistic(self._source, f"{asked} was asked"))
-
-    # ------------------------------------------------------------------ model evaluation
-    def decision_function(self, X):
-        """Logits ``A x + b``: shape (N,) for a binary model (as scikit-learn), else (N, K).
-
-        Parameters
-        ----------
-        X : array_like of shape (N, D) or (D,)
-
-        Returns
-        -------
-        ndarray
-        """
-        X, single, _ = as_queries(X, self.n_features_in_, name="X")
-        out = self._model.model_logits(X)
-        return out[0] if single else out
-
-    def predict_proba(self, X):
-        """Class probabilities in the order of ``classes_``.
-
-        Parameters
-        ----------
-        X : array_like of shape (N, D) or (D,)
-
-        Returns
-        -------
-        ndarray of shape (N, n_classes) or (n_classes,)
-
-        Raises
-        ------
-        TypeError
-            If the model's scores are not probabilities (``probabilistic_`` is ``False``).
-        """
-        if not self.probabilistic_:
-            from .adapters import not_probabilistic
-
-            raise TypeError(not_probabilistic(self._source, "predict_proba was called"))
-        X, single, _ = as_queries(X, self.n_features_in_, name="X")
-        P = self._model.proba_from_logits(self._model.model_logits(X))
-        return P[0] if single else P
-
-    def predict(self, X):
-        """Predicted class labels (scikit-learn's rule: argmax; ties to the first class).
-
-        Parameters
-        ----------
-        X : array_like of shape (N, D) or (D,)
-
-        Returns
-        -------
-        ndarray of shape (N,)
-        """
-        X, _, _ = as_queries(X, self.n_features_in_, name="X")
-        return self.classes_[self._model.predict_index(self._model.model_logits(X))]
-
-    def _in_target(self, X, tidx, proba=None):
-        return self._model.in_target(X, tidx, proba)
-
-    def _options(self, X, names, frozen, weights, bounds):
-        """Return the frozen mask, the per-feature costs w (or None) and the box of a query."""
-        fmask = resolve_frozen(frozen, self.n_features_in_, names)
-        w = resolve_weights(weights, self.n_features_in_, self.mad_)
-        bnd = resolve_bounds(bounds, self.n_features_in_, X, per_row=True)
-        return fmask, w, bnd
-
-    def _query(
-        self,
-        X,
-        tidx,
-        names,
-        lam,
-        proba,
-        region,
-        margin,
-        frozen,
-        weights,
-        bounds,
-        metric,
-        max_changes,
-        method,
-        tol,
-        max_iter,
-    ):
-        """Check every option of a query and return it as a :class:`_Query`."""
-        if (lam is not None) + (proba is not None) + bool(region) > 1:
-            raise ValueError("give only one of lam=, proba= or region=True")
-        if method not in _METHODS:
-            raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
-        if metric not in _METRICS:
-            raise ValueError(f"metric must be one of {_METRICS}; got {metric!r}")
-        tol = check_scalar(tol, "tol", lo=0.0, lo_open=True)
-        max_iter = check_int(max_iter, "max_iter", lo=1)
-        if max_changes is not None:
-            max_changes = check_int(max_changes, "max_changes", lo=1)
-        fmask, w, bnd = self._options(X, names, frozen, weights, bounds)
-        lams = None
-        if proba is not None or region:
-            if method not in _REDUCED:
-                raise ValueError(
-                    f"method={method!r} applies to problem (2) (lam=); proba= and region=True are "
-                    "solved exactly by the default method"
-                )
-            if proba is not None:
-                proba = check_probability(proba, "proba")
-                form = "proba"
-            else:
-                margin = check_scalar(margin, "margin", lo=0.0)
-                form = "region"
-        else:
-            n = X.shape[0]
-            lams = check_scalar_positive(0.01 if lam is None else lam, "lam", allow_array=True, n=n)
-            lams = np.full(n, lams) if np.ndim(lams) == 0 else np.ascontiguousarray(lams)
-            form = "lam"
-        if metric == "manhattan" and method not in _REDUCED:
-            raise ValueError(
-                f"method={method!r} is a Euclidean reference method; metric='manhattan' is solved "
-                "exactly by the default method"
-            )
-        return _Query(
-            form, lams, proba, margin, metric, max_changes, method, tol, max_iter, fmask, w, bnd
-        )
-
-    def _continuous(self, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
-        """Solve the rows ``X`` of query ``q`` with the features of ``fmask`` frozen.
-
-        ``lean``: the answers and their costs only, for the nodes of a search (``max_changes``,
-        :meth:`enumerate`): ``region=True`` without the re-solves for rounding
-        (:func:`~fastcf._linear.verify.region`), binary Manhattan straight from its kernel. A
-        search solves the answers it returns again in full.
-        """
-        model = self._model
-        lams = q.lams if lams is None else lams
-        bnd = q.bnd if bnd is None else bnd
-        margins = np.full(X.shape[0], q.margin) if q.form == "region" else None
-        if q.metric == "manhattan":
-            from ._linear import manhattan as _l1
-
-            cost = np.ones(self.n_features_in_) if q.w is None else q.w
-            free = ~fmask
-            if lean and q.form != "lam":
-                if model.binary:
-                    return _l1.binary_constrained_lean(
-                        model, X, tidx, cost, free, bnd, q.proba, margins
-                    )
-                return _l1.constrained_l1(
-                    model, X, tidx, cost, free, bnd, q.proba, margins, q.tol, q.max_iter
-                )
-            if q.form == "lam":
-                return _l1.lam_l1(model, X, tidx, cost, free, bnd, lams, q.tol, q.max_iter)
-
-            def solve(Xr, tr, br, pr, mr):
-                return _l1.constrained_l1(model, Xr, tr, cost, free, br, pr, mr, q.tol, q.max_iter)
-
-        else:
-            W = None if q.w is None else q.w * q.w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
-            m = self._cache.get(fmask, W)
-            if lean and q.form != "lam":  # a search node: the solver's answer, no raises
-                return model.constrained(X, tidx, m, bnd, q.proba, margins, q.tol, q.max_iter)
-
-            def solve(Xr, tr, br, pr, mr):
-                return model.constrained(Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
-
-        if q.form == "region":
-            return _region(
-                model, X, tidx, bnd, q.margin, lambda Xr, tr, br, mr: solve(Xr, tr, br, None, mr)
-            )
-        if q.form == "proba" and model.proba_as_region(q.proba):
-            # region=True at margin logit τ, with verify.region's raises; the verdict still
-            # asks p ≥ τ
-            return _region(
-                model,
-                X,
-                tidx,
-                bnd,
-                model.theta(q.proba),
-                lambda Xr, tr, br, mr: solve(Xr, tr, br, q.proba, mr),
-            )
-        if q.form == "proba":
-            return solve(X, tidx, bnd, q.proba, None)
-        if q.method in _REDUCED:
-            return model.lam(X, tidx, m, bnd, lams, q.tol, q.max_iter)
-        # scipy.optimize is imported there, not at start-up (most of the import time)
-        from ._linear.reference import lam_reference
-
-        return lam_reference(model, X, tidx, m, W, fmask, bnd, lams, q.method, q.tol, q.max_iter)
-
-    def _row_problem(self, X, tidx, q, n):
-        """Return the :class:`~fastcf._linear.subsets.RowProblem` of query row ``n``."""
-        from ._linear.subsets import RowProblem
-
-        Xn, tn = X[n : n + 1], tidx[n : n + 1]
-        lams = None if q.lams is None else q.lams[n : n + 1]
-        bnd = rows_box(q.bnd, [n])
-        cost = np.ones(self.n_features_in_) if q.w is None else q.w
-
-        # Softmax region=True: a node solved lean at a margin within rounding of its need
-        # (margin=0 at a tie of the logits) can change other features than the full answer of
-        # the same restriction (verify.region raises its margin), which broke max_changes and
-        # the flipset rule (a fuzz soak found both). Such a node is solved in full; the others
-        # are cleared by a bound in Python floats: with ‖x − x̄‖₂ ≤ d / min w (both metrics),
-        # model.need_bound(x) ≤ 8γ (R (‖x̄‖ + d / min w) + B)(1 + 8γ), and a margin above it makes
-        # verify.region return the lean answer itself.
-        careful = q.form == "region" and not self._model.binary
-        model = self._model
-        g, R, B = model.gamma, model.max_row_norm, model.max_abs_b
-        with np.errstate(over="ignore", invalid="ignore"):
-            nx0 = math.sqrt(float(X[n] @ X[n]))
-        wmin = 1.0 if q.w is None else float(q.w.min())
-
-        def solve(fmask):
-            sol = self._continuous(Xn, tn, q, fmask, lams, bnd, lean=True)
-            if careful and int(sol.status[0]) in (_OK, _NUMERIC):
-                d = float(sol.distance[0])
-                bound = 8.0 * g * (R * (nx0 + d / wmin) + B) * (1 + 8 * g) * (1 + 1e-9)
-                if not q.margin > bound:  # (NaN or inf: not cleared)
-                    sol = self._continuous(Xn, tn, q, fmask, lams, bnd)
-            return sol
-
-        quick = q.metric == "manhattan" and q.form != "lam"
-
-        def full(fmask):
-            if quick:  # the long path's answer, on the short path of manhattan_one
-                sol = l1_row(
-                    self._model, Xn, tn, cost, ~fmask, bnd, q.proba, q.margin, q.tol, q.max_iter
-                )
-                if sol is not None:
-                    return sol
-            return self._continuous(Xn, tn, q, fmask, lams, bnd)
-
-        def objective(sol):
-            if q.form != "lam":
-                return sol.distance[0]
-            d = sol.distance[0]
-            reg = lams[0] * d if q.metric == "manhattan" else 0.5 * lams[0] * d * d
-            return reg - self._model.log_proba_target(sol.x, tn)[0]
-
-        return RowProblem(solve, X[n], objective, cost, full)
-
-    def _solve(self, X, tidx, q):
-        """Return the :class:`~fastcf.results.Solution` of query ``q`` (all its rows)."""
-        if q.max_changes is None:
-            return self._continuous(X, tidx, q, q.fmask)
-        return stack([self._sparse_row(X, tidx, q, n)[0] for n in range(X.shape[0])])
-
-    def _sparse_row(self, X, tidx, q, n, fmask=None, prob=None):
-        """Return (sol, value): row ``n`` with at most ``q.max_changes`` changed features.
-
-        ``fmask`` (the user's frozen features by default) and ``prob`` (a fresh
-        :class:`~fastcf._linear.subsets.RowProblem` of the row by default) let
-        :meth:`enumerate` share one memo of continuous solves between its nodes.
-        """
-        from ._linear.subsets import best_subset, top_m_free
-
-        fmask = q.fmask if fmask is None else fmask
-        prob = self._row_problem(X, tidx, q, n) if prob is None else prob
-        if q.metric == "euclidean" and q.bnd is None and self._model.binary:
-            # binary, Euclidean, no box: the m free features of largest w_i²/W_i (closed form)
-            W = np.ones(self.n_features_in_) if q.w is None else q.w * q.w
-            mask = fmask | top_m_free(self._model.w**2 / W, ~fmask, q.max_changes)
-            val = prob.solve(mask)[1]
-            info = {"nodes": 1, "solves": 1, "proven": True}
-        else:
-            val, mask, info = best_subset(prob, fmask, q.max_changes)
-        sol = prob.full(mask)  # the answer solved in full (the search's nodes were lean)
-        if not math.isfinite(val):
-            # no answer within max_changes: the source itself, as other infeasible answers
-            x0 = X[n : n + 1].copy()
-            P = sol.proba
-            if P is not None:
-                P = self._model.proba_from_logits(self._model.model_logits(x0))
-            sol = sol._replace(x=x0, proba=P, distance=np.zeros(1))
-        if not math.isfinite(val) and int(sol.status[0]) == _OK:
-            sol = _fail(
-                sol,
-                Status.INFEASIBLE,
-                f"no answer changes at most {q.max_changes} "
-                "features (increase max_changes, or free features / widen bounds)",
-            )
-        elif not info["proven"]:
-            sol = _fail(
-                sol,
-                Status.MAXITER,
-                "max_changes: node limit of the branch-and-bound "
-                "reached; the answer is the best found, not proven optimal",
-            )
-        return sol._replace(info={**_row_info(sol.info), **info}), val, mask
 
     # ------------------------------------------------------------------ public queries
     def explain(
@@ -668,55 +262,18 @@ class LinearExplainer(BaseExplainer):
                 method=method, tol=tol, max_iter=max_iter,
             )  # fmt: skip
             return confirm(self.model, res, self.classes_, proba)
-        if (
-            frozen is None
-            and weights is None
-            and bounds is None
-            and method in _REDUCED
-            and metric == "euclidean"
-            and max_changes is None
-        ):
-            if proba is None and region is False:  # the short paths of one common query
-                fast = self._explain_one(x, target, lam, tol, max_iter)
-            elif lam is None and (
-                (proba is not None and region is False) or (proba is None and region is True)
-            ):  # proba=τ alone, or region=True (with its margin) alone
-                fast = constrained_one(self, x, target, proba, margin, tol, max_iter)
-            else:
-                fast = None
-            if fast is not None:
-                return fast
-        elif (
-            metric == "manhattan"
-            and frozen is None
-            and bounds is None
-            and max_changes is None
-            and method in _REDUCED
-            and lam is None
-            and (proba is None) == (region is True)
-        ):  # one binary Manhattan proba=/region= query: the knapsack kernel on a short path
-            fast = manhattan_one(self, x, target, proba, margin, weights, tol, max_iter)
-            if fast is not None:
-                return fast
+        fast = short_path(
+            self, x, target, lam, proba, region, margin, frozen, weights, bounds, metric,
+            max_changes, method, tol, max_iter,
+        )  # fmt: skip
+        if fast is not None:
+            return fast
         X, single, names, tidx = self._queries(x, target)
-        q = self._query(
-            X,
-            tidx,
-            names,
-            lam,
-            proba,
-            region,
-            margin,
-            frozen,
-            weights,
-            bounds,
-            metric,
-            max_changes,
-            method,
-            tol,
-            max_iter,
-        )
-        sol = self._solve(X, tidx, q)
+        q = make_query(
+            self, X, tidx, names, lam, proba, region, margin, frozen, weights, bounds, metric,
+            max_changes, method, tol, max_iter,
+        )  # fmt: skip
+        sol = solve(self, X, tidx, q)
         if q.form == "proba":  # x̄ itself where the model already meets τ there
             sol = keep_source(self._model, X, tidx, sol, q.proba)
         return self._package(self._verify(sol, tidx, q.proba), X, tidx, names, single)
@@ -780,120 +337,12 @@ class LinearExplainer(BaseExplainer):
         >>> [round(a.distance, 6) for a in alts]
         [0.333334, 0.500001, 1.000001]
         """
-        from ._linear.subsets import lawler
+        from ._linear.alternatives import enumerate_answers
 
-        self._check_form(lam, proba, region)
-        if k is not None:
-            k = check_int(k, "k", lo=1)
-        max_nodes = check_int(max_nodes, "max_nodes", lo=1)
-        X, single, names, tidx = self._queries(x, target)
-        if not single:
-            raise ValueError(
-                f"enumerate takes one query x of shape ({self.n_features_in_},); got {X.shape}"
-            )
-        q = self._query(
-            X,
-            tidx,
-            names,
-            lam,
-            proba,
-            region,
-            margin,
-            frozen,
-            weights,
-            bounds,
-            metric,
-            max_changes,
-            "auto",
-            tol,
-            max_iter,
-        )
-        if q.form == "proba" and source_meets(self._model, X, tidx, q.proba)[0]:
-            # x̄ already meets τ as the model computes it: x̄ is the only answer (every other
-            # answer's changed set contains its empty one)
-            sol = keep_source(self._model, X, tidx, self._solve(X, tidx, q), q.proba)
-            only = self._package(self._verify(sol, tidx, q.proba), X, tidx, names, True)
-            return iter([only]) if k is None else [only]
-        if (
-            k is not None
-            and k <= 256
-            and q.metric == "manhattan"
-            and q.form != "lam"
-            and q.max_changes is None
-            and self._model.binary
-        ):  # Lawler's scheme in one kernel: the same answers (see _flipsets)
-            alts = self._flipsets(X, tidx, names, q, k, max_nodes)
-            if alts is not None:
-                return alts
-        prob = self._row_problem(X, tidx, q, 0)
-
-        def solve_node(fmask):
-            if q.max_changes is None:
-                return prob.solve(fmask)  # lean: the answer and its cost
-            sol, val, mask = self._sparse_row(X, tidx, q, 0, fmask, prob)
-            return sol, val
-
-        def accept(fmask, sol):
-            # the answer, solved in full and judged by the model: None if not a counterfactual
-            if q.max_changes is None:
-                sol = prob.full(fmask)
-            sol = self._verify(sol, tidx, q.proba)
-            return sol if sol.success[0] else None
-
-        gen = (
-            self._package(sol, X, tidx, names, True)
-            for sol in lawler(solve_node, prob.changed, accept, q.fmask, max_nodes)
-        )
-        if k is None:
-            return gen
-        return list(itertools.islice(gen, k))
-
-    def _flipsets(self, X, tidx, names, q, k, max_nodes):
-        """Return :meth:`enumerate`'s list of a binary Manhattan query from one kernel, or None.
-
-        :func:`fastcf._linear.manhattan.binary_flipsets` runs the scheme of
-        :func:`fastcf._linear.subsets.lawler` step for step; its candidates are judged here by
-        the model as ``accept`` judges them (row by row). ``None`` (the Python scheme answers)
-        whenever a candidate is not confirmed, where the two could differ.
-        """
-        from ._linear.manhattan import binary_flipsets
-        from .results import _item
-
-        cost = np.ones(self.n_features_in_) if q.w is None else q.w
-        sol = binary_flipsets(
-            self._model, X, tidx, cost, ~q.fmask, rows_box(q.bnd, [0]), q.proba, q.margin, k,
-            max_nodes,
+        return enumerate_answers(
+            self, x, target, k, lam, proba, region, margin, frozen, weights, bounds, metric,
+            max_changes, tol, max_iter, max_nodes,
         )  # fmt: skip
-        if sol is None:
-            return None
-        sol = self._verify(sol, np.full(sol.x.shape[0], tidx[0], dtype=np.int64), q.proba)
-        if not sol.success.all():
-            return None
-        if sol.proba is not None and not self._has_proba:
-            sol = sol._replace(proba=None)
-        target = self.classes_[tidx[0]]
-        return [_item(sol, i, X[0], target, names, sol.info) for i in range(sol.x.shape[0])]
-
-    def _label(self, k):
-        t = self.classes_[k]
-        return t.item() if hasattr(t, "item") else t
-
-    def _explain_one(self, x, target, lam, tol, max_iter):
-        """Answer the common query (one float64 x̄, a float λ, no options) on a short path.
-
-        The same solver and result code as :meth:`explain` (the same bits), the argument checks
-        reduced to type tests (``_linear.fast.plain_query``); ``None`` whenever anything is
-        unusual.
-        """
-        if type(lam) is not float or not 0.0 < lam < math.inf:
-            return None
-        plain = plain_query(self, x, target, tol, max_iter)
-        if plain is None:
-            return None
-        X = x[None, :]
-        tidx = np.array([plain[0]], dtype=np.int64)
-        sol = self._model.lam(X, tidx, self._cache.default, None, np.array([lam]), tol, max_iter)
-        return self._package(self._verify(sol, tidx, None), X, tidx, self.feature_names_in_, True)
 
     def path(
         self,
@@ -942,81 +391,6 @@ class LinearExplainer(BaseExplainer):
         >>> bool(np.all(np.diff(path.proba[:, 2]) > 0))
         True
         """
-        self._check_form(lams, None, False)
-        if metric == "euclidean":
-            fast = self._path_one(
-                x, target, lams, frozen, weights, bounds, warm_start, tol, max_iter
-            )
-            if fast is not None:
-                return fast
-        elif metric not in _METRICS:
-            raise ValueError(f"metric must be one of {_METRICS}; got {metric!r}")
-        lams = _DEFAULT_LAMS.copy() if lams is None else as_float_array(lams, "lams", ndim=1)
-        if lams.size == 0 or not (lams > 0).all():
-            raise ValueError("lams must be a non-empty 1-D array of values > 0")
-        tol = check_scalar(tol, "tol", lo=0.0, lo_open=True)
-        max_iter = check_int(max_iter, "max_iter", lo=1)
-        X, single, names, tidx = self._queries(x, target)
-        fmask, w, bnd = self._options(X, names, frozen, weights, bounds)
-        if not single:
-            raise ValueError(
-                f"path takes one query x of shape ({self.n_features_in_},); got {X.shape}"
-            )
-        if bnd is not None and bnd[0].ndim == 2:  # the box of the one row, given as (1, D)
-            bnd = (bnd[0][0], bnd[1][0])
-        k = int(tidx[0])
-        target = self._label(k)
-        if metric == "manhattan":
-            # one batch of L rows (the same x̄, one λ each): each λ is solved exactly, so there
-            # is nothing to warm-start
-            from ._linear import manhattan as _l1
-            from ._linear.verify import path_result
-
-            L = lams.size
-            XL = np.repeat(X, L, axis=0)
-            cost = np.ones(self.n_features_in_) if w is None else w
-            sol = _l1.lam_l1(self._model, XL, np.full(L, k), cost, ~fmask, bnd, lams, tol, max_iter)
-            gn = np.full(L, np.nan) if sol.grad_norm is None else sol.grad_norm
-            return path_result(
-                self._model,
-                lams,
-                sol.x,
-                X[0],
-                k,
-                target,
-                sol.distance,
-                sol.nit,
-                sol.status,
-                gn,
-                sol.method,
-                names,
-            )
-        W = None if w is None else w * w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
-        m = self._cache.get(fmask, W)
-        return self._model.path(X[0], k, target, lams, m, warm_start, tol, max_iter, names, W, bnd)
-
-    def _path_one(self, x, target, lams, frozen, weights, bounds, warm, tol, max_iter):
-        """Answer the common λ-path (one float64 x̄, no options) on a short path.
-
-        As :meth:`_explain_one`: the same solver and result as :meth:`path`; ``None`` whenever
-        anything is unusual.
-        """
-        if not (frozen is None and weights is None and bounds is None and type(warm) is bool):
-            return None
-        if lams is None:
-            lams = _DEFAULT_LAMS.copy()
-        elif (
-            type(lams) is not np.ndarray
-            or lams.ndim != 1
-            or lams.dtype != np.float64
-            or lams.size == 0
-            or not lams.flags.c_contiguous
-            or not (lams > 0).all()
-        ):
-            return None
-        plain = plain_query(self, x, target, tol, max_iter)
-        if plain is None:
-            return None
-        k, xx = plain
-        m, names = self._cache.default, self.feature_names_in_
-        return self._model.path(x, k, self._label(k), lams, m, warm, tol, max_iter, names, xx=xx)
+        return _path(
+            self, x, target, lams, frozen, weights, bounds, metric, warm_start, tol, max_iter
+        )

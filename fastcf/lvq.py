@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fastcf._base import BaseExplainer, renamed_option
+from fastcf._confirm import check_verify, confirm
 from fastcf._kernels.lvq_cost import lvq_distances
 from fastcf._linear.verify import replace_rows
 from fastcf._lvq import ccp, exact, programs
-from fastcf._lvq.model import geometry, omega_from_relevance, read_model
+from fastcf._lvq.model import check_read, geometry, omega_from_relevance, read_model
 from fastcf._lvq.options import resolve_options, row_options
 from fastcf._status import BOUNDARY_MESSAGE
 from fastcf._validation import as_float_array, as_queries, check_int, check_scalar
@@ -81,6 +82,8 @@ class LVQExplainer(BaseExplainer):
         if feature_names is None:
             feature_names = getattr(model, "feature_names_in_", None)
         self._setup(P, labels, classes, om, feature_names)
+        check_read(model, self)  # the copy against the model itself, once (and on fit_mad's rows)
+        self.model = model
 
     @classmethod
     def from_arrays(
@@ -140,7 +143,12 @@ class LVQExplainer(BaseExplainer):
         self.n_features_in_ = D
         self.feature_names_in_ = names
         self.mad_ = None
+        self.model = None  # the fitted model, when built from one
         self._cache = {}  # cvxpy programs, per target prototype and option pattern
+
+    def _check_rows(self, X):
+        if self.model is not None:
+            check_read(self.model, self, X[:64])
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -215,6 +223,7 @@ class LVQExplainer(BaseExplainer):
         max_iter=None,
         tol=1e-7,
         epsilon=None,
+        verify="fold",
     ):
         """Closest point that the model classifies as ``target`` (Algorithm 1).
 
@@ -256,6 +265,9 @@ class LVQExplainer(BaseExplainer):
             the largest slack are both below ``tol`` (the other methods are exact).
         epsilon : float, optional
             Deprecated name of ``margin``.
+        verify : {"fold", "model"}, default="fold"
+            As in :meth:`fastcf.LinearExplainer.explain`: ``"model"`` also confirms each success
+            with the fitted model's own ``predict`` (an explainer built from a model).
 
         Returns
         -------
@@ -274,6 +286,7 @@ class LVQExplainer(BaseExplainer):
         'infeasible: the constraints leave no point classified as the target'
         """
         margin = renamed_option(margin, 1e-6, epsilon, "epsilon", "margin", "LVQExplainer.explain")
+        check_verify(verify, self.model)
         X, single, names, tidx = self._queries(x, target)
         missing = sorted(set(tidx.tolist()) - set(self._geo.cls.tolist()))
         if missing:
@@ -316,7 +329,8 @@ class LVQExplainer(BaseExplainer):
             sol = self._ccp_fallback(sol, X, tidx, opts, metric)
         sol = self._verify(sol, tidx)
         sol = self._margin_scale_message(sol, X, opts.margin)
-        return self._package(sol, X, tidx, names, single)
+        res = self._package(sol, X, tidx, names, single)
+        return confirm(self.model, res, self.classes_) if verify == "model" else res
 
     def _margin_scale_message(self, sol, X, margin):
         """Say so where a refused answer's margin is out of scale with the query's distances.

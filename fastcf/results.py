@@ -251,9 +251,18 @@ class Counterfactual:
         return np.abs(self.delta) > tol
 
     @property
-    def changed(self) -> np.ndarray:
+    def changed_index(self) -> np.ndarray:
         """Indices of the features that moved (``|x - x0| > 0``)."""
         return np.flatnonzero(self.changed_mask())
+
+    @property
+    def changed(self) -> np.ndarray:
+        """The features that moved: their names where known (``feature_names``), else indices.
+
+        One rule for every family; :attr:`changed_index` always gives the indices.
+        """
+        idx = self.changed_index
+        return idx if self.feature_names is None else np.asarray(self.feature_names)[idx]
 
     def to_frame(self):
         """Return a :class:`pandas.DataFrame`: feature, original, counterfactual, change.

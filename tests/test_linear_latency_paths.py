@@ -61,7 +61,7 @@ def spy(monkeypatch):
         calls["answered" if out is not None else "handed_over"] += 1
         return out
 
-    monkeypatch.setattr("fastcf.linear.constrained_one", counted)
+    monkeypatch.setattr("fastcf._linear.paths.constrained_one", counted)
     return calls
 
 
@@ -166,7 +166,7 @@ def test_manhattan_short_path_equals_the_long_path_bit_for_bit(problem, form, mo
         calls["answered"] += out is not None
         return out
 
-    monkeypatch.setattr("fastcf.linear.manhattan_one", counted)
+    monkeypatch.setattr("fastcf._linear.paths.manhattan_one", counted)
     rows = range(0, len(X), max(1, len(X) // 6))
     for i in rows:
         x = np.ascontiguousarray(X[i])

@@ -262,10 +262,9 @@ def _need_bound(model, Xs):
     the exact need.
     """
     x = Xs[0]
-    g = model.gamma
     # Python floats throughout (γ, the norms, x·x): an overflow is inf, silently, as under
     # np.errstate(over="ignore"), without the cost of entering that context per query
-    return 8.0 * g * (model.max_row_norm * math.sqrt(_dot(x, x)) + model.max_abs_b) * (1 + 8 * g)
+    return model.need_of_norm(math.sqrt(_dot(x, x)))
 
 
 def _margin_need(model, Xs, tidx, margin):

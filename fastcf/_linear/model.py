@@ -147,10 +147,19 @@ class _LinearModel:
         the rounding of the bound itself (as ``fastcf._linear.fast._need_bound``). Infinite or
         NaN where the norm overflows: then the exact need decides.
         """
-        g = self.gamma
         with np.errstate(over="ignore", invalid="ignore"):
-            nx = np.sqrt(np.einsum("ij,ij->i", Xs, Xs))
-            return 8.0 * g * (self.max_row_norm * nx + self.max_abs_b) * (1 + 8 * g)
+            return self.need_of_norm(np.sqrt(np.einsum("ij,ij->i", Xs, Xs)))
+
+    def need_of_norm(self, nx):
+        """Return the one rounding-need bound ``8γ (max_i ‖a_i‖₂ · nx + max_i |b_i|)(1 + 8γ)``.
+
+        ``nx`` (a float or an array) bounds ‖x‖₂ of the point judged. The one formula of the
+        bound, for :meth:`need_bound`, the short paths (``fastcf._linear.fast``) and the
+        ``max_changes`` search (``fastcf._linear.route``): the same operations in the same
+        order, so the same bits, whether ``nx`` is a Python float or an array.
+        """
+        g = self.gamma
+        return 8.0 * g * (self.max_row_norm * nx + self.max_abs_b) * (1 + 8 * g)
 
     def in_target(self, X, tidx, proba=None):
         """Return which rows of ``X`` the model surely puts in ``tidx`` (and p ≥ ``proba``).

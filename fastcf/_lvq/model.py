@@ -218,3 +218,55 @@ def geometry(P, labels, classes, om) -> Geometry:
     lams = np.einsum("kri,krj->kij", omegas, omegas)
     A, b, valid = linear_constraints(P, lams[0], cls)
     return Geometry(np.ascontiguousarray(P), labels, classes, cls, kind, omegas, lams, A, b, valid)
+
+
+def check_read(model, ex, rows=None, seed=0):
+    """Check the prototypes read from ``model`` against its own ``predict``, once.
+
+    On probe rows (``rows``, e.g. those given to ``fit_mad``, or points scattered around the
+    prototypes at their spread) the explainer's nearest-prototype rule must predict what the
+    model predicts, except on rows where the two nearest prototypes of different classes are
+    within rounding of a tie (either side is right there).
+
+    Raises
+    ------
+    TypeError
+        If they disagree: the model is not the nearest-prototype classifier its attributes say.
+    """
+    if not callable(getattr(model, "predict", None)):
+        return
+    from .._confirm import model_input
+
+    P = ex.prototypes_
+    if rows is None:
+        rng = np.random.default_rng(seed)
+        spread = P.std(axis=0) if P.shape[0] > 1 else np.abs(P[0])
+        spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+        pick = rng.integers(0, P.shape[0], 64)
+        rows = P[pick] + 0.5 * spread * rng.standard_normal((64, P.shape[1]))
+    R = np.asarray(rows, dtype=np.float64)
+    R = R[np.all(np.isfinite(R), axis=1)][:64]
+    if R.shape[0] == 0:
+        return
+    with np.errstate(all="ignore"):
+        d = ex.distances(R)
+    order = np.argsort(d, axis=1)
+    best = d[np.arange(R.shape[0]), order[:, 0]]
+    lab = np.asarray(ex.prototype_labels_)
+    other = np.array(
+        [np.min(np.where(lab != lab[order[i, 0]], d[i], np.inf)) for i in range(R.shape[0])]
+    )
+    clear = (other - best) > 1e-9 * (np.abs(best) + np.abs(other) + 1e-300)
+    if not clear.any():
+        return
+    ours = np.asarray(lab[order[:, 0]], dtype=object)
+    theirs = np.asarray(model.predict(model_input(model, R)), dtype=object)
+    bad = clear & (ours != theirs)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise TypeError(
+            f"the prototypes read from this {type(model).__name__} do not reproduce its predict "
+            f"(class {theirs[i]!r} against {ours[i]!r} on a probe row): it is not the "
+            "nearest-prototype classifier its attributes describe; build the explainer with "
+            "LVQExplainer.from_arrays from the prototypes and metric the model really uses"
+        )

@@ -1,0 +1,119 @@
+"""The linear family's alternatives: :meth:`fastcf.LinearExplainer.enumerate`'s scheme.
+
+Lawler's k-best scheme over restrictions of the query (:func:`fastcf._linear.subsets.lawler`),
+with the binary Manhattan case in one kernel (:func:`flipsets`).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .._validation import check_int
+from .route import make_query, row_problem, solve, sparse_row
+from .verify import keep_source, rows_box, source_meets
+
+__all__ = ["enumerate_answers", "flipsets"]
+
+
+def enumerate_answers(
+    ex, x, target, k, lam, proba, region, margin, frozen, weights, bounds, metric, max_changes,
+    tol, max_iter, max_nodes,
+):  # fmt: skip
+    """Return :meth:`fastcf.LinearExplainer.enumerate`'s answers (its arguments, checked here)."""
+    from .subsets import lawler
+
+    ex._check_form(lam, proba, region)
+    if k is not None:
+        k = check_int(k, "k", lo=1)
+    max_nodes = check_int(max_nodes, "max_nodes", lo=1)
+    X, single, names, tidx = ex._queries(x, target)
+    if not single:
+        raise ValueError(
+            f"enumerate takes one query x of shape ({ex.n_features_in_},); got {X.shape}"
+        )
+    q = make_query(
+        ex,
+        X,
+        tidx,
+        names,
+        lam,
+        proba,
+        region,
+        margin,
+        frozen,
+        weights,
+        bounds,
+        metric,
+        max_changes,
+        "auto",
+        tol,
+        max_iter,
+    )
+    if q.form == "proba" and source_meets(ex._model, X, tidx, q.proba)[0]:
+        # x̄ already meets τ as the model computes it: x̄ is the only answer (every other
+        # answer's changed set contains its empty one)
+        sol = keep_source(ex._model, X, tidx, solve(ex, X, tidx, q), q.proba)
+        only = ex._package(ex._verify(sol, tidx, q.proba), X, tidx, names, True)
+        return iter([only]) if k is None else [only]
+    if (
+        k is not None
+        and k <= 256
+        and q.metric == "manhattan"
+        and q.form != "lam"
+        and q.max_changes is None
+        and ex._model.binary
+    ):  # Lawler's scheme in one kernel: the same answers (see _flipsets)
+        alts = flipsets(ex, X, tidx, names, q, k, max_nodes)
+        if alts is not None:
+            return alts
+    prob = row_problem(ex, X, tidx, q, 0)
+
+    def solve_node(fmask):
+        if q.max_changes is None:
+            return prob.solve(fmask)  # lean: the answer and its cost
+        sol, val, mask = sparse_row(ex, X, tidx, q, 0, fmask, prob)
+        return sol, val
+
+    def accept(fmask, sol):
+        # the answer, solved in full and judged by the model: None if not a counterfactual
+        if q.max_changes is None:
+            sol = prob.full(fmask)
+        sol = ex._verify(sol, tidx, q.proba)
+        return sol if sol.success[0] else None
+
+    gen = (
+        ex._package(sol, X, tidx, names, True)
+        for sol in lawler(solve_node, prob.changed, accept, q.fmask, max_nodes)
+    )
+    if k is None:
+        return gen
+    return list(itertools.islice(gen, k))
+
+
+def flipsets(ex, X, tidx, names, q, k, max_nodes):
+    """Return the enumerate list of a binary Manhattan query from one kernel, or None.
+
+    :func:`fastcf._linear.manhattan.binary_flipsets` runs the scheme of
+    :func:`fastcf._linear.subsets.lawler` step for step; its candidates are judged here by
+    the model as ``accept`` judges them (row by row). ``None`` (the Python scheme answers)
+    whenever a candidate is not confirmed, where the two could differ.
+    """
+    from ..results import _item
+    from .manhattan import binary_flipsets
+
+    cost = np.ones(ex.n_features_in_) if q.w is None else q.w
+    sol = binary_flipsets(
+        ex._model, X, tidx, cost, ~q.fmask, rows_box(q.bnd, [0]), q.proba, q.margin, k,
+        max_nodes,
+    )  # fmt: skip
+    if sol is None:
+        return None
+    sol = ex._verify(sol, np.full(sol.x.shape[0], tidx[0], dtype=np.int64), q.proba)
+    if not sol.success.all():
+        return None
+    if sol.proba is not None and not ex._has_proba:
+        sol = sol._replace(proba=None)
+    target = ex.classes_[tidx[0]]
+    return [_item(sol, i, X[0], target, names, sol.info) for i in range(sol.x.shape[0])]

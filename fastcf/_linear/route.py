@@ -1,0 +1,299 @@
+"""The linear family's route: a query's checked options, and the solver each kind of query takes.
+
+:func:`make_query` checks every option of a query once; :func:`solve` routes it: the continuous
+solvers of each metric and form (:func:`continuous`), or the exact ``max_changes`` search over them
+(:func:`sparse_row`, a branch-and-bound of :mod:`fastcf._linear.subsets`). The explainer
+(:class:`fastcf.LinearExplainer`) validates, calls these and packages the answer.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._status import Status
+from .._validation import (
+    check_int,
+    check_probability,
+    check_scalar,
+    check_scalar_positive,
+    resolve_bounds,
+    resolve_frozen,
+    resolve_weights,
+)
+from .fast import l1_row
+from .verify import fail as _fail
+from .verify import region as _region
+from .verify import row_info as _row_info
+from .verify import rows_box, stack
+
+__all__ = [
+    "Query",
+    "METHODS",
+    "REDUCED",
+    "METRICS",
+    "options",
+    "make_query",
+    "continuous",
+    "row_problem",
+    "solve",
+    "sparse_row",
+]
+
+METHODS = ("auto", "reduced", "woodbury", "lbfgs", "cg", "gd")
+REDUCED = ("auto", "reduced")  # the exact solvers (closed form, K-space Newton)
+METRICS = ("euclidean", "manhattan")
+_OK = int(Status.OK)
+_NUMERIC = int(Status.NUMERIC)
+
+
+class Query(NamedTuple):
+    """One query's checked options (:func:`make_query`)."""
+
+    form: str  # "lam", "proba" or "region"
+    lams: np.ndarray | None  # (N,) for "lam"
+    proba: float | None
+    margin: float
+    metric: str
+    max_changes: int | None
+    method: str
+    tol: float
+    max_iter: int
+    fmask: np.ndarray  # (D,) bool: the user's frozen features
+    w: np.ndarray | None  # (D,) per-feature costs (None: ones)
+    bnd: tuple | None  # (lo, hi) of shape (D,) or (N, D)
+
+
+def options(ex, X, names, frozen, weights, bounds):
+    """Return the frozen mask, the per-feature costs w (or None) and the box of a query."""
+    fmask = resolve_frozen(frozen, ex.n_features_in_, names)
+    w = resolve_weights(weights, ex.n_features_in_, ex.mad_)
+    bnd = resolve_bounds(bounds, ex.n_features_in_, X, per_row=True)
+    return fmask, w, bnd
+
+
+def make_query(
+    ex,
+    X,
+    tidx,
+    names,
+    lam,
+    proba,
+    region,
+    margin,
+    frozen,
+    weights,
+    bounds,
+    metric,
+    max_changes,
+    method,
+    tol,
+    max_iter,
+):
+    """Check every option of a query and return it as a :class:`Query`."""
+    if (lam is not None) + (proba is not None) + bool(region) > 1:
+        raise ValueError("give only one of lam=, proba= or region=True")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
+    tol = check_scalar(tol, "tol", lo=0.0, lo_open=True)
+    max_iter = check_int(max_iter, "max_iter", lo=1)
+    if max_changes is not None:
+        max_changes = check_int(max_changes, "max_changes", lo=1)
+    fmask, w, bnd = options(ex, X, names, frozen, weights, bounds)
+    lams = None
+    if proba is not None or region:
+        if method not in REDUCED:
+            raise ValueError(
+                f"method={method!r} applies to problem (2) (lam=); proba= and region=True are "
+                "solved exactly by the default method"
+            )
+        if proba is not None:
+            proba = check_probability(proba, "proba")
+            form = "proba"
+        else:
+            margin = check_scalar(margin, "margin", lo=0.0)
+            form = "region"
+    else:
+        n = X.shape[0]
+        lams = check_scalar_positive(0.01 if lam is None else lam, "lam", allow_array=True, n=n)
+        lams = np.full(n, lams) if np.ndim(lams) == 0 else np.ascontiguousarray(lams)
+        form = "lam"
+    if metric == "manhattan" and method not in REDUCED:
+        raise ValueError(
+            f"method={method!r} is a Euclidean reference method; metric='manhattan' is solved "
+            "exactly by the default method"
+        )
+    return Query(
+        form, lams, proba, margin, metric, max_changes, method, tol, max_iter, fmask, w, bnd
+    )
+
+
+def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
+    """Solve the rows ``X`` of query ``q`` with the features of ``fmask`` frozen.
+
+    ``lean``: the answers and their costs only, for the nodes of a search (``max_changes``,
+    :meth:`enumerate`): ``region=True`` without the re-solves for rounding
+    (:func:`~fastcf._linear.verify.region`), binary Manhattan straight from its kernel. A
+    search solves the answers it returns again in full.
+    """
+    model = ex._model
+    lams = q.lams if lams is None else lams
+    bnd = q.bnd if bnd is None else bnd
+    margins = np.full(X.shape[0], q.margin) if q.form == "region" else None
+    if q.metric == "manhattan":
+        from . import manhattan as _l1
+
+        cost = np.ones(ex.n_features_in_) if q.w is None else q.w
+        free = ~fmask
+        if lean and q.form != "lam":
+            if model.binary:
+                return _l1.binary_constrained_lean(
+                    model, X, tidx, cost, free, bnd, q.proba, margins
+                )
+            return _l1.constrained_l1(
+                model, X, tidx, cost, free, bnd, q.proba, margins, q.tol, q.max_iter
+            )
+        if q.form == "lam":
+            return _l1.lam_l1(model, X, tidx, cost, free, bnd, lams, q.tol, q.max_iter)
+
+        def solve(Xr, tr, br, pr, mr):
+            return _l1.constrained_l1(model, Xr, tr, cost, free, br, pr, mr, q.tol, q.max_iter)
+
+    else:
+        W = None if q.w is None else q.w * q.w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
+        m = ex._cache.get(fmask, W)
+        if lean and q.form != "lam":  # a search node: the solver's answer, no raises
+            return model.constrained(X, tidx, m, bnd, q.proba, margins, q.tol, q.max_iter)
+
+        def solve(Xr, tr, br, pr, mr):
+            return model.constrained(Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
+
+    if q.form == "region":
+        return _region(
+            model, X, tidx, bnd, q.margin, lambda Xr, tr, br, mr: solve(Xr, tr, br, None, mr)
+        )
+    if q.form == "proba" and model.proba_as_region(q.proba):
+        # region=True at margin logit τ, with verify.region's raises; the verdict still
+        # asks p ≥ τ
+        return _region(
+            model,
+            X,
+            tidx,
+            bnd,
+            model.theta(q.proba),
+            lambda Xr, tr, br, mr: solve(Xr, tr, br, q.proba, mr),
+        )
+    if q.form == "proba":
+        return solve(X, tidx, bnd, q.proba, None)
+    if q.method in REDUCED:
+        return model.lam(X, tidx, m, bnd, lams, q.tol, q.max_iter)
+    # scipy.optimize is imported there, not at start-up (most of the import time)
+    from .reference import lam_reference
+
+    return lam_reference(model, X, tidx, m, W, fmask, bnd, lams, q.method, q.tol, q.max_iter)
+
+
+def row_problem(ex, X, tidx, q, n):
+    """Return the :class:`~fastcf._linear.subsets.RowProblem` of query row ``n``."""
+    from .subsets import RowProblem
+
+    Xn, tn = X[n : n + 1], tidx[n : n + 1]
+    lams = None if q.lams is None else q.lams[n : n + 1]
+    bnd = rows_box(q.bnd, [n])
+    cost = np.ones(ex.n_features_in_) if q.w is None else q.w
+
+    # Softmax region=True: a node solved lean at a margin within rounding of its need
+    # (margin=0 at a tie of the logits) can change other features than the full answer of
+    # the same restriction (verify.region raises its margin), which broke max_changes and
+    # the flipset rule (a fuzz soak found both). Such a node is solved in full; the others
+    # are cleared by a bound in Python floats: with ‖x − x̄‖₂ ≤ d / min w (both metrics),
+    # model.need_bound(x) ≤ model.need_of_norm(‖x̄‖ + d / min w), and a margin above it makes
+    # verify.region return the lean answer itself.
+    careful = q.form == "region" and not ex._model.binary
+    model = ex._model
+    with np.errstate(over="ignore", invalid="ignore"):
+        nx0 = math.sqrt(float(X[n] @ X[n]))
+    wmin = 1.0 if q.w is None else float(q.w.min())
+
+    def solve(fmask):
+        sol = continuous(ex, Xn, tn, q, fmask, lams, bnd, lean=True)
+        if careful and int(sol.status[0]) in (_OK, _NUMERIC):
+            d = float(sol.distance[0])
+            bound = model.need_of_norm(nx0 + d / wmin) * (1 + 1e-9)
+            if not q.margin > bound:  # (NaN or inf: not cleared)
+                sol = continuous(ex, Xn, tn, q, fmask, lams, bnd)
+        return sol
+
+    quick = q.metric == "manhattan" and q.form != "lam"
+
+    def full(fmask):
+        if quick:  # the long path's answer, on the short path of manhattan_one
+            sol = l1_row(ex._model, Xn, tn, cost, ~fmask, bnd, q.proba, q.margin, q.tol, q.max_iter)
+            if sol is not None:
+                return sol
+        return continuous(ex, Xn, tn, q, fmask, lams, bnd)
+
+    def objective(sol):
+        if q.form != "lam":
+            return sol.distance[0]
+        d = sol.distance[0]
+        reg = lams[0] * d if q.metric == "manhattan" else 0.5 * lams[0] * d * d
+        return reg - ex._model.log_proba_target(sol.x, tn)[0]
+
+    return RowProblem(solve, X[n], objective, cost, full)
+
+
+def solve(ex, X, tidx, q):
+    """Return the :class:`~fastcf.results.Solution` of query ``q`` (all its rows)."""
+    if q.max_changes is None:
+        return continuous(ex, X, tidx, q, q.fmask)
+    return stack([sparse_row(ex, X, tidx, q, n)[0] for n in range(X.shape[0])])
+
+
+def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
+    """Return (sol, value): row ``n`` with at most ``q.max_changes`` changed features.
+
+    ``fmask`` (the user's frozen features by default) and ``prob`` (a fresh
+    :class:`~fastcf._linear.subsets.RowProblem` of the row by default) let
+    :func:`fastcf._linear.alternatives.enumerate_answers` share one memo of continuous solves
+    between its nodes.
+    """
+    from .subsets import best_subset, top_m_free
+
+    fmask = q.fmask if fmask is None else fmask
+    prob = row_problem(ex, X, tidx, q, n) if prob is None else prob
+    if q.metric == "euclidean" and q.bnd is None and ex._model.binary:
+        # binary, Euclidean, no box: the m free features of largest w_i²/W_i (closed form)
+        W = np.ones(ex.n_features_in_) if q.w is None else q.w * q.w
+        mask = fmask | top_m_free(ex._model.w**2 / W, ~fmask, q.max_changes)
+        val = prob.solve(mask)[1]
+        info = {"nodes": 1, "solves": 1, "proven": True}
+    else:
+        val, mask, info = best_subset(prob, fmask, q.max_changes)
+    sol = prob.full(mask)  # the answer solved in full (the search's nodes were lean)
+    if not math.isfinite(val):
+        # no answer within max_changes: the source itself, as other infeasible answers
+        x0 = X[n : n + 1].copy()
+        P = sol.proba
+        if P is not None:
+            P = ex._model.proba_from_logits(ex._model.model_logits(x0))
+        sol = sol._replace(x=x0, proba=P, distance=np.zeros(1))
+    if not math.isfinite(val) and int(sol.status[0]) == _OK:
+        sol = _fail(
+            sol,
+            Status.INFEASIBLE,
+            f"no answer changes at most {q.max_changes} "
+            "features (increase max_changes, or free features / widen bounds)",
+        )
+    elif not info["proven"]:
+        sol = _fail(
+            sol,
+            Status.MAXITER,
+            "max_changes: node limit of the branch-and-bound "
+            "reached; the answer is the best found, not proven optimal",
+        )
+    return sol._replace(info={**_row_info(sol.info), **info}), val, mask

@@ -1,0 +1,98 @@
+"""An explainer built from a fitted model checks its copy against the model itself (issue 31).
+
+LinearExplainer's fold is tested in test_fold.py; here the LVQ reading of prototypes, and
+``verify="model"`` of the LVQ family.
+"""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+import fastcf
+from fastcf.lvq import GLVQ, GMLVQ
+
+
+class _Mislabelled:
+    """A prototype model whose predict is not the nearest-prototype rule of its attributes."""
+
+    def __init__(self, model):
+        self.prototypes_ = model.prototypes_
+        self.prototype_labels_ = model.prototype_labels_
+        self.classes_ = model.classes_
+        self._model = model
+
+    def predict(self, X):
+        # every class shifted by one: what a reading of the wrong label attribute would give
+        p = self._model.predict(X)
+        idx = np.searchsorted(self.classes_, p)
+        return self.classes_[(idx + 1) % self.classes_.size]
+
+
+@pytest.mark.parametrize("cls", [GLVQ, GMLVQ])
+def test_lvq_reading_is_checked_against_predict(cls):
+    X, y = load_iris(return_X_y=True)
+    model = cls(random_state=0).fit(X, y)
+    ex = fastcf.LVQExplainer(model).fit_mad(X)  # the reading reproduces predict
+    assert (ex.predict(X) == model.predict(X)).all()
+    with pytest.raises(TypeError, match="do not reproduce its predict"):
+        fastcf.LVQExplainer(_Mislabelled(model))
+
+
+def test_lvq_fit_mad_rechecks_on_training_rows():
+    X, y = load_iris(return_X_y=True)
+    model = GLVQ(random_state=0).fit(X, y)
+    ex = fastcf.LVQExplainer(model)
+    ex.model = _Mislabelled(model)  # as if the model changed after the explainer was built
+    with pytest.raises(TypeError, match="do not reproduce its predict"):
+        ex.fit_mad(X)
+
+
+def test_lvq_verify_model():
+    X, y = load_iris(return_X_y=True)
+    model = GMLVQ(random_state=0).fit(X, y)
+    ex = fastcf.LVQExplainer(model)
+    rows = X[y == 0][:8]
+    res = ex.explain(rows, 1, verify="model")
+    assert res.success.all()
+    assert (model.predict(res.x) == 1).all()
+    ex.model = _Mislabelled(model)  # the model's own predict now disagrees with every answer
+    fold = ex.explain(rows, 1)
+    checked = ex.explain(rows, 1, verify="model")
+    one = ex.explain(rows[0], 1, verify="model")
+    assert fold.success.all()
+    assert not checked.success.any() and (checked.status == fastcf.Status.NUMERIC).all()
+    assert not one.success and one.status == 4 and "does not confirm" in one.message
+    arrays = fastcf.LVQExplainer.from_arrays(ex.prototypes_, ex.prototype_labels_)
+    with pytest.raises(ValueError, match="from_arrays"):
+        arrays.explain(rows[0], 1, verify="model")
+    with pytest.raises(ValueError, match="verify must be"):
+        ex.explain(rows[0], 1, verify=True)
+
+
+def test_status_is_exported_with_one_meaning_per_value():
+    assert fastcf.Status.OK == 0 and fastcf.Status.INFEASIBLE == 3
+    assert len({int(s) for s in fastcf.Status}) == len(fastcf.Status)
+    assert "Status" in fastcf.__all__ and "Status" in dir(fastcf)
+
+
+def test_changed_carries_names_where_known():
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    data = load_breast_cancer(as_frame=True)
+    X, y = data.data, data.target
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)).fit(X, y)
+    ex = fastcf.LinearExplainer(model).fit_mad(X)
+    row = X[model.predict(X) == 0].iloc[0]
+    res = ex.explain(row, 1, region=True, metric="manhattan", weights="mad")
+    assert res.success and res.changed_index.size >= 1
+    assert res.changed.tolist() == [X.columns[j] for j in res.changed_index]
+    frame = res.to_frame().set_index("feature")
+    assert (frame.loc[res.changed, "change"] != 0).all()
+    plain = fastcf.LinearExplainer.from_arrays(ex.coef_, ex.intercept_)
+    res = plain.explain(row.to_numpy(), 1, region=True, metric="manhattan")
+    assert res.changed.dtype.kind == "i" and (res.changed == res.changed_index).all()
+    assert isinstance(row, pd.Series)
