@@ -42,8 +42,7 @@ from ._validation import check_int, check_probability, check_scalar
 
 __all__ = ["TabularExplainer", "TabularCounterfactual", "TabularBatch"]
 
-# a row whose answer fails the model's check is re-solved with these margins (factor, floor)
-_MARGIN_STEPS = ((1.0, 0.0), (1e2, 1e-6), (1e4, 1e-4))
+_MARGIN_STEPS = ((1.0, 0.0), (1e2, 1e-6), (1e4, 1e-4))  # re-solve margins (factor, floor)
 
 
 def _as_frame(X, name):
@@ -77,12 +76,13 @@ class TabularExplainer:
         default bounds (each numeric column's training range), the MAD of each column (the
         cost unit) and the integer columns.
     immutable : list of str, optional
-        Columns that never change.
+        Columns that never change (a row whose value ``bounds``/``allowed`` exclude: status 3).
     increase_only, decrease_only : list of str, optional
-        Columns that may only go up (down); for an ordinal column, up (down) its order.
+        Columns that may only go up (down); for an ordinal column, up (down) its order: an
+        ordered pandas ``Categorical``'s dtype order, whatever codes its encoder gives.
     integer : list of str, optional
-        Integer columns (integral in every answer). ``None``: the numeric columns of integer
-        dtype, or whose training values are all integral.
+        Integer columns (integral in every answer). ``None``: the numeric columns whose training
+        values are all integral. Integer and bool dtypes are integer in any case.
     categorical : list of str, optional
         ``None``: the columns the model encodes. Given, it must list exactly those.
     weights : dict, optional
@@ -108,13 +108,13 @@ class TabularExplainer:
     The program of a query (see :mod:`fastcf._tabular.milp`) minimises the cost over the
     numeric changes (integer variables for integer columns) and one 0/1 indicator per category
     of each encoded column, subject to the target's region (a linear constraint on the folded
-    scores, with a margin), the bounds, the immutable and monotone columns, the allowed
-    categories and ``max_changes``. It is solved exactly — by a branch-and-bound on its
-    greedy relaxation for a binary model without ``max_changes`` (a covering knapsack), by
-    HiGHS to a zero gap otherwise: ``status == 0`` means the certified optimum. A success is
-    returned only when the model's own ``predict`` on the answer DataFrame agrees; if rounding
-    defeats the margin, the query is re-solved with a larger one. An unsolvable query returns
-    ``success=False`` with the reason in ``message``.
+    scores, with a margin), the bounds and each column's dtype range, the immutable and monotone
+    columns, the allowed categories and ``max_changes``. It is solved exactly — by a
+    branch-and-bound on its greedy relaxation for a binary model without ``max_changes`` (a
+    covering knapsack), by HiGHS to a zero gap otherwise: ``status == 0`` means the certified
+    optimum. A success is returned only when the model's own ``predict`` on the answer DataFrame
+    agrees; if rounding defeats the margin, the query is re-solved with a larger one. An
+    unsolvable query returns ``success=False`` with the reason in ``message``.
 
     Examples
     --------
@@ -368,9 +368,9 @@ class TabularExplainer:
         bounds : dict, optional
             ``{column: (lo, hi)}``. For a numeric column each side is a number (absolute),
             a string relative to the row (``"+500"``, ``"-10%"``, ``"+20%"``), ``None`` (the
-            default: the training range, widened to hold the row) or ``±inf``. For an ordinal
-            column, two categories (``None`` for no bound). A row outside its bounds must move
-            into them.
+            default: the training range, widened to hold the row) or ``±inf``; bounds outside
+            the values of the column's dtype raise. For an ordinal column, two categories
+            (``None`` for no bound). A row outside its bounds must move into them.
         allowed : dict, optional
             ``{column: [categories]}``: the categories an encoded column may take (by default
             those seen in training, plus the row's own). A row whose category is not listed
@@ -393,14 +393,14 @@ class TabularExplainer:
         Raises
         ------
         ValueError
-            For a missing value or an unseen category in the row (naming the column), unknown
-            column names, contradictory options, or ``proba=`` with a softmax model.
+            For a missing value, an unseen category or a value its dtype cannot hold in the row
+            (naming the column), unknown column names, contradictory options, or ``proba=``
+            with a softmax model.
         """
         frame, single = read_rows(self._schema, x)
         tidx = resolve_targets(self.classes_, target, frame.shape[0])
         form = self._form(region, proba, margin)
-        if max_changes is not None:
-            max_changes = check_int(max_changes, "max_changes", lo=0)
+        max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
         allow = resolve_allowed(self._schema, allowed, transitions)
         arrays = self._answers(frame, tidx, form, bounds, allow, self._frozen(), max_changes)
         batch = self._batch(frame, tidx, *arrays)
@@ -461,6 +461,7 @@ class TabularExplainer:
         Returns
         -------
         list of TabularCounterfactual
+            Empty when the row has no answer (:meth:`explain`'s ``message`` says why).
         """
         k = check_int(k, "k", lo=1)
         max_nodes = check_int(max_nodes, "max_nodes", lo=1)
@@ -469,8 +470,7 @@ class TabularExplainer:
             raise ValueError(f"enumerate takes one row; got {frame.shape[0]}")
         tidx = resolve_targets(self.classes_, target, 1)
         form = self._form(region, proba, margin)
-        if max_changes is not None:
-            max_changes = check_int(max_changes, "max_changes", lo=0)
+        max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
 
         s = self._schema
         prog = self._program

@@ -3,12 +3,17 @@
 :class:`Schema` is built once per explainer from the training DataFrame and the :class:`Fold`
 of the model. It holds, per column the model reads:
 
-* numeric columns: integer or continuous, the training range (the default bounds), the cost of a
-  unit change (``1 / MAD`` by default: the Manhattan distance in MAD units);
+* numeric columns: integer or continuous, the training range (the default bounds), the range of
+  values their dtype holds (a constraint of every answer: an ``int8`` column stays in
+  −128..127), the cost of a unit change (``1 / MAD`` by default: the Manhattan distance in MAD
+  units);
 * categorical columns: the encoder's categories, which of them occur in the training data (the
   only ones an answer may move to), a cost of 1 per change;
 * ordinal columns (an ``OrdinalEncoder``, or a ``OneHotEncoder`` of an ordered pandas
-  categorical): the categories' ranks; a move of r ranks costs ``r / MAD`` of the training ranks;
+  categorical): the categories' ranks; a move of r ranks costs ``r / MAD`` of the training ranks.
+  The ranks of an ordered pandas ``Categorical`` are its dtype's order, whatever codes the encoder
+  gives (a default ``OrdinalEncoder`` codes the categories alphabetically); otherwise the
+  encoder's codes;
 
 and the user's actionability: immutable, increase-only and decrease-only columns. It also reads
 query rows into program values (:meth:`Schema.read`) and writes answers back into DataFrames
@@ -18,12 +23,13 @@ with the original dtypes (:meth:`Schema.frame`).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from .._validation import median_absolute_deviation
 
-__all__ = ["Schema", "resolve_names"]
+__all__ = ["Schema", "resolve_names", "dtype_range", "range_text"]
 
 
 def resolve_names(names, columns, what):
@@ -52,6 +58,58 @@ def _mad(values):
     return float(median_absolute_deviation(v[:, None])[0])
 
 
+def dtype_range(dt):
+    """Return ``(lo, hi, integral)``: the values a numeric column of dtype ``dt`` can hold.
+
+    Integers: their ``iinfo`` range (the largest float that does not overflow at the top);
+    bool: 0..1; float16 and float32: ``±finfo.max``; anything else: unbounded.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dtype_range(np.dtype("int8")), dtype_range(np.dtype("bool"))
+    ((-128.0, 127.0, True), (0.0, 1.0, True))
+    """
+    try:
+        np_dt = np.dtype(getattr(dt, "numpy_dtype", dt))  # pandas' nullable dtypes too
+    except TypeError:
+        return -math.inf, math.inf, False
+    if np_dt.kind == "b":
+        return 0.0, 1.0, True
+    if np_dt.kind in "iu":
+        info = np.iinfo(np_dt)
+        hi = float(info.max)
+        if int(hi) > int(info.max):  # int64, uint64: 2**63 (2**64) would overflow
+            hi = float(np.nextafter(hi, -math.inf))
+        return float(info.min), hi, True
+    if np_dt.kind == "f" and np_dt.itemsize < 8:
+        top = float(np.finfo(np_dt).max)
+        return -top, top, False
+    return -math.inf, math.inf, False
+
+
+def range_text(dt, lo, hi):
+    """Return ``"int8 (-128..127)"``: a dtype and the range of its values, for messages."""
+    if lo.is_integer() and hi.is_integer():
+        return f"{dt} ({int(lo)}..{int(hi)})"
+    return f"{dt} ({lo:g}..{hi:g})"
+
+
+def _fits(v, dt):
+    """Return whether the label ``v`` survives a write into a column of dtype ``dt``."""
+    import pandas as pd
+
+    if isinstance(dt, pd.CategoricalDtype):
+        return any(_key(v) == _key(c) for c in dt.categories)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a lossy cast warns: the label does not fit
+        try:
+            out = pd.Series([v], dtype=object).astype(dt).iloc[0]
+        except (TypeError, ValueError, OverflowError, Warning):
+            return False
+    return not _is_missing(out) and bool(_key(out) == _key(v))
+
+
 def _integral(values):
     v = values[~np.isnan(values)]
     return bool(v.shape[0] > 0 and np.all(v == np.round(v)) and np.all(np.abs(v) < 2**53))
@@ -68,7 +126,7 @@ class Schema:
     immutable, increase_only, decrease_only : list of str
     integer, categorical : list of str or None
         None: inferred (integer: integer dtypes and all-integral float columns; categorical:
-        the encoded columns).
+        the encoded columns). A column of an integer or bool dtype is integer in any case.
     weights : dict or None
         Column -> cost of a unit change (numeric), of a change (categorical), of a one-rank move
         (ordinal).
@@ -116,6 +174,11 @@ class Schema:
             if bad:
                 raise ValueError(f"integer names columns that are not numeric inputs: {bad}")
             is_int = np.array([c in ints for c in num], dtype=bool)
+        # the dtype's range is a constraint of every answer, and its integers stay integers
+        ranges = [dtype_range(self.dtypes[c]) for c in num]
+        self.num_dlo = np.array([r[0] for r in ranges], dtype=np.float64)
+        self.num_dhi = np.array([r[1] for r in ranges], dtype=np.float64)
+        is_int = is_int | np.array([r[2] for r in ranges], dtype=bool)
         self.num_int = is_int
         with np.errstate(all="ignore"):
             lo = np.array(
@@ -138,6 +201,7 @@ class Schema:
         self.cat_start = fold.cat_start
         self.cat_index = []  # per block: label -> index
         seen = np.zeros(int(fold.cat_start[-1]), dtype=bool)
+        writable = np.zeros(int(fold.cat_start[-1]), dtype=bool)  # labels the dtype can hold
         rank = np.zeros(int(fold.cat_start[-1]))
         w_cat = np.ones(len(fold.cat_cols))
         for j, c in enumerate(fold.cat_cols):
@@ -146,12 +210,14 @@ class Schema:
             present = {_key(v) for v in X.iloc[:, c].dropna().unique()}
             sl = slice(fold.cat_start[j], fold.cat_start[j + 1])
             seen[sl] = [_key(v) in present for v in labels]
+            writable[sl] = [_fits(v, self.dtypes[c]) for v in labels]
             if self.kind[c] == "ordinal":
-                r = fold.ranks[c]
+                r = _ranks(fold.ranks[c], labels, self.dtypes[c])
                 rank[sl] = r
                 codes = X.iloc[:, c].map(dict(zip(labels, r, strict=True))).to_numpy(dtype=float)
                 w_cat[j] = 1.0 / _mad(codes)
         self.cat_seen = seen
+        self.cat_writable = writable
         self.cat_rank = rank
         # ---- weights
         self.w_num, self.w_cat = w_num, w_cat
@@ -218,6 +284,12 @@ class Schema:
                     f"column {self.columns[c]!r} of row {r} is missing ({v!r}): an explanation "
                     "starts from a complete row; fill it in first"
                 )
+            if not self.num_dlo[j] <= v <= self.num_dhi[j]:
+                dt = range_text(self.dtypes[c], self.num_dlo[j], self.num_dhi[j])
+                raise ValueError(
+                    f"column {self.columns[c]!r} of row {r} holds {v!r}, which its training "
+                    f"dtype {dt} cannot hold"
+                )
             if self.num_int[j] and v != round(v):
                 raise ValueError(
                     f"column {self.columns[c]!r} is integer (inferred from the training data, "
@@ -268,6 +340,21 @@ class Schema:
             col = pd.Series(labels[K[:, j]], index=index, dtype=object).astype(self.dtypes[c])
             out.isetitem(int(c), col)
         return out
+
+
+def _ranks(codes, labels, dt):
+    """Return the ranks of an ordinal column's labels: its dtype's order, else the codes.
+
+    An ordered pandas ``Categorical`` declares its order: a label ranks by its position in
+    ``dt.categories`` (a label outside them, which the column cannot hold, ranks last),
+    whatever codes the encoder gave (a default ``OrdinalEncoder`` sorts alphabetically).
+    """
+    import pandas as pd
+
+    if not (isinstance(dt, pd.CategoricalDtype) and dt.ordered):
+        return codes
+    pos = {_key(v): float(i) for i, v in enumerate(dt.categories)}
+    return np.array([pos.get(_key(v), float(len(pos))) for v in labels])
 
 
 def _key(v):

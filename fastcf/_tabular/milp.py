@@ -20,9 +20,12 @@ Constraints, with the scores ``s(v) = G v + g`` of :mod:`fastcf._tabular.fold`:
   one score per prototype) ``s_p − s_q ≥ margin`` for every prototype q of another class, one
   program per prototype p of the target, the cheapest answer kept;
 * the box ``lo_j ≤ x_j ≤ hi_j`` as bounds of p and n (training range by default; a row outside its
-  box must move into it), immutable columns fixed, increase-only ``n_j = 0``, decrease-only
-  ``p_j = 0``; categories outside the allowed set (never seen in training, refused by the user,
-  below the row's rank for an increase-only ordinal column) fixed to 0;
+  box must move into it), within the range of the column's dtype (−128..127 for ``int8``),
+  immutable columns fixed, increase-only ``n_j = 0``, decrease-only ``p_j = 0``; categories
+  outside the allowed set (never seen in training, refused by the user, below the row's rank for
+  an increase-only ordinal column) fixed to 0. An immutable column keeps its own value only if
+  the bounds and allowed categories admit it: otherwise the row is infeasible, and the message
+  names the column (as for a monotone column whose bounds or categories leave it nowhere to go);
 * ``max_changes=m``: ``p_j ≤ (hi_j − x̄_j) z_j``, ``n_j ≤ (x̄_j − lo_j) z_j`` (big-M from the box)
   and ``Σ_j z_j + Σ_c (1 − δ_{c,k̄_c}) ≤ m``: original columns are counted, not encoded features.
 
@@ -168,11 +171,13 @@ class Program:
         num_frozen = q.frozen[self.num_cols]
         cat_frozen = q.frozen[self.cat_cols]
         direction = s.direction[self.num_cols]
-        # bounds of p and n: x in [lo, hi], monotone, frozen
-        p_lo = np.maximum(0.0, q.lo - x0)
-        p_hi = np.maximum(0.0, q.hi - x0)
-        n_lo = np.maximum(0.0, x0 - q.hi)
-        n_hi = np.maximum(0.0, x0 - q.lo)
+        # bounds of p and n: x in [lo, hi] within the dtype's range, monotone, frozen
+        lo = np.maximum(q.lo, s.num_dlo)
+        hi = np.minimum(q.hi, s.num_dhi)
+        p_lo = np.maximum(0.0, lo - x0)
+        p_hi = np.maximum(0.0, hi - x0)
+        n_lo = np.maximum(0.0, x0 - hi)
+        n_hi = np.maximum(0.0, x0 - lo)
         p_hi = np.where((direction < 0) | num_frozen, 0.0, p_hi)
         n_hi = np.where((direction > 0) | num_frozen, 0.0, n_hi)
         ints = s.num_int
@@ -183,20 +188,14 @@ class Program:
         bad = (p_lo > p_hi) | (n_lo > n_hi)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
-            return self._infeasible(
-                x0,
-                k0,
-                f"column {s.columns[self.num_cols[j]]!r} cannot reach its bounds "
-                "under its constraints (immutable or monotone)",
-            )
-        # indicators: allowed, frozen, monotone ordinals
+            return self._infeasible(x0, k0, self._why_numeric(j, x0[j], lo[j], hi[j], q))
+        # indicators: allowed, frozen (its own category, if allowed), monotone ordinals
         own = s.cat_start[:-1] + k0
         d_hi = q.allowed.astype(np.float64)
-        d_hi[own] = np.where(q.allowed[own], 1.0, 0.0)
         if n_cat:
             frozen_ind = cat_frozen[self.block]
             d_hi[frozen_ind] = 0.0
-            d_hi[own[cat_frozen]] = 1.0
+            d_hi[own[cat_frozen]] = q.allowed[own[cat_frozen]]
             cdir = s.direction[self.cat_cols][self.block]
             r_own = s.cat_rank[own][self.block]
             d_hi[(cdir > 0) & (s.cat_rank < r_own) & ~frozen_ind] = 0.0
@@ -204,10 +203,46 @@ class Program:
             empty = np.add.reduceat(d_hi, s.cat_start[:-1]) == 0
             if empty.any():
                 j = int(np.flatnonzero(empty)[0])
-                return self._infeasible(
-                    x0, k0, f"column {s.columns[self.cat_cols[j]]!r} has no allowed category"
-                )
+                return self._infeasible(x0, k0, self._why_categorical(j, k0[j], q))
         return p_lo, p_hi, n_lo, n_hi, d_hi
+
+    def _held(self, c):
+        """Return how column ``c`` is held in place: by the user, or by an enumeration node."""
+        return "immutable" if self.schema.frozen[c] else "held fixed"
+
+    def _why_numeric(self, j, v, lo, hi, q):
+        """Return why numeric column j (value v, box [lo, hi]) has no value it may take."""
+        s = self.schema
+        c = self.num_cols[j]
+        name = s.columns[c]
+        box = f"[{lo:g}, {hi:g}]"
+        if q.frozen[c] and not lo <= v <= hi:
+            return f"column {name!r} is {self._held(c)}, but its value {v:g} lies outside {box}"
+        d = s.direction[c]
+        if d and (v > hi if d > 0 else v < lo):
+            way = ("increase", "below") if d > 0 else ("decrease", "above")
+            return f"column {name!r} is {way[0]}-only, but its bounds {box} lie {way[1]} {v:g}"
+        return f"column {name!r} is integer, but its bounds {box} hold no integer it may move to"
+
+    def _why_categorical(self, j, k, q):
+        """Return why encoded column j (the row's category k) has no category it may take."""
+        s = self.schema
+        c = self.cat_cols[j]
+        name = s.columns[c]
+        label = s.fold.labels[c][k]
+        if q.frozen[c]:
+            return (
+                f"column {name!r} is {self._held(c)}, but its category {label!r} is not "
+                "allowed (allowed= or bounds= leave it out)"
+            )
+        d = s.direction[c]
+        if d:
+            way = "at or above" if d > 0 else "at or below"
+            return (
+                f"column {name!r} is {'increase' if d > 0 else 'decrease'}-only, and allowed=, "
+                f"transitions= or bounds= leave no category {way} its {label!r}"
+            )
+        return f"column {name!r} has no allowed category (allowed=, transitions=, bounds=)"
 
     def _prototypes(self, x0, k0, q, prep):
         """Return the best of the programs of the target's prototypes (prototype models).
@@ -249,11 +284,11 @@ class Program:
         m = q.max_changes
         zcols = np.flatnonzero((p_hi > 0) | (n_hi > 0)) if m is not None else np.zeros(0, int)
         if m is not None:
-            big = np.concatenate([p_hi[zcols], n_hi[zcols]])
-            if not np.isfinite(big).all():
-                j = int(
-                    zcols[np.flatnonzero(~np.isfinite(p_hi[zcols]) | ~np.isfinite(n_hi[zcols]))[0]]
-                )
+            # the big-M of a column is its room in the user's box (not its dtype's vast range)
+            up = (p_hi > 0) & ~np.isfinite(q.hi)
+            down = (n_hi > 0) & ~np.isfinite(q.lo)
+            if (up | down).any():
+                j = int(np.flatnonzero(up | down)[0])
                 raise ValueError(
                     f"max_changes needs finite bounds; column {s.columns[self.num_cols[j]]!r} "
                     "has an infinite one (the default bounds are the training range)"
@@ -386,6 +421,6 @@ class Program:
             "infeasible: no row within the bounds, the immutable and monotone columns, the "
             "allowed categories (and max_changes) is classified as the target"
         )
-        if why:
-            msg += f"; {why}"
+        if why:  # a column that cannot meet its own constraints, whatever the model
+            msg = f"infeasible: the constraints contradict each other: {why}"
         return RowAnswer(x0.copy(), k0.copy(), math.inf, int(Status.INFEASIBLE), msg, {})

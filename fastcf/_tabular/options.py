@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .columns import resolve_names
+from .columns import range_text, resolve_names
 from .milp import Query
 
 __all__ = ["read_rows", "resolve_targets", "resolve_box", "resolve_allowed", "make_query"]
@@ -42,10 +42,26 @@ def read_rows(schema, x):
         frame = frame.copy()
         for c, dt in zip(cols, schema.dtypes, strict=True):
             try:
-                frame[c] = frame[c].astype(dt)
-            except (TypeError, ValueError):
-                pass  # a missing or unseen value: read() names it
+                cast = frame[c].astype(dt)
+            except (TypeError, ValueError, OverflowError):
+                continue  # a missing or unseen value: read() names it
+            if not _wraps(frame[c], cast):  # a value the dtype cannot hold: read() names it
+                frame[c] = cast
     return frame, single
+
+
+def _wraps(before, after):
+    """Return whether a cast to a numeric dtype changed a value (int8 wraps 200 to -56)."""
+    import pandas as pd
+
+    kind = getattr(after.dtype, "kind", "O")
+    if kind not in "iubf":
+        return False
+    a = pd.to_numeric(before, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    b = after.to_numpy(dtype=np.float64, na_value=np.nan)
+    if kind == "f":  # float32 rounds, which is the dtype's own; overflow to inf is a wrap
+        return bool(np.any(np.isfinite(a) & ~np.isfinite(b)))
+    return bool(np.any((a != b) & ~(np.isnan(a) & np.isnan(b))))
 
 
 def resolve_targets(classes, target, n):
@@ -68,7 +84,11 @@ def resolve_targets(classes, target, n):
 
 
 def resolve_box(schema, bounds, x0):
-    """Return (lo, hi) of the numeric columns and the ordinal allowed mask from bounds."""
+    """Return (lo, hi) of the numeric columns and the ordinal allowed mask from bounds.
+
+    Raises a ``ValueError`` naming the column when a column's bounds have ``lo > hi``, or lie
+    outside the values its dtype holds (the program then keeps every answer within both).
+    """
     s = schema
     lo = np.minimum(s.num_lo, x0)
     hi = np.maximum(s.num_hi, x0)
@@ -93,6 +113,13 @@ def resolve_box(schema, bounds, x0):
                     lo[j] = val
                 else:
                     hi[j] = val
+            dlo, dhi = s.num_dlo[j], s.num_dhi[j]
+            if lo[j] > dhi or hi[j] < dlo:
+                raise ValueError(
+                    f"bounds[{name!r}] = ({lo[j]:g}, {hi[j]:g}) lies outside the values of "
+                    f"column {name!r}, of dtype {range_text(s.dtypes[c], dlo, dhi)}: no answer "
+                    "could be written in it"
+                )
             if lo[j] > hi[j]:
                 raise ValueError(f"bounds[{name!r}] has lo > hi: {lo[j]!r} > {hi[j]!r}")
         elif kind == "ordinal":
@@ -142,7 +169,7 @@ def resolve_allowed(schema, allowed, transitions=None):
             cats = [cats]
         sub = np.zeros(sl.stop - sl.start, dtype=bool)
         for v in cats:
-            sub[_category(s, c, j, v, f"allowed[{name!r}]")] = True
+            sub[_category(s, c, j, v, f"allowed[{name!r}]", write=True)] = True
         mask[sl] = sub
         given[j] = True
     return mask, given, moves
@@ -158,13 +185,21 @@ def _encoded_block(s, c, name, option):
     return j, slice(s.cat_start[j], s.cat_start[j + 1])
 
 
-def _category(s, c, j, v, where):
-    """Return the index of category ``v`` of block ``j``, or raise naming ``where``."""
+def _category(s, c, j, v, where, write=False):
+    """Return the index of category ``v`` of block ``j``, or raise naming ``where``.
+
+    ``write``: ``v`` is a category an answer may take, so the column's dtype must hold it.
+    """
     k = s.cat_index[j].get(v.item() if hasattr(v, "item") else v)
     if k is None:
         raise ValueError(
             f"{where} names the category {v!r}, which the model does not know; "
             f"known: {list(s.fold.labels[c])}"
+        )
+    if write and not s.cat_writable[s.cat_start[j] + k]:
+        raise ValueError(
+            f"{where} names the category {v!r}, which column {s.columns[c]!r} (dtype "
+            f"{s.dtypes[c]}) cannot hold"
         )
     return k
 
@@ -197,7 +232,7 @@ def _resolve_transitions(s, transitions):
             if isinstance(targets, str) or not hasattr(targets, "__iter__"):
                 targets = [targets]
             for b in targets:
-                T[ka, _category(s, c, j, b, f"transitions[{name!r}][{a!r}]")] = True
+                T[ka, _category(s, c, j, b, f"transitions[{name!r}][{a!r}]", write=True)] = True
         moves.append((j, sl, T))
     return moves
 

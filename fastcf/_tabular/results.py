@@ -115,8 +115,8 @@ class TabularCounterfactual:
 
     @property
     def changed(self) -> list:
-        """Names of the changed columns."""
-        return [str(c) for c in self.changes["column"]]
+        """Labels of the changed columns, as the DataFrame has them (not their ``str``)."""
+        return list(self.changes["column"])
 
     def __repr__(self) -> str:
         ch = self.changes
@@ -199,7 +199,7 @@ class TabularBatch:
         dict
             ``n``, ``n_success``, ``share_with_recourse``, ``cost`` (``median``, ``mean``,
             ``p90``, ``max`` over the successes), ``n_changed_mean``, ``changed_share`` (per
-            column: the share of successes that change it), ``status_counts``.
+            column label: the share of successes that change it), ``status_counts``.
         """
         ok = np.asarray(self.success, dtype=bool)
         n = len(self)
@@ -215,7 +215,7 @@ class TabularBatch:
             else {"median": np.nan, "mean": np.nan, "p90": np.nan, "max": np.nan}
         )
         share = (self.costs[ok] > 0).mean(axis=0) if ok.any() else np.zeros(self.costs.shape[1])
-        changed = {str(c): float(s) for c, s in zip(self.x.columns, share, strict=True) if s > 0}
+        changed = {c: float(s) for c, s in zip(self.x.columns, share, strict=True) if s > 0}
         values, counts = np.unique(self.status, return_counts=True)
         return {
             "n": n,
