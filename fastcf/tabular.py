@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 
 import numpy as np
 
-from ._status import BOUNDARY_MESSAGE, Status
+from ._status import Status
 from ._tabular.alternatives import flipsets
 from ._tabular.columns import Schema
-from ._tabular.fold import check_fold, fold_model
+from ._tabular.fold import fold_model
 from ._tabular.milp import Program
 from ._tabular.options import (
     make_query,
@@ -38,11 +37,10 @@ from ._tabular.options import (
     resolve_targets,
 )
 from ._tabular.results import TabularBatch, TabularCounterfactual
+from ._tabular.solve import answers, batch, check_fold_on
 from ._validation import check_int, check_probability, check_scalar
 
 __all__ = ["TabularExplainer", "TabularCounterfactual", "TabularBatch"]
-
-_MARGIN_STEPS = ((1.0, 0.0), (1e2, 1e-6), (1e4, 1e-4))  # re-solve margins (factor, floor)
 
 
 def _as_frame(X, name):
@@ -195,32 +193,9 @@ class TabularExplainer:
         self.weights_.update(
             {str(X.columns[c]): float(w) for c, w in zip(fold.cat_cols, s.w_cat, strict=True)}
         )
-        self._check(X)
+        check_fold_on(self, X)
 
     # ------------------------------------------------------------------ set-up
-    def _check(self, X):
-        """Check the fold against the model's decision_function on complete training rows."""
-        sample = X.iloc[:: max(1, X.shape[0] // 200)]
-        V, rows = [], []
-        for i in range(sample.shape[0]):
-            row = sample.iloc[i].to_numpy(dtype=object)
-            try:
-                x0, k0 = self._schema.read(row, i)
-            except ValueError:
-                continue  # a row with missing values or an unseen category
-            V.append(self._vars(x0, k0))
-            rows.append(i)
-        if rows:
-            check_fold(
-                self._schema.fold, self.model, self._model_input(sample.iloc[rows]), np.asarray(V)
-            )
-
-    def _vars(self, x0, k0):
-        s = self._schema
-        ind = np.zeros(int(s.cat_start[-1]))
-        ind[s.cat_start[:-1] + k0] = 1.0
-        return np.concatenate([x0, ind])
-
     def _model_input(self, frame):
         return frame if self._frame_input else frame.to_numpy()
 
@@ -255,84 +230,6 @@ class TabularExplainer:
         return max(math.log(tau / (1.0 - tau)), 0.0), float(margin), tau
 
     # ------------------------------------------------------------------ queries
-    def _answers(self, frame, tidx, form, bounds, allowed, frozen, max_changes):
-        """Solve, decode and verify every row; return the arrays of a batch.
-
-        ``allowed`` is the resolved ``(mask, given, moves)`` of :func:`resolve_allowed`.
-        """
-        s = self._schema
-        prog = self._program
-        base, margin, tau = form
-        n = frame.shape[0]
-        X0 = frame.to_numpy(dtype=object)
-        reads = [s.read(X0[i], i) for i in range(n)]
-        XN0 = np.array([r[0] for r in reads]).reshape(n, prog.n_num)
-        KC0 = np.array([r[1] for r in reads], dtype=np.int64).reshape(n, prog.n_cat)
-        XN = XN0.copy()
-        KC = KC0.copy()
-        status = np.zeros(n, dtype=np.int64)
-        messages = [""] * n
-        infos = [{} for _ in range(n)]
-        todo = np.arange(n)
-        ok = np.zeros(n, dtype=bool)
-        proba = None
-        for factor, floor in _MARGIN_STEPS:
-            m = max(margin * factor, floor)
-            for i in todo:
-                x0, k0 = reads[i]
-                q = make_query(s, x0, k0, tidx[i], base + m, bounds, allowed, frozen, max_changes)
-                t0 = time.perf_counter()
-                ans = prog.solve(x0, k0, q)
-                infos[i] = {**ans.info, "margin": m, "time": time.perf_counter() - t0}
-                XN[i], KC[i], status[i] = ans.x, ans.k, ans.status
-                raised = "" if m == margin else f"; margin raised to {m:g}"
-                messages[i] = ans.message + raised
-            answers = s.frame(frame, XN, KC, XN0, KC0)
-            ok, proba = self._verify(answers, tidx, tau, status, XN, KC)
-            todo = np.flatnonzero((status == int(Status.OK)) & ~ok)
-            if todo.size == 0:
-                break
-        for i in todo:  # failed the model's check at every margin
-            status[i] = int(Status.NUMERIC)
-            messages[i] = BOUNDARY_MESSAGE
-        costs = np.zeros((n, len(s.columns)))
-        for i in range(n):
-            x0, k0 = reads[i]
-            cn, cc = prog.distance(x0, k0, XN[i], KC[i])
-            costs[i, prog.num_cols] = cn
-            costs[i, prog.cat_cols] = cc
-        cost = np.where(status == int(Status.OK), costs.sum(axis=1), math.inf)
-        return answers, ok, cost, proba, status, messages, costs, infos
-
-    def _verify(self, answers, tidx, tau, status, XN, KC):
-        """Return (ok, proba): the model's own check of every answer, and its probabilities."""
-        inp = self._model_input(answers)
-        pred = np.asarray(self.model.predict(inp))
-        ok = (pred == self.classes_[tidx]) & (status == int(Status.OK))
-        proba = None
-        if self.probabilistic_:
-            if tau is not None:
-                proba = np.asarray(self.model.predict_proba(inp), dtype=np.float64)
-                ok &= proba[np.arange(tidx.size), tidx] >= tau
-            else:
-                proba = self._folded_proba(XN, KC)
-        return ok, proba
-
-    def _folded_proba(self, XN, KC):
-        """Return the sigmoid/softmax of the folded scores at the answers."""
-        s = self._schema
-        fold = s.fold
-        n_num = fold.numeric.size
-        z = XN @ fold.G[:, :n_num].T + fold.g
-        if KC.shape[1]:
-            z = z + fold.G[:, n_num:][:, (s.cat_start[:-1] + KC)].sum(axis=2).T
-        if z.shape[1] == 1:
-            p1 = 1.0 / (1.0 + np.exp(-z[:, 0]))
-            return np.column_stack([1.0 - p1, p1])
-        z = z - z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        return e / e.sum(axis=1, keepdims=True)
-
     def explain(
         self,
         x,
@@ -402,28 +299,13 @@ class TabularExplainer:
         form = self._form(region, proba, margin)
         max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
         allow = resolve_allowed(self._schema, allowed, transitions)
-        arrays = self._answers(frame, tidx, form, bounds, allow, self._frozen(), max_changes)
-        batch = self._batch(frame, tidx, *arrays)
-        return batch[0] if single else batch
+        arrays = answers(self, frame, tidx, form, bounds, allow, self._frozen(), max_changes)
+        out = batch(self, frame, tidx, *arrays)
+        return out[0] if single else out
 
     def _frozen(self):
         s = self._schema
         return s.frozen | np.array([k == "unused" for k in s.kind], dtype=bool)
-
-    def _batch(self, frame, tidx, answers, ok, cost, proba, status, messages, costs, infos):
-        return TabularBatch(
-            x=answers,
-            x0=frame,
-            target=self.classes_[tidx],
-            success=ok,
-            distance=cost,
-            proba=proba,
-            status=status,
-            message=list(messages),
-            costs=costs,
-            method="milp (HiGHS)",
-            info=infos,
-        )
 
     def enumerate(
         self,
@@ -488,8 +370,8 @@ class TabularExplainer:
             return fmask, value, changed
 
         def accept(fmask):  # solved again with the model's check (and its margin steps)
-            arrays = self._answers(frame, tidx, form, bounds, allow, fmask, max_changes)
-            res = self._batch(frame, tidx, *arrays)[0]
+            arrays = answers(self, frame, tidx, form, bounds, allow, fmask, max_changes)
+            res = batch(self, frame, tidx, *arrays)[0]
             return res if res.success else None
 
         gen = flipsets(solve, accept, self._frozen(), max_nodes)

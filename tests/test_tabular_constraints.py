@@ -395,3 +395,30 @@ def test_changes_keep_the_frames_column_labels():
     assert all(type(c) is int for r in res for c in r.changes["column"])
     assert res[0].changed == list(res[0].changes["column"])
     assert all(type(c) is int for c in res.summary["changed_share"])
+
+
+def test_method_names_the_solver_that_answered():
+    """method says which solver answered: the branch-and-bound (binary, no max_changes) or HiGHS."""
+    rng = np.random.default_rng(3)
+    n = 200
+    X = pd.DataFrame(
+        {
+            "age": rng.integers(20, 70, n),
+            "income": rng.normal(50.0, 10.0, n),
+            "home": rng.choice(["own", "rent", "parents"], n),
+        }
+    )
+    y = ((X.age - 45) / 10 + (X.income - 50) / 10 + rng.normal(0, 0.5, n) > 0).astype(int)
+    ct = ColumnTransformer(
+        [("num", StandardScaler(), ["age", "income"]), ("cat", OneHotEncoder(), ["home"])]
+    )
+    model = make_pipeline(ct, LogisticRegression()).fit(X, y)
+    tx = TabularExplainer(model, X)
+    rows = X[model.predict(X) == 0].iloc[:3]
+    knap = tx.explain(rows, 1)
+    assert knap.success.all()
+    assert knap.method == "milp (branch-and-bound)"
+    assert all(i["solver"] == "branch-and-bound" for i in knap.info)
+    highs = tx.explain(rows, 1, max_changes=1)
+    assert highs.method == "milp (HiGHS)"
+    assert all(i["solver"] == "HiGHS" for i in highs.info)

@@ -270,7 +270,7 @@ def solve_binary(prog, x0, k0, q, prep, max_nodes=5000):
     if out is None:
         return None
     value, t, choice, nodes = out
-    info = {"nodes": nodes, "objective": base + value, "mip_gap": 0.0}
+    info = {"solver": "branch-and-bound", "nodes": nodes, "objective": base + value, "mip_gap": 0.0}
     if not math.isfinite(value):
         ans = prog._infeasible(x0, k0, None)
         return ans._replace(message=ans.message + " (branch-and-bound)", info=info)

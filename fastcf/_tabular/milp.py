@@ -375,6 +375,7 @@ class Program:
         text = h.modelStatusToString(st)
         info = h.getInfo()
         hinfo = {
+            "solver": "HiGHS",
             "highs_status": text,
             "objective": float(info.objective_function_value),
             "mip_gap": float(getattr(info, "mip_gap", 0.0)),
