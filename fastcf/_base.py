@@ -19,8 +19,6 @@ arithmetic.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ._status import BOUNDARY_MESSAGE, Status
@@ -32,26 +30,7 @@ from ._validation import (
 )
 from .results import Solution, package
 
-__all__ = ["BaseExplainer", "renamed_option"]
-
-
-def renamed_option(new_value, new_default, old_value, old_name, new_name, owner):
-    """Return the value of an option that was renamed, warning when the old name is used.
-
-    ``old_value`` is the value passed under the old name (``None`` when it was not passed).
-    Passing both names is an error.
-    """
-    if old_value is None:
-        return new_value
-    if new_value is not new_default and new_value != new_default:
-        raise TypeError(f"{owner}: give {new_name}= only ({old_name}= is its old name)")
-    warnings.warn(
-        f"{owner}: {old_name}= is renamed {new_name}= and will be removed in fastcf 0.3; "
-        f"use {new_name}={old_value!r}",
-        FutureWarning,
-        stacklevel=3,
-    )
-    return old_value
+__all__ = ["BaseExplainer"]
 
 
 class BaseExplainer:
@@ -77,17 +56,6 @@ class BaseExplainer:
     def _set_classes(self, classes):
         self.classes_ = np.asarray(classes)
         self._class_index = class_index(self.classes_)
-
-    @property
-    def feature_names(self):
-        """Deprecated alias of ``feature_names_in_`` (scikit-learn's name)."""
-        warnings.warn(
-            f"{type(self).__name__}.feature_names is renamed feature_names_in_ and will be "
-            "removed in fastcf 0.3",
-            FutureWarning,
-            stacklevel=2,
-        )
-        return self.feature_names_in_
 
     def fit_mad(self, X):
         """Store the per-feature median absolute deviation of ``X`` for ``weights="mad"``.

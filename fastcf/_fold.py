@@ -73,56 +73,82 @@ _NOT_AFFINE = {
 
 @dataclass(frozen=True)
 class Affine:
-    """A step's transform on present values: ``out = M f + shift``.
+    """A step's transform on present values: ``out = M (f − center) + offset``.
 
     Exactly one of the three forms of M is set:
 
-    * ``scale`` of shape (n_in,): M is diagonal (``n_out = n_in``);
+    * ``scale`` of shape (n_in,): M is diagonal (``n_out = n_in``), M = diag(scale), or
+      diag(1 / scale) with ``divide`` (a ``MaxAbsScaler`` divides);
     * ``select`` of shape (n_out,): output i is input ``select[i]``, or 0 where it is −1;
     * ``matrix`` of shape (n_out, n_in): a dense M.
+
+    ``center`` (n_in,) and ``offset`` (n_out,) are None where zero. They are kept apart, as each
+    step computes them, so that a fold rounds as the step's own arithmetic suggests (and as
+    fastcf folded before this module: the same bits).
 
     Attributes
     ----------
     n_in : int
-    scale, select, matrix : ndarray or None
-    shift : ndarray of shape (n_out,)
+    n_out : int
+    scale, select, matrix, center, offset : ndarray or None
+    divide : bool
     """
 
     n_in: int
-    shift: np.ndarray
+    n_out: int
     scale: np.ndarray | None = None
     select: np.ndarray | None = None
     matrix: np.ndarray | None = None
+    center: np.ndarray | None = None
+    offset: np.ndarray | None = None
+    divide: bool = False
 
-    @property
-    def n_out(self):
-        """The number of output features."""
-        return self.shift.shape[0]
-
-    def fold(self, A, b):
-        """Return ``(A', b')`` with ``A (M f + shift) + b = A' f + b'``."""
-        b2 = b + A @ self.shift
+    def _mul(self, A):
+        """Return ``A M`` for a (K, n_out) A."""
         if self.scale is not None:
-            return A * self.scale, b2
+            return A / self.scale if self.divide else A * self.scale
         if self.select is not None:
             A2 = np.zeros((A.shape[0], self.n_in))
             keep = self.select >= 0
             # np.add.at: a feature selected twice (not made by any step here) would add up
             np.add.at(A2.T, self.select[keep], A[:, keep].T)
-            return A2, b2
-        return A @ self.matrix, b2
+            return A2
+        return A @ self.matrix
+
+    def fold(self, A, b):
+        """Return ``(A', b')`` with ``A (M (f − center) + offset) + b = A' f + b'``."""
+        A2 = self._mul(A)
+        b2 = b
+        if self.center is not None:
+            b2 = b2 - A2 @ self.center
+        if self.offset is not None:
+            b2 = b2 + A @ self.offset
+        return A2, b2
+
+    @property
+    def shift(self):
+        """The constant of ``out = M f + shift``: ``offset − M center``, shape (n_out,)."""
+        out = np.zeros(self.n_out) if self.offset is None else self.offset.copy()
+        if self.center is None:
+            return out
+        if self.scale is not None:
+            return out - (self.center / self.scale if self.divide else self.center * self.scale)
+        return out - self.matrix @ self.center  # (a selection has no center)
 
     def apply(self, F):
         """Return the map applied to the rows of ``F`` (n, n_in), in float64 (for tests)."""
         F = np.asarray(F, dtype=np.float64)
+        if self.center is not None:
+            F = F - self.center
         if self.scale is not None:
-            return F * self.scale + self.shift
-        if self.select is not None:
+            out = F / self.scale if self.divide else F * self.scale
+        elif self.select is not None:
             out = np.zeros((F.shape[0], self.n_out))
             keep = self.select >= 0
             out[:, keep] = F[:, self.select[keep]]
-            return out + self.shift
-        return F @ self.matrix.T + self.shift
+        else:
+            out = F @ self.matrix.T
+        return out if self.offset is None else out + self.offset
 
 
 def _name(step):
@@ -143,13 +169,14 @@ def _vec(v, n, default):
     return np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)).copy()
 
 
-def _diag(n, scale, shift):
-    return Affine(n_in=n, scale=np.asarray(scale, dtype=np.float64), shift=shift)
+def _diag(n, scale, center=None, offset=None, divide=False):
+    scale = np.asarray(scale, dtype=np.float64)
+    return Affine(n_in=n, n_out=n, scale=scale, center=center, offset=offset, divide=divide)
 
 
 def _select(n, select):
     select = np.asarray(select, dtype=np.int64)
-    return Affine(n_in=n, select=select, shift=np.zeros(select.shape[0]))
+    return Affine(n_in=n, n_out=select.shape[0], select=select)
 
 
 def _check_n(step, n, where):
@@ -191,42 +218,43 @@ def step_map(step, n, where="pipeline step"):
     True
     """
     if step is None or (isinstance(step, str) and step == "passthrough"):
-        return _diag(n, np.ones(n), np.zeros(n))
+        return _diag(n, np.ones(n))
     name = _name(step)
     if isinstance(step, str):
         raise TypeError(f"{where}: unknown step {step!r}; supported: {AFFINE_STEPS}")
     _check_n(step, n, where)
-    if name == "StandardScaler":
+    if name in ("StandardScaler", "RobustScaler"):
+        # (f − center) / scale, each part only where the step's parameters use it
         _fitted(step, "n_features_in_", where)
-        mean = step.mean_ if step.with_mean else None
-        scale = step.scale_ if step.with_std else None
-        s = 1.0 / _vec(scale, n, 1.0)
-        return _diag(n, s, -_vec(mean, n, 0.0) * s)
-    if name == "RobustScaler":
-        _fitted(step, "n_features_in_", where)
-        center = step.center_ if step.with_centering else None
-        scale = step.scale_ if step.with_scaling else None
-        s = 1.0 / _vec(scale, n, 1.0)
-        return _diag(n, s, -_vec(center, n, 0.0) * s)
+        if name == "StandardScaler":
+            center = step.mean_ if step.with_mean else None
+            scale = step.scale_ if step.with_std else None
+        else:
+            center = step.center_ if step.with_centering else None
+            scale = step.scale_ if step.with_scaling else None
+        # (the center subtracted only where the parameters say so: scikit-learn keeps mean_
+        # when with_mean=False)
+        center = None if center is None else _vec(center, n, 0.0)
+        return _diag(n, 1.0 / _vec(scale, n, 1.0), center=center)
     if name == "MinMaxScaler":
         _fitted(step, "scale_", where)
         if step.clip:
             raise TypeError(
                 f"{where}: MinMaxScaler(clip=True) is not affine; refit with clip=False"
             )
-        return _diag(n, _vec(step.scale_, n, 1.0), _vec(step.min_, n, 0.0))
+        return _diag(n, _vec(step.scale_, n, 1.0), offset=_vec(step.min_, n, 0.0))
     if name == "MaxAbsScaler":
         _fitted(step, "scale_", where)
-        return _diag(n, 1.0 / _vec(step.scale_, n, 1.0), np.zeros(n))
+        return _diag(n, _vec(step.scale_, n, 1.0), divide=True)
     if name in ("PCA", "TruncatedSVD"):
         _fitted(step, "components_", where)
         C = np.array(step.components_, dtype=np.float64)
-        shift = np.zeros(C.shape[0])
+        center = None
         if name == "PCA":
             if step.whiten:
                 C /= np.sqrt(np.asarray(step.explained_variance_, dtype=np.float64))[:, None]
-            shift = -(C @ np.asarray(step.mean_, dtype=np.float64))
-        return Affine(n_in=n, matrix=C, shift=shift)
+            center = np.asarray(step.mean_, dtype=np.float64)
+        return Affine(n_in=n, n_out=C.shape[0], matrix=C, center=center)
     if name == "SimpleImputer":
         _fitted(step, "statistics_", where)
         stats = np.asarray(step.statistics_)
@@ -244,7 +272,7 @@ def step_map(step, n, where="pipeline step"):
                 f"{where}: FunctionTransformer(func={step.func!r}) is not the identity; only "
                 f"FunctionTransformer() is supported; supported steps: {AFFINE_STEPS}"
             )
-        return _diag(n, np.ones(n), np.zeros(n))
+        return _diag(n, np.ones(n))
     if callable(getattr(step, "get_support", None)):  # SelectorMixin
         try:
             support = np.asarray(step.get_support(indices=True), dtype=np.int64)

@@ -20,28 +20,23 @@ one of the solvers, and verifies (with the model's own decision rule) and packag
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fastcf._base import BaseExplainer, renamed_option
+from fastcf._base import BaseExplainer
 from fastcf._confirm import check_verify, confirm
 from fastcf._kernels.lvq_cost import lvq_distances
-from fastcf._linear.verify import replace_rows
 from fastcf._lvq import ccp, exact, programs
+from fastcf._lvq.certify import MODE, ccp_fallback, margin_scale_message, raise_margin
 from fastcf._lvq.model import check_read, geometry, omega_from_relevance, read_model
-from fastcf._lvq.options import resolve_options, row_options
-from fastcf._status import BOUNDARY_MESSAGE
+from fastcf._lvq.options import resolve_method, resolve_options
 from fastcf._validation import as_float_array, as_queries, check_int, check_scalar
 
 if TYPE_CHECKING:  # imported on first use, see __getattr__ at the end
     from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
 
 __all__ = ["GLVQ", "GMLVQ", "LGMLVQ", "LVQExplainer"]
-
-_METHODS = ("auto", "ldp", "cvxpy", "ccp")
-_MODE = {"euclidean": 0, "global": 1, "local": 2}
 
 
 class LVQExplainer(BaseExplainer):
@@ -175,7 +170,7 @@ class LVQExplainer(BaseExplainer):
         """
         X, _, _ = as_queries(X, self.n_features_in_, name="X")
         with np.errstate(over="ignore", invalid="ignore"):  # (as compiled: inf, silently)
-            return lvq_distances(X, self.prototypes_, self._geo.omegas, _MODE[self.kind])
+            return lvq_distances(X, self.prototypes_, self._geo.omegas, MODE[self.kind])
 
     def predict(self, X):
         """Label of the nearest prototype (the LVQ decision rule, eq. 5).
@@ -203,7 +198,7 @@ class LVQExplainer(BaseExplainer):
         # (squared distances beyond the doubles are inf: a warning where the kernel runs as
         # Python, on a cold start or without Numba's JIT)
         with np.errstate(over="ignore", invalid="ignore"):
-            dist = lvq_distances(Xf, self.prototypes_, self._geo.omegas, _MODE[self.kind])
+            dist = lvq_distances(Xf, self.prototypes_, self._geo.omegas, MODE[self.kind])
         return finite & (self._geo.cls[np.argmin(dist, axis=1)] == tidx)
 
     # ------------------------------------------------------------------ explain
@@ -222,7 +217,6 @@ class LVQExplainer(BaseExplainer):
         solver=None,
         max_iter=None,
         tol=1e-7,
-        epsilon=None,
         verify="fold",
     ):
         """Closest point that the model classifies as ``target`` (Algorithm 1).
@@ -255,16 +249,13 @@ class LVQExplainer(BaseExplainer):
             ``"cvxpy"``.
         solver : str, optional
             The cvxpy solver of ``"cvxpy"`` and ``"ccp"`` (e.g. ``"CLARABEL"``, the default, or
-            ``"HIGHS"``). The old values ``"fast"`` and ``"cvxpy"`` are deprecated aliases of
-            ``method="ldp"`` and ``method="cvxpy"``.
+            ``"HIGHS"``).
         max_iter : int, optional
             Iteration cap of the method that runs: NNLS steps per target prototype (``"ldp"``,
             default 100) or penalty-CCP rounds per target prototype (``"ccp"``, default 200).
         tol : float, default=1e-7
             The penalty CCP's stopping tolerance: it stops when the relative change of θ and
             the largest slack are both below ``tol`` (the other methods are exact).
-        epsilon : float, optional
-            Deprecated name of ``margin``.
         verify : {"fold", "model"}, default="fold"
             As in :meth:`fastcf.LinearExplainer.explain`: ``"model"`` also confirms each success
             with the fitted model's own ``predict`` (an explainer built from a model).
@@ -285,7 +276,6 @@ class LVQExplainer(BaseExplainer):
         >>> ex.explain([0.0, 0.0], 1, frozen=[0]).message
         'infeasible: the constraints leave no point classified as the target'
         """
-        margin = renamed_option(margin, 1e-6, epsilon, "epsilon", "margin", "LVQExplainer.explain")
         check_verify(verify, self.model)
         X, single, names, tidx = self._queries(x, target)
         missing = sorted(set(tidx.tolist()) - set(self._geo.cls.tolist()))
@@ -306,7 +296,7 @@ class LVQExplainer(BaseExplainer):
             self.mad_,
             self.feature_names_in_,
         )
-        method, solver = self._method(method, solver, metric)
+        method, solver = resolve_method(self.kind, method, solver, metric)
         max_iter = check_int(max_iter, "max_iter", lo=1, allow_none=True)
         tol = check_scalar(tol, "tol", lo=0.0, lo_open=True)
         geo = self._geo
@@ -316,230 +306,21 @@ class LVQExplainer(BaseExplainer):
             def run(Xr, tr, o):
                 return exact.solve_ldp(geo, Xr, tr, o, nit)
 
-            sol = self._raise_margin(run(X, tidx, opts), X, tidx, opts, run)
+            sol = raise_margin(self, run(X, tidx, opts), X, tidx, opts, run)
         elif method == "cvxpy":
 
             def run(Xr, tr, o):
                 return programs.solve_cvxpy(self._cache, geo, Xr, tr, metric, o, solver)
 
-            sol = self._raise_margin(run(X, tidx, opts), X, tidx, opts, run)
+            sol = raise_margin(self, run(X, tidx, opts), X, tidx, opts, run)
         else:
             n_rounds = 200 if max_iter is None else max_iter
             sol = ccp.solve_ccp(self._cache, geo, X, tidx, metric, opts, solver, n_rounds, tol)
-            sol = self._ccp_fallback(sol, X, tidx, opts, metric)
+            sol = ccp_fallback(self, sol, X, tidx, opts, metric)
         sol = self._verify(sol, tidx)
-        sol = self._margin_scale_message(sol, X, opts.margin)
+        sol = margin_scale_message(self, sol, X, opts.margin)
         res = self._package(sol, X, tidx, names, single)
         return confirm(self.model, res, self.classes_) if verify == "model" else res
-
-    def _margin_scale_message(self, sol, X, margin):
-        """Say so where a refused answer's margin is out of scale with the query's distances.
-
-        The margin is absolute, in squared distance. Where it exceeds every squared distance
-        from x̄ to a prototype (data of scale 10⁻²⁰ and the default 1e-6), reaching it moves x
-        so far that the rounding of the distances there exceeds it, and the verification's
-        usual advice, a larger margin, is the wrong way: the message says to use one at the
-        data's scale instead.
-        """
-        rows = [i for i, m in enumerate(sol.message) if m == BOUNDARY_MESSAGE]
-        if not rows or margin == 0.0:
-            return sol
-        with np.errstate(over="ignore", invalid="ignore"):
-            dmax = self.distances(X[rows]).max(axis=1)
-        msgs = list(sol.message)
-        for i, d in zip(rows, dmax, strict=True):
-            if margin > d:
-                msgs[i] = (
-                    "numerical failure: the answer lies within rounding of the decision "
-                    f"boundary; margin={margin:.3g} is in squared distance, and larger than "
-                    f"every squared distance from the query to a prototype (at most {d:.3g}): "
-                    "reaching it moves x so far that rounding exceeds it (use a margin= at the "
-                    "data's scale)"
-                )
-        return sol._replace(message=msgs)
-
-    def _rounding_need(self, X, tidx, X0=None, proto=None):
-        """Return per row (a bound of how far rounding can move d_other − d_target, that margin).
-
-        The squared distance d_j = ‖y‖², y = Ω_j (x − p_j), is evaluated to within
-        e_j = γ (2 ‖y‖ ‖t‖ + d_j), t = |Ω_j| |x − p_j| and γ = (D + 2) ε: each y_r is within
-        γ t_r (the subtraction, the product with Ω), which moves y_r² by 2|y_r| γ t_r (Cauchy–
-        Schwarz over r), and the sum of squares adds γ d_j. (Squaring t instead, γ ‖t‖², was
-        10⁷ times too large where x̄ ~ 10⁹ cancels to y ~ 500, and the raised margin exceeded
-        the target cell's room: soak round T.) The margin between the answer's target
-        prototype and the nearest other is within e_i + e_j; twice that again, as the answer is
-        formed in another arithmetic (the QP's) than the one that judges it. With the queries
-        ``X0`` (x̄): and the rounding of forming x = x̄ + δ, ε max(|x̄|, |x|) per coordinate,
-        times the gradient of d_target − d_other (x̄ = −1 and a step of 1 + 5e-148 rounded to
-        x = 0 exactly, on the wrong side of a boundary 5e-148 away; soak round T).
-        """
-        geo = self._geo
-        D = X.shape[1]
-        diff = np.abs(X[:, None, :] - geo.prototypes[None, :, :])  # (N, M, D)
-        om = np.abs(geo.omegas)  # (1 or M, d, D)
-        with np.errstate(over="ignore", invalid="ignore"):
-            dt = np.einsum(
-                "nmd,mrd->nmr", diff, np.broadcast_to(om, (diff.shape[1],) + om.shape[1:])
-            )
-            tnorm = np.sqrt(np.einsum("nmr,nmr->nm", dt, dt))
-            d = lvq_distances(X, self.prototypes_, geo.omegas, _MODE[self.kind])
-            gamma = (D + 2) * np.finfo(float).eps
-            err = gamma * (2.0 * np.sqrt(np.maximum(d, 0.0)) * tnorm + d)
-        mine = geo.cls[None, :] == tidx[:, None]
-        i = np.argmin(np.where(mine, d, np.inf), axis=1)
-        if proto is not None:
-            # the target prototype the answer was solved for (not a copy of another class's
-            # prototype that ties with it everywhere and never wins: soak round T)
-            i = np.where(proto >= 0, proto, i)
-        j = np.argmin(np.where(mine, np.inf, d), axis=1)
-        rows = np.arange(X.shape[0])
-        need = 2.0 * (err[rows, i] + err[rows, j])
-        if X0 is not None:
-            lam = geo.lams  # (1, D, D) shared, or (M, D, D)
-            li = lam[i] if lam.shape[0] > 1 else np.broadcast_to(lam[0], (i.size, D, D))
-            lj = lam[j] if lam.shape[0] > 1 else np.broadcast_to(lam[0], (j.size, D, D))
-            with np.errstate(over="ignore", invalid="ignore"):
-                g = np.einsum("nab,nb->na", li, X - geo.prototypes[i]) - np.einsum(
-                    "nab,nb->na", lj, X - geo.prototypes[j]
-                )
-                scale = np.maximum(np.abs(X), np.abs(X0))
-                need = need + 8.0 * np.finfo(float).eps * np.einsum("na,na->n", np.abs(g), scale)
-        return need, d[rows, j] - d[rows, i]
-
-    def _raise_margin(self, sol, X, tidx, opts, run):
-        """Re-solve the successes that the verification would refuse, with a larger margin.
-
-        The margin ε of eq. 9b is in units of squared distance, and at data of scale 10⁵ and
-        beyond the default 1e-6 is below the rounding of the distances: the QP's answer sits on
-        the boundary and the model's own arithmetic can put it in another class (10 of 20
-        queries at 10⁵; Manhattan answers, at a vertex on the boundary, more). Those rows are
-        solved again by ``run(X, tidx, opts)`` (the method's solver) with ε raised to twice the
-        rounding need at the answer (:meth:`_rounding_need`), doubled on each further round
-        (at most three), and past the solver's own shortfall. A row keeps its first answer
-        where the re-solve fails. Every success is judged here as ``_verify`` would, and
-        returned certified. (At data of scale 10⁻²⁰ the default ε is the problem: reaching it
-        takes a move of ~10¹⁴, where rounding grows faster than any raise; those rows stay
-        refused, said so.)
-        """
-        margins = np.full(X.shape[0], float(opts.margin))
-        good = self._in_target(sol.x, tidx)  # the verification's own test (see the return)
-        for _ in range(3):
-            rows = np.flatnonzero(sol.success & ~good)
-            if rows.size == 0:
-                break
-            with np.errstate(over="ignore", invalid="ignore"):
-                proto = sol.info["prototype"][rows] if sol.info else None
-                need, got = self._rounding_need(sol.x[rows], tidx[rows], X[rows], proto)
-            for a, r in enumerate(rows):
-                # (and a floor: at a prototype of the target class equal to one of another
-                # class that wins their ties, margin 0 and a need of 0 at x̄ on them)
-                eps = max(2.0 * need[a], 2.0 * margins[r], 4.0 * np.finfo(float).tiny)
-                # and past the solver's own shortfall: Clarabel meets the constraints to ~1e-10
-                # of the scaled program, which at data of scale 10⁵ is ~1 in squared distance
-                short = margins[r] - got[a]
-                if short > 0.0:
-                    eps = max(eps, margins[r] + 4.0 * short)
-                if not np.isfinite(eps):
-                    continue
-                margins[r] = eps
-                ro = row_options(opts, r)._replace(margin=float(eps))
-                sub = run(X[r : r + 1], tidx[r : r + 1], ro)
-                if sub.success[0]:
-                    sol = replace_rows(sol, np.array([r]), sub)
-                    sol.info["prototype"][r] = sub.info["prototype"][0]
-                    good[r] = self._in_target(sol.x[r : r + 1], tidx[r : r + 1])[0]
-        # every success was judged here as ``_verify`` would: it need not judge them again
-        return sol._replace(certified=sol.success & good)
-
-    def _ccp_fallback(self, sol, X, tidx, opts, metric):
-        """Answer with a target prototype where the verification would refuse the CCP's answer.
-
-        The penalty CCP checks its iterate with the true distances, strictly; the verification
-        with the model's own arithmetic (``predict``, ties to the first prototype). Where the
-        two disagree (an iterate within rounding of a boundary: soak round T, local metrics at
-        x̄ ~ 6·10⁵), the row takes the nearest target prototype, its frozen features kept, that
-        meets the box and the user rows and that the model puts in the target class: status 1,
-        as for the CCP's own fallback to its start point. Otherwise it stays refused.
-        """
-        good = self._in_target(sol.x, tidx)
-        rows = np.flatnonzero(sol.success & ~good)
-        if rows.size == 0:
-            return sol
-        geo = self._geo
-        x_new, dist, status, msgs = (
-            sol.x.copy(),
-            sol.distance.copy(),
-            sol.status.copy(),
-            list(sol.message),
-        )
-        for r in rows:
-            ro = row_options(opts, r)
-            best, bd = None, np.inf
-            for i in np.flatnonzero(geo.cls == tidx[r]):
-                x = np.where(ro.free, geo.prototypes[i], X[r])
-                if not ccp._meets_hard_constraints(x, ro.lo, ro.hi, ro.C, ro.c):
-                    continue
-                if not self._in_target(x[None], tidx[r : r + 1])[0]:
-                    continue
-                d = programs.theta(x - X[r], metric, ro.w)
-                if d < bd:
-                    best, bd = (i, x), d
-            if best is not None:
-                x_new[r], dist[r], status[r] = best[1], bd, 1
-                sol.info["prototype"][r] = best[0]
-                msgs[r] = (
-                    "the penalty CCP's answer lies within rounding of the decision boundary; the "
-                    f"answer is the target prototype p_{best[0]} (frozen features kept)"
-                )
-                good[r] = True
-        return sol._replace(
-            x=x_new, distance=dist, status=status, message=msgs, certified=sol.success & good
-        )
-
-    def _method(self, method, solver, metric):
-        """Return (method, cvxpy solver name or None) after checking them against the model."""
-        if solver in ("fast", "cvxpy"):  # the old meaning of solver=: the method
-            if method != "auto":
-                raise TypeError(
-                    f"LVQExplainer.explain: give method= only (solver={solver!r} is its old form)"
-                )
-            method = "ldp" if solver == "fast" else ("ccp" if self.kind == "local" else "cvxpy")
-            warnings.warn(
-                f"LVQExplainer.explain: solver={solver!r} is deprecated and will be removed in "
-                f"fastcf 0.3; use method={method!r} (solver= names the cvxpy solver only)",
-                FutureWarning,
-                stacklevel=3,
-            )
-            solver = None
-        if solver is not None and str(solver).upper() not in programs.SOLVER_NAMES:
-            raise ValueError(
-                f"solver must be None or a cvxpy solver name {sorted(programs.SOLVER_NAMES)}; "
-                f"got {solver!r}"
-            )
-        if method not in _METHODS:
-            raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
-        local = self.kind == "local"
-        if method == "auto":
-            if local:
-                method = "ccp"
-            else:
-                method = "ldp" if metric == "euclidean" and solver is None else "cvxpy"
-        if method == "ldp" and (local or metric != "euclidean" or solver is not None):
-            raise ValueError(
-                "method='ldp' needs a shared metric (GLVQ/GMLVQ), metric='euclidean' and no "
-                f"cvxpy solver; this model is {self.kind!r}, metric={metric!r}, solver={solver!r}"
-            )
-        if method == "cvxpy" and local:
-            raise ValueError(
-                "method='cvxpy' solves the convex programs of a shared metric (GLVQ/GMLVQ); this "
-                "model has one Ω per prototype (LGMLVQ): use method='ccp'"
-            )
-        if method == "ccp" and not local:
-            raise ValueError(
-                "method='ccp' is the penalty CCP for one Ω per prototype (LGMLVQ); this model's "
-                f"metric is {self.kind!r}: use method='ldp' or 'cvxpy'"
-            )
-        return method, solver
 
 
 def __getattr__(name):

@@ -320,3 +320,85 @@ def test_nested_pipelines_fold_in_order():
         X @ A.T[:, 0] + b[0], pipe.decision_function(X), rtol=1e-9, atol=1e-9
     )
     fastcf.LinearExplainer(pipe).fit_mad(X)  # the check passes
+
+
+# ------------------------------------------------------------------------------ fuzz
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _random_step(draw):
+    kind = draw(st.sampled_from(["std", "robust", "minmax", "maxabs", "pca", "svd", "kbest",
+                                 "var", "impute", "ident"]))  # fmt: skip
+    b = st.booleans()
+    if kind == "std":
+        return StandardScaler(with_mean=draw(b), with_std=draw(b))
+    if kind == "robust":
+        lo = draw(st.sampled_from([5.0, 25.0]))
+        return RobustScaler(
+            with_centering=draw(b), with_scaling=draw(b), quantile_range=(lo, 100 - lo)
+        )
+    if kind == "minmax":
+        return MinMaxScaler(feature_range=draw(st.sampled_from([(0.0, 1.0), (-2.0, 5.0)])))
+    if kind == "maxabs":
+        return MaxAbsScaler()
+    if kind == "pca":
+        return PCA(n_components=draw(st.sampled_from([None, 0.95])), whiten=draw(b))
+    if kind == "svd":
+        return TruncatedSVD(n_components=3, random_state=0)
+    if kind == "kbest":
+        return SelectKBest(f_classif, k=3)
+    if kind == "var":
+        return VarianceThreshold(0.0)
+    if kind == "impute":
+        return SimpleImputer(strategy=draw(st.sampled_from(["mean", "median"])))
+    return FunctionTransformer()
+
+
+@settings(
+    max_examples=int(__import__("os").environ.get("FASTCF_FUZZ_EXAMPLES", "25")),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+@given(st.data())
+def test_fuzz_pipelines_no_false_success(data):
+    """Random pipelines of affine steps at random data scales: no answer the pipeline rejects."""
+    draw = data.draw
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    D, K = 5, draw(st.sampled_from([2, 3]))
+    loc = rng.choice([-1.0, 1.0], D) * 10.0 ** rng.uniform(-2, 6, D)
+    scale = 10.0 ** rng.uniform(-3, 4, D)
+    Z = rng.standard_normal((160, D))
+    X = loc + scale * Z
+    s = Z[:, 0] - Z[:, 2] + 0.5 * Z[:, 4] + 0.3 * rng.standard_normal(160)
+    y = (s > 0).astype(int) if K == 2 else np.digitize(s, [-0.4, 0.4])
+    steps = [_random_step(draw) for _ in range(draw(st.integers(1, 3)))]
+    clf = draw(st.sampled_from(["logistic", "svc", "ridge"]))
+    last = {
+        "logistic": LogisticRegression(max_iter=3000),
+        "svc": LinearSVC(max_iter=3000),
+        "ridge": RidgeClassifier(),
+    }[clf]
+    pipe = make_pipeline(*steps, last)
+    try:
+        pipe.fit(X, y)
+    except ValueError:  # e.g. a selector left with no feature: nothing to explain
+        return
+    ex = fastcf.LinearExplainer(pipe).fit_mad(X)  # the fold passes the check: no false refusal
+    rows = X[:6]
+    target = (pipe.predict(rows) + 1) % K
+    for kw in ({"region": True}, {"region": True, "metric": "manhattan", "weights": "mad"}):
+        res = ex.explain(rows, target, **kw)
+        ok = res.success
+        if ok.any():
+            assert (pipe.predict(res.x[ok]) == target[ok]).all(), (steps, clf, kw)
+    if clf == "logistic":
+        res = ex.explain(rows, target, proba=0.7)
+        ok = res.success
+        if ok.any():
+            p = pipe.predict_proba(res.x[ok])[np.arange(ok.sum()), target[ok]]
+            S = np.abs(res.x[ok]) @ np.abs(ex.coef_).T + np.abs(ex.intercept_)
+            slack = 0.5 * (D + 4) * np.finfo(float).eps * S.max(axis=1)
+            assert (p >= 0.7 - slack).all(), (steps, p.min())

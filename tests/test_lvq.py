@@ -15,6 +15,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from fastcf._lvq.certify import margin_scale_message
 from fastcf._status import BOUNDARY_MESSAGE
 from fastcf.lvq import GLVQ, GMLVQ, LGMLVQ, LVQExplainer
 
@@ -658,34 +659,28 @@ def test_parallel_batch_kernel_matches_serial():
 
 
 # ------------------------------------------------------------------------------ protocol
-def test_explainer_protocol_and_deprecations():
+def test_explainer_protocol_and_no_deprecated_names():
+    """The unreleased version carries no deprecation shims (epsilon=, solver='fast'/'cvxpy')."""
     from fastcf._base import BaseExplainer
 
     P = [[0.0, 0.0], [2.0, 0.0]]
     ex = LVQExplainer.from_arrays(P, [0, 1], feature_names=["a", "b"])
     assert isinstance(ex, BaseExplainer)
     assert list(ex.feature_names_in_) == ["a", "b"]
-    with pytest.warns(FutureWarning, match="feature_names_in_"):
-        assert list(ex.feature_names) == ["a", "b"]
+    assert not hasattr(ex, "feature_names")
     ref = ex.explain([0.0, 0.0], 1, margin=0.5)
     assert ref.method == "ldp (dual active set)"
-    with pytest.warns(FutureWarning, match="epsilon= is renamed margin="):
-        old = ex.explain([0.0, 0.0], 1, epsilon=0.5)
-    np.testing.assert_array_equal(old.x, ref.x)
-    with pytest.raises(TypeError, match="give margin= only"):
-        ex.explain([0.0, 0.0], 1, epsilon=0.5, margin=0.1)
-    with pytest.warns(FutureWarning, match="method='ldp'"):
-        assert ex.explain([0.0, 0.0], 1, solver="fast").method == "ldp (dual active set)"
-    with pytest.warns(FutureWarning, match="method='cvxpy'"):
-        assert ex.explain([0.0, 0.0], 1, solver="cvxpy").method == "cvxpy QP (CLARABEL)"
+    with pytest.raises(TypeError, match="epsilon"):
+        ex.explain([0.0, 0.0], 1, epsilon=0.5)
+    for old in ("fast", "cvxpy"):
+        with pytest.raises(ValueError, match="solver must be None or a cvxpy solver name"):
+            ex.explain([0.0, 0.0], 1, solver=old)
+    assert ex.explain([0.0, 0.0], 1, method="cvxpy").method == "cvxpy QP (CLARABEL)"
     assert ex.explain([0.0, 0.0], 1, solver="CLARABEL").method == "cvxpy QP (CLARABEL)"
     res = ex.explain([0.0, 0.0], 1, metric="manhattan", solver="HIGHS")
     assert res.method == "cvxpy LP (HIGHS)" and res.success
     local = LVQExplainer.from_arrays(P, [0, 1], omega=[np.eye(2), 2 * np.eye(2)])
-    with pytest.warns(FutureWarning, match="method='ccp'"):
-        assert local.explain([0.0, 0.0], 1, solver="cvxpy").method == "penalty CCP"
-    with pytest.raises(TypeError, match="give method= only"):
-        ex.explain([0.0, 0.0], 1, solver="fast", method="ldp")
+    assert local.explain([0.0, 0.0], 1).method == "penalty CCP"
 
 
 def test_bench_module_is_outside_the_api():
@@ -905,9 +900,9 @@ def test_margin_beyond_the_squared_distances_fails_saying_so(kw):
     # margin below their squared distances (~1), and get the new one above them
     S = namedtuple("S", "message")
     ex1 = LVQExplainer.from_arrays(P * 1e20, [0, 1, 2])
-    kept = ex1._margin_scale_message(S([BOUNDARY_MESSAGE, "converged"]), X[:2] * 1e20, 1e-6)
+    kept = margin_scale_message(ex1, S([BOUNDARY_MESSAGE, "converged"]), X[:2] * 1e20, 1e-6)
     assert kept.message == [BOUNDARY_MESSAGE, "converged"]
-    told = ex1._margin_scale_message(S([BOUNDARY_MESSAGE, "converged"]), X[:2] * 1e20, 1e9)
+    told = margin_scale_message(ex1, S([BOUNDARY_MESSAGE, "converged"]), X[:2] * 1e20, 1e9)
     assert "larger than every squared distance" in told.message[0]
     assert told.message[1] == "converged"
 

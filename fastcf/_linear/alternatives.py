@@ -34,23 +34,9 @@ def enumerate_answers(
             f"enumerate takes one query x of shape ({ex.n_features_in_},); got {X.shape}"
         )
     q = make_query(
-        ex,
-        X,
-        tidx,
-        names,
-        lam,
-        proba,
-        region,
-        margin,
-        frozen,
-        weights,
-        bounds,
-        metric,
-        max_changes,
-        "auto",
-        tol,
-        max_iter,
-    )
+        ex, X, tidx, names, lam, proba, region, margin, frozen, weights, bounds, metric,
+        max_changes, "auto", tol, max_iter,
+    )  # fmt: skip
     if q.form == "proba" and source_meets(ex._model, X, tidx, q.proba)[0]:
         # x̄ already meets τ as the model computes it: x̄ is the only answer (every other
         # answer's changed set contains its empty one)

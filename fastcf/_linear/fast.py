@@ -30,6 +30,7 @@ from .._kernels import logistic as _lk
 from .._kernels.linalg import dot as _dot
 from .._status import BOUNDARY_MESSAGE, Status, messages
 from ..results import Solution
+from . import fallbacks as _fb
 from .model import BinaryModel
 from .softmax import PROBA_METHOD as _PROBA_METHOD
 from .softmax import REGION_METHOD as _REGION_METHOD
@@ -181,7 +182,7 @@ def _softmax_proba_one(model, X, k, tidx, m, proba, tol, max_iter):
         certified = np.array([cert])
         sol = solution(Xs, P, dist, success, status, nit, lamv, None, _PROBA_METHOD, certified)
     if sol.certified is None or not sol.certified[0]:  # as model.constrained does
-        sol = model.retry(sol, X, tidx, m, proba, None, tol, max_iter)
+        sol = _fb.retry(model, sol, X, tidx, m, proba, None, tol, max_iter)
     if sol.success[0] and sol.distance[0] == 0.0:
         return sol
     if lp0[0] + _need_bound(model, X) + 1e-9 < log_tau:  # x̄ surely below τ
@@ -304,7 +305,7 @@ def _softmax_region_one(model, X, k, tidx, m, margin):
     Judged as :func:`~fastcf._linear.softmax.judge` does, with scalars (the certificate
     may use the cheap bound in Python floats; either way a success is a success). ``None`` (the
     long path) for a singular dual, where ``verify.region`` would raise the margin, and for
-    the rows ``SoftmaxModel.input_space_retry`` re-solves (a numerical failure, the iteration
+    the rows ``fallbacks.input_space_retry`` re-solves (a numerical failure, the iteration
     limit, an answer within rounding of the class boundary).
     """
     K = model.A.shape[0]

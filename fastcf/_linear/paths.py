@@ -110,8 +110,7 @@ def explain_one(ex, x, target, lam, tol, max_iter):
 
     The same solver and result code as :meth:`fastcf.LinearExplainer.explain` (the same bits),
     the argument checks reduced to type tests (``_linear.fast.plain_query``); ``None`` whenever
-    anything is
-    unusual.
+    anything is unusual.
     """
     if type(lam) is not float or not 0.0 < lam < math.inf:
         return None

@@ -502,7 +502,7 @@ def honest_infeasible(model, X, tidx, m, proba, status):
     fails itself (a numerical failure, the iteration limit: soak round Q, logits ~1.6·10⁶ with
     two classes whose rows are 0), rather than finding the region out of reach too: the row is
     a numerical failure, which the caller's input-space re-solve
-    (``SoftmaxModel.input_space_retry``) then takes up.
+    (``fallbacks.input_space_retry``) then takes up.
     """
     rows = np.flatnonzero(status == _INFEASIBLE)
     if rows.size == 0:

@@ -90,3 +90,44 @@ def row_options(opts, a):
     if opts.lo.ndim == 1:
         return opts
     return opts._replace(lo=opts.lo[a], hi=opts.hi[a])
+
+
+#: the methods of LVQExplainer.explain
+METHODS = ("auto", "ldp", "cvxpy", "ccp")
+
+
+def resolve_method(kind, method, solver, metric):
+    """Return (method, cvxpy solver name or None) of an LVQ query, checked against the model.
+
+    ``kind``: the model's metric (``"euclidean"``, ``"global"``, ``"local"``).
+    """
+    from .programs import SOLVER_NAMES  # (programs imports this module)
+
+    if solver is not None and str(solver).upper() not in SOLVER_NAMES:
+        raise ValueError(
+            f"solver must be None or a cvxpy solver name {sorted(SOLVER_NAMES)}; got {solver!r}"
+        )
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    local = kind == "local"
+    if method == "auto":
+        if local:
+            method = "ccp"
+        else:
+            method = "ldp" if metric == "euclidean" and solver is None else "cvxpy"
+    if method == "ldp" and (local or metric != "euclidean" or solver is not None):
+        raise ValueError(
+            "method='ldp' needs a shared metric (GLVQ/GMLVQ), metric='euclidean' and no "
+            f"cvxpy solver; this model is {kind!r}, metric={metric!r}, solver={solver!r}"
+        )
+    if method == "cvxpy" and local:
+        raise ValueError(
+            "method='cvxpy' solves the convex programs of a shared metric (GLVQ/GMLVQ); this "
+            "model has one Ω per prototype (LGMLVQ): use method='ccp'"
+        )
+    if method == "ccp" and not local:
+        raise ValueError(
+            "method='ccp' is the penalty CCP for one Ω per prototype (LGMLVQ); this model's "
+            f"metric is {kind!r}: use method='ldp' or 'cvxpy'"
+        )
+    return method, solver

@@ -201,13 +201,16 @@ def _affine(step, feats, walk, where):
         raise TypeError(str(exc).replace(AFFINE_STEPS, SUPPORTED_STEPS)) from None
     if m.select is not None:  # raw columns pass a selection as they are (an imputer, an encoder)
         return [feats[j] if j >= 0 else _Lin({}, 0.0) for j in m.select]
-    if m.scale is not None and (m.scale == 1.0).all() and (m.shift == 0.0).all():
+    identity = m.center is None and m.offset is None and not m.divide
+    if m.scale is not None and identity and (m.scale == 1.0).all():
         return feats  # the identity (FunctionTransformer()): raw columns stay raw
     lins = [walk.numeric(f, where) for f in feats]
+    shift = m.shift
     if m.scale is not None:
-        return [f.scaled(si, ti) for f, si, ti in zip(lins, m.scale, m.shift, strict=True)]
+        s = 1.0 / m.scale if m.divide else m.scale
+        return [f.scaled(si, ti) for f, si, ti in zip(lins, s, shift, strict=True)]
     out = []
-    for row, c in zip(m.matrix, m.shift, strict=True):
+    for row, c in zip(m.matrix, shift, strict=True):
         coef, const = {}, float(c)
         for c_i, f in zip(row, lins, strict=True):
             if c_i == 0.0:
