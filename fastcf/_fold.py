@@ -252,7 +252,19 @@ def step_map(step, n, where="pipeline step"):
         center = None
         if name == "PCA":
             if step.whiten:
-                C /= np.sqrt(np.asarray(step.explained_variance_, dtype=np.float64))[:, None]
+                scale = np.sqrt(np.asarray(step.explained_variance_, dtype=np.float64))
+                # PCA.transform divides by √variance clipped below at ε: a component of
+                # (near) zero variance multiplies the rounding of its projection by up to 1/ε,
+                # so the pipeline's scores hold noise no fold (nor any exact method) reproduces
+                if scale.size and not scale.min() > 2.0**-26 * scale.max():
+                    raise TypeError(
+                        f"{where}: PCA(whiten=True) has a component of (near) zero variance "
+                        f"({scale.min() ** 2:.3g} against {scale.max() ** 2:.3g}): whitening "
+                        "multiplies the rounding of its projection by up to 1/ε, so the "
+                        "pipeline's scores are noise along it; fit PCA with n_components below "
+                        "the data's rank (e.g. n_components=0.999999)"
+                    )
+                C /= scale[:, None]
             center = np.asarray(step.mean_, dtype=np.float64)
         return Affine(n_in=n, n_out=C.shape[0], matrix=C, center=center)
     if name == "SimpleImputer":

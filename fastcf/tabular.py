@@ -210,7 +210,7 @@ class TabularExplainer:
     # ------------------------------------------------------------------ options
     def _form(self, region, proba, margin):
         """Return (base, margin, tau): the target constraint is score ≥ base + margin."""
-        check_scalar(margin, "margin", lo=0.0, lo_open=True)
+        check_scalar(margin, "margin", lo=0.0)
         if proba is None:
             if region is not None and region is not True:
                 raise ValueError("region must be True (the default) or proba= must be given")
@@ -260,8 +260,9 @@ class TabularExplainer:
             τ ∈ (0, 1), binary models with probabilities: ``p_target ≥ τ`` at the answer (and
             the answer is classified as the target). Checked by the model's ``predict_proba``.
         margin : float, default=1e-6
-            Margin on the scores (logits). Raised 100× and 10 000× for a row whose answer
-            the model's own ``predict`` does not put in the target (rounding).
+            Margin on the scores (logits), ≥ 0 (as in every family). Raised 100× and 10 000×
+            (at least to 1e-6 and 1e-4) for a row whose answer the model's own ``predict`` does
+            not put in the target (rounding).
         bounds : dict, optional
             ``{column: (lo, hi)}``. For a numeric column each side is a number (absolute),
             a string relative to the row (``"+500"``, ``"-10%"``, ``"+20%"``), ``None`` (the
@@ -311,7 +312,7 @@ class TabularExplainer:
         self,
         x,
         target,
-        k=4,
+        k=5,
         *,
         region=None,
         proba=None,
@@ -334,7 +335,9 @@ class TabularExplainer:
         x : pandas.DataFrame, Series or dict
             One row.
         target : label
-        k : int, default=4
+        k : int or None, default=5
+            The number of answers. ``None`` returns a lazy iterator over all of them, as
+            :meth:`fastcf.LinearExplainer.enumerate` does.
         region, proba, margin, bounds, allowed, transitions, max_changes
             As in :meth:`explain`.
         max_nodes : int, default=1000
@@ -342,10 +345,10 @@ class TabularExplainer:
 
         Returns
         -------
-        list of TabularCounterfactual
+        list of TabularCounterfactual, or an iterator of them when ``k`` is None
             Empty when the row has no answer (:meth:`explain`'s ``message`` says why).
         """
-        k = check_int(k, "k", lo=1)
+        k = None if k is None else check_int(k, "k", lo=1)
         max_nodes = check_int(max_nodes, "max_nodes", lo=1)
         frame, single = read_rows(self._schema, x)
         if not single:
@@ -375,4 +378,4 @@ class TabularExplainer:
             return res if res.success else None
 
         gen = flipsets(solve, accept, self._frozen(), max_nodes)
-        return list(itertools.islice(gen, k))
+        return gen if k is None else list(itertools.islice(gen, k))

@@ -422,3 +422,26 @@ def test_method_names_the_solver_that_answered():
     highs = tx.explain(rows, 1, max_changes=1)
     assert highs.method == "milp (HiGHS)"
     assert all(i["solver"] == "HiGHS" for i in highs.info)
+
+
+def test_one_vocabulary_margin_zero_and_lazy_enumerate():
+    """margin >= 0 and enumerate(k=5 | None) as in LinearExplainer (issue 31's dialects)."""
+    rng = np.random.default_rng(4)
+    n = 200
+    X = pd.DataFrame({"age": rng.integers(20, 70, n), "income": rng.normal(50.0, 10.0, n)})
+    y = ((X.age - 45) / 10 + (X.income - 50) / 10 + rng.normal(0, 0.5, n) > 0).astype(int)
+    model = make_pipeline(
+        ColumnTransformer([("num", StandardScaler(), ["age", "income"])]), LogisticRegression()
+    ).fit(X, y)
+    tx = TabularExplainer(model, X)
+    row = X[model.predict(X) == 0].iloc[[0]]
+    res = tx.explain(row, 1, margin=0.0)
+    assert res.success and model.predict(res.x)[0] == 1
+    with pytest.raises(ValueError, match="margin"):
+        tx.explain(row, 1, margin=-1.0)
+    lazy = tx.enumerate(row, 1, k=None)
+    first = next(lazy)
+    listed = tx.enumerate(row, 1)
+    assert 1 <= len(listed) <= 5
+    assert first.distance == listed[0].distance
+    assert list(first.changed) == list(listed[0].changed)
