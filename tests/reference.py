@@ -973,3 +973,157 @@ def tabular_brute_force(
                 if val < best[0]:
                     best = (val, x)
     return best
+
+
+# =====================================================================================
+# Trees and tree ensembles (scikit-learn)
+# =====================================================================================
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _f64_ordinal(x):
+    """A float64 as an integer, increasing with the float (−0.0 and 0.0 both map to 0)."""
+    b = int(np.float64(x).view(np.int64))
+    return b if b >= 0 else -(b & 0x7FFFFFFFFFFFFFFF)
+
+
+def _f64_from_ordinal(o):
+    b = o if o >= 0 else (-o) | -0x8000000000000000
+    return float(np.int64(b).view(np.float64))
+
+
+def f32_le_boundary(threshold):
+    """The largest float64 x in [−FLT_MAX, FLT_MAX] with ``np.float32(x) <= threshold``.
+
+    By bisection over the ordered float64 bit patterns, asking NumPy's own cast at every step
+    (no midpoint or parity formula). −inf if no such x, FLT_MAX if all.
+    """
+    t = float(threshold)
+
+    def left(o):  # compared in float64, as scikit-learn's Cython does (float32 -> double)
+        return float(np.float32(_f64_from_ordinal(o))) <= t
+
+    lo, hi = _f64_ordinal(-_F32_MAX), _f64_ordinal(_F32_MAX)
+    if not left(lo):
+        return -math.inf
+    if left(hi):
+        return _F32_MAX
+    while hi - lo > 1:  # left(lo) and not left(hi)
+        mid = (lo + hi) // 2
+        if left(mid):
+            lo = mid
+        else:
+            hi = mid
+    return _f64_from_ordinal(lo)
+
+
+def sklearn_tree_splits(model):
+    """Every (feature, threshold) split of a fitted scikit-learn tree model (any ensemble)."""
+    if hasattr(model, "tree_"):
+        trees = [model]
+    else:
+        trees = list(np.asarray(model.estimators_, dtype=object).ravel())
+    out = []
+    for est in trees:
+        tr = est.tree_
+        inner = tr.children_left >= 0
+        out += list(zip(tr.feature[inner].tolist(), tr.threshold[inner].tolist(), strict=True))
+    return out
+
+
+def _ref_cost(d, w, metric):
+    if metric == "manhattan":
+        return float(np.sum(w * np.abs(d)))
+    if metric == "euclidean":
+        return float(np.sqrt(np.sum((w * d) ** 2)))
+    return float(np.sum(np.where(d != 0, w, 0.0)))
+
+
+def _ref_best(model, P, x0, target, metric, w, max_changes, proba):
+    """The cheapest row of P that the model's own predict (and predict_proba) accepts."""
+    if P.shape[0] == 0:
+        return math.inf, None
+    R = P
+    if getattr(model, "feature_names_in_", None) is not None:  # fitted on a DataFrame
+        import pandas as pd
+
+        R = pd.DataFrame(P, columns=model.feature_names_in_)
+    ok = model.predict(R) == target
+    if proba is not None:
+        col = list(model.classes_).index(target)
+        ok &= model.predict_proba(R)[:, col] >= proba
+    if max_changes is not None:
+        ok &= np.count_nonzero(P != x0, axis=1) <= max_changes
+    best = (math.inf, None)
+    for p in P[ok]:
+        c = _ref_cost(p - x0, w, metric)
+        if c < best[0]:
+            best = (c, p)
+    return best
+
+
+def tree_cells_brute_force(
+    model, x0, target, metric="manhattan", w=None, lo=None, hi=None, max_changes=None, proba=None
+):
+    """Tree-model counterfactual by brute force over every cell of the threshold grid.
+
+    For each feature, the distinct split thresholds t of every tree give float64 boundaries
+    b(t) (:func:`f32_le_boundary`: the largest x with float32(x) <= t), which cut the line into
+    intervals ``[lo, b_1]``, ``[next(b_1), b_2]``, …; every combination of one interval per
+    feature is a cell, whose point closest to x0 (a clip per coordinate, inside the box
+    ``[lo, hi]``) is classified by the model's own ``predict`` (and ``predict_proba`` >= proba).
+    Returns ``(distance, x)`` of the cheapest such point, ``(inf, None)`` if none.
+    """
+    from itertools import product
+
+    D = x0.shape[0]
+    w = np.ones(D) if w is None else np.asarray(w, dtype=float)
+    lo = np.full(D, -_F32_MAX) if lo is None else np.maximum(lo, -_F32_MAX)
+    hi = np.full(D, _F32_MAX) if hi is None else np.minimum(hi, _F32_MAX)
+    bounds = {f: set() for f in range(D)}
+    for f, t in sklearn_tree_splits(model):
+        bounds[f].add(f32_le_boundary(t))
+    choices = []
+    for f in range(D):
+        b = sorted(v for v in bounds[f] if -_F32_MAX <= v < _F32_MAX)
+        ends = [-_F32_MAX] + [float(np.nextafter(v, np.inf)) for v in b]
+        tops = b + [_F32_MAX]
+        vals = []
+        for a, z in zip(ends, tops, strict=True):
+            a, z = max(a, lo[f]), min(z, hi[f])
+            if a <= z:
+                vals.append(min(max(x0[f], a), z))
+        choices.append(sorted(set(vals)))
+    P = np.array(list(product(*choices)), dtype=np.float64).reshape(-1, D)
+    return _ref_best(model, P, x0, target, metric, w, max_changes, proba)
+
+
+def tree_leaves_brute_force(
+    tree, x0, target, metric="manhattan", w=None, lo=None, hi=None, max_changes=None, proba=None
+):
+    """One scikit-learn tree: x0 projected onto the box of every leaf, the cheapest that the
+    model's own predict (and predict_proba) accepts. Boxes from the root-to-leaf paths with
+    :func:`f32_le_boundary`. Returns ``(distance, x)``."""
+    D = x0.shape[0]
+    w = np.ones(D) if w is None else np.asarray(w, dtype=float)
+    lo = np.full(D, -_F32_MAX) if lo is None else np.maximum(lo, -_F32_MAX)
+    hi = np.full(D, _F32_MAX) if hi is None else np.minimum(hi, _F32_MAX)
+    tr = tree.tree_
+    points = []
+    stack = [(0, lo.copy(), hi.copy())]
+    while stack:
+        n, a, z = stack.pop()
+        if tr.children_left[n] < 0:
+            if (a <= z).all():
+                points.append(np.clip(x0, a, z))
+            continue
+        f, b = tr.feature[n], f32_le_boundary(tr.threshold[n])
+        z2 = z.copy()
+        z2[f] = min(z[f], b)
+        a2 = a.copy()
+        a2[f] = max(a[f], float(np.nextafter(b, np.inf)))
+        stack.append((tr.children_left[n], a, z2))
+        stack.append((tr.children_right[n], a2, z))
+    P = np.array(points, dtype=np.float64).reshape(-1, D)
+    return _ref_best(tree, P, x0, target, metric, w, max_changes, proba)

@@ -411,7 +411,9 @@ def test_refusals_name_the_model_and_say_why():
         from sklearn.neighbors import KNeighborsClassifier
 
         LinearExplainer(KNeighborsClassifier().fit(Xm, ym))
-    with pytest.raises(TypeError, match=r"\(PolynomialFeatures\): PolynomialFeatures is not an affine"):
+    with pytest.raises(
+        TypeError, match=r"\(PolynomialFeatures\): PolynomialFeatures is not an affine"
+    ):
         LinearExplainer(make_pipeline(PolynomialFeatures(), LinearSVC()).fit(Xm[:, :3], ym))
     for unfitted in (
         LinearSVC(),

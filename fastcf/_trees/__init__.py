@@ -1,0 +1,16 @@
+"""Tree models: parsed into plain arrays, then answered exactly.
+
+Where each piece lives:
+
+- :mod:`.forest` — the library-independent representation: every split as *left iff
+  ``x <= boundary``* on the float64 input (the library's own rule, rewritten once by its parser),
+  leaf terms, the way the library adds them up (``base``, ``divisor``) and the way it decides a
+  class (:class:`~.forest.Argmax`, :class:`~.forest.Sign`) and a probability (the links).
+  It evaluates the model exactly as the library does, term by term in the library's order.
+- :mod:`.parse_sklearn` — scikit-learn's trees (``float32(x) <= threshold``) and ensembles; a
+  parser per library (XGBoost, LightGBM, HistGradientBoosting) is one more module beside it that
+  produces the same :class:`~.forest.Forest`.
+- :mod:`.leaves` — one tree: the cheapest projection of x onto the box of a target leaf.
+- :mod:`.milp` — ensembles: a mixed-integer program over per-feature threshold intervals,
+  solved by HiGHS, with lazy cuts for answers within rounding of a tie.
+"""

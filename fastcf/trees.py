@@ -1,0 +1,292 @@
+"""Inverse classification for trees: the closest input a tree or an ensemble puts in a class.
+
+:class:`TreeExplainer` parses a fitted model once (:mod:`fastcf._trees.parse_sklearn`: every
+split rewritten as *left iff x <= b* on the float64 input, from scikit-learn's own
+``float32(x) <= threshold``), checks the copy against the model on probe rows placed on and
+next to every split value, and answers queries exactly:
+
+* one tree — enumeration of the leaves of the target class, x̄ projected onto each leaf's box
+  (:mod:`fastcf._trees.leaves`);
+* an ensemble — a mixed-integer program over per-feature threshold intervals, solved by HiGHS
+  (:mod:`fastcf._trees.milp`).
+
+Every success is confirmed by the model's own ``predict`` (and ``predict_proba`` for ``proba=``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import BaseExplainer
+from ._confirm import model_input
+from ._status import Status, messages
+from ._trees.leaves import leaf_table
+from ._trees.leaves import solve as solve_leaves
+from ._trees.milp import Program
+from ._trees.parse_sklearn import check, parse
+from ._trees.query import METRICS, TreeQuery
+from ._validation import (
+    check_int,
+    check_probability,
+    check_scalar,
+    resolve_bounds,
+    resolve_frozen,
+    resolve_weights,
+)
+from .results import Solution
+
+__all__ = ["TreeExplainer"]
+
+_METHODS = ("auto", "leaves", "milp")
+
+
+class TreeExplainer(BaseExplainer):
+    """Exact counterfactuals of scikit-learn tree classifiers.
+
+    Parameters
+    ----------
+    model : fitted estimator
+        ``DecisionTreeClassifier`` / ``ExtraTreeClassifier``, ``RandomForestClassifier``,
+        ``ExtraTreesClassifier`` or ``GradientBoostingClassifier`` (binary or multiclass).
+        HistGradientBoosting, XGBoost and LightGBM are not supported yet.
+
+    Attributes
+    ----------
+    model : estimator
+        The model given.
+    classes_ : ndarray
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str or None
+        The model's, when it was fitted on a DataFrame.
+    mad_ : ndarray or None
+        Set by :meth:`fit_mad` (for ``weights="mad"``).
+
+    Raises
+    ------
+    TypeError
+        ``model`` is not a supported tree classifier (a regressor, another library's model).
+    ValueError
+        ``model`` is not fitted, has several outputs, or fastcf's parsed copy disagrees with it.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> from fastcf import TreeExplainer
+    >>> X, y = make_classification(200, 4, random_state=0)
+    >>> rf = RandomForestClassifier(n_estimators=10, max_depth=3, random_state=0).fit(X, y)
+    >>> ex = TreeExplainer(rf)
+    >>> target = 1 - rf.predict(X[:1])[0]
+    >>> res = ex.explain(X[0], target)
+    >>> bool(res.success), res.method, bool(rf.predict(res.x[None])[0] == target)
+    (True, 'milp', True)
+    """
+
+    _has_proba = True
+
+    def __init__(self, model):
+        forest = parse(model)
+        check(forest, model)
+        self.model = model
+        self._forest = forest
+        self._set_classes(model.classes_)
+        self.n_features_in_ = forest.n_features
+        names = getattr(model, "feature_names_in_", None)
+        self.feature_names_in_ = None if names is None else np.asarray(names, dtype=object)
+        self._table = leaf_table(forest) if forest.n_trees == 1 else None
+        self._program = None  # built on the first ensemble query
+
+    def _in_target(self, X, tidx, proba=None):
+        """Which rows of X the model's own ``predict`` puts in their target (and ``p >= τ``)."""
+        R = model_input(self.model, X)
+        ok = np.asarray(self.model.predict(R)) == self.classes_[tidx]
+        if proba is not None:
+            p = np.asarray(self.model.predict_proba(R), dtype=np.float64)
+            ok &= p[np.arange(X.shape[0]), tidx] >= proba
+        return ok
+
+    def explain(
+        self,
+        x,
+        target,
+        *,
+        region=True,
+        proba=None,
+        metric="manhattan",
+        weights=None,
+        frozen=None,
+        bounds=None,
+        max_changes=None,
+        exact=True,
+        method="auto",
+        time_limit=None,
+    ):
+        """Find the closest input that the model classifies as ``target``.
+
+        Parameters
+        ----------
+        x : array_like of shape (D,) or (N, D)
+            The source instance(s); pandas Series/DataFrame keep their feature names. Values
+            must be finite and within the float32 range (scikit-learn refuses the others).
+        target : label or array_like of N labels
+            Class label(s) as in ``classes_``.
+        region : bool, default=True
+            The answer is classified as the target (the model's ``predict``; a tie between
+            classes goes to the first, as ``np.argmax``). Trees need no margin: the answer is
+            a representable input on the correct side of every split.
+        proba : float, optional
+            τ ∈ (0, 1): also ``predict_proba(x)[target] >= τ``.
+        metric : {"manhattan", "euclidean", "l0"}, default="manhattan"
+            ``Σ w_i |x_i − x̄_i|``, ``‖w ∘ (x − x̄)‖₂`` or ``Σ w_i [x_i ≠ x̄_i]`` (the number of
+            changed features with unit weights).
+        weights : array_like of shape (D,) or "mad", optional
+            Per-feature costs w (ones by default); ``"mad"``: 1/MAD from :meth:`fit_mad`.
+        frozen : sequence of int or str, optional
+            Features that must not change (indices or feature names).
+        bounds : (lo, hi), optional
+            Per-feature box: scalars, arrays of shape (D,) or (N, D); ±inf allowed.
+        max_changes : int, optional
+            At most this many features change.
+        exact : bool, default=True
+            ``False`` (a fast incumbent with a bound) is not implemented yet.
+        method : {"auto", "leaves", "milp"}, default="auto"
+            ``"leaves"``: the enumeration of one tree's leaves (the default for one tree);
+            ``"milp"``: the mixed-integer program (the default for ensembles; also takes one
+            tree).
+        time_limit : float, optional
+            Seconds for the mixed-integer program of each query. Stopped with an answer the
+            model confirms: ``success=True``, status 1, ``info["gap"]`` its relative gap and
+            ``info["bound"]`` a lower bound on the distance; without one: ``success=False``.
+
+        Returns
+        -------
+        Counterfactual or CounterfactualBatch
+            A batch when ``x`` is 2-D. ``info``: ``gap`` (0 when proven optimal), ``bound``,
+            ``nodes`` (branch-and-bound nodes); ``nit`` counts the programs solved (1 plus one
+            per cut of a near-tie; 0 when the incumbent is proven optimal without one, and for
+            the leaf enumeration). Ensemble batches are solved one row after another in this
+            first version.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.tree import DecisionTreeClassifier
+        >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> tree = DecisionTreeClassifier(random_state=0).fit(X, [0, 0, 0, 1])
+        >>> res = TreeExplainer(tree).explain([0.0, 0.0], target=1)
+        >>> res.x.tolist(), res.method  # the first float64 past the float32 split, no epsilon
+        ([0.5000000298023225, 0.5000000298023225], 'leaves')
+        >>> tree.predict(res.x[None]).tolist(), tree.predict([[0.5000000298023224, 0.6]]).tolist()
+        ([1], [0])
+        """
+        if not exact:
+            raise NotImplementedError(
+                "exact=False (a fast incumbent with a bound) is not implemented yet for trees; "
+                "use exact=True, with time_limit= to bound the time of each query"
+            )
+        if method not in _METHODS:
+            raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+        X, single, names, tidx = self._queries(x, target)
+        q = self._query(X, names, region, proba, metric, weights, frozen, bounds, max_changes)
+        q = q._replace(
+            time_limit=check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
+        )
+        if method == "auto":
+            method = "leaves" if self._table is not None else "milp"
+        if method == "leaves":
+            if self._table is None:
+                raise ValueError(
+                    f"method='leaves' answers one tree; this model has {self._forest.n_trees} "
+                    "trees: use method='milp' (the default)"
+                )
+            sol = self._leaves(X, tidx, q)
+        else:
+            sol = self._milp(X, tidx, q)
+        sol = self._verify(sol, tidx, q.proba)
+        P = np.asarray(self.model.predict_proba(model_input(self.model, sol.x)), dtype=np.float64)
+        return self._package(sol._replace(proba=P), X, tidx, names, single)
+
+    # ------------------------------------------------------------------ the steps
+    def _query(self, X, names, region, proba, metric, weights, frozen, bounds, max_changes):
+        """Check the options of a query and return its :class:`TreeQuery`."""
+        if proba is None and not region:
+            raise ValueError(
+                "region=False asks for no condition: trees answer region=True (classified as "
+                "the target) or proba=τ (and p_target >= τ)"
+            )
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
+        if proba is not None:
+            proba = check_probability(proba, "proba")
+        if max_changes is not None:
+            max_changes = check_int(max_changes, "max_changes", lo=1)
+        D = self.n_features_in_
+        dlo, dhi = self._forest.domain
+        out = (X < dlo) | (X > dhi)
+        if out.any():
+            r, c = np.argwhere(out)[0]
+            raise ValueError(
+                f"x has a value outside the range the model accepts at feature {c} (row {r}): "
+                f"{X[r, c]!r}; scikit-learn casts to float32, whose range is [{dlo:g}, {dhi:g}]"
+            )
+        fmask = resolve_frozen(frozen, D, names)
+        w = resolve_weights(weights, D, self.mad_)
+        w = np.ones(D) if w is None else w
+        bnd = resolve_bounds(bounds, D, X, per_row=True)
+        lo = np.full(X.shape, dlo)
+        hi = np.full(X.shape, dhi)
+        if bnd is not None:
+            lo = np.maximum(lo, bnd[0])
+            hi = np.minimum(hi, bnd[1])
+        lo[:, fmask] = X[:, fmask]
+        hi[:, fmask] = X[:, fmask]
+        constrained = bool(fmask.any()) or bnd is not None or max_changes is not None
+        return TreeQuery(
+            metric, w, lo, hi, max_changes, proba, None, constrained or proba is not None
+        )
+
+    def _leaves(self, X, tidx, q):
+        """One tree: the enumeration of its leaves (all rows at once)."""
+        x, dist, found = solve_leaves(self._table, X, tidx, q)
+        has = (self._table.cls[None, :] == tidx[:, None]).any(axis=1)
+        status = np.where(
+            found, int(Status.OK), np.where(has, int(Status.INFEASIBLE), int(Status.UNREACHABLE))
+        ).astype(np.int64)
+        n = X.shape[0]
+        return Solution(
+            x=x, proba=None, distance=dist, success=found, status=status,
+            nit=np.zeros(n, dtype=np.int64), method="leaves",
+            message=messages(status, found, "leaves"),
+            info={"gap": np.where(found, 0.0, np.inf), "bound": np.where(found, dist, np.inf),
+                  "nodes": np.zeros(n, dtype=np.int64)},
+        )  # fmt: skip
+
+    def _milp(self, X, tidx, q):
+        """Answer an ensemble: the mixed-integer program of each row (one after another)."""
+        if self._program is None:
+            self._program = Program(self._forest)
+        answers = []
+        for i in range(X.shape[0]):
+            t = int(tidx[i])
+
+            def confirm(x, t=t):
+                return bool(self._in_target(x[None], np.array([t]), q.proba)[0])
+
+            answers.append(self._program.solve(X[i], t, q.lo[i], q.hi[i], q, confirm))
+        success = np.array([a.success for a in answers], dtype=bool)
+        return Solution(
+            x=np.array([a.x for a in answers]).reshape(X.shape),
+            proba=None,
+            distance=np.array([a.distance for a in answers], dtype=np.float64),
+            success=success,
+            status=np.array([a.status for a in answers], dtype=np.int64),
+            nit=np.array([a.runs for a in answers], dtype=np.int64),
+            method="milp",
+            message=[a.message for a in answers],
+            certified=success.copy(),  # each success was confirmed by the model's predict
+            info={
+                "gap": np.array([a.gap for a in answers], dtype=np.float64),
+                "bound": np.array([a.bound for a in answers], dtype=np.float64),
+                "nodes": np.array([a.nodes for a in answers], dtype=np.int64),
+            },
+        )

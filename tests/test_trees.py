@@ -1,0 +1,442 @@
+"""TreeExplainer: scikit-learn trees and tree ensembles, against brute force.
+
+The references (tests/reference.py) find their own split boundaries by bisection with NumPy's
+float32 cast, enumerate every leaf (one tree) or every cell of the threshold grid (ensembles),
+and classify each candidate with the model's own ``predict`` / ``predict_proba``.
+"""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from reference import (
+    f32_le_boundary,
+    sklearn_tree_splits,
+    tree_cells_brute_force,
+    tree_leaves_brute_force,
+)
+from sklearn.datasets import make_classification
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    HistGradientBoostingClassifier,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.linear_model import LogisticRegression
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from fastcf import Status, TreeExplainer
+from fastcf._trees.parse_sklearn import boundary, check, parse
+
+RTOL = 1e-9
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _data(n_classes, n_features=3, seed=0, n=150):
+    return make_classification(
+        n_samples=n,
+        n_features=n_features,
+        n_informative=n_features,
+        n_redundant=0,
+        n_classes=n_classes,
+        n_clusters_per_class=1,
+        random_state=seed,
+    )
+
+
+_MODELS = {
+    "dt": (lambda: DecisionTreeClassifier(max_depth=4, random_state=0), 3),
+    "rf": (lambda: RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0), 2),
+    "rf3": (lambda: RandomForestClassifier(n_estimators=3, max_depth=3, random_state=1), 3),
+    "et": (lambda: ExtraTreesClassifier(n_estimators=3, max_depth=3, random_state=0), 2),
+    "gb": (lambda: GradientBoostingClassifier(n_estimators=3, max_depth=2, random_state=0), 2),
+    "gb3": (lambda: GradientBoostingClassifier(n_estimators=2, max_depth=2, random_state=0), 3),
+    "gbexp": (
+        lambda: GradientBoostingClassifier(
+            loss="exponential", n_estimators=3, max_depth=2, random_state=0
+        ),
+        2,
+    ),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(_MODELS))
+def fitted(request):
+    make, k = _MODELS[request.param]
+    X, y = _data(k, seed=len(request.param))
+    model = make().fit(X, y)
+    return request.param, model, TreeExplainer(model), X
+
+
+def _same_distance(got, ref):
+    if math.isinf(ref):
+        return math.isinf(got)
+    return math.isclose(got, ref, rel_tol=RTOL, abs_tol=1e-300)
+
+
+def _check_against_cells(model, ex, x0, target, **opts):
+    ref_opts = {k: v for k, v in opts.items() if k in ("metric", "max_changes", "proba")}
+    if "weights" in opts:
+        ref_opts["w"] = opts["weights"]
+    if "bounds" in opts:
+        ref_opts["lo"], ref_opts["hi"] = (np.broadcast_to(b, x0.shape) for b in opts["bounds"])
+    if "frozen" in opts:
+        lo = ref_opts.get("lo", np.full(x0.shape, -np.inf)).copy()
+        hi = ref_opts.get("hi", np.full(x0.shape, np.inf)).copy()
+        lo[opts["frozen"]] = x0[opts["frozen"]]
+        hi[opts["frozen"]] = x0[opts["frozen"]]
+        ref_opts["lo"], ref_opts["hi"] = lo, hi
+    method = {"method": "milp"} if hasattr(model, "tree_") else {}
+    res = ex.explain(x0, target, **opts, **method)
+    ref, _ = tree_cells_brute_force(model, x0, target, **ref_opts)
+    assert _same_distance(res.distance, ref), (res.distance, ref, res.message)
+    if res.success:
+        assert model.predict(res.x[None])[0] == target
+        if "proba" in opts:
+            col = list(model.classes_).index(target)
+            assert model.predict_proba(res.x[None])[0, col] >= opts["proba"]
+        assert res.status == Status.OK
+    else:
+        assert math.isinf(ref)
+        assert res.status in (Status.UNREACHABLE, Status.INFEASIBLE)
+    return res
+
+
+# ---------------------------------------------------------------------------------- (b)
+@pytest.mark.parametrize("metric", ["manhattan", "euclidean", "l0"])
+def test_ensemble_equals_cell_brute_force(fitted, metric):
+    name, model, ex, X = fitted
+    for x0 in X[:4]:
+        for target in model.classes_:
+            _check_against_cells(model, ex, x0, target, metric=metric)
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"frozen": [1]},
+        {"weights": np.array([1.0, 2.5, 0.5])},
+        {"max_changes": 1},
+        {"bounds": (-1.0, 1.5)},
+        {"max_changes": 1, "metric": "euclidean", "frozen": [0]},
+    ],
+    ids=["frozen", "weights", "max_changes", "bounds", "mixed"],
+)
+def test_ensemble_options_equal_cell_brute_force(fitted, opts):
+    name, model, ex, X = fitted
+    x0s = np.clip(X[4:8], -1.0, 1.5) if "bounds" in opts else X[4:8]
+    for x0 in x0s:
+        for target in model.classes_:
+            _check_against_cells(model, ex, x0, target, **opts)
+
+
+@pytest.mark.parametrize("tau", [0.6, 0.8])
+def test_proba_equals_cell_brute_force(fitted, tau):
+    name, model, ex, X = fitted
+    for x0 in X[8:11]:
+        for target in model.classes_:
+            _check_against_cells(model, ex, x0, target, proba=tau)
+
+
+def test_batch_rows_equal_single_queries(fitted):
+    name, model, ex, X = fitted
+    targets = np.resize(model.classes_, 5)[::-1]
+    batch = ex.explain(X[:5], targets)
+    assert batch.x.shape == (5, 3) and batch.proba.shape == (5, len(model.classes_))
+    for i in range(5):
+        one = ex.explain(X[i], targets[i])
+        assert one.distance == batch.distance[i]
+        np.testing.assert_array_equal(one.x, batch.x[i])
+        np.testing.assert_array_equal(batch.proba[i], model.predict_proba(batch.x[i : i + 1])[0])
+
+
+# ---------------------------------------------------------------------------------- (a)
+@pytest.mark.parametrize("metric", ["manhattan", "euclidean", "l0"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_single_tree_equals_leaf_brute_force(metric, n_classes):
+    X, y = _data(n_classes, n_features=5, seed=3, n=300)
+    tree = DecisionTreeClassifier(max_depth=7, random_state=0).fit(X, y)
+    ex = TreeExplainer(tree)
+    w = np.array([1.0, 0.5, 2.0, 1.5, 1.0])
+    for x0 in X[:6]:
+        for target in tree.classes_:
+            for opts in ({}, {"weights": w}, {"max_changes": 1}):
+                res = ex.explain(x0, target, metric=metric, **opts)
+                ref_opts = {"w": opts.get("weights"), "max_changes": opts.get("max_changes")}
+                ref, _ = tree_leaves_brute_force(tree, x0, target, metric=metric, **ref_opts)
+                assert _same_distance(res.distance, ref), (res.distance, ref)
+                assert res.method == "leaves" and res.nit == 0
+                if res.success:
+                    assert tree.predict(res.x[None])[0] == target
+
+
+def test_single_tree_leaves_equal_milp_and_cells():
+    X, y = _data(3, seed=5)
+    tree = DecisionTreeClassifier(max_depth=5, random_state=0).fit(X, y)
+    ex = TreeExplainer(tree)
+    for x0 in X[:5]:
+        for target in tree.classes_:
+            a = ex.explain(x0, target)
+            b = ex.explain(x0, target, method="milp")
+            ref, _ = tree_cells_brute_force(tree, x0, target)
+            assert _same_distance(a.distance, ref) and _same_distance(b.distance, ref)
+
+
+def test_single_tree_no_grid_point_is_closer():
+    X, y = _data(2, n_features=4, seed=7, n=300)
+    tree = DecisionTreeClassifier(max_depth=6, random_state=0).fit(X, y)
+    ex = TreeExplainer(tree)
+    rng = np.random.default_rng(0)
+    lo, hi = X.min(axis=0) - 1, X.max(axis=0) + 1
+    grid = rng.uniform(lo, hi, size=(20000, 4))
+    splits = sklearn_tree_splits(tree)
+    for f, t in splits:  # points on and next to every boundary, in every feature
+        b = f32_le_boundary(t)
+        for v in (b, float(np.nextafter(b, np.inf))):
+            g = rng.uniform(lo, hi, size=(200, 4))
+            g[:, f] = v
+            grid = np.vstack([grid, g])
+    pred = tree.predict(grid)
+    for x0 in X[:5]:
+        for target in tree.classes_:
+            res = ex.explain(x0, target, metric="euclidean")
+            assert res.success
+            on = grid[pred == target]
+            assert np.sqrt(((on - x0) ** 2).sum(axis=1)).min() >= res.distance
+
+
+# ---------------------------------------------------------------------------------- (c)
+def test_boundary_equals_bisection_with_numpy_cast():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(200).astype(np.float32)
+    b = np.nextafter(a, np.float32(np.inf))
+    mids = (a.astype(np.float64) + b.astype(np.float64)) / 2  # the ties of float32 rounding
+    special = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-40, 3.4e38, -3.4e38, F32_MAX, -F32_MAX])
+    t = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf), a, special])
+    got = boundary(t)
+    ref = np.array([f32_le_boundary(v) for v in t])
+    clip = np.minimum(got, F32_MAX)  # at/above FLT_MAX: every input goes left
+    np.testing.assert_array_equal(clip, ref)
+
+
+def test_answer_is_the_first_float64_past_the_split():
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    tree = DecisionTreeClassifier(random_state=0).fit(X, [0, 0, 1, 1])
+    t = tree.tree_.threshold[0]
+    res = TreeExplainer(tree).explain([0.0], 1)
+    x = res.x[0]
+    assert tree.predict([[x]])[0] == 1
+    assert tree.predict([[np.nextafter(x, -np.inf)]])[0] == 0  # one ulp less goes left
+    assert np.float32(x) > t and res.distance == x
+    back = TreeExplainer(tree).explain([3.0], 0)
+    assert tree.predict([[back.x[0]]])[0] == 0
+    assert tree.predict([[np.nextafter(back.x[0], np.inf)]])[0] == 1
+
+
+def _on_splits(model, n, seed):
+    """Rows whose coordinates sit on split values: thresholds, their float32 neighbours and
+    the float64 boundaries (where float32 rounding decides the side)."""
+    rng = np.random.default_rng(seed)
+    by_f = {}
+    for f, t in sklearn_tree_splits(model):
+        t32 = np.float32(t)
+        b = f32_le_boundary(t)
+        by_f.setdefault(f, []).extend(
+            [
+                t,
+                float(t32),
+                float(np.nextafter(t32, np.float32(np.inf))),
+                float(np.nextafter(t32, np.float32(-np.inf))),
+                b,
+                float(np.nextafter(b, np.inf)),
+            ]
+        )
+    D = model.n_features_in_
+    return np.array([[rng.choice(by_f.get(f, [0.0])) for f in range(D)] for _ in range(n)])
+
+
+def test_queries_on_split_values_are_valid(fitted):
+    name, model, ex, X = fitted
+    X0 = _on_splits(model, 6, seed=len(name))
+    for x0 in X0:
+        for target in model.classes_:
+            res = _check_against_cells(model, ex, x0, target)
+            assert res.success
+
+
+def test_answers_are_verified_by_the_model_batch(fitted):
+    name, model, ex, X = fitted
+    X0 = np.vstack([X[20:26], _on_splits(model, 4, seed=9)])
+    for target in model.classes_:
+        batch = ex.explain(X0, target, metric="euclidean")
+        ok = batch.success
+        assert ok.all()
+        np.testing.assert_array_equal(model.predict(batch.x[ok]), np.full(ok.sum(), target))
+
+
+# ---------------------------------------------------------------------------------- (d)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_forest_vote_ties_go_to_the_first_class(seed):
+    X, y = _data(3, seed=seed)
+    rf = RandomForestClassifier(n_estimators=2, random_state=seed).fit(X, y)  # pure leaves
+    ex = TreeExplainer(rf)
+    P = rf.predict_proba(X)
+    assert (np.sort(P, axis=1)[:, -1] == np.sort(P, axis=1)[:, -2]).any()  # ties do occur
+    for x0 in X[:6]:
+        for target in rf.classes_:
+            for metric in ("manhattan", "l0"):
+                res = _check_against_cells(rf, ex, x0, target, metric=metric)
+                if res.success:
+                    p = rf.predict_proba(res.x[None])[0]
+                    k = list(rf.classes_).index(target)
+                    assert (p[:k] < p[k]).all() and (p[k:] <= p[k]).all()
+
+
+def test_tree_with_a_tied_leaf():
+    X = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [2.0, 1.0], [3.0, 1.0], [3.0, 0.0]])
+    y = np.array([0, 1, 1, 2, 2, 0])
+    tree = DecisionTreeClassifier(random_state=0).fit(X, y)
+    assert (tree.predict_proba(X[:1])[0, :2] == 0.5).all()  # the leaf at x = 0 is a tie
+    ex = TreeExplainer(tree)
+    for x0 in (X[0], np.array([0.5, 0.5]), np.array([2.5, 0.2])):
+        for target in tree.classes_:
+            res = ex.explain(x0, target)
+            ref, _ = tree_leaves_brute_force(tree, x0, target)
+            assert _same_distance(res.distance, ref)
+            assert (res.distance == 0.0) == (tree.predict(x0[None])[0] == target)
+
+
+def test_near_ties_in_inexact_sums_are_cut_off():
+    # two stumps with leaf fractions 1/3 and 2/3: their sums tie in the reals and in float64
+    # (1/3 + 2/3 rounds to 1 both ways), and the tie goes to class 0. The program relaxes the
+    # target by the rounding bound, so it proposes the tied cells first; each is refused by the
+    # library's arithmetic and cut off, until the cell where class 1 truly wins.
+    base = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])  # one split only, at 0.5
+    Xa = np.column_stack([base, np.zeros(6)])
+    Xb = np.column_stack([np.zeros(6), base])
+    ta = DecisionTreeClassifier(max_depth=1).fit(Xa, [0, 1, 1, 0, 0, 1])
+    tb = DecisionTreeClassifier(max_depth=1).fit(Xb, [1, 0, 0, 1, 1, 0])
+    rf = RandomForestClassifier(n_estimators=2, max_depth=1, random_state=0).fit(Xa, [0, 1] * 3)
+    rf.estimators_ = [ta, tb]
+    x0 = np.array([1.0, 0.0])
+    assert rf.predict([[0.0, 0.0], [1.0, 1.0]]).tolist() == [0, 0]  # the tied cells
+    assert (rf.predict_proba([[0.0, 0.0]])[0] == 0.5).all()
+    ex = TreeExplainer(rf)
+    assert ex._forest.unit == 0.0  # 1/3 is not a binary fraction: the sums are inexact
+    for metric in ("manhattan", "euclidean", "l0"):
+        res = _check_against_cells(rf, ex, x0, 1, metric=metric)
+        assert res.success and res.nit == 3  # two tied cells cut off, then the answer
+        assert (res.x != x0).all()
+
+
+# ---------------------------------------------------------------------------------- misc
+def test_pandas_names_pickle_and_mad():
+    pd = pytest.importorskip("pandas")
+    X, y = _data(2, seed=11)
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    rf = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(df, y)
+    ex = pickle.loads(pickle.dumps(TreeExplainer(rf)))
+    ex.fit_mad(df)
+    row = df.iloc[0]
+    target = 1 - rf.predict(df.iloc[:1])[0]
+    res = ex.explain(row, target, weights="mad", frozen=["b"])
+    assert res.success and res.x[1] == row["b"]
+    assert list(res.to_frame()["feature"]) == ["a", "b", "c"]
+    ref, _ = tree_cells_brute_force(
+        rf, row.to_numpy(), target, w=1.0 / ex.mad_, lo=np.array([-np.inf, row["b"], -np.inf]),
+        hi=np.array([np.inf, row["b"], np.inf]),
+    )  # fmt: skip
+    assert _same_distance(res.distance, ref)
+
+
+def test_time_limit_reports_a_gap_or_an_optimum():
+    X, y = _data(2, n_features=6, seed=4, n=300)
+    rf = RandomForestClassifier(n_estimators=30, max_depth=4, random_state=0).fit(X, y)
+    ex = TreeExplainer(rf)
+    target = 1 - rf.predict(X[:1])[0]
+    res = ex.explain(X[0], target, time_limit=1e-6)
+    full = ex.explain(X[0], target)
+    assert full.status == Status.OK and full.info["gap"] == 0.0
+    if res.success:
+        assert rf.predict(res.x[None])[0] == target
+        assert res.distance >= full.distance * (1 - RTOL)
+        assert res.info["bound"] <= full.distance * (1 + RTOL)
+    if res.status == Status.MAXITER and res.success:
+        assert 0.0 <= res.info["gap"] <= 1.0
+    else:
+        assert res.status in (Status.OK, Status.MAXITER)
+
+
+def test_unreachable_and_infeasible():
+    X, y = _data(3, seed=2)
+    tree = DecisionTreeClassifier(max_depth=1, random_state=0).fit(X, y)  # two leaves
+    ex = TreeExplainer(tree)
+    missing = sorted(set(tree.classes_) - set(tree.predict(X)))[0]
+    res = ex.explain(X[0], missing)
+    assert not res.success and res.status == Status.UNREACHABLE
+    f = tree.tree_.feature[0]
+    other = [c for c in tree.classes_ if c != tree.predict(X[:1])[0] and c != missing][0]
+    res = ex.explain(X[0], other, frozen=[f])
+    assert not res.success and res.status == Status.INFEASIBLE and math.isinf(res.distance)
+    rf = RandomForestClassifier(n_estimators=3, max_depth=2, random_state=0).fit(X, y)
+    rex = TreeExplainer(rf)
+    res = rex.explain(X[0], rf.classes_[0], frozen=[0, 1, 2])
+    assert res.success == (rf.predict(X[:1])[0] == rf.classes_[0])
+    if not res.success:
+        assert res.status == Status.INFEASIBLE
+
+
+# ---------------------------------------------------------------------------------- (e)
+def test_refusals():
+    X, y = _data(2, seed=0)
+    with pytest.raises(ValueError, match="not fitted"):
+        TreeExplainer(RandomForestClassifier())
+    for reg in (DecisionTreeRegressor(), RandomForestRegressor(n_estimators=2)):
+        with pytest.raises(TypeError, match="regressor"):
+            TreeExplainer(reg.fit(X, y))
+    with pytest.raises(TypeError, match="regressor"):
+        TreeExplainer(GradientBoostingRegressor(n_estimators=2).fit(X, y))
+    for other in (LogisticRegression(), HistGradientBoostingClassifier(max_iter=2)):
+        with pytest.raises(TypeError, match="model must be"):
+            TreeExplainer(other.fit(X, y))
+    with pytest.raises(ValueError, match="one output"):
+        TreeExplainer(DecisionTreeClassifier().fit(X, np.column_stack([y, y])))
+    with pytest.raises(ValueError, match="init"):
+        TreeExplainer(
+            GradientBoostingClassifier(n_estimators=2, init=LogisticRegression()).fit(X, y)
+        )
+    rf = RandomForestClassifier(n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+    ex = TreeExplainer(rf)
+    bad = X[0].copy()
+    bad[1] = np.nan
+    with pytest.raises(ValueError, match="x contains 1 NaN"):
+        ex.explain(bad, 1)
+    with pytest.raises(ValueError, match="float32"):
+        ex.explain(np.array([0.0, 1e39, 0.0]), 1)
+    with pytest.raises(ValueError, match="not a class"):
+        ex.explain(X[0], 7)
+    with pytest.raises(ValueError, match="metric"):
+        ex.explain(X[0], 1, metric="cosine")
+    with pytest.raises(ValueError, match="region"):
+        ex.explain(X[0], 1, region=False)
+    with pytest.raises(NotImplementedError, match="exact=False"):
+        ex.explain(X[0], 1, exact=False)
+    with pytest.raises(ValueError, match="method='leaves'"):
+        ex.explain(X[0], 1, method="leaves")
+    with pytest.raises(ValueError, match="proba"):
+        ex.explain(X[0], 1, proba=1.5)
+    with pytest.raises(ValueError, match="fit_mad"):
+        ex.explain(X[0], 1, weights="mad")
+
+
+def test_a_wrong_split_rule_is_refused_when_checked():
+    X, y = _data(2, seed=6)
+    rf = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y)
+    forest = parse(rf)
+    check(forest, rf)  # the parsed copy agrees with the model
+    forest.boundary = np.where(np.isnan(forest.threshold), np.nan, forest.threshold)
+    with pytest.raises(ValueError, match="other leaves"):  # x <= t in float64 is not the rule
+        check(forest, rf)
