@@ -7,23 +7,73 @@ __all__ = ["counterfactual", "explainer_for"]
 _LVQ_ATTRS = (("prototypes_",), ("w_", "c_w_"))
 
 
+_TREES = frozenset(
+    {
+        "DecisionTreeClassifier",
+        "ExtraTreeClassifier",
+        "RandomForestClassifier",
+        "ExtraTreesClassifier",
+        "GradientBoostingClassifier",
+    }
+)
+# models users reach for that no explainer takes yet, and what to say about them
+_NOT_YET = {
+    "HistGradientBoostingClassifier": "tree ensembles are explained by TreeExplainer, which "
+    "reads scikit-learn's DecisionTree, RandomForest, ExtraTrees and GradientBoosting "
+    "classifiers; HistGradientBoosting is not supported yet",
+    "XGBClassifier": "XGBoost models are not supported yet (TreeExplainer reads scikit-learn's "
+    "tree ensembles)",
+    "LGBMClassifier": "LightGBM models are not supported yet (TreeExplainer reads scikit-learn's "
+    "tree ensembles)",
+    "SVC": "a kernel SVM other than kernel='linear' has no affine scores (LinearExplainer takes "
+    "binary SVC(kernel='linear'))",
+    "NuSVC": "a kernel SVM other than kernel='linear' has no affine scores",
+    "KNeighborsClassifier": "a nearest-neighbour classifier's regions are Voronoi cells of the "
+    "training data; no explainer takes them yet",
+    "MLPClassifier": "a neural network's scores are not affine; no explainer takes them",
+}
+#: the one-line list of what fastcf covers, for refusals (the full list: docs/api/index.md)
+COVERS = (
+    "fastcf covers linear classifiers and pipelines of affine steps (LinearExplainer), "
+    "ColumnTransformer pipelines on DataFrames (TabularExplainer(model, X_train)), LVQ models "
+    "(LVQExplainer) and scikit-learn tree ensembles (TreeExplainer)"
+)
+
+
+def _final(model):
+    steps = getattr(model, "steps", None) if type(model).__name__ == "Pipeline" else None
+    return steps[-1][1] if steps else model
+
+
+def _has_column_transformer(model):
+    steps = getattr(model, "steps", None) if type(model).__name__ == "Pipeline" else None
+    return any(
+        type(s).__name__ == "ColumnTransformer" or _has_column_transformer(s)
+        for _, s in (steps or [])[:-1]
+    )
+
+
 def explainer_for(model):
     """Return the explainer that fits ``model``.
 
     Parameters
     ----------
     model : estimator
-        A fitted linear probabilistic classifier (or pipeline, see :class:`LinearExplainer`), or
-        an LVQ model (fastcf's own, sklearn-lvq's or sklvq's).
+        A fitted linear classifier or a pipeline of affine steps ending in one
+        (:class:`~fastcf.LinearExplainer`), an LVQ model (fastcf's own, sklearn-lvq's or sklvq's:
+        :class:`~fastcf.LVQExplainer`), or a scikit-learn tree classifier or ensemble
+        (:class:`~fastcf.TreeExplainer`).
 
     Returns
     -------
-    LinearExplainer or LVQExplainer
+    LinearExplainer, LVQExplainer or TreeExplainer
 
     Raises
     ------
     TypeError
-        If no explainer supports the model.
+        If no explainer takes the model: the message says which explainer would (a
+        ``ColumnTransformer`` pipeline needs ``TabularExplainer(model, X_train)``), or why none
+        fits.
 
     Examples
     --------
@@ -33,28 +83,44 @@ def explainer_for(model):
     >>> type(explainer_for(LogisticRegression(max_iter=500).fit(X, y))).__name__
     'LinearExplainer'
     """
-    from .adapters import SUPPORTED_LINEAR
-
     if any(all(hasattr(model, a) for a in attrs) for attrs in _LVQ_ATTRS):
         from .lvq import LVQExplainer
 
         return LVQExplainer(model)
+    name = type(model).__name__
+    if name in _TREES:
+        from .trees import TreeExplainer
+
+        return TreeExplainer(model)
+    if _has_column_transformer(model):
+        raise TypeError(
+            "this Pipeline encodes DataFrame columns (ColumnTransformer): explain it with "
+            "fastcf.TabularExplainer(model, X_train), which needs the training DataFrame"
+        )
+    final = type(_final(model)).__name__
+    if final in _TREES:
+        raise TypeError(
+            f"a Pipeline ending in {final} is not supported yet: TreeExplainer takes the fitted "
+            f"{final} itself (explain the transformed features)"
+        )
     from .linear import LinearExplainer
 
     try:
         return LinearExplainer(model)
     except TypeError as exc:
-        raise TypeError(
-            f"fastcf has no explainer for {type(model).__name__}. Supported: "
-            f"{SUPPORTED_LINEAR}; LVQ models (fastcf.lvq.GLVQ/GMLVQ/LGMLVQ, sklearn-lvq, sklvq)"
-        ) from exc
+        why = _NOT_YET.get(final)
+        if why is None and "pipeline step" in str(exc):
+            raise  # a step of a linear pipeline: its own message names the step and why
+        why = why or f"no explainer takes a {final}"
+        raise TypeError(f"fastcf has no explainer for {name}: {why}. {COVERS}.") from exc
 
 
 def counterfactual(model, x, target, **options):
     """Explain ``x`` with the explainer that fits ``model`` (built per call).
 
     For repeated queries, build the explainer once (:func:`explainer_for`,
-    :class:`~fastcf.LinearExplainer`, :class:`~fastcf.LVQExplainer`) and call its ``explain``:
+    :class:`~fastcf.LinearExplainer`, :class:`~fastcf.LVQExplainer`,
+    :class:`~fastcf.TreeExplainer`) and call its ``explain``:
     the per-model set-up is then paid once.
 
     Parameters

@@ -96,3 +96,43 @@ def test_changed_carries_names_where_known():
     res = plain.explain(row.to_numpy(), 1, region=True, metric="manhattan")
     assert res.changed.dtype.kind == "i" and (res.changed == res.changed_index).all()
     assert isinstance(row, pd.Series)
+
+
+def test_front_door_routes_and_every_refusal_names_an_explainer():
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import Normalizer, OneHotEncoder, StandardScaler
+    from sklearn.svm import SVC
+
+    X, y = load_iris(return_X_y=True)
+    yb = (y == 2).astype(int)
+    forest = RandomForestClassifier(n_estimators=3, max_depth=2, random_state=0).fit(X, yb)
+    ex = fastcf.explainer_for(forest)
+    assert type(ex).__name__ == "TreeExplainer"
+    res = fastcf.counterfactual(forest, X[0], 1)
+    assert res.success and forest.predict(res.x[None])[0] == 1
+
+    frame = pd.DataFrame({"a": X[:, 0], "c": np.where(X[:, 1] > 3, "hi", "lo")})
+    ct = ColumnTransformer([("n", StandardScaler(), ["a"]), ("c", OneHotEncoder(), ["c"])])
+    tab = make_pipeline(ct, LogisticRegression()).fit(frame, yb)
+    refusals = {
+        "TabularExplainer(model, X_train)": tab,
+        "TreeExplainer": HistGradientBoostingClassifier(max_iter=3).fit(X, yb),
+        "kernel='linear'": SVC().fit(X, yb),
+        "Voronoi": KNeighborsClassifier().fit(X, yb),
+    }
+    for says, model in refusals.items():
+        with pytest.raises(TypeError) as info:
+            fastcf.explainer_for(model)
+        msg = str(info.value)
+        assert says in msg, msg
+        assert len(msg) < 500, msg  # one or two lines, not a catalogue
+        assert "Explainer" in msg, msg
+    with pytest.raises(TypeError, match=r"\(Normalizer\): Normalizer is not an affine"):
+        fastcf.explainer_for(make_pipeline(Normalizer(), LogisticRegression()).fit(X, yb))
+    with pytest.raises(TypeError, match="no explainer for str.*LinearExplainer"):
+        fastcf.counterfactual("abc", X[0], 1)
