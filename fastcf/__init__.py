@@ -28,6 +28,7 @@ _EXPORTS = {
     "Status": "fastcf._status",
     "LVQExplainer": "fastcf.lvq",
     "TabularExplainer": "fastcf.tabular",
+    "TreeExplainer": "fastcf.trees",
     "SVMEnumerator": "fastcf.svm_enum",
     "EnumeratedSVM": "fastcf.svm_enum",
     "enumerate_svms": "fastcf.svm_enum",
@@ -37,6 +38,7 @@ _EXPORTS = {
     "GradientCheck": "fastcf.gradcheck",
     "compile_first": "fastcf._kernels._tier",
     "wait_for_kernels": "fastcf._kernels._tier",
+    "set_tiered": "fastcf._kernels._tier",
 }
 _SUBMODULES = {
     "adapters",
@@ -51,6 +53,7 @@ _SUBMODULES = {
     "results",
     "svm_enum",
     "tabular",
+    "trees",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -3,10 +3,12 @@
 fastcf's kernels are compiled by Numba on their first call and cached on disk (``cache=True``,
 next to the sources or under ``NUMBA_CACHE_DIR``). A process that starts with a filled cache loads
 them in well under a second; one that starts with an empty cache (a new container, a serverless
-function, the first call after ``pip install``) compiles them, which takes seconds per family. This
-module runs one tiny query through every code path of every family (single and batch queries, each
-form, with and without bounds), so that a container image can run ``python -m fastcf warmup`` once
-at build time and every process started from it finds the kernels compiled.
+function, the first call after ``pip install``) compiles them on their first call, which takes
+seconds per family (fastcf's default; tiered execution, ``FASTCF_TIERED=1``, runs them as Python
+meanwhile, with costs of its own: :mod:`fastcf._kernels._tier`). This module runs one tiny query
+through every code path of every family (single and batch queries, each form, with and without
+bounds), so that a container image can run ``python -m fastcf warmup`` once at build time and
+every process started from it finds the kernels compiled.
 
 Only the public API is called: whatever kernels a query uses are the ones that get compiled.
 """

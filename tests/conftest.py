@@ -1,14 +1,13 @@
 import os
 
-# Kernels compile before their first call in the tests, as Numba does by default: the answers
-# are then the compiled code's, whichever test runs first. The Python tier that answers while a
-# kernel compiles in the background (the default for users) has its own tests, in fresh
-# processes (tests/test_tier.py).
-os.environ.setdefault("FASTCF_TIERED", "0")
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from hypothesis import HealthCheck, settings  # noqa: E402
+# The suite runs fastcf's default configuration: a kernel compiles (or loads from Numba's cache)
+# before its first call. Tiered execution (FASTCF_TIERED=1: Python while the kernel compiles in
+# the background) is switched on explicitly by tests/test_tier.py, and .ci/run runs a few test
+# files with it on, on an empty kernel cache.
 
 # JIT compilation makes the first example slow: no deadline. "ci" is the default, fixed-seed
 # profile; "long" is for the soak runs (HYPOTHESIS_PROFILE=long).

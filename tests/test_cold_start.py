@@ -5,6 +5,10 @@ specialisations of the kernels it compiled. A query compiles only the code it ru
 binary query none of the box's breakpoint walk (Numba prunes it for ``lo is None``), a single
 query no parallel kernel, and no kernel twice for a literal argument. The compile times
 themselves are measured by ``docs/scripts/compile_times.py``, not here (no timings in tests).
+
+The child runs in the environment's mode: fastcf's default (each kernel compiles before its
+first call) or, in ``.ci/run``'s tiered job, ``FASTCF_TIERED=1``, where it waits for the
+background compilations before it reads the signatures: the same specialisations either way.
 """
 
 import json
@@ -14,12 +18,14 @@ import sys
 
 import pytest
 
-# slow: the child compiles the kernels of seven queries on an empty cache (about 20 s)
+# slow: the child compiles the kernels of eight queries on an empty cache (about 30 s)
 pytestmark = [pytest.mark.needs_jit, pytest.mark.slow]
 
 _CHILD = r"""
-import json
+import importlib, json, pkgutil
 import numpy as np
+from numba.core import types
+import fastcf
 from fastcf import LinearExplainer, LVQExplainer
 from fastcf.lvq_models import GLVQ
 from fastcf._kernels import l1, logistic, lvq_qp
@@ -37,11 +43,25 @@ y = np.repeat([0, 1], 20)
 model = GLVQ(random_state=0).fit(X, y)
 t = 1 - int(model.predict(X[:1])[0])
 assert LVQExplainer(model).explain(X[0], t).success
+# Lawler's enumeration (l1_enum): its heap's kernels
+assert len(ex.enumerate(x, k, k=3, region=True, metric="manhattan")) >= 1
+assert fastcf.wait_for_kernels(timeout=600)  # (tiered: the background compilations)
 
 def sigs(d):
     return [[str(a) for a in s] for s in d.signatures]
 
-print(json.dumps({
+# every kernel compiled more than once, once for a literal argument (Literal[int](0),
+# Literal[bool](True), ...): a second specialisation of the same code
+twins = []
+for info in pkgutil.walk_packages(fastcf._kernels.__path__, "fastcf._kernels."):
+    mod = importlib.import_module(info.name)
+    for name, d in vars(mod).items():
+        if getattr(d, "_fastcf_tiered", False) and d.py_func.__module__ == mod.__name__:
+            literal = any(isinstance(a, types.Literal) for s in d.signatures for a in s)
+            if literal and len(d.signatures) > 1:
+                twins.append([f"{info.name}.{name}", sigs(d)])
+
+out = {
     f"{mod.__name__.rsplit('.', 1)[1]}.{name}": sigs(getattr(mod, name))
     for mod, names in (
         (logistic, ["_lam_bounded_one", "_breakpoints", "_project_one", "_dist_grad",
@@ -50,7 +70,9 @@ print(json.dumps({
         (lvq_qp, ["_fast_serial", "_fast_parallel", "_fast_row"]),
     )
     for name in names
-}))
+}
+out["literal twins"] = twins
+print(json.dumps(out))
 """
 
 
@@ -95,3 +117,7 @@ def test_no_kernel_is_compiled_twice_for_a_literal(compiled):
     for name in ("l1._next", "l1._record", "lvq_qp._fast_row"):
         assert len(compiled[name]) == 1, (name, compiled[name])
         assert not any("Literal" in a for s in compiled[name] for a in s), compiled[name]
+    # (a caller's variable that starts as a constant, `i = 0`, is typed Literal[int](0) for a
+    # while during Numba's type inference, and a kernel it is passed to is compiled for that
+    # too: the callers start such variables as np.int64(0))
+    assert compiled["literal twins"] == []

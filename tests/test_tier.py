@@ -1,9 +1,10 @@
-"""Tiered execution (fastcf._kernels._tier): a kernel's first call runs as Python while Numba
-compiles it in the background; later calls run the compiled code.
+"""Tiered execution (fastcf._kernels._tier), opt-in: a kernel's first call runs as Python while
+Numba compiles it in the background; later calls run the compiled code.
 
-The tests in this process use toy kernels compiled without the on-disk cache, so each starts
-uncompiled whatever ran before. The end-to-end tests start fresh processes on an empty cache.
-The suite itself runs with ``FASTCF_TIERED=0`` (conftest.py); these tests switch it on.
+Off by default (a kernel compiles before its first call, as Numba does): these tests switch it
+on explicitly (:func:`fastcf.set_tiered`, ``FASTCF_TIERED=1``). The tests in this process use
+toy kernels compiled without the on-disk cache, so each starts uncompiled whatever ran before.
+The end-to-end tests start fresh processes on an empty cache.
 """
 
 import json
@@ -23,10 +24,13 @@ pytestmark = pytest.mark.needs_jit
 @pytest.fixture
 def tiered(monkeypatch):
     """Tiering on, and the cache known to be cold: a miss runs Python at once, never waits."""
-    monkeypatch.setenv("FASTCF_TIERED", "1")
     monkeypatch.setattr(_tier, "_cold", True)
-    yield
-    assert _tier.wait_for_kernels(timeout=120)
+    previous = _tier.set_tiered(True)
+    try:
+        yield
+        assert _tier.wait_for_kernels(timeout=120)
+    finally:
+        _tier.set_tiered(previous)
 
 
 def _counts():
@@ -117,22 +121,72 @@ def test_after_a_slow_python_run_later_calls_wait_for_the_compiled_code(tiered, 
     assert len(total.signatures) == 1
 
 
-@pytest.mark.parametrize("how", ["environment", "compile_first"])
+@pytest.mark.parametrize("how", ["default", "environment", "set_tiered", "compile_first"])
 def test_switched_off_a_first_call_compiles_before_it_runs(monkeypatch, how):
     @kernel(cache=False)
     def twice(x):
         return 2.0 * x[0]
 
+    monkeypatch.setattr(_tier, "_setting", None)  # (restored after the test)
     before = _counts()["interpreted"]
-    if how == "environment":
+    if how == "default":
+        monkeypatch.delenv("FASTCF_TIERED", raising=False)
+        assert not _tier.stats()["tiered"]
+        assert twice(np.ones(1)) == 2.0
+    elif how == "environment":
         monkeypatch.setenv("FASTCF_TIERED", "0")
         assert twice(np.ones(1)) == 2.0
-    else:
+    elif how == "set_tiered":
         monkeypatch.setenv("FASTCF_TIERED", "1")
+        assert _tier.set_tiered(False) is None  # overrides the environment
+        assert twice(np.ones(1)) == 2.0
+    else:
+        _tier.set_tiered(True)
         with _tier.compile_first():
+            assert not _tier.stats()["tiered"]
             assert twice(np.ones(1)) == 2.0
     assert len(twice.signatures) == 1
     assert _counts()["interpreted"] == before
+
+
+def test_the_switches(monkeypatch):
+    monkeypatch.setattr(_tier, "_setting", None)
+    for value, on in (("1", True), ("on", True), ("0", False), ("", False), ("off", False)):
+        monkeypatch.setenv("FASTCF_TIERED", value)
+        assert _tier.stats()["tiered"] is on, value
+    monkeypatch.delenv("FASTCF_TIERED")
+    assert _tier.stats()["tiered"] is False  # the default
+    assert _tier.set_tiered(True) is None
+    assert _tier.stats()["tiered"] is True
+    with _tier.compile_first():
+        assert _tier.stats()["tiered"] is False
+    monkeypatch.setenv("FASTCF_TIERED", "1")
+    assert _tier.set_tiered(False) is True
+    assert _tier.stats()["tiered"] is False
+    assert _tier.set_tiered(None) is False  # back to the environment variable
+    assert _tier.stats()["tiered"] is True
+    with pytest.raises(TypeError, match="set_tiered"):
+        _tier.set_tiered("yes")
+
+
+def test_the_worker_exits_when_idle_and_a_miss_starts_a_new_one(tiered, monkeypatch):
+    monkeypatch.setattr(_tier, "_IDLE", 0.2)
+    x = np.arange(10.0)
+    total = _fresh_total()
+    assert total(x) == 45.0  # as Python; the compilation goes to the worker
+    worker = _tier._worker
+    assert worker is not None and _tier.stats()["worker"]
+    assert _tier.wait_for_kernels(timeout=120)
+    worker.join(timeout=60)  # (a worker waiting with the old 5 s idle time exits after that)
+    assert not worker.is_alive()
+    assert not _tier.stats()["worker"]
+    again = _fresh_total()
+    before = _counts()["interpreted"]
+    assert again(x) == 45.0
+    assert _counts()["interpreted"] == before + 1
+    assert _tier.wait_for_kernels(timeout=120)
+    assert len(again.signatures) == 1
+    assert again(x) == 45.0 and _counts()["interpreted"] == before + 1
 
 
 def test_a_kernel_runs_the_python_of_the_kernels_it_calls(tiered):
@@ -263,6 +317,74 @@ def test_a_process_that_ends_while_kernels_compile_exits_cleanly(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "True"
     assert "Traceback" not in proc.stderr
+
+
+_HOOKS = r"""
+import os, threading
+hooks = []
+register = os.register_at_fork
+os.register_at_fork = lambda **kw: hooks.append(kw) or register(**kw)
+import numpy as np
+import fastcf
+from fastcf._kernels import _tier, kernel
+
+
+def ours():
+    return [kw for kw in hooks if any("_tier" in getattr(f, "__qualname__", "") + getattr(
+        f, "__module__", "") for f in kw.values())]
+
+
+def fresh():
+    @kernel(cache=False)
+    def total(x):
+        s = 0.0
+        for v in x:
+            s += v
+        return s
+    return total
+
+
+def workers():
+    return [t for t in threading.enumerate() if t.name == "fastcf-compile"]
+
+
+x = np.arange(10.0)
+ex = fastcf.LinearExplainer.from_arrays(np.array([[2.0, -1.0]]), np.array([0.5]))
+assert ex.explain(np.array([-1.0, 1.0]), target=1, lam=0.1).success  # fastcf's own kernels
+assert fresh()(x) == 45.0  # a miss, compiled before it runs
+assert not ours() and not workers() and not _tier._fork_guarded, (ours(), workers())
+assert _tier.stats()["interpreted"] == 0
+pid = os.fork()  # nothing of fastcf's runs at a fork
+if pid == 0:
+    os._exit(0)
+assert os.waitpid(pid, 0)[1] == 0
+fastcf.set_tiered(True)
+_tier._cold = True  # (the cache is not used: run as Python at once)
+assert fresh()(x) == 45.0
+assert _tier.stats()["interpreted"] == 1
+assert len(ours()) == 1 and _tier._fork_guarded  # installed with the first worker
+assert fastcf.wait_for_kernels(timeout=120)
+pid = os.fork()  # the worker may be idle or gone: the child runs kernels as the parent does
+if pid == 0:
+    os._exit(0 if fresh()(x) == 45.0 else 3)
+assert os.waitpid(pid, 0)[1] == 0
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="os.register_at_fork")
+def test_tiering_off_installs_no_fork_hook_and_starts_no_thread(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "FASTCF_TIERED"}  # the default
+    proc = subprocess.run(
+        [sys.executable, "-c", _HOOKS],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env=dict(env, NUMBA_CACHE_DIR=str(tmp_path)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "ok"
 
 
 _FORK = r"""

@@ -2,9 +2,10 @@
 
 Each run is a new interpreter with a new, empty ``NUMBA_CACHE_DIR`` that imports fastcf, builds
 an explainer (LVQ: fits a GLVQ on 60 points) and answers the family's first queries (the child
-script of asv's ``bench_reliability.FirstCall``): with the default tiered execution
+script of asv's ``bench_reliability.FirstCall``): with the opt-in tiered execution
 (``FASTCF_TIERED=1``: the kernels run as Python while a background thread compiles them) and
-with ``FASTCF_TIERED=0`` (Numba's behaviour: each kernel compiles before its first call). The
+with ``FASTCF_TIERED=0`` (the default, Numba's behaviour: each kernel compiles before its first
+call). The
 two alternate run by run, so that a change in the machine's load falls on both. Reported: the
 wall time inside the child from before ``import fastcf`` to the last answer, medians over the
 repetitions and every run.

@@ -4,7 +4,9 @@ Every kernel is created through :func:`kernel`, a single decorator factory that 
 options (on-disk cache, GIL released, NumPy error model, no fastmath). When Numba cannot cache a
 function (for example because the package directory and ``NUMBA_CACHE_DIR`` are not writable), the
 kernel is compiled without the on-disk cache and one warning says so: slower cold starts, same
-results.
+results. A kernel compiles on its first call with new argument types (or loads from the cache),
+as Numba's do; :mod:`._tier` routes those misses through tiered execution when it is switched on
+(``FASTCF_TIERED=1`` or ``fastcf.set_tiered``; off by default).
 
 Status codes are the members of :class:`fastcf._status.Status`; each kernel module takes the ones
 it returns as plain ``int`` constants (``_OK = int(Status.OK)``, …), which Numba freezes as

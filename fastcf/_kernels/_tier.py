@@ -1,11 +1,14 @@
-"""Tiered execution: a kernel's first call runs as Python while Numba compiles it in the background.
+"""Tiered execution, opt-in: a kernel's first call runs as Python while Numba compiles it.
 
-A fresh process with an empty kernel cache (a new container, the first call after ``pip
-install``) used to compile every kernel a query needs before answering: 4–30 s per family and
-form, most of it Numba's typing and LLVM. The kernels are written so that they also run as plain
-Python (the no-JIT stage of ``.ci/run`` runs the whole test suite that way), and a small query
-runs as Python in milliseconds. So when a kernel is called from Python with argument types it
-has not been compiled for, this module
+By default fastcf's kernels behave as Numba's: a kernel is compiled (or loaded from Numba's
+on-disk cache) before its first call with new argument types. On an empty cache that first call
+waits for the compilation (seconds per family); ``python -m fastcf warmup``, run once (when a
+container image is built), fills the cache so that every process after it loads the compiled
+kernels and answers with compiled code from its first call. That is the production recipe.
+
+Tiering is for a process that starts on an empty cache and must answer at once (a notebook, a
+one-off script): switched on with the environment variable ``FASTCF_TIERED=1`` or
+:func:`set_tiered`, a kernel called from Python with argument types it has not been compiled for
 
 1. hands the compilation to one background thread (which first tries Numba's on-disk cache),
 2. waits for it while it is only loading from that cache (a warm start then runs compiled code
@@ -22,16 +25,24 @@ A Python run that raises (Python's ``float`` raises on a division by zero or an 
 the compiled code, with NumPy's error model, returns inf or NaN) restores the arrays it was given
 and waits for the compiled code, which then answers.
 
-Both tiers run the same source on the same IEEE doubles; their results differ only in the
-rounding of the few reductions compiled with ``reassoc`` (:data:`fastcf._kernels.REASSOC`), and
-every answer is checked afterwards by the explainers' certificate in both cases.
+Why it is not the default:
 
-Only misses come here: Numba's dispatcher calls its ``_compile_for_args`` when no compiled
-specialisation matches the arguments, and :func:`install` replaces that method on each of
-fastcf's dispatchers. A call that matches compiled code never reaches this module.
+- which tier answers a call depends on timing, and the tiers differ in the last bits of the few
+  reductions compiled with ``reassoc`` (:data:`fastcf._kernels.REASSOC`): in the compile window
+  the same query can give other bits than later (every answer is still checked afterwards by the
+  explainers' certificate);
+- the Python tier holds the GIL: other threads (the compilation included) wait meanwhile;
+- a kernel met with new argument types at any later time (hours into a service) runs as Python
+  again while it compiles;
+- the background thread holds Numba's compiler lock while it compiles, and a ``fork`` waits for
+  the compilation in progress (an at-fork hook, installed when the thread is first started).
 
-Switch it off with the environment variable ``FASTCF_TIERED=0`` (read at every miss) or
-:func:`compile_first`; ``python -m fastcf warmup`` and the benchmarks compile in the foreground.
+The background thread exits after :data:`_IDLE` seconds without a job and is started again by the
+next miss. Only misses come here: Numba's dispatcher calls its ``_compile_for_args`` when no
+compiled specialisation matches the arguments, and :func:`install` replaces that method on each
+of fastcf's dispatchers (with tiering off it calls Numba's own). A call that matches compiled code
+never reaches this module. :func:`compile_first` switches tiering off within a block (``python -m
+fastcf warmup`` and the benchmarks run that way, whatever the setting).
 """
 
 from __future__ import annotations
@@ -45,7 +56,14 @@ import types
 
 import numpy as np
 
-__all__ = ["install", "compile_first", "wait_for_kernels", "stats", "MAX_INTERPRETED"]
+__all__ = [
+    "install",
+    "set_tiered",
+    "compile_first",
+    "wait_for_kernels",
+    "stats",
+    "MAX_INTERPRETED",
+]
 
 #: the largest call, in array elements over all its array arguments, that runs as Python while
 #: its kernel compiles: a single query takes 1–30 ms as Python, a call near this size up to a
@@ -57,6 +75,9 @@ _LOAD_WAIT = 2.0
 #: compiled code: a loop of heavy calls (an estimator's fit) would otherwise run as Python and
 #: slow the compilation it waits for (both need the GIL)
 _SLOW = 0.1
+#: the background thread exits after this many seconds without a job (the next miss starts a
+#: new one): a service whose kernels are compiled keeps no idle thread
+_IDLE = 5.0
 
 _lock = threading.Lock()
 _jobs: dict = {}
@@ -67,22 +88,71 @@ _twins: dict = {}
 _counts = {"interpreted": 0, "raised": 0, "background": 0, "failed": 0, "fallback": 0}
 #: set once a job had to compile (not load): the cache is cold, misses stop waiting
 _cold = False
+#: the process-wide setting of :func:`set_tiered`; None: the environment variable decides
+_setting: bool | None = None
+
+
+def _env_on() -> bool:
+    return os.environ.get("FASTCF_TIERED", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _enabled() -> bool:
+    """Tell whether a miss in the calling thread runs tiered (read at every miss)."""
     if getattr(_local, "compile_first", 0):
         return False
-    return os.environ.get("FASTCF_TIERED", "1").strip().lower() not in ("0", "false", "no", "off")
+    if _setting is not None:
+        return _setting
+    return _env_on()
+
+
+def set_tiered(on: bool | None = True) -> bool | None:
+    """Switch tiered execution of the kernels on or off for the whole process.
+
+    Off by default: a kernel is compiled (or loaded from Numba's on-disk cache) before its first
+    call, as Numba does, and ``python -m fastcf warmup`` run once fills that cache. Switched on,
+    a kernel that is not compiled yet runs as Python while a background thread compiles it, so
+    that a process on an empty cache answers its first queries at once; those answers can
+    differ from the compiled code's in the last bits (see :mod:`fastcf._kernels._tier`). The
+    environment variable ``FASTCF_TIERED=1`` switches it on too; this function overrides it.
+
+    Parameters
+    ----------
+    on : bool or None, default=True
+        ``True`` or ``False``; ``None`` returns to the environment variable's choice.
+
+    Returns
+    -------
+    bool or None
+        The previous setting (``None``: the environment variable), to restore it later.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import fastcf
+    >>> ex = fastcf.LinearExplainer.from_arrays(np.array([[2.0, -1.0]]), np.array([0.5]))
+    >>> previous = fastcf.set_tiered(True)
+    >>> res = ex.explain(np.array([-1.0, 1.0]), target=1, lam=0.1)
+    >>> fastcf.wait_for_kernels()  # later calls run compiled code only
+    True
+    >>> _ = fastcf.set_tiered(previous)
+    """
+    global _setting
+    if on is not None and not isinstance(on, (bool, np.bool_)):
+        raise TypeError(f"set_tiered takes True, False or None; got {on!r}")
+    with _lock:
+        previous = _setting
+        _setting = None if on is None else bool(on)
+    return previous
 
 
 @contextlib.contextmanager
 def compile_first():
     """Within this block, a kernel that is not compiled yet is compiled before it runs.
 
-    This is Numba's own behaviour, and fastcf's with the environment variable
-    ``FASTCF_TIERED=0``: the first call of each kernel waits for its compilation (seconds on an
-    empty cache) instead of running the kernel as Python meanwhile. It applies to the calling
-    thread. Benchmarks and ``python -m fastcf warmup`` run this way.
+    This is Numba's own behaviour and fastcf's default; the block overrides tiered execution
+    (``FASTCF_TIERED=1`` or :func:`set_tiered`) for the calling thread, so that the first call
+    of each kernel waits for its compilation (seconds on an empty cache) instead of running the
+    kernel as Python meanwhile. Benchmarks and ``python -m fastcf warmup`` run this way.
 
     Examples
     --------
@@ -102,27 +172,31 @@ def compile_first():
 
 
 def stats() -> dict:
-    """Return the counts since the process started.
+    """Return the counts of tiered execution since the process started.
 
     ``interpreted``: calls answered as Python; ``raised``: calls whose Python run raised and that
     the compiled code answered instead; ``background``: compilations (or cache loads) done by the
     background thread; ``failed``: those that raised (the call then compiles in its own thread,
     with Numba's error message); ``fallback``: calls that did; ``pending``: compilations not
-    done yet.
+    done yet. ``tiered``: whether a miss in the calling thread runs tiered now; ``worker``:
+    whether the background thread is running (it exits when idle).
     """
     with _lock:
         out = dict(_counts)
         out["pending"] = sum(not job.done.is_set() for job in _jobs.values())
+        out["worker"] = _worker is not None
+    out["tiered"] = _enabled()
     return out
 
 
 def wait_for_kernels(timeout: float | None = None) -> bool:
     """Wait until the kernels that fastcf is compiling in the background are compiled.
 
-    On an empty kernel cache, fastcf answers a query at once by running its kernels as Python
-    while a background thread compiles them (see :mod:`fastcf._kernels._tier`); later calls run
+    Only tiered execution (``FASTCF_TIERED=1`` or :func:`set_tiered`) compiles in the
+    background: a kernel that is not compiled yet runs as Python meanwhile, and later calls run
     the compiled code when it is ready. Call this before timing fastcf, or in a service after
-    its first requests, to have only compiled code from then on.
+    its first requests, to have only compiled code from then on. With tiering off (the
+    default) nothing compiles in the background and this returns ``True`` at once.
 
     Parameters
     ----------
@@ -170,9 +244,18 @@ class _Job:
 
 
 def _work():
-    global _cold
+    global _cold, _worker
+    _local.worker = True  # its own misses (none expected) compile in the foreground
     while True:
-        job = _queue.get()
+        try:
+            job = _queue.get(timeout=_IDLE)
+        except queue.Empty:
+            with _lock:  # (a job is put under this lock: none can be missed)
+                if _queue.empty():
+                    if _worker is threading.current_thread():
+                        _worker = None
+                    return
+            continue
         t0 = time.monotonic()
         try:
             init = getattr(job.disp, "_compilation_chain_init_hook", None)
@@ -195,12 +278,12 @@ def _submit(disp, argtypes) -> _Job:
         job = _jobs.get(key)
         if job is None:
             job = _jobs[key] = _Job(disp, argtypes)
+            _queue.put(job)
             if _worker is None:
+                _guard_forks()
                 # a daemon: a process that ends while a kernel compiles does not wait for it
                 _worker = threading.Thread(target=_work, name="fastcf-compile", daemon=True)
                 _worker.start()
-                _guard_forks()
-            _queue.put(job)
     return job
 
 
@@ -212,27 +295,40 @@ def _guard_forks():
 
     A child process made by ``fork`` has only the thread that forked: a compiler lock held by
     the worker at that moment would stay held in the child forever, and its pending jobs would
-    never finish. So a fork waits for the worker's current compilation (it takes Numba's
-    compiler lock), and the child starts without a worker and without the parent's pending jobs.
+    never finish. So while the worker runs, a fork waits for its current compilation (it takes
+    Numba's compiler lock), and the child starts without a worker and without the parent's
+    pending jobs. Installed when the first worker starts (never with tiering off); a fork while
+    no worker runs takes only this module's lock (held across the fork, so that no worker can
+    start meanwhile) and waits for nothing.
     """
     global _fork_guarded
     if _fork_guarded or not hasattr(os, "register_at_fork"):
         return
     from numba.core.compiler_lock import global_compiler_lock
 
+    held = [False]  # whether the fork in progress took the compiler lock
+
+    def before():
+        _lock.acquire()
+        held[0] = _worker is not None
+        if held[0]:
+            global_compiler_lock.acquire()
+
+    def parent():
+        if held[0]:
+            global_compiler_lock.release()
+        _lock.release()
+
     def child():
         global _worker, _queue, _lock, _jobs
-        global_compiler_lock.release()
+        if held[0]:
+            global_compiler_lock.release()
         _worker = None
         _queue = queue.SimpleQueue()
-        _lock = threading.Lock()
+        _lock = threading.Lock()  # (the parent's is held by the forking thread)
         _jobs = {key: job for key, job in _jobs.items() if job.done.is_set()}
 
-    os.register_at_fork(
-        before=global_compiler_lock.acquire,
-        after_in_parent=global_compiler_lock.release,
-        after_in_child=child,
-    )
+    os.register_at_fork(before=before, after_in_parent=parent, after_in_child=child)
     _fork_guarded = True
 
 
@@ -311,7 +407,7 @@ def _on_miss(disp, *args, **kws):
     if (
         kws
         or not _enabled()
-        or threading.current_thread() is _worker
+        or getattr(_local, "worker", False)
         or any(isinstance(a, OmittedArg) for a in args)
     ):
         return _numba_compile(disp, *args, **kws)

@@ -964,6 +964,11 @@ def _region_parallel(AT, Zbar, tidx, Margins, cost, free, X0, lo, hi, bounded, m
 # direction alone needs many steps when classes of q_j ~ 1e−30 must grow by orders of magnitude.
 
 _IN = 0  # state of a feature: inside (δ = 0)
+# ``proba`` of _polish: NumPy booleans, typed ``bool``; the literals True and False are typed
+# Literal[bool](True) and Literal[bool](False), and _polish and _at_rounding were compiled once
+# for each (the same code: Numba prunes no branch on a literal bool argument)
+_NO = np.bool_(False)
+_YES = np.bool_(True)
 _TIGHT = 1  # ±1: on the kink v = ±λc (δ between 0 and the bound)
 _BEYOND = 2  # ±2: beyond the kink (δ at the bound)
 
@@ -1645,7 +1650,9 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
             col[jj] = _delta(lq[jj + 1], r[jj + 1], dq[jj + 1])  # Δ
         _expand(col, t, cls, R, dk)
         pen = 0.0
-        nh = 0
+        # np.int64, not the literal 0: while typing this loop Numba would see nh as
+        # Literal[int](0) and compile _heapify and _pop a second time for it
+        nh = np.int64(0)
         for i in range(D):
             if not free[i]:
                 continue
@@ -1744,7 +1751,8 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
                 state[i] = _IN
                 pen = newpen
                 crossed = True
-                a_n, _s = _first_kink(v[i], w[i], lam * cost[i], _IN)
+                # np.int8 (the type of state[i]): the literal _IN would compile it twice
+                a_n, _s = _first_kink(v[i], w[i], lam * cost[i], np.int8(_IN))
                 if a_n < np.inf:
                     nh = _heap_push(keys, hidx, nh, a_n, i)  # the other side, further on
             a0 = b
@@ -2206,7 +2214,7 @@ def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter,
     )
     _delta_of(state, tl, nT, mu, rp, rm, free, delta)
     if status == _OK:
-        _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, False)
+        _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, _NO)
     # the certificate: the answer's own KKT conditions. Where they fail (or the dual ran out of
     # iterations), once more from the answer's probabilities; an answer that still fails them
     # is a numerical failure, never "the optimum"
@@ -2220,7 +2228,7 @@ def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter,
         nit += it2
         _delta_of(state, tl, nT, mu, rp, rm, free, delta)
         if status == _OK:
-            _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, False)
+            _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, _NO)
             if not _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
                 status = _NUMERIC
     gn, gap, _f = _finish_row(
@@ -2411,7 +2419,7 @@ def softmax_proba_one(AT, zbar, t, log_tau, cost, free, x0, lo, hi, bounded, max
         # the exact answer of this structure, if it is the optimal one
         trial = delta.copy()
         lam_s, conv = _polish(
-            AT, t, cls, mbar, lam, log_tau, cost, free, rp, rm, state, tl, nT, trial, True
+            AT, t, cls, mbar, lam, log_tau, cost, free, rp, rm, state, tl, nT, trial, _YES
         )
         if conv and _kkt_check(AT, t, cls, mbar, lam_s, cost, free, state, trial, 1e-11):
             delta[:] = trial

@@ -85,7 +85,9 @@ def _sift_up(hv, ht, hn, hs, i):
 
 @kernel()
 def _sift_down(hv, ht, hn, hs, size):
-    i = 0
+    # np.int64, not the literal 0: while typing the loop Numba would see i as Literal[int](0)
+    # and compile _before and _swap a second time for it
+    i = np.int64(0)
     while True:
         left = 2 * i + 1
         if left >= size:
@@ -183,7 +185,7 @@ def lawler_l1(x0, w, sign, c0, cost, frozen0, theta, lo, hi, bounded, keys, k, m
         val, node, done = hv[0], hn[0], hs[0]
         size -= 1
         if size > 0:
-            _swap(hv, ht, hn, hs, 0, size)
+            _swap(hv, ht, hn, hs, np.int64(0), size)  # (not a literal: see _sift_down)
             _sift_down(hv, ht, hn, hs, size)
         Z = masks[node]
         if not done:  # a child pushed with its parent's value: solve it now

@@ -461,8 +461,9 @@ def _row_full(n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, lam0, ai
         part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim
     )
     dist[n] = math.sqrt(max(quad, 0.0))
+    nosums = part[:0]  # 0 rows: no chunk sums (see rows._expand_chunk)
     for c in range(part.shape[0]):
-        _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
+        _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
     return answer_status(X[n], quad, st)
 
 

@@ -147,9 +147,10 @@ def logits_rows(X, A, b, mode):
 def _expand_chunk(x0, y, A, v, unit, c, out, pz, ps):
     """Columns of chunk c of x = x0 + (yᵀA) ∘ v.
 
-    With arrays ``pz``, ``ps`` (not None), also the chunk's share of z = A x (pz[c]) and of
-    s = |A| |x| (ps[c]), while the block of A is in cache. Without them (None), Numba prunes that
-    code before typing, so the plain expansion does not compile it.
+    With (nc, K) arrays ``pz``, ``ps``, also the chunk's share of z = A x (pz[c]) and of
+    s = |A| |x| (ps[c]), while the block of A is in cache; with arrays of 0 rows (the plain
+    expansion), not. Always arrays, never None: None compiled a second specialisation of this
+    kernel (about 1 s), and that code costs little to compile once (``x`` is the same either way).
     """
     K, D = A.shape
     # block: K rows of it fit in L1 (32 KiB), so the check's second pass reads it from there
@@ -157,7 +158,8 @@ def _expand_chunk(x0, y, A, v, unit, c, out, pz, ps):
     acc = np.empty(blk)
     lo = c * _CHUNK
     hi = min(lo + _CHUNK, D)
-    if pz is not None:
+    sums = pz.shape[0] > 0
+    if sums:
         for j in range(K):
             pz[c, j] = 0.0
             ps[c, j] = 0.0
@@ -189,7 +191,7 @@ def _expand_chunk(x0, y, A, v, unit, c, out, pz, ps):
         else:
             for i in range(m):
                 out[start + i] = x0[start + i] + v[start + i] * acc[i]
-        if pz is not None:
+        if sums:
             for j in range(K):
                 zj, sj = _dot_abs(A[j, start:stop], out[start:stop])
                 pz[c, j] += zj
@@ -201,9 +203,10 @@ def _expand_serial(X0, Y, A, v, unit):
     N, D = X0.shape
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     X = np.empty((N, D))
+    nosums = np.empty((0, 0))  # no chunk sums (see _expand_chunk)
     for n in range(N):
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
     return X
 
 
@@ -212,9 +215,10 @@ def _expand_batch(X0, Y, A, v, unit):
     N, D = X0.shape
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
     X = np.empty((N, D))
+    nosums = np.empty((0, 0))  # no chunk sums (see _expand_chunk)
     for n in prange(N):
         for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
+            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
     return X
 
 
@@ -413,8 +417,9 @@ def _region_row_full(n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, part, 
         _logits_chunk(X0[n], A, c, part)
     nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
     dist[n] = math.sqrt(max(quad, 0.0))
+    nosums = part[:0]  # 0 rows: no chunk sums (see _expand_chunk)
     for c in range(part.shape[0]):
-        _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], None, None)
+        _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
     return answer_status(X[n], quad, st)
 
 
