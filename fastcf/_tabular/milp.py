@@ -41,11 +41,11 @@ takes the rest (softmax models, ``max_changes``, a branch-and-bound past its nod
 from __future__ import annotations
 
 import math
-import threading
 from typing import NamedTuple
 
 import numpy as np
 
+from .._highs import highs
 from .._status import Status
 
 __all__ = ["Program", "RowAnswer", "Query"]
@@ -74,25 +74,10 @@ class RowAnswer(NamedTuple):
     info: dict
 
 
-_highs_local = threading.local()
-
-
 def _highs():
-    """Return this thread's HiGHS instance (created once per thread, reused across queries)."""
-    h = getattr(_highs_local, "h", None)
-    if h is None:
-        import highspy
-
-        h = highspy.Highs()
-        for name, value in (
-            ("output_flag", False),
-            ("mip_rel_gap", 0.0),
-            ("mip_abs_gap", 0.0),
-            ("mip_heuristic_run_feasibility_jump", False),  # HiGHS >= 1.9; ~5 ms per solve
-        ):
-            h.setOptionValue(name, value)
-        _highs_local.h = h
-    return h
+    """Return this thread's HiGHS instance for tabular programs (:func:`fastcf._highs.highs`)."""
+    # (feasibility jump: HiGHS >= 1.9; ~5 ms per solve)
+    return highs("tabular", (("mip_heuristic_run_feasibility_jump", False),))
 
 
 class Program:

@@ -55,12 +55,12 @@ answer found so far (``info["gap"]``, ``info["bound"]``).
 from __future__ import annotations
 
 import math
-import threading
 import time
 from typing import NamedTuple
 
 import numpy as np
 
+from .._highs import highs
 from .._status import Status
 from .incumbent import cost_of, incumbent
 from .query import coord_cost, finish
@@ -87,29 +87,18 @@ class Answer(NamedTuple):
     nodes: int  # branch-and-bound nodes, all runs
 
 
-_local = threading.local()
+_HIGHS_OPTIONS = (
+    ("mip_feasibility_tolerance", 1e-9),
+    ("primal_feasibility_tolerance", 1e-9),
+    # the programs are already pruned: HiGHS's presolve cost more than it saved on 100-tree
+    # forests (measured: 3.6 s against 2.7 s median per query)
+    ("presolve", "off"),
+)
 
 
 def _highs():
-    """Return this thread's HiGHS instance (created once per thread, reused across queries)."""
-    h = getattr(_local, "h", None)
-    if h is None:
-        import highspy
-
-        h = highspy.Highs()
-        for name, value in (
-            ("output_flag", False),
-            ("mip_rel_gap", 0.0),
-            ("mip_abs_gap", 0.0),
-            ("mip_feasibility_tolerance", 1e-9),
-            ("primal_feasibility_tolerance", 1e-9),
-            # the programs are already pruned: HiGHS's presolve cost more than it saved on
-            # 100-tree forests (measured: 3.6 s against 2.7 s median per query)
-            ("presolve", "off"),
-        ):
-            h.setOptionValue(name, value)
-        _local.h = h
-    return h
+    """Return this thread's HiGHS instance for tree programs (:func:`fastcf._highs.highs`)."""
+    return highs("trees", _HIGHS_OPTIONS)
 
 
 class _Cells(NamedTuple):
