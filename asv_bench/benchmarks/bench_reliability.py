@@ -12,7 +12,8 @@ ran ``python -m fastcf warmup`` pays). Both return the wall time of the subproce
 
 ``FirstCall`` is what a user meets: a new interpreter on an empty cache runs ``import fastcf``,
 builds an explainer (for LVQ: fits a GLVQ on 60 points) and answers its first query, with the
-default tiered execution (the kernels run as Python while a background thread compiles them).
+opt-in tiered execution switched on (``FASTCF_TIERED=1``: the kernels run as Python while a
+background thread compiles them; by default they compile before their first call).
 ``track_first_call`` is the in-process wall time from before the import to the first answer.
 Target: <= 3 s per family.
 
