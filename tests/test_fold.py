@@ -358,7 +358,7 @@ def _random_step(draw):
 
 
 @settings(
-    max_examples=int(__import__("os").environ.get("FASTCF_FUZZ_EXAMPLES", "25")),
+    max_examples=int(__import__("os").environ.get("FASTCF_FUZZ_EXAMPLES", "12")),
     deadline=None,
     derandomize=True,
     suppress_health_check=list(HealthCheck),
