@@ -496,7 +496,9 @@ class Program:
             col = np.zeros(ncol)
             col[:nf] = (inc[self._feature_of(ycols)] <= self._b_of(ycols)).astype(np.float64)
             col[lcol[self.leafpos[self.forest.leaves(inc[None])[0]]]] = 1.0
-            h.setSolution(ncol, np.arange(ncol, dtype=np.int32), col)
+            start = highspy.HighsSolution()  # (the form every highspy >= 1.7 takes)
+            start.col_value = col.tolist()
+            h.setSolution(start)
         return h, ycols, yval, lcol
 
     def _feature_of(self, ycols):
