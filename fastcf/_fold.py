@@ -376,8 +376,8 @@ def fold_scores(steps, A, b, n_in):
 def probe_rows(steps, n, rows=None, k=64, seed=0):
     """Return probe rows of the raw input space, at the model's own scale.
 
-    ``rows`` (training rows given by the user) are used as they are, with rows halfway between
-    them; else rows drawn around the location and spread that the first preprocessing step
+    ``rows`` (training rows given by the user, the first ``k`` finite ones) are used as they
+    are; else ``k`` rows drawn around the location and spread that the first preprocessing step
     recorded (a scaler's mean and scale, a MinMaxScaler's range, ...), or standard normal rows.
     """
     rng = np.random.default_rng(seed)
