@@ -500,31 +500,34 @@ def check_scores(
                 f"{what}: the model's decision_function has shape {d.shape}; the fold gives "
                 f"{s.shape}"
             )
-        bad = np.abs(d - s) > tol
-        if bad.any():
-            i, j = np.argwhere(bad)[0]
-            raise TypeError(
-                f"{what} does not reproduce the model's decision_function (score {d[i, j]:.17g} "
-                f"against {s[i, j]:.17g} on a probe row, beyond rounding); one of its steps "
-                f"({names}) does something the fold does not model; please report it"
-            )
+        _refuse_where(
+            np.abs(d - s) > tol, d, s, names,
+            f"{what} does not reproduce the model's decision_function (score",
+        )  # fmt: skip
     if probabilistic and hasattr(model, "predict_proba"):
         p = np.asarray(model.predict_proba(R), dtype=np.float64)
         if s.shape[1] == 1:
             z = s[:, 0]
-            q1 = np.where(z >= 0, 1.0 / (1.0 + np.exp(-np.abs(z))), 0.0)
-            q1 = np.where(z < 0, np.exp(-np.abs(z)) / (1.0 + np.exp(-np.abs(z))), q1)
+            e = np.exp(-np.abs(z))  # σ(z) without overflow on either side
+            q1 = np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
             q = np.column_stack([1.0 - q1, q1])
         else:
             e = np.exp(s - s.max(axis=1, keepdims=True))
             q = e / e.sum(axis=1, keepdims=True)
         # p is a smooth function of the scores with slope ≤ 1/2: the scores' rounding bounds it
         ptol = tol.max(axis=1, keepdims=True) + 1e3 * eps
-        bad = np.abs(p - q) > ptol
-        if bad.any():
-            i, j = np.argwhere(bad)[0]
-            raise TypeError(
-                f"{what}: the model's predict_proba is not the sigmoid/softmax of its scores "
-                f"(p = {p[i, j]:.17g} against {q[i, j]:.17g} on a probe row); one of its steps "
-                f"({names}) does something the fold does not model; please report it"
-            )
+        _refuse_where(
+            np.abs(p - q) > ptol, p, q, names,
+            f"{what}: the model's predict_proba is not the sigmoid/softmax of its scores (p =",
+        )  # fmt: skip
+
+
+def _refuse_where(bad, got, want, names, head):
+    """Raise the ``TypeError`` of a fold check at the first entry of ``bad``, if any."""
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise TypeError(
+            f"{head} {got[i, j]:.17g} against {want[i, j]:.17g} on a probe row, beyond "
+            f"rounding); one of its steps ({names}) does something the fold does not model; "
+            "please report it"
+        )
