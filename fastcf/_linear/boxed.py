@@ -36,10 +36,11 @@ import warnings
 
 import numpy as np
 
+from .._resolve import raise_log_tau, resolve
 from .._status import Status
 from .metric import distances, row_box
 from .reference import softmax_energy
-from .softmax import finish, raise_log_tau
+from .softmax import finish
 from .verify import path_result
 
 try:  # the kernels' package split into one module per algorithm (fastcf._kernels.softmax.core)
@@ -264,44 +265,7 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
         k = int(tidx[n])
         box = row_box(bnd, n)  # the query's own box (one per row, or the shared one)
         if proba is not None:
-            xs, st, lm, it = proba_bounded_one(model, X[n], k, v, wt, box, proba)
-            tau = proba
-            for rnd in range(3):
-                # judged in the model's arithmetic (the bisection's is NumPy's A @ x): short of
-                # τ, again for log τ raised by twice the shortfall; p_k ≥ τ but the class within
-                # rounding of its boundary (τ = 1/2 with two classes in contention), by twice
-                # the rounding need. As softmax.proba_solution does
-                if st != Status.OK:
-                    break
-                t1 = tidx[n : n + 1]
-                with np.errstate(over="ignore", invalid="ignore"):
-                    # both arithmetics the verdict reads: BLAS's (the explainer's check) and
-                    # the row kernels' (``finish``); at logits ~4000 they differ by ~1e-13 and
-                    # an answer at τ in one was short in the other (soak round P, seed 306)
-                    pk = min(
-                        float(model.proba_from_logits(model.check_logits(xs[None]))[0, k]),
-                        float(model.proba_from_logits(model.logits(xs[None]))[0, k]),
-                    )
-                    if not pk >= proba:
-                        up = float(raise_log_tau(proba, np.array([pk]))[0])
-                        if rnd > 0:
-                            # still short after a re-solve: the two arithmetics differ by up
-                            # to the rounding need, which twice a shortfall need not cover
-                            # (logits ~10⁷: a need of 8.7e-7, three raises of ~1e-12 each,
-                            # then "numerical failure"; soak round T, seed 415)
-                            need = float(model.rounding_need(xs[None], t1)[0])
-                            up = max(up, 2 * need + 8 * _EPS)
-                    elif not model.surely_in(xs[None], t1)[0][0]:
-                        up = 2 * float(model.rounding_need(xs[None], t1)[0]) + 8 * _EPS
-                    else:
-                        break
-                if not math.isfinite(up):
-                    break
-                # (a huge rounding need, at an answer ~1e300 away, overflowed exp: capped,
-                # since τ goes at most halfway to 1 anyway; soak round P)
-                tau = min(tau * math.exp(min(up, 1.0)), 0.5 * (1 + tau))
-                xs, st, lm, it2 = proba_bounded_one(model, X[n], k, v, wt, box, tau)
-                it += it2
+            xs, st, lm, it = _proba_row(model, X[n], k, v, wt, box, proba)
             Xs[n], status[n], lamv[n], nit[n] = xs, st, lm, it
             continue
         # in the step δ = x − x̄, from the model's own logits of x̄: x̄ that meets the margins
@@ -381,6 +345,59 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
     return finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=proba)
 
 
+def _proba_row(model, x0, k, v, wt, box, proba):
+    """``proba=τ`` of one row in a box, re-solved (:mod:`fastcf._resolve`) where it is short.
+
+    Judged in the model's arithmetic (the bisection's is NumPy's A @ x): short of τ, again for
+    log τ raised by twice the shortfall; p_k ≥ τ but the class within rounding of its boundary
+    (τ = 1/2 with two classes in contention), by twice the rounding need. As
+    softmax.proba_solution does.
+    """
+    t1 = np.array([k])
+    tau = proba
+
+    def pick(state, rnd):
+        nonlocal tau
+        xs, st = state[0], state[1]
+        if st != Status.OK:
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            # both arithmetics the verdict reads: BLAS's (the explainer's check) and the row
+            # kernels' (``finish``); at logits ~4000 they differ by ~1e-13 and an answer at τ in
+            # one was short in the other (soak round P, seed 306)
+            pk = min(
+                float(model.proba_from_logits(model.check_logits(xs[None]))[0, k]),
+                float(model.proba_from_logits(model.logits(xs[None]))[0, k]),
+            )
+            if not pk >= proba:
+                up = float(raise_log_tau(proba, np.array([pk]))[0])
+                if rnd > 0:
+                    # still short after a re-solve: the two arithmetics differ by up to the
+                    # rounding need, which twice a shortfall need not cover (logits ~10⁷: a
+                    # need of 8.7e-7, three raises of ~1e-12 each, then "numerical failure";
+                    # soak round T, seed 415)
+                    need = float(model.rounding_need(xs[None], t1)[0])
+                    up = max(up, 2 * need + 8 * _EPS)
+            elif not model.surely_in(xs[None], t1)[0][0]:
+                up = 2 * float(model.rounding_need(xs[None], t1)[0]) + 8 * _EPS
+            else:
+                return None
+        if not math.isfinite(up):
+            return None
+        # (a huge rounding need, at an answer ~1e300 away, overflowed exp: capped, since τ goes
+        # at most halfway to 1 anyway; soak round P)
+        tau = min(tau * math.exp(min(up, 1.0)), 0.5 * (1 + tau))
+        return t1
+
+    def solve(_rows):
+        return proba_bounded_one(model, x0, k, v, wt, box, tau)
+
+    def merge(state, _rows, sub):
+        return (*sub[:3], state[3] + sub[3])
+
+    return resolve(proba_bounded_one(model, x0, k, v, wt, box, proba), pick, solve, merge)
+
+
 def _region_fallback(model, x0, k, m, margin, box, D_rows, c):
     """Return an answer of ``region=True`` where Clarabel failed, or None.
 
@@ -388,13 +405,14 @@ def _region_fallback(model, x0, k, m, margin, box, D_rows, c):
     dual (:func:`fastcf._linear.softmax.region_solution`) on the query's metric, for a box with
     a finite side (the input-space re-solve of unbounded queries passes an unbounded box:
     K-space failed there already). Then the primal least-distance active set
-    (:func:`fastcf._linear.softmax.region_primal`) with the box's sides as rows of its own, so
+    (:func:`fastcf._linear.singular.region_primal`) with the box's sides as rows of its own, so
     its answer is the bounded optimum: it holds where the margin rows differ in scale by 10⁷
     and more (soak round Q: a row of 1.2e-7 beside one of 1, margin 0, an explicit infinite box;
     the same with a box [0, 1]³ that the unbounded optimum leaves: Clarabel called both
     infeasible). ``D_rows``, ``c``: the caller's margin rows and their right-hand sides.
     """
-    from .softmax import region_primal, region_solution
+    from .singular import region_primal
+    from .softmax import region_solution
 
     lo, hi = box
     t, mg = np.array([k]), np.array([margin])

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from .._resolve import raise_at_least, raise_log_tau
 from .._status import Status
 from ..results import CounterfactualPath
 from . import boxed as _boxed
@@ -237,8 +238,8 @@ def shifted_raise(model, shifted, ms, sub, X, tidx, proba, tol, max_iter):
         return sub
     rows = ok[short]
     need = _softmax.finite_need(model, sub.x[rows], tidx[rows])
-    up = _softmax.raise_log_tau(proba, p[short])
-    up = _softmax.raise_at_least(proba, up, 2 * need + 8 * np.finfo(float).eps).max()
+    up = raise_log_tau(proba, p[short])
+    up = raise_at_least(proba, up, 2 * need + 8 * np.finfo(float).eps).max()
     tau = proba * math.exp(up)
     if not tau < 1.0:
         return sub

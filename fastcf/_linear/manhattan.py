@@ -67,11 +67,12 @@ import math
 import numpy as np
 
 from .._kernels import l1 as _l1
+from .._resolve import raise_at_least, raise_log_tau, resolve
 from .._status import Status
 from ..results import Solution
 from .binary import finish as _binary_finish
 from .binary import kernel_box
-from .softmax import finite_need, raise_at_least, raise_log_tau
+from .softmax import finite_need
 from .verify import solution, verdict
 
 __all__ = [
@@ -357,12 +358,15 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter):
         )  # fmt: skip
         Xs[redo], status[redo], gap[redo] = sub[0], sub[2], sub[3]
         nit[redo] += sub[1]
-    for _ in range(4):
+    Z = None  # the row kernels' logits of the answers, when the last round changed none
+
+    def pick(_state, _r):
+        nonlocal Z
         Z = model.logits(Xs)
         short = _margin_short(Z, tidx, margins)
         redo = np.flatnonzero((status == _OK) & (short.max(axis=1) > 0.0))
         if redo.size == 0:
-            break
+            return redo
         Z = None
         # the LP meets its rows to a relative tolerance (_LP_PRIMAL of the largest |rhs| in
         # logits): a shortfall below that (x̄ at a tie, margin 0: short 1.8e-15 beside a row of
@@ -372,13 +376,21 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter):
         lp_tol = 2.0 * _l1._LP_PRIMAL * rhs.max(axis=1, initial=0.0)
         bump = np.where(short[redo] > 0.0, 2.0 * short[redo] + lp_tol[:, None], 0.0)
         Margins[redo] += bump + 4 * _EPS * np.abs(Margins[redo])
-        sub = _l1.region_lp_batch(
+        return redo
+
+    def solve(redo):
+        return _l1.region_lp_batch(
             model.AT, Zbar[redo], tidx[redo], Margins[redo], cost, free, X[redo],
             lo[redo] if per_row else lo, hi[redo] if per_row else hi, bounded, iters,
             redo.size > 1,
         )  # fmt: skip
+
+    def merge(state, redo, sub):
         Xs[redo], status[redo], gap[redo] = sub[0], sub[2], sub[3]
         nit[redo] += sub[1]
+        return state
+
+    resolve(None, pick, solve, merge)
     info = {"gap": gap, "n_moved": np.count_nonzero(Xs != X, axis=1)}
     return _softmax_finish(
         model, X, Xs, tidx, cost, free, nit, status, None, None, _LP_METHOD, None, info, Z
@@ -400,10 +412,10 @@ def _softmax_lam(model, X, tidx, cost, free, bnd, lams, max_iter):
 
 
 def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
-    """``proba=τ`` of a softmax model, with the ulp re-solve loop.
+    """``proba=τ`` of a softmax model, with the re-solve step of :mod:`fastcf._resolve`.
 
     Rows that rounding leaves an ulp short of τ (in the row kernels' or BLAS's probabilities)
-    are re-solved for a τ a few ulps higher.
+    are re-solved for a τ a few ulps higher (at most ``ROUNDS`` times).
     """
     N = X.shape[0]
     lo, hi = kernel_box(bnd)
@@ -417,7 +429,8 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
         model.AT, Zbar, tidx, log_tau, *args, X, lo, hi, bounded, iters, N > 1
     )
     rows = np.arange(N)
-    for r in range(3):
+
+    def pick(_state, r):
         with np.errstate(over="ignore", invalid="ignore"):
             p1 = model.proba_from_logits(model.logits(Xs))[rows, tidx]
             p2 = model.proba_from_logits(model.check_logits(Xs))[rows, tidx]
@@ -432,7 +445,7 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
             near[met[~sure]] = True
         redo = np.flatnonzero(short | near)
         if redo.size == 0:
-            break
+            return redo
         # twice the shortfall, not a few ulps of log τ: at logits of scale 10⁴ an ulp of the
         # move shifts log p by ~10⁻¹³, and a raise of 3e-15 left the answer the same bits
         up = raise_log_tau(proba, np.minimum(p1[redo], p2[redo]))
@@ -446,13 +459,21 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
             # soak round N). From the second re-solve, at least twice that rounding
             up = raise_at_least(proba, up, 2 * finite_need(model, X[redo], tidx[redo]))
         log_tau[redo] += up
-        sub = _l1.softmax_proba_batch(
+        return redo
+
+    def solve(redo):
+        return _l1.softmax_proba_batch(
             model.AT, Zbar[redo], tidx[redo], log_tau[redo], *args, X[redo],
             lo[redo] if per_row else lo, hi[redo] if per_row else hi, bounded, iters,
             redo.size > 1,
         )  # fmt: skip
+
+    def merge(state, redo, sub):
         Xs[redo], lamv[redo], status[redo], gap[redo] = sub[0], sub[1], sub[3], sub[4]
         nit[redo] += sub[2]
+        return state
+
+    resolve(None, pick, solve, merge)
     info = {"gap": gap, "n_moved": np.count_nonzero(Xs != X, axis=1)}
     return _softmax_finish(
         model, X, Xs, tidx, cost, free, nit, status, lamv, None, _DUAL_METHOD, proba, info

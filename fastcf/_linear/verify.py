@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._resolve import raise_margin, resolve
 from .._status import Status, message, messages
 from ..results import CounterfactualPath, Solution
 
@@ -260,8 +261,10 @@ def region(model, X, tidx, bnd, margin, constrained):
     """
     N = X.shape[0]
     margins = np.full(N, margin)
-    sol = constrained(X, tidx, bnd, margins)
-    for _ in range(4):
+    own = None  # the rows' own margins of the round (without x̄'s need)
+
+    def pick(sol, _r):
+        nonlocal own
         # successes, and failures of the solver's own check (NUMERIC; BELOW_DECISION for a
         # binary proba=τ ≥ 1/2 solved here, at a tie of the classes) that a larger margin can
         # repair
@@ -270,7 +273,7 @@ def region(model, X, tidx, bnd, margin, constrained):
             axis=1
         )
         if not ok.any():
-            break
+            return None
         need = np.zeros(N)
         tm = np.full(N, np.inf)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -280,15 +283,15 @@ def region(model, X, tidx, bnd, margin, constrained):
             # its own rounding)
             ok &= ~(margins > 4.0 * model.need_bound(sol.x))
             if not ok.any():
-                break
+                return None
             need[ok] = model.rounding_need(sol.x[ok], tidx[ok])
             tm[ok] = model.target_margin(model.check_logits(sol.x[ok]), tidx[ok])
             # the verification's test (tm > need) would refuse the answer, or the margin asked
             # does not clear the need
             bump = ok & (~(margins > need) | ~(tm > need)) & np.isfinite(2 * need)
-        if not bump.any():
-            break
         idx = np.flatnonzero(bump)
+        if idx.size == 0:
+            return idx
         # at least twice the need at x̄ too, and a floor: with margin 0 an
         # answer whose logits are exact (need 0 there) can tie — x̄ = 0 with b = 0, or an
         # answer x̄ + δ = 0 whose δ cancelled x̄ — and the same margin would keep it
@@ -297,13 +300,15 @@ def region(model, X, tidx, bnd, margin, constrained):
         # the floor: a normal double, and a step to it (~ floor / ‖a_k − a_j‖) normal too (a
         # subnormal step lost the bits the guard needs)
         floor = max(_FLOOR * 2.0 * model.max_row_norm, _TINY * 4.0)
-        own = np.maximum(2 * need[idx], floor)
         # a margin asked above the need that the answer still missed in the model's own
         # arithmetic (K-space met 3.5e-13, the formed point had 1.4e-13 against a need of
         # 1.8e-13: soak round T, seed 414, a four-way tie at margin 0 with weights): doubled
         short = (margins[idx] > need[idx]) & ~(tm[idx] > need[idx])
-        own = np.where(short, np.maximum(own, 2 * margins[idx]), own)
+        own = raise_margin(margins[idx], need[idx], floor, doubled=short)
         margins[idx] = np.maximum(own, 2 * src)
+        return idx
+
+    def solve(idx):
         # a per-row box goes with its rows (the whole (N, D) box would pair row idx[0] with
         # box 0)
         sub = constrained(X[idx], tidx[idx], rows_box(bnd, idx), margins[idx])
@@ -318,6 +323,9 @@ def region(model, X, tidx, bnd, margin, constrained):
             sub = replace_rows(
                 sub, j, constrained(X[idx[j]], tidx[idx[j]], rows_box(bnd, idx[j]), own[j])
             )
+        return sub
+
+    def merge(sol, idx, sub):
         # an answer already in its class in every arithmetic (its own margin above the need,
         # hence above the margin asked) stays where the raised margin fails: x̄ inside by
         # 2.2e-308 with margin 0 and rows that nothing moves missed the floor 4·2⁻¹⁰²², a false
@@ -330,8 +338,9 @@ def region(model, X, tidx, bnd, margin, constrained):
             keep = np.zeros(idx.size, dtype=bool)
             keep[lost[sure]] = True
             idx, sub = idx[~keep], take_rows(sub, np.flatnonzero(~keep))
-        sol = replace_rows(sol, idx, sub)
-    return sol
+        return replace_rows(sol, idx, sub)
+
+    return resolve(constrained(X, tidx, bnd, margins), pick, solve, merge)
 
 
 def path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, method, names):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _resolve
 from .._kernels.lvq_cost import lvq_distances
 from .._linear.verify import replace_rows
 from .._status import BOUNDARY_MESSAGE
@@ -107,7 +108,8 @@ def raise_margin(ex, sol, X, tidx, opts, run):
     queries at 10⁵; Manhattan answers, at a vertex on the boundary, more). Those rows are
     solved again by ``run(X, tidx, opts)`` (the method's solver) with ε raised to twice the
     rounding need at the answer (:func:`rounding_need`), doubled on each further round
-    (at most three), and past the solver's own shortfall. A row keeps its first answer
+    (at most :data:`~fastcf._resolve.ROUNDS`), and past the solver's own shortfall
+    (:func:`fastcf._resolve.raise_margin`). A row keeps its first answer
     where the re-solve fails. Every success is judged here as ``_verify`` would, and
     returned certified. (At data of scale 10⁻²⁰ the default ε is the problem: reaching it
     takes a move of ~10¹⁴, where rounding grows faster than any raise; those rows stay
@@ -115,31 +117,39 @@ def raise_margin(ex, sol, X, tidx, opts, run):
     """
     margins = np.full(X.shape[0], float(opts.margin))
     good = ex._in_target(sol.x, tidx)  # the verification's own test (see the return)
-    for _ in range(3):
+
+    def pick(sol, _r):
         rows = np.flatnonzero(sol.success & ~good)
         if rows.size == 0:
-            break
+            return rows
         with np.errstate(over="ignore", invalid="ignore"):
             proto = sol.info["prototype"][rows] if sol.info else None
             need, got = rounding_need(ex, sol.x[rows], tidx[rows], X[rows], proto)
-        for a, r in enumerate(rows):
-            # (and a floor: at a prototype of the target class equal to one of another
-            # class that wins their ties, margin 0 and a need of 0 at x̄ on them)
-            eps = max(2.0 * need[a], 2.0 * margins[r], 4.0 * np.finfo(float).tiny)
-            # and past the solver's own shortfall: Clarabel meets the constraints to ~1e-10
-            # of the scaled program, which at data of scale 10⁵ is ~1 in squared distance
-            short = margins[r] - got[a]
-            if short > 0.0:
-                eps = max(eps, margins[r] + 4.0 * short)
-            if not np.isfinite(eps):
-                continue
-            margins[r] = eps
-            ro = row_options(opts, r)._replace(margin=float(eps))
-            sub = run(X[r : r + 1], tidx[r : r + 1], ro)
+        # (a floor: at a prototype of the target class equal to one of another class that
+        # wins their ties, margin 0 and a need of 0 at x̄ on them); and past the solver's own
+        # shortfall: Clarabel meets the constraints to ~1e-10 of the scaled program, which at
+        # data of scale 10⁵ is ~1 in squared distance
+        eps = _resolve.raise_margin(
+            margins[rows], need, 4.0 * np.finfo(float).tiny, doubled=True,
+            short=margins[rows] - got,
+        )  # fmt: skip
+        finite = np.isfinite(eps)
+        margins[rows[finite]] = eps[finite]
+        return rows[finite]
+
+    def solve(rows):
+        return [run(X[r : r + 1], tidx[r : r + 1], row_options(opts, r)._replace(
+            margin=float(margins[r]))) for r in rows]  # fmt: skip
+
+    def merge(sol, rows, subs):
+        for r, sub in zip(rows, subs, strict=True):
             if sub.success[0]:
                 sol = replace_rows(sol, np.array([r]), sub)
                 sol.info["prototype"][r] = sub.info["prototype"][0]
                 good[r] = ex._in_target(sol.x[r : r + 1], tidx[r : r + 1])[0]
+        return sol
+
+    sol = _resolve.resolve(sol, pick, solve, merge)
     # every success was judged here as ``_verify`` would: it need not judge them again
     return sol._replace(certified=sol.success & good)
 
