@@ -5,16 +5,59 @@ The mixed-integer programs of the tabular and tree families are solved by HiGHS 
 so each thread keeps one instance per kind of program (``key``), reused across queries; an
 instance is never shared between threads. Every instance is silent (``output_flag`` off) and
 solves to a zero gap.
+
+HiGHS prints its copyright banner to the process's standard output (file descriptor 1, not
+Python's ``sys.stdout``) when the first instance of the process is constructed, before any
+option can be set. That first construction happens here with descriptor 1 pointed at the null
+device (:func:`_construct`): a service's stdout, or a notebook's, carries none of it.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 
 __all__ = ["highs"]
 
 _local = threading.local()
 _EXACT = (("output_flag", False), ("mip_rel_gap", 0.0), ("mip_abs_gap", 0.0))
+_banner_lock = threading.Lock()
+_banner_done = False
+
+
+def _construct():
+    """Return a new ``highspy.Highs``; the process's first with its banner sent to the null device.
+
+    HiGHS prints the banner once per process, from its constructor. Descriptor 1 is redirected
+    for the first construction only (under a lock; Python's buffered stdout flushed first, so
+    nothing written before is lost); a descriptor that cannot be duplicated (a closed stdout)
+    leaves the construction as it is.
+    """
+    global _banner_done
+    import highspy
+
+    if _banner_done:
+        return highspy.Highs()
+    with _banner_lock:
+        if _banner_done:
+            return highspy.Highs()
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError, AttributeError):
+            _banner_done = True
+            return highspy.Highs()
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+            h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(null)
+        _banner_done = True
+        return h
 
 
 def highs(key, options=()):
@@ -32,9 +75,7 @@ def highs(key, options=()):
         store = _local.store = {}
     h = store.get(key)
     if h is None:
-        import highspy
-
-        h = highspy.Highs()
+        h = _construct()
         for name, value in (*_EXACT, *options):
             h.setOptionValue(name, value)
         store[key] = h
