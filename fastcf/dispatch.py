@@ -14,17 +14,14 @@ _TREES = frozenset(
         "RandomForestClassifier",
         "ExtraTreesClassifier",
         "GradientBoostingClassifier",
+        "HistGradientBoostingClassifier",
+        "XGBClassifier",
+        "XGBRFClassifier",
+        "LGBMClassifier",
     }
 )
 # models users reach for that no explainer takes yet, and what to say about them
 _NOT_YET = {
-    "HistGradientBoostingClassifier": "tree ensembles are explained by TreeExplainer, which "
-    "reads scikit-learn's DecisionTree, RandomForest, ExtraTrees and GradientBoosting "
-    "classifiers; HistGradientBoosting is not supported yet",
-    "XGBClassifier": "XGBoost models are not supported yet (TreeExplainer reads scikit-learn's "
-    "tree ensembles)",
-    "LGBMClassifier": "LightGBM models are not supported yet (TreeExplainer reads scikit-learn's "
-    "tree ensembles)",
     "SVC": "a kernel SVM other than kernel='linear' has no affine scores (LinearExplainer takes "
     "binary SVC(kernel='linear'))",
     "NuSVC": "a kernel SVM other than kernel='linear' has no affine scores",
@@ -36,7 +33,7 @@ _NOT_YET = {
 COVERS = (
     "fastcf covers linear classifiers and pipelines of affine steps (LinearExplainer), "
     "ColumnTransformer pipelines on DataFrames (TabularExplainer(model, X_train)), LVQ models "
-    "(LVQExplainer) and scikit-learn tree ensembles (TreeExplainer)"
+    "(LVQExplainer) and tree ensembles of scikit-learn, XGBoost and LightGBM (TreeExplainer)"
 )
 
 
@@ -61,7 +58,8 @@ def explainer_for(model):
     model : estimator
         A fitted linear classifier or a pipeline of affine steps ending in one
         (:class:`~fastcf.LinearExplainer`), an LVQ model (fastcf's own, sklearn-lvq's or sklvq's:
-        :class:`~fastcf.LVQExplainer`), or a scikit-learn tree classifier or ensemble
+        :class:`~fastcf.LVQExplainer`), or a tree classifier or ensemble of scikit-learn,
+        XGBoost (``XGBClassifier``) or LightGBM (``LGBMClassifier``)
         (:class:`~fastcf.TreeExplainer`).
 
     Returns

@@ -1,9 +1,19 @@
 """Inverse classification for trees: the closest input a tree or an ensemble puts in a class.
 
-:class:`TreeExplainer` parses a fitted model once (:mod:`fastcf._trees.parse_sklearn`: every
-split rewritten as *left iff x <= b* on the float64 input, from scikit-learn's own
-``float32(x) <= threshold``), checks the copy against the model on probe rows placed on and
-next to every split value, and answers queries exactly:
+:class:`TreeExplainer` parses a fitted model once, every split rewritten as *left iff x <= b* on
+the float64 input from the library's own rule, checks the copy against the model on probe rows
+placed on and next to every split value, and answers queries exactly. The parsers:
+
+* :mod:`fastcf._trees.parse_sklearn` — scikit-learn's trees, forests and
+  ``GradientBoostingClassifier``: ``float32(x) <= threshold`` (a float64 threshold);
+* :mod:`fastcf._trees.parse_hist` — ``HistGradientBoostingClassifier``: ``x <= threshold`` in
+  float64;
+* :mod:`fastcf._trees.parse_xgboost` — ``XGBClassifier``: ``float32(x) < split_condition`` (a
+  float32), margins added in float32;
+* :mod:`fastcf._trees.parse_lightgbm` — ``LGBMClassifier``: ``x <= threshold`` in float64, with
+  ``|x| <= 1e-35`` read as 0.
+
+The answers:
 
 * one tree — enumeration of the leaves of the target class, x̄ projected onto each leaf's box
   (:mod:`fastcf._trees.leaves`);
@@ -23,7 +33,6 @@ from ._status import Status, messages
 from ._trees.leaves import leaf_table
 from ._trees.leaves import solve as solve_leaves
 from ._trees.milp import Program
-from ._trees.parse_sklearn import check, parse
 from ._trees.query import METRICS, TreeQuery
 from ._validation import (
     check_int,
@@ -38,17 +47,53 @@ from .results import Solution
 __all__ = ["TreeExplainer"]
 
 _METHODS = ("auto", "leaves", "milp")
+_OTHERS = (
+    "; TreeExplainer also reads HistGradientBoostingClassifier, XGBoost's XGBClassifier and "
+    "LightGBM's LGBMClassifier"
+)
+
+
+def _parser(model):
+    """Return the parser module of the model's library (``parse``, ``check``)."""
+    root = type(model).__module__.split(".")[0]
+    if root == "xgboost":
+        from ._trees import parse_xgboost as parser
+    elif root == "lightgbm":
+        from ._trees import parse_lightgbm as parser
+    elif type(model).__name__ == "HistGradientBoostingClassifier" and root == "sklearn":
+        from ._trees import parse_hist as parser
+    else:
+        from ._trees import parse_sklearn as parser
+    return parser
+
+
+def _parse(model):
+    """Return the checked :class:`~fastcf._trees.forest.Forest` of a fitted tree classifier."""
+    parser = _parser(model)
+    if parser.__name__.endswith("parse_sklearn"):
+        try:
+            forest = parser.parse(model)
+        except TypeError as exc:
+            raise TypeError(f"{exc}{_OTHERS}") from None
+    else:
+        forest = parser.parse(model)
+    parser.check(forest, model)
+    return forest
 
 
 class TreeExplainer(BaseExplainer):
-    """Exact counterfactuals of scikit-learn tree classifiers.
+    """Exact counterfactuals of tree classifiers: scikit-learn, XGBoost and LightGBM.
 
     Parameters
     ----------
     model : fitted estimator
-        ``DecisionTreeClassifier`` / ``ExtraTreeClassifier``, ``RandomForestClassifier``,
-        ``ExtraTreesClassifier`` or ``GradientBoostingClassifier`` (binary or multiclass).
-        HistGradientBoosting, XGBoost and LightGBM are not supported yet.
+        scikit-learn's ``DecisionTreeClassifier`` / ``ExtraTreeClassifier``,
+        ``RandomForestClassifier``, ``ExtraTreesClassifier``, ``GradientBoostingClassifier`` or
+        ``HistGradientBoostingClassifier``; XGBoost's ``XGBClassifier`` (``gbtree``:
+        ``binary:logistic``, ``multi:softprob``, ``multi:softmax``); LightGBM's
+        ``LGBMClassifier`` (``binary``, ``multiclass``; ``gbdt``, ``dart``, ``goss``, ``rf``).
+        Binary or multiclass. Each library's own split rule and arithmetic are reproduced (the
+        module docstrings of :mod:`fastcf._trees`); categorical splits are refused.
 
     Attributes
     ----------
@@ -66,7 +111,9 @@ class TreeExplainer(BaseExplainer):
     TypeError
         ``model`` is not a supported tree classifier (a regressor, another library's model).
     ValueError
-        ``model`` is not fitted, has several outputs, or fastcf's parsed copy disagrees with it.
+        ``model`` is not fitted, has several outputs, uses a configuration that is not
+        supported (categorical splits, XGBoost's dart/gblinear, LightGBM's linear trees, ...:
+        the message names it), or fastcf's parsed copy disagrees with it.
 
     Examples
     --------
@@ -85,8 +132,7 @@ class TreeExplainer(BaseExplainer):
     _has_proba = True
 
     def __init__(self, model):
-        forest = parse(model)
-        check(forest, model)
+        forest = _parse(model)
         self.model = model
         self._forest = forest
         self._set_classes(model.classes_)
@@ -127,7 +173,8 @@ class TreeExplainer(BaseExplainer):
         ----------
         x : array_like of shape (D,) or (N, D)
             The source instance(s); pandas Series/DataFrame keep their feature names. Values
-            must be finite and within the float32 range (scikit-learn refuses the others).
+            must be finite and within the range the library reads exactly (the float32 range
+            for scikit-learn's trees and XGBoost, which cast to float32).
         target : label or array_like of N labels
             Class label(s) as in ``classes_``.
         region : bool, default=True
@@ -227,7 +274,8 @@ class TreeExplainer(BaseExplainer):
             r, c = np.argwhere(out)[0]
             raise ValueError(
                 f"x has a value outside the range the model accepts at feature {c} (row {r}): "
-                f"{X[r, c]!r}; scikit-learn casts to float32, whose range is [{dlo:g}, {dhi:g}]"
+                f"{X[r, c]!r}; its split rule is {self._forest.rule} (a float32 cast), on "
+                f"[{dlo:g}, {dhi:g}]"
             )
         fmask = resolve_frozen(frozen, D, names)
         w = resolve_weights(weights, D, self.mad_)

@@ -1127,3 +1127,148 @@ def tree_leaves_brute_force(
         stack.append((tr.children_right[n], a2, z))
     P = np.array(points, dtype=np.float64).reshape(-1, D)
     return _ref_best(tree, P, x0, target, metric, w, max_changes, proba)
+
+
+# =====================================================================================
+# Boosted trees of other libraries: HistGradientBoosting, XGBoost, LightGBM
+# =====================================================================================
+
+_F64_MAX = float(np.finfo(np.float64).max)
+_LGB_ZERO = float(np.float32(1e-35))  # LightGBM's kZeroThreshold (a float widened to double)
+
+
+def bisect_boundary(left, lo, hi):
+    """The largest float64 x in [lo, hi] with ``left(x)`` for a monotone rule (True, then False).
+
+    By bisection over the ordered float64 bit patterns. −inf if no such x, hi if all.
+    """
+    a, z = _f64_ordinal(lo), _f64_ordinal(hi)
+    if not left(_f64_from_ordinal(a)):
+        return -math.inf
+    if left(_f64_from_ordinal(z)):
+        return hi
+    while z - a > 1:
+        mid = (a + z) // 2
+        if left(_f64_from_ordinal(mid)):
+            a = mid
+        else:
+            z = mid
+    return _f64_from_ordinal(a)
+
+
+def boosted_splits(model):
+    """Every split of a fitted boosted model as ``(feature, left(x) -> bool, domain)``.
+
+    Each library's rule written from its documentation, independently of fastcf: XGBoost
+    ``float32(x) < float32(condition)`` (from the JSON text dump), LightGBM ``x' <= threshold``
+    with x' = 0 for ``|x| <= 1e-35`` (from ``trees_to_dataframe``; zeros to the default side
+    for missing_type Zero), HistGradientBoosting ``x <= num_threshold`` in float64.
+    """
+    import json
+
+    name = type(model).__module__.split(".")[0]
+    out = []
+    if name == "xgboost":
+        names = getattr(model, "feature_names_in_", None)
+        dom = (-_F32_MAX, _F32_MAX)
+
+        def walk(node):
+            if "children" not in node:
+                return
+            s = node["split"]
+            f = list(names).index(s) if names is not None else int(s[1:])
+            c = np.float32(node["split_condition"])
+            out.append((f, lambda x, c=c: bool(np.float32(x) < c), dom))
+            for ch in node["children"]:
+                walk(ch)
+
+        for text in model.get_booster().get_dump(dump_format="json"):
+            walk(json.loads(text))
+    elif name == "lightgbm":
+        df = model.booster_.trees_to_dataframe()
+        feats = model.booster_.feature_name()
+        dom = (-_F64_MAX, _F64_MAX)
+        for _, r in df[df["split_feature"].notna()].iterrows():
+            f, t = feats.index(r["split_feature"]), float(r["threshold"])
+            zero = r["missing_type"] == "Zero"
+            dl = r["missing_direction"] == "left"
+
+            def left(x, t=t, zero=zero, dl=dl):
+                if abs(x) <= _LGB_ZERO:
+                    return dl if zero else 0.0 <= t
+                return x <= t
+
+            out.append((f, left, dom))
+    else:  # HistGradientBoostingClassifier
+        dom = (-_F64_MAX, _F64_MAX)
+        for stage in model._predictors:
+            for p in stage:
+                nodes = p.nodes[p.nodes["is_leaf"] == 0]
+                for f, t in zip(nodes["feature_idx"], nodes["num_threshold"], strict=True):
+                    out.append((int(f), lambda x, t=float(t): x <= t, dom))
+    return out
+
+
+def boosted_cells_brute_force(
+    model, x0, target, metric="manhattan", w=None, lo=None, hi=None, max_changes=None, proba=None
+):
+    """Boosted-model counterfactual by brute force over every cell of the threshold grid.
+
+    As :func:`tree_cells_brute_force`, with each split's boundary found by
+    :func:`bisect_boundary` on the library's own rule (:func:`boosted_splits`) and every
+    candidate judged by the model's own ``predict`` (and ``predict_proba``). ``(inf, None)`` if
+    no cell is in the target class.
+    """
+    from itertools import product
+
+    D = x0.shape[0]
+    splits = boosted_splits(model)
+    dlo, dhi = splits[0][2] if splits else (-_F64_MAX, _F64_MAX)
+    w = np.ones(D) if w is None else np.asarray(w, dtype=float)
+    lo = np.full(D, dlo) if lo is None else np.maximum(lo, dlo)
+    hi = np.full(D, dhi) if hi is None else np.minimum(hi, dhi)
+    bounds = {f: set() for f in range(D)}
+    for f, left, (a, z) in splits:
+        bounds[f].add(bisect_boundary(left, a, z))
+    choices = []
+    for f in range(D):
+        b = sorted(v for v in bounds[f] if dlo <= v < dhi)
+        ends = [dlo] + [float(np.nextafter(v, np.inf)) for v in b]
+        tops = b + [dhi]
+        vals = []
+        for a, z in zip(ends, tops, strict=True):
+            a, z = max(a, lo[f]), min(z, hi[f])
+            if a <= z:
+                vals.append(min(max(x0[f], a), z))
+        choices.append(sorted(set(vals)))
+    P = np.array(list(product(*choices)), dtype=np.float64).reshape(-1, D)
+    return _ref_best(model, P, x0, target, metric, w, max_changes, proba)
+
+
+def tabular_grid_brute_force(decision, row, grids, cost, target, margin=0.0):
+    """Tabular recourse over finite sets of values, by brute force (one vectorised model call).
+
+    ``decision(df) -> (n,)``: a binary model's decision function. ``row``: a one-row DataFrame
+    x̄; ``grids``: ``{col: values}`` (each column's candidate values, x̄'s own among them), the
+    other columns held at x̄; ``cost(col, v)``: the cost of column ``col`` at ``v``. Every
+    combination is scored at once; the cheapest whose decision puts it in ``target`` (class 1:
+    ``> margin``; class 0: ``< -margin``) is returned as ``(value, x)`` (``(inf, None)`` if
+    none).
+    """
+    from itertools import product
+
+    import pandas as pd
+
+    cols = list(grids)
+    combos = list(product(*(grids[c] for c in cols)))
+    df = pd.concat([row] * len(combos), ignore_index=True)
+    for i, c in enumerate(cols):
+        df[c] = pd.Series([t[i] for t in combos]).astype(row[c].dtype)
+    s = np.asarray(decision(df), dtype=float)
+    ok = s > margin if target == 1 else s < -margin
+    costs = np.array([sum(cost(c, t[i]) for i, c in enumerate(cols)) for t in combos])
+    costs = np.where(ok, costs, np.inf)
+    i = int(np.argmin(costs))
+    if not np.isfinite(costs[i]):
+        return np.inf, None
+    return float(costs[i]), df.iloc[[i]]

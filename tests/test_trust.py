@@ -113,6 +113,8 @@ def test_front_door_routes_and_every_refusal_names_an_explainer():
     forest = RandomForestClassifier(n_estimators=3, max_depth=2, random_state=0).fit(X, yb)
     ex = fastcf.explainer_for(forest)
     assert type(ex).__name__ == "TreeExplainer"
+    hist = HistGradientBoostingClassifier(max_iter=3).fit(X, yb)
+    assert type(fastcf.explainer_for(hist)).__name__ == "TreeExplainer"
     res = fastcf.counterfactual(forest, X[0], 1)
     assert res.success and forest.predict(res.x[None])[0] == 1
 
@@ -121,7 +123,9 @@ def test_front_door_routes_and_every_refusal_names_an_explainer():
     tab = make_pipeline(ct, LogisticRegression()).fit(frame, yb)
     refusals = {
         "TabularExplainer(model, X_train)": tab,
-        "TreeExplainer": HistGradientBoostingClassifier(max_iter=3).fit(X, yb),
+        "TreeExplainer takes the fitted": make_pipeline(
+            StandardScaler(), RandomForestClassifier(n_estimators=2, random_state=0)
+        ).fit(X, yb),
         "kernel='linear'": SVC().fit(X, yb),
         "Voronoi": KNeighborsClassifier().fit(X, yb),
     }

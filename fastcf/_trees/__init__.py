@@ -7,9 +7,12 @@ Where each piece lives:
   leaf terms, the way the library adds them up (``base``, ``divisor``) and the way it decides a
   class (:class:`~.forest.Argmax`, :class:`~.forest.Sign`) and a probability (the links).
   It evaluates the model exactly as the library does, term by term in the library's order.
-- :mod:`.parse_sklearn` — scikit-learn's trees (``float32(x) <= threshold``) and ensembles; a
-  parser per library (XGBoost, LightGBM, HistGradientBoosting) is one more module beside it that
-  produces the same :class:`~.forest.Forest`.
+- :mod:`.parse_sklearn` — scikit-learn's trees (``float32(x) <= threshold``) and ensembles;
+  :mod:`.parse_hist` (HistGradientBoosting: ``x <= threshold`` in float64),
+  :mod:`.parse_xgboost` (``float32(x) < split_condition``, margins in float32) and
+  :mod:`.parse_lightgbm` (``x <= threshold`` in float64, ``|x| <= 1e-35`` read as 0) produce
+  the same :class:`~.forest.Forest`; :mod:`.outputs` holds each library's probability and class
+  arithmetic, :mod:`.agree` the check of a parsed model against the library's own predictions.
 - :mod:`.leaves` — one tree: the cheapest projection of x onto the box of a target leaf.
 - :mod:`.milp` — ensembles: a mixed-integer program over per-feature threshold intervals,
   solved by HiGHS, with lazy cuts for answers within rounding of a tie.

@@ -14,17 +14,21 @@ sets of inputs the model cannot tell apart on that feature, and a point of such 
 representable input on the correct side of every split, with no epsilon.
 
 A model's class scores are ``Z = base + Σ_t value_t[leaf_t(x)]``, added term by term in tree
-order as the library adds them (``np.add.accumulate``, not a pairwise sum), then divided by
-``divisor`` (a random forest averages its trees). The class is decided by an :class:`Argmax`
-(ties to the first class, as ``np.argmax``) or by a :class:`Sign` (binary gradient boosting:
-class 1 iff the score is ``>= 0``); the probabilities by a link (:class:`Identity`,
-:class:`Logistic`, :class:`Softmax`).
+order as the library adds them (``np.add.accumulate``, not a pairwise sum; in float32 where the
+library sums in float32, as XGBoost does), then divided by ``divisor`` (a random forest averages
+its trees). The class is decided by an :class:`Argmax` (ties to the first class, as
+``np.argmax``), by a :class:`Sign` (binary gradient boosting: class 1 iff the score is ``>= 0``,
+or ``> 0``) or by a library's own decision on its probabilities
+(:mod:`fastcf._trees.outputs`); the probabilities by a link (:class:`Identity`,
+:class:`Logistic`, :class:`Softmax`, or a library's own arithmetic).
 
 Rounding: the solvers reason about the exact sums of the terms. Where every term is a multiple
 of 2^-e and the sums stay below 2^40 (random forests of pure leaves: votes), the library's
 float64 sums are exact and :attr:`Forest.unit` is the smallest nonzero difference of two
 scores; otherwise :attr:`Forest.delta` bounds the difference between the exact sum and the
-library's (a γ_n bound of sequential summation, doubled for a difference of two scores).
+library's (a γ_n bound of sequential summation, doubled for a difference of two scores, with
+the unit roundoff of the library's precision), plus the ``band`` of a decision taken on rounded
+probabilities (the scores within which such a decision may differ from the exact comparison).
 """
 
 from __future__ import annotations
@@ -79,15 +83,26 @@ class Argmax:
 
 
 class Sign:
-    """One score; class 1 iff the score is ``>= 0`` (scikit-learn's binary gradient boosting)."""
+    """One score; class 1 iff the score is ``>= 0`` (``at_zero=1``) or ``> 0`` (``at_zero=0``).
+
+    scikit-learn's ``GradientBoostingClassifier`` gives a score of exactly 0 to class 1 (``raw
+    >= 0``), its ``HistGradientBoostingClassifier`` to class 0 (``raw > 0``).
+    """
 
     n_scores = 1
 
+    def __init__(self, at_zero: int = 1):
+        self.at_zero = int(at_zero)
+
     def predict(self, S):
-        return (S[:, 0] >= 0.0).astype(np.int64)
+        if self.at_zero == 1:
+            return (S[:, 0] >= 0.0).astype(np.int64)
+        return (S[:, 0] > 0.0).astype(np.int64)
 
     def forms(self, t: int):
-        return [(np.ones(1), False)] if t == 1 else [(-np.ones(1), True)]
+        if t == 1:
+            return [(np.ones(1), self.at_zero == 0)]
+        return [(-np.ones(1), self.at_zero == 1)]
 
     def gap(self, S):
         return np.abs(S[:, 0])
@@ -199,9 +214,14 @@ class Forest:
         The inputs the library accepts (scikit-learn: the float32 range).
     rule : str
         The library's split rule, for messages (the parsed rule is always ``x <= boundary``).
+    dtype : numpy dtype, default=float64
+        The precision the library adds its terms in (float32 for XGBoost); ``base`` and the
+        leaf terms must then be representable in it.
     """
 
-    def __init__(self, trees, base, divisor, decision, link, n_features, domain, rule):
+    def __init__(
+        self, trees, base, divisor, decision, link, n_features, domain, rule, dtype=np.float64
+    ):
         sizes = np.array([t.feature.shape[0] for t in trees], dtype=np.int64)
         self.offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         self.root = self.offset.copy()  # (T,) global id of each tree's root
@@ -223,6 +243,7 @@ class Forest:
         self.link = link
         self.domain = (float(domain[0]), float(domain[1]))
         self.rule = rule
+        self.dtype = np.dtype(dtype)
         self.is_leaf = self.left < 0
         self.leaf_ids = np.flatnonzero(self.is_leaf)
         self.unit, self.delta = self._rounding()
@@ -233,22 +254,26 @@ class Forest:
 
         ``delta`` bounds |library's Z_a − Z_b − exact (Z_a − Z_b)| for two scores (sequential
         sums of T terms after ``base``: γ_{T+1} times the sum of magnitudes, for each of the two,
-        doubled again for the final division and a possible fused multiply-add).
+        doubled again for the final division and a possible fused multiply-add), in the unit
+        roundoff of the library's precision, plus the decision's ``band`` (then no exact grid).
         """
+        u = float(np.finfo(self.dtype).eps) / 2.0
+        bits = int(np.finfo(self.dtype).nmant) + 1
+        band = float(getattr(self.decision, "band", 0.0))
         vals = self.value[self.leaf_ids]
         per_tree = np.zeros(self.n_trees)
         np.maximum.at(per_tree, self.tree_of[self.leaf_ids], np.abs(vals).max(axis=1))
         total = float(np.abs(self.base).max(initial=0.0) + per_tree.sum())
         allv = np.concatenate([self.base, vals.ravel()])
         unit = 0.0
-        for e in range(41):
+        for e in range(41 if band == 0.0 else 0):
             scaled = np.ldexp(allv, e)
             if np.all(scaled == np.round(scaled)):
-                if math.ldexp(total, e) < 2.0**40:
+                if math.ldexp(total, e) < 2.0 ** (bits - 13):
                     unit = math.ldexp(1.0, -e)
                 break
         n = self.n_trees + 2
-        delta = 0.0 if unit > 0 else 4.0 * n * _U / (1.0 - n * _U) * total
+        delta = 0.0 if unit > 0 else 4.0 * n * u / (1.0 - n * u) * total + band
         return unit, delta
 
     def leaves(self, X):
@@ -267,7 +292,11 @@ class Forest:
         """Return Z = base + Σ_t terms, added in tree order as the library does, shape (N, S)."""
         terms = self.value[leaves]  # (N, T, S)
         start = np.broadcast_to(self.base, (terms.shape[0], 1, terms.shape[2]))
-        return np.add.accumulate(np.concatenate([start, terms], axis=1), axis=1)[:, -1]
+        seq = np.concatenate([start, terms], axis=1)
+        if self.dtype == np.float64:
+            return np.add.accumulate(seq, axis=1)[:, -1]
+        # each partial sum rounded to the library's precision (exact float32 values as float64)
+        return np.add.accumulate(seq.astype(self.dtype), axis=1)[:, -1].astype(np.float64)
 
     def scores(self, leaves):
         """Return the library's scores: the sums divided by ``divisor`` (shape (N, S))."""

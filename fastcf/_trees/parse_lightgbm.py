@@ -1,0 +1,257 @@
+"""LightGBM's ``LGBMClassifier`` as a :class:`~fastcf._trees.forest.Forest`.
+
+The split rule (``include/LightGBM/tree.h``, ``NumericalDecision``): ``x <= threshold`` in
+double, after two rewrites of the input:
+
+* the dense-matrix reader keeps only the values with ``|x| > kZeroThreshold`` (``src/c_api.cpp``,
+  ``RowPairFunctionFromDenseMatric``; ``kZeroThreshold = 1e-35f``, ``include/LightGBM/meta.h``),
+  so every x in the zero band ``[-kZ, kZ]`` reaches the trees as 0.0;
+* with ``missing_type == "Zero"`` a zero (so the whole band) takes the default child
+  (``default_left``), and with ``"NaN"`` a NaN does (NaN inputs are refused by the explainer).
+
+The map x ↦ (0 on the band, x elsewhere) is monotone, so without the Zero rule *left iff x <=
+b* holds with b = the threshold, except for a threshold t in the band: ``-kZ <= t < 0`` gives b
+= the float64 below −kZ, ``0 <= t < kZ`` gives b = kZ. With the Zero rule the band goes to the
+default side: that is still an interval (b = t, kZ or the float64 below −kZ) unless numbers lie
+between the band and the threshold on the band's far side (default left with t below the float64
+under −kZ, default right with t > kZ): then the split sends the numbers between them one way and
+the band and the numbers beyond t the other, and the model is refused with the feature named
+(fit with ``zero_as_missing=False``, the default). Every
+boundary is checked against the rule on the values around it, −kZ, 0 and kZ.
+
+Aggregation (``src/boosting/gbdt_prediction.cpp``): the raw scores start at 0.0 and add the trees
+of each iteration in order, in double (tree i to score ``i % num_tree_per_iteration``), the
+initial score already folded into the first trees; ``boosting="rf"`` (``average_output``) then
+divides them by the number of iterations. The dumped trees are those ``predict`` uses
+(``best_iteration`` when early stopping set one). Decisions (``lightgbm/sklearn.py``: the first
+argmax of ``predict_proba``): binary — ``p = 1 / (1 + exp(−σ raw))`` and ``[1 − p, p]``
+(``binary_objective.hpp``), so class 1 iff ``p > 0.5``; multiclass — the softmax of
+``include/LightGBM/utils/common.h`` (:mod:`fastcf._trees.outputs`).
+
+Not supported (refused with the reason): categorical splits, linear trees, the objectives other
+than ``binary`` and ``multiclass``, a custom objective, prediction early stopping.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import outputs
+from .agree import probe, tree, verify
+from .forest import Forest
+
+__all__ = ["parse", "check", "boundary", "go_left", "RULE", "DOMAIN", "ZERO"]
+
+RULE = "x <= threshold (float64; |x| <= 1e-35 read as 0)"
+ZERO = float(np.float32(1e-35))  # kZeroThreshold, a float widened to double
+_F64_MAX = float(np.finfo(np.float64).max)
+DOMAIN = (-_F64_MAX, _F64_MAX)
+_BELOW = float(np.nextafter(-ZERO, -np.inf))
+
+
+def go_left(x, threshold, missing_type="None", default_left=True):
+    """Return LightGBM's own rule for inputs x at one split (elementwise)."""
+    x = np.asarray(x, dtype=np.float64)
+    band = np.abs(x) <= ZERO
+    fx = np.where(band, 0.0, x)
+    left = fx <= threshold
+    if missing_type == "Zero":
+        left = np.where(band, bool(default_left), left)
+    return left
+
+
+def boundary(threshold, missing_type="None", default_left=True):
+    """Return b with LightGBM's rule ⟺ ``x <= b``, or None where the rule is no interval."""
+    t = float(threshold)
+    if missing_type == "Zero":  # the band goes to the default side
+        if default_left:
+            return t if t >= ZERO else (ZERO if t >= _BELOW else None)
+        return t if t < -ZERO else (_BELOW if t <= ZERO else None)
+    if -ZERO <= t < 0.0:
+        return _BELOW
+    if 0.0 <= t < ZERO:
+        return ZERO
+    return t
+
+
+def _check_boundary(b, t, missing_type, default_left):
+    """Assert the rewrite on the values around b, t, −kZ, 0 and kZ."""
+    pts = np.array([b, t, -ZERO, 0.0, ZERO])
+    pts = np.concatenate([pts, np.nextafter(pts, np.inf), np.nextafter(pts, -np.inf)])
+    pts = pts[np.isfinite(pts)]
+    if not np.array_equal(go_left(pts, t, missing_type, default_left), pts <= b):
+        raise AssertionError(f"split boundary {b!r} is wrong for threshold {t!r}")
+
+
+def _refuse(what, how=""):
+    raise ValueError(f"model: {what} is not supported by TreeExplainer{how}")
+
+
+def _walk(root, n_scores, k, names):
+    """Return (Tree, leaf position by LightGBM leaf index) of one dumped tree."""
+    feat, thr, bnd, left, right, val, leaf_of = [], [], [], [], [], [], {}
+    stack = [(root, -1, 0)]  # (node, parent id, side)
+    while stack:
+        node, parent, side = stack.pop()
+        i = len(feat)
+        if parent >= 0:
+            (left if side == 0 else right)[parent] = i
+        left.append(-1)
+        right.append(-1)
+        v = np.zeros(n_scores)
+        if "split_feature" not in node:  # a leaf (or a tree of one leaf)
+            if node.get("leaf_coeff"):
+                _refuse("a LightGBM linear tree (linear_tree=True)")
+            v[k] = float(node["leaf_value"])
+            feat.append(-1)
+            thr.append(np.nan)
+            bnd.append(np.nan)
+            leaf_of[int(node.get("leaf_index", 0))] = i
+            val.append(v)
+            continue
+        f = int(node["split_feature"])
+        label = repr(str(names[f])) if names is not None else str(f)
+        if node.get("decision_type", "<=") != "<=":
+            _refuse(
+                f"the categorical split on feature {label}",
+                " (LightGBM categorical splits test set membership, not x <= b)",
+            )
+        t = float(node["threshold"])
+        mt, dl = str(node.get("missing_type", "None")), bool(node.get("default_left", True))
+        b = boundary(t, mt, dl)
+        if b is None:
+            _refuse(
+                f"the split of feature {label} at {t!r} with missing_type='Zero' (the zeros go "
+                f"{'left' if dl else 'right'}, across the threshold, so the inputs that go left "
+                "are no interval)",
+                "; fit with zero_as_missing=False",
+            )
+        _check_boundary(b, t, mt, dl)
+        feat.append(f)
+        thr.append(t)
+        bnd.append(b)
+        val.append(v)
+        stack.append((node["right_child"], i, 1))
+        stack.append((node["left_child"], i, 0))
+    out, pos = tree(feat, thr, bnd, left, right, np.array(val))
+    n_leaves = max(leaf_of) + 1
+    by_leaf = np.full(n_leaves, -1, dtype=np.int64)
+    for j, i in leaf_of.items():
+        by_leaf[j] = pos[i]
+    return out, by_leaf
+
+
+def _dump(model):
+    name = type(model).__name__
+    booster = getattr(model, "_Booster", None)
+    if booster is None:
+        raise ValueError(
+            f"model: this {name} is not fitted yet; call fit(X, y) before explaining it"
+        )
+    if callable(getattr(model, "objective", None)):
+        _refuse("a LightGBM model with a custom objective", " (no probabilities or classes)")
+    params = dict(getattr(booster, "params", {}) or {})
+    for key in ("pred_early_stop", "predict_early_stop"):
+        if str(params.get(key, False)).lower() in ("true", "1"):
+            _refuse("LightGBM prediction early stopping (pred_early_stop=True)")
+    return booster.dump_model()
+
+
+def _walk_all(model):
+    """Return (trees, leaf maps, dump, per-iteration count) of a fitted LGBMClassifier."""
+    d = _dump(model)
+    objective = str(d.get("objective", "")).split()
+    kind = objective[0] if objective else ""
+    if kind not in ("binary", "multiclass"):
+        _refuse(
+            f"the LightGBM objective {kind!r}",
+            " (supported: binary, multiclass; multiclassova's probabilities do not sum to 1)",
+        )
+    S = int(d["num_tree_per_iteration"])
+    names = getattr(model, "feature_names_in_", None)
+    trees, maps = [], []
+    for i, info in enumerate(d["tree_info"]):
+        t, m = _walk(info["tree_structure"], S, i % S, names)
+        trees.append(t)
+        maps.append(m)
+    return trees, maps, d, kind, objective, S
+
+
+def _classifier(model):
+    """Raise the TypeError of a lightgbm model that is not an ``LGBMClassifier``."""
+    from lightgbm import LGBMClassifier
+
+    if isinstance(model, LGBMClassifier):
+        return
+    name = type(model).__name__
+    if "Regressor" in name or "Ranker" in name:
+        why = f"the regressor {name}: inverse classification needs classes"
+    elif name == "Booster":
+        why = "a bare Booster: pass the fitted LGBMClassifier (its classes_ and predict are needed)"
+    else:
+        why = name
+    raise TypeError(f"model must be lightgbm's LGBMClassifier; got {why}")
+
+
+def parse(model) -> Forest:
+    """Return the :class:`~fastcf._trees.forest.Forest` of a fitted ``LGBMClassifier``.
+
+    Raises
+    ------
+    ValueError
+        Not fitted, or a configuration the module docstring lists as not supported.
+    TypeError
+        Not a ``LGBMClassifier``.
+    """
+    _classifier(model)
+    trees, _, d, kind, objective, S = _walk_all(model)
+    if not trees:
+        raise ValueError(f"model: this {type(model).__name__} has no trees")
+    K = len(model.classes_)
+    D = int(model.n_features_in_)
+    divisor = float(len(trees) // S) if d.get("average_output", False) else 1.0
+    base = np.zeros(S)
+    if kind == "binary":
+        sigma = 1.0
+        for part in objective[1:]:
+            if part.startswith("sigmoid:"):
+                sigma = float(part.split(":", 1)[1])
+        link = outputs.LGBLogistic(sigma)
+        decision = outputs.binary(link, band=2.0**-48 / sigma)
+    else:
+        link = outputs.LGBSoftmax()
+        decision = outputs.multiclass(link, K, band=2.0**-46)
+    return Forest(trees, base, divisor, decision, link, D, DOMAIN, RULE)
+
+
+def check(forest: Forest, model, n_probe: int = 512, seed: int = 0):
+    """Check the parsed model against the model itself on probe rows; raise if they disagree.
+
+    The leaves must equal LightGBM's ``pred_leaf`` exactly; the raw scores its ``raw_score``
+    (divided as ``average_output`` divides), the probabilities its ``predict_proba`` and the
+    classes its ``predict`` (away from ties) as :func:`fastcf._trees.agree.verify` asks. The
+    probe rows also hold values of the zero band (±kZ, 0 and their neighbours).
+    """
+    from .._confirm import model_input
+
+    name = type(model).__name__
+    band = np.array([ZERO, -ZERO, 0.0, np.nextafter(ZERO, 1.0), _BELOW, ZERO / 2])
+    P = probe(forest, n_probe, seed, extra=band)
+    R = model_input(model, P)
+    _, maps, _, _, _, _ = _walk_all(model)
+    own = np.asarray(model.predict(R, pred_leaf=True)).reshape(P.shape[0], -1).astype(np.int64)
+    leaves = np.full(own.shape, -2, dtype=np.int64)
+    for t in range(min(own.shape[1], len(maps))):
+        m = maps[t]
+        leaves[:, t] = np.where(own[:, t] < m.size, m[np.minimum(own[:, t], m.size - 1)], -2)
+    raw = np.asarray(model.predict(R, raw_score=True), dtype=np.float64).reshape(P.shape[0], -1)
+    verify(
+        forest,
+        name,
+        P,
+        classes=model.classes_,
+        predict=np.asarray(model.predict(R)),
+        scores=raw / forest.divisor if forest.divisor != 1.0 else raw,
+        proba=np.asarray(model.predict_proba(R), dtype=np.float64),
+        leaves=leaves,
+    )
