@@ -22,6 +22,9 @@ code  name                   meaning
 7     BELOW_DECISION         ``proba`` was met, but the model does not classify the point as the
                              target (τ below the decision threshold)
 8     DEGENERATE             SVM enumeration: a training subset with a single class has no SVM
+9     INVALID_INPUT          a row of a batch that cannot be read (a missing value the model does
+                             not impute, an unseen category, a value its column's dtype cannot
+                             hold); its message names the column and the row's index label
 ====  =====================  ====================================================================
 
 ``success`` is ``True`` only when the returned point is classified as the target by the model (and
@@ -55,6 +58,7 @@ class Status(IntEnum):
     SOLVER_FAILED = 6
     BELOW_DECISION = 7
     DEGENERATE = 8
+    INVALID_INPUT = 9
 
 
 MESSAGES = {
@@ -72,6 +76,7 @@ MESSAGES = {
         "ask for a larger proba or region=True"
     ),
     Status.DEGENERATE: "degenerate: the training subset holds a single class, so it has no SVM",
+    Status.INVALID_INPUT: "invalid input: the row cannot be read (its message says which cell)",
 }
 
 #: the message of an answer that a solver returned but the model's own arithmetic does not put

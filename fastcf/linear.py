@@ -297,7 +297,7 @@ class LinearExplainer(LinearScores):
         max_iter=100,
         max_nodes=10_000,
     ):
-        """Several alternative counterfactuals of one query, cheapest first (Lawler's scheme).
+        """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).
 
         Returns up to ``k`` answers in increasing distance (for ``lam=``: increasing objective
         of problem (2)) such that no answer's set of changed features contains the set of a
@@ -311,9 +311,9 @@ class LinearExplainer(LinearScores):
 
         Parameters
         ----------
-        x : array_like of shape (D,)
-            One query.
-        target : label
+        x : array_like of shape (D,) or (N, D)
+            One query, or N (one enumeration each).
+        target : label or array_like of N labels
         k : int or None, default=5
             The number of answers. ``None`` returns a lazy iterator over all of them (``next()``
             gives the next-best answer), as :meth:`fastcf.SVMEnumerator.enumerate` does.
@@ -326,6 +326,7 @@ class LinearExplainer(LinearScores):
         Returns
         -------
         list of Counterfactual, or an iterator of Counterfactual when ``k`` is None
+            For N queries, a list of N of those, one per query.
 
         Examples
         --------

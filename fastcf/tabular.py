@@ -20,18 +20,16 @@ Every success is then checked by the user's own ``predict`` (and ``predict_proba
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 
-from ._status import Status
-from ._tabular.alternatives import flipsets
-from ._tabular.columns import Schema
+from ._tabular.alternatives import row_alternatives
+from ._tabular.columns import Schema, describe, resolve_names
 from ._tabular.fold import fold_model
+from ._tabular.grid import resolve_levels, with_levels
 from ._tabular.milp import Program
 from ._tabular.options import (
-    make_query,
     read_rows,
     resolve_allowed,
     resolve_targets,
@@ -83,6 +81,15 @@ class TabularExplainer:
         values are all integral. Integer and bool dtypes are integer in any case.
     categorical : list of str, optional
         ``None``: the columns the model encodes. Given, it must list exactly those.
+    resolution : dict, optional
+        ``{column: r}``: the answer's value of a numeric column is a multiple of r, and a move
+        a whole number of steps (``None``: continuous). By default inferred from the training
+        values: 1 for integers, 10⁻ᵈ for values recorded to d ≤ 6 decimals (27.2 → 0.1),
+        continuous otherwise (``resolution_`` shows it). Answers are exact optima on the grid.
+        A query value off its column's grid is refused (naming the column).
+    levels : dict, optional
+        ``{column: [values]}``: the values a numeric column may take (a loan term of 36 or 60
+        months); answers keep the column at one of them, at the cost of the distance moved.
     weights : dict, optional
         ``{column: w}``: the cost of a unit change of a numeric column (default ``1 / MAD``),
         of a change of a categorical column (default 1), of a one-rank move of an ordinal
@@ -94,8 +101,10 @@ class TabularExplainer:
     feature_names_in_ : ndarray of str
         The model's columns, in its order (answers have them).
     kinds_ : dict
-        Column -> ``"numeric"``, ``"integer"``, ``"categorical"``, ``"ordinal"`` or ``"unused"``
-        (a column the model drops).
+        Column -> ``"numeric"``, ``"integer"``, ``"levels"``, ``"categorical"``, ``"ordinal"``
+        or ``"unused"`` (a column the model drops).
+    resolution_ : dict
+        Numeric column -> its resolution (``None``: continuous; see ``resolution``).
     mad_ : dict
         Numeric column -> its MAD in the training data.
     weights_ : dict
@@ -149,6 +158,8 @@ class TabularExplainer:
         integer=None,
         categorical=None,
         weights=None,
+        resolution=None,
+        levels=None,
     ):
         X = _as_frame(X_train, "X_train")
         names = getattr(model, "feature_names_in_", None)
@@ -168,31 +179,17 @@ class TabularExplainer:
         if X.shape[0] < 2:
             raise ValueError(f"X_train must have at least 2 rows; got {X.shape[0]}")
         self.model = model
-        fold = fold_model(model, X)
+        lv = resolve_levels(levels, X, resolve_names)
+        fold = with_levels(fold_model(model, X), X, lv)
         self._schema = Schema(
-            X, fold, immutable, increase_only, decrease_only, integer, categorical, weights
-        )
+            X, fold, immutable, increase_only, decrease_only, integer, categorical, weights,
+            resolution, lv,
+        )  # fmt: skip
         self._program = Program(self._schema)
         self.classes_ = fold.classes
         self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
         self.probabilistic_ = fold.probabilistic
-        s = self._schema
-        kinds = {}
-        for c, name in enumerate(X.columns):
-            kind = s.kind[c]
-            if kind == "numeric" and s.num_int[np.searchsorted(fold.numeric, c)]:
-                kind = "integer"
-            kinds[str(name)] = kind
-        self.kinds_ = kinds
-        self.mad_ = {
-            str(X.columns[c]): float(m) for c, m in zip(fold.numeric, s.num_mad, strict=True)
-        }
-        self.weights_ = {
-            str(X.columns[c]): float(w) for c, w in zip(fold.numeric, s.w_num, strict=True)
-        }
-        self.weights_.update(
-            {str(X.columns[c]): float(w) for c, w in zip(fold.cat_cols, s.w_cat, strict=True)}
-        )
+        self.kinds_, self.resolution_, self.mad_, self.weights_ = describe(self._schema, X)
         check_fold_on(self, X)
 
     # ------------------------------------------------------------------ set-up
@@ -242,6 +239,7 @@ class TabularExplainer:
         allowed=None,
         transitions=None,
         max_changes=None,
+        missing="impute",
     ):
         """Find the cheapest change of the row(s) that the model puts in ``target``.
 
@@ -249,8 +247,9 @@ class TabularExplainer:
         ----------
         x : pandas.DataFrame, Series or dict
             The query: one row (a Series, a dict, a one-row DataFrame) or several (a DataFrame,
-            answered as a batch). It must hold the model's columns; those the model reads must
-            not be missing.
+            answered as a batch). It must hold the model's columns. A cell the model reads may
+            be missing (NaN, None) where the pipeline imputes its column (a ``SimpleImputer``
+            first on every path of the column): the row is explained as the model sees it.
         target : label or sequence of labels
             The class asked for (one per row, or one for all).
         region : True, optional
@@ -282,25 +281,34 @@ class TabularExplainer:
         max_changes : int, optional
             At most this many columns change (original columns, not encoded features). Needs
             finite bounds on the numeric columns that may change (the default ones are).
+        missing : {"impute", "keep"}, default="impute"
+            A missing cell of an imputed column. ``"impute"``: it starts at the value the
+            imputer puts there (what the model uses); the answer may fill it in, a change that
+            costs its distance from that value, and where it does not the cell stays missing.
+            ``"keep"``: it stays missing (the column is frozen for that row).
 
         Returns
         -------
         TabularCounterfactual or TabularBatch
-            A batch when ``x`` has several rows.
+            A batch when ``x`` has several rows. A row of a batch that cannot be read (a
+            missing value the model does not impute, an unseen category, a value its dtype
+            cannot hold) is returned unchanged with ``success=False``, status
+            ``INVALID_INPUT`` and a message naming the column and the row's index label; the
+            other rows are answered.
 
         Raises
         ------
         ValueError
-            For a missing value, an unseen category or a value its dtype cannot hold in the row
-            (naming the column), unknown column names, contradictory options, or ``proba=``
-            with a softmax model.
+            For one row that cannot be read (naming the column), unknown column names,
+            contradictory options, or ``proba=`` with a softmax model.
         """
         frame, single = read_rows(self._schema, x)
         tidx = resolve_targets(self.classes_, target, frame.shape[0])
         form = self._form(region, proba, margin)
         max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
         allow = resolve_allowed(self._schema, allowed, transitions)
-        arrays = answers(self, frame, tidx, form, bounds, allow, self._frozen(), max_changes)
+        keep = _missing_mode(missing)
+        arrays = answers(self, frame, tidx, form, bounds, allow, self._frozen(), max_changes, keep)
         out = batch(self, frame, tidx, *arrays)
         return out[0] if single else out
 
@@ -322,8 +330,9 @@ class TabularExplainer:
         transitions=None,
         max_changes=None,
         max_nodes=1000,
+        missing="impute",
     ):
-        """Up to ``k`` alternative answers for one row, cheapest first (flipsets).
+        """Up to ``k`` alternative answers for each row, cheapest first (flipsets).
 
         No answer's set of changed columns contains the set of a cheaper answer in the list
         (actionable-recourse's flipsets). Each answer is the exact optimum of the row with some
@@ -333,12 +342,12 @@ class TabularExplainer:
         Parameters
         ----------
         x : pandas.DataFrame, Series or dict
-            One row.
-        target : label
+            One row, or several (a DataFrame): one list (or iterator) per row.
+        target : label or sequence of labels
         k : int or None, default=5
             The number of answers. ``None`` returns a lazy iterator over all of them, as
             :meth:`fastcf.LinearExplainer.enumerate` does.
-        region, proba, margin, bounds, allowed, transitions, max_changes
+        region, proba, margin, bounds, allowed, transitions, max_changes, missing
             As in :meth:`explain`.
         max_nodes : int, default=1000
             Programs solved before the enumeration stops (then fewer than ``k`` answers).
@@ -346,36 +355,28 @@ class TabularExplainer:
         Returns
         -------
         list of TabularCounterfactual, or an iterator of them when ``k`` is None
-            Empty when the row has no answer (:meth:`explain`'s ``message`` says why).
+            Empty when the row has no answer (:meth:`explain`'s ``message`` says why). For
+            several rows, a list of those, one per row (a row that cannot be read raises its
+            ``ValueError`` here: an enumeration has no status to carry it).
         """
         k = None if k is None else check_int(k, "k", lo=1)
         max_nodes = check_int(max_nodes, "max_nodes", lo=1)
         frame, single = read_rows(self._schema, x)
-        if not single:
-            raise ValueError(f"enumerate takes one row; got {frame.shape[0]}")
-        tidx = resolve_targets(self.classes_, target, 1)
+        tidx = resolve_targets(self.classes_, target, frame.shape[0])
         form = self._form(region, proba, margin)
         max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
+        allow = resolve_allowed(self._schema, allowed, transitions)
+        keep = _missing_mode(missing)
+        out = [
+            row_alternatives(self, frame.iloc[[i]], tidx[i : i + 1], form, bounds, allow,
+                             max_changes, max_nodes, k, keep)
+            for i in range(frame.shape[0])
+        ]  # fmt: skip
+        return out[0] if single else out
 
-        s = self._schema
-        prog = self._program
-        x0, k0 = s.read(frame.to_numpy(dtype=object)[0], 0)
-        allow = resolve_allowed(s, allowed, transitions)
-        threshold = form[0] + form[1]
 
-        def solve(fmask):  # the program alone: the model checks only the answers returned
-            q = make_query(s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes)
-            ans = prog.solve(x0, k0, q)
-            changed = np.zeros(len(s.columns), dtype=bool)
-            changed[prog.num_cols] = ans.x != x0
-            changed[prog.cat_cols] = ans.k != k0
-            value = ans.cost if ans.status == int(Status.OK) else math.inf
-            return fmask, value, changed
-
-        def accept(fmask):  # solved again with the model's check (and its margin steps)
-            arrays = answers(self, frame, tidx, form, bounds, allow, fmask, max_changes)
-            res = batch(self, frame, tidx, *arrays)[0]
-            return res if res.success else None
-
-        gen = flipsets(solve, accept, self._frozen(), max_nodes)
-        return gen if k is None else list(itertools.islice(gen, k))
+def _missing_mode(missing):
+    """Return True for ``missing="keep"``, False for ``"impute"``; else a ValueError."""
+    if isinstance(missing, str) and missing in ("impute", "keep"):
+        return missing == "keep"
+    raise ValueError(f"missing must be 'impute' or 'keep'; got {missing!r}")

@@ -268,8 +268,11 @@ def test_enumerate_bad_k_and_batch():
         ex.enumerate(np.zeros(4), 1, k=0)
     with pytest.raises(TypeError, match="k must be"):
         ex.enumerate(np.zeros(4), 1, k=2.5)
-    with pytest.raises(ValueError, match="one query"):
-        ex.enumerate(np.zeros((2, 4)), 1)
+    # a batch: one enumeration per row (tests/test_enumerate_rows.py checks them)
+    both = ex.enumerate(np.zeros((2, 4)), 1, k=2, region=True)
+    assert len(both) == 2 and all(len(alts) == 2 for alts in both)
+    with pytest.raises(ValueError, match="k must be"):
+        ex.enumerate(np.zeros((2, 4)), 1, k=0)
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "manhattan"])

@@ -22,17 +22,44 @@ def enumerate_answers(
     tol, max_iter, max_nodes,
 ):  # fmt: skip
     """Return :meth:`fastcf.LinearExplainer.enumerate`'s answers (its arguments, checked here)."""
-    from .subsets import lawler
-
     ex._check_form(lam, proba, region)
     if k is not None:
         k = check_int(k, "k", lo=1)
     max_nodes = check_int(max_nodes, "max_nodes", lo=1)
     X, single, names, tidx = ex._queries(x, target)
-    if not single:
-        raise ValueError(
-            f"enumerate takes one query x of shape ({ex.n_features_in_},); got {X.shape}"
-        )
+    if not single:  # one enumeration per row, each with its row of a per-row box
+        return [
+            _one(ex, X[i : i + 1], tidx[i : i + 1], names, k, lam, proba, region, margin, frozen,
+                 weights, _row_bounds(bounds, i, X.shape[0]), metric, max_changes, tol,
+                 max_iter, max_nodes)
+            for i in range(X.shape[0])
+        ]  # fmt: skip
+    return _one(
+        ex, X, tidx, names, k, lam, proba, region, margin, frozen, weights, bounds, metric,
+        max_changes, tol, max_iter, max_nodes,
+    )  # fmt: skip
+
+
+def _row_bounds(bounds, i, n):
+    """Return row ``i``'s box of ``bounds``: a per-row (n, D) box sliced, a shared one as is."""
+    if bounds is None or isinstance(bounds, str):
+        return bounds
+    try:
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in bounds)
+    except (TypeError, ValueError):
+        return bounds  # not a pair of arrays: make_query says what is wrong
+    if lo.ndim == 2 and lo.shape[0] == n and hi.ndim == 2 and hi.shape[0] == n:
+        return lo[i], hi[i]
+    return bounds
+
+
+def _one(
+    ex, X, tidx, names, k, lam, proba, region, margin, frozen, weights, bounds, metric,
+    max_changes, tol, max_iter, max_nodes,
+):  # fmt: skip
+    """Return the alternatives of the one query ``X`` (1, D)."""
+    from .subsets import lawler
+
     q = make_query(
         ex, X, tidx, names, lam, proba, region, margin, frozen, weights, bounds, metric,
         max_changes, "auto", tol, max_iter,

@@ -14,9 +14,17 @@ implementation of the scheme.
 
 from __future__ import annotations
 
-from .._linear.subsets import lawler
+import itertools
+import math
 
-__all__ = ["flipsets"]
+import numpy as np
+
+from .._linear.subsets import lawler
+from .._status import Status
+from .options import make_query
+from .solve import answers, batch
+
+__all__ = ["flipsets", "row_alternatives"]
 
 
 def flipsets(solve, accept, fmask0, max_nodes=1000):
@@ -50,3 +58,36 @@ def flipsets(solve, accept, fmask0, max_nodes=1000):
     return lawler(
         solve_node, lambda out: out[2], lambda fmask, out: accept(out[0]), fmask0, max_nodes
     )
+
+
+def row_alternatives(ex, frame, tidx, form, bounds, allow, max_changes, max_nodes, k, keep):
+    """Return the alternatives of the one row of ``frame`` (a list of ``k``, or a generator).
+
+    ``form``, ``allow``: the explainer's resolved ``(base, margin, tau)`` and allowed moves;
+    ``keep``: whether missing cells stay missing (``missing="keep"``).
+    """
+    s = ex._schema
+    prog = ex._program
+    row = frame.to_numpy(dtype=object)[0]
+    x0, k0 = s.read(row, frame.index[0])
+    frozen0 = ex._frozen()
+    if keep:
+        frozen0 = frozen0 | s.missing(row)
+    threshold = form[0] + form[1]
+
+    def solve(fmask):  # the program alone: the model checks only the answers returned
+        q = make_query(s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes)
+        ans = prog.solve(x0, k0, q)
+        changed = np.zeros(len(s.columns), dtype=bool)
+        changed[prog.num_cols] = ans.x != x0
+        changed[prog.cat_cols] = ans.k != k0
+        value = ans.cost if ans.status == int(Status.OK) else math.inf
+        return fmask, value, changed
+
+    def accept(fmask):  # solved again with the model's check (and its margin steps)
+        arrays = answers(ex, frame, tidx, form, bounds, allow, fmask, max_changes)
+        res = batch(ex, frame, tidx, *arrays)[0]
+        return res if res.success else None
+
+    gen = flipsets(solve, accept, frozen0, max_nodes)
+    return gen if k is None else list(itertools.islice(gen, k))

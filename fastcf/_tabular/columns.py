@@ -28,8 +28,9 @@ import warnings
 import numpy as np
 
 from .._validation import median_absolute_deviation
+from .grid import infer_resolution, steps
 
-__all__ = ["Schema", "resolve_names", "dtype_range", "range_text"]
+__all__ = ["Schema", "describe", "resolve_names", "dtype_range", "range_text"]
 
 
 def resolve_names(names, columns, what):
@@ -133,8 +134,9 @@ class Schema:
     """
 
     def __init__(
-        self, X, fold, immutable, increase_only, decrease_only, integer, categorical, weights
-    ):
+        self, X, fold, immutable, increase_only, decrease_only, integer, categorical, weights,
+        resolution=None, levels=(),
+    ):  # fmt: skip
         import pandas as pd
 
         cols = list(X.columns)
@@ -180,6 +182,8 @@ class Schema:
         self.num_dhi = np.array([r[1] for r in ranges], dtype=np.float64)
         is_int = is_int | np.array([r[2] for r in ranges], dtype=bool)
         self.num_int = is_int
+        self.levels = frozenset(levels)
+        self.num_res = _resolutions(resolution, X, num, vals, is_int, ranges, self.levels)
         with np.errstate(all="ignore"):
             lo = np.array(
                 [
@@ -209,7 +213,8 @@ class Schema:
             self.cat_index.append({_key(v): k for k, v in enumerate(labels)})
             present = {_key(v) for v in X.iloc[:, c].dropna().unique()}
             sl = slice(fold.cat_start[j], fold.cat_start[j + 1])
-            seen[sl] = [_key(v) in present for v in labels]
+            # (every level the user gave is a value an answer may take)
+            seen[sl] = [c in self.levels or _key(v) in present for v in labels]
             writable[sl] = [_fits(v, self.dtypes[c]) for v in labels]
             if self.kind[c] == "ordinal":
                 r = _ranks(fold.ranks[c], labels, self.dtypes[c])
@@ -268,50 +273,91 @@ class Schema:
 
     # ------------------------------------------------------------------ rows
     def read(self, row, r=0):
-        """Return (x_num, k0) of one query row (a 1-D object array of the model's columns)."""
+        """Return (x_num, k0) of one query row (a 1-D object array of the model's columns).
+
+        ``r``: the row's label in messages (the DataFrame's index label). A missing cell (NaN,
+        None, ``pd.NA``) reads as the value the model puts there, where every path of its
+        column through the pipeline starts with a ``SimpleImputer`` (``fold.fill``); without
+        one it is an error naming the column and the row.
+        """
+        r = _key(r)  # (a NumPy integer label as the int it is: "row 10", not "np.int64(10)")
+        fill = self.fold.fill
         num = self.fold.numeric
         x = np.empty(num.size)
         for j, c in enumerate(num):
             v = row[c]
+            if _is_nan(v) and c in fill:
+                v = fill[c]
             try:
                 v = float(v)
             except (TypeError, ValueError):
-                raise ValueError(
-                    f"column {self.columns[c]!r} of row {r} must be a number; got {v!r}"
-                ) from None
+                if _is_missing(v):  # pd.NA, None
+                    v = math.nan
+                else:
+                    raise ValueError(
+                        f"column {self.columns[c]!r} of row {r!r} must be a number; got {v!r}"
+                    ) from None
             if not math.isfinite(v):
                 raise ValueError(
-                    f"column {self.columns[c]!r} of row {r} is missing ({v!r}): an explanation "
-                    "starts from a complete row; fill it in first"
+                    f"column {self.columns[c]!r} of row {r!r} is missing ({row[c]!r}) and the "
+                    "model has no imputer for it: fill it in first"
+                    if math.isnan(v)
+                    else f"column {self.columns[c]!r} of row {r!r} is {v!r}, not a finite number"
                 )
             if not self.num_dlo[j] <= v <= self.num_dhi[j]:
                 dt = range_text(self.dtypes[c], self.num_dlo[j], self.num_dhi[j])
                 raise ValueError(
-                    f"column {self.columns[c]!r} of row {r} holds {v!r}, which its training "
+                    f"column {self.columns[c]!r} of row {r!r} holds {v!r}, which its training "
                     f"dtype {dt} cannot hold"
                 )
             if self.num_int[j] and v != round(v):
                 raise ValueError(
                     f"column {self.columns[c]!r} is integer (inferred from the training data, "
-                    f"or given by integer=), but row {r} has {v!r}; pass integer= without it"
+                    f"or given by integer=), but row {r!r} has {v!r}; pass integer= without it"
+                )
+            res = self.num_res[j]
+            if res > 0.0 and res != 1.0 and steps(v, res, self.dtypes[c]) is None:
+                raise ValueError(
+                    f"column {self.columns[c]!r} of row {r!r} holds {v!r}, off its resolution "
+                    f"{res:g} (inferred from the training data, or given by resolution=); "
+                    f"resolution={{{self.columns[c]!r}: None}} makes the column continuous"
                 )
             x[j] = v
         k0 = np.empty(len(self.cat_cols), dtype=np.int64)
         for j, c in enumerate(self.cat_cols):
             v = row[c]
             if _is_missing(v):
-                raise ValueError(
-                    f"column {self.columns[c]!r} of row {r} is missing: an explanation starts "
-                    "from a complete row; fill it in first"
-                )
+                if c not in fill:
+                    raise ValueError(
+                        f"column {self.columns[c]!r} of row {r!r} is missing and the model has "
+                        "no imputer for it: fill it in first"
+                    )
+                if not _is_nan(v):
+                    # scikit-learn's SimpleImputer (missing_values=NaN) matches NaN only: it
+                    # passes None and pd.NA on to the encoder as they are
+                    raise ValueError(
+                        f"column {self.columns[c]!r} of row {r!r} holds {v!r}, which the "
+                        "model's imputer does not fill (it fills NaN): use NaN for a missing "
+                        "value"
+                    )
+                v = fill[c]
             k = self.cat_index[j].get(_key(v))
+            if k is None and c in self.levels:
+                raise ValueError(
+                    f"column {self.columns[c]!r} of row {r!r} holds {v!r}, not one of its levels "
+                    f"{list(self.fold.labels[c])} (levels=)"
+                )
             if k is None:
                 raise ValueError(
-                    f"column {self.columns[c]!r} of row {r} has the category {v!r}, unseen in "
+                    f"column {self.columns[c]!r} of row {r!r} has the category {v!r}, unseen in "
                     f"training; known: {list(self.fold.labels[c])}"
                 )
             k0[j] = k
         return x, k0
+
+    def missing(self, row):
+        """Return a boolean mask over the columns: the cells of ``row`` that are missing."""
+        return np.array([_is_missing(row[c]) for c in range(len(self.columns))], dtype=bool)
 
     def frame(self, frame, XN, K, XN0, K0):
         """Return the answers as a DataFrame in the original dtypes.
@@ -319,12 +365,10 @@ class Schema:
         ``frame``: the query rows; ``XN``, ``K``: the answers' numeric values and category
         indices; ``XN0``, ``K0``: the queries'. Only the columns that change are rewritten.
         """
-        import pandas as pd
-
         out = frame.copy()
-        index = frame.index
         for j, c in enumerate(self.fold.numeric):
-            if np.array_equal(XN[:, j], XN0[:, j]):
+            same = XN[:, j] == XN0[:, j]
+            if same.all():
                 continue
             dt = self.dtypes[c]
             v = XN[:, j]
@@ -332,14 +376,36 @@ class Schema:
                 v = np.round(v)
             elif dt.kind == "b":
                 v = v != 0
-            out.isetitem(int(c), pd.Series(v, index=index).astype(dt))
+            out.isetitem(int(c), _column(frame.iloc[:, c], v, same, dt))
         for j, c in enumerate(self.cat_cols):
-            if np.array_equal(K[:, j], K0[:, j]):
+            same = K[:, j] == K0[:, j]
+            if same.all():
                 continue
             labels = self.fold.labels[c]
-            col = pd.Series(labels[K[:, j]], index=index, dtype=object).astype(self.dtypes[c])
-            out.isetitem(int(c), col)
+            out.isetitem(int(c), _column(frame.iloc[:, c], labels[K[:, j]], same, self.dtypes[c]))
         return out
+
+
+def _column(orig, values, same, dt):
+    """Return a column of answers: ``values`` in dtype ``dt``, the query's cells where ``same``.
+
+    A cell the answer leaves as it read it stays the query's cell: a missing one stays missing
+    (it read as its imputed value), a row that could not be read comes back as it was given.
+    Where such a cell is a value ``dt`` cannot hold (an unseen category of a categorical
+    dtype), the column keeps the object dtype rather than lose it.
+    """
+    import pandas as pd
+
+    new = pd.Series(values, index=orig.index, dtype=object)
+    if same.any():
+        new = new.where(~same, orig.astype(object))
+    try:
+        cast = new.astype(dt)
+    except (TypeError, ValueError):
+        return new
+    if not np.array_equal(cast.isna().to_numpy(), new.isna().to_numpy()):
+        return new  # (astype to a categorical dtype turns a label it lacks into NaN)
+    return cast
 
 
 def _ranks(codes, labels, dt):
@@ -360,6 +426,71 @@ def _ranks(codes, labels, dt):
 def _key(v):
     """Return a hashable key of a category label (numpy scalars as Python ones)."""
     return v.item() if hasattr(v, "item") else v
+
+
+def describe(s, X):
+    """Return (kinds, resolution, mad, weights): the explainer's description of its columns."""
+    fold = s.fold
+    names = [str(c) for c in X.columns]
+    kinds, res = {}, {}
+    for c, name in enumerate(names):
+        kind = s.kind[c]
+        if c in s.levels:
+            kind = "levels"
+        elif kind == "numeric":
+            j = int(np.searchsorted(fold.numeric, c))
+            kind = "integer" if s.num_int[j] else "numeric"
+            r = float(s.num_res[j])
+            res[name] = None if r == 0.0 else r
+        kinds[name] = kind
+    mad = {names[c]: float(m) for c, m in zip(fold.numeric, s.num_mad, strict=True)}
+    weights = {names[c]: float(w) for c, w in zip(fold.numeric, s.w_num, strict=True)}
+    weights.update({names[c]: float(w) for c, w in zip(fold.cat_cols, s.w_cat, strict=True)})
+    return kinds, res, mad, weights
+
+
+def _resolutions(resolution, X, num, vals, is_int, ranges, levels):
+    """Return each numeric column's resolution (0.0: continuous; see :mod:`.grid`)."""
+    cols = list(X.columns)
+    res = np.array(
+        [1.0 if is_int[j] else infer_resolution(vals[:, j], X.dtypes.iloc[c])
+         for j, c in enumerate(num)],
+        dtype=np.float64,
+    )  # fmt: skip
+    if resolution is None:
+        return res
+    if not isinstance(resolution, dict):
+        raise TypeError(
+            f"resolution must be a dict {{column: step or None}}; got {type(resolution).__name__}"
+        )
+    for c, r in zip(resolve_names(list(resolution), cols, "resolution"), resolution.values(),
+                    strict=True):  # fmt: skip
+        if c in levels:
+            raise ValueError(f"column {cols[c]!r} has levels=; give it no resolution")
+        if c not in num:
+            raise ValueError(f"resolution[{cols[c]!r}]: the column is not a numeric input")
+        j = int(np.searchsorted(num, c))
+        if r is None:
+            if ranges[j][2]:
+                raise ValueError(
+                    f"column {cols[c]!r} has an integer dtype: it cannot be continuous"
+                )
+            res[j] = 0.0
+            continue
+        r = float(r)
+        if not (math.isfinite(r) and r > 0.0):
+            raise ValueError(f"resolution[{cols[c]!r}] must be a number > 0 or None; got {r!r}")
+        if (ranges[j][2] or is_int[j]) and r != round(r):
+            raise ValueError(
+                f"column {cols[c]!r} is integer: its resolution must be a whole number; got {r!r}"
+            )
+        res[j] = r
+    return res
+
+
+def _is_nan(v):
+    """Tell whether ``v`` is a float NaN (what ``SimpleImputer(missing_values=NaN)`` fills)."""
+    return isinstance(v, float | np.floating) and v != v
 
 
 def _is_missing(v):

@@ -57,13 +57,21 @@ SUPPORTED_STEPS = (
 _ENCODERS = ("OneHotEncoder", "OrdinalEncoder")
 
 
+_NO_FILL = object()  # a raw column that no imputer has filled on its way
+
+
 class _Raw:
-    """A raw column of the input DataFrame, untouched so far."""
+    """A raw column of the input DataFrame, untouched so far (but perhaps imputed).
 
-    __slots__ = ("col",)
+    ``fill``: the value a ``SimpleImputer`` on the way puts in a missing cell (the column is
+    otherwise as it was), or ``_NO_FILL``.
+    """
 
-    def __init__(self, col):
+    __slots__ = ("col", "fill")
+
+    def __init__(self, col, fill=_NO_FILL):
         self.col = col
+        self.fill = fill
 
 
 class _Lin:
@@ -112,6 +120,11 @@ class Fold:
         For a prototype model (fastcf's ``GLVQ``, ``GMLVQ``): the class index of each score row.
         Row p is then ``−d_p(x) + xᵀΛx`` (the distance to prototype p up to a term common to
         every prototype), and the model predicts the class of the largest score.
+    fill : dict
+        Column position -> the value the model puts in a missing cell of that column: the
+        statistic of the ``SimpleImputer`` (missing values NaN/None, no ``add_indicator``) that
+        every path of the column through the steps passes before any other step. A column
+        absent here cannot be missing in a query row.
     """
 
     kinds: dict
@@ -126,6 +139,7 @@ class Fold:
     probabilistic: bool
     steps: list = field(default_factory=list)
     proto_class: np.ndarray | None = None
+    fill: dict = field(default_factory=dict)
 
 
 class _Walk:
@@ -138,6 +152,22 @@ class _Walk:
         self.labels = {}
         self.ranks = {}
         self.steps = []
+        self.fills = {}  # column position -> the fill of each path that reads it
+
+    def consume(self, f):
+        """Record how a path that reads raw column ``f`` fills its missing cells."""
+        self.fills.setdefault(f.col, []).append(f.fill)
+
+    def fill(self):
+        """Return {column: fill} of the columns every path of which one imputer fills alike."""
+        out = {}
+        for c, fills in self.fills.items():
+            first = fills[0]
+            if first is _NO_FILL or any(f is _NO_FILL for f in fills):
+                continue
+            if all(_same(f, first) for f in fills):
+                out[c] = first
+        return out
 
     def mark(self, col, kind, where):
         old = self.kinds.get(col)
@@ -152,6 +182,7 @@ class _Walk:
         """Return feature ``f`` as an affine expression (a raw column becomes numeric)."""
         if isinstance(f, _Lin):
             return f
+        self.consume(f)
         dtype = self.X.dtypes.iloc[f.col]
         if not _is_numeric_dtype(dtype):
             raise TypeError(
@@ -200,7 +231,12 @@ def _affine(step, feats, walk, where):
     except TypeError as exc:
         raise TypeError(str(exc).replace(AFFINE_STEPS, SUPPORTED_STEPS)) from None
     if m.select is not None:  # raw columns pass a selection as they are (an imputer, an encoder)
-        return [feats[j] if j >= 0 else _Lin({}, 0.0) for j in m.select]
+        fills = _imputer_fills(step, len(feats))
+        return [
+            (_Raw(feats[j].col, fills[j]) if fills is not None and isinstance(feats[j], _Raw)
+             and feats[j].fill is _NO_FILL else feats[j]) if j >= 0 else _Lin({}, 0.0)
+            for j in m.select
+        ]  # fmt: skip
     identity = m.center is None and m.offset is None and not m.divide
     if m.scale is not None and identity and (m.scale == 1.0).all():
         return feats  # the identity (FunctionTransformer()): raw columns stay raw
@@ -220,6 +256,34 @@ def _affine(step, feats, walk, where):
                 coef[key] = coef.get(key, 0.0) + c_i * v
         out.append(_Lin(coef, const))
     return out
+
+
+def _imputer_fills(step, n):
+    """Return the fill of each input column of a ``SimpleImputer`` step, or None.
+
+    None for any other step, and for an imputer whose missing marker is not NaN/None (a
+    sentinel such as -1 is a value the query may hold) or that adds indicator columns (a
+    missing cell then changes a feature the fold holds at 0).
+    """
+    if _name(step) != "SimpleImputer" or getattr(step, "add_indicator", False):
+        return None
+    if not _missing(step.missing_values):
+        return None
+    stats = np.asarray(step.statistics_, dtype=object)
+    if stats.shape[0] != n:
+        return None
+    return [_key(v) for v in stats]
+
+
+def _key(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def _same(a, b):
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
 
 
 def _fitted(step, attr, where):
@@ -279,6 +343,7 @@ def _encoder(step, name, feats, walk, where):
                 "the output of a numeric step"
             )
         cols.append(f.col)
+        walk.consume(f)
     cats = []
     for c, cat in zip(cols, step.categories_, strict=True):
         keep = [v for v in cat if not _missing(v)]
@@ -427,6 +492,7 @@ def fold_model(model, X):
         probabilistic=bool(probabilistic),
         steps=walk.steps,
         proto_class=proto_class,
+        fill=walk.fill(),
     )
 
 

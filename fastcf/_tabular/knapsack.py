@@ -244,15 +244,15 @@ def solve_binary(prog, x0, k0, q, prep, max_nodes=5000):
     s = prog.schema
     p_lo, p_hi, n_lo, n_hi, d_hi = prep
     sigma = 1.0 if q.target == 1 else -1.0
-    a = sigma * prog.G_num[0]
-    start = x0 + p_lo - n_lo  # the row projected onto its box
+    a = sigma * prog.G_step[0]  # per step (whole steps on a grid column)
+    start = prog.move(x0, p_lo - n_lo)  # the row projected onto its box
     room_up = p_hi - p_lo  # from x* upwards (x0 + p_hi is the top of the box)
     room_down = n_hi - n_lo
     cap = np.where(a > 0, room_up, np.where(a < 0, room_down, 0.0))
     use = np.flatnonzero(cap > 0)
-    w = s.w_num[use].tolist()
+    w = prog.w_step[use].tolist()
     ga = np.abs(a[use]).tolist()
-    integer = s.num_int[use].tolist()
+    integer = prog.grid[use].tolist()
     cap_l = cap[use].tolist()
     own = s.cat_start[:-1] + k0
     score0 = sigma * (prog.g[0] + prog.G_num[0] @ start + prog.G_ind[0, own].sum())
@@ -276,6 +276,10 @@ def solve_binary(prog, x0, k0, q, prep, max_nodes=5000):
         return ans._replace(message=ans.message + " (branch-and-bound)", info=info)
     x = start.copy()
     x[use] += np.sign(a[use]) * np.asarray(t)
+    if prog.decimal.any():  # grid columns: the grid points themselves (exact decimals)
+        delta = p_lo - n_lo
+        delta[use] += np.sign(a[use]) * np.asarray(t)
+        x[prog.decimal] = prog.move(x0, delta)[prog.decimal]
     x = np.where(s.num_int, np.round(x), x)
     k = np.asarray(choice, dtype=np.int64)
     cn, cc = prog.distance(x0, k0, x, k)

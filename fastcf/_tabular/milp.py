@@ -47,6 +47,7 @@ import numpy as np
 
 from .._highs import highs
 from .._status import Status
+from .grid import step_bounds, steps, value
 
 __all__ = ["Program", "RowAnswer", "Query"]
 
@@ -104,6 +105,14 @@ class Program:
         self.cat_cols = fold.cat_cols
         self.proto = fold.proto_class  # prototype models: the class of each score row
         self.method = "auto"  # "milp": always HiGHS; "bnb": never (tests compare the two)
+        # numeric variables in steps of each column's resolution (:mod:`.grid`): whole steps
+        # (integer variables) on a grid, value units on a continuous column
+        res = schema.num_res
+        self.grid = res > 0.0
+        self.unit = np.where(self.grid, res, 1.0)
+        self.decimal = self.grid & (res != 1.0)  # grids read and written in exact decimals
+        self.G_step = self.G_num * self.unit
+        self.w_step = schema.w_num * self.unit
 
     def costs(self, x0, k0):
         """Return the per-indicator costs relative to the row's categories ``k0``."""
@@ -125,6 +134,15 @@ class Program:
         else:
             cc = np.zeros(0)
         return cn, cc
+
+    def move(self, x0, delta):
+        """Return the values ``x0`` moved by ``delta`` (in steps: whole ones on a grid)."""
+        x = x0 + delta * self.unit
+        for j in np.flatnonzero(self.decimal & (delta != 0.0)):
+            r = self.schema.num_res[j]
+            at = steps(x0[j], r, self.schema.dtypes[self.num_cols[j]])
+            x[j] = value(at + int(delta[j]), r)  # the grid point itself, not x0 + n·r
+        return x
 
     def solve(self, x0, k0, q):
         """Return the :class:`RowAnswer` of one row (``x0`` numeric values, ``k0`` categories).
@@ -165,11 +183,18 @@ class Program:
         n_hi = np.maximum(0.0, x0 - lo)
         p_hi = np.where((direction < 0) | num_frozen, 0.0, p_hi)
         n_hi = np.where((direction > 0) | num_frozen, 0.0, n_hi)
-        ints = s.num_int
+        ints = self.grid & ~self.decimal
         p_lo = np.where(ints, np.ceil(p_lo), p_lo)
         n_lo = np.where(ints, np.ceil(n_lo), n_lo)
         p_hi = np.where(ints, np.floor(p_hi), p_hi)
         n_hi = np.where(ints, np.floor(n_hi), n_hi)
+        for j in np.flatnonzero(self.decimal):  # in whole steps, by exact decimal arithmetic
+            r = s.num_res[j]
+            at = steps(x0[j], r, s.dtypes[self.num_cols[j]])
+            first, last = step_bounds(lo[j], hi[j], r)
+            p_lo[j], n_lo[j] = max(0, first - at), max(0, at - last)
+            p_hi[j] = 0.0 if direction[j] < 0 or num_frozen[j] else max(0, last - at)
+            n_hi[j] = 0.0 if direction[j] > 0 or num_frozen[j] else max(0, at - first)
         bad = (p_lo > p_hi) | (n_lo > n_hi)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
@@ -207,6 +232,11 @@ class Program:
         if d and (v > hi if d > 0 else v < lo):
             way = ("increase", "below") if d > 0 else ("decrease", "above")
             return f"column {name!r} is {way[0]}-only, but its bounds {box} lie {way[1]} {v:g}"
+        if s.num_res[j] != 1.0:
+            return (
+                f"column {name!r} has the resolution {s.num_res[j]:g}, but its bounds {box} hold "
+                "no value of its grid it may move to"
+            )
         return f"column {name!r} is integer, but its bounds {box} hold no integer it may move to"
 
     def _why_categorical(self, j, k, q):
@@ -264,7 +294,7 @@ class Program:
         s = self.schema
         n_num, n_ind, n_cat = self.n_num, self.n_ind, self.n_cat
         p_lo, p_hi, n_lo, n_hi, d_hi = prep
-        ints = s.num_int
+        ints = self.grid
         own = s.cat_start[:-1] + k0
         m = q.max_changes
         zcols = np.flatnonzero((p_hi > 0) | (n_hi > 0)) if m is not None else np.zeros(0, int)
@@ -280,14 +310,14 @@ class Program:
                 )
         n_z = zcols.size
         nv = 2 * n_num + n_ind + n_z
-        cost = np.concatenate([s.w_num, s.w_num, self.costs(x0, k0), np.zeros(n_z)])
+        cost = np.concatenate([self.w_step, self.w_step, self.costs(x0, k0), np.zeros(n_z)])
         lb = np.concatenate([p_lo, n_lo, np.zeros(n_ind), np.zeros(n_z)])
         ub = np.concatenate([p_hi, n_hi, d_hi, np.ones(n_z)])
         # rows
         const = self.g + self.G_num @ x0
         rows, rlo, rhi = [], [], []
         score = np.concatenate(
-            [self.G_num, -self.G_num, self.G_ind, np.zeros((self.K, n_z))], axis=1
+            [self.G_step, -self.G_step, self.G_ind, np.zeros((self.K, n_z))], axis=1
         )
         t = q.target
         if lead is not None:  # prototype p beats every prototype of another class
@@ -371,8 +401,8 @@ class Program:
             p, n = v[:n_num], v[n_num : 2 * n_num]
             delta = p - n
             delta = np.where(ints, np.round(delta), delta)
-            delta[np.abs(delta) * s.w_num <= 1e-13] = 0.0
-            x = x0 + delta
+            delta[np.abs(delta) * self.w_step <= 1e-13] = 0.0
+            x = self.move(x0, delta)
             dv = v[2 * n_num : 2 * n_num + n_ind]
             k = np.array(
                 [int(np.argmax(dv[s.cat_start[j] : s.cat_start[j + 1]])) for j in range(n_cat)],

@@ -3,7 +3,7 @@
 :func:`answers` solves each row's mixed-integer program (:mod:`fastcf._tabular.milp`), decodes
 the answers to a DataFrame and has the user's own ``predict`` (and ``predict_proba`` for
 ``proba=``) judge them (:func:`verify`); rows it refuses are solved again with a larger margin,
-by the steps of :data:`MARGIN_STEPS`. :func:`batch` packages the arrays as a
+by the steps of :data:`fastcf._resolve.TABULAR_MARGINS`. :func:`batch` packages the arrays as a
 :class:`~fastcf._tabular.results.TabularBatch`, its ``method`` naming the solvers that answered.
 """
 
@@ -14,15 +14,13 @@ import time
 
 import numpy as np
 
+from .._resolve import TABULAR_MARGINS, resolve
 from .._status import BOUNDARY_MESSAGE, Status
 from .fold import check_fold
 from .options import make_query
 from .results import TabularBatch
 
-__all__ = ["MARGIN_STEPS", "answers", "verify", "folded_proba", "batch", "check_fold_on"]
-
-#: the re-solve margins of rows the model refuses: (factor of the margin asked, floor)
-MARGIN_STEPS = ((1.0, 0.0), (1e2, 1e-6), (1e4, 1e-4))
+__all__ = ["answers", "verify", "folded_proba", "batch", "check_fold_on"]
 
 
 def check_fold_on(ex, X):
@@ -48,17 +46,42 @@ def variables(ex, x0, k0):
     return np.concatenate([x0, ind])
 
 
-def answers(ex, frame, tidx, form, bounds, allowed, frozen, max_changes):
+def read_all(s, frame, keep_missing):
+    """Return (reads, bad, frozen_rows): every row read, or why not, and its missing cells.
+
+    ``reads[i]`` is (x_num, k0) (zeros for a row that cannot be read), ``bad`` maps such a row
+    to its error message (one row alone raises it instead), ``frozen_rows`` is None or, with
+    ``keep_missing``, a boolean (n, columns) mask of the missing cells (kept as they are).
+    """
+    n = frame.shape[0]
+    X0 = frame.to_numpy(dtype=object)
+    reads, bad = [], {}
+    for i in range(n):
+        try:
+            reads.append(s.read(X0[i], frame.index[i]))
+        except ValueError as exc:
+            if n == 1:
+                raise
+            bad[i] = str(exc)
+            reads.append((np.zeros(s.fold.numeric.size), np.zeros(len(s.cat_cols), np.int64)))
+    miss = np.array([s.missing(X0[i]) for i in range(n)]) if keep_missing else None
+    return reads, bad, miss
+
+
+def answers(ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_missing=False):
     """Solve, decode and verify every row; return the arrays of a batch.
 
-    ``allowed`` is the resolved ``(mask, given, moves)`` of :func:`resolve_allowed`.
+    ``allowed`` is the resolved ``(mask, given, moves)`` of :func:`resolve_allowed`. A row that
+    cannot be read (:func:`read_all`) is returned as it is, with status INVALID_INPUT and the
+    reason; the others are answered.
     """
     s = ex._schema
     prog = ex._program
     base, margin, tau = form
     n = frame.shape[0]
-    X0 = frame.to_numpy(dtype=object)
-    reads = [s.read(X0[i], i) for i in range(n)]
+    reads, bad, miss = read_all(s, frame, keep_missing)
+    valid = np.ones(n, dtype=bool)
+    valid[list(bad)] = False
     XN0 = np.array([r[0] for r in reads]).reshape(n, prog.n_num)
     KC0 = np.array([r[1] for r in reads], dtype=np.int64).reshape(n, prog.n_cat)
     XN = XN0.copy()
@@ -66,25 +89,44 @@ def answers(ex, frame, tidx, form, bounds, allowed, frozen, max_changes):
     status = np.zeros(n, dtype=np.int64)
     messages = [""] * n
     infos = [{} for _ in range(n)]
-    todo = np.arange(n)
+    for i, text in bad.items():
+        status[i] = int(Status.INVALID_INPUT)
+        messages[i] = text
+    todo = np.flatnonzero(valid)
     ok = np.zeros(n, dtype=bool)
-    proba = None
-    for factor, floor in MARGIN_STEPS:
+    proba = answers = None
+    m = margin
+
+    def pick(_state, r):
+        nonlocal m
+        factor, floor = TABULAR_MARGINS[r]
         m = max(margin * factor, floor)
-        for i in todo:
+        return todo
+
+    def solve(rows):
+        for i in rows:
             x0, k0 = reads[i]
-            q = make_query(s, x0, k0, tidx[i], base + m, bounds, allowed, frozen, max_changes)
+            fz = frozen if miss is None else frozen | miss[i]
+            q = make_query(s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes)
             t0 = time.perf_counter()
             ans = prog.solve(x0, k0, q)
             infos[i] = {**ans.info, "margin": m, "time": time.perf_counter() - t0}
             XN[i], KC[i], status[i] = ans.x, ans.k, ans.status
             raised = "" if m == margin else f"; margin raised to {m:g}"
             messages[i] = ans.message + raised
+
+    def merge(state, _rows, _sub):
+        nonlocal answers, ok, proba, todo
         answers = s.frame(frame, XN, KC, XN0, KC0)
-        ok, proba = verify(ex, answers, tidx, tau, status, XN, KC)
+        ok, proba = verify(ex, answers, tidx, tau, status, XN, KC, valid)
         todo = np.flatnonzero((status == int(Status.OK)) & ~ok)
-        if todo.size == 0:
-            break
+        return state
+
+    resolve(None, pick, solve, merge, rounds=len(TABULAR_MARGINS))
+    if answers is None:  # no row could be read
+        answers = frame.copy()
+        if ex.probabilistic_:
+            proba = np.full((n, ex.classes_.size), np.nan)
     for i in todo:  # failed the model's check at every margin
         status[i] = int(Status.NUMERIC)
         messages[i] = BOUNDARY_MESSAGE
@@ -98,18 +140,30 @@ def answers(ex, frame, tidx, form, bounds, allowed, frozen, max_changes):
     return answers, ok, cost, proba, status, messages, costs, infos
 
 
-def verify(ex, answers, tidx, tau, status, XN, KC):
-    """Return (ok, proba): the model's own check of every answer, and its probabilities."""
-    inp = ex._model_input(answers)
-    pred = np.asarray(ex.model.predict(inp))
-    ok = (pred == ex.classes_[tidx]) & (status == int(Status.OK))
+def verify(ex, answers, tidx, tau, status, XN, KC, valid=None):
+    """Return (ok, proba): the model's own check of every answer, and its probabilities.
+
+    ``valid``: the rows to check (the others, rows that could not be read, are not passed to
+    the model: they are not ok, their probabilities NaN).
+    """
+    n = tidx.size
+    rows = np.arange(n) if valid is None else np.flatnonzero(valid)
+    ok = np.zeros(n, dtype=bool)
     proba = None
+    if rows.size:
+        inp = ex._model_input(answers.iloc[rows])
+        pred = np.asarray(ex.model.predict(inp))
+        ok[rows] = (pred == ex.classes_[tidx[rows]]) & (status[rows] == int(Status.OK))
     if ex.probabilistic_:
         if tau is not None:
-            proba = np.asarray(ex.model.predict_proba(inp), dtype=np.float64)
-            ok &= proba[np.arange(tidx.size), tidx] >= tau
+            proba = np.full((n, ex.classes_.size), np.nan)
+            if rows.size:
+                proba[rows] = np.asarray(ex.model.predict_proba(inp), dtype=np.float64)
+            ok[rows] &= proba[rows, tidx[rows]] >= tau
         else:
             proba = folded_proba(ex, XN, KC)
+            if rows.size < n:
+                proba[np.setdiff1d(np.arange(n), rows)] = np.nan
     return ok, proba
 
 

@@ -1,0 +1,191 @@
+"""The values a numeric column takes: its resolution (a grid) or its levels (a finite set).
+
+A person reads an answer in the units the data is recorded in: a debt-to-income ratio recorded
+to one decimal moved from 27.2 to 27.199976 is no change at all, and a loan term of 36 or 60
+months moved to 49 is no loan anyone offers. So every numeric column has
+
+* a **resolution** r: the answer's value is a multiple of r (a grid anchored at 0), and a move
+  is a whole number of steps. Inferred from the training values (:func:`infer_resolution`):
+  1 for a column of integers, 10⁻ᵈ for values recorded to d ≤ 6 decimals, none (continuous)
+  otherwise; ``resolution={column: r}`` overrides it (``None``: continuous);
+* or **levels** (``levels={column: [36, 60]}``): the answer's value is one of them. Such a
+  column becomes an ordinal block of the program (:func:`with_levels`): one indicator per level,
+  its score the column's coefficient times the level, its cost the weight times the distance
+  between levels (the Manhattan cost of the move).
+
+The grid is decimal: its points are ``n · r`` for r as written (``0.1``, not the double nearest
+to it), so that 272 steps of 0.1 are the double nearest to 27.2 — the value a person typed, not
+``272 * 0.1 = 27.200000000000003``. :func:`steps` reads a value and its bounds in steps (exact
+decimal arithmetic), :func:`value` maps steps back. Answers are exact optima on the grid: the
+program's variables for a grid column are whole steps (integer variables), so a model that
+needs a move finer than the grid gets the nearest grid point beyond it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from decimal import Decimal
+
+import numpy as np
+
+__all__ = [
+    "infer_resolution",
+    "decimal_of",
+    "steps",
+    "step_bounds",
+    "value",
+    "with_levels",
+    "resolve_levels",
+    "MAX_DECIMALS",
+]
+
+#: the most decimals a recorded column may have (more: continuous)
+MAX_DECIMALS = 6
+
+
+def decimal_of(v, dtype=None):
+    """Return ``v`` as the shortest decimal that reads back as it (in its dtype's precision).
+
+    A ``float32`` column holds 27.2 as 27.200000762939453 in float64: its shortest float32
+    representation, ``"27.2"``, is the value recorded.
+    """
+    dt = _numpy_dtype(dtype)
+    if dt is not None and dt in (np.float32, np.float16):
+        return Decimal(np.format_float_positional(dt.type(v), unique=True, trim="-"))
+    return Decimal(repr(float(v)))
+
+
+def _numpy_dtype(dtype):
+    """Return the NumPy dtype of a column's dtype (a pandas extension's own), or None."""
+    if dtype is None:
+        return None
+    try:
+        return np.dtype(getattr(dtype, "numpy_dtype", dtype))
+    except TypeError:
+        return None
+
+
+def infer_resolution(values, dtype=None):
+    """Return the resolution of a numeric column's training values (0.0: continuous).
+
+    1.0 when every value is an integer; 10⁻ᵈ for the least d ≤ :data:`MAX_DECIMALS` such that
+    every value has at most d decimals (as recorded: the shortest decimal of each value in its
+    dtype's precision); 0.0 otherwise. Missing values are ignored; a column without values is
+    continuous.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> infer_resolution(np.array([27.2, 31.0, 12.5]))
+    0.1
+    >>> infer_resolution(np.array([3.0, 7.0]))
+    1.0
+    >>> infer_resolution(np.random.default_rng(0).normal(size=50))
+    0.0
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return 0.0
+    if np.all(v == np.round(v)) and np.all(np.abs(v) < 2**53):
+        return 1.0
+    d = 0
+    for x in np.unique(v):
+        exp = decimal_of(x, dtype).as_tuple().exponent
+        if not isinstance(exp, int):
+            return 0.0
+        d = max(d, -exp)
+        if d > MAX_DECIMALS:
+            return 0.0
+    return float(Decimal(1).scaleb(-d))
+
+
+def steps(x, r, dtype=None):
+    """Return ``x / r`` in whole steps, or None when ``x`` is not on the grid of ``r``."""
+    q = decimal_of(x, dtype) / Decimal(repr(float(r)))
+    n = q.to_integral_value()
+    return int(n) if n == q else None
+
+
+def step_bounds(lo, hi, r):
+    """Return (first, last): the steps of the grid points in ``[lo, hi]`` (±inf kept)."""
+    R = Decimal(repr(float(r)))
+    first = -math.inf if not math.isfinite(lo) else math.ceil(Decimal(repr(float(lo))) / R)
+    last = math.inf if not math.isfinite(hi) else math.floor(Decimal(repr(float(hi))) / R)
+    return first, last
+
+
+def value(n, r):
+    """Return the grid point of ``n`` steps of ``r``: the double nearest to the decimal n·r."""
+    return float(Decimal(int(n)) * Decimal(repr(float(r))))
+
+
+def with_levels(fold, X, levels):
+    """Return ``fold`` with each numeric column of ``levels`` as an ordinal block of its levels.
+
+    Parameters
+    ----------
+    fold : Fold
+    X : pandas.DataFrame
+        The training data (for the column names in messages).
+    levels : dict
+        Column position -> sorted, distinct float levels.
+
+    The block's indicator k scores ``G[:, j] · level_k`` (the numeric column's coefficients j
+    times the level), so the scores are those of the column at that level exactly; its labels
+    and ranks are the levels (a move costs the weight times the distance between levels).
+    """
+    if not levels:
+        return fold
+    numeric = [int(c) for c in fold.numeric]
+    n_num = len(numeric)
+    Gn, Gi = fold.G[:, :n_num], fold.G[:, n_num:]
+    blocks = {
+        int(c): Gi[:, fold.cat_start[j] : fold.cat_start[j + 1]]
+        for j, c in enumerate(fold.cat_cols)
+    }
+    kinds, labels, ranks = dict(fold.kinds), dict(fold.labels), dict(fold.ranks)
+    for c, lv in levels.items():
+        if c not in numeric:
+            raise ValueError(
+                f"levels[{X.columns[c]!r}]: the column is not a numeric input of the model"
+            )
+        j = numeric.index(c)
+        blocks[c] = Gn[:, [j]] * lv[None, :]
+        kinds[c] = "ordinal"
+        labels[c] = np.asarray(lv, dtype=np.float64)
+        ranks[c] = np.asarray(lv, dtype=np.float64)
+    keep = [j for j, c in enumerate(numeric) if c not in levels]
+    cat_cols = np.array(sorted(blocks), dtype=np.int64)
+    sizes = [blocks[c].shape[1] for c in cat_cols]
+    G = np.ascontiguousarray(np.hstack([Gn[:, keep]] + [blocks[c] for c in cat_cols]))
+    return dataclasses.replace(
+        fold,
+        kinds=kinds,
+        labels=labels,
+        ranks=ranks,
+        numeric=np.array([numeric[j] for j in keep], dtype=np.int64),
+        cat_cols=cat_cols,
+        cat_start=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+        G=G,
+    )
+
+
+def resolve_levels(levels, X, resolve_names):
+    """Return {column position: sorted distinct float levels} of the user's ``levels=``."""
+    if levels is None:
+        return {}
+    if not isinstance(levels, dict):
+        raise TypeError(f"levels must be a dict {{column: [values]}}; got {type(levels).__name__}")
+    cols = list(X.columns)
+    out = {}
+    for c, lv in zip(resolve_names(list(levels), cols, "levels"), levels.values(), strict=True):
+        try:
+            arr = np.unique(np.asarray(list(lv), dtype=np.float64))
+        except (TypeError, ValueError):
+            raise ValueError(f"levels[{cols[c]!r}] must be a list of numbers; got {lv!r}") from None
+        if arr.size < 1 or not np.isfinite(arr).all():
+            raise ValueError(f"levels[{cols[c]!r}] must hold finite numbers; got {lv!r}")
+        out[c] = arr
+    return out

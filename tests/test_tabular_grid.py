@@ -1,0 +1,170 @@
+"""Answers on each column's grid of values: resolution and levels (issue 33, item 1)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from reference import tabular_grid_brute_force
+from sklearn.compose import make_column_transformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+import fastcf
+from fastcf import Status
+from fastcf._tabular.grid import infer_resolution, steps, value
+
+
+def test_infer_resolution():
+    assert infer_resolution(np.array([27.2, 31.0, np.nan, 12.5])) == 0.1
+    assert infer_resolution(np.array([1.25, 3.5])) == 0.01
+    assert infer_resolution(np.array([3.0, -7.0])) == 1.0
+    # float32 holds 27.2 as 27.200000762939453: its own shortest decimal is the value recorded
+    assert infer_resolution(np.array([27.2, 3.1], dtype=np.float32), np.float32) == 0.1
+    assert infer_resolution(np.array([27.2, 3.1], dtype=np.float32)) == 0.0
+    assert infer_resolution(np.random.default_rng(0).normal(size=100)) == 0.0
+    assert infer_resolution(np.array([0.1234567])) == 0.0  # 7 decimals: continuous
+    assert infer_resolution(np.array([np.nan])) == 0.0
+
+
+def test_steps_and_values_are_exact_decimals():
+    assert steps(27.2, 0.1) == 272 and value(272, 0.1) == 27.2
+    assert 272 * 0.1 != 27.2  # what the grid must not do
+    assert steps(27.25, 0.1) is None
+    assert steps(-3.5, 0.5) == -7 and value(-7, 0.5) == -3.5
+    assert value(3, 0.01) == 0.03
+
+
+def _data(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(
+        {
+            "dti": rng.uniform(5, 45, n).round(1),
+            "income": rng.normal(50, 15, n).round(1),
+            "term": rng.choice([36, 60], n),
+            "home": rng.choice(["rent", "own"], n),
+        }
+    )
+    z = -0.15 * X.dti + 0.1 * X.income - 0.05 * X.term + 0.5 * (X.home == "own")
+    y = (z + rng.normal(0, 1, n) > np.median(z)).astype(int)
+    pre = make_column_transformer(
+        (StandardScaler(), ["dti", "income", "term"]), (OneHotEncoder(), ["home"])
+    )
+    return X, make_pipeline(pre, LogisticRegression()).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def loans():
+    X, model = _data()
+    ex = fastcf.TabularExplainer(model, X, levels={"term": [36, 60]})
+    return X, model, ex
+
+
+def test_the_schema_shows_each_columns_grid(loans):
+    X, model, ex = loans
+    assert ex.resolution_ == {"dti": 0.1, "income": 0.1}
+    assert ex.kinds_["term"] == "levels"
+
+
+def _decimals(v):
+    text = repr(float(v))
+    return len(text.split(".")[1]) if "." in text and "e" not in text else 0
+
+
+@pytest.mark.parametrize("method", ["auto", "milp"])
+def test_answers_lie_on_the_grid_and_are_optimal_on_it(loans, method):
+    X, model, ex = loans
+    ex._program.method = method  # the branch-and-bound of binary models, and HiGHS
+    try:
+        rows = X[model.predict(X) == 0]
+        s = model.decision_function(rows)
+        rows = rows[s > -0.6].iloc[:6]  # near the boundary: the brute force's box holds answers
+        assert len(rows) >= 3
+        w = ex.weights_
+        for i in range(len(rows)):
+            row = rows.iloc[[i]]
+            d0, m0 = float(row.dti.iloc[0]), float(row.income.iloc[0])
+            box = {"dti": (d0 - 3.0, d0 + 3.0), "income": (m0 - 3.0, m0 + 3.0)}
+            res = ex.explain(row, 1, bounds=box)
+            assert res.success, res.message
+            ans = res.x
+            assert int(model.predict(ans)[0]) == 1
+            assert _decimals(ans.dti.iloc[0]) <= 1 and _decimals(ans.income.iloc[0]) <= 1
+            assert int(ans.term.iloc[0]) in (36, 60)
+            # no change smaller than a step: a changed column moved a whole step or more
+            for col in ("dti", "income"):
+                dx = abs(float(ans[col].iloc[0]) - float(row[col].iloc[0]))
+                assert dx == 0.0 or dx >= 0.1 - 1e-12
+            grids = {
+                "dti": [value(k, 0.1) for k in range(steps(d0, 0.1) - 30, steps(d0, 0.1) + 31)],
+                "income": [value(k, 0.1) for k in range(steps(m0, 0.1) - 30, steps(m0, 0.1) + 31)],
+                "term": [36, 60],
+                "home": ["rent", "own"],
+            }
+            x0 = row.iloc[0]
+
+            def cost(col, v, x0=x0):
+                if col == "home":
+                    return float(v != x0.home) * w["home"]
+                return w[col] * abs(float(v) - float(x0[col]))
+
+            best, _ = tabular_grid_brute_force(model.decision_function, row, grids, cost, 1)
+            assert res.distance == pytest.approx(best, rel=1e-9, abs=1e-12)
+    finally:
+        ex._program.method = "auto"
+
+
+def test_without_a_grid_the_answer_is_cheaper_or_equal(loans):
+    X, model, ex = loans
+    cont = fastcf.TabularExplainer(
+        model, X, resolution={"dti": None, "income": None}, levels={"term": [36, 60]}
+    )
+    assert cont.resolution_ == {"dti": None, "income": None}
+    rows = X[model.predict(X) == 0].iloc[:15]
+    a, b = ex.explain(rows, 1), cont.explain(rows, 1)
+    assert a.success.all() and b.success.all()
+    assert (np.asarray(a.distance) >= np.asarray(b.distance) - 1e-12).all()
+    # and a grid answer is within one step of each moved column of the continuous one's cost
+    assert (np.asarray(a.distance) <= np.asarray(b.distance) + 2 * 0.1 * max(ex.weights_["dti"],
+            ex.weights_["income"]) + 1e-9).all()  # fmt: skip
+
+
+def test_levels_are_honoured_with_monotone_and_bounds():
+    X, model = _data(seed=1)
+    ex = fastcf.TabularExplainer(
+        model, X, levels={"term": [36, 48, 60]}, decrease_only=["term"], immutable=["home"]
+    )
+    rows = X[model.predict(X) == 0].iloc[:20]
+    res = ex.explain(rows, 1)
+    ok = np.asarray(res.success)
+    assert ok.any()
+    t = res.x.term.to_numpy()
+    assert set(t) <= {36, 48, 60}
+    assert (t <= rows.term.to_numpy()).all()  # decrease-only
+    np.testing.assert_array_equal(model.predict(res.x[ok]), 1)
+    # a level the training data lacks (48) is one an answer may take
+    assert "levels" == ex.kinds_["term"]
+
+
+def test_grid_refusals_name_the_column(loans):
+    X, model, ex = loans
+    row = X.iloc[[0]].copy()
+    row["dti"] = 27.25
+    with pytest.raises(ValueError, match=r"'dti' of row 0 holds 27.25, off its resolution 0.1"):
+        ex.explain(row, 1)
+    row = X.iloc[[0]].copy()
+    row["term"] = 48
+    with pytest.raises(ValueError, match=r"'term' of row 0 holds 48, not one of its levels"):
+        ex.explain(row, 1)
+    # in a batch: that row's status, the others answered
+    rows = X.iloc[:3].copy()
+    rows.loc[rows.index[1], "dti"] = 27.25
+    res = ex.explain(rows, 1)
+    assert int(res.status[1]) == int(Status.INVALID_INPUT) and "resolution" in res.message[1]
+    with pytest.raises(ValueError, match="not a numeric input"):
+        fastcf.TabularExplainer(model, X, levels={"home": [1, 2]})
+    with pytest.raises(ValueError, match="must be a number > 0"):
+        fastcf.TabularExplainer(model, X, resolution={"dti": 0})
+    with pytest.raises(TypeError, match="resolution must be a dict"):
+        fastcf.TabularExplainer(model, X, resolution=0.1)
+    with pytest.raises(ValueError, match="whole number"):
+        fastcf.TabularExplainer(model, X, resolution={"term": 0.5})
