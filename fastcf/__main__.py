@@ -167,6 +167,7 @@ def demo(argv=None) -> int:
     )
 
     # a softmax model: digits, 10 classes
+    print("\ndigits (1797 × 64, 10 classes): training a LogisticRegression …", flush=True)
     Xd, yd = load_digits(return_X_y=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -174,7 +175,7 @@ def demo(argv=None) -> int:
     exd = fastcf.LinearExplainer(digits)
     res = exd.explain(Xd[0], 8, proba=0.9)
     print(
-        f"\ndigits (1797 × 64, 10 classes): a '0' made an '8' with p = {res.proba[8]:.3f}: "
+        f"  a '0' made an '8' with p = {res.proba[8]:.3f}: "
         f"success={res.success}, {res.changed.size} pixels changed, distance {res.distance:.3g}"
     )
     targets = (digits.predict(Xd) + 1) % 10
@@ -215,14 +216,18 @@ def main(argv=None) -> int:
     )
     w.add_argument("families", nargs="*", help="logistic softmax lvq svm gradcheck (default: all)")
     args = parser.parse_args(argv)
+    from ._progress import compile_progress
+
     if args.command == "demo":
-        return demo()
+        with compile_progress():
+            return demo()
     if args.command == "warmup":
         from ._warmup import warmup
 
         t0 = time.perf_counter()
         print("fastcf warmup: compiling the kernels into Numba's cache")
-        warmup(args.families or None, verbose=True)
+        with compile_progress(why="compiling every kernel ahead of time"):
+            warmup(args.families or None, verbose=True)
         print(f"done in {time.perf_counter() - t0:.1f} s")
         return 0
     import os
@@ -231,7 +236,10 @@ def main(argv=None) -> int:
     os.environ["FASTCF_TIERED"] = "0"
     from .bench import run
 
-    return run(quick=args.quick, only=args.only, json_path=args.json, markdown_path=args.markdown)
+    with compile_progress():
+        return run(
+            quick=args.quick, only=args.only, json_path=args.json, markdown_path=args.markdown
+        )
 
 
 if __name__ == "__main__":

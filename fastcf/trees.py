@@ -29,6 +29,7 @@ import numpy as np
 
 from ._base import BaseExplainer
 from ._confirm import model_input
+from ._progress import rows
 from ._status import Status, messages
 from ._trees.leaves import leaf_table
 from ._trees.leaves import solve as solve_leaves
@@ -314,7 +315,7 @@ class TreeExplainer(BaseExplainer):
         if self._program is None:
             self._program = Program(self._forest)
         answers = []
-        for i in range(X.shape[0]):
+        for i in rows(range(X.shape[0]), "TreeExplainer"):  # (a line on a terminal if slow)
             t = int(tidx[i])
 
             def confirm(x, t=t):

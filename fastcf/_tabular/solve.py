@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from .._progress import rows as progress_rows
 from .._resolve import TABULAR_MARGINS, resolve
 from .._status import BOUNDARY_MESSAGE, Status
 from .fold import check_fold
@@ -103,8 +104,8 @@ def answers(ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_mi
         m = max(margin * factor, floor)
         return todo
 
-    def solve(rows):
-        for i in rows:
+    def solve(todo_rows):
+        for i in progress_rows(todo_rows, "TabularExplainer"):  # (a line on a terminal if slow)
             x0, k0 = reads[i]
             fz = frozen if miss is None else frozen | miss[i]
             q = make_query(s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes)
