@@ -90,6 +90,9 @@ class TabularExplainer:
     levels : dict, optional
         ``{column: [values]}``: the values a numeric column may take (a loan term of 36 or 60
         months); answers keep the column at one of them, at the cost of the distance moved.
+        By default a numeric column whose training values take at most 12 values, with gaps
+        on its grid, has those levels (``kinds_`` says ``"levels"``, ``levels_`` lists them);
+        ``{column: None}`` gives it its grid instead (so does a ``resolution=`` for it).
     weights : dict, optional
         ``{column: w}``: the cost of a unit change of a numeric column (default ``1 / MAD``),
         of a change of a categorical column (default 1), of a one-rank move of an ordinal
@@ -105,6 +108,8 @@ class TabularExplainer:
         or ``"unused"`` (a column the model drops).
     resolution_ : dict
         Numeric column -> its resolution (``None``: continuous; see ``resolution``).
+    levels_ : dict
+        Column -> the values it may take (see ``levels``).
     mad_ : dict
         Numeric column -> its MAD in the training data.
     weights_ : dict
@@ -179,8 +184,9 @@ class TabularExplainer:
         if X.shape[0] < 2:
             raise ValueError(f"X_train must have at least 2 rows; got {X.shape[0]}")
         self.model = model
-        lv = resolve_levels(levels, X, resolve_names)
-        fold = with_levels(fold_model(model, X), X, lv)
+        fold = fold_model(model, X)
+        lv = resolve_levels(levels, X, resolve_names, fold.numeric, resolution)
+        fold = with_levels(fold, X, lv)
         self._schema = Schema(
             X, fold, immutable, increase_only, decrease_only, integer, categorical, weights,
             resolution, lv,
@@ -190,6 +196,7 @@ class TabularExplainer:
         self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
         self.probabilistic_ = fold.probabilistic
         self.kinds_, self.resolution_, self.mad_, self.weights_ = describe(self._schema, X)
+        self.levels_ = {str(X.columns[c]): v.tolist() for c, v in sorted(lv.items())}
         check_fold_on(self, X)
 
     # ------------------------------------------------------------------ set-up

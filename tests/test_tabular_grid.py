@@ -168,3 +168,22 @@ def test_grid_refusals_name_the_column(loans):
         fastcf.TabularExplainer(model, X, resolution=0.1)
     with pytest.raises(ValueError, match="whole number"):
         fastcf.TabularExplainer(model, X, resolution={"term": 0.5})
+
+
+def test_a_column_of_a_few_spread_values_defaults_to_its_levels():
+    X, model = _data()
+    ex = fastcf.TabularExplainer(model, X)  # no levels given: term takes 36 or 60 in training
+    assert ex.kinds_["term"] == "levels" and ex.levels_ == {"term": [36.0, 60.0]}
+    rows = X[model.predict(X) == 0].iloc[:20]
+    res = ex.explain(rows, 1)
+    assert set(res.x.term) <= {36, 60}
+    # {column: None}: its grid instead (whole months)
+    grid = fastcf.TabularExplainer(model, X, levels={"term": None})
+    assert grid.kinds_["term"] == "integer" and grid.levels_ == {}
+    # values that fill their grid keep it (a count 0-5), and a resolution= also keeps the grid
+    assert fastcf.TabularExplainer(model, X, resolution={"term": 12}).levels_ == {}
+    from fastcf._tabular.grid import infer_levels
+
+    assert infer_levels(np.repeat(np.arange(6.0), 20), 1.0) is None
+    assert infer_levels(np.repeat([6.0, 12.0, 24.0], 30), 1.0).tolist() == [6.0, 12.0, 24.0]
+    assert infer_levels(np.array([36.0, 60.0]), 1.0) is None  # too few rows to tell

@@ -37,7 +37,9 @@ __all__ = [
     "value",
     "with_levels",
     "resolve_levels",
+    "infer_levels",
     "MAX_DECIMALS",
+    "MAX_LEVELS",
 ]
 
 #: the most decimals a recorded column may have (more: continuous)
@@ -172,15 +174,72 @@ def with_levels(fold, X, levels):
     )
 
 
-def resolve_levels(levels, X, resolve_names):
-    """Return {column position: sorted distinct float levels} of the user's ``levels=``."""
-    if levels is None:
-        return {}
-    if not isinstance(levels, dict):
-        raise TypeError(f"levels must be a dict {{column: [values]}}; got {type(levels).__name__}")
+#: the most levels a column's training values may have for it to default to them
+MAX_LEVELS = 12
+
+
+def infer_levels(values, res):
+    """Return the sorted distinct training values of a column that takes a few levels, or None.
+
+    A numeric column defaults to its levels when its training values take at most
+    :data:`MAX_LEVELS` distinct values, each seen 10 times on average, that leave gaps on its
+    grid of resolution ``res`` (a loan term of 36 or 60 months, a duration in multiples of 6):
+    answers then keep it at a value the data takes. A column whose values fill their grid (a
+    count 0–5) keeps its grid; a continuous one (``res`` 0) with few values is levels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> infer_levels(np.repeat([36.0, 60.0], 50), 1.0)
+    array([36., 60.])
+    >>> infer_levels(np.repeat(np.arange(6.0), 20), 1.0) is None
+    True
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    u = np.unique(v)
+    if not (2 <= u.size <= MAX_LEVELS and v.size >= 10 * u.size):
+        return None
+    if res > 0.0:
+        span = steps(u[-1], res) - steps(u[0], res) if steps(u[0], res) is not None else None
+        if span is None or steps(u[-1], res) is None or u.size >= span + 1:
+            return None  # every grid point in the range is taken: the grid says it all
+    return u
+
+
+def resolve_levels(levels, X, resolve_names, numeric=(), resolution=None):
+    """Return {column position: sorted distinct float levels}: the user's, and the inferred.
+
+    ``levels``: the user's ``{column: values or None}`` (None: no levels for that column);
+    ``numeric``: the positions of the model's numeric columns, each of which defaults to its
+    training levels (:func:`infer_levels`, on its inferred resolution) unless the user
+    gave it levels, None, or a resolution (``resolution``: the user's dict).
+    """
     cols = list(X.columns)
+    given = {}
+    if levels is not None:
+        if not isinstance(levels, dict):
+            raise TypeError(
+                f"levels must be a dict {{column: [values] or None}}; got {type(levels).__name__}"
+            )
+        given = dict(zip(resolve_names(list(levels), cols, "levels"), levels.values(), strict=True))
+    fixed = set()
+    if isinstance(resolution, dict):  # (another type: the schema's error says what is wrong)
+        fixed = set(resolve_names(list(resolution), cols, "resolution"))
     out = {}
-    for c, lv in zip(resolve_names(list(levels), cols, "levels"), levels.values(), strict=True):
+    for c in numeric:
+        c = int(c)
+        if c in given or c in fixed:
+            continue
+        import pandas as pd
+
+        v = pd.to_numeric(X.iloc[:, c], errors="coerce").to_numpy(dtype=np.float64)
+        lv = infer_levels(v, infer_resolution(v, X.dtypes.iloc[c]))
+        if lv is not None:
+            out[c] = lv
+    for c, lv in given.items():
+        if lv is None:
+            continue
         try:
             arr = np.unique(np.asarray(list(lv), dtype=np.float64))
         except (TypeError, ValueError):
