@@ -149,7 +149,7 @@ def _svc_arrays(clf, name):
     if not (isinstance(clf.kernel, str) and clf.kernel == "linear"):
         raise TypeError(
             f"{name}(kernel={clf.kernel!r}) is not linear in x; only kernel='linear' has affine "
-            f"scores; supported: {SUPPORTED_LINEAR}"
+            f"scores: {_signpost(clf)}"
         )
     _check_fitted(clf, "support_vectors_", name)
     classes = np.asarray(clf.classes_)
@@ -210,9 +210,16 @@ def _classifier_arrays(clf):
     if name == "OneVsOneClassifier":
         raise TypeError(
             "OneVsOneClassifier predicts by one-vs-one voting, not the argmax of affine scores; "
-            f"use OneVsRestClassifier instead; supported: {SUPPORTED_LINEAR}"
+            "use OneVsRestClassifier instead (LinearExplainer takes it)"
         )
-    raise TypeError(f"cannot explain a {name}; supported: {SUPPORTED_LINEAR}")
+    raise TypeError(f"LinearExplainer cannot explain a {name}: {_signpost(clf)}")
+
+
+def _signpost(model):
+    """Return :func:`fastcf.dispatch.signpost`'s sentence (which explainer takes the model)."""
+    from .dispatch import signpost
+
+    return signpost(model)
 
 
 def _pipeline_arrays(model):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["counterfactual", "explainer_for"]
+__all__ = ["signpost", "counterfactual", "explainer_for"]
 
 _LVQ_ATTRS = (("prototypes_",), ("w_", "c_w_"))
 
@@ -48,6 +48,42 @@ def _has_column_transformer(model):
         type(s).__name__ == "ColumnTransformer" or _has_column_transformer(s)
         for _, s in (steps or [])[:-1]
     )
+
+
+def signpost(model):
+    """Return one sentence: which explainer takes ``model``, or why none does.
+
+    Every explainer's refusal of a model it does not take ends with it, so that a refusal
+    always says what would work (or that nothing in fastcf does, and why).
+
+    Examples
+    --------
+    >>> from sklearn.neighbors import KNeighborsClassifier
+    >>> signpost(KNeighborsClassifier())[:55]
+    'no fastcf explainer takes a KNeighborsClassifier: a k-n'
+    """
+    if any(all(hasattr(model, a) for a in attrs) for attrs in _LVQ_ATTRS):
+        return "fastcf.LVQExplainer takes this model"
+    name = type(model).__name__
+    if name in _TREES:
+        return f"fastcf.TreeExplainer takes a {name}"
+    if _has_column_transformer(model):
+        return (
+            "this Pipeline encodes DataFrame columns (ColumnTransformer): "
+            "fastcf.TabularExplainer(model, X_train) takes it"
+        )
+    final = type(_final(model)).__name__
+    if final in _TREES:
+        return (
+            f"a Pipeline ending in {final} is not supported yet: fastcf.TreeExplainer takes the "
+            f"fitted {final} itself (explain the transformed features)"
+        )
+    from .adapters import SUPPORTED_LINEAR
+
+    if final in SUPPORTED_LINEAR and final not in ("SVC", "NuSVC"):
+        return "fastcf.LinearExplainer takes this model"
+    why = _NOT_YET.get(final) or f"no explainer takes a {final}"
+    return f"no fastcf explainer takes a {final}: {why}. {COVERS}"
 
 
 def explainer_for(model):

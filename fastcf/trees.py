@@ -48,10 +48,6 @@ from .results import Solution
 __all__ = ["TreeExplainer"]
 
 _METHODS = ("auto", "leaves", "milp")
-_OTHERS = (
-    "; TreeExplainer also reads HistGradientBoostingClassifier, XGBoost's XGBClassifier and "
-    "LightGBM's LGBMClassifier"
-)
 
 
 def _parser(model):
@@ -71,13 +67,7 @@ def _parser(model):
 def _parse(model):
     """Return the checked :class:`~fastcf._trees.forest.Forest` of a fitted tree classifier."""
     parser = _parser(model)
-    if parser.__name__.endswith("parse_sklearn"):
-        try:
-            forest = parser.parse(model)
-        except TypeError as exc:
-            raise TypeError(f"{exc}{_OTHERS}") from None
-    else:
-        forest = parser.parse(model)
+    forest = parser.parse(model)
     parser.check(forest, model)
     return forest
 

@@ -401,7 +401,8 @@ def test_refusals():
             TreeExplainer(reg.fit(X, y))
     with pytest.raises(TypeError, match="regressor"):
         TreeExplainer(GradientBoostingRegressor(n_estimators=2).fit(X, y))
-    with pytest.raises(TypeError, match="model must be"):
+    # the refusal says which explainer takes the model
+    with pytest.raises(TypeError, match="got LogisticRegression: fastcf.LinearExplainer takes"):
         TreeExplainer(LogisticRegression().fit(X, y))
     with pytest.raises(ValueError, match="one output"):
         TreeExplainer(DecisionTreeClassifier().fit(X, np.column_stack([y, y])))

@@ -140,3 +140,40 @@ def test_front_door_routes_and_every_refusal_names_an_explainer():
         fastcf.explainer_for(make_pipeline(Normalizer(), LogisticRegression()).fit(X, yb))
     with pytest.raises(TypeError, match="no explainer for str.*LinearExplainer"):
         fastcf.counterfactual("abc", X[0], 1)
+
+
+def test_every_explainers_refusal_names_the_explainer_that_takes_the_model():
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    from fastcf.lvq import GLVQ
+
+    X, y = load_iris(return_X_y=True)
+    yb = (y == 2).astype(int)
+    frame = pd.DataFrame({"a": X[:, 0], "c": np.where(X[:, 1] > 3, "hi", "lo")})
+    ct = ColumnTransformer([("n", StandardScaler(), ["a"]), ("c", OneHotEncoder(), ["c"])])
+    tab = make_pipeline(ct, LogisticRegression()).fit(frame, yb)
+    forest = RandomForestClassifier(n_estimators=2, max_depth=2, random_state=0).fit(X, yb)
+    linear = LogisticRegression(max_iter=500).fit(X, yb)
+    lvq = GLVQ(random_state=0).fit(X, yb)
+    knn = KNeighborsClassifier().fit(X, yb)
+    cases = [
+        (fastcf.LinearExplainer, forest, "fastcf.TreeExplainer takes"),
+        (fastcf.LinearExplainer, knn, "no fastcf explainer takes a KNeighborsClassifier"),
+        (fastcf.LVQExplainer, tab, "fastcf.TabularExplainer(model, X_train) takes"),
+        (fastcf.LVQExplainer, linear, "fastcf.LinearExplainer takes"),
+        (fastcf.TreeExplainer, linear, "fastcf.LinearExplainer takes"),
+        (fastcf.TreeExplainer, lvq, "fastcf.LVQExplainer takes"),
+        (fastcf.TreeExplainer, tab, "fastcf.TabularExplainer(model, X_train) takes"),
+    ]
+    for cls, model, says in cases:
+        with pytest.raises(TypeError) as info:
+            cls(model)
+        msg = str(info.value)
+        assert says in msg, (cls.__name__, msg)
+        assert len(msg) < 500, msg

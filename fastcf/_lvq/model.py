@@ -129,11 +129,12 @@ def read_model(model):
         elif hasattr(model, "omega_"):
             om = model.omega_
         return model.w_, labels, classes, om
+    from ..dispatch import signpost
+
     raise TypeError(
         "LVQExplainer needs a fitted fastcf.lvq model (prototypes_, prototype_labels_), an "
-        "sklearn-lvq model (w_, c_w_) or an sklvq model (prototypes_, prototypes_labels_); got "
-        f"{type(model).__name__}. Use LVQExplainer.from_arrays(prototypes, labels, omega) "
-        "otherwise."
+        "sklearn-lvq model (w_, c_w_) or an sklvq model (prototypes_, prototypes_labels_) "
+        f"(or LVQExplainer.from_arrays); got {type(model).__name__}: {signpost(model)}"
     )
 
 

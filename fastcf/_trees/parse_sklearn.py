@@ -112,7 +112,9 @@ def _refuse(model):
             f"model must be a tree classifier ({_SUPPORTED}); got the regressor {name}: "
             "inverse classification needs classes"
         )
-    raise TypeError(f"model must be one of {_SUPPORTED} (fitted); got {name}")
+    from ..dispatch import signpost
+
+    raise TypeError(f"TreeExplainer takes tree classifiers; got {name}: {signpost(model)}")
 
 
 def parse(model) -> Forest:
