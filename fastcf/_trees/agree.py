@@ -15,7 +15,7 @@ import numpy as np
 
 from .forest import Forest, Tree
 
-__all__ = ["tree", "probe", "verify"]
+__all__ = ["require_classifier", "tree", "probe", "verify"]
 
 
 def tree(feature, threshold, boundary, left, right, value):
@@ -136,3 +136,24 @@ def verify(forest: Forest, name, P, *, classes, predict, scores=None, proba=None
             f"model: fastcf's copy of this {name} predicts other classes than the model itself "
             "on probe rows; the model is not supported"
         )
+
+
+def require_classifier(model, cls, library):
+    """Raise the TypeError of a model of ``library`` that is not its classifier ``cls``.
+
+    A regressor or ranker is refused as such (inverse classification needs classes), a bare
+    ``Booster`` with the advice to pass the fitted classifier (its ``classes_`` and
+    ``predict`` are needed).
+    """
+    if isinstance(model, cls):
+        return
+    name = type(model).__name__
+    if "Regressor" in name or "Ranker" in name:
+        why = f"the regressor {name}: inverse classification needs classes"
+    elif name == "Booster":
+        why = (
+            f"a bare Booster: pass the fitted {cls.__name__} (its classes_ and predict are needed)"
+        )
+    else:
+        why = name
+    raise TypeError(f"model must be {library}'s {cls.__name__}; got {why}")

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import outputs
-from .agree import probe, tree, verify
+from .agree import probe, require_classifier, tree, verify
 from .forest import Forest
 
 __all__ = ["parse", "check", "boundary", "go_left", "RULE", "DOMAIN", "ZERO"]
@@ -181,16 +181,7 @@ def _classifier(model):
     """Raise the TypeError of a lightgbm model that is not an ``LGBMClassifier``."""
     from lightgbm import LGBMClassifier
 
-    if isinstance(model, LGBMClassifier):
-        return
-    name = type(model).__name__
-    if "Regressor" in name or "Ranker" in name:
-        why = f"the regressor {name}: inverse classification needs classes"
-    elif name == "Booster":
-        why = "a bare Booster: pass the fitted LGBMClassifier (its classes_ and predict are needed)"
-    else:
-        why = name
-    raise TypeError(f"model must be lightgbm's LGBMClassifier; got {why}")
+    require_classifier(model, LGBMClassifier, "lightgbm")
 
 
 def parse(model) -> Forest:

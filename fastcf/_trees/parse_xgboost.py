@@ -41,7 +41,7 @@ import math
 import numpy as np
 
 from . import outputs
-from .agree import probe, tree, verify
+from .agree import probe, require_classifier, tree, verify
 from .forest import Argmax, Forest
 from .parse_sklearn import boundary as f32_le_boundary
 
@@ -137,19 +137,10 @@ def _n_iterations(model, n_rounds):
 
 
 def _classifier(model):
-    """Raise the TypeError of an xgboost model that is not an ``XGBClassifier``."""
+    """Raise the TypeError of a xgboost model that is not an ``XGBClassifier``."""
     from xgboost import XGBClassifier
 
-    if isinstance(model, XGBClassifier):
-        return
-    name = type(model).__name__
-    if "Regressor" in name or "Ranker" in name:
-        why = f"the regressor {name}: inverse classification needs classes"
-    elif name == "Booster":
-        why = "a bare Booster: pass the fitted XGBClassifier (its classes_ and predict are needed)"
-    else:
-        why = name
-    raise TypeError(f"model must be xgboost's XGBClassifier; got {why}")
+    require_classifier(model, XGBClassifier, "xgboost")
 
 
 def parse(model) -> Forest:
