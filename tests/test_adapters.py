@@ -91,7 +91,8 @@ def test_sgd_log_loss_binary_and_refusals():
         assert not other.probabilistic_
         with pytest.raises(TypeError, match="scores are not probabilities"):
             other.predict_proba(Xi[:1] if other.n_features_in_ == 4 else Xs[:1])
-    with pytest.raises(TypeError, match="supported"):
+    # the refusal says no explainer takes an RBF SVM, and why
+    with pytest.raises(TypeError, match="no fastcf explainer takes a SVC: a kernel SVM"):
         LinearExplainer(SVC().fit(Xs[:50], y[:50]))
     with pytest.raises(TypeError, match="is not affine"):
         LinearExplainer(make_pipeline(MinMaxScaler(clip=True), LogisticRegression()).fit(X, y))
