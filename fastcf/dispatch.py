@@ -60,7 +60,7 @@ def signpost(model):
     --------
     >>> from sklearn.neighbors import KNeighborsClassifier
     >>> signpost(KNeighborsClassifier())[:55]
-    'no fastcf explainer takes a KNeighborsClassifier: a k-n'
+    'no fastcf explainer takes a KNeighborsClassifier: a nea'
     """
     if any(all(hasattr(model, a) for a in attrs) for attrs in _LVQ_ATTRS):
         return "fastcf.LVQExplainer takes this model"
