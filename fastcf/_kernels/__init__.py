@@ -25,9 +25,12 @@ Where each algorithm lives:
   NNLS and LDP.
 """
 
+import functools
+import threading
 import warnings
 
 import numba
+import numpy as np
 
 from . import _tier
 
@@ -76,7 +79,10 @@ def kernel(signature=None, **overrides):
     options = dict(_OPTIONS, **overrides)
 
     def decorate(func):
-        return _tier.install(_compile(func))
+        disp = _compile(func)
+        if not hasattr(disp, "overloads"):  # NUMBA_DISABLE_JIT=1: the Python function itself
+            return _ieee(disp)
+        return _tier.install(disp)
 
     def _compile(func):
         global _warned_nocache
@@ -102,3 +108,29 @@ def kernel(signature=None, **overrides):
             return numba.njit(signature, **options)(func)
 
     return decorate
+
+
+_outer = threading.local()
+
+
+def _ieee(func):
+    """Run a kernel's Python body (``NUMBA_DISABLE_JIT=1``) with the compiled code's floats.
+
+    Compiled with ``error_model="numpy"``, a kernel overflows to ``inf`` and divides by zero
+    to ``inf``/``nan`` silently, and its callers test for them; NumPy's scalars warn instead
+    (an error under ``-W error``). The outermost kernel call of a thread sets NumPy's error
+    state to ignore, as the tiered Python twin does; nested calls pay one attribute test.
+    """
+
+    @functools.wraps(func)
+    def run(*args, **kwargs):
+        if getattr(_outer, "active", False):
+            return func(*args, **kwargs)
+        _outer.active = True
+        try:
+            with np.errstate(all="ignore"):
+                return func(*args, **kwargs)
+        finally:
+            _outer.active = False
+
+    return run
