@@ -28,7 +28,9 @@ from numba.core import types
 import fastcf
 from fastcf import LinearExplainer, LVQExplainer
 from fastcf.lvq_models import GLVQ
-from fastcf._kernels import l1, logistic, lvq_qp
+from fastcf._kernels import logistic, lvq_qp
+from fastcf._kernels._batch import Batch
+from fastcf._kernels.l1 import knapsack
 
 rng = np.random.default_rng(0)
 w = rng.normal(size=(1, 12))
@@ -50,24 +52,38 @@ assert fastcf.wait_for_kernels(timeout=600)  # (tiered: the background compilati
 def sigs(d):
     return [[str(a) for a in s] for s in d.signatures]
 
+def kernels(mod):
+    # the module's kernels, with the serial and the parallel kernel of each batch
+    for name, d in vars(mod).items():
+        if isinstance(d, Batch):
+            yield f"{name}.serial", d.serial
+            yield f"{name}.parallel", d.parallel
+        else:
+            yield name, d
+
+def get(mod, name):
+    for part in name.split("."):
+        mod = getattr(mod, part)
+    return mod
+
 # every kernel compiled more than once, once for a literal argument (Literal[int](0),
 # Literal[bool](True), ...): a second specialisation of the same code
 twins = []
 for info in pkgutil.walk_packages(fastcf._kernels.__path__, "fastcf._kernels."):
     mod = importlib.import_module(info.name)
-    for name, d in vars(mod).items():
+    for name, d in kernels(mod):
         if getattr(d, "_fastcf_tiered", False) and d.py_func.__module__ == mod.__name__:
             literal = any(isinstance(a, types.Literal) for s in d.signatures for a in s)
             if literal and len(d.signatures) > 1:
                 twins.append([f"{info.name}.{name}", sigs(d)])
 
 out = {
-    f"{mod.__name__.rsplit('.', 1)[1]}.{name}": sigs(getattr(mod, name))
+    f"{mod.__name__.rsplit('.', 1)[1]}.{name}": sigs(get(mod, name))
     for mod, names in (
         (logistic, ["_lam_bounded_one", "_breakpoints", "_project_one", "_dist_grad",
-                    "_lam_parallel", "_project_parallel"]),
-        (l1, ["_next", "_record", "_constrained_parallel", "_lam_parallel"]),
-        (lvq_qp, ["_fast_serial", "_fast_parallel", "_fast_row"]),
+                    "_lam.parallel", "_project.parallel"]),
+        (knapsack, ["_next", "_record", "_constrained.parallel", "_lam.parallel"]),
+        (lvq_qp, ["_fast.serial", "_fast.parallel", "_fast_row"]),
     )
     for name in names
 }
@@ -103,18 +119,18 @@ def test_unbounded_binary_queries_compile_no_box_code(compiled):
 
 def test_single_queries_compile_no_parallel_kernel(compiled):
     for name in (
-        "logistic._lam_parallel",
-        "logistic._project_parallel",
-        "l1._constrained_parallel",
-        "l1._lam_parallel",
-        "lvq_qp._fast_parallel",
+        "logistic._lam.parallel",
+        "logistic._project.parallel",
+        "knapsack._constrained.parallel",
+        "knapsack._lam.parallel",
+        "lvq_qp._fast.parallel",
     ):
         assert compiled[name] == [], name
-    assert len(compiled["lvq_qp._fast_serial"]) == 1
+    assert len(compiled["lvq_qp._fast.serial"]) == 1
 
 
 def test_no_kernel_is_compiled_twice_for_a_literal(compiled):
-    for name in ("l1._next", "l1._record", "lvq_qp._fast_row"):
+    for name in ("knapsack._next", "knapsack._record", "lvq_qp._fast_row"):
         assert len(compiled[name]) == 1, (name, compiled[name])
         assert not any("Literal" in a for s in compiled[name] for a in s), compiled[name]
     # (a caller's variable that starts as a constant, `i = 0`, is typed Literal[int](0) for a

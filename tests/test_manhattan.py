@@ -629,7 +629,7 @@ def test_log_step_of_no_step_is_zero():
     r_k overflowed (d_k ~ 2e5): log(1 + α r_k) came out as d_k + log(e^{−d_k}) = −inf, so log q_k
     became −inf and then NaN, and the dual ran to its iteration limit on NaNs (and, run as
     Python, math.log raised ValueError for α > 1)."""
-    from fastcf._kernels.l1 import _log_step
+    from fastcf._kernels.l1.entropy import _log_step
 
     assert _log_step(0.0, np.inf, 2e5) == 0.0
     assert _log_step(0.5, np.inf, 2e5) == pytest.approx(2e5 + np.log(0.5), rel=1e-15)

@@ -19,10 +19,15 @@ Where each algorithm lives:
   ``proba=τ``), ``lampath`` (the warm-started λ-path), ``rows`` (the row products and the batch
   solve of N queries).
 - :mod:`.logistic` — binary logistic models (paper 000, §4); :mod:`.roots` — the root φ(α, β).
+- :mod:`.l1` — the weighted-L1 (Manhattan) cost, one module per algorithm: ``knapsack`` (binary
+  models), ``region_lp`` (softmax ``region=True``: a dual simplex), ``entropy``,
+  ``entropy_face``, ``entropy_solve`` (softmax ``lam=`` / ``proba=τ``: an active set on the
+  entropy dual); :mod:`.l1_enum` — Lawler's enumeration of binary Manhattan answers.
 - :mod:`.lvq_qp` — the exact QP of LVQ counterfactuals; :mod:`.lvq_cost` — the GLVQ cost.
 - :mod:`.smo` — the warm-started SMO of the SVM enumeration (paper 003).
-- :mod:`.linalg` — small dense linear algebra: Cholesky, dot products, KKT-inverse updates,
-  NNLS and LDP.
+- :mod:`.linalg` — small dense linear algebra: Cholesky, LU, dot products, KKT-inverse
+  updates, NNLS and LDP.
+- :mod:`._batch` — N queries row by row: the serial and the parallel kernel of a row kernel.
 """
 
 import functools
@@ -65,8 +70,8 @@ def kernel(signature=None, **overrides):
     (``docs/scripts/compile_times.py`` measures it per kernel). ``parallel=True`` is several
     times costlier to compile than the same loop serial (each ``prange`` loop becomes a gufunc
     that links and compiles the code it calls again), so each batch kernel has a serial twin
-    for single queries, picked by a plain Python function (``rows.reduced_rows``,
-    ``region.region_batch``, …): same row code, same bits.
+    for single queries, both made from one row kernel by :func:`._batch.batch` and picked per
+    call: same row code, same bits.
 
     ``_nrt=False`` (Numba's switch for its runtime) is for inner loops that allocate nothing
     and only borrow the arrays their caller holds: Numba then emits no reference counting in

@@ -48,6 +48,7 @@ fastcf warmup`` and the benchmarks run that way, whatever the setting).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import queue
 import threading
@@ -372,6 +373,17 @@ def _twin(func):
     return twin
 
 
+def _python_args(disp, args):
+    """Return the arguments of the kernel's Python function for those of a compilation miss.
+
+    Numba's dispatcher hands the arguments of a ``*args`` function folded into one tuple, the
+    last one (as the compiled code takes them): the Python function takes them unfolded.
+    """
+    if disp.py_func.__code__.co_flags & inspect.CO_VARARGS:
+        return (*args[:-1], *args[-1])
+    return args
+
+
 def _compiled(disp, job, args):
     """Return the compiled code's answer once the worker is done (compiled here if it failed)."""
     job.done.wait()
@@ -436,7 +448,7 @@ def _on_miss(disp, *args, **kws):
         t0 = time.perf_counter()
         try:
             with np.errstate(all="ignore"):
-                out = twin(*a)
+                out = twin(*_python_args(disp, a))
         except Exception:  # noqa: BLE001 - Python semantics differ (ZeroDivisionError, …)
             for x, copy in saved:
                 x[...] = copy

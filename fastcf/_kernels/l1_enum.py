@@ -2,8 +2,8 @@
 
 :func:`lawler_l1` runs Lawler's scheme of :func:`fastcf._linear.subsets.lawler` (read its
 docstring first) with the node solve of the fractional knapsack
-(:func:`fastcf._kernels.l1._constrained_one`, the kernel of ``explain``), so that a node costs
-the knapsack walk and no Python: the k alternatives of a breast-cancer query took ~500 µs
+(:func:`fastcf._kernels.l1.knapsack._constrained_one`, the kernel of ``explain``), so that a node
+costs the knapsack walk and no Python: the k alternatives of a breast-cancer query took ~500 µs
 through the Python scheme, ~15 node solves and 5 answers each paying its Python overhead.
 
 It is the Python scheme step for step, so its answers are that scheme's, in the same order:
@@ -33,7 +33,7 @@ import numpy as np
 from fastcf._status import Status
 
 from . import kernel
-from .l1 import _constrained_one, _distance
+from .l1.knapsack import _constrained_one, _distance
 
 __all__ = ["lawler_l1"]
 
@@ -127,7 +127,7 @@ def lawler_l1(x0, w, sign, c0, cost, frozen0, theta, lo, hi, bounded, keys, k, m
     Parameters
     ----------
     x0, w, sign, c0, cost, theta, lo, hi, bounded
-        As :func:`fastcf._kernels.l1._constrained_one` (``lo``, ``hi``: one row's box).
+        As :func:`fastcf._kernels.l1.knapsack._constrained_one` (``lo``, ``hi``: one row's box).
     frozen0 : ndarray of bool, shape (D,)
         The user's frozen features.
     keys : ndarray of int64, shape (D,)

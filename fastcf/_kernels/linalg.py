@@ -3,6 +3,9 @@
 - Cholesky factor/solve (:func:`cholesky_inplace`, :func:`cholesky_solve_inplace`) for the K×K
   systems λI + (PSD) of the softmax kernels, with K up to a few hundred: a hand-written Cholesky
   avoids the LAPACK call overhead and, unlike ``np.linalg.cholesky`` in Numba, never raises.
+- LU with partial pivoting of a small square matrix, and its solves with B and Bᵀ
+  (:func:`_lu_factor`, :func:`_lu_solve`, :func:`_lu_solve_t`): the basis of the region LP's dual
+  simplex and the face systems of the entropy dual (:mod:`fastcf._kernels.l1`).
 - Reassociated (SIMD) dot products :func:`dot`, :func:`dot_abs`.
 - The inverse of a small KKT matrix and its rank-one updates (:func:`invert`,
   :func:`inverse_remove`, :func:`inverse_add`: one index out / in), used by the active-set step
@@ -389,3 +392,65 @@ def _ldp_scaled(G, h, sig, max_iter):
     for i in range(n):
         u[i] *= sig
     return u, lam * sig, it, status
+
+
+@kernel()
+def _lu_factor(B, piv, n):
+    """LU with partial pivoting of B[:n, :n] in place. Returns False when singular."""
+    for k in range(n):
+        p = k
+        big = abs(B[k, k])
+        for i in range(k + 1, n):
+            if abs(B[i, k]) > big:
+                big = abs(B[i, k])
+                p = i
+        piv[k] = p
+        if big == 0.0:
+            return False
+        if p != k:
+            for j in range(n):
+                B[k, j], B[p, j] = B[p, j], B[k, j]
+        for i in range(k + 1, n):
+            f = B[i, k] / B[k, k]
+            B[i, k] = f
+            for j in range(k + 1, n):
+                B[i, j] -= f * B[k, j]
+    return True
+
+
+@kernel()
+def _lu_solve(LU, piv, b, n):
+    """Solve B x = b in place (b becomes x) from :func:`_lu_factor`."""
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
+    for i in range(n):
+        s = b[i]
+        for j in range(i):
+            s -= LU[i, j] * b[j]
+        b[i] = s
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s -= LU[i, j] * b[j]
+        b[i] = s / LU[i, i]
+
+
+@kernel()
+def _lu_solve_t(LU, piv, b, n):
+    """Solve Bᵀ x = b in place from :func:`_lu_factor` (P B = L U, so Bᵀ = Uᵀ Lᵀ P)."""
+    for i in range(n):
+        s = b[i]
+        for j in range(i):
+            s -= LU[j, i] * b[j]
+        b[i] = s / LU[i, i]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s -= LU[j, i] * b[j]
+        b[i] = s
+    for k in range(n - 1, -1, -1):
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]

@@ -27,12 +27,13 @@ The constrained forms (proba=τ, region=True) are projections onto the half-spac
 import math
 
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.extending import overload
 
 from fastcf._status import Status
 
 from . import REASSOC, kernel
+from ._batch import batch
 from .linalg import dot as _dot
 from .linalg import dot_abs as _dot_abs
 from .roots import phi, sigmoid
@@ -410,30 +411,8 @@ def _closed_form_row(x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_ite
 
 
 @kernel()
-def _lam_row(
-    n,
-    X0,
-    w,
-    c0,
-    signs,
-    vw,
-    wt,
-    lams,
-    lo,
-    hi,
-    max_iter,
-    wvw,
-    wfree2,
-    unit_wt,
-    X,
-    zeta,
-    q,
-    nit,
-    status,
-    dist,
-    gnorm,
-    scale,
-):
+def _lam_row(n, X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt, outs):
+    X, zeta, q, nit, status, dist, gnorm, scale = outs
     sign = signs[n]
     lam = lams[n]
     x0 = X0[n]
@@ -479,15 +458,12 @@ def lam_batch(
     """
     if not bounded:  # None: the kernels compile without the box's code (see _project_one)
         lo = hi = None
-    args = (X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt)
-    return _lam_parallel(*args) if parallel else _lam_serial(*args)
+    return _lam(parallel, X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt)
 
 
-# Two kernels, not one function compiled twice: Numba's cache index does not tell a parallel
-# compilation of a function from a serial one of the same source, so the twins are separate
-# functions with the same row code.
-@kernel()
-def _lam_out(N, D):
+@kernel(inline="always")
+def _lam_out(args):
+    N, D = args[0].shape
     # np.empty, not np.zeros: every slot is written by the row function (and np.zeros in a
     # parallel kernel becomes a parfor that wakes the thread pool)
     X = np.empty((N, D))
@@ -496,24 +472,7 @@ def _lam_out(N, D):
     return X, np.empty(N), np.empty(N), nit, status, np.empty(N), np.empty(N), np.empty(N)
 
 
-@kernel()
-def _lam_serial(X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt):
-    N, D = X0.shape
-    X, zeta, q, nit, status, dist, gnorm, scale = _lam_out(N, D)
-    args = (w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt)
-    for n in range(N):
-        _lam_row(n, X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
-    return X, zeta, q, nit, status, dist, gnorm, scale
-
-
-@kernel(parallel=True)
-def _lam_parallel(X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt):
-    N, D = X0.shape
-    X, zeta, q, nit, status, dist, gnorm, scale = _lam_out(N, D)
-    args = (w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt)
-    for n in prange(N):
-        _lam_row(np.int64(n), X0, *args, X, zeta, q, nit, status, dist, gnorm, scale)
-    return X, zeta, q, nit, status, dist, gnorm, scale
+_lam = batch(_lam_row, _lam_out)
 
 
 def _box_row(lo, hi, n):
@@ -543,7 +502,8 @@ def _box_row_ol(lo, hi, n):
 
 
 @kernel()
-def _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, X, zeta, status, dist):
+def _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, out):
+    X, zeta, status, dist = out
     # one box per row, one for all, or None (then the box's code is not compiled: _project_one)
     lo_r, hi_r = _box_row(lo, hi, n)
     _mu, status[n] = _project_one(X0[n], w, signs[n], c0, vw, thetas[n], lo_r, hi_r, X[n])
@@ -559,26 +519,16 @@ def project_batch(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, parallel):
     """
     if not bounded:  # None: the kernels compile without the box's code (see _project_one)
         lo = hi = None
-    args = (X0, w, c0, signs, vw, wt, thetas, lo, hi)
-    return _project_parallel(*args) if parallel else _project_serial(*args)
+    return _project(parallel, X0, w, c0, signs, vw, wt, thetas, lo, hi)
 
 
-@kernel()
-def _project_serial(X0, w, c0, signs, vw, wt, thetas, lo, hi):
-    N, D = X0.shape
-    X, zeta, status, dist = np.empty((N, D)), np.empty(N), np.empty(N, dtype=np.int64), np.empty(N)
-    for n in range(N):
-        _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, X, zeta, status, dist)
-    return X, zeta, status, dist
+@kernel(inline="always")
+def _project_out(args):
+    N, D = args[0].shape
+    return np.empty((N, D)), np.empty(N), np.empty(N, dtype=np.int64), np.empty(N)
 
 
-@kernel(parallel=True)
-def _project_parallel(X0, w, c0, signs, vw, wt, thetas, lo, hi):
-    N, D = X0.shape
-    X, zeta, status, dist = np.empty((N, D)), np.empty(N), np.empty(N, dtype=np.int64), np.empty(N)
-    for n in prange(N):
-        _project_row(np.int64(n), X0, w, c0, signs, vw, wt, thetas, lo, hi, X, zeta, status, dist)
-    return X, zeta, status, dist
+_project = batch(_project_row, _project_out)
 
 
 @kernel()

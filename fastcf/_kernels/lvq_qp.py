@@ -28,9 +28,9 @@ The LDP and NNLS solvers are :func:`fastcf._kernels.linalg.ldp` and
 """
 
 import numpy as np
-from numba import prange
 
 from fastcf._kernels import kernel
+from fastcf._kernels._batch import batch
 from fastcf._kernels.linalg import ldp
 from fastcf._status import Status
 
@@ -174,13 +174,12 @@ def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
 
 
 @kernel()
-def _fast_row(a, prob, out):
+def _fast_row(a, X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter, out):
     """Query a of :func:`lvq_fast_batch`: the best of the LDPs of its target's prototypes.
 
-    ``prob`` and ``out`` are the tuples built by :func:`lvq_fast_batch` (its arguments and its
-    output arrays); row a of the outputs is written.
+    Takes the arguments of :func:`lvq_fast_batch` and its output arrays ``out``; row a of the
+    outputs is written.
     """
-    X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter = prob
     X, dist, best, nit, status = out
     M = A.shape[0]
     # the query's box: its own row, or the shared one (indexed apart: a may be a prange index,
@@ -238,11 +237,12 @@ def lvq_fast_batch(
     nit : (N,); status : (N,)
     """
     args = (X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter)
-    return _fast_parallel(*args) if parallel else _fast_serial(*args)
+    return _fast(parallel, *args)
 
 
-@kernel()
-def _fast_out(N, D):
+@kernel(inline="always")
+def _fast_out(args):
+    N, D = args[0].shape
     # np.empty only: np.full/np.zeros would become parallel loops (parfors) that wake the thread
     # pool
     X = np.empty((N, D))
@@ -253,25 +253,4 @@ def _fast_out(N, D):
     return X, dist, best, nit, status
 
 
-# Two kernels, not one function compiled twice: Numba's cache index does not tell a parallel
-# compilation of a function from a serial one of the same source.
-@kernel()
-def _fast_serial(X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter):
-    N, D = X0.shape
-    out = _fast_out(N, D)
-    prob = (X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter)
-    for a in range(N):
-        _fast_row(a, prob, out)
-    return out
-
-
-@kernel(parallel=True)
-def _fast_parallel(X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter):
-    N, D = X0.shape
-    out = _fast_out(N, D)
-    prob = (X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter)
-    for a in prange(N):
-        # the row index as int64: prange's is uint64, and _fast_row would be compiled
-        # twice (once per twin); so in every parallel kernel
-        _fast_row(np.int64(a), prob, out)
-    return out
+_fast = batch(_fast_row, _fast_out)

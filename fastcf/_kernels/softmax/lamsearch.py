@@ -38,11 +38,11 @@ judges the answers in the model's own arithmetic (BLAS's logits of each row, the
 import math
 
 import numpy as np
-from numba import prange
 
 from fastcf._status import Status
 
 from .. import kernel
+from .._batch import batch
 from .core import _factor, _matvec, _newton_core
 from .lampath import _tangent
 from .region import region_dual
@@ -370,31 +370,25 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
 
 
 @kernel()
-def _proba_serial(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim):
-    N, K = Zbar.shape
-    Y = Y0.copy()  # the warm starts (rows with a finite lam0); proba_search sets the others
+def _proba_batch_row(n, Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim, out):
+    Y, lam, nit, status = out
+    lam[n], nit[n], status[n] = proba_search(
+        Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], lam0[n], aim
+    )
+
+
+@kernel(inline="always")
+def _proba_batch_out(args):
+    N = args[0].shape[0]  # Zbar
+    # Y0 (args[7]): the warm starts (rows with a finite lam0); proba_search sets the others
+    Y = args[7].copy()
     lam = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    for n in range(N):
-        lam[n], nit[n], status[n] = proba_search(
-            Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], lam0[n], aim
-        )
     return Y, lam, nit, status
 
 
-@kernel(parallel=True)
-def _proba_parallel(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim):
-    N, K = Zbar.shape
-    Y = Y0.copy()  # the warm starts (rows with a finite lam0); proba_search sets the others
-    lam = np.empty(N)
-    nit = np.empty(N, dtype=np.int64)
-    status = np.empty(N, dtype=np.int64)
-    for n in prange(N):
-        lam[n], nit[n], status[n] = proba_search(
-            Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], lam0[n], aim
-        )
-    return Y, lam, nit, status
+_proba = batch(_proba_batch_row, _proba_batch_out)
 
 
 def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None, aim=_AIM):
@@ -414,9 +408,7 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None, a
     else:
         Y0 = np.ascontiguousarray(warm[0], dtype=np.float64)
         lam0 = np.ascontiguousarray(warm[1], dtype=np.float64)
-    if parallel:
-        return _proba_parallel(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim)
-    return _proba_serial(Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim)
+    return _proba(parallel, Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -447,56 +439,41 @@ def _proba_row(part, b, G, GF, k, log_tau, tol, max_iter, y, lam0, aim):
     return lam, quad, nit, status, lp0
 
 
-@kernel(inline="always")
-def _row_full(n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, lam0, aim, out):
-    """Row n of :func:`proba_rows`; ``out`` = (part scratch, X, Y, dist, lam, nit, lp0).
-
-    Returns the row's status.
-    """
-    part, X, Y, dist, lam, nit, lp0 = out
+@kernel()
+def _row_full(n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0, out):
+    """Row n of :func:`proba_rows`; ``out`` = (X, Y, dist, lam, nit, status, lp0)."""
+    X, Y, dist, lam, nit, status, lp0 = out
+    K, D = A.shape
+    part = np.empty((max((D + _CHUNK - 1) // _CHUNK, 1), K))  # the row's chunk sums
     for c in range(part.shape[0]):
         _logits_chunk(X0[n], A, c, part)
     l0 = lam0[n] if lam0.shape[0] > 0 else np.nan
     lam[n], quad, nit[n], st, lp0[n] = _proba_row(
-        part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim
+        part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim_ulps(D)
     )
     dist[n] = math.sqrt(max(quad, 0.0))
     nosums = part[:0]  # 0 rows: no chunk sums (see rows._expand_chunk)
     for c in range(part.shape[0]):
         _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
-    return answer_status(X[n], quad, st)
+    status[n] = answer_status(X[n], quad, st)
 
 
-@kernel()
-def _rows_serial(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
-    N, D = X0.shape
-    K = A.shape[0]
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+@kernel(inline="always")
+def _rows_out(args):
+    N, D = args[0].shape  # X0
+    K = args[1].shape[0]  # A
+    Y0, lam0 = args[11], args[12]
     Y = Y0.copy() if lam0.shape[0] > 0 else np.zeros((N, K))
-    X, dist, lam, lp0 = np.empty((N, D)), np.empty(N), np.empty(N), np.empty(N)
-    nit, status = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
-    out = (np.empty((nc, K)), X, Y, dist, lam, nit, lp0)
-    for n in range(N):
-        status[n] = _row_full(
-            n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, lam0, aim_ulps(D), out
-        )
+    X = np.empty((N, D))
+    dist = np.empty(N)
+    lam = np.empty(N)
+    lp0 = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
     return X, Y, dist, lam, nit, status, lp0
 
 
-@kernel(parallel=True)
-def _rows_batch(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
-    N, D = X0.shape
-    K = A.shape[0]
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    Y = Y0.copy() if lam0.shape[0] > 0 else np.zeros((N, K))
-    X, dist, lam, lp0 = np.empty((N, D)), np.empty(N), np.empty(N), np.empty(N)
-    nit, status = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
-    for n in prange(N):
-        out = (np.empty((nc, K)), X, Y, dist, lam, nit, lp0)
-        status[n] = _row_full(
-            n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, lam0, aim_ulps(D), out
-        )
-    return X, Y, dist, lam, nit, status, lp0
+_rows = batch(_row_full, _rows_out)
 
 
 def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm=None):
@@ -515,8 +492,7 @@ def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm
     else:
         Y0 = np.ascontiguousarray(warm[0], dtype=np.float64)
         lam0 = np.ascontiguousarray(warm[1], dtype=np.float64)
-    run = _rows_batch if mode == 1 else _rows_serial
-    return run(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
+    return _rows(mode == 1, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
 
 
 _COLD = (np.zeros((0, 0)), np.zeros(0))  # no warm start: (Y0, lam0) of no rows

@@ -5,11 +5,11 @@ point where the target ties with the best class).
 """
 
 import numpy as np
-from numba import prange
 
 from fastcf._status import Status
 
 from .. import kernel
+from .._batch import batch
 from ..linalg import cholesky_inplace, cholesky_solve_inplace
 
 _OK = int(Status.OK)
@@ -160,25 +160,21 @@ def _region_row(zbar, G, k, margin, tol, max_iter, y):
 
 
 @kernel()
-def _region_serial(Zbar, G, ks, margins, tol, max_iter):
-    N, K = Zbar.shape
+def _region_batch_row(n, Zbar, G, ks, margins, tol, max_iter, out):
+    Y, nit, status = out
+    nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
+
+
+@kernel(inline="always")
+def _region_batch_out(args):
+    N, K = args[0].shape  # Zbar
     Y = np.empty((N, K))  # every entry is written by _region_row
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    for n in range(N):
-        nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
     return Y, nit, status
 
 
-@kernel(parallel=True)
-def _region_parallel(Zbar, G, ks, margins, tol, max_iter):
-    N, K = Zbar.shape
-    Y = np.empty((N, K))  # every entry is written by _region_row
-    nit = np.empty(N, dtype=np.int64)
-    status = np.empty(N, dtype=np.int64)
-    for n in prange(N):
-        nit[n], status[n] = _region_row(Zbar[n], G, ks[n], margins[n], tol, max_iter, Y[n])
-    return Y, nit, status
+_region = batch(_region_batch_row, _region_batch_out)
 
 
 def region_batch(Zbar, G, ks, margins, tol, max_iter, parallel):
@@ -187,6 +183,4 @@ def region_batch(Zbar, G, ks, margins, tol, max_iter, parallel):
     ``parallel``: over the rows, in a ``parallel=True`` kernel; otherwise a serial kernel (the
     same row code, so the same bits, and a first call that compiles several times faster).
     """
-    if parallel:
-        return _region_parallel(Zbar, G, ks, margins, tol, max_iter)
-    return _region_serial(Zbar, G, ks, margins, tol, max_iter)
+    return _region(parallel, Zbar, G, ks, margins, tol, max_iter)

@@ -11,11 +11,11 @@ the caller makes with BLAS (``fastcf._linear.model.SoftmaxModel``).
 import math
 
 import numpy as np
-from numba import prange
 
 from fastcf._status import Status
 
 from .. import kernel
+from .._batch import batch
 from ..linalg import dot as _dot
 from ..linalg import dot_abs as _dot_abs
 from .core import _matvec, initial_y, reduced_newton, softmax_into
@@ -77,39 +77,30 @@ def _sum_chunks(part, b, z):
         z[j] = acc + b[j]
 
 
-# Each row function below comes in one kernel per mode, behind a plain Python function that picks
-# it: a single query (mode 0, the common case) then compiles only a serial kernel. Compiling a
-# ``parallel=True`` kernel costs several times more (each prange loop becomes a gufunc of its own
-# that links and compiles the whole row code again), and the serial kernel runs the same row
-# code, so the answers have the same bits in every mode.
+# Each row function below has a serial and a parallel kernel (:func:`fastcf._kernels._batch.batch`)
+# behind a plain Python function that picks one: a single query (mode 0, the common case) then
+# compiles only the serial kernel. Compiling a ``parallel=True`` kernel costs several times more
+# (each prange loop becomes a gufunc of its own that links and compiles the whole row code
+# again), and the serial kernel runs the same row code, so the answers have the same bits in
+# every mode.
 
 
 @kernel()
-def _logits_serial(X, A, b):
-    N = X.shape[0]
+def _logits_row(n, X, A, b, out):
+    Z = out[0]
     K, D = A.shape
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    Z = np.empty((N, K))
-    part = np.empty((nc, K))
-    for n in range(N):
-        for c in range(nc):
-            _logits_chunk(X[n], A, c, part)
-        _sum_chunks(part, b, Z[n])
-    return Z
+    part = np.empty((max((D + _CHUNK - 1) // _CHUNK, 1), K))
+    for c in range(part.shape[0]):
+        _logits_chunk(X[n], A, c, part)
+    _sum_chunks(part, b, Z[n])
 
 
-@kernel(parallel=True)
-def _logits_batch(X, A, b):
-    N = X.shape[0]
-    K, D = A.shape
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    Z = np.empty((N, K))
-    for n in prange(N):
-        part = np.empty((nc, K))
-        for c in range(nc):
-            _logits_chunk(X[n], A, c, part)
-        _sum_chunks(part, b, Z[n])
-    return Z
+@kernel(inline="always")
+def _logits_out(args):
+    return (np.empty((args[0].shape[0], args[1].shape[0])),)  # Z (N, K)
+
+
+_logits = batch(_logits_row, _logits_out)
 
 
 def blas_logits(X, A, b):
@@ -138,9 +129,7 @@ def logits_rows(X, A, b, mode):
     """Z = X Aᵀ + b, one row at a time (see the note above; ``mode`` from :func:`row_mode`)."""
     if mode == BLAS:
         return blas_logits(X, A, b)
-    if mode == 1:
-        return _logits_batch(X, A, b)
-    return _logits_serial(X, A, b)
+    return _logits(mode == 1, X, A, b)[0]
 
 
 @kernel()
@@ -199,36 +188,27 @@ def _expand_chunk(x0, y, A, v, unit, c, out, pz, ps):
 
 
 @kernel()
-def _expand_serial(X0, Y, A, v, unit):
-    N, D = X0.shape
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X = np.empty((N, D))
+def _expand_row(n, X0, Y, A, v, unit, out):
+    X = out[0]
+    D = X0.shape[1]
     nosums = np.empty((0, 0))  # no chunk sums (see _expand_chunk)
-    for n in range(N):
-        for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
-    return X
+    for c in range(max((D + _CHUNK - 1) // _CHUNK, 1)):
+        _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
 
 
-@kernel(parallel=True)
-def _expand_batch(X0, Y, A, v, unit):
-    N, D = X0.shape
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X = np.empty((N, D))
-    nosums = np.empty((0, 0))  # no chunk sums (see _expand_chunk)
-    for n in prange(N):
-        for c in range(nc):
-            _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
-    return X
+@kernel(inline="always")
+def _expand_out(args):
+    return (np.empty(args[0].shape),)  # X, as X0 (N, D)
+
+
+_expand = batch(_expand_row, _expand_out)
 
 
 def expand_rows(X0, Y, A, v, unit, mode):
     """X = X0 + (Y A) ∘ v row by row: the counterfactuals from their K-space coordinates."""
     if mode == BLAS:
         return blas_expand(X0, Y, A, v, unit)
-    if mode == 1:
-        return _expand_batch(X0, Y, A, v, unit)
-    return _expand_serial(X0, Y, A, v, unit)
+    return _expand(mode == 1, X0, Y, A, v, unit)[0]
 
 
 @kernel()
@@ -311,36 +291,26 @@ def _row_verdict(x, pz, ps, b, k, gamma, quad, status, p):
 
 
 @kernel()
-def _reduced_serial(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
-    N, D = X0.shape
-    K = A.shape[0]
+def _reduced_row(n, X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, out):
+    X, P, quad, gn, nit, status, cert = out
+    K, D = A.shape
     nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X = np.empty((N, D))
-    P = np.empty((N, K))
-    quad = np.empty(N)
-    gn = np.empty(N)
-    nit = np.empty(N, dtype=np.int64)
-    status = np.empty(N, dtype=np.int64)
-    cert = np.empty(N, dtype=np.bool_)
     part = np.empty((nc, K))
     pz = np.empty((nc, K))
     ps = np.empty((nc, K))
     y = np.empty(K)
-    for n in range(N):
-        for c in range(nc):
-            _logits_chunk(X0[n], A, c, part)
-        gn[n], quad[n], nit[n], st = _row_newton(part, b, G, GF, ks[n], lams[n], tol, max_iter, y)
-        for c in range(nc):
-            _expand_chunk(X0[n], y, A, v, unit, c, X[n], pz, ps)
-        status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
-    return X, P, quad, gn, nit, status, cert
+    for c in range(nc):
+        _logits_chunk(X0[n], A, c, part)
+    gn[n], quad[n], nit[n], st = _row_newton(part, b, G, GF, ks[n], lams[n], tol, max_iter, y)
+    for c in range(nc):
+        _expand_chunk(X0[n], y, A, v, unit, c, X[n], pz, ps)
+    status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
 
 
-@kernel(parallel=True)
-def _reduced_batch(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
-    N, D = X0.shape
-    K = A.shape[0]
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
+@kernel(inline="always")
+def _reduced_out(args):
+    N, D = args[0].shape  # X0
+    K = args[1].shape[0]  # A
     X = np.empty((N, D))
     P = np.empty((N, K))
     quad = np.empty(N)
@@ -348,18 +318,10 @@ def _reduced_batch(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma):
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
     cert = np.empty(N, dtype=np.bool_)
-    for n in prange(N):
-        part = np.empty((nc, K))
-        pz = np.empty((nc, K))
-        ps = np.empty((nc, K))
-        y = np.empty(K)
-        for c in range(nc):
-            _logits_chunk(X0[n], A, c, part)
-        gn[n], quad[n], nit[n], st = _row_newton(part, b, G, GF, ks[n], lams[n], tol, max_iter, y)
-        for c in range(nc):
-            _expand_chunk(X0[n], y, A, v, unit, c, X[n], pz, ps)
-        status[n], cert[n] = _row_verdict(X[n], pz, ps, b, ks[n], gamma, quad[n], st, P[n])
     return X, P, quad, gn, nit, status, cert
+
+
+_reduced = batch(_reduced_row, _reduced_out)
 
 
 def reduced_rows(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, mode):
@@ -371,9 +333,7 @@ def reduced_rows(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma, mode)
     has the same bits alone or in a batch. Returns (X, P, quad, gnorm, nit, status, cert);
     quad = ‖x* − x̄‖²_W.
     """
-    if mode == 1:
-        return _reduced_batch(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
-    return _reduced_serial(X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
+    return _reduced(mode == 1, X0, A, b, G, GF, ks, lams, tol, max_iter, v, unit, gamma)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -410,9 +370,12 @@ def answer_status(x, quad, status):
     return _OK
 
 
-@kernel(inline="always")
-def _region_row_full(n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, part, X, Y, dist, nit):
-    """Row n of :func:`region_rows` (``part``: its chunk sums' scratch); returns its status."""
+@kernel()
+def _region_row_full(n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, out):
+    """Row n of :func:`region_rows`; ``out`` = (X, Y, dist, nit, status)."""
+    X, Y, dist, nit, status = out
+    K, D = A.shape
+    part = np.empty((max((D + _CHUNK - 1) // _CHUNK, 1), K))  # the row's chunk sums
     for c in range(part.shape[0]):
         _logits_chunk(X0[n], A, c, part)
     nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
@@ -420,12 +383,14 @@ def _region_row_full(n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, part, 
     nosums = part[:0]  # 0 rows: no chunk sums (see _expand_chunk)
     for c in range(part.shape[0]):
         _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
-    return answer_status(X[n], quad, st)
+    status[n] = answer_status(X[n], quad, st)
 
 
 @kernel(inline="always")
-def _region_out(N, D, K):
+def _region_out(args):
     """Return the outputs of :func:`region_rows`, empty: X, Y, dist, nit, status."""
+    N, D = args[0].shape  # X0
+    K = args[1].shape[0]  # A
     return (
         np.empty((N, D)),
         np.empty((N, K)),
@@ -435,32 +400,7 @@ def _region_out(N, D, K):
     )
 
 
-@kernel()
-def _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
-    N, D = X0.shape
-    K = A.shape[0]
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X, Y, dist, nit, status = _region_out(N, D, K)
-    part = np.empty((nc, K))
-    for n in range(N):
-        status[n] = _region_row_full(
-            n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, part, X, Y, dist, nit
-        )
-    return X, Y, dist, nit, status
-
-
-@kernel(parallel=True)
-def _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit):
-    N, D = X0.shape
-    K = A.shape[0]
-    nc = max((D + _CHUNK - 1) // _CHUNK, 1)
-    X, Y, dist, nit, status = _region_out(N, D, K)
-    for n in prange(N):
-        part = np.empty((nc, K))
-        status[n] = _region_row_full(
-            n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, part, X, Y, dist, nit
-        )
-    return X, Y, dist, nit, status
+_region = batch(_region_row_full, _region_out)
 
 
 def region_rows(X0, A, b, G, ks, margins, tol, max_iter, v, unit, mode):
@@ -473,9 +413,7 @@ def region_rows(X0, A, b, G, ks, margins, tol, max_iter, v, unit, mode):
     :func:`fastcf._linear.softmax.region_singular`. The verdict is the caller's, in the model's
     own arithmetic (``fastcf._linear.softmax.judge``).
     """
-    if mode == 1:
-        return _region_batch(X0, A, b, G, ks, margins, tol, max_iter, v, unit)
-    return _region_serial(X0, A, b, G, ks, margins, tol, max_iter, v, unit)
+    return _region(mode == 1, X0, A, b, G, ks, margins, tol, max_iter, v, unit)
 
 
 # ----------------------------------------------------------------------------------------------
