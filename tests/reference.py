@@ -1272,3 +1272,38 @@ def tabular_grid_brute_force(decision, row, grids, cost, target, margin=0.0):
     if not np.isfinite(costs[i]):
         return np.inf, None
     return float(costs[i]), df.iloc[[i]]
+
+
+def tree_cell_points(model, x0, target, lo=None, hi=None, proba=None):
+    """Every cell of a scikit-learn tree model's threshold grid, and the model's verdict.
+
+    The cells of :func:`tree_cells_brute_force` (the point of each closest to x0 inside the box
+    ``[lo, hi]``), with the boundaries found by :func:`f32_le_boundary`. Returns ``(P, ok)``:
+    the points (n, D) and whether the model's own ``predict`` puts each in ``target`` (and
+    ``predict_proba`` >= proba).
+    """
+    from itertools import product
+
+    D = x0.shape[0]
+    lo = np.full(D, -_F32_MAX) if lo is None else np.maximum(lo, -_F32_MAX)
+    hi = np.full(D, _F32_MAX) if hi is None else np.minimum(hi, _F32_MAX)
+    bounds = {f: set() for f in range(D)}
+    for f, t in sklearn_tree_splits(model):
+        bounds[f].add(f32_le_boundary(t))
+    choices = []
+    for f in range(D):
+        b = sorted(v for v in bounds[f] if -_F32_MAX <= v < _F32_MAX)
+        ends = [-_F32_MAX] + [float(np.nextafter(v, np.inf)) for v in b]
+        tops = b + [_F32_MAX]
+        vals = []
+        for a, z in zip(ends, tops, strict=True):
+            a, z = max(a, lo[f]), min(z, hi[f])
+            if a <= z:
+                vals.append(min(max(x0[f], a), z))
+        choices.append(sorted(set(vals)))
+    P = np.array(list(product(*choices)), dtype=np.float64).reshape(-1, D)
+    ok = model.predict(P) == target
+    if proba is not None:
+        col = list(model.classes_).index(target)
+        ok &= model.predict_proba(P)[:, col] >= proba
+    return P, ok

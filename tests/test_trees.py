@@ -424,8 +424,6 @@ def test_refusals():
         ex.explain(X[0], 1, metric="cosine")
     with pytest.raises(ValueError, match="region"):
         ex.explain(X[0], 1, region=False)
-    with pytest.raises(NotImplementedError, match="exact=False"):
-        ex.explain(X[0], 1, exact=False)
     with pytest.raises(ValueError, match="method='leaves'"):
         ex.explain(X[0], 1, method="leaves")
     with pytest.raises(ValueError, match="proba"):

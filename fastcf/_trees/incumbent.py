@@ -1,60 +1,41 @@
 """A quick valid answer of an ensemble query (an incumbent), to prune the exact program.
 
-No optimality claim: the answer only bounds the optimum from above, which lets the program drop
-every leaf and interval that costs more on its own (:mod:`fastcf._trees.milp`). Every candidate
-is evaluated with the library's arithmetic (:class:`~fastcf._trees.forest.Forest`), many at once.
+No optimality claim: the answer bounds the optimum from above, which lets the program drop every
+leaf and interval that costs more on its own (:mod:`fastcf._trees.reduce`); the closer it is to
+the optimum, the smaller the program.
 
-* Leaf projections (the "feature tweaking" of Tolomei et al., 2017): x̄ projected onto the box of
-  every leaf of every tree; the cheapest one in the target class is kept.
-* Greedy over single-feature moves: from a start, every allowed interval of every free feature
-  gives a candidate (that feature at the interval's point closest to x̄). If some candidates
-  are in the target class, the cheapest is taken; otherwise the move of best gain in the
-  target's margin per unit of cost is made and the search goes on. Started from x̄ and from the
-  leaf projections of best margin.
-* Polish: single-feature moves back towards x̄ that keep the answer in the target class.
+**Single-feature moves, all at once.** From a point x (its interval ``k_f`` on every feature and
+its leaf in every tree), moving feature f to interval k changes tree t's leaf only to a leaf whose
+box holds x on every other feature: a leaf whose box misses x on exactly one feature, f. So one
+pass over the leaf boxes counts each leaf's misses; every leaf with one miss, on f over the
+intervals ``a..b``, adds ``V_leaf − V_current`` to the sums of the moves of f into ``a..b`` (a
+difference array per feature, summed cumulatively): the sums after *every* single-feature move
+in O(leaf boxes), without walking a tree (:meth:`Search.table`).
+
+* Greedy: from a start, if some move reaches the target, the cheapest is taken; otherwise the
+  move of best gain in the target's margin per unit of cost, and the search goes on. Started
+  from x̄ and from the projections of x̄ onto the leaf boxes (the "feature tweaking" of Tolomei
+  et al., 2017) of best margin; the cheapest valid projection is a candidate too.
+* Polish: moves of one feature back towards x̄ that keep the answer valid, the largest saving
+  first; then each changed feature is put back to x̄ and the answer repaired greedily, kept if
+  cheaper.
+
+The sums of a table are added in another order than the library adds them, so every candidate
+is checked with the library's arithmetic (:meth:`~fastcf._trees.forest.Forest.evaluate`) before
+it is returned.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
 from .query import coord_cost
 
-__all__ = ["incumbent", "cost_of"]
+__all__ = ["Search", "cost_of"]
 
 _STARTS = 3  # leaf projections the greedy search also starts from
-
-
-class _Moves(NamedTuple):
-    """Every single-feature move: to the point of an allowed interval closest to x̄."""
-
-    f: np.ndarray  # feature
-    p: np.ndarray  # the new value
-    c: np.ndarray  # its per-coordinate cost
-
-
-def _margin(forest, Z, t, tau):
-    """Return the target's margin at sums Z (N, S): >= 0 about where the class is reached."""
-    out = np.full(Z.shape[0], np.inf)
-    for a, _ in forest.decision.forms(t):
-        out = np.minimum(out, Z @ a)
-    if tau is not None:
-        for a, r in forest.link.forms(t, tau, forest.divisor, Z.shape[1]):
-            out = np.minimum(out, Z @ a - r)
-    return out
-
-
-def _evaluate(forest, R, t, tau):
-    """Return (valid, margin) of the rows R: in the target class (and τ), and how far."""
-    S = forest.evaluate(R)
-    ok = forest.decision.predict(S) == t
-    if tau is not None:
-        ok &= forest.link.proba(S)[:, t] >= tau
-    Z = S * forest.divisor if forest.divisor != 1.0 else S  # (the margin is a guide only)
-    return ok, _margin(forest, Z, t, tau)
 
 
 def cost_of(x, x0, q):
@@ -62,98 +43,310 @@ def cost_of(x, x0, q):
     return float(coord_cost(x - x0, q.w, q.metric).sum())
 
 
-def _too_many(X, x0, q):
-    if q.max_changes is None:
-        return np.zeros(X.shape[0], dtype=bool)
-    return np.count_nonzero(X != x0, axis=1) > q.max_changes
+class Search:
+    """The incumbent search of one query (see the module docstring).
 
-
-def _greedy(forest, x, x0, t, q, mv, margin):
-    """Greedy single-feature moves from x (of target margin ``margin``); a valid x or None."""
-    now = coord_cost(x - x0, q.w, q.metric)
-    rows = np.arange(mv.f.size)
-    for _ in range(2 * x0.shape[0] + 2):
-        allowed = mv.p != x[mv.f]
-        if q.max_changes is not None and np.count_nonzero(x != x0) >= q.max_changes:
-            allowed &= x[mv.f] != x0[mv.f]
-        idx = rows[allowed]
-        if idx.size == 0:
-            return None
-        R = np.repeat(x[None], idx.size, axis=0)
-        R[np.arange(idx.size), mv.f[idx]] = mv.p[idx]
-        ok, m = _evaluate(forest, R, t, q.proba)
-        total = now.sum() - now[mv.f[idx]] + mv.c[idx]
-        if ok.any():
-            best = idx[np.flatnonzero(ok)[np.argmin(total[ok])]]
-            x = x.copy()
-            x[mv.f[best]] = mv.p[best]
-            return x
-        gain = m - margin
-        score = np.where(gain > 0, gain / np.maximum(total - now.sum(), 1e-300), -np.inf)
-        b = int(np.argmax(score))
-        if not math.isfinite(score[b]):
-            return None
-        x = x.copy()
-        x[mv.f[idx[b]]] = mv.p[idx[b]]
-        now[mv.f[idx[b]]] = mv.c[idx[b]]
-        margin = m[b]
-    return None
-
-
-def _polish(forest, x, x0, t, q, mv):
-    """Improve a valid x by single-feature moves that keep it valid, best saving first."""
-    now = coord_cost(x - x0, q.w, q.metric)
-    for _ in range(4 * x0.shape[0] + 4):
-        idx = np.flatnonzero(mv.c < now[mv.f])  # moves of one feature towards x̄
-        if idx.size == 0:
-            return x
-        R = np.repeat(x[None], idx.size, axis=0)
-        R[np.arange(idx.size), mv.f[idx]] = mv.p[idx]
-        ok, _ = _evaluate(forest, R, t, q.proba)
-        ok &= ~_too_many(R, x0, q)
-        if not ok.any():
-            return x
-        saving = now[mv.f[idx]] - mv.c[idx]
-        best = idx[np.flatnonzero(ok)[np.argmax(saving[ok])]]
-        x = x.copy()
-        x[mv.f[best]] = mv.p[best]
-        now[mv.f[best]] = mv.c[best]
-    return x
-
-
-def incumbent(forest, x0, t, q, cells, P):
-    """Return a point the library's arithmetic puts in target t (and τ), or None.
-
-    ``cells``: the intervals of the query (points, costs, allowed ranges per feature);
-    ``P``: candidate points (n, D), the projections of x̄ onto leaf boxes.
+    Parameters
+    ----------
+    st : Structure
+        The forest's program template.
+    x0 : ndarray of shape (D,)
+    t : int
+        The target class index.
+    q : TreeQuery
+    c : Costs
+        The query's interval costs and box (:class:`~fastcf._trees.reduce.Costs`).
+    points : ndarray
+        Every interval's point closest to x̄ (flat, as ``c.flat``).
     """
-    parts = [
-        (np.full(kb - ka + 1, f), cells.points[f][ka : kb + 1], cells.costs[f][ka : kb + 1])
-        for f, (ka, kb) in enumerate(cells.ranges)
-        if kb > ka
-    ]
-    if not parts:
+
+    width = 4  # the beam's width (0: no beam search)
+    both = True  # also a beam ranked by gain per unit of cost
+    depth = 6  # its rounds at least (2 more than the first answer's changed features)
+
+    def __init__(self, st, x0, t, q, c, points):
+        self.st, self.fo, self.x0, self.t, self.q, self.c = st, st.forest, x0, t, q, c
+        self.points = points
+        D = self.fo.n_features
+        self.ext = st.ioff[:-1] + np.arange(D)  # feature f's difference array starts here
+        self.n_ext = int(st.ioff[-1]) + D
+        self.restrict(None)
+
+    def restrict(self, red):
+        """Keep only the leaves and intervals a point cheaper than the reduction's cutoff uses.
+
+        ``red``: a :class:`~fastcf._trees.reduce.Reduced` (None: every leaf, the query's box).
+        Every point the searches visit afterwards must cost less than that cutoff: its leaves
+        are then alive, and so is the leaf every single move reaches.
+        """
+        st, c = self.st, self.c
+        on = ~st.leaf_empty if red is None else red.alive
+        ka, kb = (c.ka, c.kb) if red is None else (red.ka, red.kb)
+        e = np.flatnonzero(on[st.b_leaf])
+        self.leaf_on = on
+        self.ef, self.el = st.b_feat[e], st.b_leaf[e]
+        self.ea = st.e_ka[e]
+        self.eb = np.minimum(st.e_kb[e], st.m[self.ef])
+        D = self.fo.n_features
+        feat = np.repeat(np.arange(D), st.m + 1)
+        k = np.arange(feat.size) - st.ioff[feat]
+        ok = (k >= ka[feat]) & (k <= kb[feat])
+        self.mv = np.flatnonzero(ok)  # every allowed (feature, interval): flat interval ids
+        self.mf, self.mk = feat[ok], k[ok]
+        self.mp, self.mc = self.points[ok], c.flat[ok]
+
+    # ------------------------------------------------------------------ evaluation
+    def _kx(self, x):
+        return self.st.intervals(x)
+
+    def _valid(self, S):
+        """Which rows of scores S the library's decision puts in the target (and τ)."""
+        fo = self.fo
+        ok = fo.decision.predict(S) == self.t
+        if self.q.proba is not None:
+            ok &= fo.link.proba(S)[:, self.t] >= self.q.proba
+        return ok
+
+    def _margin(self, Z):
+        """Return the target's margin at sums Z (N, S): >= 0 about where the class is reached."""
+        fo = self.fo
+        out = np.full(Z.shape[0], np.inf)
+        for a, _ in fo.decision.forms(self.t):
+            out = np.minimum(out, Z @ a)
+        if self.q.proba is not None:
+            for a, r in fo.link.forms(self.t, self.q.proba, fo.divisor, Z.shape[1]):
+                out = np.minimum(out, Z @ a - r)
+        return out
+
+    def exact(self, x):
+        """Tell whether the library's own arithmetic puts x in the target (and τ)."""
+        return bool(self._valid(self.fo.evaluate(x[None]))[0])
+
+    def table(self, kx):
+        """Return (Z, Znew): the sums at intervals kx and after every single-feature move."""
+        st = self.st
+        ef, el = self.ef, self.el
+        kf = kx[ef]
+        miss = (kf < self.ea) | (kf > self.eb)  # (an empty box always misses)
+        n = st.leaf_ids.size
+        nmiss = np.bincount(el, weights=miss, minlength=n)
+        cur = np.flatnonzero((nmiss == 0) & self.leaf_on)  # the leaf of every tree
+        tree_leaf = np.empty(self.fo.n_trees, dtype=np.int64)
+        tree_leaf[st.leaf_tree[cur]] = cur
+        Z = self.fo.base + st.V[cur].sum(axis=0)
+        e = np.flatnonzero(miss)
+        e = e[nmiss[el[e]] == 1]
+        lf = el[e]
+        delta = st.V[lf] - st.V[tree_leaf[st.leaf_tree[lf]]]
+        f = ef[e]
+        pos = np.concatenate([self.ext[f] + self.ea[e], self.ext[f] + self.eb[e] + 1])
+        S = delta.shape[1]
+        diff = np.empty((self.n_ext + 1, S))
+        for s in range(S):
+            w = np.concatenate([delta[:, s], -delta[:, s]])
+            diff[:, s] = np.bincount(pos, weights=w, minlength=self.n_ext + 1)
+        change = np.cumsum(diff, axis=0)
+        return Z, Z + change[self.ext[self.mf] + self.mk]
+
+    # ------------------------------------------------------------------ the searches
+    def _scores(self, Z):
+        return Z / self.fo.divisor if self.fo.divisor != 1.0 else Z
+
+    def greedy(self, x):
+        """Greedy single-feature moves from x; a valid point (by the tables) or None."""
+        x0, q = self.x0, self.q
+        kx = self._kx(x)
+        now = coord_cost(x - x0, q.w, q.metric)
+        Z, _ = self.table(kx)
+        margin = float(self._margin(Z[None])[0])
+        for _ in range(2 * x0.shape[0] + 2):
+            Z, Zn = self.table(kx)
+            allowed = self.mk != kx[self.mf]
+            if q.max_changes is not None and np.count_nonzero(x != x0) >= q.max_changes:
+                allowed &= x[self.mf] != x0[self.mf]
+            idx = np.flatnonzero(allowed)
+            if idx.size == 0:
+                return None
+            Zi = Zn[idx]
+            ok = self._valid(self._scores(Zi))
+            total = now.sum() - now[self.mf[idx]] + self.mc[idx]
+            if ok.any():
+                best = idx[np.flatnonzero(ok)[np.argmin(total[ok])]]
+                x = x.copy()
+                x[self.mf[best]] = self.mp[best]
+                return x
+            m = self._margin(Zi)
+            gain = m - margin
+            score = np.where(gain > 0, gain / np.maximum(total - now.sum(), 1e-300), -np.inf)
+            b = int(np.argmax(score))
+            if not math.isfinite(score[b]):
+                return None
+            j = idx[b]
+            x = x.copy()
+            x[self.mf[j]] = self.mp[j]
+            kx[self.mf[j]] = self.mk[j]
+            now[self.mf[j]] = self.mc[j]
+            margin = m[b]
         return None
-    mv = _Moves(*(np.concatenate(a) for a in zip(*parts, strict=True)))
-    found = []
-    ok, m = _evaluate(forest, P, t, q.proba) if P.shape[0] else (np.zeros(0, bool), np.zeros(0))
-    ok &= ~_too_many(P, x0, q)
-    if ok.any():
-        c = coord_cost(P[ok] - x0, q.w, q.metric).sum(axis=1)
-        found.append(P[ok][np.argmin(c)])
-    ok0, m0 = _evaluate(forest, x0[None], t, q.proba)
-    if ok0[0]:
-        return x0.copy()
-    starts = [(x0, m0[0])]
-    if not ok.any() and P.shape[0]:
-        fine = ~_too_many(P, x0, q)
-        order = np.argsort(-np.where(fine, m, -np.inf))[:_STARTS]
-        starts += [(P[i], m[i]) for i in order if fine[i]]
-    for x, margin in starts:
-        g = _greedy(forest, x, x0, t, q, mv, margin)
-        if g is not None:
-            found.append(g)
-    if not found:
-        return None
-    found = [_polish(forest, x, x0, t, q, mv) for x in found]
-    return min(found, key=lambda x: cost_of(x, x0, q))
+
+    def polish(self, x):
+        """Improve a valid x by single-feature moves back towards x̄ that keep it valid."""
+        x0, q = self.x0, self.q
+        kx = self._kx(x)
+        now = coord_cost(x - x0, q.w, q.metric)
+        for _ in range(4 * x0.shape[0] + 4):
+            _, Zn = self.table(kx)
+            idx = np.flatnonzero(self.mc < now[self.mf])  # moves of one feature towards x̄
+            if idx.size == 0:
+                return x
+            ok = self._valid(self._scores(Zn[idx]))  # (never a new changed feature)
+            if not ok.any():
+                return x
+            saving = now[self.mf[idx]] - self.mc[idx]
+            best = idx[np.flatnonzero(ok)[np.argmax(saving[ok])]]
+            x = x.copy()
+            x[self.mf[best]] = self.mp[best]
+            kx[self.mf[best]] = self.mk[best]
+            now[self.mf[best]] = self.mc[best]
+        return x
+
+    def beam(self, width=8, depth=None, best=None, pace=True):
+        """Beam search of single-feature moves from x̄: the cheapest valid point found, or None.
+
+        Each round expands every point of the beam by every move; valid children are
+        candidates, the others are ranked and the best ``width`` (distinct) form the next
+        beam: by their margin gain beyond the pace of ``best`` (its gain per unit of cost times
+        theirs) when it is given, else by their gain per unit of cost. Children that cost no
+        less than the best candidate are dropped.
+        """
+        x0, q = self.x0, self.q
+        depth = self.depth if depth is None else depth
+        kx0 = self._kx(x0)
+        Z0, _ = self.table(kx0)
+        m0 = float(self._margin(Z0[None])[0])
+        beam = [(x0, kx0, np.zeros_like(x0))]
+        best_cost = math.inf if best is None else cost_of(best, x0, q)
+        # the best answer's pace: the margin it gained per unit of cost
+        rate = max(-m0, 0.0) / best_cost if pace and 0.0 < best_cost < math.inf else 0.0
+        for _ in range(depth):
+            xs, ks, costs, scores = [], [], [], []
+            for x, kx, now in beam:
+                _, Zn = self.table(kx)
+                allowed = self.mk != kx[self.mf]
+                if q.max_changes is not None and np.count_nonzero(x != x0) >= q.max_changes:
+                    allowed &= x[self.mf] != x0[self.mf]
+                idx = np.flatnonzero(allowed)
+                total = now.sum() - now[self.mf[idx]] + self.mc[idx]
+                keep = total < best_cost
+                idx, total = idx[keep], total[keep]
+                if idx.size == 0:
+                    continue
+                Zi = Zn[idx]
+                ok = self._valid(self._scores(Zi))
+                if ok.any():
+                    j = idx[np.flatnonzero(ok)[np.argmin(total[ok])]]
+                    y = x.copy()
+                    y[self.mf[j]] = self.mp[j]
+                    best, best_cost = y, float(total[ok].min())
+                m = self._margin(Zi)
+                if rate > 0:  # progress beyond the pace of the best answer so far
+                    sc = np.where(~ok & (m > m0), (m - m0) - rate * total, -np.inf)
+                else:
+                    sc = np.where(~ok & (m > m0), (m - m0) / np.maximum(total, 1e-300), -np.inf)
+                top = np.argsort(-sc)[:width]
+                for i in top[np.isfinite(sc[top])]:
+                    j = idx[i]
+                    y, ky, ny = x.copy(), kx.copy(), now.copy()
+                    y[self.mf[j]], ky[self.mf[j]], ny[self.mf[j]] = (
+                        self.mp[j],
+                        self.mk[j],
+                        self.mc[j],
+                    )
+                    xs.append(y)
+                    ks.append(ky)
+                    costs.append(ny)
+                    scores.append(sc[i])
+            if not xs:
+                break
+            order = np.argsort(-np.asarray(scores))
+            seen, beam = set(), []
+            for i in order:
+                key = ks[i].tobytes()
+                if key in seen or costs[i].sum() >= best_cost:
+                    continue
+                seen.add(key)
+                beam.append((xs[i], ks[i], costs[i]))
+                if len(beam) == width:
+                    break
+            if not beam:
+                break
+        return best
+
+    def _repair(self, x):
+        """Put each changed feature of a valid x back to x̄ and repair greedily; the cheapest."""
+        best, best_cost = x, cost_of(x, self.x0, self.q)
+        for f in np.flatnonzero(x != self.x0):
+            y = x.copy()
+            y[f] = self.x0[f]
+            g = self.greedy(y)
+            if g is None:
+                continue
+            g = self.polish(g)
+            cg = cost_of(g, self.x0, self.q)
+            if cg < best_cost and self.exact(g):
+                best, best_cost = g, cg
+        return best
+
+    def run(self, P, reduce_at=None):
+        """Return a point the library's arithmetic puts in the target (and τ), or None.
+
+        ``P``: projections of x̄ onto leaf boxes (n, D), cheapest first. ``reduce_at(C)``: the
+        reductions at cutoff C (:func:`~fastcf._trees.reduce.reduce`), which narrow the beam
+        search once a first answer of cost C is known (None: no beam search).
+        """
+        x0, q = self.x0, self.q
+        if self.exact(x0):
+            return x0.copy()
+        found = []
+        if P.shape[0]:
+            S = self.fo.evaluate(P)
+            ok = self._valid(S)
+            if q.max_changes is not None:
+                ok &= np.count_nonzero(P != x0, axis=1) <= q.max_changes
+            m = self._margin(S * self.fo.divisor if self.fo.divisor != 1.0 else S)
+            if ok.any():
+                c = coord_cost(P[ok] - x0, q.w, q.metric).sum(axis=1)
+                found.append(P[ok][np.argmin(c)])
+            starts = [x0]
+            if not ok.any():
+                fine = np.ones(P.shape[0], bool)
+                if q.max_changes is not None:
+                    fine = np.count_nonzero(P != x0, axis=1) <= q.max_changes
+                order = np.argsort(-np.where(fine, m, -np.inf))[:_STARTS]
+                starts += [P[i] for i in order if fine[i]]
+        else:
+            starts = [x0]
+        if self.mv.size:
+            for s in starts:
+                g = self.greedy(s)
+                if g is not None:
+                    found.append(g)
+        found = [self.polish(x) for x in found]
+        found = [x for x in found if self.exact(x)]
+        if not found:
+            return None
+        best = min(found, key=lambda x: cost_of(x, x0, q))
+        best = self._repair(best)
+        if self.width and reduce_at is not None:
+            red = reduce_at(cost_of(best, x0, q))
+            if red.empty:  # pragma: no cover - best itself costs no more
+                return best
+            self.restrict(red)
+            depth = max(self.depth, int(np.count_nonzero(best != x0)) + 2)
+            for pace in (True, False) if self.both else (True,):
+                g = self.beam(self.width, depth, best=best, pace=pace)
+                if g is not None:
+                    g = self.polish(g)
+                    if cost_of(g, x0, q) < cost_of(best, x0, q) and self.exact(g):
+                        best = g
+        return best

@@ -39,12 +39,14 @@ program solved again. ``proba=τ``: the necessary linear conditions of the link 
 plus tangent cuts of the convex ``log Σ exp``), checked the same way.
 
 Pruning (exact). The full program of a 100-tree forest has thousands of rows, and HiGHS takes
-tens of seconds on it. A quick valid answer of cost C (:mod:`fastcf._trees.incumbent`, confirmed
-by the model) bounds the optimum, and every term of the cost is >= 0: so no answer cheaper
-than C uses an interval of cost > C, nor a leaf whose box (intersected with the query's box)
-costs more than C to reach. Those intervals are fixed out and those leaves dropped before the
-program is built, and C is handed to HiGHS as its first incumbent. A tree left without a leaf
-proves C optimal.
+seconds on it. A quick valid answer of cost C (:mod:`fastcf._trees.incumbent`, confirmed by
+the model) bounds the optimum, and every term of the cost is >= 0: the program only needs the
+cells of cost <= ρ = C (1 − 1e-10). The reductions of :mod:`fastcf._trees.reduce` (interval and
+leaf costs, the target's margins, the hulls of the alive leaves) run to a fixed point; if they
+leave nothing, C is proven optimal without a program. Otherwise the program is built over what
+is left (:mod:`fastcf._trees.build`: boundaries no alive leaf ends at are merged away, trees
+whose alive leaves agree are left out as constants) with ρ as HiGHS's objective bound, so HiGHS
+either finds a cheaper cell or proves there is none.
 
 Decoding: the answer's x_f is the point of its interval (within the query's box) closest to
 x̄_f; every such point is a representable float64 on the correct side of every split. The
@@ -60,18 +62,22 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._highs import highs
 from .._status import Status
-from .incumbent import cost_of, incumbent
+from .build import build, decode
+from .incumbent import Search, cost_of
 from .query import coord_cost, finish
+from .reduce import Costs, Reduced, lower_bound, reduce
 from .structure import Structure
+from .tighten import tighten
 
 __all__ = ["Program", "Answer"]
 
 #: programs solved again after a cut before a query gives up (near-ties are rare)
 MAX_CUTS = 200
-#: values (leaves × features) of the leaf projections tried for the incumbent
-_PROJECTIONS = 2_000_000
+#: leaf projections tried for the incumbent
+_PROJECTIONS = 256
+#: the cutoff below the incumbent's cost: a cell must beat it by this relative amount
+CUTOFF = 1e-10
 
 
 class Answer(NamedTuple):
@@ -88,45 +94,42 @@ class Answer(NamedTuple):
     nodes: int  # branch-and-bound nodes, all runs
 
 
-_HIGHS_OPTIONS = (
-    ("mip_feasibility_tolerance", 1e-9),
-    ("primal_feasibility_tolerance", 1e-9),
-    # the programs are already pruned: HiGHS's presolve cost more than it saved on 100-tree
-    # forests (measured: 3.6 s against 2.7 s median per query)
-    ("presolve", "off"),
-)
-
-
-def _highs():
-    """Return this thread's HiGHS instance for tree programs (:func:`fastcf._highs.highs`)."""
-    return highs("trees", _HIGHS_OPTIONS)
-
-
-class _Cells(NamedTuple):
-    """The intervals of one query: per feature, each interval's closest point and cost."""
-
-    points: list  # per feature (m_f + 1,) the point of each interval closest to x̄
-    costs: list  # per feature (m_f + 1,) its per-coordinate cost
-    ranges: list  # per feature (ka, kb): the intervals the query's box allows
-
-
 class Program(Structure):
     """A forest's program: :class:`~fastcf._trees.structure.Structure` and one query's solve."""
 
+    tighten = True  # reduced-cost fixing before the program (:mod:`fastcf._trees.tighten`)
+
     # ------------------------------------------------------------------ one query
-    def _cells(self, x0, lo, hi, q) -> _Cells:
-        points, costs, ranges = [], [], []
-        for f in range(self.forest.n_features):
-            ka = int(np.searchsorted(self.B[f], lo[f], side="left"))
-            kb = int(np.searchsorted(self.B[f], hi[f], side="left"))
-            p = np.clip(x0[f], np.maximum(self.R[f], lo[f]), np.minimum(self.U[f], hi[f]))
-            c = coord_cost(p - x0[f], q.w[f], q.metric)
-            c[:ka] = c[ka]  # (intervals outside the box: fixed out below; any finite cost)
-            c[kb + 1 :] = c[kb]
-            points.append(p)
-            costs.append(c)
-            ranges.append((ka, kb))
-        return _Cells(points, costs, ranges)
+    def _costs(self, x0, lo, hi, q):
+        """Return the query's :class:`~fastcf._trees.reduce.Costs` and every interval's point."""
+        D = self.forest.n_features
+        R = np.concatenate(self.R)
+        U = np.concatenate(self.U)
+        feat = np.repeat(np.arange(D), self.m + 1)
+        points = np.clip(x0[feat], np.maximum(R, lo[feat]), np.minimum(U, hi[feat]))
+        flat = coord_cost(points - x0[feat], q.w[feat], q.metric)
+        c = Costs(flat, self.intervals(x0), self.intervals(lo), self.intervals(hi))
+        return c, points
+
+    def _forms(self, t, q):
+        """Return the target's linear forms ``[(a, r)]``: ``a·Z >= r`` on the sums Z."""
+        fo = self.forest
+        forms = []
+        for a, strict in fo.decision.forms(t):
+            if fo.unit > 0:
+                margin = 0.5 * fo.unit if strict else 0.0
+            else:
+                margin = -fo.delta
+            forms.append((a, margin))
+        if q.proba is not None:
+            slack = fo.delta + fo.link.slack(q.proba) * max(1.0, fo.divisor)
+            necessary = fo.link.forms(t, q.proba, fo.divisor, fo.base.size)
+            forms += [(a, r - slack) for a, r in necessary]
+        return forms
+
+    def _leaf_forms(self, forms):
+        """Return the forms per leaf: ``(a·V_l for every leaf, r − a·base)``."""
+        return [(self.V @ a, r - float(a @ self.forest.base)) for a, r in forms]
 
     def _leaf_costs(self, x0, lo, hi, q):
         """Return the cheapest cost of reaching each leaf within the query's box (inf: none)."""
@@ -140,14 +143,18 @@ class Program(Structure):
         cost[np.bincount(self.b_leaf, weights=empty, minlength=n) > 0] = np.inf
         return cost
 
-    def _projections(self, x0, lo, hi, leaf_cost):
-        """Return x̄ projected onto the boxes of the reachable leaves, the cheapest first.
+    def _projections(self, x0, lo, hi, leaf_cost, lforms):
+        """Return x̄ projected onto the boxes of the reachable leaves that favour the target.
 
-        At most ``_PROJECTIONS`` values in all.
+        The cheapest first, at most ``_PROJECTIONS`` leaves (a leaf favours the target when
+        every form of the target is positive on its own terms).
         """
-        D = x0.shape[0]
-        order = np.argsort(leaf_cost, kind="stable")
-        order = order[np.isfinite(leaf_cost[order])][: max(1, _PROJECTIONS // D)]
+        favour = np.ones(leaf_cost.size, dtype=bool)
+        for coef, _ in lforms:
+            favour &= coef > 0
+        cost = np.where(favour, leaf_cost, np.inf)
+        order = np.argsort(cost, kind="stable")
+        order = order[np.isfinite(cost[order])][:_PROJECTIONS]
         row = np.full(self.leaf_ids.size, -1, dtype=np.int64)
         row[order] = np.arange(order.size)
         e = np.flatnonzero(row[self.b_leaf] >= 0)
@@ -158,68 +165,131 @@ class Program(Structure):
         )
         return P
 
-    def solve(self, x0, t, lo, hi, q, confirm) -> Answer:
+    def start(self, x0, t, lo, hi, q, confirm):
+        """Return (inc, C, c, points, lforms): the incumbent (or None) and the query's data.
+
+        ``C``: the incumbent's cost; ``c``: the query's :class:`~fastcf._trees.reduce.Costs`;
+        ``points``: every interval's point; ``lforms``: the per-leaf forms. ``confirm``: the
+        model's verdict on the incumbent (None: not asked here).
+        """
+        c, points = self._costs(x0, lo, hi, q)
+        lforms = self._leaf_forms(self._forms(t, q))
+        leaf_cost = self._leaf_costs(x0, lo, hi, q)
+        P = self._projections(x0, lo, hi, leaf_cost, lforms)
+        inc = Search(self, x0, t, q, c, points).run(
+            P, lambda rho: reduce(self, c, rho, lforms, margins=False)
+        )
+        if inc is not None and confirm is not None and not confirm(inc):
+            inc = None
+        C = cost_of(inc, x0, q) if inc is not None else math.inf
+        return inc, C, c, points, lforms
+
+    def quick(self, x0, t, lo, hi, q, confirm, steps=8) -> Answer:
+        """Answer one query with the incumbent alone and a certified lower bound (no program).
+
+        ``success`` when there is an incumbent (confirmed by ``confirm``); ``bound`` is the
+        bisection bound of :func:`~fastcf._trees.reduce.lower_bound`; status 0 when it proves
+        the incumbent optimal, else 1 (not certified optimal).
+        """
+        inc, C, c, points, lforms = self.start(x0, t, lo, hi, q, confirm)
+        if inc is not None and C == 0.0:
+            return self._answer(inc, x0, q, 0, 0.0, 0, None)
+        lb = lower_bound(self, c, C, lforms, steps)
+        if inc is None:
+            if math.isinf(lb):
+                return self._infeasible(x0, q, 0, 0)
+            return self._fail(
+                x0, Status.MAXITER, "no answer found by the quick search (exact=False); "
+                "exact=True solves the program", 0, lb, 0, q,
+            )  # fmt: skip
+        if lb >= C:
+            return self._answer(inc, x0, q, 0, lb, 0, None)
+        return self._answer(inc, x0, q, 0, lb, 0, {"kind": "quick", "limit": False})
+
+    def solve(self, x0, t, lo, hi, q, confirm, plain=False, trust=True) -> Answer:
         """Answer one query: x̄ ``x0`` (D,), target index ``t``, box ``lo``/``hi`` (D,).
 
         ``confirm(x) -> bool``: the model's own verdict on a candidate (its ``predict``, and
-        ``predict_proba`` for ``proba=``).
+        ``predict_proba`` for ``proba=``). ``plain``: the full program, without incumbent,
+        reductions or cutoff (the baseline of the benchmarks). ``trust``: prune with the
+        incumbent before the model confirms it (the library's arithmetic, checked against the
+        model when the explainer was built, already accepts it); it is confirmed when it is
+        the answer, and if the model refused it the query is solved again with ``trust=False``.
         """
-        start = time.perf_counter()
-        fo = self.forest
-        cells = self._cells(x0, lo, hi, q)
-        leaf_cost = self._leaf_costs(x0, lo, hi, q)
-        inc = incumbent(fo, x0, t, q, cells, self._projections(x0, lo, hi, leaf_cost))
-        if inc is not None and not confirm(inc):
-            inc = None
-        C = cost_of(inc, x0, q) if inc is not None else math.inf
-        keep_to = C * (1.0 + 1e-9) + 1e-300 if inc is not None else math.inf
-        keep = np.isfinite(leaf_cost) & (leaf_cost <= keep_to)
-        if inc is not None and (
-            C == 0.0 or np.bincount(self.leaf_tree[keep], minlength=fo.n_trees).min() == 0
-        ):  # nothing is cheaper: x̄ itself, or some tree has no leaf cheaper than C
-            return self._answer(inc, x0, q, 0, math.inf, 0, None)
-        built = self._build(x0, t, q, cells, keep, keep_to, inc)
-        if built is None:
+        begin = time.perf_counter()
+        if plain:
+            c, points = self._costs(x0, lo, hi, q)
+            lforms = self._leaf_forms(self._forms(t, q))
+            inc, C, rho = None, math.inf, math.inf
+            f = self.b_feat  # every leaf whose box meets the query's box
+            miss = np.maximum(self.e_ka, c.ka[f]) > np.minimum(self.e_kb, c.kb[f])
+            alive = ~self.leaf_empty
+            alive[self.b_leaf[miss]] = False
+            red = Reduced(c.ka, c.kb, alive, np.zeros(self.forest.n_trees, bool), 0.0, False)
+        else:
+            inc, C, c, points, lforms = self.start(x0, t, lo, hi, q, None if trust else confirm)
+            rho = C * (1.0 - CUTOFF) if inc is not None else math.inf
+            red = None if inc is not None and C == 0.0 else reduce(self, c, rho, lforms)
+
+        def incumbent_answer(runs, bound, nodes, out):
+            if trust and not confirm(inc):  # pragma: no cover - the parsed copy is checked
+                return self.solve(x0, t, lo, hi, q, confirm, trust=False)
+            return self._answer(inc, x0, q, runs, bound, nodes, out)
+
+        if red is None:  # x̄ itself
+            return incumbent_answer(0, 0.0, 0, None)
+        if not plain and not red.empty and self.tighten:
+            left = (
+                math.inf if q.time_limit is None else q.time_limit - (time.perf_counter() - begin)
+            )
+            red, proven = tighten(self, q, c, red, self._forms(t, q), lforms, rho, max(left, 0.0))
+            red = red._replace(empty=red.empty or proven)
+        if red.empty:  # nothing cheaper than the incumbent
+            if inc is not None:
+                return incumbent_answer(0, C, 0, None)
             return self._infeasible(x0, q, 0, 0)
-        h, ycols, yval, lcol = built
+        forms = self._forms(t, q)
+        built = build(self, q, c, red, forms, rho, plain)
+        h = built.h
         runs = nodes = 0
         while True:
             left = math.inf
             if q.time_limit is not None:
-                left = max(0.0, q.time_limit - (time.perf_counter() - start))
+                left = max(0.0, q.time_limit - (time.perf_counter() - begin))
             h.setOptionValue("time_limit", left)
             h.run()
             runs += 1
             out = self._status(h)
             nodes += out["nodes"]
             if out["kind"] == "solution":
-                y = yval.copy()
-                y[ycols] = np.asarray(h.getSolution().col_value)[: ycols.size]
-                x = self._decode(x0, y, lo, hi, cells)
-                leaves = fo.leaves(x[None])[0]
-                good = self._accepts(leaves, t, q) and (
-                    (inc is not None and np.array_equal(x, inc)) or confirm(x)
-                )
-                if good:
+                y = np.asarray(h.getSolution().col_value)[: built.col_g.size]
+                x = decode(self, y, built, c, points)
+                leaves = self.forest.leaves(x[None])[0]
+                if inc is not None and cost_of(x, x0, q) >= C:
+                    return incumbent_answer(runs, out["bound"], nodes, out)
+                if self._accepts(leaves, t, q) and confirm(x):
                     return self._answer(x, x0, q, runs, out["bound"], nodes, out)
-                if lcol[self.leafpos[leaves]].min() < 0:  # pragma: no cover - tolerance trouble
+                cols = built.lcol[self.leafpos[leaves][built.kept]]
+                if cols.size and cols.min() < 0:  # pragma: no cover - tolerance trouble
                     return self._fail(
                         x0, Status.NUMERIC, "numerical failure: the program's answer is not in "
                         "the cell it chose", runs, out["bound"], nodes, q,
                     )  # fmt: skip
                 if out["limit"] or runs > MAX_CUTS:
                     if inc is not None:
-                        return self._answer(inc, x0, q, runs, out["bound"], nodes, out)
+                        return incumbent_answer(runs, out["bound"], nodes, out)
                     why = "the time limit" if out["limit"] else f"{MAX_CUTS} cuts"
                     return self._fail(
                         x0, Status.MAXITER, f"{why} reached before an answer the model confirms "
                         "(each candidate lay within rounding of a tie)", runs, out["bound"],
                         nodes, q,
                     )  # fmt: skip
-                self._cut(h, leaves, lcol, t, q)
+                self._cut(h, leaves, built, t, q)
                 continue
             if inc is not None:  # nothing cheaper than the incumbent (or HiGHS stopped)
-                return self._answer(inc, x0, q, runs, out["bound"], nodes, out)
+                if out["kind"] == "infeasible":
+                    return incumbent_answer(runs, C, nodes, None)
+                return incumbent_answer(runs, out["bound"], nodes, out)
             if out["kind"] == "infeasible":
                 return self._infeasible(x0, q, runs, nodes)
             if out["limit"]:
@@ -233,158 +303,6 @@ class Program(Structure):
             )  # fmt: skip
 
     # ------------------------------------------------------------------ the program
-    def _build(self, x0, t, q, cells, keep, keep_to, inc):
-        """Build the pruned program in this thread's HiGHS; None if it has no column to solve."""
-        import highspy
-        from scipy import sparse
-
-        fo = self.forest
-        n_y = self.n_y
-        # y: fixed outside the intervals the box allows and outside those of cost <= keep_to
-        yval = np.full(n_y, np.nan)
-        ycoef = np.zeros(n_y)
-        offset = 0.0
-        for f in range(fo.n_features):
-            m = int(self.m[f])
-            if m == 0:
-                continue
-            c = cells.costs[f]
-            ka, kb = cells.ranges[f]
-            ok = np.flatnonzero(c[ka : kb + 1] <= keep_to) + ka
-            ka2, kb2 = (int(ok[0]), int(ok[-1])) if ok.size else (ka, ka)
-            s = int(self.yoff[f])
-            yval[s : s + ka2] = 0.0  # x_f > b_j for j <= ka2
-            yval[s + kb2 : s + m] = 1.0  # x_f <= b_j for j > kb2
-            ycoef[s : s + m] = c[:-1] - c[1:]
-            offset += float(c[-1])
-        fixed = ~np.isnan(yval)
-        offset += float(ycoef[fixed] @ yval[fixed])
-        ycols = np.flatnonzero(~fixed)
-        ycol = np.full(n_y, -1, dtype=np.int64)
-        ycol[ycols] = np.arange(ycols.size)
-        kl = np.flatnonzero(keep)
-        nf, nk = ycols.size, kl.size
-        lcol = np.full(self.leaf_ids.size, -1, dtype=np.int64)
-        lcol[kl] = nf + np.arange(nk)
-        rr, cc, vv, rlo, rhi = [], [], [], [], []
-        nrow = 0
-
-        def add(rows_, cols_, vals_, lo_, hi_, count):
-            nonlocal nrow
-            rr.append(np.asarray(rows_, dtype=np.int64) + nrow)
-            cc.append(np.asarray(cols_, dtype=np.int64))
-            vv.append(np.asarray(vals_, dtype=np.float64))
-            rlo.append(np.broadcast_to(np.asarray(lo_, dtype=np.float64), (count,)))
-            rhi.append(np.broadcast_to(np.asarray(hi_, dtype=np.float64), (count,)))
-            nrow += count
-
-        # monotone y: y_j − y_{j+1} <= 0 where both are free (consecutive within a feature)
-        pair = np.flatnonzero(~fixed[:-1] & ~fixed[1:]) if n_y > 1 else np.zeros(0, np.int64)
-        same = np.searchsorted(self.yoff, pair, side="right") == np.searchsorted(
-            self.yoff, pair + 1, side="right"
-        )
-        pair = pair[same]
-        k = pair.size
-        add(np.repeat(np.arange(k), 2), np.column_stack([ycol[pair], ycol[pair + 1]]).ravel(),
-            np.tile([1.0, -1.0], k), -np.inf, 0.0, k)  # fmt: skip
-        # one leaf per tree (a tree without a kept leaf: nothing cheaper than the incumbent)
-        trees = self.leaf_tree[kl]
-        if np.bincount(trees, minlength=fo.n_trees).min() == 0:
-            return None
-        add(trees, lcol[kl], np.ones(nk), 1.0, 1.0, fo.n_trees)
-        # links: Σ_L λ − y <= 0 and Σ_R λ + y <= 1 (a fixed y moves to the bound)
-        e = np.flatnonzero(keep[self.lk_leaf])
-        uk, inv = np.unique(self.lk_row[e], return_inverse=True)
-        g, side = self.row_y[uk], self.row_side[uk]
-        v = yval[g]
-        free = np.isnan(v)
-        bound = np.where(side == 0, v, 1.0 - v)  # the bound where y is fixed
-        need = free | (bound < 1.0)  # a fixed bound of 1 is implied by the tree row
-        rowid = np.cumsum(need) - 1
-        sel = need[inv]
-        nr = int(need.sum())
-        fr = np.flatnonzero(free)
-        rows_ = np.concatenate([rowid[inv[sel]], rowid[fr]])
-        cols_ = np.concatenate([lcol[self.lk_leaf[e[sel]]], ycol[g[fr]]])
-        vals_ = np.concatenate([np.ones(int(sel.sum())), np.where(side[fr] == 0, -1.0, 1.0)])
-        add(rows_, cols_, vals_, -np.inf, np.where(free, np.where(side == 0, 0.0, 1.0),
-            bound)[need], nr)  # fmt: skip
-        # the target (and τ): a·(base + Σ V λ) >= bound, over the kept leaves
-        Vk = self.V[kl]
-        forms = []
-        for a, strict in fo.decision.forms(t):
-            if fo.unit > 0:
-                margin = 0.5 * fo.unit if strict else 0.0
-            else:
-                margin = -fo.delta
-            forms.append((a, margin))
-        if q.proba is not None:
-            slack = fo.delta + fo.link.slack(q.proba) * max(1.0, fo.divisor)
-            necessary = fo.link.forms(t, q.proba, fo.divisor, fo.base.size)
-            forms += [(a, r - slack) for a, r in necessary]
-        for a, r in forms:
-            coef = Vk @ a
-            nz = np.flatnonzero(coef)
-            add(np.zeros(nz.size), nf + nz, coef[nz], r - float(a @ fo.base), np.inf, 1)
-        if q.max_changes is not None:  # Σ_f changed_f <= m, changed_f = 1 − y[k̄] + y[k̄ − 1]
-            cols_, vals_, const = [], [], 0.0
-            for f in range(fo.n_features):
-                mf = int(self.m[f])
-                if mf == 0:
-                    continue
-                k0 = int(np.searchsorted(self.B[f], x0[f], side="left"))
-                s = int(self.yoff[f])
-                const += 1.0
-                for j, sign in ((k0, -1.0), (k0 - 1, 1.0)):
-                    if j < 0:
-                        continue
-                    val = 1.0 if j >= mf else yval[s + j]
-                    if np.isnan(val):
-                        cols_.append(ycol[s + j])
-                        vals_.append(sign)
-                    else:
-                        const += sign * val
-            add(np.zeros(len(cols_)), cols_, vals_, -np.inf, q.max_changes - const, 1)
-        ncol = nf + nk
-        A = sparse.csr_array(
-            (np.concatenate(vv), (np.concatenate(rr), np.concatenate(cc))), shape=(nrow, ncol)
-        )
-        A.sum_duplicates()
-        lp = highspy.HighsLp()
-        lp.num_col_ = ncol
-        lp.num_row_ = nrow
-        lp.col_cost_ = np.concatenate([ycoef[ycols], np.zeros(nk)])
-        lp.col_lower_ = np.zeros(ncol)
-        lp.col_upper_ = np.ones(ncol)
-        lp.offset_ = offset
-        lp.row_lower_ = np.concatenate(rlo)
-        lp.row_upper_ = np.concatenate(rhi)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = A.indices.astype(np.int32)
-        lp.a_matrix_.value_ = A.data.astype(np.float64)
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * nf + [
-            highspy.HighsVarType.kContinuous
-        ] * nk
-        h = _highs()
-        h.clearSolver()
-        h.passModel(lp)
-        if inc is not None:  # the incumbent as HiGHS's first solution
-            col = np.zeros(ncol)
-            col[:nf] = (inc[self._feature_of(ycols)] <= self._b_of(ycols)).astype(np.float64)
-            col[lcol[self.leafpos[self.forest.leaves(inc[None])[0]]]] = 1.0
-            start = highspy.HighsSolution()  # (the form every highspy >= 1.7 takes)
-            start.col_value = col.tolist()
-            h.setSolution(start)
-        return h, ycols, yval, lcol
-
-    def _feature_of(self, ycols):
-        return np.searchsorted(self.yoff, ycols, side="right") - 1
-
-    def _b_of(self, ycols):
-        f = self._feature_of(ycols)
-        return np.array([self.B[fi][j - self.yoff[fi]] for fi, j in zip(f, ycols, strict=True)])
-
     def _status(self, h):
         """HiGHS's verdict: kind ("solution", "infeasible", "none"), limit, gap, bound, nodes."""
         import highspy
@@ -394,10 +312,10 @@ class Program(Structure):
         S = highspy.HighsModelStatus
         limit = st in (S.kTimeLimit, S.kSolutionLimit, S.kIterationLimit, S.kInterrupt)
         have = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
-        if st == S.kOptimal or (limit and have):
+        if (st == S.kOptimal or limit) and have:
             kind = "solution"
-        elif st in (S.kInfeasible, S.kUnboundedOrInfeasible):
-            kind = "infeasible"
+        elif st in (S.kInfeasible, S.kUnboundedOrInfeasible, S.kObjectiveBound):
+            kind = "infeasible"  # (with an objective bound: nothing below it)
         else:
             kind = "none"
         return {
@@ -409,19 +327,6 @@ class Program(Structure):
             "text": h.modelStatusToString(st),
         }
 
-    def _decode(self, x0, y, lo, hi, cells):
-        """Return the point of the chosen cell (within the box) closest to x̄."""
-        x = x0.copy()
-        for f in range(self.forest.n_features):
-            m = int(self.m[f])
-            if m == 0:
-                continue
-            s = self.yoff[f]
-            k = m - int(np.count_nonzero(y[s : s + m] > 0.5))
-            ka, kb = cells.ranges[f]
-            x[f] = cells.points[f][min(max(k, ka), kb)]
-        return x
-
     def _accepts(self, leaves, t, q):
         """Tell whether the library's arithmetic puts the leaves in the target (and meets τ)."""
         fo = self.forest
@@ -430,24 +335,25 @@ class Program(Structure):
             return False
         return q.proba is None or fo.link.proba(S)[0, t] >= q.proba
 
-    def _cut(self, h, leaves, lcol, t, q):
+    def _cut(self, h, leaves, built, t, q):
         """Cut the candidate's leaf combination off (and a tangent of a convex τ constraint)."""
         fo = self.forest
-        cols = lcol[self.leafpos[leaves]].astype(np.int32)
-        h.addRow(-np.inf, float(fo.n_trees - 1), cols.size, cols, np.ones(cols.size))
+        pos = self.leafpos[leaves]
+        cols = built.lcol[pos[built.kept]].astype(np.int32)
+        h.addRow(-np.inf, float(cols.size - 1), cols.size, cols, np.ones(cols.size))
         if q.proba is not None:
             tangent = fo.link.cut(t, q.proba, fo.sums(leaves[None])[0])
             if tangent is not None:
                 a, r = tangent
-                kl = np.flatnonzero(lcol >= 0)
+                kl = np.flatnonzero(built.lcol >= 0)
                 v = self.V[kl] @ a
                 nz = np.flatnonzero(v)
                 slack = fo.delta + fo.link.slack(q.proba)
                 h.addRow(
-                    r - float(a @ fo.base) - slack,
+                    r - float(a @ fo.base) - float(a @ built.const) - slack,
                     np.inf,
                     nz.size,
-                    lcol[kl[nz]].astype(np.int32),
+                    built.lcol[kl[nz]].astype(np.int32),
                     v[nz],
                 )
 
@@ -461,10 +367,16 @@ class Program(Structure):
     def _answer(self, x, x0, q, runs, bound, nodes, out):
         """Return a success: proven optimal unless HiGHS stopped early (``out``: its verdict)."""
         dist = float(finish(coord_cost(x - x0, q.w, q.metric).sum(), q.metric))
-        if out is None or (out["kind"] != "none" and not out["limit"]):
+        if out is None or (out["kind"] not in ("none", "quick") and not out["limit"]):
             return Answer(x, dist, True, int(Status.OK), "milp: converged", runs, 0.0, dist, nodes)
         b = min(self._bound(bound, q), dist)
         gap = (dist - b) / dist if dist > 0 else 0.0
+        if out["kind"] == "quick":
+            return Answer(
+                x, dist, True, int(Status.MAXITER),
+                "exact=False: a quick answer classified as the target, not certified the "
+                f"closest (relative gap to the bound {gap:.3g})", runs, gap, b, nodes,
+            )  # fmt: skip
         why = "time limit reached" if out["limit"] else "the MILP solver stopped"
         return Answer(
             x, dist, True, int(Status.MAXITER),

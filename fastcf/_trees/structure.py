@@ -94,6 +94,27 @@ class Structure:
         np.maximum.at(blo, inv[right], np.nextafter(b[right], np.inf))
         np.minimum.at(bhi, inv[~right], b[~right])
         self.b_leaf, self.b_feat, self.b_lo, self.b_hi = uk // D, uk % D, blo, bhi
+        # the same boxes as ranges of interval indices: entry e holds intervals e_ka .. e_kb
+        lo, hi = forest.domain
+        self.e_ka = np.zeros(uk.size, dtype=np.int64)
+        self.e_kb = np.zeros(uk.size, dtype=np.int64)
+        for g in np.unique(self.b_feat):
+            on = self.b_feat == g
+            self.e_ka[on] = np.searchsorted(self.B[g], blo[on], side="left")
+            self.e_kb[on] = np.searchsorted(self.B[g], bhi[on], side="left")
+        empty = (blo > hi) | (bhi < lo) | (self.e_ka > self.e_kb)
+        n = self.leaf_ids.size
+        self.leaf_empty = np.bincount(self.b_leaf[empty], minlength=n) > 0  # no input reaches it
+        self.ioff = self.yoff + np.arange(D + 1)  # interval k of f is ioff[f] + k, all features
+        # the leaves of each tree are consecutive (trees are concatenated): tree t's start
+        self.tree_start = np.searchsorted(self.leaf_tree, np.arange(forest.n_trees))
+        # the entries grouped by (tree, feature): hull_order sorts them, one segment per group
+        tf = self.leaf_tree[self.b_leaf] * D + self.b_feat
+        self.hull_order = np.argsort(tf, kind="stable")
+        key = tf[self.hull_order]
+        self.hull_start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
+        self.hull_tree = key[self.hull_start] // D
+        self.hull_feat = key[self.hull_start] % D
 
     def _links(self, forest):
         """Build the linking rows, per tree t, feature f and boundary b_j of a split of t on f.
@@ -132,6 +153,13 @@ class Structure:
         leaves.append(np.repeat(self.b_leaf[m], stop - start))
         self.lk_row = np.concatenate(rows)
         self.lk_leaf = np.concatenate(leaves)
+
+    def intervals(self, x):
+        """Return the interval of each feature that holds the value ``x[f]`` (D,)."""
+        return np.array(
+            [np.searchsorted(B, v, side="left") for B, v in zip(self.B, x, strict=True)],
+            dtype=np.int64,
+        )
 
     def _ycol(self, f, b):
         """Return the y column of boundary values b of features f (each b one of B[f])."""

@@ -1,0 +1,179 @@
+"""Exact reductions of a tree program below a cutoff: the cells an answer cheaper than C can use.
+
+A query's program (:mod:`fastcf._trees.milp`) only has to hold the cells of cost at most a
+cutoff ``ρ`` (just below the cost C of a valid answer already found: nothing costlier can beat
+it). The metric is separable and every per-feature cost is >= 0, so a cell of cost <= ρ obeys
+every consequence below, and each one shrinks the program before it is built; together they
+run to a fixed point:
+
+* **interval costs** — per feature f a range of allowed intervals ``ka_f .. kb_f`` (at first the
+  query's box). The cheapest interval of the range is the one nearest x̄ (``clip(k̄_f)``: the
+  cost of an interval grows with its distance from x̄_f), so every cell costs at least
+  ``S = Σ_f base_f`` with ``base_f`` that interval's cost; an interval k with
+  ``c_{f,k} + S − base_f > ρ`` leaves the range (the ranges stay contiguous around k̄);
+* **leaf costs** — a leaf's box met with the ranges costs at least ``S + Σ_{f on its path}
+  (cost of the box's interval nearest x̄ − base_f)``; a leaf over ρ, or whose box misses the
+  ranges, is dead (no cell of cost <= ρ reaches it);
+* **margins** — every linear form of the target (``a·Z >= r``, the program's own rows) is at
+  most ``Σ_t max_{alive l ∈ t} a·V_l``: below r, no cell qualifies; a leaf whose own term plus
+  the best of every other tree stays below r is dead (a cell reaching it fails the form);
+* **hulls** — every cell reaches one alive leaf of each tree, so a feature's range shrinks to
+  the hull of the alive leaves of every tree whose alive leaves all split on it.
+
+A tree left without an alive leaf, an empty range or a margin bound below its form proves that
+no cell of cost <= ρ is classified as the target (:attr:`Reduced.empty`). The same fixed point
+run at a cutoff ρ below the optimum cannot prove it, so bisection on ρ gives a lower bound on
+the optimum without any program (:func:`lower_bound`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["Reduced", "reduce", "lower_bound", "Costs"]
+
+_U = 2.0**-53
+#: rounds of the fixed point (each round is a few vector passes over the leaf boxes)
+ROUNDS = 30
+
+
+class Costs(NamedTuple):
+    """The per-interval costs of one query, flat (interval k of feature f at ``ioff[f] + k``)."""
+
+    flat: np.ndarray  # (n_intervals,) per-coordinate cost of each interval's point closest to x̄
+    kbar: np.ndarray  # (D,) x̄'s own interval per feature
+    ka: np.ndarray  # (D,) the first interval the query's box allows
+    kb: np.ndarray  # (D,) the last one
+
+
+class Reduced(NamedTuple):
+    """What a cell of cost <= ρ may use."""
+
+    ka: np.ndarray  # (D,) first allowed interval per feature
+    kb: np.ndarray  # (D,) last allowed interval per feature
+    alive: np.ndarray  # (n_leaves,) bool: the leaves such a cell may reach
+    pruned: np.ndarray  # (n_trees,) bool: some leaf of the tree died by a margin (not a cost)
+    lb: float  # a lower bound on the cost of any such cell (Σ_f base_f)
+    empty: bool  # no such cell is classified as the target
+
+
+def _empty(st, c):
+    n = st.leaf_ids.size
+    return Reduced(c.ka, c.kb, np.zeros(n, bool), np.zeros(st.forest.n_trees, bool), math.inf, True)
+
+
+def reduce(st, c: Costs, rho, forms, alive=None, margins=True) -> Reduced:
+    """Run the reductions of the module docstring to a fixed point at cutoff ``rho``.
+
+    Parameters
+    ----------
+    st : Structure
+        The forest's program template (:class:`~fastcf._trees.structure.Structure`).
+    c : Costs
+        The query's interval costs and box.
+    rho : float
+        The cutoff (``inf``: only the box and the margins reduce).
+    forms : list of (ndarray, float)
+        The target's linear forms as ``(coef, r)``: ``Σ_t coef[leaf_t] >= r`` with ``coef`` the
+        form's value at each leaf (``a·V_l``) and r net of the base scores.
+    alive : ndarray of bool, optional
+        Leaves already known dead are False.
+    margins : bool, default=True
+        ``False``: costs and hulls only, which then hold for every point of cost <= ρ, in the
+        target class or not (the incumbent search walks through such points).
+    """
+    T = st.forest.n_trees
+    n = st.leaf_ids.size
+    ef, el, tree = st.b_feat, st.b_leaf, st.leaf_tree
+    rho = rho * (1.0 + 1e-12)  # (a cell's cost summed in another order may differ by ulps)
+    ioff = st.ioff[:-1]
+    alive = ~st.leaf_empty if alive is None else alive & ~st.leaf_empty
+    pruned = np.zeros(T, dtype=bool)
+    ka, kb = c.ka.copy(), c.kb.copy()
+    starts = st.tree_start
+    tol = [4.0 * (T + 2) * _U * float(np.abs(coef).max(initial=0.0)) * T for coef, _ in forms]
+    lb = 0.0
+    for _ in range(ROUNDS):
+        if (ka > kb).any():
+            return _empty(st, c)
+        kc = np.clip(c.kbar, ka, kb)
+        base = c.flat[ioff + kc]
+        lb = float(base.sum())
+        if lb > rho:
+            return _empty(st, c)
+        # interval costs: the ranges shrink to the intervals of cost <= rho − (S − base_f)
+        room = rho - (lb - base)
+        lo_c = c.flat[ioff + ka]
+        hi_c = c.flat[ioff + kb]
+        for f in np.flatnonzero((lo_c > room) | (hi_c > room)):
+            ok = np.flatnonzero(c.flat[ioff[f] + ka[f] : ioff[f] + kb[f] + 1] <= room[f])
+            ka[f], kb[f] = ka[f] + ok[0], ka[f] + ok[-1]  # (contiguous around kc[f])
+        # leaf costs
+        a = np.maximum(st.e_ka, ka[ef])
+        b = np.minimum(st.e_kb, kb[ef])
+        miss = a > b
+        ce = c.flat[ioff[ef] + np.clip(c.kbar[ef], a, np.maximum(a, b))] - base[ef]
+        cost = lb + np.bincount(el, weights=np.where(miss, 0.0, ce), minlength=n)
+        now = alive & (cost <= rho)
+        now[el[miss]] = False
+        # margins
+        for (coef, r), eps in zip(forms if margins else (), tol, strict=False):
+            mx = np.maximum.reduceat(np.where(now, coef, -np.inf), starts)
+            if not np.isfinite(mx).all():
+                return _empty(st, c)
+            top = float(mx.sum())
+            if top < r - eps:
+                return _empty(st, c)
+            kill = now & (coef < r - eps - (top - mx[tree]))
+            if kill.any():
+                pruned[tree[kill]] = True
+                now &= ~kill
+        count = np.add.reduceat(now.astype(np.int64), starts)
+        if (count == 0).any():
+            return _empty(st, c)
+        if st.hull_start.size == 0:  # (no tree splits)
+            changed = (now != alive).any()
+            alive = now
+            if not changed:
+                break
+            continue
+        # hulls over the alive leaves of each (tree, feature) whose alive leaves all split on it
+        o = st.hull_order
+        on = now[el[o]]
+        amin = np.minimum.reduceat(np.where(on, a[o], np.iinfo(np.int64).max), st.hull_start)
+        bmax = np.maximum.reduceat(np.where(on, b[o], -1), st.hull_start)
+        full = np.add.reduceat(on.astype(np.int64), st.hull_start) == count[st.hull_tree]
+        nka, nkb = ka.copy(), kb.copy()
+        np.maximum.at(nka, st.hull_feat[full], amin[full])
+        np.minimum.at(nkb, st.hull_feat[full], bmax[full])
+        changed = (nka != ka).any() or (nkb != kb).any() or (now != alive).any()
+        ka, kb, alive = nka, nkb, now
+        if not changed:
+            break
+    return Reduced(ka, kb, alive, pruned, lb, False)
+
+
+def lower_bound(st, c: Costs, cost, forms, steps=8):
+    """Return a lower bound on the optimum of a query whose best known answer costs ``cost``.
+
+    Bisection on the cutoff: the largest ρ tried at which :func:`reduce` proves that no cell
+    of cost <= ρ is in the target class (``cost`` itself when it proves nothing is cheaper
+    than ``cost`` less a relative 1e-10; ``inf`` when nothing at all qualifies). In objective
+    units (squared for Euclidean).
+    """
+    if not math.isfinite(cost):
+        red = reduce(st, c, math.inf, forms)
+        return math.inf if red.empty else red.lb
+    if reduce(st, c, cost * (1.0 - 1e-10), forms).empty:
+        return cost
+    lo, hi = reduce(st, c, cost, forms).lb, cost
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        if reduce(st, c, mid, forms).empty:
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -1,0 +1,258 @@
+"""The fast paths of TreeExplainer's ensembles, against the full program and brute force.
+
+The pruned program (incumbent, reductions, reduced-cost fixing, merged intervals, constant trees
+left out, an objective cutoff) must give the optimum of the full interval program
+(``plain=True``) and of the brute force over every cell (tests/reference.py), to 1e-9
+relative, on many small forests — binary and multiclass, with bounds, frozen features,
+``max_changes`` and ``proba=``. Each reduction is also checked on its own: every cell of cost
+<= ρ that the model puts in the target keeps its intervals and its leaves. ``exact=False``
+answers must be valid (the model's own ``predict``) with a bound at most the optimum.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from reference import tree_cell_points, tree_cells_brute_force
+from sklearn.datasets import make_classification
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    GradientBoostingClassifier,
+    RandomForestClassifier,
+)
+
+from fastcf import Status, TreeExplainer
+from fastcf._trees.incumbent import Search
+from fastcf._trees.milp import Program
+from fastcf._trees.query import coord_cost
+from fastcf._trees.reduce import lower_bound, reduce
+from fastcf._trees.tighten import tighten
+
+RTOL = 1e-9
+
+
+def _data(k, seed, n=200):
+    return make_classification(
+        n_samples=n, n_features=3, n_informative=3, n_redundant=0, n_classes=k,
+        n_clusters_per_class=1, random_state=seed,
+    )  # fmt: skip
+
+
+_FORESTS = {
+    "rf2": (lambda s: RandomForestClassifier(n_estimators=8, max_depth=3, random_state=s), 2),
+    "rf3": (lambda s: RandomForestClassifier(n_estimators=6, max_depth=3, random_state=s), 3),
+    "rfpure": (lambda s: RandomForestClassifier(n_estimators=5, max_depth=None, random_state=s),
+               2),
+    "et3": (lambda s: ExtraTreesClassifier(n_estimators=6, max_depth=3, random_state=s), 3),
+    "gb2": (lambda s: GradientBoostingClassifier(n_estimators=6, max_depth=2, random_state=s), 2),
+    "gb3": (lambda s: GradientBoostingClassifier(n_estimators=3, max_depth=2, random_state=s), 3),
+}  # fmt: skip
+
+
+_CASES = [(name, seed) for name in sorted(_FORESTS) for seed in (0, 1)]
+
+
+@pytest.fixture(scope="module", params=_CASES, ids=lambda p: f"{p[0]}-{p[1]}")
+def forest(request):
+    name, seed = request.param
+    make, k = _FORESTS[name]
+    X, y = _data(k, seed=10 * seed + k, n=120 if name == "rfpure" else 200)
+    model = make(seed).fit(X, y)
+    return model, TreeExplainer(model), X
+
+
+def _same(got, ref):
+    if math.isinf(ref):
+        return math.isinf(got)
+    return math.isclose(got, ref, rel_tol=RTOL, abs_tol=1e-12)
+
+
+def _ref_opts(x0, opts):
+    ref = {k: v for k, v in opts.items() if k in ("metric", "max_changes", "proba")}
+    if "weights" in opts:
+        ref["w"] = opts["weights"]
+    lo, hi = np.full(x0.shape, -np.inf), np.full(x0.shape, np.inf)
+    if "bounds" in opts:
+        lo, hi = (np.broadcast_to(b, x0.shape).astype(float) for b in opts["bounds"])
+    if "frozen" in opts:
+        lo, hi = lo.copy(), hi.copy()
+        lo[opts["frozen"]] = hi[opts["frozen"]] = x0[opts["frozen"]]
+    ref["lo"], ref["hi"] = lo, hi
+    return ref
+
+
+def _query(ex, x0, target, opts):
+    X, _, names, tidx = ex._queries(x0, target)
+    q = ex._query(
+        X, names, True, opts.get("proba"), opts.get("metric", "manhattan"), opts.get("weights"),
+        opts.get("frozen"), opts.get("bounds"), opts.get("max_changes"),
+    )  # fmt: skip
+    return X, tidx, q
+
+
+_OPTS = [
+    {},
+    {"metric": "euclidean"},
+    {"metric": "l0"},
+    {"weights": np.array([2.0, 0.5, 1.0])},
+    {"bounds": (-1.0, 1.5)},
+    {"frozen": [0]},
+    {"max_changes": 1},
+    {"max_changes": 2, "metric": "euclidean", "bounds": (-2.0, 2.0)},
+    {"proba": 0.7},
+]
+
+
+# ---------------------------------------------------------------------------------- optimum
+@pytest.mark.parametrize("opts", _OPTS, ids=lambda o: "-".join(o) or "default")
+def test_pruned_equals_plain_and_brute_force(forest, opts):
+    model, ex, X = forest
+    x0s = np.clip(X[:3], -1.0, 1.5) if "bounds" in opts else X[:3]
+    for x0 in x0s:
+        for target in model.classes_:
+            res = ex.explain(x0, target, **opts)
+            Xq, tidx, q = _query(ex, x0, target, opts)
+            full = ex._milp(Xq, tidx, q, plain=True)
+            ref, _ = tree_cells_brute_force(model, x0, target, **_ref_opts(x0, opts))
+            assert _same(res.distance, ref), (res.distance, ref, res.message)
+            assert _same(float(full.distance[0]), ref), (full.distance, ref)
+            if res.success:
+                assert res.status == Status.OK and res.info["gap"] == 0.0
+                assert model.predict(res.x[None])[0] == target
+                if "proba" in opts:
+                    col = list(model.classes_).index(target)
+                    assert model.predict_proba(res.x[None])[0, col] >= opts["proba"]
+                if "max_changes" in opts:
+                    assert np.count_nonzero(res.x != x0) <= opts["max_changes"]
+
+
+@pytest.mark.parametrize("switch", ["no_tighten", "distrust"])
+def test_each_stage_alone_keeps_the_optimum(forest, switch, monkeypatch):
+    model, ex, X = forest
+    if switch == "no_tighten":
+        monkeypatch.setattr(Program, "tighten", False)
+    for x0 in X[3:6]:
+        for target in model.classes_:
+            Xq, tidx, q = _query(ex, x0, target, {})
+            prog = ex._program or Program(ex._forest)
+
+            def confirm(x, t=int(tidx[0])):
+                return bool(ex._in_target(x[None], np.array([t]))[0])
+
+            a = prog.solve(Xq[0], int(tidx[0]), q.lo[0], q.hi[0], q, confirm,
+                           trust=switch != "distrust")  # fmt: skip
+            ref, _ = tree_cells_brute_force(model, x0, target)
+            assert _same(a.distance, ref), (a.distance, ref, a.message)
+
+
+# ---------------------------------------------------------------------------------- reductions
+def _setup(ex, model, x0, target, opts):
+    Xq, tidx, q = _query(ex, x0, target, opts)
+    prog = Program(ex._forest)
+    t = int(tidx[0])
+    c, points = prog._costs(Xq[0], q.lo[0], q.hi[0], q)
+    forms = prog._forms(t, q)
+    lforms = prog._leaf_forms(forms)
+    P, ok = tree_cell_points(model, x0, target, q.lo[0], q.hi[0], opts.get("proba"))
+    cost = coord_cost(P - x0, q.w, q.metric).sum(axis=1)
+    return prog, q, t, c, points, forms, lforms, P, ok, cost
+
+
+def _kept(prog, red, P):
+    """Whether each point's intervals lie in the ranges and its leaves are all alive."""
+    k = np.column_stack([np.searchsorted(B, P[:, f], side="left") for f, B in enumerate(prog.B)])
+    inside = ((k >= red.ka) & (k <= red.kb)).all(axis=1)
+    leaves = prog.forest.leaves(P)
+    return inside & red.alive[prog.leafpos[leaves]].all(axis=1)
+
+
+@pytest.mark.parametrize("opts", [{}, {"proba": 0.7}, {"metric": "euclidean", "frozen": [1]}],
+                         ids=["default", "proba", "frozen"])  # fmt: skip
+def test_reductions_keep_every_cheap_cell(forest, opts):
+    model, ex, X = forest
+    for x0 in X[6:9]:
+        for target in model.classes_:
+            prog, q, t, c, points, forms, lforms, P, ok, cost = _setup(ex, model, x0, target, opts)
+            best = cost[ok].min() if ok.any() else 1.0
+            for rho in (0.5 * best, best * (1 - 1e-9), best, 1.5 * best, 4.0 * best, math.inf):
+                red = reduce(prog, c, rho, lforms)
+                cheap = ok & (cost <= rho)
+                if cheap.any():
+                    assert not red.empty and _kept(prog, red, P[cheap]).all()
+                    # the relaxation's fixing keeps them too
+                    red2, proven = tighten(prog, q, c, red, forms, lforms, rho)
+                    assert not proven and not red2.empty and _kept(prog, red2, P[cheap]).all()
+                # costs and hulls alone keep every cell of cost <= rho, valid or not
+                red3 = reduce(prog, c, rho, lforms, margins=False)
+                if (cost <= rho).any():
+                    assert not red3.empty and _kept(prog, red3, P[cost <= rho]).all()
+            if ok.any():  # the bisection bound, from the optimum's own cost
+                assert lower_bound(prog, c, best, lforms) <= best * (1 + 1e-12)
+            else:
+                assert lower_bound(prog, c, math.inf, lforms) >= 0.0
+
+
+# ---------------------------------------------------------------------------------- incumbent
+def test_single_move_table_matches_the_forest(forest):
+    model, ex, X = forest
+    rng = np.random.default_rng(0)
+    for x0 in X[9:11]:
+        target = model.classes_[0]
+        prog, q, t, c, points, forms, lforms, P, ok, cost = _setup(ex, model, x0, target, {})
+        s = Search(prog, x0, t, q, c, points)
+        fo = prog.forest
+        for x in P[rng.choice(P.shape[0], 4, replace=False)]:
+            Z, Zn = s.table(s._kx(x))
+            np.testing.assert_allclose(Z, fo.sums(fo.leaves(x[None]))[0], rtol=1e-9, atol=1e-9)
+            R = np.repeat(x[None], s.mf.size, axis=0)
+            R[np.arange(s.mf.size), s.mf] = s.mp
+            np.testing.assert_allclose(Zn, fo.sums(fo.leaves(R)), rtol=1e-9, atol=1e-9)
+
+
+_QUICK = [{}, {"metric": "euclidean"}, {"max_changes": 1}, {"proba": 0.7}, {"bounds": (-1.0, 1.5)}]
+
+
+@pytest.mark.parametrize(
+    "opts", _QUICK, ids=["default", "euclidean", "max_changes", "proba", "bounds"]
+)
+def test_incumbent_answers_are_valid_and_bounded(forest, opts):
+    model, ex, X = forest
+    x0s = np.clip(X[:4], -1.0, 1.5) if "bounds" in opts else X[:4]
+    for x0 in x0s:
+        for target in model.classes_:
+            quick = ex.explain(x0, target, exact=False, **opts)
+            best = ex.explain(x0, target, **opts)
+            assert quick.info["bound"] <= best.distance * (1 + RTOL) + 1e-12
+            if quick.success:
+                assert quick.method == "incumbent"
+                assert model.predict(quick.x[None])[0] == target
+                if "proba" in opts:
+                    col = list(model.classes_).index(target)
+                    assert model.predict_proba(quick.x[None])[0, col] >= opts["proba"]
+                if "max_changes" in opts:
+                    assert np.count_nonzero(quick.x != x0) <= opts["max_changes"]
+                assert quick.distance >= best.distance * (1 - RTOL)
+                assert quick.info["bound"] <= quick.distance * (1 + RTOL)
+                if quick.status == Status.OK:  # the bound proves it
+                    assert _same(quick.distance, best.distance)
+                else:
+                    assert quick.status == Status.MAXITER and 0.0 <= quick.info["gap"] <= 1.0
+            else:
+                assert quick.status in (Status.MAXITER, Status.UNREACHABLE, Status.INFEASIBLE)
+                if quick.status in (Status.UNREACHABLE, Status.INFEASIBLE):
+                    assert not best.success
+
+
+def test_incumbent_batch_and_one_tree():
+    X, y = _data(3, seed=4)
+    model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    ex = TreeExplainer(model)
+    batch = ex.explain(X[:5], model.classes_[2], exact=False)
+    assert batch.x.shape == (5, 3) and batch.method == "incumbent"
+    ok = batch.success
+    assert (model.predict(batch.x[ok]) == model.classes_[2]).all()
+    from sklearn.tree import DecisionTreeClassifier
+
+    tree = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
+    one = TreeExplainer(tree).explain(X[0], tree.classes_[1], exact=False)  # always exact
+    assert one.method == "leaves" and one.status in (Status.OK, Status.INFEASIBLE)
