@@ -93,7 +93,8 @@ class Batch:
 
 def _make(template, row_kernel, alloc_kernel, suffix, **options):
     """Compile ``template`` over ``row_kernel`` and ``alloc_kernel`` as a kernel of its own."""
-    py_row = getattr(row_kernel, "py_func", row_kernel)
+    # a dispatcher's Python function; without the JIT, the function under its IEEE wrapper
+    py_row = getattr(row_kernel, "py_func", getattr(row_kernel, "__wrapped__", row_kernel))
     name = f"{py_row.__name__}_{suffix}"
     code = template.__code__.replace(
         co_filename=py_row.__code__.co_filename,
