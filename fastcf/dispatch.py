@@ -18,6 +18,7 @@ _TREES = frozenset(
         "XGBClassifier",
         "XGBRFClassifier",
         "LGBMClassifier",
+        "Booster",  # xgboost.train / lightgbm.train (TreeExplainer reads it as its classifier)
     }
 )
 # models users reach for that no explainer takes yet, and what to say about them

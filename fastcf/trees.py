@@ -31,6 +31,7 @@ from ._base import BaseExplainer
 from ._confirm import model_input
 from ._progress import rows
 from ._status import Status, messages
+from ._trees.boosters import BoosterClassifier, is_booster
 from ._trees.leaves import leaf_table
 from ._trees.leaves import solve as solve_leaves
 from ._trees.milp import Program
@@ -52,7 +53,7 @@ _METHODS = ("auto", "leaves", "milp")
 
 def _parser(model):
     """Return the parser module of the model's library (``parse``, ``check``)."""
-    root = type(model).__module__.split(".")[0]
+    root = getattr(model, "library", None) or type(model).__module__.split(".")[0]
     if root == "xgboost":
         from ._trees import parse_xgboost as parser
     elif root == "lightgbm":
@@ -82,14 +83,17 @@ class TreeExplainer(BaseExplainer):
         ``RandomForestClassifier``, ``ExtraTreesClassifier``, ``GradientBoostingClassifier`` or
         ``HistGradientBoostingClassifier``; XGBoost's ``XGBClassifier`` (``gbtree``:
         ``binary:logistic``, ``multi:softprob``, ``multi:softmax``); LightGBM's
-        ``LGBMClassifier`` (``binary``, ``multiclass``; ``gbdt``, ``dart``, ``goss``, ``rf``).
+        ``LGBMClassifier`` (``binary``, ``multiclass``; ``gbdt``, ``dart``, ``goss``, ``rf``);
+        a bare ``Booster`` of either (``xgboost.train``, ``lightgbm.train``), read as its
+        classifier reads it (classes 0 … K−1; :mod:`fastcf._trees.boosters`).
         Binary or multiclass. Each library's own split rule and arithmetic are reproduced (the
         module docstrings of :mod:`fastcf._trees`); categorical splits are refused.
 
     Attributes
     ----------
     model : estimator
-        The model given.
+        The model given (a bare ``Booster`` inside its
+        :class:`~fastcf._trees.boosters.BoosterClassifier`).
     classes_ : ndarray
     n_features_in_ : int
     feature_names_in_ : ndarray of str or None
@@ -123,6 +127,8 @@ class TreeExplainer(BaseExplainer):
     _has_proba = True
 
     def __init__(self, model):
+        if is_booster(model):  # xgboost.train / lightgbm.train: read as their classifiers
+            model = BoosterClassifier(model)
         forest = _parse(model)
         self.model = model
         self._forest = forest

@@ -141,19 +141,18 @@ def verify(forest: Forest, name, P, *, classes, predict, scores=None, proba=None
 def require_classifier(model, cls, library):
     """Raise the TypeError of a model of ``library`` that is not its classifier ``cls``.
 
-    A regressor or ranker is refused as such (inverse classification needs classes), a bare
-    ``Booster`` with the advice to pass the fitted classifier (its ``classes_`` and
-    ``predict`` are needed).
+    A regressor or ranker is refused as such (inverse classification needs classes). A bare
+    ``Booster`` is taken through :class:`~fastcf._trees.boosters.BoosterClassifier`.
     """
     if isinstance(model, cls):
         return
+    from .boosters import BoosterClassifier
+
+    if isinstance(model, BoosterClassifier) and model.library == library:
+        return  # a bare Booster, read as its classifier (TreeExplainer wraps it)
     name = type(model).__name__
     if "Regressor" in name or "Ranker" in name:
         why = f"the regressor {name}: inverse classification needs classes"
-    elif name == "Booster":
-        why = (
-            f"a bare Booster: pass the fitted {cls.__name__} (its classes_ and predict are needed)"
-        )
     else:
         why = name
     raise TypeError(f"model must be {library}'s {cls.__name__}; got {why}")
