@@ -248,6 +248,48 @@ class TreeExplainer(BaseExplainer):
         P = np.asarray(self.model.predict_proba(model_input(self.model, sol.x)), dtype=np.float64)
         return self._package(sol._replace(proba=P), X, tidx, names, single)
 
+    def enumerate(self, x, target, k=5, *, max_nodes=1000, **options):
+        """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).
+
+        Up to ``k`` answers in increasing distance such that no answer's set of changed
+        features contains the set of a cheaper answer in the list (actionable-recourse's
+        flipsets), as :meth:`fastcf.LinearExplainer.enumerate`. The first answer is
+        :meth:`explain`'s; each alternative is the exact answer of the query with some more
+        features frozen (:mod:`fastcf._trees.alternatives`).
+
+        Parameters
+        ----------
+        x : array_like of shape (D,) or (N, D)
+            One query, or N (one enumeration each).
+        target : label or array_like of N labels
+        k : int or None, default=5
+            The number of answers; ``None`` returns a lazy iterator over all of them.
+        max_nodes : int, default=1000
+            Restricted queries solved (one :meth:`explain` each) before the enumeration stops
+            (fewer than ``k`` answers are returned then).
+        **options
+            :meth:`explain`'s options (``region``, ``proba``, ``metric``, ``weights``,
+            ``frozen``, ``bounds``, ``max_changes``, ``exact``, ``method``, ``time_limit``).
+
+        Returns
+        -------
+        list of Counterfactual, or an iterator of Counterfactual when ``k`` is None
+            For N queries, a list of N of those.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.tree import DecisionTreeClassifier
+        >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> tree = DecisionTreeClassifier(random_state=0).fit(X, [0, 1, 1, 1])
+        >>> alts = TreeExplainer(tree).enumerate([0.0, 0.0], 1, k=3)
+        >>> [a.changed_index.tolist() for a in alts]
+        [[0], [1]]
+        """
+        from ._trees.alternatives import enumerate_answers
+
+        return enumerate_answers(self, x, target, k, max_nodes, dict(options))
+
     # ------------------------------------------------------------------ the steps
     def _query(self, X, names, region, proba, metric, weights, frozen, bounds, max_changes):
         """Check the options of a query and return its :class:`TreeQuery`."""

@@ -1,0 +1,78 @@
+"""The tree family's alternatives: :meth:`fastcf.TreeExplainer.enumerate`'s scheme.
+
+Lawler's k-best scheme over restrictions of the query (:func:`fastcf._linear.subsets.lawler`,
+the one scheme of every family): each node is the exact answer of the query with some more
+features frozen, solved by :meth:`fastcf.TreeExplainer.explain`; an answer is returned when its
+set of changed features contains the set of no cheaper answer returned (actionable-recourse's
+flipsets).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .._validation import check_int, resolve_frozen
+
+__all__ = ["enumerate_answers"]
+
+
+def enumerate_answers(ex, x, target, k, max_nodes, options):
+    """Return :meth:`fastcf.TreeExplainer.enumerate`'s answers (``options``: explain's)."""
+    if k is not None:
+        k = check_int(k, "k", lo=1)
+    max_nodes = check_int(max_nodes, "max_nodes", lo=1)
+    X, single, names, tidx = ex._queries(x, target)
+    fmask0 = resolve_frozen(options.pop("frozen", None), ex.n_features_in_, names)
+    rows = [_query_row(x, i, names) for i in range(X.shape[0])]
+    bounds = options.pop("bounds", None)
+    alts = [
+        _one(ex, rows[i], ex.classes_[tidx[i]], k, max_nodes, fmask0, _row_bounds(bounds, i, X),
+             options)
+        for i in range(X.shape[0])
+    ]  # fmt: skip
+    return alts[0] if single else alts
+
+
+def _query_row(x, i, names):
+    """Row ``i`` of the queries as the user gave them (a DataFrame's row keeps its names)."""
+    if hasattr(x, "iloc") and getattr(x, "ndim", 1) == 2:
+        return x.iloc[i]
+    arr = np.asarray(x, dtype=np.float64)
+    return arr if arr.ndim == 1 else arr[i]
+
+
+def _row_bounds(bounds, i, X):
+    """Row ``i``'s box: a per-row (N, D) box sliced, a shared one as given."""
+    if bounds is None:
+        return None
+    try:
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in bounds)
+    except (TypeError, ValueError):
+        return bounds  # explain says what is wrong
+    n = X.shape[0]
+    if lo.ndim == 2 and lo.shape[0] == n and hi.ndim == 2 and hi.shape[0] == n:
+        return lo[i], hi[i]
+    return bounds
+
+
+def _one(ex, row, target, k, max_nodes, fmask0, bounds, options):
+    """Return the alternatives of one query (a list, or a lazy iterator when ``k`` is None)."""
+    from .._linear.subsets import lawler
+
+    x0 = np.asarray(row, dtype=np.float64)
+
+    def solve_node(fmask):
+        res = ex.explain(row, target, frozen=list(fmask), bounds=bounds, **options)
+        return res, (res.distance if res.success else math.inf)
+
+    def changed(res):
+        return res.x != x0
+
+    def accept(_fmask, res):
+        return res if res.success else None
+
+    gen = lawler(solve_node, changed, accept, fmask0, max_nodes)
+    return gen if k is None else list(itertools.islice(gen, k))
