@@ -23,6 +23,7 @@ from .._validation import (
     resolve_frozen,
     resolve_weights,
 )
+from . import solvers as _solvers
 from .fast import l1_row
 from .verify import fail as _fail
 from .verify import region as _region
@@ -167,10 +168,10 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
         W = None if q.w is None else q.w * q.w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
         m = ex._cache.get(fmask, W)
         if lean and q.form != "lam":  # a search node: the solver's answer, no raises
-            return model.constrained(X, tidx, m, bnd, q.proba, margins, q.tol, q.max_iter)
+            return _solvers.constrained(model, X, tidx, m, bnd, q.proba, margins, q.tol, q.max_iter)
 
         def solve(Xr, tr, br, pr, mr):
-            return model.constrained(Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
+            return _solvers.constrained(model, Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
 
     if q.form == "region":
         return _region(
@@ -190,7 +191,7 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
     if q.form == "proba":
         return solve(X, tidx, bnd, q.proba, None)
     if q.method in REDUCED:
-        return model.lam(X, tidx, m, bnd, lams, q.tol, q.max_iter)
+        return _solvers.lam(model, X, tidx, m, bnd, lams, q.tol, q.max_iter)
     # scipy.optimize is imported there, not at start-up (most of the import time)
     from .reference import lam_reference
 
