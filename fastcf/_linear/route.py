@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._resolve import ROUNDS
 from .._status import Status
 from .._validation import (
     check_int,
@@ -162,7 +163,12 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
             return _l1.lam_l1(model, X, tidx, cost, free, bnd, lams, q.tol, q.max_iter)
 
         def solve(Xr, tr, br, pr, mr):
-            return _l1.constrained_l1(model, Xr, tr, cost, free, br, pr, mr, q.tol, q.max_iter)
+            # region=True: verify.region's rounds are the only re-solves (rounds=0 here: the
+            # LP's own shortfall loop would run inside each of them)
+            return _l1.constrained_l1(
+                model, Xr, tr, cost, free, br, pr, mr, q.tol, q.max_iter,
+                rounds=0 if mr is not None else ROUNDS,
+            )  # fmt: skip
 
     else:
         W = None if q.w is None else q.w * q.w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
