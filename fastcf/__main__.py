@@ -244,7 +244,8 @@ def main(argv=None) -> int:
     from ._progress import compile_progress
 
     if args.command == "demo":
-        with compile_progress():
+        # a heartbeat: no wait of the demo is silent for more than ~4 s (issue 33)
+        with compile_progress(idle=4.0):
             return demo()
     if args.command == "warmup":
         from ._warmup import warmup

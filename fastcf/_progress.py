@@ -51,7 +51,7 @@ class _Compiles:
 
 
 @contextlib.contextmanager
-def compile_progress(out=None, every=4.0, why="the kernel cache is empty"):
+def compile_progress(out=None, every=4.0, why="the kernel cache is empty", idle=None):
     """Say every ``every`` seconds what compiles while the block runs (nothing if nothing does).
 
     Parameters
@@ -62,6 +62,12 @@ def compile_progress(out=None, every=4.0, why="the kernel cache is empty"):
         Seconds between two lines (the first comes ``every`` seconds into a compilation).
     why : str
         Said once, with the first line.
+    idle : float, optional
+        A heartbeat (the demo's): whenever standard output and standard error have been silent
+        for ``idle`` seconds, say so in one line, what compiles if something does, else how
+        long the block has been silent (a model training, a long solve). No wait is then
+        silent for much longer than ``idle`` seconds (as long as the waiting thread lets
+        Python's others run, as NumPy, scikit-learn, Numba's compiler and HiGHS do).
 
     Examples
     --------
@@ -85,29 +91,73 @@ def compile_progress(out=None, every=4.0, why="the kernel cache is empty"):
     })()  # fmt: skip
     stop = threading.Event()
     said = [False]
+    stamp = _Stamp()
+
+    def compiling(since, done, current):
+        head = "" if said[0] else f"({why}; later runs load the kernels from it) "
+        said[0] = True
+        now = "" if current is None else f", now {current}"
+        return (
+            f"  … compiling fastcf's kernels {head}{done} compiled so far{now} "
+            f"({time.monotonic() - since:.0f} s into it)"
+        )
 
     def watch():
-        while not stop.wait(every):
+        tick = every if idle is None else min(every, 0.25 * idle)
+        while not stop.wait(tick):
             with state.lock:
                 since, done, current = state.since, state.done, state.current
-            if since is None:
+            if idle is None:
+                if since is not None:
+                    out(compiling(since, done, current))
                 continue
-            head = "" if said[0] else f"({why}; later runs load the kernels from it) "
-            said[0] = True
-            now = "" if current is None else f", now {current}"
-            out(
-                f"  … compiling fastcf's kernels {head}{done} compiled so far{now} "
-                f"({time.monotonic() - since:.0f} s into it)"
-            )
+            quiet = time.monotonic() - stamp.last
+            if quiet < idle:
+                continue
+            if since is not None:
+                out(compiling(since, done, current))
+            else:
+                out(f"  … still working ({quiet:.0f} s since the last line)")
+            stamp.last = time.monotonic()
 
     thread = threading.Thread(target=watch, name="fastcf-progress", daemon=True)
-    with event.install_listener("numba:compile", listener):
-        thread.start()
-        try:
-            yield state
-        finally:
-            stop.set()
-            thread.join()
+    streams = (sys.stdout, sys.stderr)
+    if idle is not None:
+        sys.stdout, sys.stderr = (_Stamped(s, stamp) for s in streams)
+    try:
+        with event.install_listener("numba:compile", listener):
+            thread.start()
+            try:
+                yield state
+            finally:
+                stop.set()
+                thread.join()
+    finally:
+        if idle is not None:
+            sys.stdout, sys.stderr = streams
+
+
+class _Stamp:
+    """When a stamped stream was last written (``time.monotonic``)."""
+
+    def __init__(self):
+        self.last = time.monotonic()
+
+
+class _Stamped:
+    """A text stream that stamps the time of each write (the heartbeat of compile_progress)."""
+
+    def __init__(self, stream, stamp):
+        self._stream = stream
+        self._stamp = stamp
+
+    def write(self, text):
+        if text:
+            self._stamp.last = time.monotonic()
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def rows(seq, desc, *, delay=2.0, every=0.5, stream=None):

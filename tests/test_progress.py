@@ -81,3 +81,19 @@ def test_a_cold_warmup_says_what_it_compiles(tmp_path):
     )
     assert "compiling fastcf's kernels" in proc.stdout
     assert "fastcf._kernels." in proc.stdout
+
+
+def test_the_demo_heartbeat_says_something_whenever_output_is_silent():
+    # idle=: a line whenever stdout and stderr have been silent that long; a print resets it
+    lines = []
+    saved = sys.stdout, sys.stderr
+    with compile_progress(out=lines.append, every=60.0, idle=0.3):
+        time.sleep(1.0)
+        n = len(lines)
+        for _ in range(50):
+            print("working", flush=True)
+            time.sleep(0.01)
+        quiet = len(lines) - n
+    assert n >= 2 and all("still working" in line for line in lines)
+    assert quiet == 0  # prints 10 ms apart for half a second: never silent for 0.3 s
+    assert (sys.stdout, sys.stderr) == saved  # the streams are given back

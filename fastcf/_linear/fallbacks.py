@@ -7,8 +7,9 @@ such rows in the order :func:`retry` declares: on the model less the target's ro
 (:func:`input_space_retry`, the solvers of ``bounds=`` with an unbounded box, on the model scaled
 by a power of 2 where its coefficients are tiny: :func:`scaled`). For models with close rows,
 :func:`lam_shifted`, :func:`closer_shifted` and :func:`path_shifted` compare each answer with the
-shifted model's. :class:`~fastcf._linear.model.SoftmaxModel` holds the arrays and the arithmetic
-and calls these; each judges its rows in the model's own arithmetic.
+shifted model's (and return their input unchanged for other models). The routes of
+:mod:`fastcf._linear.solvers` try these entries in order; each judges its rows in the model's
+own arithmetic.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def lam_shifted(model, sol, X, tidx, m, lams, tol, max_iter):
     and the answer with the smaller input-space residual is kept. Taken uncertified: the
     explainer checks it in the model's own arithmetic.
     """
+    if not model.close_rows:
+        return sol
     if sol.proba is None:
         return sol
     lams = np.broadcast_to(np.asarray(lams, dtype=float), (X.shape[0],))
@@ -108,6 +111,8 @@ def closer_shifted(model, sol, X, tidx, m, proba, margins, tol, max_iter):
     (:func:`unsure`) and is closer; every distance is then taken from the answers
     themselves, as K-space's √(yᵀGy) rounds with G too.
     """
+    if not model.close_rows:
+        return sol
     wt = None if m.unit_wt else m.wt
     rows = np.flatnonzero(sol.success)
     for t in np.unique(tidx[rows]):
@@ -360,6 +365,8 @@ def path_shifted(model, pth, x0, k, target, lams, m, warm, tol, max_iter, names)
     from the answers themselves: K-space's √(yᵀGy) rounds with G too (1e-4 relative on a
     model with a common part 10⁶ times its rows).
     """
+    if not model.close_rows:
+        return pth
     X = pth.X.copy()
     L = lams.size
     with np.errstate(over="ignore", invalid="ignore"):

@@ -67,7 +67,7 @@ import math
 import numpy as np
 
 from .._kernels import l1 as _l1
-from .._resolve import raise_at_least, raise_log_tau, resolve
+from .._resolve import ROUNDS, raise_at_least, raise_log_tau, resolve
 from .._status import Status
 from ..results import Solution
 from .binary import finish as _binary_finish
@@ -94,7 +94,7 @@ def _is_binary(model):
     return getattr(model, "w", None) is not None
 
 
-def constrained_l1(model, X, tidx, cost, free, bnd, proba, margins, tol, max_iter):
+def constrained_l1(model, X, tidx, cost, free, bnd, proba, margins, tol, max_iter, rounds=ROUNDS):
     """Cheapest point in the weighted L1 cost with p_target ≥ τ, or in the target's region.
 
     Parameters
@@ -142,7 +142,7 @@ def constrained_l1(model, X, tidx, cost, free, bnd, proba, margins, tol, max_ite
     if _is_binary(model):
         return binary_constrained(model, X, tidx, cost, free, bnd, proba, margins)
     if proba is None:
-        return _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter)
+        return _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter, rounds)
     return _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter)
 
 
@@ -320,13 +320,17 @@ def _softmax_finish(model, X, Xs, tidx, cost, free, nit, status, lams, gn, metho
     return solution(Xs, P, dist, success, status, nit, lams, gn, method, None, info)
 
 
-def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter):
+def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter, rounds=ROUNDS):
     """``region=True`` of a softmax model: the LP, with margins raised where rounding needs it.
 
     Each row's margin against class j starts raised by 2ε (S_t + S_j), S_k = Σ_i |a_ki x̄_i| +
     |b_k|, the rounding level of the logit difference; rows whose answer the row kernels still
-    put short of the margin are re-solved with the shortfall added (twice), up to 4 rounds. A row
-    infeasible with the raised margin is solved again with the margin itself.
+    put short of the margin are re-solved with the shortfall added (twice), up to ``rounds``
+    times. A row infeasible with the raised margin is solved again with the margin itself.
+    Under :func:`fastcf._linear.verify.region` (the explainer's ``region=True``) ``rounds`` is
+    0: its rounds are the only re-solves, raising each margin past the rounding need and past
+    the LP's feasibility tolerance (``info["feas_tol"]``); the search nodes of ``max_changes``
+    (no verify.region around them) keep these rounds.
     """
     N, K = X.shape[0], model.A.shape[0]
     Zbar = model.logits(X)
@@ -390,8 +394,12 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter):
         nit[redo] += sub[1]
         return state
 
-    resolve(None, pick, solve, merge)
-    info = {"gap": gap, "n_moved": np.count_nonzero(Xs != X, axis=1)}
+    resolve(None, pick, solve, merge, rounds)
+    # the LP's feasibility tolerance per row, in logits (what verify.region raises past)
+    rhs = np.abs(Margins - (Zbar[rows, tidx][:, None] - Zbar))
+    rhs[rows, tidx] = 0.0
+    feas_tol = _l1._LP_PRIMAL * rhs.max(axis=1, initial=0.0)
+    info = {"gap": gap, "n_moved": np.count_nonzero(Xs != X, axis=1), "feas_tol": feas_tol}
     return _softmax_finish(
         model, X, Xs, tidx, cost, free, nit, status, None, None, _LP_METHOD, None, info, Z
     )

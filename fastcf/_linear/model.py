@@ -4,10 +4,9 @@ A :class:`BinaryModel` (one weight row w and an intercept c: ``p(classes[1]) = �
 scikit-learn's convention; a two-class softmax is folded to ``w = a1 − a0``, ``c = b1 − b0``) and a
 :class:`SoftmaxModel` (``p = softmax(A x + b)``, K ≥ 3) answer the same questions — the model's
 logits, probabilities and predicted class, the rounding bound of a logit, whether an answer is
-surely in its target class — and carry their own solvers of problem (2) (``lam``), of ``proba=`` /
-``region=True`` (``constrained``) and of the λ-path (``path``). :func:`make_model` picks the family
-once, so the explainer (:class:`fastcf.LinearExplainer`) holds one model object and never asks
-which family it has.
+surely in its target class. They hold arrays and arithmetic only: the solvers of each query
+form, and the fallback entries tried after them, are routed by :mod:`fastcf._linear.solvers`.
+:func:`make_model` picks the family once.
 
 Both keep the softmax form of the model (for binary models the rows ``[0, w]`` and intercepts
 ``[0, c]``), used by the K-space solvers and the D-dimensional reference methods, with its
@@ -31,10 +30,6 @@ import numpy as np
 
 from .._kernels import logistic as _lk
 from .._kernels import softmax as _sk
-from . import binary as _binary
-from . import boxed as _boxed
-from . import fallbacks as _fb
-from . import softmax as _softmax
 
 __all__ = ["BinaryModel", "SoftmaxModel", "make_model"]
 
@@ -174,8 +169,8 @@ class _LinearModel:
 class BinaryModel(_LinearModel):
     """Binary logistic model ``p(classes[1]) = σ(w·x + c)``; from one row, or two (w = a1 − a0).
 
-    Solvers: the closed form of problem (2) and the projections of ``proba=`` / ``region=True``
-    (:mod:`fastcf._linear.binary`).
+    Its solvers (routed by :mod:`fastcf._linear.solvers`): the closed form of problem (2) and
+    the projections of ``proba=`` / ``region=True`` (:mod:`fastcf._linear.binary`).
     """
 
     binary = True
@@ -263,25 +258,14 @@ class BinaryModel(_LinearModel):
         vw = np.ascontiguousarray(v * self.w) if not default else self.w
         return vw, float(self.w @ vw), float(np.sum(self.w[free] ** 2))
 
-    def lam(self, X, tidx, m, bnd, lams, tol, max_iter):
-        """Problem (2), exact: :func:`fastcf._linear.binary.lam_closed_form`."""
-        return _binary.lam_closed_form(self, X, tidx, m, bnd, lams)
-
-    def constrained(self, X, tidx, m, bnd, proba, margins, tol, max_iter):
-        """``proba=`` / ``region=True``: :func:`fastcf._linear.binary.project`."""
-        return _binary.project(self, X, tidx, m, bnd, proba, margins)
-
-    def path(self, x0, k, target, lams, m, warm, tol, max_iter, names, w=None, bnd=None, xx=None):
-        """Solve the λ-path: the closed form at every λ (:func:`fastcf._linear.binary.path`)."""
-        return _binary.path(self, x0, k, target, lams, m, w, bnd, names)
-
 
 class SoftmaxModel(_LinearModel):
     """Softmax model ``p = softmax(A x + b)`` with K ≥ 3 classes.
 
-    Solvers: the K-space Newton method and its λ-search, λ-path and region dual
-    (:mod:`fastcf._linear.softmax`); with ``bounds=``, the projected Newton method
-    (:mod:`fastcf._linear.boxed`).
+    Its solvers (routed by :mod:`fastcf._linear.solvers`): the K-space Newton method and its
+    λ-search, λ-path and region dual (:mod:`fastcf._linear.softmax`); with ``bounds=``, the
+    projected Newton method (:mod:`fastcf._linear.boxed`); then the fallback entries
+    (:mod:`fastcf._linear.fallbacks`).
     """
 
     binary = False
@@ -358,38 +342,3 @@ class SoftmaxModel(_LinearModel):
     def metric_extras(self, v, free, default):
         """Return (None, None, None): the closed form's constants exist for binary models only."""
         return None, None, None
-
-    def lam(self, X, tidx, m, bnd, lams, tol, max_iter):
-        """Problem (2): the reduced Newton method, or the projected one with ``bounds``."""
-        if bnd is not None:
-            return _boxed.lam_boxed(self, X, tidx, m, bnd, lams, tol, max_iter)
-        sol = _softmax.reduced_lam(self, X, tidx, lams, m, tol, max_iter)
-        if self.close_rows:
-            sol = _fb.lam_shifted(self, sol, X, tidx, m, lams, tol, max_iter)
-        return sol
-
-    def constrained(self, X, tidx, m, bnd, proba, margins, tol, max_iter):
-        """``proba=`` (``margins`` None) or ``region=True`` (``margins``: one per row).
-
-        Without bounds, the K-space solvers, then the fallback solvers for the rows they fail
-        (:func:`fastcf._linear.fallbacks.retry`: on the model less the target's row, then in
-        input space; soak rounds N, O, Q).
-        """
-        if bnd is not None:
-            return _fb.boxed(self, X, tidx, m, bnd, proba, margins)
-        sol = _softmax.constrained(self, X, tidx, m, proba, margins, tol, max_iter)
-        sol = _fb.retry(self, sol, X, tidx, m, proba, margins, tol, max_iter)
-        if self.close_rows:
-            sol = _fb.closer_shifted(self, sol, X, tidx, m, proba, margins, tol, max_iter)
-        return sol
-
-    def path(self, x0, k, target, lams, m, warm, tol, max_iter, names, w=None, bnd=None, xx=None):
-        """Solve the λ-path: one kernel call, or projected Newton λ by λ with ``bounds``."""
-        if bnd is not None:
-            return _boxed.path_boxed(
-                self, x0, k, target, lams, m, w, bnd, warm, tol, max_iter, names
-            )
-        pth = _softmax.reduced_path(self, x0, k, target, lams, m, warm, tol, max_iter, names, xx=xx)
-        if self.close_rows:
-            pth = _fb.path_shifted(self, pth, x0, k, target, lams, m, warm, tol, max_iter, names)
-        return pth

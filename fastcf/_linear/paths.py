@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .._validation import as_float_array, check_int, check_scalar
+from . import solvers as _solvers
 from .fast import constrained_one, manhattan_one, plain_query
 from .route import METRICS, REDUCED, options
 
@@ -74,7 +75,9 @@ def path(ex, x, target, lams, frozen, weights, bounds, metric, warm_start, tol, 
         )
     W = None if w is None else w * w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
     m = ex._cache.get(fmask, W)
-    return ex._model.path(X[0], k, target, lams, m, warm_start, tol, max_iter, names, W, bnd)
+    return _solvers.path(
+        ex._model, X[0], k, target, lams, m, warm_start, tol, max_iter, names, W, bnd
+    )
 
 
 def path_one(ex, x, target, lams, frozen, weights, bounds, warm, tol, max_iter):
@@ -102,7 +105,7 @@ def path_one(ex, x, target, lams, frozen, weights, bounds, warm, tol, max_iter):
         return None
     k, xx = plain
     m, names = ex._cache.default, ex.feature_names_in_
-    return ex._model.path(x, k, _label(ex, k), lams, m, warm, tol, max_iter, names, xx=xx)
+    return _solvers.path(ex._model, x, k, _label(ex, k), lams, m, warm, tol, max_iter, names, xx=xx)
 
 
 def explain_one(ex, x, target, lam, tol, max_iter):
@@ -119,7 +122,7 @@ def explain_one(ex, x, target, lam, tol, max_iter):
         return None
     X = x[None, :]
     tidx = np.array([plain[0]], dtype=np.int64)
-    sol = ex._model.lam(X, tidx, ex._cache.default, None, np.array([lam]), tol, max_iter)
+    sol = _solvers.lam(ex._model, X, tidx, ex._cache.default, None, np.array([lam]), tol, max_iter)
     return ex._package(ex._verify(sol, tidx, None), X, tidx, ex.feature_names_in_, True)
 
 

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._resolve import ROUNDS
 from .._status import Status
 from .._validation import (
     check_int,
@@ -23,6 +24,7 @@ from .._validation import (
     resolve_frozen,
     resolve_weights,
 )
+from . import solvers as _solvers
 from .fast import l1_row
 from .verify import fail as _fail
 from .verify import region as _region
@@ -161,16 +163,21 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
             return _l1.lam_l1(model, X, tidx, cost, free, bnd, lams, q.tol, q.max_iter)
 
         def solve(Xr, tr, br, pr, mr):
-            return _l1.constrained_l1(model, Xr, tr, cost, free, br, pr, mr, q.tol, q.max_iter)
+            # region=True: verify.region's rounds are the only re-solves (rounds=0 here: the
+            # LP's own shortfall loop would run inside each of them)
+            return _l1.constrained_l1(
+                model, Xr, tr, cost, free, br, pr, mr, q.tol, q.max_iter,
+                rounds=0 if mr is not None else ROUNDS,
+            )  # fmt: skip
 
     else:
         W = None if q.w is None else q.w * q.w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
         m = ex._cache.get(fmask, W)
         if lean and q.form != "lam":  # a search node: the solver's answer, no raises
-            return model.constrained(X, tidx, m, bnd, q.proba, margins, q.tol, q.max_iter)
+            return _solvers.constrained(model, X, tidx, m, bnd, q.proba, margins, q.tol, q.max_iter)
 
         def solve(Xr, tr, br, pr, mr):
-            return model.constrained(Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
+            return _solvers.constrained(model, Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
 
     if q.form == "region":
         return _region(
@@ -190,7 +197,7 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
     if q.form == "proba":
         return solve(X, tidx, bnd, q.proba, None)
     if q.method in REDUCED:
-        return model.lam(X, tidx, m, bnd, lams, q.tol, q.max_iter)
+        return _solvers.lam(model, X, tidx, m, bnd, lams, q.tol, q.max_iter)
     # scipy.optimize is imported there, not at start-up (most of the import time)
     from .reference import lam_reference
 

@@ -185,6 +185,19 @@ def replace_rows(sol, idx, sub):
     msgs = list(sol.message)
     for j, i in enumerate(idx):
         msgs[i] = sub.message[j]
+    if sol.info and sub.info:  # per-row diagnostics follow their rows (gap, n_moved, …)
+        info = dict(sol.info)
+        n = sol.success.shape[0]
+        for key, old in sol.info.items():
+            new = sub.info.get(key)
+            if (
+                isinstance(old, np.ndarray) and old.ndim >= 1 and old.shape[0] == n
+                and isinstance(new, np.ndarray) and new.shape[1:] == old.shape[1:]
+                and new.shape[0] == len(idx)
+            ):  # fmt: skip
+                info[key] = old.copy()
+                info[key][idx] = new
+        fields["info"] = info
     return sol._replace(nit=nit, message=msgs, **fields)
 
 
@@ -305,6 +318,12 @@ def region(model, X, tidx, bnd, margin, constrained):
         # 1.8e-13: soak round T, seed 414, a four-way tie at margin 0 with weights): doubled
         short = (margins[idx] > need[idx]) & ~(tm[idx] > need[idx])
         own = raise_margin(margins[idx], need[idx], floor, doubled=short)
+        # and at least twice the solver's own feasibility tolerance where it reports one: the
+        # Manhattan LP meets its rows to 1e-12 of the largest |rhs|, and a raise below that
+        # came back as the same point, round after round (soak round O)
+        ftol = sol.info.get("feas_tol") if sol.info else None
+        if ftol is not None:
+            own = np.maximum(own, 2.0 * ftol[idx])
         margins[idx] = np.maximum(own, 2 * src)
         return idx
 

@@ -1,0 +1,67 @@
+"""The linear family's routes: each query form's solver, then the fallback entries, in order.
+
+A form — problem (2) at given λ (:func:`lam`), ``proba=τ``/``region=True`` (:func:`constrained`),
+the λ-path (:func:`path`) — is answered by its family's solver: the closed forms of a binary
+model (:mod:`.binary`), the K-space Newton solvers of a softmax model (:mod:`.softmax`), the
+projected Newton method where a softmax query has ``bounds=`` (:mod:`.boxed`, on the model scaled
+by a power of 2: :func:`~fastcf._linear.fallbacks.boxed`). The softmax answers then pass through
+the form's *fallback entries* (:data:`LAM_FALLBACKS`, :data:`CONSTRAINED_FALLBACKS`,
+:data:`PATH_FALLBACKS`), in order; each re-solves the rows the solvers before it failed or left
+open and keeps its own answer only where the model's arithmetic judges it better
+(:mod:`.fallbacks`). The routes branch on the family here, once per form; the model objects
+(:mod:`.model`) hold arrays and arithmetic only, and the explainer calls these routes
+(:mod:`.route`, :mod:`.paths`).
+"""
+
+from __future__ import annotations
+
+from . import binary as _binary
+from . import boxed as _boxed
+from . import fallbacks as _fb
+from . import softmax as _softmax
+
+__all__ = ["lam", "constrained", "path", "LAM_FALLBACKS", "CONSTRAINED_FALLBACKS", "PATH_FALLBACKS"]
+
+#: ``lam=``: on the model less the target's row where its rows are close
+LAM_FALLBACKS = (_fb.lam_shifted,)
+#: ``proba=``/``region=True``: the failed rows shifted, then in input space (:func:`~.retry`);
+#: then, where the rows are close, each success against the shifted model's
+CONSTRAINED_FALLBACKS = (_fb.retry, _fb.closer_shifted)
+#: the λ-path: the λ whose answers are not stationary in input space, shifted
+PATH_FALLBACKS = (_fb.path_shifted,)
+
+
+def lam(model, X, tidx, m, bnd, lams, tol, max_iter):
+    """Solve problem (2) at one λ per row: closed form, reduced or projected Newton method."""
+    if model.binary:
+        return _binary.lam_closed_form(model, X, tidx, m, bnd, lams)
+    if bnd is not None:
+        return _boxed.lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter)
+    sol = _softmax.reduced_lam(model, X, tidx, lams, m, tol, max_iter)
+    for entry in LAM_FALLBACKS:
+        sol = entry(model, sol, X, tidx, m, lams, tol, max_iter)
+    return sol
+
+
+def constrained(model, X, tidx, m, bnd, proba, margins, tol, max_iter):
+    """Solve ``proba=`` (``margins`` None) or ``region=True`` (``margins``: one per row)."""
+    if model.binary:
+        return _binary.project(model, X, tidx, m, bnd, proba, margins)
+    if bnd is not None:
+        return _fb.boxed(model, X, tidx, m, bnd, proba, margins)
+    sol = _softmax.constrained(model, X, tidx, m, proba, margins, tol, max_iter)
+    for entry in CONSTRAINED_FALLBACKS:
+        sol = entry(model, sol, X, tidx, m, proba, margins, tol, max_iter)
+    return sol
+
+
+def path(model, x0, k, target, lams, m, warm, tol, max_iter, names, w=None, bnd=None, xx=None):
+    """Solve the λ-path: the closed form at each λ, one kernel call, or projected Newton by λ."""
+    if model.binary:
+        return _binary.path(model, x0, k, target, lams, m, w, bnd, names)
+    if bnd is not None:
+        return _boxed.path_boxed(model, x0, k, target, lams, m, w, bnd, warm, tol, max_iter, names)
+    pth = _softmax.reduced_path(model, x0, k, target, lams, m, warm, tol, max_iter, names, xx=xx)
+    for entry in PATH_FALLBACKS:
+        pth = entry(model, pth, x0, k, target, lams, m, warm, tol, max_iter, names)
+    return pth
