@@ -1307,3 +1307,38 @@ def tree_cell_points(model, x0, target, lo=None, hi=None, proba=None):
         col = list(model.classes_).index(target)
         ok &= model.predict_proba(P)[:, col] >= proba
     return P, ok
+
+
+def tabular_model_brute_force(model, row, grids, cost, target, *, proba=None, max_changes=None):
+    """Tabular recourse on any fitted classifier, by brute force over finite sets of values.
+
+    ``model``: anything with ``predict`` (and ``predict_proba`` for ``proba=``) on DataFrames.
+    ``row``: a one-row DataFrame x̄; ``grids``: ``{col: values}`` (the values each column may
+    take: x̄'s own among them where it may stay), the other columns held at x̄;
+    ``cost(col, v)``: the cost of column ``col`` at ``v``. Every combination is scored at once
+    by the model's own ``predict``; the cheapest classified as ``target`` (with
+    ``p_target >= proba``, and at most ``max_changes`` columns different from x̄) is returned
+    as ``(value, x)`` (``(inf, None)`` if none).
+    """
+    from itertools import product
+
+    import pandas as pd
+
+    cols = list(grids)
+    combos = list(product(*(grids[c] for c in cols)))
+    df = pd.concat([row] * len(combos), ignore_index=True)
+    for i, c in enumerate(cols):
+        df[c] = pd.Series([t[i] for t in combos]).astype(row[c].dtype)
+    ok = np.asarray(model.predict(df)) == target
+    if proba is not None:
+        k = list(model.classes_).index(target)
+        ok &= np.asarray(model.predict_proba(df))[:, k] >= proba
+    if max_changes is not None:
+        n = np.array([sum(t[i] != row[c].iloc[0] for i, c in enumerate(cols)) for t in combos])
+        ok &= n <= max_changes
+    costs = np.array([sum(cost(c, t[i]) for i, c in enumerate(cols)) for t in combos])
+    costs = np.where(ok, costs, np.inf)
+    i = int(np.argmin(costs))
+    if not np.isfinite(costs[i]):
+        return np.inf, None
+    return float(costs[i]), df.iloc[[i]]

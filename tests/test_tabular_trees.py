@@ -1,0 +1,286 @@
+"""TabularExplainer on ColumnTransformer pipelines ending in a tree model, against brute force."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import make_column_transformer
+from sklearn.decomposition import PCA
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    MinMaxScaler,
+    OneHotEncoder,
+    OrdinalEncoder,
+    PolynomialFeatures,
+    StandardScaler,
+)
+from sklearn.tree import DecisionTreeClassifier
+
+import fastcf
+from fastcf import Status
+from reference import tabular_model_brute_force
+
+EDU = ["hs", "ba", "ms"]  # an ordered Categorical: its order is not the encoder's (alphabetical)
+W = {"n": 0.3, "d": 1.7, "job": 0.9, "edu": 0.6}
+
+
+def _data(n=240, seed=0, classes=2):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(
+        {
+            "n": rng.integers(0, 16, n),
+            "d": rng.uniform(0.0, 4.0, n).round(1),
+            "job": rng.choice(["a", "b", "c", "d"], n),
+            "edu": pd.Categorical(rng.choice(EDU, n), categories=EDU, ordered=True),
+        }
+    )
+    s = X.n / 4 + X.d + 1.5 * (X.job == "c") - (X.job == "a") + X.edu.cat.codes
+    s = s + rng.normal(0, 0.7, n)
+    y = (s > 4.5).astype(int) if classes == 2 else np.digitize(s, [3.5, 5.0])
+    return X, y
+
+
+def _pipe(clf, scaler=StandardScaler):
+    pre = make_column_transformer(
+        (scaler(), ["n", "d"]), (OneHotEncoder(), ["job"]), (OrdinalEncoder(), ["edu"])
+    )
+    return make_pipeline(pre, clf)
+
+
+MODELS = {
+    "tree": lambda: DecisionTreeClassifier(max_depth=5, random_state=0),
+    "forest": lambda: RandomForestClassifier(8, max_depth=4, random_state=0),
+    "boosting": lambda: GradientBoostingClassifier(n_estimators=8, max_depth=2, random_state=0),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def fitted(request):
+    X, y = _data()
+    scaler = MinMaxScaler if request.param == "forest" else StandardScaler
+    model = _pipe(MODELS[request.param](), scaler).fit(X, y)
+    return X, model, fastcf.TabularExplainer(model, X, weights=W)
+
+
+def _grids(X, row, box=None, fixed=(), allowed=None):
+    """The values each column may take by default: every grid point of its training range."""
+    box = box or {}
+    lo_n, hi_n = box.get("n", (min(X.n.min(), row.n.iloc[0]), max(X.n.max(), row.n.iloc[0])))
+    lo_d, hi_d = box.get("d", (min(X.d.min(), row.d.iloc[0]), max(X.d.max(), row.d.iloc[0])))
+    g = {
+        "n": list(range(int(lo_n), int(hi_n) + 1)),
+        "d": [k / 10 for k in range(round(lo_d * 10), round(hi_d * 10) + 1)],
+        "job": sorted(X.job.unique()),
+        "edu": EDU,
+    }
+    for c in fixed:
+        g[c] = [row[c].iloc[0]]
+    g.update(allowed or {})
+    return g
+
+
+def _cost(row):
+    def cost(c, v):
+        v0 = row[c].iloc[0]
+        if c == "job":
+            return W[c] * (v != v0)
+        if c == "edu":
+            return W[c] * abs(EDU.index(v) - EDU.index(v0))
+        return W[c] * abs(float(v) - float(v0))
+
+    return cost
+
+
+def _check(model, res, row, target, expected, grids=None):
+    """The answer is classified as the target, costs what it says, and is the brute force's."""
+    assert res.success, res.message
+    assert model.predict(res.x)[0] == target
+    cost = _cost(row)
+    own = sum(cost(c, res.x[c].iloc[0]) for c in W)
+    assert res.distance == pytest.approx(own, rel=1e-9, abs=1e-12)
+    assert res.distance == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    for c, vals in (grids or {}).items():
+        assert res.x[c].iloc[0] in vals, c
+
+
+def _rows(X, model, target, k=4):
+    return X[model.predict(X) != target].iloc[:k]
+
+
+def test_brute_force(fitted):
+    X, model, tx = fitted
+    for target in (0, 1):
+        rows = _rows(X, model, target, 3)
+        for i in range(rows.shape[0]):
+            row = rows.iloc[[i]]
+            g = _grids(X, row)
+            best, _ = tabular_model_brute_force(model, row, g, _cost(row), target)
+            res = tx.explain(row, target)
+            _check(model, res, row, target, best, g)
+            assert res.x.d.iloc[0] == round(res.x.d.iloc[0], 1)  # on the column's grid
+            assert res.x.n.dtype == X.n.dtype and res.x.edu.dtype == X.edu.dtype
+
+
+def test_batch_and_enumerate(fitted):
+    X, model, tx = fitted
+    rows = _rows(X, model, 1, 5)
+    b = tx.explain(rows, 1)
+    assert b.success.all() and (model.predict(b.x) == 1).all()
+    for i in range(rows.shape[0]):
+        assert b.distance[i] == pytest.approx(tx.explain(rows.iloc[[i]], 1).distance, rel=1e-12)
+    alts = tx.enumerate(rows.iloc[[0]], 1, k=3)
+    assert alts and alts[0].distance == pytest.approx(b.distance[0], rel=1e-12)
+    assert all(a.success and model.predict(a.x)[0] == 1 for a in alts)
+    assert all(a.distance >= b.distance[0] - 1e-12 for a in alts)
+
+
+def test_constraints(fitted):
+    X, model, tx = fitted
+    row = _rows(X, model, 1, 1)
+    r0 = row.iloc[0]
+    cases = [
+        ({"immutable": ["job", "n"]}, {}, dict(fixed=("job", "n"))),
+        ({"increase_only": ["d"], "decrease_only": ["edu"]}, {}, None),
+        ({}, {"allowed": {"job": ["a", "b"]}}, dict(allowed={"job": ["a", "b"]})),
+        ({}, {"bounds": {"d": (1.0, 2.5), "n": (3, 9)}}, dict(box={"d": (1.0, 2.5), "n": (3, 9)})),
+        ({}, {"bounds": {"edu": ("ba", None)}}, dict(allowed={"edu": ["ba", "ms"]})),
+        (
+            {},
+            {"transitions": {"job": {r0.job: ["a"]}}},
+            dict(allowed={"job": sorted({r0.job, "a"})}),
+        ),
+    ]
+    for init, opts, grid in cases:
+        ex = fastcf.TabularExplainer(model, X, weights=W, **init) if init else tx
+        if grid is None:  # monotone: the grids one side of the row
+            g = _grids(X, row)
+            g["d"] = [v for v in g["d"] if v >= r0.d]
+            g["edu"] = EDU[: EDU.index(r0.edu) + 1]
+        else:
+            g = _grids(X, row, **grid)
+        best, _ = tabular_model_brute_force(model, row, g, _cost(row), 1)
+        res = ex.explain(row, 1, **opts)
+        if np.isfinite(best):
+            _check(model, res, row, 1, best, g)
+        else:
+            assert not res.success and res.status == int(Status.INFEASIBLE)
+
+
+def test_max_changes_and_proba(fitted):
+    X, model, tx = fitted
+    for row in (_rows(X, model, 1, 3).iloc[[i]] for i in range(3)):
+        g = _grids(X, row)
+        best, _ = tabular_model_brute_force(model, row, g, _cost(row), 1, max_changes=1)
+        res = tx.explain(row, 1, max_changes=1)
+        if np.isfinite(best):
+            _check(model, res, row, 1, best, g)
+            assert res.changes.shape[0] <= 1
+        else:
+            assert not res.success and res.status == int(Status.INFEASIBLE)
+        best, _ = tabular_model_brute_force(model, row, g, _cost(row), 1, proba=0.7)
+        res = tx.explain(row, 1, proba=0.7)
+        if np.isfinite(best):
+            _check(model, res, row, 1, best, g)
+            assert model.predict_proba(res.x)[0, 1] >= 0.7 and res.proba[1] >= 0.7
+        else:
+            assert not res.success
+
+
+def test_contradictions(fitted):
+    X, model, tx = fitted
+    row = _rows(X, model, 1, 1)
+    ex = fastcf.TabularExplainer(model, X, immutable=["d"], increase_only=["n"])
+    d0, n0 = row.d.iloc[0], row.n.iloc[0]
+    for opts in (
+        {"bounds": {"d": (d0 + 0.5, d0 + 1.0)}},  # immutable outside its bounds
+        {"bounds": {"n": (n0 - 5, n0 - 1)}},  # increase-only with bounds below
+        {"allowed": {"job": []}},
+    ):
+        res = ex.explain(row, 1, **opts)
+        assert not res.success and res.status == int(Status.INFEASIBLE), opts
+        assert "contradict" in res.message
+    # frozen everything: the model must already say 1, else infeasible
+    frozen = fastcf.TabularExplainer(model, X, immutable=["n", "d", "job", "edu"])
+    res = frozen.explain(row, 1)
+    assert not res.success and res.status == int(Status.INFEASIBLE)
+
+
+def test_multiclass_levels_and_ordinal_own_forbidden():
+    X, y = _data(classes=3, seed=1)
+    X["term"] = np.random.default_rng(2).choice([36, 60], X.shape[0])
+    pre = make_column_transformer(
+        (StandardScaler(), ["n", "d", "term"]),
+        (OneHotEncoder(), ["job"]),
+        (OrdinalEncoder(), ["edu"]),
+    )
+    model = make_pipeline(pre, RandomForestClassifier(6, max_depth=4, random_state=1)).fit(X, y)
+    w = {**W, "term": 0.05}
+    tx = fastcf.TabularExplainer(model, X, weights=w)
+    assert tx.kinds_["term"] == "levels"
+
+    def cost(row):
+        base = _cost(row)
+        return lambda c, v: w[c] * abs(v - row.term.iloc[0]) if c == "term" else base(c, v)
+
+    for target in (0, 2):
+        row = X[model.predict(X) != target].iloc[[0]]
+        g = {**_grids(X, row), "term": [36, 60]}
+        best, _ = tabular_model_brute_force(model, row, g, cost(row), target)
+        res = tx.explain(row, target)
+        assert res.success and model.predict(res.x)[0] == target
+        assert res.distance == pytest.approx(best, rel=1e-9)
+        assert res.x.term.iloc[0] in (36, 60)
+        # the row's own ordinal category forbidden, between two allowed ones
+        row = row.copy()
+        row["edu"] = pd.Categorical(["ba"], categories=EDU, ordered=True)
+        g["edu"] = ["hs", "ms"]
+        best, _ = tabular_model_brute_force(model, row, g, cost(row), target)
+        res = tx.explain(row, target, allowed={"edu": ["hs", "ms"]})
+        if np.isfinite(best):
+            assert res.success and model.predict(res.x)[0] == target
+            assert res.distance == pytest.approx(best, rel=1e-9)
+            assert res.x.edu.iloc[0] in ("hs", "ms")
+        else:
+            assert not res.success
+
+
+@pytest.mark.parametrize(
+    "step, name",
+    [
+        (PolynomialFeatures(2), "PolynomialFeatures"),
+        (FunctionTransformer(np.log1p), "FunctionTransformer"),
+    ],
+)
+def test_refused_steps(step, name):
+    X, y = _data(120)
+    pre = make_column_transformer((step, ["n", "d"]), (OneHotEncoder(), ["job"]))
+    model = make_pipeline(pre, DecisionTreeClassifier(max_depth=3, random_state=0))
+    model.fit(X[["n", "d", "job"]], y)
+    with pytest.raises(TypeError, match=name):
+        fastcf.TabularExplainer(model, X[["n", "d", "job"]])
+
+
+def test_refused_mixing():
+    X, y = _data(120)
+    pre = make_column_transformer(
+        (OneHotEncoder(sparse_output=False), ["job"]), ("passthrough", ["n"])
+    )
+    model = make_pipeline(pre, PCA(2), DecisionTreeClassifier(max_depth=3, random_state=0))
+    model.fit(X[["n", "job"]], y)
+    with pytest.raises(TypeError, match="mixes the columns"):
+        fastcf.TabularExplainer(model, X[["n", "job"]])
+
+
+def test_misread_split_is_caught():
+    """The check at build time fails when a raw boundary is wrong (so it can fail)."""
+    from fastcf._tabular.treeprog import TreeProgram
+
+    X, y = _data(160)
+    model = _pipe(DecisionTreeClassifier(max_depth=4, random_state=0)).fit(X, y)
+    tx = fastcf.TabularExplainer(model, X)
+    tf = tx._program.tf
+    on = np.flatnonzero(np.isfinite(tf.node_beta) & (tf.node_col == 0))
+    tf.node_beta[on] += 3.0  # column "n": every split moved by 3
+    with pytest.raises(TypeError, match="does not reproduce the pipeline"):
+        TreeProgram(tx._schema, tf, model, X)
