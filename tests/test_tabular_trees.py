@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from reference import tabular_model_brute_force
 from sklearn.compose import make_column_transformer
 from sklearn.decomposition import PCA
 from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
@@ -19,7 +20,6 @@ from sklearn.tree import DecisionTreeClassifier
 
 import fastcf
 from fastcf import Status
-from reference import tabular_model_brute_force
 
 EDU = ["hs", "ba", "ms"]  # an ordered Categorical: its order is not the encoder's (alphabetical)
 W = {"n": 0.3, "d": 1.7, "job": 0.9, "edu": 0.6}
