@@ -1320,23 +1320,27 @@ def tabular_model_brute_force(model, row, grids, cost, target, *, proba=None, ma
     ``p_target >= proba``, and at most ``max_changes`` columns different from x̄) is returned
     as ``(value, x)`` (``(inf, None)`` if none).
     """
-    from itertools import product
-
     import pandas as pd
 
     cols = list(grids)
-    combos = list(product(*(grids[c] for c in cols)))
-    df = pd.concat([row] * len(combos), ignore_index=True)
+    sizes = [len(grids[c]) for c in cols]
+    idx = np.indices(sizes).reshape(len(cols), -1).T  # every combination, as value indices
+    n = idx.shape[0]
+    df = row.loc[row.index.repeat(n)].reset_index(drop=True)
+    costs = np.zeros(n)
+    changes = np.zeros(n, dtype=np.int64)
     for i, c in enumerate(cols):
-        df[c] = pd.Series([t[i] for t in combos]).astype(row[c].dtype)
+        vals = np.empty(sizes[i], dtype=object)
+        vals[:] = list(grids[c])
+        df[c] = pd.Series(vals[idx[:, i]]).astype(row[c].dtype)
+        costs += np.array([cost(c, v) for v in vals])[idx[:, i]]
+        changes += np.array([v != row[c].iloc[0] for v in vals], dtype=np.int64)[idx[:, i]]
     ok = np.asarray(model.predict(df)) == target
     if proba is not None:
         k = list(model.classes_).index(target)
         ok &= np.asarray(model.predict_proba(df))[:, k] >= proba
     if max_changes is not None:
-        n = np.array([sum(t[i] != row[c].iloc[0] for i, c in enumerate(cols)) for t in combos])
-        ok &= n <= max_changes
-    costs = np.array([sum(cost(c, t[i]) for i, c in enumerate(cols)) for t in combos])
+        ok &= changes <= max_changes
     costs = np.where(ok, costs, np.inf)
     i = int(np.argmin(costs))
     if not np.isfinite(costs[i]):

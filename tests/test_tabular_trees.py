@@ -284,3 +284,33 @@ def test_misread_split_is_caught():
     tf.node_beta[on] += 3.0  # column "n": every split moved by 3
     with pytest.raises(TypeError, match="does not reproduce the pipeline"):
         TreeProgram(tx._schema, tf, model, X)
+
+
+def test_raw_boundaries_are_the_pipelines():
+    """Each raw boundary β: the pipeline's own transform sends β left and the next double right."""
+    from fastcf._tabular.treefold import _Probe, raw_boundaries
+
+    X, y = _data(160)
+    X["d"] = X.d + np.random.default_rng(3).normal(0, 1e-3, X.shape[0])  # a continuous column
+    model = _pipe(RandomForestClassifier(5, max_depth=4, random_state=0)).fit(X, y)
+    tx = fastcf.TabularExplainer(model, X)
+    assert tx.resolution_["d"] is None
+    tf = tx._program.tf
+    fo = tf.forest
+    on = np.flatnonzero(np.isfinite(tf.node_beta) & (tf.node_col >= 0))
+    assert on.size > 10
+    pre = model[:-1]
+    for nxt, side in ((False, True), (True, False)):
+        frame = pd.concat([X.iloc[[0]]] * on.size, ignore_index=True)
+        for c in (0, 1):
+            v = np.where(tf.node_col[on] == c, tf.node_beta[on], X.iloc[0, c])
+            frame[X.columns[c]] = np.nextafter(v, np.inf) if nxt else v
+        T = pre.transform(frame)
+        left = T[np.arange(on.size), fo.feature[on]] <= fo.boundary[on]
+        assert (left == side).all()
+    # the bisection from the fold's guess finds the same doubles as from the whole line
+    probe = _Probe(pre, X, {})
+    j = fo.feature[on]
+    b = fo.boundary[on]
+    full, s1 = raw_boundaries(probe, tf.node_col[on], j, b, np.ones(on.size, bool))
+    assert (s1 == -1).all() and np.array_equal(full, tf.node_beta[on])
