@@ -314,3 +314,88 @@ def test_raw_boundaries_are_the_pipelines():
     b = fo.boundary[on]
     full, s1 = raw_boundaries(probe, tf.node_col[on], j, b, np.ones(on.size, bool))
     assert (s1 == -1).all() and np.array_equal(full, tf.node_beta[on])
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm"])
+@pytest.mark.parametrize("classes", [2, 3])
+def test_boosting_libraries(lib, classes):
+    mod = pytest.importorskip(lib)
+    X, y = _data(200, seed=4, classes=classes)
+    if lib == "xgboost":
+        clf = mod.XGBClassifier(n_estimators=6, max_depth=3, random_state=0)
+    else:
+        clf = mod.LGBMClassifier(n_estimators=6, num_leaves=8, min_child_samples=5, verbose=-1)
+    model = _pipe(clf).fit(X, y)
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    for target in range(classes):
+        row = X[model.predict(X) != target].iloc[[0]]
+        g = _grids(X, row)
+        best, _ = tabular_model_brute_force(model, row, g, _cost(row), target)
+        _check(model, tx.explain(row, target), row, target, best, g)
+    best, _ = tabular_model_brute_force(model, row, g, _cost(row), target, proba=0.6)
+    res = tx.explain(row, target, proba=0.6)
+    if np.isfinite(best):
+        _check(model, res, row, target, best, g)
+        assert model.predict_proba(res.x)[0, target] >= 0.6
+    else:
+        assert not res.success
+
+
+def test_missing_cell_imputed_and_bare_model():
+    from sklearn.impute import SimpleImputer
+
+    X, y = _data(200, seed=5)
+    Xm = X.copy()
+    Xm.loc[Xm.index[::7], "d"] = np.nan
+    pre = make_column_transformer(
+        (make_pipeline(SimpleImputer(strategy="most_frequent"), StandardScaler()), ["d"]),
+        ("passthrough", ["n"]),
+        (OneHotEncoder(), ["job"]),
+        (OrdinalEncoder(), ["edu"]),
+    )
+    model = make_pipeline(pre, RandomForestClassifier(6, max_depth=4, random_state=0)).fit(Xm, y)
+    tx = fastcf.TabularExplainer(model, Xm, weights=W)
+    fill = float(model[0].named_transformers_["pipeline"][0].statistics_[0])
+    rows = Xm[Xm.d.isna() & (model.predict(Xm) == 0)].iloc[:3]
+    assert rows.shape[0]
+    for i in range(rows.shape[0]):
+        row = rows.iloc[[i]]
+        g = _grids(X, row.fillna({"d": fill}))
+        g["d"] = [np.nan] + g["d"]  # the cell may stay missing (it reads as the imputed value)
+        base = _cost(row.fillna({"d": fill}))
+
+        def cost(c, v, base=base):
+            return 0.0 if c == "d" and np.isnan(v) else base(c, v)
+
+        best, _ = tabular_model_brute_force(model, row, g, cost, 1)
+        res = tx.explain(row, 1)
+        assert res.success and model.predict(res.x)[0] == 1
+        assert res.distance == pytest.approx(best, rel=1e-9, abs=1e-12)
+    # a tree model fitted on the DataFrame itself (numeric columns, no preprocessing)
+    num = X[["n", "d"]]
+    rf = RandomForestClassifier(6, max_depth=4, random_state=0).fit(num, y)
+    tx = fastcf.TabularExplainer(rf, num, weights={"n": W["n"], "d": W["d"]})
+    row = num[rf.predict(num) == 0].iloc[[0]]
+    g = {c: v for c, v in _grids(X, X.loc[row.index]).items() if c in ("n", "d")}
+    best, _ = tabular_model_brute_force(rf, row, g, _cost(row), 1)
+    res = tx.explain(row, 1)
+    assert res.success and rf.predict(res.x)[0] == 1
+    assert res.distance == pytest.approx(best, rel=1e-9)
+
+
+def test_category_unseen_in_training_is_never_an_answer():
+    X, y = _data(200, seed=6)
+    pre = make_column_transformer(
+        (StandardScaler(), ["n", "d"]),
+        (OneHotEncoder(categories=[["a", "b", "c", "d", "e"]]), ["job"]),  # "e": never seen
+        (OrdinalEncoder(), ["edu"]),
+    )
+    model = make_pipeline(pre, RandomForestClassifier(8, max_depth=4, random_state=0)).fit(X, y)
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    for i in range(4):
+        row = X[model.predict(X) == 0].iloc[[i]]
+        g = _grids(X, row)  # the seen categories only
+        best, _ = tabular_model_brute_force(model, row, g, _cost(row), 1)
+        res = tx.explain(row, 1)
+        _check(model, res, row, 1, best, g)
+        assert res.x.job.iloc[0] != "e"

@@ -124,7 +124,8 @@ class _Probe:
                 except (TypeError, ValueError):
                     pass
             frame.isetitem(c, s)
-        out = self.pre.transform(frame)
+        with np.errstate(all="ignore"):  # (a scaler overflows to ±inf at ±1.8e308: monotone)
+            out = self.pre.transform(frame)
         out = out.toarray() if hasattr(out, "toarray") else out
         return np.asarray(out, dtype=np.float64)
 
