@@ -67,8 +67,9 @@ class TabularExplainer:
         ``FunctionTransformer()``, ``"passthrough"`` and ``"drop"`` (each may be a ``Pipeline``
         of these), ending in a classifier :class:`fastcf.LinearExplainer` accepts or in
         fastcf's ``GLVQ``/``GMLVQ`` (one program per prototype of the target: their regions
-        are polyhedra); or such a classifier alone. Anything else raises a ``TypeError``
-        naming the step.
+        are polyhedra), or in a tree model :class:`fastcf.TreeExplainer` takes (its splits
+        pushed onto the raw columns: :mod:`fastcf._tabular.treefold`; ``margin`` is unused);
+        or such a classifier alone. Anything else raises a ``TypeError`` naming the step.
     X_train : pandas.DataFrame
         The training data (raw columns): it gives the categories an answer may take, the
         default bounds (each numeric column's training range), the MAD of each column (the

@@ -399,3 +399,35 @@ def test_category_unseen_in_training_is_never_an_answer():
         res = tx.explain(row, 1)
         _check(model, res, row, 1, best, g)
         assert res.x.job.iloc[0] != "e"
+
+
+def test_front_door_points_to_tabular_and_numpy_pipelines_work():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    yb = (y == 2).astype(int)
+    pipe = make_pipeline(StandardScaler(), RandomForestClassifier(5, max_depth=3, random_state=0))
+    pipe.fit(X, yb)  # fitted on an array: the DataFrame's columns are its features, in order
+    with pytest.raises(TypeError, match=r"TabularExplainer\(model, X_train\)"):
+        fastcf.explainer_for(pipe)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    tx = fastcf.TabularExplainer(pipe, frame, immutable=["a"])
+    assert tx.resolution_ == {"a": 0.1, "b": 0.1, "c": 0.1, "d": 0.1}
+    row = frame[pipe.predict(X) == 0].iloc[[0]]
+    res = tx.explain(row, 1)
+    assert res.success and pipe.predict(res.x.to_numpy())[0] == 1
+    assert res.x.a.iloc[0] == row.a.iloc[0]
+    g = {c: [k / 10 for k in range(round(frame[c].min() * 10), round(frame[c].max() * 10) + 1)]
+         for c in "bcd"}  # fmt: skip
+    w = tx.weights_
+
+    class Arr:  # the pipeline on DataFrames of the brute force
+        classes_ = pipe.classes_
+
+        def predict(self, df):
+            return pipe.predict(df.to_numpy())
+
+    best, _ = tabular_model_brute_force(
+        Arr(), row, g, lambda c, v: w[c] * abs(v - row[c].iloc[0]), 1
+    )
+    assert res.distance == pytest.approx(best, rel=1e-9)

@@ -125,7 +125,8 @@ class _Probe:
                     pass
             frame.isetitem(c, s)
         with np.errstate(all="ignore"):  # (a scaler overflows to ±inf at ±1.8e308: monotone)
-            out = self.pre.transform(frame)
+            named = getattr(self.pre, "feature_names_in_", None) is not None
+            out = self.pre.transform(frame if named else frame.to_numpy())
         out = out.toarray() if hasattr(out, "toarray") else out
         return np.asarray(out, dtype=np.float64)
 
