@@ -1,5 +1,7 @@
 """TabularExplainer on ColumnTransformer pipelines ending in a tree model, against brute force."""
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -129,6 +131,8 @@ def test_batch_and_enumerate(fitted):
     assert b.success.all() and (model.predict(b.x) == 1).all()
     for i in range(rows.shape[0]):
         assert b.distance[i] == pytest.approx(tx.explain(rows.iloc[[i]], 1).distance, rel=1e-12)
+    again = pickle.loads(pickle.dumps(tx)).explain(rows, 1)  # explainers pickle
+    assert np.array_equal(again.distance, b.distance)
     alts = tx.enumerate(rows.iloc[[0]], 1, k=3)
     assert alts and alts[0].distance == pytest.approx(b.distance[0], rel=1e-12)
     assert all(a.success and model.predict(a.x)[0] == 1 for a in alts)

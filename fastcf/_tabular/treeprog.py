@@ -312,7 +312,7 @@ class TreeProgram(Program):
         w = np.concatenate(
             [self.schema.w_num, np.where(self.ordinal, 1.0, -1.0) * self.schema.w_cat]
         )  # (a negative weight: the L0 cost of a nominal column, see fastcf._trees.query)
-        best, runs, nodes = None, 0, 0
+        best, failed, runs, nodes = None, None, 0, 0
         for orders, boxes in self._plans(k0, prep[4]):
             prog, coords = self.program(orders)
             where = [{k: p for p, k in enumerate(o)} for o in orders]
@@ -327,17 +327,18 @@ class TreeProgram(Program):
             ans = prog.solve(xc, int(q.target), lo, hi, tq, confirm)
             runs += ans.runs
             nodes += ans.nodes
-            if ans.status == int(Status.OK) and (best is None or ans.distance < best[0].distance):
-                best = (ans, orders, coords)
+            if ans.status == int(Status.OK):
+                if best is None or ans.distance < best[0].distance:
+                    best = (ans, orders, coords)
             elif ans.status not in (int(Status.INFEASIBLE), int(Status.UNREACHABLE)):
-                best = best or (ans, orders, coords)
+                failed = ans  # (one side not solved: the minimum is not certified)
         info = {"solver": "trees", "nodes": nodes, "runs": runs}
+        if failed is not None:
+            return RowAnswer(x0.copy(), k0.copy(), math.inf, failed.status, failed.message, info)
         if best is None:
             out = self._infeasible(x0, k0, None)
             return out._replace(info=info)
         ans, orders, coords = best
-        if ans.status != int(Status.OK):
-            return RowAnswer(x0.copy(), k0.copy(), math.inf, ans.status, ans.message, info)
         x, k = self.decode(ans.x, orders, coords)
         cn, cc = self.distance(x0, k0, x, k)
         info.update(gap=ans.gap, bound=ans.bound)
