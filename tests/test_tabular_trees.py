@@ -435,3 +435,28 @@ def test_front_door_points_to_tabular_and_numpy_pipelines_work():
         Arr(), row, g, lambda c, v: w[c] * abs(v - row[c].iloc[0]), 1
     )
     assert res.distance == pytest.approx(best, rel=1e-9)
+
+
+def test_random_allowed_sets_and_bounds(fitted):
+    """Allowed sets that split the default order, leave out the row's own category, with
+    bounds: each query gets its own order of categories (and two sides for an ordinal)."""
+    X, model, tx = fitted
+    rng = np.random.default_rng(7)
+    rows = _rows(X, model, 1, 6)
+    jobs = sorted(X.job.unique())
+    found = 0
+    for i in range(rows.shape[0]):
+        row = rows.iloc[[i]]
+        job = list(rng.choice(jobs, rng.integers(1, 4), replace=False))
+        edu = list(rng.choice(EDU, rng.integers(1, 3), replace=False))
+        lo = int(rng.integers(0, 8))
+        opts = {"allowed": {"job": job, "edu": edu}, "bounds": {"n": (lo, lo + 6)}}
+        g = _grids(X, row, box={"n": (lo, lo + 6)}, allowed={"job": job, "edu": edu})
+        best, _ = tabular_model_brute_force(model, row, g, _cost(row), 1)
+        res = tx.explain(row, 1, **opts)
+        if np.isfinite(best):
+            _check(model, res, row, 1, best, g)
+            found += 1
+        else:
+            assert not res.success and res.status == int(Status.INFEASIBLE)
+    assert found >= 3
