@@ -460,3 +460,49 @@ def test_random_allowed_sets_and_bounds(fitted):
         else:
             assert not res.success and res.status == int(Status.INFEASIBLE)
     assert found >= 3
+
+
+def test_continuous_column_against_independent_boundaries():
+    """A continuous column: every cell's cheapest point is x̄ or a split's raw boundary β (or
+    the double after it); β is found here independently, one bisection per split, asking the
+    pipeline's own transform and the tree's float32 rule."""
+    from reference import bisect_boundary, sklearn_tree_splits
+
+    X, y = _data(200, seed=8)
+    X["d"] = X.d + np.random.default_rng(8).uniform(-0.05, 0.05, X.shape[0])
+    X = X[["d", "n", "job"]]
+    pre = make_column_transformer((StandardScaler(), ["d", "n"]), (OneHotEncoder(), ["job"]))
+    model = make_pipeline(pre, DecisionTreeClassifier(max_depth=4, random_state=0)).fit(X, y)
+    w = {"d": 1.7, "n": 0.3, "job": 0.9}
+    tx = fastcf.TabularExplainer(model, X, weights=w)
+    assert tx.resolution_["d"] is None
+    lo, hi = float(X.d.min()), float(X.d.max())
+
+    def left(t):
+        def rule(x):
+            frame = X.iloc[[0]].copy()
+            frame["d"] = x
+            return float(np.float32(pre.transform(frame)[0, 0])) <= t  # (t: float64)
+
+        return rule
+
+    betas = [bisect_boundary(left(t), lo, hi) for f, t in sklearn_tree_splits(model[-1]) if f == 0]
+    for target in (0, 1):
+        row = X[model.predict(X) != target].iloc[[0]]
+        d0 = float(row.d.iloc[0])
+        cand = {d0} | {b for b in betas if np.isfinite(b)}
+        cand |= {float(np.nextafter(b, np.inf)) for b in betas if np.isfinite(b) and b < hi}
+        g = {
+            "d": sorted(v for v in cand if min(lo, d0) <= v <= max(hi, d0)),
+            "n": list(range(int(X.n.min()), int(X.n.max()) + 1)),
+            "job": sorted(X.job.unique()),
+        }
+
+        def cost(c, v, row=row):
+            v0 = row[c].iloc[0]
+            return w[c] * (v != v0) if c == "job" else w[c] * abs(float(v) - float(v0))
+
+        best, _ = tabular_model_brute_force(model, row, g, cost, target)
+        res = tx.explain(row, target)
+        assert res.success and model.predict(res.x)[0] == target
+        assert res.distance == pytest.approx(best, rel=1e-9, abs=1e-12)
