@@ -284,6 +284,11 @@ class TreeProgram(Program):
                 order = self._order(first[np.argsort(key[first], kind="stable")], j)
                 where = {k: p for p, k in enumerate(order)}
                 pa = np.sort([where[int(k)] for k in A])
+                if self._n_first(j, order) < first.size:
+                    raise ValueError(
+                        f"column {s.columns[self.cat_cols[j]]!r}: the allowed categories and the "
+                        "row's own must have distinct ranks for a tree model's program"
+                    )
             po = where[own]
             if own in A or not pa[0] < po < pa[-1]:
                 per.append([(order, (int(pa[0]), int(pa[-1])))])
