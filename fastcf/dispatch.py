@@ -76,8 +76,9 @@ def signpost(model):
     final = type(_final(model)).__name__
     if final in _TREES:
         return (
-            f"a Pipeline ending in {final} is not supported yet: fastcf.TreeExplainer takes the "
-            f"fitted {final} itself (explain the transformed features)"
+            f"a Pipeline ending in {final}: fastcf.TabularExplainer(model, X_train) takes it "
+            f"on the raw DataFrame columns (fastcf.TreeExplainer takes the fitted {final} itself, "
+            "on the transformed features)"
         )
     from .adapters import SUPPORTED_LINEAR
 
@@ -135,8 +136,9 @@ def explainer_for(model):
     final = type(_final(model)).__name__
     if final in _TREES:
         raise TypeError(
-            f"a Pipeline ending in {final} is not supported yet: TreeExplainer takes the fitted "
-            f"{final} itself (explain the transformed features)"
+            f"a Pipeline ending in {final}: explain it with fastcf.TabularExplainer(model, "
+            f"X_train) on the raw DataFrame columns, which needs the training DataFrame (or "
+            f"fastcf.TreeExplainer on the fitted {final} itself, on the transformed features)"
         )
     from .linear import LinearExplainer
 

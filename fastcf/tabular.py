@@ -36,6 +36,8 @@ from ._tabular.options import (
 )
 from ._tabular.results import TabularBatch, TabularCounterfactual
 from ._tabular.solve import answers, batch, check_fold_on
+from ._tabular.treefold import fold_trees, is_tree_pipeline
+from ._tabular.treeprog import TreeProgram
 from ._validation import check_int, check_probability, check_scalar
 
 __all__ = ["TabularExplainer", "TabularCounterfactual", "TabularBatch"]
@@ -65,8 +67,9 @@ class TabularExplainer:
         ``FunctionTransformer()``, ``"passthrough"`` and ``"drop"`` (each may be a ``Pipeline``
         of these), ending in a classifier :class:`fastcf.LinearExplainer` accepts or in
         fastcf's ``GLVQ``/``GMLVQ`` (one program per prototype of the target: their regions
-        are polyhedra); or such a classifier alone. Anything else raises a ``TypeError``
-        naming the step.
+        are polyhedra), or in a tree model :class:`fastcf.TreeExplainer` takes (its splits
+        pushed onto the raw columns: :mod:`fastcf._tabular.treefold`; ``margin`` is unused);
+        or such a classifier alone. Anything else raises a ``TypeError`` naming the step.
     X_train : pandas.DataFrame
         The training data (raw columns): it gives the categories an answer may take, the
         default bounds (each numeric column's training range), the MAD of each column (the
@@ -184,14 +187,17 @@ class TabularExplainer:
         if X.shape[0] < 2:
             raise ValueError(f"X_train must have at least 2 rows; got {X.shape[0]}")
         self.model = model
-        fold = fold_model(model, X)
+        tree = is_tree_pipeline(model)  # a tree model: its splits on the raw columns
+        fold, splits = fold_trees(model, X) if tree else (fold_model(model, X), None)
         lv = resolve_levels(levels, X, resolve_names, fold.numeric, resolution)
         fold = with_levels(fold, X, lv)
         self._schema = Schema(
             X, fold, immutable, increase_only, decrease_only, integer, categorical, weights,
             resolution, lv,
         )  # fmt: skip
-        self._program = Program(self._schema)
+        self._program = (
+            TreeProgram(self._schema, splits, model, X) if tree else Program(self._schema)
+        )
         self.classes_ = fold.classes
         self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
         self.probabilistic_ = fold.probabilistic
@@ -226,7 +232,7 @@ class TabularExplainer:
             from .adapters import model_name, not_probabilistic
 
             raise TypeError(not_probabilistic(model_name(self.model), "proba= was asked"))
-        if self._program.K > 1:
+        if self._program.K > 1 and self._program.folded:
             raise ValueError(
                 "proba= is answered for binary models only (a linear constraint on the score); "
                 "for a softmax model p_target ≥ τ is not linear: use region=True (with margin=)"

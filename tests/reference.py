@@ -1307,3 +1307,42 @@ def tree_cell_points(model, x0, target, lo=None, hi=None, proba=None):
         col = list(model.classes_).index(target)
         ok &= model.predict_proba(P)[:, col] >= proba
     return P, ok
+
+
+def tabular_model_brute_force(model, row, grids, cost, target, *, proba=None, max_changes=None):
+    """Tabular recourse on any fitted classifier, by brute force over finite sets of values.
+
+    ``model``: anything with ``predict`` (and ``predict_proba`` for ``proba=``) on DataFrames.
+    ``row``: a one-row DataFrame x̄; ``grids``: ``{col: values}`` (the values each column may
+    take: x̄'s own among them where it may stay), the other columns held at x̄;
+    ``cost(col, v)``: the cost of column ``col`` at ``v``. Every combination is scored at once
+    by the model's own ``predict``; the cheapest classified as ``target`` (with
+    ``p_target >= proba``, and at most ``max_changes`` columns different from x̄) is returned
+    as ``(value, x)`` (``(inf, None)`` if none).
+    """
+    import pandas as pd
+
+    cols = list(grids)
+    sizes = [len(grids[c]) for c in cols]
+    idx = np.indices(sizes).reshape(len(cols), -1).T  # every combination, as value indices
+    n = idx.shape[0]
+    df = row.loc[row.index.repeat(n)].reset_index(drop=True)
+    costs = np.zeros(n)
+    changes = np.zeros(n, dtype=np.int64)
+    for i, c in enumerate(cols):
+        vals = np.empty(sizes[i], dtype=object)
+        vals[:] = list(grids[c])
+        df[c] = pd.Series(vals[idx[:, i]]).astype(row[c].dtype)
+        costs += np.array([cost(c, v) for v in vals])[idx[:, i]]
+        changes += np.array([v != row[c].iloc[0] for v in vals], dtype=np.int64)[idx[:, i]]
+    ok = np.asarray(model.predict(df)) == target
+    if proba is not None:
+        k = list(model.classes_).index(target)
+        ok &= np.asarray(model.predict_proba(df))[:, k] >= proba
+    if max_changes is not None:
+        ok &= changes <= max_changes
+    costs = np.where(ok, costs, np.inf)
+    i = int(np.argmin(costs))
+    if not np.isfinite(costs[i]):
+        return np.inf, None
+    return float(costs[i]), df.iloc[[i]]

@@ -123,7 +123,7 @@ def test_front_door_routes_and_every_refusal_names_an_explainer():
     tab = make_pipeline(ct, LogisticRegression()).fit(frame, yb)
     refusals = {
         "TabularExplainer(model, X_train)": tab,
-        "TreeExplainer takes the fitted": make_pipeline(
+        "explain it with fastcf.TabularExplainer(model, X_train)": make_pipeline(
             StandardScaler(), RandomForestClassifier(n_estimators=2, random_state=0)
         ).fit(X, yb),
         "kernel='linear'": SVC().fit(X, yb),

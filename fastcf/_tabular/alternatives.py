@@ -76,7 +76,7 @@ def row_alternatives(ex, frame, tidx, form, bounds, allow, max_changes, max_node
     threshold = form[0] + form[1]
 
     def solve(fmask):  # the program alone: the model checks only the answers returned
-        q = make_query(s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes)
+        q = make_query(s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes, form[2])
         ans = prog.solve(x0, k0, q)
         changed = np.zeros(len(s.columns), dtype=bool)
         changed[prog.num_cols] = ans.x != x0

@@ -62,6 +62,7 @@ class Query(NamedTuple):
     allowed: np.ndarray  # (n_ind,) bool: categories the answer may take
     frozen: np.ndarray  # (D,) bool: columns fixed (immutable plus extra)
     max_changes: int | None
+    proba: float | None = None  # τ of proba= (the tree program asks it of the forest)
 
 
 class RowAnswer(NamedTuple):
@@ -88,6 +89,8 @@ class Program:
     ----------
     schema : Schema
     """
+
+    folded = True  # the model is affine scores G v + g (TreeProgram: a tree model)
 
     def __init__(self, schema):
         fold = schema.fold

@@ -26,6 +26,8 @@ __all__ = ["answers", "verify", "folded_proba", "batch", "check_fold_on"]
 
 def check_fold_on(ex, X):
     """Check the fold against the model's decision_function on complete training rows."""
+    if not ex._program.folded:
+        return  # (a tree model's program checks its forest against the model itself)
     sample = X.iloc[:: max(1, X.shape[0] // 200)]
     V, rows = [], []
     for i in range(sample.shape[0]):
@@ -108,7 +110,7 @@ def answers(ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_mi
         for i in progress_rows(todo_rows, "TabularExplainer"):  # (a line on a terminal if slow)
             x0, k0 = reads[i]
             fz = frozen if miss is None else frozen | miss[i]
-            q = make_query(s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes)
+            q = make_query(s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes, tau)
             t0 = time.perf_counter()
             ans = prog.solve(x0, k0, q)
             infos[i] = {**ans.info, "margin": m, "time": time.perf_counter() - t0}
@@ -156,11 +158,12 @@ def verify(ex, answers, tidx, tau, status, XN, KC, valid=None):
         pred = np.asarray(ex.model.predict(inp))
         ok[rows] = (pred == ex.classes_[tidx[rows]]) & (status[rows] == int(Status.OK))
     if ex.probabilistic_:
-        if tau is not None:
+        if tau is not None or not ex._program.folded:  # (a tree model: its own probabilities)
             proba = np.full((n, ex.classes_.size), np.nan)
             if rows.size:
                 proba[rows] = np.asarray(ex.model.predict_proba(inp), dtype=np.float64)
-            ok[rows] &= proba[rows, tidx[rows]] >= tau
+            if tau is not None:
+                ok[rows] &= proba[rows, tidx[rows]] >= tau
         else:
             proba = folded_proba(ex, XN, KC)
             if rows.size < n:

@@ -67,6 +67,9 @@ class Search:
     def __init__(self, st, x0, t, q, c, points):
         self.st, self.fo, self.x0, self.t, self.q, self.c = st, st.forest, x0, t, q, c
         self.points = points
+        # the cheapest point of the query's box: x̄ where the box holds it (every search starts
+        # there and puts features back to it, so that no answer leaves the box)
+        self.base = points[st.ioff[:-1] + np.clip(c.kbar, c.ka, c.kb)]
         D = self.fo.n_features
         self.ext = st.ioff[:-1] + np.arange(D)  # feature f's difference array starts here
         self.n_ext = int(st.ioff[-1]) + D
@@ -221,10 +224,10 @@ class Search:
         """
         x0, q = self.x0, self.q
         depth = self.depth if depth is None else depth
-        kx0 = self._kx(x0)
+        kx0 = self._kx(self.base)
         Z0, _ = self.table(kx0)
         m0 = float(self._margin(Z0[None])[0])
-        beam = [(x0, kx0, np.zeros_like(x0))]
+        beam = [(self.base, kx0, coord_cost(self.base - x0, q.w, q.metric))]
         best_cost = math.inf if best is None else cost_of(best, x0, q)
         # the best answer's pace: the margin it gained per unit of cost
         rate = max(-m0, 0.0) / best_cost if pace and 0.0 < best_cost < math.inf else 0.0
@@ -285,9 +288,9 @@ class Search:
     def _repair(self, x):
         """Put each changed feature of a valid x back to x̄ and repair greedily; the cheapest."""
         best, best_cost = x, cost_of(x, self.x0, self.q)
-        for f in np.flatnonzero(x != self.x0):
+        for f in np.flatnonzero(x != self.base):
             y = x.copy()
-            y[f] = self.x0[f]
+            y[f] = self.base[f]
             g = self.greedy(y)
             if g is None:
                 continue
@@ -305,8 +308,8 @@ class Search:
         search once a first answer of cost C is known (None: no beam search).
         """
         x0, q = self.x0, self.q
-        if self.exact(x0):
-            return x0.copy()
+        if self.exact(self.base):
+            return self.base.copy()
         found = []
         if P.shape[0]:
             S = self.fo.evaluate(P)
@@ -317,7 +320,7 @@ class Search:
             if ok.any():
                 c = coord_cost(P[ok] - x0, q.w, q.metric).sum(axis=1)
                 found.append(P[ok][np.argmin(c)])
-            starts = [x0]
+            starts = [self.base]
             if not ok.any():
                 fine = np.ones(P.shape[0], bool)
                 if q.max_changes is not None:
@@ -325,7 +328,7 @@ class Search:
                 order = np.argsort(-np.where(fine, m, -np.inf))[:_STARTS]
                 starts += [P[i] for i in order if fine[i]]
         else:
-            starts = [x0]
+            starts = [self.base]
         if self.mv.size:
             for s in starts:
                 g = self.greedy(s)

@@ -159,7 +159,7 @@ class Program(Structure):
         row[order] = np.arange(order.size)
         e = np.flatnonzero(row[self.b_leaf] >= 0)
         f = self.b_feat[e]
-        P = np.repeat(x0[None], order.size, axis=0)
+        P = np.repeat(np.clip(x0, lo, hi)[None], order.size, axis=0)  # (x̄ may lie outside)
         P[row[self.b_leaf[e]], f] = np.clip(
             x0[f], np.maximum(self.b_lo[e], lo[f]), np.minimum(self.b_hi[e], hi[f])
         )

@@ -7,7 +7,9 @@ is a number per interval (linear in the MILP's interval binaries):
 
 * ``"manhattan"``: ``Σ w_f |d_f|``;
 * ``"euclidean"``: ``sqrt(Σ (w_f d_f)²)`` (the solvers minimise its square);
-* ``"l0"``: ``Σ w_f [d_f ≠ 0]`` (the number of changed features with unit weights).
+* ``"l0"``: ``Σ w_f [d_f ≠ 0]`` (the number of changed features with unit weights);
+* ``"mixed"`` (internal: tabular columns, :mod:`fastcf._tabular.treeprog`): Manhattan
+  ``w_f |d_f|`` where ``w_f > 0``, L0 ``|w_f| [d_f ≠ 0]`` where ``w_f < 0`` (a nominal column).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def coord_cost(d, w, metric):
     if metric == "euclidean":
         with np.errstate(over="ignore"):
             return (w * d) ** 2
+    if metric == "mixed":
+        return np.where(w < 0.0, np.where(d != 0.0, -w, 0.0), w * np.abs(d))
     return np.where(d != 0.0, w, 0.0)
 
 

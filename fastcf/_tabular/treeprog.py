@@ -1,0 +1,444 @@
+"""The exact program of a tabular query on a tree model: the tree program over raw columns.
+
+:mod:`fastcf._tabular.treefold` turns every split of the pipeline's tree model into a split of
+one raw column. This module writes the model as a :class:`~fastcf._trees.forest.Forest` over
+the program's variables — one per numeric column, one per encoded column — and answers each
+query with the ensemble program of :mod:`fastcf._trees.milp` (incumbent, exact reductions,
+HiGHS to a zero gap; one tree included), with three changes of coordinates that keep it exact:
+
+* **numeric columns on a grid** (integers, a resolution ``r``): a split *x <= β* is, on the grid,
+  *x <= g* with g the largest grid point <= β, and the interval after g starts at the next grid
+  point (not at ``nextafter(g)``). Every end of every interval, and of every leaf box, is then a
+  grid point, so the point of an interval closest to x̄ (a clip) is a grid point and its cost
+  ``w |x − x̄|`` is the cost of the cheapest allowed grid point in it. The box (bounds, dtype
+  range, immutable, increase/decrease-only) is the grid box of :meth:`Program._prepare`.
+  Continuous columns keep the float64 line.
+* **ordinal columns** (``OrdinalEncoder``, a one-hot ordered pandas ``Categorical``, ``levels``)
+  are one coordinate whose values are the categories' ranks (the levels themselves), in rank
+  order: a move costs ``w |rank − rank̄|`` (Manhattan in that coordinate). A split is a set of
+  categories, written as a chain of threshold splits over the runs of the set in that order.
+* **nominal columns** (``OneHotEncoder``) are one coordinate whose values are positions
+  0, 1, …; a move to any other category costs w (the L0 cost of the coordinate, the ``"mixed"``
+  metric of :mod:`fastcf._trees.query`). ``ind_k <= 0.5`` becomes *position != k*: two
+  threshold splits.
+
+Allowed categories. A cost of the tree program must grow with the distance of an interval from
+x̄'s (:mod:`fastcf._trees.reduce`), so forbidden categories (unseen in training, ``allowed=``,
+``transitions=``, bounds, monotone ordinals) must lie outside the box: where the default order
+does not put them there, the query gets its own order (the allowed categories first, then the
+others) and its own program, cached by order. An ordinal column whose own category is
+forbidden but lies between allowed ones is solved twice, below and above it, and the cheaper
+answer kept.
+
+Every answer is decoded into a DataFrame row and confirmed by the pipeline's own ``predict``
+(and ``predict_proba`` for ``proba=``); the rewritten model is checked against the pipeline on
+probe rows at every boundary when the explainer is built (:meth:`TreeProgram.check`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import OrderedDict
+from decimal import Decimal
+
+import numpy as np
+
+from .._status import Status
+from .._trees.forest import Forest, Tree
+from .._trees.milp import Program as ForestProgram
+from .._trees.query import TreeQuery
+from .grid import value
+from .milp import Program, RowAnswer
+
+__all__ = ["TreeProgram"]
+
+#: programs of custom category orders kept per explainer
+CACHE = 16
+
+
+class _GridProgram(ForestProgram):
+    """The tree program of a raw forest whose intervals start at grid points, not nextafter.
+
+    ``above[f]``: None (a continuous feature) or {boundary: the next value the feature may
+    take}; the interval after each boundary, and every leaf box that turned right at one,
+    starts there.
+    """
+
+    def __init__(self, forest, above):
+        super().__init__(forest)
+        for f, up in enumerate(above):
+            if up is not None and self.B[f].size:
+                self.R[f] = np.concatenate([self.R[f][:1], [up[float(b)] for b in self.B[f]]])
+        for e in np.flatnonzero(np.isfinite(self.b_lo)):
+            up = above[self.b_feat[e]]
+            if up is not None:
+                self.b_lo[e] = up[float(np.nextafter(self.b_lo[e], -np.inf))]
+
+
+def _snap(beta, r):
+    """Return (g, next): the largest point of the grid of r at or below β, and the next one."""
+    R = Decimal(repr(float(r)))
+    n = math.floor(Decimal(repr(float(beta))) / R)
+    while value(n, r) > beta:
+        n -= 1
+    while value(n + 1, r) <= beta:
+        n += 1
+    return value(n, r), value(n + 1, r)
+
+
+class TreeProgram(Program):
+    """The tabular program of a pipeline ending in a tree model (see the module docstring).
+
+    Parameters
+    ----------
+    schema : Schema
+    tree_fold : TreeFold
+    model : estimator
+        The user's pipeline (its ``predict`` confirms every answer).
+    X : pandas.DataFrame
+        The training data (model columns): a template row for answers, and probe rows.
+    """
+
+    folded = False  # no affine scores: proba= for any number of classes, checked by the model
+
+    def __init__(self, schema, tree_fold, model, X):
+        super().__init__(schema)
+        self.tf = tree_fold
+        self.model = model
+        self.frame_input = getattr(model, "feature_names_in_", None) is not None
+        ok = ~X.isna().any(axis=1).to_numpy()
+        self.template = X.iloc[[int(np.flatnonzero(ok)[0]) if ok.any() else 0]]
+        s = schema
+        self.var = {int(c): j for j, c in enumerate(self.num_cols)}
+        self.var.update({int(c): self.n_num + j for j, c in enumerate(self.cat_cols)})
+        self.rank = []  # per block: the ranks (ordinal) or None (nominal)
+        self.default = []  # per block: the default order (seen categories first)
+        for j in range(self.n_cat):
+            sl = slice(s.cat_start[j], s.cat_start[j + 1])
+            seen = s.cat_seen[sl]
+            r = s.cat_rank[sl] if self.ordinal[j] else None
+            if r is not None and np.unique(r[seen]).size < int(seen.sum()):
+                raise TypeError(
+                    f"column {s.columns[self.cat_cols[j]]!r} has categories of equal rank; "
+                    "a tree model's program needs distinct ranks"
+                )
+            key = np.arange(seen.size) if r is None else r
+            allowed = np.flatnonzero(seen)
+            self.default.append(self._order(allowed[np.argsort(key[allowed], kind="stable")], j))
+            self.rank.append(r)
+        self._cache = OrderedDict()
+        self.check(X)
+
+    # ------------------------------------------------------------------ orders and forests
+    def _order(self, first, j):
+        """Return the order of block j: the categories ``first``, then the others."""
+        n = int(self.schema.cat_start[j + 1] - self.schema.cat_start[j])
+        rest = np.setdiff1d(np.arange(n), first)
+        return tuple(int(k) for k in np.concatenate([first, rest]).astype(np.int64))
+
+    def _coords(self, j, order, n_first):
+        """Return the coordinate of each position of block j's order."""
+        if self.rank[j] is None:
+            return np.arange(len(order), dtype=np.float64)
+        r = self.rank[j][list(order)].astype(np.float64)
+        top = r[:n_first].max() if n_first else 0.0
+        r[n_first:] = top + 1.0 + np.arange(len(order) - n_first)
+        return r
+
+    def program(self, orders):
+        """Return (program, coords) of a tuple of block orders (built once, then cached)."""
+        hit = self._cache.get(orders)
+        if hit is not None:
+            self._cache.move_to_end(orders)
+            return hit
+        firsts = [self._n_first(j, o) for j, o in enumerate(orders)]
+        coords = [
+            self._coords(j, o, n) for j, (o, n) in enumerate(zip(orders, firsts, strict=True))
+        ]
+        forest, above = self._forest(orders, coords)
+        out = (_GridProgram(forest, above), coords)
+        self._cache[orders] = out
+        if len(self._cache) > CACHE:
+            self._cache.popitem(last=False)
+        return out
+
+    def _n_first(self, j, order):
+        """Return the number of leading positions whose coordinates are ranks (ordinal blocks)."""
+        if self.rank[j] is None:
+            return len(order)
+        r = self.rank[j][list(order)]
+        n = 1
+        while n < len(order) and r[n] > r[n - 1]:
+            n += 1
+        return n
+
+    def _forest(self, orders, coords):
+        """Return (Forest, above) of the tree model over the program's variables."""
+        s = self.schema
+        tf = self.tf
+        fo = tf.forest
+        D = self.n_num + self.n_cat
+        above = [None] * D
+        for j in range(self.n_num):
+            if self.grid[j]:
+                above[j] = {}
+        for j in range(self.n_cat):
+            c = coords[j]
+            above[self.n_num + j] = {float(c[p]): float(c[p + 1]) for p in range(len(c) - 1)}
+        levels = {int(c): np.asarray(s.fold.labels[c], dtype=np.float64)
+                  for c in self.cat_cols if c in s.levels}  # fmt: skip
+        trees = []
+        for t in range(fo.n_trees):
+            out = {"f": [], "b": [], "l": [], "r": [], "v": []}
+
+            def new(f, b, v=None, out=out):
+                out["f"].append(f)
+                out["b"].append(b)
+                out["l"].append(-1)
+                out["r"].append(-1)
+                out["v"].append(v)
+                return len(out["f"]) - 1
+
+            def emit(node, out=out, new=new):
+                if fo.is_leaf[node]:
+                    return new(-1, np.nan, fo.value[node])
+                side = tf.node_side[node]
+                if side >= 0:
+                    return emit(fo.left[node] if side == 0 else fo.right[node])
+                c = int(tf.node_col[node])
+                first, other = fo.left[node], fo.right[node]
+                if tf.node_swap[node]:
+                    first, other = other, first
+                v = self.var[c]
+                if v < self.n_num:  # a numeric column: one threshold (on its grid)
+                    beta = float(tf.node_beta[node])
+                    if self.grid[v]:
+                        g, nxt = _snap(beta, s.num_res[v])
+                        above[v][g] = nxt
+                        beta = g
+                    i = new(v, beta)
+                    out["l"][i] = emit(first)
+                    out["r"][i] = emit(other)
+                    return i
+                j = v - self.n_num
+                if c in levels:  # a numeric split of a column kept at its levels
+                    mask = levels[c] <= tf.node_beta[node]
+                    left = ~mask if tf.node_swap[node] else mask
+                else:
+                    left = tf.node_set[int(node)]
+                flag = left[np.asarray(orders[j])]
+                cuts = np.flatnonzero(flag[1:] != flag[:-1])  # a run ends at each cut
+                starts = np.concatenate([[0], cuts + 1])
+                return chain(v, coords[j], flag, starts, cuts, node)
+
+            def chain(v, cj, flag, starts, cuts, node, new=new, out=out):
+                # the runs of the set in the order, split in halves: one threshold per cut
+                if cuts.size == 0:
+                    return emit(fo.left[node] if flag[starts[0]] else fo.right[node])
+                mid = cuts.size // 2
+                i = new(v, float(cj[cuts[mid]]))
+                out["l"][i] = chain(v, cj, flag, starts[: mid + 1], cuts[:mid], node)
+                out["r"][i] = chain(v, cj, flag, starts[mid + 1 :], cuts[mid + 1 :], node)
+                return i
+
+            emit(int(fo.root[t]))
+            S = fo.value.shape[1]
+            val = np.array([np.zeros(S) if x is None else x for x in out["v"]])
+            f = np.array(out["f"], dtype=np.int64)
+            b = np.array(out["b"], dtype=np.float64)
+            trees.append(Tree(f, b, b, np.array(out["l"]), np.array(out["r"]), val))
+        forest = Forest(
+            trees, fo.base, fo.divisor, fo.decision, fo.link, D, (-math.inf, math.inf),
+            fo.rule, fo.dtype,
+        )  # fmt: skip
+        return forest, above
+
+    # ------------------------------------------------------------------ one query
+    def _plans(self, k0, d_hi):
+        """Return the (orders, boxes) to solve: one per side of a forbidden own category.
+
+        ``boxes[j]``: the first and last position block j's answer may take in its order.
+        """
+        s = self.schema
+        per = []
+        for j in range(self.n_cat):
+            sl = slice(s.cat_start[j], s.cat_start[j + 1])
+            A = np.flatnonzero(d_hi[sl] > 0)
+            own = int(k0[j])
+            order = self.default[j]
+            where = {k: p for p, k in enumerate(order)}
+            pa = np.sort([where[int(k)] for k in A])
+            contiguous = pa[-1] - pa[0] + 1 == pa.size
+            if self.rank[j] is None:
+                if not (contiguous and (own in A or not pa[0] <= where[own] <= pa[-1])):
+                    order = self._order(A, j)  # the allowed categories first
+                    pa = np.arange(A.size)
+                per.append([(order, (int(pa[0]), int(pa[-1])))])
+                continue
+            n_first = self._n_first(j, order)
+            if not (contiguous and pa[-1] < n_first and where[own] < n_first
+                    and (own in A or not pa[0] <= where[own] <= pa[-1])):  # fmt: skip
+                key = self.rank[j]
+                first = np.union1d(A, [own])
+                order = self._order(first[np.argsort(key[first], kind="stable")], j)
+                where = {k: p for p, k in enumerate(order)}
+                pa = np.sort([where[int(k)] for k in A])
+                if self._n_first(j, order) < first.size:
+                    raise ValueError(
+                        f"column {s.columns[self.cat_cols[j]]!r}: the allowed categories and the "
+                        "row's own must have distinct ranks for a tree model's program"
+                    )
+            po = where[own]
+            if own in A or not pa[0] < po < pa[-1]:
+                per.append([(order, (int(pa[0]), int(pa[-1])))])
+            else:  # below and above the row's own (forbidden) category
+                per.append([(order, (int(pa[0]), po - 1)), (order, (po + 1, int(pa[-1])))])
+        for combo in itertools.product(*per):
+            yield tuple(o for o, _ in combo), [b for _, b in combo]
+
+    def _box(self, x0, prep):
+        """Return the numeric box (lo, hi) in values: grid points on a grid column."""
+        p_lo, p_hi, n_lo, n_hi, _ = prep
+        out = []
+        for d in (np.where(p_lo > 0, p_lo, -n_hi), np.where(n_lo > 0, -n_lo, p_hi)):
+            fin = np.isfinite(d)
+            v = x0 + d * self.unit  # (±inf where the box is open)
+            v[fin] = self.move(x0, np.where(fin, d, 0.0))[fin]
+            out.append(v)
+        return out
+
+    def solve(self, x0, k0, q):
+        """Return the :class:`~fastcf._tabular.milp.RowAnswer` of one row (the tree program)."""
+        prep = self._prepare(x0, k0, q)
+        if isinstance(prep, RowAnswer):
+            return prep
+        nlo, nhi = self._box(x0, prep)
+        w = np.concatenate(
+            [self.schema.w_num, np.where(self.ordinal, 1.0, -1.0) * self.schema.w_cat]
+        )  # (a negative weight: the L0 cost of a nominal column, see fastcf._trees.query)
+        best, failed, runs, nodes = None, None, 0, 0
+        for orders, boxes in self._plans(k0, prep[4]):
+            prog, coords = self.program(orders)
+            where = [{k: p for p, k in enumerate(o)} for o in orders]
+            xc = np.concatenate([x0, [coords[j][where[j][int(k0[j])]] for j in range(self.n_cat)]])
+            lo = np.concatenate([nlo, [coords[j][b[0]] for j, b in enumerate(boxes)]])
+            hi = np.concatenate([nhi, [coords[j][b[1]] for j, b in enumerate(boxes)]])
+            tq = TreeQuery("mixed", w, lo[None], hi[None], q.max_changes, q.proba, None, True)
+
+            def confirm(x, orders=orders, coords=coords):
+                return self.confirm(*self.decode(x, orders, coords), q)
+
+            ans = prog.solve(xc, int(q.target), lo, hi, tq, confirm)
+            runs += ans.runs
+            nodes += ans.nodes
+            if ans.status == int(Status.OK):
+                if best is None or ans.distance < best[0].distance:
+                    best = (ans, orders, coords)
+            elif ans.status not in (int(Status.INFEASIBLE), int(Status.UNREACHABLE)):
+                failed = ans  # (one side not solved: the minimum is not certified)
+        info = {"solver": "trees", "nodes": nodes, "runs": runs}
+        if failed is not None:
+            return RowAnswer(x0.copy(), k0.copy(), math.inf, failed.status, failed.message, info)
+        if best is None:
+            out = self._infeasible(x0, k0, None)
+            return out._replace(info=info)
+        ans, orders, coords = best
+        x, k = self.decode(ans.x, orders, coords)
+        cn, cc = self.distance(x0, k0, x, k)
+        info.update(gap=ans.gap, bound=ans.bound)
+        msg = "exact (tree program over the raw columns, HiGHS)"
+        return RowAnswer(x, k, float(cn.sum() + cc.sum()), int(Status.OK), msg, info)
+
+    def decode(self, x, orders, coords):
+        """Return (numeric values, category indices) of a point of the program's variables."""
+        k = np.array(
+            [orders[j][int(np.searchsorted(coords[j], x[self.n_num + j]))]
+             for j in range(self.n_cat)], dtype=np.int64,
+        )  # fmt: skip
+        return x[: self.n_num].copy(), k
+
+    def frame(self, XN, K):
+        """Return the rows of values ``XN`` and categories ``K`` as a DataFrame (template row)."""
+        n = XN.shape[0]
+        import pandas as pd
+
+        base = pd.concat([self.template] * n, ignore_index=True)
+        return self.schema.frame(
+            base, XN, K, np.full(XN.shape, np.nan), np.full(K.shape, -1, dtype=np.int64)
+        )
+
+    def confirm(self, x, k, q):
+        """Return the pipeline's own verdict on one answer: ``predict`` (and ``predict_proba``)."""
+        X = self.frame(x[None], k[None])
+        X = X if self.frame_input else X.to_numpy()
+        if self.model.predict(X)[0] != self.schema.fold.classes[q.target]:
+            return False
+        if q.proba is None:
+            return True
+        return bool(np.asarray(self.model.predict_proba(X))[0, q.target] >= q.proba)
+
+    # ------------------------------------------------------------------ the check
+    def check(self, X, n_probe=256, seed=0):
+        """Check the rewritten forest against the pipeline's ``predict`` and ``predict_proba``.
+
+        On training rows and on probe rows whose numeric values sit on the program's
+        boundaries and on the grid point after them (the values where a misread split shows),
+        categories drawn from those seen in training. Classes are compared where the scores
+        are farther from a tie than the forest's rounding bound.
+
+        Raises
+        ------
+        TypeError
+            Naming the pipeline's steps, where the two disagree.
+        """
+        s = self.schema
+        rng = np.random.default_rng(seed)
+        orders = tuple(self.default)
+        prog, coords = self.program(orders)
+        rows = []
+        for i in range(0, X.shape[0], max(1, X.shape[0] // 200)):
+            try:
+                rows.append(s.read(X.iloc[i].to_numpy(dtype=object), i))
+            except ValueError:
+                continue
+        XN = np.zeros((n_probe, self.n_num))
+        K = np.zeros((n_probe, self.n_cat), dtype=np.int64)
+        for j in range(self.n_num):
+            cand = np.concatenate([prog.B[j], prog.R[j][1:]])
+            lo = max(s.num_lo[j], s.num_dlo[j]) - 1.0
+            hi = min(s.num_hi[j], s.num_dhi[j]) + 1.0
+            cand = cand[(cand >= max(lo, s.num_dlo[j])) & (cand <= min(hi, s.num_dhi[j]))]
+            if not cand.size:
+                cand = np.array([s.num_lo[j]])
+            XN[:, j] = rng.choice(cand, n_probe)
+        for j in range(self.n_cat):
+            seen = np.flatnonzero(s.cat_seen[s.cat_start[j] : s.cat_start[j + 1]])
+            K[:, j] = rng.choice(seen, n_probe)
+        if rows:
+            XN = np.vstack([XN, [r[0] for r in rows]])
+            K = np.vstack([K, [r[1] for r in rows]])
+        where = [np.argsort(np.asarray(o)) for o in orders]
+        V = np.column_stack([XN] + [coords[j][where[j][K[:, j]]] for j in range(self.n_cat)])
+        fo = prog.forest
+        S = fo.evaluate(V)
+        frame = self.frame(XN, K)
+        inp = frame if self.frame_input else frame.to_numpy()
+        pred = np.asarray(self.model.predict(inp))
+        mine = s.fold.classes[fo.decision.predict(S)]
+        far = fo.decision.gap(S) > 2.0 * fo.delta
+        bad = far & (pred != mine)
+        P = np.asarray(self.model.predict_proba(inp), dtype=np.float64)
+        err = float(np.abs(P - fo.link.proba(S)).max(initial=0.0))
+        if bad.any() or not err <= 1e-6:
+            i = int(np.flatnonzero(bad)[0]) if bad.any() else -1
+            what = (
+                f"it predicts {pred[i]!r} where the rewritten model predicts {mine[i]!r}"
+                if i >= 0
+                else f"its probabilities differ by {err:.3g}"
+            )
+            raise TypeError(
+                "the pipeline's tree model, rewritten on the raw columns, does not reproduce the "
+                f"pipeline ({what}); one of its steps ({', '.join(s.fold.steps) or 'none'}) does "
+                "something this rewrite does not model"
+            )
