@@ -88,7 +88,7 @@ def signpost(model):
     return f"no fastcf explainer takes a {final}: {why}. {COVERS}"
 
 
-def explainer_for(model):
+def explainer_for(model, X_train=None, **tabular):
     """Return the explainer that fits ``model``.
 
     Parameters
@@ -96,20 +96,27 @@ def explainer_for(model):
     model : estimator
         A fitted linear classifier or a pipeline of affine steps ending in one
         (:class:`~fastcf.LinearExplainer`), an LVQ model (fastcf's own, sklearn-lvq's or sklvq's:
-        :class:`~fastcf.LVQExplainer`), or a tree classifier or ensemble of scikit-learn,
-        XGBoost (``XGBClassifier``) or LightGBM (``LGBMClassifier``)
-        (:class:`~fastcf.TreeExplainer`).
+        :class:`~fastcf.LVQExplainer`), a tree classifier or ensemble of scikit-learn,
+        XGBoost or LightGBM (:class:`~fastcf.TreeExplainer`), or, with ``X_train``, a pipeline
+        that encodes DataFrame columns (``ColumnTransformer``) or ends in a tree model
+        (:class:`~fastcf.TabularExplainer`).
+    X_train : pandas.DataFrame, optional
+        The training DataFrame: a ``ColumnTransformer`` pipeline, or a pipeline ending in a tree
+        model, then goes to ``TabularExplainer(model, X_train, **tabular)`` (its schema, grids
+        and MAD weights are read from it). Ignored by the other explainers.
+    **tabular
+        :class:`~fastcf.TabularExplainer`'s options (``immutable``, ``increase_only``, …),
+        with ``X_train`` only.
 
     Returns
     -------
-    LinearExplainer, LVQExplainer or TreeExplainer
+    LinearExplainer, LVQExplainer, TreeExplainer or TabularExplainer
 
     Raises
     ------
     TypeError
         If no explainer takes the model: the message says which explainer would (a
-        ``ColumnTransformer`` pipeline needs ``TabularExplainer(model, X_train)``), or why none
-        fits.
+        ``ColumnTransformer`` pipeline needs ``X_train``), or why none fits.
 
     Examples
     --------
@@ -119,6 +126,10 @@ def explainer_for(model):
     >>> type(explainer_for(LogisticRegression(max_iter=500).fit(X, y))).__name__
     'LinearExplainer'
     """
+    if tabular and X_train is None:
+        raise TypeError(
+            f"explainer_for got TabularExplainer options {sorted(tabular)} without X_train"
+        )
     if any(all(hasattr(model, a) for a in attrs) for attrs in _LVQ_ATTRS):
         from .lvq import LVQExplainer
 
@@ -128,17 +139,25 @@ def explainer_for(model):
         from .trees import TreeExplainer
 
         return TreeExplainer(model)
+    if X_train is not None and (
+        _has_column_transformer(model) or type(_final(model)).__name__ in _TREES
+    ):
+        from .tabular import TabularExplainer
+
+        return TabularExplainer(model, X_train, **tabular)
     if _has_column_transformer(model):
         raise TypeError(
             "this Pipeline encodes DataFrame columns (ColumnTransformer): explain it with "
-            "fastcf.TabularExplainer(model, X_train), which needs the training DataFrame"
+            "fastcf.TabularExplainer(model, X_train), which needs the training DataFrame "
+            "(or pass X_train= here)"
         )
     final = type(_final(model)).__name__
     if final in _TREES:
         raise TypeError(
             f"a Pipeline ending in {final}: explain it with fastcf.TabularExplainer(model, "
             f"X_train) on the raw DataFrame columns, which needs the training DataFrame (or "
-            f"fastcf.TreeExplainer on the fitted {final} itself, on the transformed features)"
+            f"fastcf.TreeExplainer on the fitted {final} itself, on the transformed features; "
+            "or pass X_train= here)"
         )
     from .linear import LinearExplainer
 
@@ -152,7 +171,7 @@ def explainer_for(model):
         raise TypeError(f"fastcf has no explainer for {name}: {why}. {COVERS}.") from exc
 
 
-def counterfactual(model, x, target, **options):
+def counterfactual(model, x, target, *, X_train=None, **options):
     """Explain ``x`` with the explainer that fits ``model`` (built per call).
 
     For repeated queries, build the explainer once (:func:`explainer_for`,
@@ -165,6 +184,11 @@ def counterfactual(model, x, target, **options):
     model : estimator
     x : array_like of shape (D,) or (N, D)
     target : label or array_like of labels
+    X_train : pandas.DataFrame, optional
+        The training DataFrame of a ``ColumnTransformer`` pipeline (or of a pipeline ending in
+        a tree model): the query is then answered by
+        ``TabularExplainer(model, X_train).explain(x, target, **options)``, with ``x`` a
+        DataFrame row.
     **options
         Passed to the explainer's ``explain``.
 
@@ -185,4 +209,4 @@ def counterfactual(model, x, target, **options):
     >>> bool(res.success), round(float(model.predict_proba(res.x[None])[0, 1]), 9)
     (True, 0.9)
     """
-    return explainer_for(model).explain(x, target, **options)
+    return explainer_for(model, X_train).explain(x, target, **options)

@@ -177,3 +177,30 @@ def test_every_explainers_refusal_names_the_explainer_that_takes_the_model():
         msg = str(info.value)
         assert says in msg, (cls.__name__, msg)
         assert len(msg) < 500, msg
+
+
+def test_the_front_door_routes_a_tabular_pipeline_given_its_training_frame():
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=200).round(1), "c": rng.choice(["hi", "lo"], 200)})
+    y = ((frame.a > 0) ^ (frame.c == "hi")).astype(int)
+    ct = ColumnTransformer([("n", StandardScaler(), ["a"]), ("c", OneHotEncoder(), ["c"])])
+    for final in (LogisticRegression(), RandomForestClassifier(5, max_depth=3, random_state=0)):
+        pipe = make_pipeline(ct, final).fit(frame, y)
+        ex = fastcf.explainer_for(pipe, frame, immutable=["c"])
+        assert type(ex).__name__ == "TabularExplainer"
+        row = frame[pipe.predict(frame) == 0].iloc[[0]]
+        res = fastcf.counterfactual(pipe, row, 1, X_train=frame)
+        assert res.success and pipe.predict(res.x)[0] == 1
+        fixed = ex.explain(row, 1)
+        assert fixed.x.c.iloc[0] == row.c.iloc[0]  # the explainer's immutable column kept
+    with pytest.raises(TypeError, match="without X_train"):
+        fastcf.explainer_for(pipe, immutable=["c"])
+    with pytest.raises(TypeError, match="pass X_train= here"):
+        fastcf.counterfactual(pipe, row, 1)
