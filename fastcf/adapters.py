@@ -123,8 +123,9 @@ def _linear_classifier_arrays(clf, name):
     binarizer = getattr(clf, "_label_binarizer", None)  # RidgeClassifier(CV)
     if str(getattr(binarizer, "y_type_", "")).startswith("multilabel"):
         raise TypeError(
-            f"a multilabel {name} predicts a set of labels per sample, not one class; fit it on "
-            "one label per sample"
+            f"a multilabel {name} predicts a set of labels per sample, not one class: no fastcf "
+            "explainer takes multilabel models (fit it on one label per sample; LinearExplainer "
+            "takes it then)"
         )
     classes = np.asarray(clf.classes_)
     K = len(classes)
@@ -147,10 +148,7 @@ def _linear_classifier_arrays(clf, name):
 def _svc_arrays(clf, name):
     """Return (A, b, classes, False) of a binary SVC / NuSVC with a linear kernel."""
     if not (isinstance(clf.kernel, str) and clf.kernel == "linear"):
-        raise TypeError(
-            f"{name}(kernel={clf.kernel!r}) is not linear in x; only kernel='linear' has affine "
-            f"scores: {_signpost(clf)}"
-        )
+        raise TypeError(f"{name}(kernel={clf.kernel!r}): {_signpost(clf)}")
     _check_fitted(clf, "support_vectors_", name)
     classes = np.asarray(clf.classes_)
     if len(classes) > 2:
@@ -158,7 +156,8 @@ def _svc_arrays(clf, name):
             f"a multiclass {name} ({len(classes)} classes) predicts by one-vs-one voting among "
             "its pairwise classifiers, which is not the argmax of affine scores "
             "(decision_function_shape='ovr' only reshapes those votes); use a binary "
-            f"{name}, LinearSVC, or OneVsRestClassifier({name}(kernel='linear'))"
+            f"{name}, LinearSVC, or OneVsRestClassifier({name}(kernel='linear')) (LinearExplainer "
+            "takes those)"
         )
     # coef_ and intercept_ carry scikit-learn's binary sign convention: decision_function
     # = coef_ @ x + intercept_ > 0 means classes_[1] (checked in the tests)
@@ -171,7 +170,8 @@ def _ovr_arrays(clf):
     _check_fitted(clf, "estimators_", "OneVsRestClassifier")
     if clf.label_binarizer_.y_type_.startswith("multilabel"):
         raise TypeError(
-            "a multilabel OneVsRestClassifier predicts a set of labels per sample, not one class"
+            "a multilabel OneVsRestClassifier predicts a set of labels per sample, not one class: "
+            "no fastcf explainer takes multilabel models"
         )
     rows, offsets, probs = [], [], []
     for i, est in enumerate(clf.estimators_):

@@ -84,7 +84,9 @@ def signpost(model):
 
     if final in SUPPORTED_LINEAR and final not in ("SVC", "NuSVC"):
         return "fastcf.LinearExplainer takes this model"
-    why = _NOT_YET.get(final) or f"no explainer takes a {final}"
+    why = _NOT_YET.get(final)
+    if why is None:
+        return f"no fastcf explainer takes a {final}. {COVERS}"
     return f"no fastcf explainer takes a {final}: {why}. {COVERS}"
 
 
@@ -164,11 +166,15 @@ def explainer_for(model, X_train=None, **tabular):
     try:
         return LinearExplainer(model)
     except TypeError as exc:
+        from .adapters import SUPPORTED_LINEAR
+
         why = _NOT_YET.get(final)
-        if why is None and "pipeline step" in str(exc):
-            raise  # a step of a linear pipeline: its own message names the step and why
-        why = why or f"no explainer takes a {final}"
-        raise TypeError(f"fastcf has no explainer for {name}: {why}. {COVERS}.") from exc
+        if why is None and ("pipeline step" in str(exc) or final in SUPPORTED_LINEAR):
+            # a step of a linear pipeline, or a linear model LinearExplainer refused (multilabel,
+            # one-vs-one voting): its own message says what and why
+            raise
+        tail = "" if why is None else f": {why}"
+        raise TypeError(f"fastcf has no explainer for {name}{tail}. {COVERS}.") from exc
 
 
 def counterfactual(model, x, target, *, X_train=None, **options):
