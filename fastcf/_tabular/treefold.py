@@ -38,14 +38,9 @@ __all__ = ["is_tree_pipeline", "TreeFold", "fold_trees"]
 _BIG = float(np.finfo(np.float64).max)
 
 
-def _final(model):
-    steps = getattr(model, "steps", None) if type(model).__name__ == "Pipeline" else None
-    return steps[-1][1] if steps else model
-
-
 def is_tree_pipeline(model):
     """Tell whether ``model`` is a Pipeline (or a model) ending in a tree classifier."""
-    from ..dispatch import _TREES
+    from ..dispatch import _TREES, _final
 
     return type(_final(model)).__name__ in _TREES
 
