@@ -261,6 +261,19 @@ def rows_box(bnd, idx):
     return bnd[0][idx], bnd[1][idx]
 
 
+def _rhs_scale(model, X, tidx, margins):
+    """Return each row's largest ``|margin − (z̄_t − z̄_j)|``, j ≠ t, in logits.
+
+    The size of the right-hand sides of the row's region constraints at x̄: a solver's
+    feasibility tolerance is relative to it.
+    """
+    Z = model.logits(X)
+    rows = np.arange(X.shape[0])
+    rhs = np.abs(margins[:, None] - (Z[rows, tidx][:, None] - Z))
+    rhs[rows, tidx] = 0.0
+    return rhs.max(axis=1, initial=0.0)
+
+
 def region(model, X, tidx, bnd, margin, constrained):
     """``region=True``: solve with ``margin``; re-solve rows where rounding can exceed it.
 
@@ -321,9 +334,9 @@ def region(model, X, tidx, bnd, margin, constrained):
         # and at least twice the solver's own feasibility tolerance where it reports one: the
         # Manhattan LP meets its rows to 1e-12 of the largest |rhs|, and a raise below that
         # came back as the same point, round after round (soak round O)
-        ftol = sol.info.get("feas_tol") if sol.info else None
-        if ftol is not None:
-            own = np.maximum(own, 2.0 * ftol[idx])
+        rtol = sol.info.get("feas_rtol") if sol.info else None
+        if rtol is not None:
+            own = np.maximum(own, 2.0 * rtol * _rhs_scale(model, X[idx], tidx[idx], margins[idx]))
         margins[idx] = np.maximum(own, 2 * src)
         return idx
 
