@@ -776,3 +776,35 @@ def test_softmax_manhattan_face_optimum_with_classes_at_e_minus_27():
     assert np.array_equal(res.x[1:], x[1:]) and res.x[0] < 100.0
     # δ is formed as 100 − δ: known to an ulp of 100 (1.4e-14), 1e-4 of δ
     assert res.distance == pytest.approx(8.0 * np.exp(-25.0), rel=1e-3)
+
+
+@pytest.mark.parametrize("margin", [0.0, 1e-6])
+def test_a_tiny_model_row_is_not_called_infeasible(margin):
+    """The dual simplex skips pivots below 1e-11 of a row's largest entry, so a target reached
+    only through a coefficient of 6.8e-12 was reported infeasible (soak of
+    test_fuzz_linear_few_changes[softmax]); HiGHS's second opinion finds the answer."""
+    A = np.array([[-1.0, 1.0], [0.0, 1.0], [6.755e-12, 0.0], [0.0, 0.0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(4))
+    res = ex.explain(np.zeros(2), 3, region=True, metric="manhattan", margin=margin)
+    assert res.success and res.status == 0
+    z = A @ res.x  # class 3 (logit 0) strictly above every other, in plain arithmetic
+    assert np.all(z[:3] < 0.0)
+    if margin > 0:  # x₁ ≤ −m/6.755e-12 and x₂ ≤ x₁ − m: the optimum is 2m/6.755e-12 + m
+        assert res.distance == pytest.approx(2 * margin / 6.755e-12 + margin, rel=1e-9)
+        assert np.all(-z[:3] >= margin * (1 - 1e-9))
+    else:  # the margin raised to its floor: a tiny step, as the Euclidean answer's
+        assert 0 < res.distance < 1e-200
+    sol = constrained_l1(
+        make_model(A, np.zeros(4)), np.zeros((1, 2)), np.array([3]), np.ones(2),
+        np.ones(2, dtype=bool), None, None, np.array([1e-6]), 1e-10, 100,
+    )  # fmt: skip
+    assert sol.info["highs"][0] and sol.success[0]
+
+
+def test_a_row_infeasible_indeed_stays_infeasible():
+    """The second opinion agrees where the box leaves no point of the class."""
+    A = np.array([[-1.0, 1.0], [0.0, 1.0], [6.755e-12, 0.0], [0.0, 0.0]])
+    ex = LinearExplainer.from_arrays(A, np.zeros(4))
+    res = ex.explain(np.zeros(2), 3, region=True, metric="manhattan", margin=1e-6,
+                     bounds=(-1e3, 1e3))  # fmt: skip
+    assert not res.success and res.status == Status.INFEASIBLE

@@ -72,6 +72,7 @@ from .._status import Status
 from ..results import Solution
 from .binary import finish as _binary_finish
 from .binary import kernel_box
+from .region_highs import second_opinion
 from .softmax import finite_need
 from .verify import solution, verdict
 
@@ -126,7 +127,9 @@ def constrained_l1(model, X, tidx, cost, free, bnd, proba, margins, tol, max_ite
     -------
     Solution
         ``info["n_moved"]``: features changed per answer; softmax ``info["gap"]``: the
-        duality gap; ``proba=`` of softmax models: ``lam``, the multiplier 1/λ's λ.
+        duality gap; ``proba=`` of softmax models: ``lam``, the multiplier 1/λ's λ;
+        ``region=True`` of softmax models: ``info["highs"]``, the rows the kernel called
+        infeasible and HiGHS answered (:mod:`fastcf._linear.region_highs`).
 
     Examples
     --------
@@ -354,6 +357,7 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter, rounds=R
     # a box that meets the margin exactly (at a vertex) fails the raised one: those rows are
     # solved again with the margin itself (their answer is then judged as computed)
     redo = np.flatnonzero(status == int(Status.INFEASIBLE))
+    by_highs = np.zeros(N, dtype=bool)  # rows HiGHS answered (info["highs"])
     if redo.size:
         Margins[redo] = margins[redo, None]
         sub = _l1.region_lp_batch(
@@ -363,6 +367,16 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter, rounds=R
         )  # fmt: skip
         Xs[redo], status[redo], gap[redo] = sub[0], sub[2], sub[3]
         nit[redo] += sub[1]
+        # "infeasible" is a claim to the user: HiGHS is asked too (the kernel skips pivots
+        # below 1e-11 of a row's largest entry; a model row of 6.8e-12 made it say so wrongly)
+        redo = np.flatnonzero(status == int(Status.INFEASIBLE))
+        if redo.size:
+            found, sX, sgap = second_opinion(
+                model, X, tidx, Margins, Zbar, cost, free, lo, hi, bounded, redo
+            )
+            Xs[redo[found]], gap[redo[found]] = sX[found], sgap[found]
+            status[redo[found]] = _OK
+            by_highs[redo[found]] = True
     Z = None  # the row kernels' logits of the answers, when the last round changed none
 
     def pick(_state, _r):
@@ -398,7 +412,12 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter, rounds=R
     resolve(None, pick, solve, merge, rounds)
     # the LP's feasibility tolerance, relative to the largest |rhs| of a row in logits (what
     # verify.region raises a margin past, computing the rows' rhs only for the rows it raises)
-    info = {"gap": gap, "n_moved": np.count_nonzero(Xs != X, axis=1), "feas_rtol": _l1._LP_PRIMAL}
+    info = {
+        "gap": gap,
+        "n_moved": np.count_nonzero(Xs != X, axis=1),
+        "feas_rtol": _l1._LP_PRIMAL,
+        "highs": by_highs,
+    }
     return _softmax_finish(
         model, X, Xs, tidx, cost, free, nit, status, None, None, _LP_METHOD, None, info, Z
     )

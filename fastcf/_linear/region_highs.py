@@ -1,0 +1,110 @@
+"""A second opinion on the region LP's "infeasible": the same linear program, solved by HiGHS.
+
+The dense dual simplex of :func:`~fastcf._kernels.l1.region_lp_one` skips pivots smaller than
+``1e-11`` of the tableau row's largest entry, as any simplex code must to stay stable. A row
+whose only way into the target class runs through a coefficient that small — a model row of
+6.8e-12 beside rows of 1 (soak, ``test_fuzz_linear_few_changes[softmax]``) — is then reported
+*infeasible* though a point of the class exists. "Infeasible" is a claim made to the user, so
+every row the kernel calls infeasible is solved again here, by HiGHS through
+:func:`scipy.optimize.linprog`, on the same program
+
+    min Σ_i c_i (u_i + v_i)  s.t.  (a_t − a_j)·(u − v) ≥ margin_j − (z̄_t − z̄_j)  (j ≠ t),
+                                   0 ≤ u ≤ hi − x̄,  0 ≤ v ≤ x̄ − lo,  u_i = v_i = 0 (frozen),
+
+with each row divided by its largest coefficient and the step scaled so that the largest
+right-hand side is 1 (HiGHS's tolerances are absolute: unscaled, a margin of 1e-300 would be
+met by x̄ itself), and a primal feasibility tolerance of 1e-10. Where HiGHS finds a point, it
+replaces the kernel's verdict; the point is judged by the model's own arithmetic like every
+answer (and :func:`fastcf._linear.verify.region` raises the margin where it falls short). Where
+HiGHS agrees, the row stays infeasible. The rows are rare; the ~1 ms per row of HiGHS's set-up
+is paid only by them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["second_opinion"]
+
+#: HiGHS's primal feasibility tolerance on the scaled program (its smallest accepted value)
+_FEAS = 1e-10
+
+
+def second_opinion(model, X, tidx, Margins, Zbar, cost, free, lo, hi, bounded, rows):
+    """Solve the region LP of ``rows`` by HiGHS; return ``(found, Xs, gap)`` for those rows.
+
+    Parameters
+    ----------
+    model : softmax model
+        Its ``A`` (K, D) rows.
+    X : ndarray of shape (N, D)
+        The queries x̄.
+    tidx : ndarray of int, shape (N,)
+    Margins : ndarray of shape (N, K)
+        The margin against each class (the target's column unused).
+    Zbar : ndarray of shape (N, K)
+        The logits of x̄.
+    cost : ndarray of shape (D,)
+    free : ndarray of bool, shape (D,)
+    lo, hi : ndarray of shape (1, D) or (N, D)
+        The box (read only when ``bounded``).
+    bounded : bool
+    rows : ndarray of int
+        The rows to solve.
+
+    Returns
+    -------
+    found : ndarray of bool, shape (len(rows),)
+        Where HiGHS found the program feasible (an optimum).
+    Xs : ndarray of shape (len(rows), D)
+        Its answers (x̄ where not found).
+    gap : ndarray of shape (len(rows),)
+        The duality gap of each answer from HiGHS's multipliers, in cost units (nan where not
+        found).
+    """
+    from scipy.optimize import linprog
+
+    A = model.A
+    K, D = A.shape
+    idx = np.flatnonzero(free)
+    found = np.zeros(rows.size, dtype=bool)
+    Xs = X[rows].copy()
+    gap = np.full(rows.size, np.nan)
+    for n, r in enumerate(rows):
+        t = int(tidx[r])
+        others = np.array([j for j in range(K) if j != t], dtype=np.int64)
+        G = A[t, idx][None, :] - A[others][:, idx]  # (K − 1, F)
+        rhs = Margins[r, others] - (Zbar[r, t] - Zbar[r, others])
+        gmax = np.abs(G).max(axis=1, initial=0.0)
+        if np.any((gmax == 0.0) & (rhs > 0.0)):
+            continue  # a row no free feature moves, and x̄ short of it: infeasible indeed
+        keep = gmax > 0.0
+        G, rhs, gmax = G[keep] / gmax[keep, None], rhs[keep] / gmax[keep], gmax[keep]
+        sigma = float(np.max(rhs, initial=0.0))
+        if not sigma > 0.0:
+            continue  # x̄ meets every row: not a row the kernel calls infeasible
+        x0 = X[r, idx]
+        if bounded:
+            b = 0 if lo.shape[0] == 1 else r
+            up, down = (hi[b, idx] - x0) / sigma, (x0 - lo[b, idx]) / sigma
+        else:
+            up = down = np.full(idx.size, np.inf)
+        c = np.concatenate([cost[idx], cost[idx]])
+        A_ub = -np.hstack([G, -G])
+        b_ub = -rhs / sigma
+        bnds = np.column_stack([np.zeros(2 * idx.size), np.concatenate([up, down])])
+        res = linprog(
+            c, A_ub=A_ub, b_ub=b_ub, bounds=bnds, method="highs",
+            options={"primal_feasibility_tolerance": _FEAS},
+        )  # fmt: skip
+        if res.status != 0:
+            continue
+        u, v = res.x[: idx.size], res.x[idx.size :]
+        Xs[n, idx] = x0 + sigma * (u - v)
+        dual = (
+            b_ub @ res.ineqlin.marginals
+            + np.where(np.isfinite(bnds[:, 1]), bnds[:, 1], 0.0) @ res.upper.marginals
+        )
+        gap[n] = sigma * abs(res.fun - dual)
+        found[n] = True
+    return found, Xs, gap
