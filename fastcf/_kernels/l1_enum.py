@@ -1,6 +1,6 @@
 """Alternatives of one binary Manhattan ``proba=`` / ``region=True`` query in one kernel.
 
-:func:`lawler_l1` runs Lawler's scheme of :func:`fastcf._linear.subsets.lawler` (read its
+:func:`lawler_l1` runs Lawler's scheme of :func:`fastcf._lawler.lawler` (read its
 docstring first) with the node solve of the fractional knapsack
 (:func:`fastcf._kernels.l1.knapsack._constrained_one`, the kernel of ``explain``), so that a node
 costs the knapsack walk and no Python: the k alternatives of a breast-cancer query took ~500 µs

@@ -1,6 +1,6 @@
 """The linear family's alternatives: :meth:`fastcf.LinearExplainer.enumerate`'s scheme.
 
-Lawler's k-best scheme over restrictions of the query (:func:`fastcf._linear.subsets.lawler`),
+Lawler's k-best scheme over restrictions of the query (:func:`fastcf._lawler.lawler`),
 with the binary Manhattan case in one kernel (:func:`flipsets`).
 """
 
@@ -58,7 +58,7 @@ def _one(
     max_changes, tol, max_iter, max_nodes,
 ):  # fmt: skip
     """Return the alternatives of the one query ``X`` (1, D)."""
-    from .subsets import lawler
+    from .._lawler import lawler
 
     q = make_query(
         ex, X, tidx, names, lam, proba, region, margin, frozen, weights, bounds, metric,
@@ -109,7 +109,7 @@ def flipsets(ex, X, tidx, names, q, k, max_nodes):
     """Return the enumerate list of a binary Manhattan query from one kernel, or None.
 
     :func:`fastcf._linear.manhattan.binary_flipsets` runs the scheme of
-    :func:`fastcf._linear.subsets.lawler` step for step; its candidates are judged here by
+    :func:`fastcf._lawler.lawler` step for step; its candidates are judged here by
     the model as ``accept`` judges them (row by row). ``None`` (the Python scheme answers)
     whenever a candidate is not confirmed, where the two could differ.
     """

@@ -1,6 +1,6 @@
 """Alternative answers of one row: Lawler's k-best scheme over sets of frozen columns.
 
-The scheme of :func:`fastcf._linear.subsets.lawler` (and of the SVM enumeration), on original
+The scheme of :func:`fastcf._lawler.lawler` (and of the SVM enumeration), on original
 columns. A node is a set Z of frozen columns, its value the optimum of the row with Z frozen.
 Popping the cheapest node gives its answer, with changed columns S = {s_1, ..., s_r}; every
 answer whose set does not contain S leaves some s_i unchanged, so the children Z ∪ {s_i} cover
@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from .._linear.subsets import lawler
+from .._lawler import lawler
 from .._status import Status
 from .options import make_query
 from .solve import answers, batch

@@ -1,6 +1,6 @@
 """The tree family's alternatives: :meth:`fastcf.TreeExplainer.enumerate`'s scheme.
 
-Lawler's k-best scheme over restrictions of the query (:func:`fastcf._linear.subsets.lawler`,
+Lawler's k-best scheme over restrictions of the query (:func:`fastcf._lawler.lawler`,
 the one scheme of every family): each node is the exact answer of the query with some more
 features frozen, solved by :meth:`fastcf.TreeExplainer.explain`; an answer is returned when its
 set of changed features contains the set of no cheaper answer returned (actionable-recourse's
@@ -60,7 +60,7 @@ def _row_bounds(bounds, i, X):
 
 def _one(ex, row, target, k, max_nodes, fmask0, bounds, options):
     """Return the alternatives of one query (a list, or a lazy iterator when ``k`` is None)."""
-    from .._linear.subsets import lawler
+    from .._lawler import lawler
 
     x0 = np.asarray(row, dtype=np.float64)
 
