@@ -48,6 +48,7 @@ __all__ = [
     "check_scores",
     "pipeline_parts",
     "rounding_eps",
+    "term_scale",
 ]
 
 #: the steps :func:`step_map` folds, for messages and docs
@@ -124,6 +125,23 @@ class Affine:
         if self.offset is not None:
             b2 = b2 + A @ self.offset
         return A2, b2
+
+    def magnitude(self):
+        """Return the map of absolute values, ``|M| (f + |center|) + |offset|``."""
+
+        def absolute(v):
+            return None if v is None else np.abs(v)
+
+        return Affine(
+            n_in=self.n_in,
+            n_out=self.n_out,
+            scale=absolute(self.scale),
+            select=self.select,
+            matrix=absolute(self.matrix),
+            center=None if self.center is None else -np.abs(self.center),
+            offset=absolute(self.offset),
+            divide=self.divide,
+        )
 
     @property
     def shift(self):
@@ -329,23 +347,8 @@ def pipeline_parts(model):
     return steps + inner, clf
 
 
-def fold_scores(steps, A, b, n_in):
-    """Return ``(A', b')``: scores ``A f + b`` of the last step's output as scores of raw input.
-
-    Parameters
-    ----------
-    steps : list of (name, step)
-        The preprocessing steps, first to last (:func:`pipeline_parts`).
-    A : ndarray of shape (K, n_out)
-    b : ndarray of shape (K,)
-    n_in : int or None
-        The number of raw input features (None: the first step's ``n_features_in_``).
-
-    Raises
-    ------
-    TypeError
-        If a step is not affine, or the features do not line up (the message names the step).
-    """
+def _maps(steps, n_in):
+    """Return ``([(where, Affine), ...], n_out)``: the map of each step, first to last."""
     maps = []
     n = n_in
     for name, step in steps:
@@ -365,12 +368,60 @@ def fold_scores(steps, A, b, n_in):
         m = step_map(step, n, where)
         maps.append((where, m))
         n = m.n_out
+    return maps, n
+
+
+def fold_scores(steps, A, b, n_in):
+    """Return ``(A', b')``: scores ``A f + b`` of the last step's output as scores of raw input.
+
+    Parameters
+    ----------
+    steps : list of (name, step)
+        The preprocessing steps, first to last (:func:`pipeline_parts`).
+    A : ndarray of shape (K, n_out)
+    b : ndarray of shape (K,)
+    n_in : int or None
+        The number of raw input features (None: the first step's ``n_features_in_``).
+
+    Raises
+    ------
+    TypeError
+        If a step is not affine, or the features do not line up (the message names the step).
+    """
+    maps, n = _maps(steps, n_in)
     if n is not None and n != A.shape[1]:
         last = maps[-1][0] if maps else "the input"
         raise TypeError(f"the classifier reads {A.shape[1]} features; {last} makes {n}")
     for _, m in reversed(maps):
         A, b = m.fold(A, b)
     return np.ascontiguousarray(A, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64)
+
+
+def term_scale(steps, A, b, n_in, X):
+    """Return the size of the terms the pipeline adds up on rows ``X``, shape (n, K).
+
+    The pipeline computes ``A (M_L (… (M_1 (x − c_1) + o_1) …) − c_L) + o_L) + b`` step by step,
+    and each step rounds relative to the size of *its* terms, which a fold's cancellations can
+    hide (a whitening PCA divides by √variance and its components cancel in ``A'``). So the
+    scale is the same chain with every matrix, center and offset replaced by its absolute value,
+    ``|A| |M_L| ⋯ |M_1| |x| + …``: it bounds the magnitude of every intermediate term, and the
+    rounding of the model's arithmetic is a few units of roundoff times it.
+
+    Parameters
+    ----------
+    steps : list of (name, step)
+    A : ndarray of shape (K, n_out)
+        The classifier's own coefficients (before folding).
+    b : ndarray of shape (K,)
+    n_in : int or None
+    X : ndarray of shape (n, D)
+        The raw rows.
+    """
+    maps, _ = _maps(steps, n_in)
+    A, b = np.abs(A), np.abs(b)
+    for _, m in reversed(maps):
+        A, b = m.magnitude().fold(A, b)
+    return np.abs(X) @ A.T + b
 
 
 def probe_rows(steps, n, rows=None, k=64, seed=0):

@@ -32,7 +32,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._fold import AFFINE_STEPS, check_scores, fold_scores, pipeline_parts, probe_rows
+from ._fold import (
+    AFFINE_STEPS,
+    check_scores,
+    fold_scores,
+    pipeline_parts,
+    probe_rows,
+    term_scale,
+)
 from ._validation import as_float_array
 
 __all__ = [
@@ -440,6 +447,7 @@ def check_linear_model(model, A, b, probabilistic, rows=None):
     # at most ~2²² numbers of probe rows (a 10⁵-feature model gets 32 rows)
     k = int(min(64, max(8, (1 << 22) // max(n, 1))))
     R = probe_rows(steps, n, rows=rows, k=k)
+    A0, b0, _, _ = _classifier_arrays(clf)  # the classifier's own terms, for the rounding scale
     check_scores(
         model,
         A,
@@ -447,6 +455,7 @@ def check_linear_model(model, A, b, probabilistic, rows=None):
         R,
         probabilistic=probabilistic,
         steps=steps,
+        scale=term_scale(steps, A0, b0, n, R),
         factor=_score_factor(clf),
         what=f"the folded model ({model_name(model)})",
     )

@@ -437,3 +437,35 @@ def test_whitened_pca_with_a_zero_variance_component_is_refused():
     target = 1 - ok.predict(X[:5])
     res = ex.explain(X[:5], target, region=True)
     assert res.success.all() and (ok.predict(res.x) == target).all()
+
+
+def test_whitened_pca_rounding_is_judged_on_the_steps_own_terms():
+    """A fuzz find (seed 512): whitening divides by √variance and the components cancel in the
+    folded A, so the scores' rounding (2e-10 on a score of 4948) exceeded a tolerance scaled by
+    |A'| |x|; the check now scales by the terms of each step (``term_scale``). A fold that is
+    wrong by far less than the scores' size is still refused."""
+    from fastcf._fold import pipeline_parts, term_scale
+
+    rng = np.random.default_rng(512)
+    D = 5
+    loc = rng.choice([-1.0, 1.0], D) * 10.0 ** rng.uniform(-2, 6, D)
+    scale = 10.0 ** rng.uniform(-3, 4, D)
+    Z = rng.standard_normal((160, D))
+    X = loc + scale * Z
+    s = Z[:, 0] - Z[:, 2] + 0.5 * Z[:, 4] + 0.3 * rng.standard_normal(160)
+    y = np.digitize(s, [-0.4, 0.4])
+    pipe = make_pipeline(
+        StandardScaler(with_mean=False, with_std=False),
+        PCA(whiten=True),
+        LogisticRegression(max_iter=3000),
+    ).fit(X, y)
+    ex = fastcf.LinearExplainer(pipe).fit_mad(X)  # accepted (refused before)
+    target = (pipe.predict(X[:6]) + 1) % 3
+    res = ex.explain(X[:6], target, region=True)
+    assert res.success.all() and (pipe.predict(res.x) == target).all()
+    A, b, _, _, prob = linear_model_arrays(pipe)
+    steps, clf = pipeline_parts(pipe)
+    S = term_scale(steps, clf.coef_, clf.intercept_, D, X)
+    assert np.all(S >= np.abs(X) @ np.abs(A).T + np.abs(b))  # never below the fold's own terms
+    with pytest.raises(TypeError, match="does not reproduce"):
+        check_linear_model(pipe, A, b + 1e-6 * np.abs(X @ A.T + b).max(), prob, rows=X)
