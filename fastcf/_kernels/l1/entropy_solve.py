@@ -23,6 +23,7 @@ from .. import kernel
 from .._batch import batch
 from ..linalg import _lu_factor, _lu_solve
 from .entropy import _BEYOND, _IN, _TIGHT, _cold_start, _rescale, lam_dual
+from .kkt import l1_residual
 from .kspace import _classes, _expand, _log_nontarget, _mcol, _nontarget
 
 _EPS = 2.220446049250313e-16
@@ -317,22 +318,9 @@ def _finish_row(AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, lq, rp, 
             v += qk[k] * AT[i, k]
         g = -v
         lc = lam * cost[i]
-        d = out[i] - x0[i]
-        if d > 0.0:
-            lo_v = g + lc
-            hi_v = lo_v
-        elif d < 0.0:
-            lo_v = g - lc
-            hi_v = lo_v
-        else:
-            lo_v = g - lc
-            hi_v = g + lc
-        if bounded:
-            if out[i] >= hi[i]:
-                hi_v = np.inf
-            if out[i] <= lo[i]:
-                lo_v = -np.inf
-        res = lo_v if lo_v > 0.0 else (-hi_v if hi_v < 0.0 else 0.0)
+        at_lo = bounded and out[i] <= lo[i]
+        at_hi = bounded and out[i] >= hi[i]
+        res = l1_residual(g, lc, out[i] - x0[i], at_lo, at_hi)
         r2 += res * res
     # the dual value Ψ at the answer's own probabilities q (the dual optimum when the answer is
     # optimal; a hard constraint |v_i| ≤ λc_i that q misses by rounding is not charged)

@@ -37,6 +37,7 @@ from ..linalg import dot as _dot
 from ..linalg import dot_abs as _dot_abs
 from ..logistic import _guard_push
 from ..roots import sigmoid
+from .kkt import l1_residual
 
 _EPS = 2.220446049250313e-16
 _OK = int(Status.OK)
@@ -335,22 +336,9 @@ def _kkt(x0, out, w, sign, zeta, cost, free, lam, lo, hi, bounded):
             continue
         g = -q * sign * w[i]
         lc = lam * cost[i]
-        d = out[i] - x0[i]
-        if d > 0.0:
-            lo_v = g + lc
-            hi_v = lo_v
-        elif d < 0.0:
-            lo_v = g - lc
-            hi_v = lo_v
-        else:
-            lo_v = g - lc
-            hi_v = g + lc
-        if bounded:
-            if out[i] >= hi[i]:
-                hi_v = np.inf
-            if out[i] <= lo[i]:
-                lo_v = -np.inf
-        res = lo_v if lo_v > 0.0 else (-hi_v if hi_v < 0.0 else 0.0)
+        at_lo = bounded and out[i] <= lo[i]
+        at_hi = bounded and out[i] >= hi[i]
+        res = l1_residual(g, lc, out[i] - x0[i], at_lo, at_hi)
         r2 += res * res
     return d_, t_, math.sqrt(r2)
 
