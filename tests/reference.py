@@ -1346,3 +1346,60 @@ def tabular_model_brute_force(model, row, grids, cost, target, *, proba=None, ma
     if not np.isfinite(costs[i]):
         return np.inf, None
     return float(costs[i]), df.iloc[[i]]
+
+
+def tree_split_boundaries(model):
+    """Return ({feature: sorted float64 boundaries}, (dlo, dhi)) of a tree model's splits.
+
+    scikit-learn's non-histogram trees by :func:`f32_le_boundary` on their float32 rule, the
+    boosted libraries by :func:`bisect_boundary` on their own rules (:func:`boosted_splits`).
+    """
+    root = type(model).__module__.split(".")[0]
+    D = int(model.n_features_in_)
+    out = {f: set() for f in range(D)}
+    if root in ("xgboost", "lightgbm") or type(model).__name__.startswith("HistGradient"):
+        splits = boosted_splits(model)
+        dom = splits[0][2] if splits else (-_F64_MAX, _F64_MAX)
+        for f, left, (a, z) in splits:
+            out[f].add(bisect_boundary(left, a, z))
+    else:
+        dom = (-_F32_MAX, _F32_MAX)
+        for f, t in sklearn_tree_splits(model):
+            out[f].add(f32_le_boundary(t))
+    return {f: sorted(v for v in b if dom[0] <= v < dom[1]) for f, b in out.items()}, dom
+
+
+def tree_plausible_brute_force(
+    model, X_train, x0, target, metric="manhattan", w=None, lo=None, hi=None, max_changes=None,
+    proba=None,
+):  # fmt: skip
+    """Plausible tree counterfactual by brute force over the training rows, one at a time.
+
+    For each training row, the box of its cell (per feature: just above the largest boundary
+    below the row's value, up to the smallest boundary at or above it, from
+    :func:`tree_split_boundaries`) ∩ the box ``[lo, hi]``; x0 projected onto it; every
+    projection judged by the model's own ``predict`` (and ``predict_proba`` >= proba, and
+    ``max_changes``); the cheapest kept.
+    Returns ``(distance, x)``, ``(inf, None)`` if none.
+    """
+    bnd, (dlo, dhi) = tree_split_boundaries(model)
+    D = x0.shape[0]
+    w = np.ones(D) if w is None else np.asarray(w, dtype=float)
+    lo = np.full(D, dlo) if lo is None else np.maximum(lo, dlo)
+    hi = np.full(D, dhi) if hi is None else np.minimum(hi, dhi)
+    P = []
+    for row in np.asarray(X_train, dtype=np.float64):
+        p = np.empty(D)
+        for f in range(D):
+            below = [b for b in bnd[f] if b < row[f]]
+            above = [b for b in bnd[f] if b >= row[f]]
+            a = float(np.nextafter(max(below), np.inf)) if below else dlo
+            z = min(above) if above else dhi
+            a, z = max(a, lo[f]), min(z, hi[f])
+            if a > z:
+                break
+            p[f] = min(max(x0[f], a), z)
+        else:
+            P.append(p)
+    P = np.array(P, dtype=np.float64).reshape(-1, D)
+    return _ref_best(model, P, x0, target, metric, w, max_changes, proba)
