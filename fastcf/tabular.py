@@ -253,6 +253,7 @@ class TabularExplainer:
         transitions=None,
         max_changes=None,
         missing="impute",
+        time_limit=None,
     ):
         """Find the cheapest change of the row(s) that the model puts in ``target``.
 
@@ -299,6 +300,14 @@ class TabularExplainer:
             imputer puts there (what the model uses); the answer may fill it in, a change that
             costs its distance from that value, and where it does not the cell stays missing.
             ``"keep"``: it stays missing (the column is frozen for that row).
+        time_limit : float, optional
+            Seconds for the exact program of each row, for a pipeline ending in a tree model
+            (as :meth:`fastcf.TreeExplainer.explain`'s): a row it stops with an answer the
+            model confirms has ``success=True``, status 1 (``MAXITER``), ``info["gap"]`` its
+            relative gap and ``info["bound"]`` a lower bound on the cost (the answer may not
+            be the cheapest); without one, ``success=False``. Linear and prototype programs
+            are solved to optimality in milliseconds and take no limit: a ``time_limit`` for
+            them raises a ``ValueError``.
 
         Returns
         -------
@@ -313,7 +322,23 @@ class TabularExplainer:
         ------
         ValueError
             For one row that cannot be read (naming the column), unknown column names,
-            contradictory options, or ``proba=`` with a softmax model.
+            contradictory options, ``proba=`` with a softmax model, or ``time_limit`` for a
+            model that is not a tree model.
+
+        Examples
+        --------
+        A time limit for a tree pipeline's program (here ample: status 0, the exact answer):
+
+        >>> import numpy as np, pandas as pd
+        >>> from sklearn.ensemble import RandomForestClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = pd.DataFrame({"a": rng.normal(size=200).round(2), "b": rng.normal(size=200)})
+        >>> rf = RandomForestClassifier(10, max_depth=3, random_state=0).fit(X, X.a + X.b > 0)
+        >>> tx = TabularExplainer(rf, X)
+        >>> row = X[~rf.predict(X)].iloc[[0]]
+        >>> res = tx.explain(row, True, time_limit=10.0)
+        >>> bool(res.success), int(res.status), bool(rf.predict(res.x)[0])
+        (True, 0, True)
         """
         frame, single = read_rows(self._schema, x)
         tidx = resolve_targets(self.classes_, target, frame.shape[0])
@@ -321,9 +346,25 @@ class TabularExplainer:
         max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
         allow = resolve_allowed(self._schema, allowed, transitions)
         keep = _missing_mode(missing)
-        arrays = answers(self, frame, tidx, form, bounds, allow, self._frozen(), max_changes, keep)
+        time_limit = self._time_limit(time_limit)
+        arrays = answers(
+            self, frame, tidx, form, bounds, allow, self._frozen(), max_changes, keep, time_limit
+        )
         out = batch(self, frame, tidx, *arrays)
         return out[0] if single else out
+
+    def _time_limit(self, time_limit):
+        """Return the checked ``time_limit`` (seconds, > 0, or None); tree programs only."""
+        time_limit = check_scalar(
+            time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True
+        )
+        if time_limit is not None and self._program.folded:
+            raise ValueError(
+                "time_limit applies to the program of a pipeline ending in a tree model; this "
+                "model's program (linear or prototype) is solved to optimality without one: "
+                "leave time_limit=None"
+            )
+        return time_limit
 
     def _frozen(self):
         s = self._schema
