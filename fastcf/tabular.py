@@ -355,9 +355,7 @@ class TabularExplainer:
 
     def _time_limit(self, time_limit):
         """Return the checked ``time_limit`` (seconds, > 0, or None); tree programs only."""
-        time_limit = check_scalar(
-            time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True
-        )
+        time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
         if time_limit is not None and self._program.folded:
             raise ValueError(
                 "time_limit applies to the program of a pipeline ending in a tree model; this "
