@@ -102,9 +102,9 @@ class TreeExplainer(BaseExplainer):
         The model's, when it was fitted on a DataFrame.
     mad_ : ndarray or None
         Set by :meth:`fit_mad` or :meth:`fit_data` (for ``weights="mad"``).
-    n_data_cells_ : int or None
-        The number of distinct cells of the training rows, set by :meth:`fit_data` (for
-        ``plausible=True``).
+    n_data_regions_ : int or None
+        The number of the model's regions (leaf combinations) that hold a training row, set by
+        :meth:`fit_data` (for ``plausible=True``).
 
     Raises
     ------
@@ -130,8 +130,8 @@ class TreeExplainer(BaseExplainer):
     """
 
     _has_proba = True
-    n_data_cells_: int | None = None
-    _cells = None  # the training cells (fastcf._trees.plausible.Cells), set by fit_data
+    n_data_regions_: int | None = None
+    _regions = None  # the training regions (fastcf._trees.plausible.Regions), set by fit_data
 
     def __init__(self, model):
         if is_booster(model):  # xgboost.train / lightgbm.train: read as their classifiers
@@ -147,12 +147,12 @@ class TreeExplainer(BaseExplainer):
         self._program = None  # built on the first ensemble query
 
     def fit_data(self, X):
-        """Store what the training data gives the options: its MAD and the cells it lies in.
+        """Store what the training data gives the options: its MAD and the regions it lies in.
 
-        :meth:`fit_mad` (for ``weights="mad"``) plus the cells of the model's threshold grid
-        that hold a training row, with the class and probabilities the model gives each (its
-        own ``predict`` / ``predict_proba`` on the rows), for ``plausible=True``
-        (:mod:`fastcf._trees.plausible`).
+        :meth:`fit_mad` (for ``weights="mad"``) plus the model's regions that hold a training
+        row — the boxes of the leaf combinations the rows reach, where the model is constant —
+        with the class and probabilities the model gives each (its own ``predict`` /
+        ``predict_proba`` on the rows), for ``plausible=True`` (:mod:`fastcf._trees.plausible`).
 
         Parameters
         ----------
@@ -169,10 +169,10 @@ class TreeExplainer(BaseExplainer):
         >>> from sklearn.tree import DecisionTreeClassifier
         >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
         >>> ex = TreeExplainer(DecisionTreeClassifier(random_state=0).fit(X, [0, 0, 0, 1]))
-        >>> ex.fit_data(X).n_data_cells_
-        4
+        >>> ex.fit_data(X).n_data_regions_  # the tree's 3 leaves: x0 <= .5; x1 <= .5; else
+        3
         """
-        from ._trees.plausible import fit_cells
+        from ._trees.plausible import fit_regions
 
         self.fit_mad(X)
         X, _, _ = as_queries(X, self.n_features_in_, self.feature_names_in_, name="X")
@@ -180,8 +180,8 @@ class TreeExplainer(BaseExplainer):
         R = model_input(self.model, X)
         cls = resolve_targets(self.model.predict(R), self.classes_, X.shape[0], "predict")
         P = np.asarray(self.model.predict_proba(R), dtype=np.float64)
-        self._cells = fit_cells(self._forest, X, cls, P)
-        self.n_data_cells_ = int(self._cells.cls.size)
+        self._regions = fit_regions(self._forest, X, cls, P)
+        self.n_data_regions_ = int(self._regions.cls.size)
         return self
 
     def _in_target(self, X, tidx, proba=None):
@@ -251,12 +251,12 @@ class TreeExplainer(BaseExplainer):
             model confirms: ``success=True``, status 1, ``info["gap"]`` its relative gap and
             ``info["bound"]`` a lower bound on the distance; without one: ``success=False``.
         plausible : bool, default=False
-            ``True``: the answer lies in a cell of the model's threshold grid (one threshold
-            interval per feature, where the model is constant) that holds a training row given
-            to :meth:`fit_data`: the closest point over those cells of the target, with every
-            other option (exact, by enumeration of the cells: :mod:`fastcf._trees.plausible`;
+            ``True``: the answer lies in a region of the model (the box of a combination of
+            one leaf per tree, where the model is constant) that holds a training row given to
+            :meth:`fit_data`: the closest point over those regions of the target, with every
+            other option (exact, by enumeration of the regions: :mod:`fastcf._trees.plausible`;
             ``method``, ``exact`` and ``time_limit`` do not apply). ``success=False``, status
-            2, when no such cell is in the target (or meets ``proba``); status 3 when the
+            2, when no such region is in the target (or meets ``proba``); status 3 when the
             options exclude every one.
 
         Returns
@@ -280,7 +280,7 @@ class TreeExplainer(BaseExplainer):
         >>> tree.predict(res.x[None]).tolist(), tree.predict([[0.5000000298023224, 0.6]]).tolist()
         ([1], [0])
 
-        ``plausible=True``: only cells that hold training data (:meth:`fit_data`):
+        ``plausible=True``: only regions that hold training data (:meth:`fit_data`):
 
         >>> from sklearn.ensemble import RandomForestClassifier
         >>> rng = np.random.default_rng(0)
@@ -361,17 +361,17 @@ class TreeExplainer(BaseExplainer):
 
     # ------------------------------------------------------------------ the steps
     def _plausible(self, X, tidx, q, plausible, method):
-        """Answer over the training cells (:mod:`fastcf._trees.plausible`)."""
+        """Answer over the training regions (:mod:`fastcf._trees.plausible`)."""
         from ._trees.plausible import solve
 
         if plausible is not True:
             raise ValueError(f"plausible must be True or False; got {plausible!r}")
-        if self._cells is None:
+        if self._regions is None:
             raise ValueError(
                 "plausible=True needs the training data: call fit_data(X_train) on the "
                 "explainer first"
             )
-        return solve(self._cells, X, tidx, q)
+        return solve(self._regions, X, tidx, q)
 
     def _query(self, X, names, region, proba, metric, weights, frozen, bounds, max_changes):
         """Check the options of a query and return its :class:`TreeQuery`."""

@@ -1369,37 +1369,70 @@ def tree_split_boundaries(model):
     return {f: sorted(v for v in b if dom[0] <= v < dom[1]) for f, b in out.items()}, dom
 
 
+def tree_model_leaves(model, X):
+    """Return the leaf of every row of X in every tree, by the library's own ``apply``, (N, T).
+
+    scikit-learn ``apply`` (HistGradientBoosting has none: its predictors' nodes are walked with
+    its rule ``x <= num_threshold``), XGBoost ``apply``, LightGBM ``pred_leaf=True``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    root = type(model).__module__.split(".")[0]
+    if root == "lightgbm":
+        out = model.predict(X, pred_leaf=True)
+    elif type(model).__name__.startswith("HistGradient"):
+        cols = []
+        for stage in model._predictors:
+            for p in stage:
+                nodes = p.nodes
+                node = np.zeros(X.shape[0], dtype=np.int64)
+                for _ in range(64):
+                    inner = nodes["is_leaf"][node] == 0
+                    if not inner.any():
+                        break
+                    f = nodes["feature_idx"][node]
+                    left = X[np.arange(X.shape[0]), f] <= nodes["num_threshold"][node]
+                    nxt = np.where(left, nodes["left"][node], nodes["right"][node])
+                    node = np.where(inner, nxt, node)
+                cols.append(node)
+        out = np.column_stack(cols)
+    else:
+        out = model.apply(X)
+    return np.asarray(out).reshape(X.shape[0], -1)
+
+
 def tree_plausible_brute_force(
     model, X_train, x0, target, metric="manhattan", w=None, lo=None, hi=None, max_changes=None,
     proba=None,
 ):  # fmt: skip
-    """Plausible tree counterfactual by brute force over the training rows, one at a time.
+    """Plausible tree counterfactual by brute force over every cell of the threshold grid.
 
-    For each training row, the box of its cell (per feature: just above the largest boundary
-    below the row's value, up to the smallest boundary at or above it, from
-    :func:`tree_split_boundaries`) ∩ the box ``[lo, hi]``; x0 projected onto it; every
-    projection judged by the model's own ``predict`` (and ``predict_proba`` >= proba, and
-    ``max_changes``); the cheapest kept.
-    Returns ``(distance, x)``, ``(inf, None)`` if none.
+    Every cell of the grid of :func:`tree_split_boundaries` (one interval per feature) gives
+    the point of the cell ∩ ``[lo, hi]`` closest to x0; a point is kept when the library's own
+    leaves of it (:func:`tree_model_leaves`) are those of some training row (it lies in a region
+    of the model that holds training data: a region is a union of cells), and the model's own
+    ``predict`` (and ``predict_proba`` >= proba, and ``max_changes``) judges the rest. Returns
+    ``(distance, x)`` of the cheapest, ``(inf, None)`` if none.
     """
+    from itertools import product
+
     bnd, (dlo, dhi) = tree_split_boundaries(model)
     D = x0.shape[0]
     w = np.ones(D) if w is None else np.asarray(w, dtype=float)
     lo = np.full(D, dlo) if lo is None else np.maximum(lo, dlo)
     hi = np.full(D, dhi) if hi is None else np.minimum(hi, dhi)
-    P = []
-    for row in np.asarray(X_train, dtype=np.float64):
-        p = np.empty(D)
-        for f in range(D):
-            below = [b for b in bnd[f] if b < row[f]]
-            above = [b for b in bnd[f] if b >= row[f]]
-            a = float(np.nextafter(max(below), np.inf)) if below else dlo
-            z = min(above) if above else dhi
+    choices = []
+    for f in range(D):
+        ends = [dlo] + [float(np.nextafter(v, np.inf)) for v in bnd[f]]
+        tops = list(bnd[f]) + [dhi]
+        vals = []
+        for a, z in zip(ends, tops, strict=True):
             a, z = max(a, lo[f]), min(z, hi[f])
-            if a > z:
-                break
-            p[f] = min(max(x0[f], a), z)
-        else:
-            P.append(p)
-    P = np.array(P, dtype=np.float64).reshape(-1, D)
+            if a <= z:
+                vals.append(min(max(x0[f], a), z))
+        choices.append(vals)
+    P = np.array(list(product(*choices)), dtype=np.float64).reshape(-1, D)
+    if P.shape[0]:
+        seen = {tuple(r) for r in tree_model_leaves(model, X_train).tolist()}
+        keep = [tuple(r) in seen for r in tree_model_leaves(model, P).tolist()]
+        P = P[np.asarray(keep, dtype=bool)]
     return _ref_best(model, P, x0, target, metric, w, max_changes, proba)

@@ -1,16 +1,17 @@
-"""TreeExplainer(plausible=True): the closest point of a training row's cell, against brute force.
+"""TreeExplainer(plausible=True): the closest point of a training row's region, against brute force.
 
 The reference (tests/reference.py, ``tree_plausible_brute_force``) finds each split boundary
 itself (float32 rule for scikit-learn's trees, bisection on the library's own rule for the
-boosted ones), builds each training row's cell box, projects the query onto it and judges
-every projection with the model's own ``predict`` / ``predict_proba``.
+boosted ones), projects the query onto every cell of the threshold grid, keeps the points whose
+leaves (the library's own ``apply`` / ``pred_leaf``) are those of a training row, and judges
+them with the model's own ``predict`` / ``predict_proba``.
 """
 
 import math
 
 import numpy as np
 import pytest
-from reference import tree_plausible_brute_force, tree_split_boundaries
+from reference import tree_model_leaves, tree_plausible_brute_force
 from sklearn.datasets import make_classification
 from sklearn.ensemble import (
     ExtraTreesClassifier,
@@ -73,14 +74,10 @@ def _same(got, ref):
     return math.isclose(got, ref, rel_tol=1e-12, abs_tol=1e-12)
 
 
-def _in_a_training_cell(model, X_train, x):
-    """Whether x lies in the cell of some training row (the reference's boundaries)."""
-    bnd, _ = tree_split_boundaries(model)
-    key = [np.searchsorted(bnd[f], x[f], side="left") for f in range(x.size)]
-    for row in X_train:
-        if all(np.searchsorted(bnd[f], row[f], side="left") == key[f] for f in range(x.size)):
-            return True
-    return False
+def _in_a_training_region(model, X_train, x):
+    """Whether x reaches the leaves of some training row in every tree (the library's own)."""
+    seen = {tuple(r) for r in tree_model_leaves(model, X_train).tolist()}
+    return tuple(tree_model_leaves(model, x[None])[0].tolist()) in seen
 
 
 _OPTIONS = [
@@ -105,7 +102,7 @@ def test_matches_the_brute_force_over_training_rows(fitted, opts):
     for x0 in queries:
         for target in model.classes_:
             lo = hi = None
-            if "proba" in opts:  # a τ that some training cells meet, whatever the model
+            if "proba" in opts:  # a τ that some training regions meet, whatever the model
                 tau = float(np.median(model.predict_proba(X).max(axis=1)))
                 opts = {**opts, "proba": tau}
             if "bounds" in opts:  # a box that holds x0
@@ -127,7 +124,7 @@ def test_matches_the_brute_force_over_training_rows(fitted, opts):
                 checked += 1
                 assert res.method == "plausible"
                 assert model.predict(res.x[None])[0] == target
-                assert _in_a_training_cell(model, X, res.x)
+                assert _in_a_training_region(model, X, res.x)
                 free = ex.explain(x0, target, **opts)  # every input: never dearer
                 assert free.success and free.distance <= res.distance * (1 + 1e-12) + 1e-12
             else:
@@ -156,13 +153,13 @@ def test_a_training_row_of_the_target_is_its_own_answer():
     assert res.success and res.distance == 0.0 and np.array_equal(res.x, X[i])
 
 
-def test_no_training_cell_in_the_target_is_status_2_and_bounds_status_3():
+def test_no_training_region_in_the_target_is_status_2_and_bounds_status_3():
     X = np.array([[0.0], [1.0], [2.0], [3.0]])
     tree = DecisionTreeClassifier(random_state=0).fit(X, [0, 0, 1, 1])
-    ex = TreeExplainer(tree).fit_data(X[:2])  # only cells of class 0 hold training data
+    ex = TreeExplainer(tree).fit_data(X[:2])  # only regions of class 0 hold training data
     res = ex.explain([0.0], 1, plausible=True)
     assert not res.success and res.status == Status.UNREACHABLE
-    assert "no cell that holds training data" in res.message
+    assert "no region of the model that holds training data" in res.message
     assert ex.explain([0.0], 1).success  # without plausible, class 1 is reachable
     ex.fit_data(X)
     res = ex.explain([0.0], 1, plausible=True, bounds=(-1.0, 1.0))
@@ -171,14 +168,29 @@ def test_no_training_cell_in_the_target_is_status_2_and_bounds_status_3():
     assert res.success and tree.predict(res.x[None])[0] == 1
 
 
-def test_the_cell_not_only_the_training_points():
-    # the answer is the closest point of a training cell, not a training row
+def test_the_region_not_only_the_training_points():
+    # the answer is the closest point of a training region, not a training row
     X = np.array([[0.0, 0.0], [10.0, 10.0], [0.0, 10.0], [10.0, 0.0]])
     tree = DecisionTreeClassifier(random_state=0).fit(X, [0, 1, 0, 0])
     ex = TreeExplainer(tree).fit_data(X)
     res = ex.explain([1.0, 1.0], 1, plausible=True)
     assert res.success and tree.predict(res.x[None])[0] == 1
-    assert res.distance < 18.0  # the row (10, 10) is 18 away; the cell starts at the splits
+    assert res.distance < 18.0  # the row (10, 10) is 18 away; the leaf starts at the splits
+
+
+def test_a_region_is_the_leaf_not_the_cell_of_the_training_row():
+    # training rows (0, 0) in the left leaf (x0 <= 0.5) and (1, 0) in the right subtree, which
+    # splits on x1 <= 0.5: that cuts the grid's cells but not the left leaf
+    X = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 2.0], [0.0, 3.0]])
+    tree = DecisionTreeClassifier(random_state=0).fit(X, [1, 1, 1, 0, 1, 1])
+    assert tree.tree_.feature[0] == 0 and tree.tree_.node_count == 5
+    ex = TreeExplainer(tree).fit_data(X[[0, 2]])
+    res = ex.explain([1.0, 5.0], 1, plausible=True)
+    assert res.success and res.changed_index.tolist() == [0]  # x1 = 5 stays: same leaf
+    # (the training rows' cells both need x1 <= 0.5: 4.5 at least)
+    assert res.distance == pytest.approx(0.5, abs=1e-6)
+    ref, _ = tree_plausible_brute_force(tree, X[[0, 2]], np.array([1.0, 5.0]), 1)
+    assert res.distance == ref
 
 
 def test_enumerate_forwards_plausible(fitted):
@@ -192,7 +204,7 @@ def test_enumerate_forwards_plausible(fitted):
         return
     assert alts and np.array_equal(alts[0].x, first.x)
     for a in alts:
-        assert a.success and a.method == "plausible" and _in_a_training_cell(model, X, a.x)
+        assert a.success and a.method == "plausible" and _in_a_training_region(model, X, a.x)
     assert all(b.distance >= a.distance for a, b in zip(alts, alts[1:], strict=False))
 
 
@@ -208,4 +220,4 @@ def test_refusals():
         ex.fit_data(X[:, :2])
     with pytest.raises(ValueError, match="X has a value outside the range"):
         ex.fit_data(np.vstack([X, [[1e300, 0.0, 0.0]]]))
-    assert ex.mad_ is not None and ex.n_data_cells_ <= X.shape[0]
+    assert ex.mad_ is not None and ex.n_data_regions_ <= X.shape[0]

@@ -1,32 +1,37 @@
-"""Plausible counterfactuals of a tree model: the closest point of a cell that holds training data.
+"""Plausible tree counterfactuals: the closest point of a model region that holds training data.
 
-Cells. For each feature f, the sorted distinct split boundaries ``b_1 < … < b_m`` of the
-ensemble (the parsed rule *left iff x <= b*, :mod:`fastcf._trees.forest`; only those inside
-the library's domain cut it) divide the float64 line into the closed intervals
-``I_0 = [lo, b_1]``, ``I_k = [nextafter(b_k), b_{k+1}]``, ``I_m = [nextafter(b_m), hi]``, as in
-:mod:`fastcf._trees.milp`. A *cell* is one interval per feature, a box; every input of a cell
-takes the same branch at every split, so it reaches the same leaf of every tree and the model
-gives it the same scores, class and probabilities (the same terms, added in the same order).
+Regions. Every leaf l of a tree is reached by the inputs of a box, the conjunction of the splits
+on its path (the parsed rule *left iff x <= b*, :mod:`fastcf._trees.forest`: going left caps
+the feature at b, going right starts it at ``nextafter(b)``). A combination of one leaf per
+tree is reached by the intersection of their boxes — again a box, possibly empty. These boxes
+partition the input space, and the model is constant on each (the same terms, added in the same
+order): they are the model's own regions, the sets of inputs it cannot tell apart. A region is
+a union of cells of the threshold grid of :mod:`fastcf._trees.milp` (one threshold interval
+per feature), and the grid's cells are the finest such partition; a region is the largest set
+on which the model's arithmetic is the one it does for a given input (for one tree: a leaf).
 
-``plausible=True`` asks for the closest input that lies in a cell holding at least one training
-row (the region the model was fitted on) and that the model puts in the target class (and with
-``p_target >= τ`` for ``proba=``). The training rows fix a finite set of such cells, and the
-class and probabilities of each are those the model gives the training row itself (one call of
-its own ``predict`` / ``predict_proba`` at :meth:`fastcf.TreeExplainer.fit_data`).
+``plausible=True`` asks for the closest input that lies in a region holding at least one
+training row (a leaf combination the training data reaches) and that the model puts in the
+target class (and with ``p_target >= τ`` for ``proba=``). The training rows fix a finite set of
+such regions (:func:`fit_regions`: each row's path through every tree, its box the
+intersection of the leaf boxes on the way, distinct leaf combinations kept); the class and
+probabilities of each are those the model gives the training row itself (one call of its own
+``predict`` / ``predict_proba`` at :meth:`fastcf.TreeExplainer.fit_data`).
 
-The answer. Every metric of :mod:`fastcf._trees.query` is separable, so over one box (a cell
+The answer. Every metric of :mod:`fastcf._trees.query` is separable, so over one box (a region
 ∩ the query's box: bounds, the library's domain, x̄ itself on frozen features) the cheapest
-point is the projection of x̄, ``p = clip(x̄, max(cell_lo, lo), min(cell_hi, hi))``, and it
+point is the projection of x̄, ``p = clip(x̄, max(box_lo, lo), min(box_hi, hi))``, and it
 changes exactly the features on which x̄ lies outside that box — the fewest any point of the box
-changes, so ``max_changes=m`` keeps a cell iff its projection changes at most m features. The
-answer is the cheapest projection over the cells of the target (an empty intersection is
-skipped), exact by enumeration: ``O(C · D)`` per query for C distinct training cells, vectorised
-over the cells (and over blocks of queries). A tie between cells goes to the first in the
-order of :func:`numpy.unique` over the cells' interval indices (deterministic).
+changes, so ``max_changes=m`` keeps a region iff its projection changes at most m features. The
+answer is the cheapest projection over the regions of the target (an empty intersection is
+skipped), exact by enumeration: ``O(C · D)`` per query for C distinct training regions,
+vectorised over the regions (and over blocks of queries). A tie goes to the region of the
+earliest training row (deterministic).
 
-Each projection is a point of its cell (the box's ends are interval ends, representable float64
-values on the correct side of every split), so it is classified as its cell is; the explainer
-still confirms every success with the model's own ``predict`` (:meth:`BaseExplainer._verify`).
+Each projection is a point of its region whose coordinates are a box end (a boundary or the
+float64 after one) or x̄'s own value, so it reaches the region's leaves in the library's own
+arithmetic; the explainer still confirms every success with the model's own ``predict``
+(:meth:`fastcf._base.BaseExplainer._verify`).
 """
 
 from __future__ import annotations
@@ -39,78 +44,78 @@ from .._status import Status
 from ..results import Solution
 from .query import coord_cost, finish
 
-__all__ = ["Cells", "fit_cells", "solve"]
+__all__ = ["Regions", "boxes", "fit_regions", "solve"]
 
-#: values of the (rows, cells, features) block of one vectorised step
+#: values of the (rows, regions, features) block of one vectorised step
 _BLOCK = 1_000_000
 
 
-class Cells(NamedTuple):
-    """The distinct cells of the training rows, their boxes and the model's verdict on them."""
+class Regions(NamedTuple):
+    """The distinct regions of the training rows, their boxes and the model's verdict on them."""
 
-    lo: np.ndarray  # (C, D) the cells' boxes
+    lo: np.ndarray  # (C, D) the regions' boxes
     hi: np.ndarray  # (C, D)
-    cls: np.ndarray  # (C,) class index the model gives the cell
+    cls: np.ndarray  # (C,) class index the model gives the region
     proba: np.ndarray | None  # (C, K) its probabilities (None: the model has none)
     n_rows: int  # training rows they came from
 
 
-def boundaries(forest):
-    """Return, per feature, the sorted distinct split boundaries inside the domain."""
-    lo, hi = forest.domain
-    inner = ~forest.is_leaf
-    out = []
-    for f in range(forest.n_features):
-        b = forest.boundary[inner & (forest.feature == f)]
-        out.append(np.unique(b[(b >= lo) & (b < hi)]))
-    return out
+def boxes(forest, X):
+    """Return (leaves, lo, hi): each row's leaf in every tree (N, T) and its region's box (N, D).
+
+    All rows and trees walk down together, one level per step; a left turn at a split on
+    (f, b) caps ``hi[f]`` at b, a right turn raises ``lo[f]`` to ``nextafter(b)``.
+    """
+    N, D = X.shape
+    dlo, dhi = forest.domain
+    lo = np.full((N, D), dlo)
+    hi = np.full((N, D), dhi)
+    node = np.broadcast_to(forest.root, (N, forest.n_trees)).copy()
+    row = np.broadcast_to(np.arange(N)[:, None], node.shape)
+    while True:
+        inner = ~forest.is_leaf[node]
+        if not inner.any():
+            return node, lo, hi
+        r, nd = row[inner], node[inner]
+        f, b = forest.feature[nd], forest.boundary[nd]
+        go = X[r, f] <= b
+        np.minimum.at(hi, (r[go], f[go]), b[go])
+        np.maximum.at(lo, (r[~go], f[~go]), np.nextafter(b[~go], np.inf))
+        node[inner] = np.where(go, forest.left[nd], forest.right[nd])
 
 
-def fit_cells(forest, X, cls, proba=None):
-    """Return the :class:`Cells` of the rows ``X`` (N, D), given the model's class of each row.
+def fit_regions(forest, X, cls, proba=None):
+    """Return the :class:`Regions` of the rows ``X`` (N, D), given the model's class of each row.
 
     ``cls`` (N,): the class index the model gives each row; ``proba`` (N, K) or None its
-    probabilities. Rows of one cell share both (the model is constant on a cell).
+    probabilities. Rows of one region share both (the model is constant on a region).
     """
-    lo, hi = forest.domain
-    B = boundaries(forest)
-    N, D = X.shape
-    K = np.empty((N, D), dtype=np.int64)
-    for f in range(D):
-        K[:, f] = np.searchsorted(B[f], X[:, f], side="left")  # x <= b_k: interval k
-    _, first = np.unique(K, axis=0, return_index=True)
-    first = np.sort(first)  # (the order of the rows: deterministic, independent of the keys)
-    Kc = K[first]
-    clo = np.empty(Kc.shape)
-    chi = np.empty(Kc.shape)
-    for f in range(D):
-        R = np.concatenate([[lo], np.nextafter(B[f], np.inf)])
-        U = np.concatenate([B[f], [hi]])
-        clo[:, f] = R[Kc[:, f]]
-        chi[:, f] = U[Kc[:, f]]
+    leaves, lo, hi = boxes(forest, X)
+    _, first = np.unique(leaves, axis=0, return_index=True)
+    first = np.sort(first)  # (the order of the rows: deterministic, independent of the leaf ids)
     P = None if proba is None else np.ascontiguousarray(proba[first], dtype=np.float64)
-    return Cells(clo, chi, np.asarray(cls, dtype=np.int64)[first], P, int(N))
+    return Regions(lo[first], hi[first], np.asarray(cls, dtype=np.int64)[first], P, int(len(X)))
 
 
-def solve(cells, X, tidx, q):
-    """Answer every query over the training cells; return their :class:`~fastcf.results.Solution`.
+def solve(regions, X, tidx, q):
+    """Answer every query over the training :class:`Regions`; return their ``Solution``.
 
     ``q``: the :class:`~fastcf._trees.query.TreeQuery` (box ``lo``/``hi`` per row, metric,
-    weights, ``max_changes``, ``proba``). ``status``: 0 (an answer), 2 (no training cell is in
-    the target, or meets τ) or 3 (some are, but none within the box and ``max_changes``).
+    weights, ``max_changes``, ``proba``). ``status``: 0 (an answer), 2 (no training region is
+    in the target, or meets τ) or 3 (some are, but none within the box and ``max_changes``).
     """
     N, D = X.shape
     x = X.copy()
     dist = np.full(N, np.inf)
     status = np.zeros(N, dtype=np.int64)
-    step = max(1, _BLOCK // max(1, cells.lo.size))
+    step = max(1, _BLOCK // max(1, regions.lo.size))
     for s in range(0, N, step):
         rows = np.arange(s, min(N, s + step))
-        good = cells.cls[None, :] == tidx[rows, None]  # (n, C)
+        good = regions.cls[None, :] == tidx[rows, None]  # (n, C)
         if q.proba is not None:
-            good &= cells.proba[:, tidx[rows]].T >= q.proba
-        a = np.maximum(cells.lo[None], q.lo[rows, None, :])  # (n, C, D)
-        b = np.minimum(cells.hi[None], q.hi[rows, None, :])
+            good &= regions.proba[:, tidx[rows]].T >= q.proba
+        a = np.maximum(regions.lo[None], q.lo[rows, None, :])  # (n, C, D)
+        b = np.minimum(regions.hi[None], q.hi[rows, None, :])
         fits = (a <= b).all(axis=2)
         x0 = X[rows, None, :]
         P = np.clip(x0, a, b)
@@ -141,13 +146,13 @@ def solve(cells, X, tidx, q):
 
 
 _MESSAGES = {
-    int(Status.OK): "plausible: the closest point of a training cell in the target",
+    int(Status.OK): "plausible: the closest point of a training region in the target",
     int(Status.UNREACHABLE): (
-        "plausible: no cell that holds training data is classified as the target (and meets "
-        "proba); plausible=False searches every input"
+        "plausible: no region of the model that holds training data is classified as the "
+        "target (and meets proba); plausible=False searches every input"
     ),
     int(Status.INFEASIBLE): (
-        "plausible: the cells that hold training data and are classified as the target lie "
+        "plausible: the regions that hold training data and are classified as the target lie "
         "outside the bounds, frozen features or max_changes"
     ),
 }
