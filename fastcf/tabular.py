@@ -383,6 +383,7 @@ class TabularExplainer:
         max_changes=None,
         max_nodes=1000,
         missing="impute",
+        time_limit=None,
     ):
         """Up to ``k`` alternative answers for each row, cheapest first (flipsets).
 
@@ -399,8 +400,9 @@ class TabularExplainer:
         k : int or None, default=5
             The number of answers. ``None`` returns a lazy iterator over all of them, as
             :meth:`fastcf.LinearExplainer.enumerate` does.
-        region, proba, margin, bounds, allowed, transitions, max_changes, missing
-            As in :meth:`explain`.
+        region, proba, margin, bounds, allowed, transitions, max_changes, missing, time_limit
+            As in :meth:`explain` (``time_limit``: for each program of the enumeration; a
+            stopped one keeps its answer, so the list may then not be in exact cost order).
         max_nodes : int, default=1000
             Programs solved before the enumeration stops (then fewer than ``k`` answers).
 
@@ -419,9 +421,10 @@ class TabularExplainer:
         max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
         allow = resolve_allowed(self._schema, allowed, transitions)
         keep = _missing_mode(missing)
+        time_limit = self._time_limit(time_limit)
         out = [
             row_alternatives(self, frame.iloc[[i]], tidx[i : i + 1], form, bounds, allow,
-                             max_changes, max_nodes, k, keep)
+                             max_changes, max_nodes, k, keep, time_limit)
             for i in range(frame.shape[0])
         ]  # fmt: skip
         return out[0] if single else out

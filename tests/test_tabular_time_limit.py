@@ -130,3 +130,20 @@ def test_refusals(forest):
     with pytest.raises(ValueError, match="time_limit applies to the program of a pipeline"):
         linear.explain(row, 1, time_limit=1.0)
     assert linear.explain(row, 1).success  # (without it, as before)
+
+
+def test_enumerate_takes_the_limit(forest, monkeypatch):
+    X, model, tx = forest
+    row = _rows(X, model, 1, 1)
+    exact = tx.enumerate(row, 1, k=3)
+    assert len(exact) >= 2 and all(a.status == 0 for a in exact)
+    seen = []
+    _stopping(monkeypatch, True, seen)
+    alts = tx.enumerate(row, 1, k=3, time_limit=5.0)
+    assert seen and all(0.0 < s <= 5.0 for s in seen)
+    assert [a.distance for a in alts] == [a.distance for a in exact]
+    for a in alts:  # stopped answers, each confirmed by the pipeline's predict
+        assert a.success and a.status == int(Status.MAXITER) and model.predict(a.x)[0] == 1
+    linear = fastcf.TabularExplainer(_pipe(LogisticRegression()).fit(X, model.predict(X)), X)
+    with pytest.raises(ValueError, match="time_limit applies"):
+        linear.enumerate(row, 1, time_limit=1.0)
