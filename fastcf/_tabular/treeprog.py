@@ -366,13 +366,15 @@ class TreeProgram(Program):
             info.update(gap=ans.gap, bound=ans.bound)
             msg = "exact (tree program over the raw columns, HiGHS)"
             return RowAnswer(x, k, cost, int(Status.OK), msg, info)
-        # stopped by the time limit: the least bound of the plans bounds the row's optimum
+        # stopped (the time limit; HiGHS stopping early without one): the least bound of the
+        # plans bounds the row's optimum
         bound = min(min(bounds), cost)
         gap = (cost - bound) / cost if cost > 0 else 0.0
         info.update(gap=gap, bound=bound, stopped=True)
+        why = "time limit reached" if q.time_limit is not None else "the MILP solver stopped"
         msg = (
-            f"time limit reached: the answer is classified as the target but may not be the "
-            f"closest (relative gap {gap:.3g})"
+            f"{why}: the answer is classified as the target but may not be the closest "
+            f"(relative gap {gap:.3g})"
         )
         return RowAnswer(x, k, cost, int(Status.MAXITER), msg, info)
 
