@@ -254,6 +254,7 @@ class TabularExplainer:
         max_changes=None,
         missing="impute",
         time_limit=None,
+        plausible=False,
     ):
         """Find the cheapest change of the row(s) that the model puts in ``target``.
 
@@ -308,6 +309,13 @@ class TabularExplainer:
             be the cheapest); without one, ``success=False``. Linear and prototype programs
             are solved to optimality in milliseconds and take no limit: a ``time_limit`` for
             them raises a ``ValueError``.
+        plausible : bool, default=False
+            ``True``, for a pipeline ending in a tree model: the answer lies in a region of the
+            model (the rows that reach one given leaf in every tree: an interval per numeric
+            column, a set of categories per encoded one) that holds a row of ``X_train``, with
+            every other option (exact, by enumeration of those regions:
+            :mod:`fastcf._tabular.plausible`). No such region in the target: ``success=False``,
+            status 2; none within the options: status 3. Other models raise a ``ValueError``.
 
         Returns
         -------
@@ -347,9 +355,17 @@ class TabularExplainer:
         allow = resolve_allowed(self._schema, allowed, transitions)
         keep = _missing_mode(missing)
         time_limit = self._time_limit(time_limit)
+        if plausible is not False and plausible is not True:
+            raise ValueError(f"plausible must be True or False; got {plausible!r}")
+        if plausible and self._program.folded:
+            raise ValueError(
+                "plausible=True is answered for pipelines ending in a tree model (their regions "
+                "that hold training rows); this model is linear or prototype-based"
+            )
         arrays = answers(
-            self, frame, tidx, form, bounds, allow, self._frozen(), max_changes, keep, time_limit
-        )
+            self, frame, tidx, form, bounds, allow, self._frozen(), max_changes, keep, time_limit,
+            plausible,
+        )  # fmt: skip
         out = batch(self, frame, tidx, *arrays)
         return out[0] if single else out
 

@@ -1436,3 +1436,49 @@ def tree_plausible_brute_force(
         keep = [tuple(r) in seen for r in tree_model_leaves(model, P).tolist()]
         P = P[np.asarray(keep, dtype=bool)]
     return _ref_best(model, P, x0, target, metric, w, max_changes, proba)
+
+
+def tabular_plausible_brute_force(
+    model, X_train, row, grids, cost, target, *, proba=None, max_changes=None
+):
+    """:func:`tabular_model_brute_force` restricted to the model's regions of training rows.
+
+    ``model``: a scikit-learn ``Pipeline`` ending in a tree model with ``apply``; a candidate
+    row is kept when its leaves (``model[-1].apply(model[:-1].transform(rows))``) are those of
+    some row of ``X_train``.
+    """
+    import pandas as pd
+
+    def leaves(df):
+        out = np.asarray(model[-1].apply(model[:-1].transform(df)))
+        return [tuple(r) for r in out.reshape(len(df), -1).tolist()]
+
+    seen = set(leaves(X_train))
+    cols = list(grids)
+    sizes = [len(grids[c]) for c in cols]
+    idx = np.indices(sizes).reshape(len(cols), -1).T
+    n = idx.shape[0]
+    df = row.loc[row.index.repeat(n)].reset_index(drop=True)
+    for i, c in enumerate(cols):
+        vals = np.empty(sizes[i], dtype=object)
+        vals[:] = list(grids[c])
+        df[c] = pd.Series(vals[idx[:, i]]).astype(row[c].dtype)
+    inside = np.array([lf in seen for lf in leaves(df)], dtype=bool)
+    if not inside.any():
+        return np.inf, None
+    kept = df[inside].reset_index(drop=True)
+    costs = np.array([sum(cost(c, kept[c].iloc[i]) for c in cols) for i in range(len(kept))])
+    changes = np.array(
+        [sum(kept[c].iloc[i] != row[c].iloc[0] for c in cols) for i in range(len(kept))]
+    )
+    ok = np.asarray(model.predict(kept)) == target
+    if proba is not None:
+        k = list(model.classes_).index(target)
+        ok &= np.asarray(model.predict_proba(kept))[:, k] >= proba
+    if max_changes is not None:
+        ok &= changes <= max_changes
+    costs = np.where(ok, costs, np.inf)
+    i = int(np.argmin(costs))
+    if not np.isfinite(costs[i]):
+        return np.inf, None
+    return float(costs[i]), kept.iloc[[i]]

@@ -64,6 +64,7 @@ class Query(NamedTuple):
     max_changes: int | None
     proba: float | None = None  # τ of proba= (the tree program asks it of the forest)
     time_limit: float | None = None  # seconds for the tree program of the row (None: none)
+    plausible: bool = False  # tree programs: only regions of the model that hold training rows
 
 
 class RowAnswer(NamedTuple):

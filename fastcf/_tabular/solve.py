@@ -73,7 +73,7 @@ def read_all(s, frame, keep_missing):
 
 def answers(
     ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_missing=False,
-    time_limit=None,
+    time_limit=None, plausible=False,
 ):  # fmt: skip
     """Solve, decode and verify every row; return the arrays of a batch.
 
@@ -116,8 +116,9 @@ def answers(
             x0, k0 = reads[i]
             fz = frozen if miss is None else frozen | miss[i]
             q = make_query(
-                s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes, tau, time_limit
-            )
+                s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes, tau, time_limit,
+                plausible,
+            )  # fmt: skip
             t0 = time.perf_counter()
             ans = prog.solve(x0, k0, q)
             infos[i] = {**ans.info, "margin": m, "time": time.perf_counter() - t0}

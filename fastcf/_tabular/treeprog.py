@@ -129,6 +129,8 @@ class TreeProgram(Program):
             self.default.append(self._order(allowed[np.argsort(key[allowed], kind="stable")], j))
             self.rank.append(r)
         self._cache = OrderedDict()
+        self._train = X  # for plausible=True: its regions, found on the first such query
+        self._regions = None
         self.check(X)
 
     # ------------------------------------------------------------------ orders and forests
@@ -320,6 +322,12 @@ class TreeProgram(Program):
         prep = self._prepare(x0, k0, q)
         if isinstance(prep, RowAnswer):
             return prep
+        if q.plausible:  # the training regions (fastcf._tabular.plausible)
+            from . import plausible
+
+            if self._regions is None:
+                self._regions = plausible.fit_regions(self, self._train)
+            return plausible.solve(self, self._regions, x0, k0, q, prep)
         nlo, nhi = self._box(x0, prep)
         w = np.concatenate(
             [self.schema.w_num, np.where(self.ordinal, 1.0, -1.0) * self.schema.w_cat]
