@@ -355,13 +355,7 @@ class TabularExplainer:
         allow = resolve_allowed(self._schema, allowed, transitions)
         keep = _missing_mode(missing)
         time_limit = self._time_limit(time_limit)
-        if plausible is not False and plausible is not True:
-            raise ValueError(f"plausible must be True or False; got {plausible!r}")
-        if plausible and self._program.folded:
-            raise ValueError(
-                "plausible=True is answered for pipelines ending in a tree model (their regions "
-                "that hold training rows); this model is linear or prototype-based"
-            )
+        self._check_plausible(plausible)
         arrays = answers(
             self, frame, tidx, form, bounds, allow, self._frozen(), max_changes, keep, time_limit,
             plausible,
@@ -379,6 +373,16 @@ class TabularExplainer:
                 "leave time_limit=None"
             )
         return time_limit
+
+    def _check_plausible(self, plausible):
+        """Raise a ValueError for a ``plausible`` that is not a bool, or not for a tree model."""
+        if plausible is not False and plausible is not True:
+            raise ValueError(f"plausible must be True or False; got {plausible!r}")
+        if plausible and self._program.folded:
+            raise ValueError(
+                "plausible=True is answered for pipelines ending in a tree model (their regions "
+                "that hold training rows); this model is linear or prototype-based"
+            )
 
     def _frozen(self):
         s = self._schema
@@ -400,6 +404,7 @@ class TabularExplainer:
         max_nodes=1000,
         missing="impute",
         time_limit=None,
+        plausible=False,
     ):
         """Up to ``k`` alternative answers for each row, cheapest first (flipsets).
 
@@ -416,7 +421,9 @@ class TabularExplainer:
         k : int or None, default=5
             The number of answers. ``None`` returns a lazy iterator over all of them, as
             :meth:`fastcf.LinearExplainer.enumerate` does.
-        region, proba, margin, bounds, allowed, transitions, max_changes, missing, time_limit
+        region, proba, margin, bounds, allowed, transitions, max_changes, missing
+            As in :meth:`explain`.
+        time_limit, plausible
             As in :meth:`explain` (``time_limit``: for each program of the enumeration; a
             stopped one keeps its answer, so the list may then not be in exact cost order).
         max_nodes : int, default=1000
@@ -438,9 +445,10 @@ class TabularExplainer:
         allow = resolve_allowed(self._schema, allowed, transitions)
         keep = _missing_mode(missing)
         time_limit = self._time_limit(time_limit)
+        self._check_plausible(plausible)
         out = [
             row_alternatives(self, frame.iloc[[i]], tidx[i : i + 1], form, bounds, allow,
-                             max_changes, max_nodes, k, keep, time_limit)
+                             max_changes, max_nodes, k, keep, time_limit, plausible)
             for i in range(frame.shape[0])
         ]  # fmt: skip
         return out[0] if single else out

@@ -128,3 +128,18 @@ def test_refusals():
     tree = fastcf.TabularExplainer(_pipe(DecisionTreeClassifier(max_depth=3)).fit(X, y), X)
     with pytest.raises(ValueError, match="plausible must be True or False"):
         tree.explain(X.iloc[[0]], 1, plausible=1)
+
+
+def test_enumerate_forwards_plausible(fitted):
+    X, model, tx = fitted
+    row = X[model.predict(X) != 1].iloc[[0]]
+    first = tx.explain(row, 1, plausible=True)
+    alts = tx.enumerate(row, 1, k=3, plausible=True)
+    assert first.success and alts and alts[0].distance == first.distance
+    seen = {tuple(r) for r in np.asarray(model[-1].apply(model[:-1].transform(X))).reshape(
+        len(X), -1).tolist()}  # fmt: skip
+    for a in alts:
+        assert a.success and model.predict(a.x)[0] == 1
+        lf = np.asarray(model[-1].apply(model[:-1].transform(a.x))).reshape(1, -1)[0]
+        assert tuple(lf.tolist()) in seen  # in a region that holds a training row
+    assert [a.distance for a in alts] == sorted(a.distance for a in alts)

@@ -61,13 +61,15 @@ def flipsets(solve, accept, fmask0, max_nodes=1000):
 
 
 def row_alternatives(
-    ex, frame, tidx, form, bounds, allow, max_changes, max_nodes, k, keep, time_limit=None
-):
+    ex, frame, tidx, form, bounds, allow, max_changes, max_nodes, k, keep, time_limit=None,
+    plausible=False,
+):  # fmt: skip
     """Return the alternatives of the one row of ``frame`` (a list of ``k``, or a generator).
 
     ``form``, ``allow``: the explainer's resolved ``(base, margin, tau)`` and allowed moves;
     ``keep``: whether missing cells stay missing (``missing="keep"``); ``time_limit``: seconds
-    for each node's tree program (a node it stops keeps its answer, not certified).
+    for each node's tree program (a node it stops keeps its answer, not certified);
+    ``plausible``: every node restricted to the training regions (tree programs).
     """
     s = ex._schema
     prog = ex._program
@@ -80,8 +82,9 @@ def row_alternatives(
 
     def solve(fmask):  # the program alone: the model checks only the answers returned
         q = make_query(
-            s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes, form[2], time_limit
-        )
+            s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes, form[2], time_limit,
+            plausible,
+        )  # fmt: skip
         ans = prog.solve(x0, k0, q)
         changed = np.zeros(len(s.columns), dtype=bool)
         changed[prog.num_cols] = ans.x != x0
@@ -92,8 +95,9 @@ def row_alternatives(
 
     def accept(fmask):  # solved again with the model's check (and its margin steps)
         arrays = answers(
-            ex, frame, tidx, form, bounds, allow, fmask, max_changes, time_limit=time_limit
-        )
+            ex, frame, tidx, form, bounds, allow, fmask, max_changes, time_limit=time_limit,
+            plausible=plausible,
+        )  # fmt: skip
         res = batch(ex, frame, tidx, *arrays)[0]
         return res if res.success else None
 
