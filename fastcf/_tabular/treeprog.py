@@ -129,7 +129,9 @@ class TreeProgram(Program):
             self.default.append(self._order(allowed[np.argsort(key[allowed], kind="stable")], j))
             self.rank.append(r)
         self._cache = OrderedDict()
-        self._train = X  # for plausible=True: its regions, found on the first such query
+        # for plausible=True: its regions, found on the first such query (a copy: the user's
+        # frame may change after the explainer is built)
+        self._train = X.copy()
         self._regions = None
         self.check(X)
 
