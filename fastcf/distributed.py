@@ -1,7 +1,8 @@
 """Scale-out on Dask: explain a data set partition by partition on an existing cluster.
 
 fastcf does not build a cluster of its own. :func:`explain` maps an explainer's batch path
-(``explainer.explain(X_block, targets_block, **options)``, one Numba call per block) over the
+(``explainer.explain(X_block, targets_block, **options)``: one Numba call per block for the
+linear and LVQ families, one exact program per row for :class:`~fastcf.TreeExplainer`) over the
 blocks of a :class:`dask.array.Array` or the partitions of a :class:`dask.dataframe.DataFrame`
 and returns lazy results. The explainer is shipped to the workers once: scattered with
 ``broadcast=True`` when a :class:`distributed.Client` is active, else held by a single graph key
@@ -128,7 +129,7 @@ def explain_partition(explainer, X, targets, **options):
 
     Parameters
     ----------
-    explainer : LinearExplainer or LVQExplainer
+    explainer : LinearExplainer, LVQExplainer or TreeExplainer
     X : ndarray of shape (n, D) or pandas.DataFrame
         The rows of one partition (a DataFrame is checked against the explainer's feature names).
     targets : label or array-like of n labels
@@ -254,8 +255,9 @@ def _check_explainer(explainer):
 
     if not isinstance(explainer, BaseExplainer):
         raise TypeError(
-            "explainer must be a fastcf explainer (LinearExplainer, LVQExplainer) with "
-            f"explain(), classes_ and n_features_in_; got {type(explainer).__name__}"
+            "explainer must be a fastcf explainer (LinearExplainer, LVQExplainer, "
+            "TreeExplainer) with explain(), classes_ and n_features_in_; got "
+            f"{type(explainer).__name__}"
         )
 
 
@@ -332,8 +334,12 @@ def explain(explainer, data, targets, *, client=None, **options):
 
     Parameters
     ----------
-    explainer : LinearExplainer or LVQExplainer
-        A fitted explainer (it pickles; it is sent to the workers once).
+    explainer : LinearExplainer, LVQExplainer or TreeExplainer
+        A fitted explainer (it pickles; it is sent to the workers once). A
+        :class:`~fastcf.TreeExplainer` answers the rows of a block one after another (one exact
+        program each), so blocks of a few hundred rows spread the work best; its options
+        (``plausible=``, ``time_limit=``, ``exact=``, ...) pass through, and ``info`` (gap,
+        bound) stays on the workers.
     data : dask.array.Array of shape (N, D) or dask.dataframe.DataFrame
         The queries. An array must be chunked by rows only (one chunk along the columns) with
         known chunk sizes; a DataFrame must have the explainer's feature names as its columns,

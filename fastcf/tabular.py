@@ -253,6 +253,8 @@ class TabularExplainer:
         transitions=None,
         max_changes=None,
         missing="impute",
+        time_limit=None,
+        plausible=False,
     ):
         """Find the cheapest change of the row(s) that the model puts in ``target``.
 
@@ -299,6 +301,21 @@ class TabularExplainer:
             imputer puts there (what the model uses); the answer may fill it in, a change that
             costs its distance from that value, and where it does not the cell stays missing.
             ``"keep"``: it stays missing (the column is frozen for that row).
+        time_limit : float, optional
+            Seconds for the exact program of each row, for a pipeline ending in a tree model
+            (as :meth:`fastcf.TreeExplainer.explain`'s): a row it stops with an answer the
+            model confirms has ``success=True``, status 1 (``MAXITER``), ``info["gap"]`` its
+            relative gap and ``info["bound"]`` a lower bound on the cost (the answer may not
+            be the cheapest); without one, ``success=False``. Linear and prototype programs
+            are solved to optimality in milliseconds and take no limit: a ``time_limit`` for
+            them raises a ``ValueError``.
+        plausible : bool, default=False
+            ``True``, for a pipeline ending in a tree model: the answer lies in a region of the
+            model (the rows that reach one given leaf in every tree: an interval per numeric
+            column, a set of categories per encoded one) that holds a row of ``X_train``, with
+            every other option (exact, by enumeration of those regions:
+            :mod:`fastcf._tabular.plausible`). No such region in the target: ``success=False``,
+            status 2; none within the options: status 3. Other models raise a ``ValueError``.
 
         Returns
         -------
@@ -313,7 +330,23 @@ class TabularExplainer:
         ------
         ValueError
             For one row that cannot be read (naming the column), unknown column names,
-            contradictory options, or ``proba=`` with a softmax model.
+            contradictory options, ``proba=`` with a softmax model, or ``time_limit`` for a
+            model that is not a tree model.
+
+        Examples
+        --------
+        A time limit for a tree pipeline's program (here ample: status 0, the exact answer):
+
+        >>> import numpy as np, pandas as pd
+        >>> from sklearn.ensemble import RandomForestClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = pd.DataFrame({"a": rng.normal(size=200).round(2), "b": rng.normal(size=200)})
+        >>> rf = RandomForestClassifier(10, max_depth=3, random_state=0).fit(X, X.a + X.b > 0)
+        >>> tx = TabularExplainer(rf, X)
+        >>> row = X[~rf.predict(X)].iloc[[0]]
+        >>> res = tx.explain(row, True, time_limit=10.0)
+        >>> bool(res.success), int(res.status), bool(rf.predict(res.x)[0])
+        (True, 0, True)
         """
         frame, single = read_rows(self._schema, x)
         tidx = resolve_targets(self.classes_, target, frame.shape[0])
@@ -321,9 +354,35 @@ class TabularExplainer:
         max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
         allow = resolve_allowed(self._schema, allowed, transitions)
         keep = _missing_mode(missing)
-        arrays = answers(self, frame, tidx, form, bounds, allow, self._frozen(), max_changes, keep)
+        time_limit = self._time_limit(time_limit)
+        self._check_plausible(plausible)
+        arrays = answers(
+            self, frame, tidx, form, bounds, allow, self._frozen(), max_changes, keep, time_limit,
+            plausible,
+        )  # fmt: skip
         out = batch(self, frame, tidx, *arrays)
         return out[0] if single else out
+
+    def _time_limit(self, time_limit):
+        """Return the checked ``time_limit`` (seconds, > 0, or None); tree programs only."""
+        time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
+        if time_limit is not None and self._program.folded:
+            raise ValueError(
+                "time_limit applies to the program of a pipeline ending in a tree model; this "
+                "model's program (linear or prototype) is solved to optimality without one: "
+                "leave time_limit=None"
+            )
+        return time_limit
+
+    def _check_plausible(self, plausible):
+        """Raise a ValueError for a ``plausible`` that is not a bool, or not for a tree model."""
+        if plausible is not False and plausible is not True:
+            raise ValueError(f"plausible must be True or False; got {plausible!r}")
+        if plausible and self._program.folded:
+            raise ValueError(
+                "plausible=True is answered for pipelines ending in a tree model (their regions "
+                "that hold training rows); this model is linear or prototype-based"
+            )
 
     def _frozen(self):
         s = self._schema
@@ -344,6 +403,8 @@ class TabularExplainer:
         max_changes=None,
         max_nodes=1000,
         missing="impute",
+        time_limit=None,
+        plausible=False,
     ):
         """Up to ``k`` alternative answers for each row, cheapest first (flipsets).
 
@@ -362,6 +423,9 @@ class TabularExplainer:
             :meth:`fastcf.LinearExplainer.enumerate` does.
         region, proba, margin, bounds, allowed, transitions, max_changes, missing
             As in :meth:`explain`.
+        time_limit, plausible
+            As in :meth:`explain` (``time_limit``: for each program of the enumeration; a
+            stopped one keeps its answer, so the list may then not be in exact cost order).
         max_nodes : int, default=1000
             Programs solved before the enumeration stops (then fewer than ``k`` answers).
 
@@ -380,9 +444,11 @@ class TabularExplainer:
         max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
         allow = resolve_allowed(self._schema, allowed, transitions)
         keep = _missing_mode(missing)
+        time_limit = self._time_limit(time_limit)
+        self._check_plausible(plausible)
         out = [
             row_alternatives(self, frame.iloc[[i]], tidx[i : i + 1], form, bounds, allow,
-                             max_changes, max_nodes, k, keep)
+                             max_changes, max_nodes, k, keep, time_limit, plausible)
             for i in range(frame.shape[0])
         ]  # fmt: skip
         return out[0] if single else out

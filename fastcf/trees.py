@@ -37,11 +37,13 @@ from ._trees.leaves import solve as solve_leaves
 from ._trees.milp import Program
 from ._trees.query import METRICS, TreeQuery
 from ._validation import (
+    as_queries,
     check_int,
     check_probability,
     check_scalar,
     resolve_bounds,
     resolve_frozen,
+    resolve_targets,
     resolve_weights,
 )
 from .results import Solution
@@ -99,7 +101,10 @@ class TreeExplainer(BaseExplainer):
     feature_names_in_ : ndarray of str or None
         The model's, when it was fitted on a DataFrame.
     mad_ : ndarray or None
-        Set by :meth:`fit_mad` (for ``weights="mad"``).
+        Set by :meth:`fit_mad` or :meth:`fit_data` (for ``weights="mad"``).
+    n_data_regions_ : int or None
+        The number of the model's regions (leaf combinations) that hold a training row, set by
+        :meth:`fit_data` (for ``plausible=True``).
 
     Raises
     ------
@@ -125,6 +130,8 @@ class TreeExplainer(BaseExplainer):
     """
 
     _has_proba = True
+    n_data_regions_: int | None = None
+    _regions = None  # the training regions (fastcf._trees.plausible.Regions), set by fit_data
 
     def __init__(self, model):
         if is_booster(model):  # xgboost.train / lightgbm.train: read as their classifiers
@@ -138,6 +145,44 @@ class TreeExplainer(BaseExplainer):
         self.feature_names_in_ = None if names is None else np.asarray(names, dtype=object)
         self._table = leaf_table(forest) if forest.n_trees == 1 else None
         self._program = None  # built on the first ensemble query
+
+    def fit_data(self, X):
+        """Store what the training data gives the options: its MAD and the regions it lies in.
+
+        :meth:`fit_mad` (for ``weights="mad"``) plus the model's regions that hold a training
+        row — the boxes of the leaf combinations the rows reach, where the model is constant —
+        with the class and probabilities the model gives each (its own ``predict`` /
+        ``predict_proba`` on the rows), for ``plausible=True`` (:mod:`fastcf._trees.plausible`).
+
+        Parameters
+        ----------
+        X : array_like of shape (N, D)
+            Training data (finite values, within the range the library reads exactly).
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.tree import DecisionTreeClassifier
+        >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> ex = TreeExplainer(DecisionTreeClassifier(random_state=0).fit(X, [0, 0, 0, 1]))
+        >>> ex.fit_data(X).n_data_regions_  # the tree's 3 leaves: x0 <= .5; x1 <= .5; else
+        3
+        """
+        from ._trees.plausible import fit_regions
+
+        self.fit_mad(X)
+        X, _, _ = as_queries(X, self.n_features_in_, self.feature_names_in_, name="X")
+        self._check_domain(X, "X")
+        R = model_input(self.model, X)
+        cls = resolve_targets(self.model.predict(R), self.classes_, X.shape[0], "predict")
+        P = np.asarray(self.model.predict_proba(R), dtype=np.float64)
+        self._regions = fit_regions(self._forest, X, cls, P)
+        self.n_data_regions_ = int(self._regions.cls.size)
+        return self
 
     def _in_target(self, X, tidx, proba=None):
         """Which rows of X the model's own ``predict`` puts in their target (and ``p >= τ``)."""
@@ -163,6 +208,7 @@ class TreeExplainer(BaseExplainer):
         exact=True,
         method="auto",
         time_limit=None,
+        plausible=False,
     ):
         """Find the closest input that the model classifies as ``target``.
 
@@ -204,6 +250,14 @@ class TreeExplainer(BaseExplainer):
             Seconds for the mixed-integer program of each query. Stopped with an answer the
             model confirms: ``success=True``, status 1, ``info["gap"]`` its relative gap and
             ``info["bound"]`` a lower bound on the distance; without one: ``success=False``.
+        plausible : bool, default=False
+            ``True``: the answer lies in a region of the model (the box of a combination of
+            one leaf per tree, where the model is constant) that holds a training row given to
+            :meth:`fit_data`: the closest point over those regions of the target, with every
+            other option (exact, by enumeration of the regions: :mod:`fastcf._trees.plausible`;
+            ``method``, ``exact`` and ``time_limit`` do not apply). ``success=False``, status
+            2, when no such region is in the target (or meets ``proba``); status 3 when the
+            options exclude every one.
 
         Returns
         -------
@@ -225,6 +279,19 @@ class TreeExplainer(BaseExplainer):
         ([0.5000000298023225, 0.5000000298023225], 'leaves')
         >>> tree.predict(res.x[None]).tolist(), tree.predict([[0.5000000298023224, 0.6]]).tolist()
         ([1], [0])
+
+        ``plausible=True``: only regions that hold training data (:meth:`fit_data`):
+
+        >>> from sklearn.ensemble import RandomForestClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> Xt = rng.normal(size=(200, 3))
+        >>> rf = RandomForestClassifier(10, max_depth=3, random_state=0).fit(Xt, Xt[:, 0] > 0)
+        >>> ex = TreeExplainer(rf).fit_data(Xt)
+        >>> res = ex.explain([-1.0, 0.0, 0.0], True, plausible=True)
+        >>> bool(res.success), res.method, bool(rf.predict(res.x[None])[0])
+        (True, 'plausible', True)
+        >>> bool(res.distance >= ex.explain([-1.0, 0.0, 0.0], True).distance)
+        True
         """
         if method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
@@ -235,7 +302,9 @@ class TreeExplainer(BaseExplainer):
         )
         if method == "auto":
             method = "leaves" if self._table is not None else "milp"
-        if method == "leaves":
+        if plausible is not False:
+            sol = self._plausible(X, tidx, q, plausible, method)
+        elif method == "leaves":
             if self._table is None:
                 raise ValueError(
                     f"method='leaves' answers one tree; this model has {self._forest.n_trees} "
@@ -291,6 +360,19 @@ class TreeExplainer(BaseExplainer):
         return enumerate_answers(self, x, target, k, max_nodes, dict(options))
 
     # ------------------------------------------------------------------ the steps
+    def _plausible(self, X, tidx, q, plausible, method):
+        """Answer over the training regions (:mod:`fastcf._trees.plausible`)."""
+        from ._trees.plausible import solve
+
+        if plausible is not True:
+            raise ValueError(f"plausible must be True or False; got {plausible!r}")
+        if self._regions is None:
+            raise ValueError(
+                "plausible=True needs the training data: call fit_data(X_train) on the "
+                "explainer first"
+            )
+        return solve(self._regions, X, tidx, q)
+
     def _query(self, X, names, region, proba, metric, weights, frozen, bounds, max_changes):
         """Check the options of a query and return its :class:`TreeQuery`."""
         if proba is None and not region:
@@ -306,14 +388,7 @@ class TreeExplainer(BaseExplainer):
             max_changes = check_int(max_changes, "max_changes", lo=1)
         D = self.n_features_in_
         dlo, dhi = self._forest.domain
-        out = (X < dlo) | (X > dhi)
-        if out.any():
-            r, c = np.argwhere(out)[0]
-            raise ValueError(
-                f"x has a value outside the range the model accepts at feature {c} (row {r}): "
-                f"{X[r, c]!r}; its split rule is {self._forest.rule} (a float32 cast), on "
-                f"[{dlo:g}, {dhi:g}]"
-            )
+        self._check_domain(X, "x")
         fmask = resolve_frozen(frozen, D, names)
         w = resolve_weights(weights, D, self.mad_)
         w = np.ones(D) if w is None else w
@@ -329,6 +404,18 @@ class TreeExplainer(BaseExplainer):
         return TreeQuery(
             metric, w, lo, hi, max_changes, proba, None, constrained or proba is not None
         )
+
+    def _check_domain(self, X, name):
+        """Raise a ValueError naming ``name`` if a value lies outside the library's domain."""
+        dlo, dhi = self._forest.domain
+        out = (X < dlo) | (X > dhi)
+        if out.any():
+            r, c = np.argwhere(out)[0]
+            raise ValueError(
+                f"{name} has a value outside the range the model accepts at feature {c} (row "
+                f"{r}): {X[r, c]!r}; its split rule is {self._forest.rule} (a float32 cast), on "
+                f"[{dlo:g}, {dhi:g}]"
+            )
 
     def _leaves(self, X, tidx, q):
         """One tree: the enumeration of its leaves (all rows at once)."""

@@ -1346,3 +1346,139 @@ def tabular_model_brute_force(model, row, grids, cost, target, *, proba=None, ma
     if not np.isfinite(costs[i]):
         return np.inf, None
     return float(costs[i]), df.iloc[[i]]
+
+
+def tree_split_boundaries(model):
+    """Return ({feature: sorted float64 boundaries}, (dlo, dhi)) of a tree model's splits.
+
+    scikit-learn's non-histogram trees by :func:`f32_le_boundary` on their float32 rule, the
+    boosted libraries by :func:`bisect_boundary` on their own rules (:func:`boosted_splits`).
+    """
+    root = type(model).__module__.split(".")[0]
+    D = int(model.n_features_in_)
+    out = {f: set() for f in range(D)}
+    if root in ("xgboost", "lightgbm") or type(model).__name__.startswith("HistGradient"):
+        splits = boosted_splits(model)
+        dom = splits[0][2] if splits else (-_F64_MAX, _F64_MAX)
+        for f, left, (a, z) in splits:
+            out[f].add(bisect_boundary(left, a, z))
+    else:
+        dom = (-_F32_MAX, _F32_MAX)
+        for f, t in sklearn_tree_splits(model):
+            out[f].add(f32_le_boundary(t))
+    return {f: sorted(v for v in b if dom[0] <= v < dom[1]) for f, b in out.items()}, dom
+
+
+def tree_model_leaves(model, X):
+    """Return the leaf of every row of X in every tree, by the library's own ``apply``, (N, T).
+
+    scikit-learn ``apply`` (HistGradientBoosting has none: its predictors' nodes are walked with
+    its rule ``x <= num_threshold``), XGBoost ``apply``, LightGBM ``pred_leaf=True``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    root = type(model).__module__.split(".")[0]
+    if root == "lightgbm":
+        out = model.predict(X, pred_leaf=True)
+    elif type(model).__name__.startswith("HistGradient"):
+        cols = []
+        for stage in model._predictors:
+            for p in stage:
+                nodes = p.nodes
+                node = np.zeros(X.shape[0], dtype=np.int64)
+                for _ in range(64):
+                    inner = nodes["is_leaf"][node] == 0
+                    if not inner.any():
+                        break
+                    f = nodes["feature_idx"][node]
+                    left = X[np.arange(X.shape[0]), f] <= nodes["num_threshold"][node]
+                    nxt = np.where(left, nodes["left"][node], nodes["right"][node])
+                    node = np.where(inner, nxt, node)
+                cols.append(node)
+        out = np.column_stack(cols)
+    else:
+        out = model.apply(X)
+    return np.asarray(out).reshape(X.shape[0], -1)
+
+
+def tree_plausible_brute_force(
+    model, X_train, x0, target, metric="manhattan", w=None, lo=None, hi=None, max_changes=None,
+    proba=None,
+):  # fmt: skip
+    """Plausible tree counterfactual by brute force over every cell of the threshold grid.
+
+    Every cell of the grid of :func:`tree_split_boundaries` (one interval per feature) gives
+    the point of the cell ∩ ``[lo, hi]`` closest to x0; a point is kept when the library's own
+    leaves of it (:func:`tree_model_leaves`) are those of some training row (it lies in a region
+    of the model that holds training data: a region is a union of cells), and the model's own
+    ``predict`` (and ``predict_proba`` >= proba, and ``max_changes``) judges the rest. Returns
+    ``(distance, x)`` of the cheapest, ``(inf, None)`` if none.
+    """
+    from itertools import product
+
+    bnd, (dlo, dhi) = tree_split_boundaries(model)
+    D = x0.shape[0]
+    w = np.ones(D) if w is None else np.asarray(w, dtype=float)
+    lo = np.full(D, dlo) if lo is None else np.maximum(lo, dlo)
+    hi = np.full(D, dhi) if hi is None else np.minimum(hi, dhi)
+    choices = []
+    for f in range(D):
+        ends = [dlo] + [float(np.nextafter(v, np.inf)) for v in bnd[f]]
+        tops = list(bnd[f]) + [dhi]
+        vals = []
+        for a, z in zip(ends, tops, strict=True):
+            a, z = max(a, lo[f]), min(z, hi[f])
+            if a <= z:
+                vals.append(min(max(x0[f], a), z))
+        choices.append(vals)
+    P = np.array(list(product(*choices)), dtype=np.float64).reshape(-1, D)
+    if P.shape[0]:
+        seen = {tuple(r) for r in tree_model_leaves(model, X_train).tolist()}
+        keep = [tuple(r) in seen for r in tree_model_leaves(model, P).tolist()]
+        P = P[np.asarray(keep, dtype=bool)]
+    return _ref_best(model, P, x0, target, metric, w, max_changes, proba)
+
+
+def tabular_plausible_brute_force(
+    model, X_train, row, grids, cost, target, *, proba=None, max_changes=None
+):
+    """:func:`tabular_model_brute_force` restricted to the model's regions of training rows.
+
+    ``model``: a scikit-learn ``Pipeline`` ending in a tree model with ``apply``; a candidate
+    row is kept when its leaves (``model[-1].apply(model[:-1].transform(rows))``) are those of
+    some row of ``X_train``.
+    """
+    import pandas as pd
+
+    def leaves(df):
+        out = np.asarray(model[-1].apply(model[:-1].transform(df)))
+        return [tuple(r) for r in out.reshape(len(df), -1).tolist()]
+
+    seen = set(leaves(X_train))
+    cols = list(grids)
+    sizes = [len(grids[c]) for c in cols]
+    idx = np.indices(sizes).reshape(len(cols), -1).T
+    n = idx.shape[0]
+    df = row.loc[row.index.repeat(n)].reset_index(drop=True)
+    for i, c in enumerate(cols):
+        vals = np.empty(sizes[i], dtype=object)
+        vals[:] = list(grids[c])
+        df[c] = pd.Series(vals[idx[:, i]]).astype(row[c].dtype)
+    inside = np.array([lf in seen for lf in leaves(df)], dtype=bool)
+    if not inside.any():
+        return np.inf, None
+    kept = df[inside].reset_index(drop=True)
+    costs = np.array([sum(cost(c, kept[c].iloc[i]) for c in cols) for i in range(len(kept))])
+    changes = np.array(
+        [sum(kept[c].iloc[i] != row[c].iloc[0] for c in cols) for i in range(len(kept))]
+    )
+    ok = np.asarray(model.predict(kept)) == target
+    if proba is not None:
+        k = list(model.classes_).index(target)
+        ok &= np.asarray(model.predict_proba(kept))[:, k] >= proba
+    if max_changes is not None:
+        ok &= changes <= max_changes
+    costs = np.where(ok, costs, np.inf)
+    i = int(np.argmin(costs))
+    if not np.isfinite(costs[i]):
+        return np.inf, None
+    return float(costs[i]), kept.iloc[[i]]

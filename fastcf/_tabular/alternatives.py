@@ -60,11 +60,16 @@ def flipsets(solve, accept, fmask0, max_nodes=1000):
     )
 
 
-def row_alternatives(ex, frame, tidx, form, bounds, allow, max_changes, max_nodes, k, keep):
+def row_alternatives(
+    ex, frame, tidx, form, bounds, allow, max_changes, max_nodes, k, keep, time_limit=None,
+    plausible=False,
+):  # fmt: skip
     """Return the alternatives of the one row of ``frame`` (a list of ``k``, or a generator).
 
     ``form``, ``allow``: the explainer's resolved ``(base, margin, tau)`` and allowed moves;
-    ``keep``: whether missing cells stay missing (``missing="keep"``).
+    ``keep``: whether missing cells stay missing (``missing="keep"``); ``time_limit``: seconds
+    for each node's tree program (a node it stops keeps its answer, not certified);
+    ``plausible``: every node restricted to the training regions (tree programs).
     """
     s = ex._schema
     prog = ex._program
@@ -76,16 +81,23 @@ def row_alternatives(ex, frame, tidx, form, bounds, allow, max_changes, max_node
     threshold = form[0] + form[1]
 
     def solve(fmask):  # the program alone: the model checks only the answers returned
-        q = make_query(s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes, form[2])
+        q = make_query(
+            s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes, form[2], time_limit,
+            plausible,
+        )  # fmt: skip
         ans = prog.solve(x0, k0, q)
         changed = np.zeros(len(s.columns), dtype=bool)
         changed[prog.num_cols] = ans.x != x0
         changed[prog.cat_cols] = ans.k != k0
-        value = ans.cost if ans.status == int(Status.OK) else math.inf
+        stopped = ans.status == int(Status.MAXITER) and (ans.info or {}).get("stopped")
+        value = ans.cost if ans.status == int(Status.OK) or stopped else math.inf
         return fmask, value, changed
 
     def accept(fmask):  # solved again with the model's check (and its margin steps)
-        arrays = answers(ex, frame, tidx, form, bounds, allow, fmask, max_changes)
+        arrays = answers(
+            ex, frame, tidx, form, bounds, allow, fmask, max_changes, time_limit=time_limit,
+            plausible=plausible,
+        )  # fmt: skip
         res = batch(ex, frame, tidx, *arrays)[0]
         return res if res.success else None
 

@@ -63,6 +63,8 @@ class Query(NamedTuple):
     frozen: np.ndarray  # (D,) bool: columns fixed (immutable plus extra)
     max_changes: int | None
     proba: float | None = None  # τ of proba= (the tree program asks it of the forest)
+    time_limit: float | None = None  # seconds for the tree program of the row (None: none)
+    plausible: bool = False  # tree programs: only regions of the model that hold training rows
 
 
 class RowAnswer(NamedTuple):

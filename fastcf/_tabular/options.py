@@ -237,7 +237,10 @@ def _resolve_transitions(s, transitions):
     return moves
 
 
-def make_query(schema, x0, k0, tidx, threshold, bounds, allowed, frozen, max_changes, tau=None):
+def make_query(
+    schema, x0, k0, tidx, threshold, bounds, allowed, frozen, max_changes, tau=None,
+    time_limit=None, plausible=False,
+):  # fmt: skip
     """Return the :class:`Query` of one row (``allowed`` from :func:`resolve_allowed`)."""
     lo, hi, rank_ok = resolve_box(schema, bounds, x0)
     mask, given, moves = allowed
@@ -249,7 +252,9 @@ def make_query(schema, x0, k0, tidx, threshold, bounds, allowed, frozen, max_cha
     allow[own[keep]] = True
     for j, sl, T in moves:  # a column with transitions: only the moves from the row's category
         allow[sl] &= T[k0[j]]
-    return Query(int(tidx), threshold, lo, hi, allow, frozen, max_changes, tau)
+    return Query(
+        int(tidx), threshold, lo, hi, allow, frozen, max_changes, tau, time_limit, plausible
+    )
 
 
 def _bound_value(v, x0, name):

@@ -71,12 +71,17 @@ def read_all(s, frame, keep_missing):
     return reads, bad, miss
 
 
-def answers(ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_missing=False):
+def answers(
+    ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_missing=False,
+    time_limit=None, plausible=False,
+):  # fmt: skip
     """Solve, decode and verify every row; return the arrays of a batch.
 
     ``allowed`` is the resolved ``(mask, given, moves)`` of :func:`resolve_allowed`. A row that
     cannot be read (:func:`read_all`) is returned as it is, with status INVALID_INPUT and the
-    reason; the others are answered.
+    reason; the others are answered. ``time_limit``: seconds for each row's tree program; a
+    row it stops with an answer has status MAXITER and ``info["stopped"]`` (an answer the
+    model is asked to confirm, like a status-0 one).
     """
     s = ex._schema
     prog = ex._program
@@ -110,7 +115,10 @@ def answers(ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_mi
         for i in progress_rows(todo_rows, "TabularExplainer"):  # (a line on a terminal if slow)
             x0, k0 = reads[i]
             fz = frozen if miss is None else frozen | miss[i]
-            q = make_query(s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes, tau)
+            q = make_query(
+                s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes, tau, time_limit,
+                plausible,
+            )  # fmt: skip
             t0 = time.perf_counter()
             ans = prog.solve(x0, k0, q)
             infos[i] = {**ans.info, "margin": m, "time": time.perf_counter() - t0}
@@ -121,8 +129,8 @@ def answers(ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_mi
     def merge(state, _rows, _sub):
         nonlocal answers, ok, proba, todo
         answers = s.frame(frame, XN, KC, XN0, KC0)
-        ok, proba = verify(ex, answers, tidx, tau, status, XN, KC, valid)
-        todo = np.flatnonzero((status == int(Status.OK)) & ~ok)
+        ok, proba = verify(ex, answers, tidx, tau, _answered(status, infos), XN, KC, valid)
+        todo = np.flatnonzero(_answered(status, infos) & ~ok)
         return state
 
     resolve(None, pick, solve, merge, rounds=len(TABULAR_MARGINS))
@@ -139,15 +147,22 @@ def answers(ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_mi
         cn, cc = prog.distance(x0, k0, XN[i], KC[i])
         costs[i, prog.num_cols] = cn
         costs[i, prog.cat_cols] = cc
-    cost = np.where(status == int(Status.OK), costs.sum(axis=1), math.inf)
+    cost = np.where(_answered(status, infos), costs.sum(axis=1), math.inf)
     return answers, ok, cost, proba, status, messages, costs, infos
 
 
-def verify(ex, answers, tidx, tau, status, XN, KC, valid=None):
+def _answered(status, infos):
+    """Return the rows that hold an answer: status OK, or a time limit's answer (MAXITER)."""
+    stopped = np.array([bool(i.get("stopped")) for i in infos], dtype=bool)
+    return (status == int(Status.OK)) | ((status == int(Status.MAXITER)) & stopped)
+
+
+def verify(ex, answers, tidx, tau, answered, XN, KC, valid=None):
     """Return (ok, proba): the model's own check of every answer, and its probabilities.
 
-    ``valid``: the rows to check (the others, rows that could not be read, are not passed to
-    the model: they are not ok, their probabilities NaN).
+    ``answered``: the rows that hold an answer (the others are not ok). ``valid``: the rows to
+    check (the others, rows that could not be read, are not passed to the model: they are not
+    ok, their probabilities NaN).
     """
     n = tidx.size
     rows = np.arange(n) if valid is None else np.flatnonzero(valid)
@@ -156,7 +171,7 @@ def verify(ex, answers, tidx, tau, status, XN, KC, valid=None):
     if rows.size:
         inp = ex._model_input(answers.iloc[rows])
         pred = np.asarray(ex.model.predict(inp))
-        ok[rows] = (pred == ex.classes_[tidx[rows]]) & (status[rows] == int(Status.OK))
+        ok[rows] = (pred == ex.classes_[tidx[rows]]) & answered[rows]
     if ex.probabilistic_:
         if tau is not None or not ex._program.folded:  # (a tree model: its own probabilities)
             proba = np.full((n, ex.classes_.size), np.nan)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections import OrderedDict
 from decimal import Decimal
 
@@ -128,6 +129,10 @@ class TreeProgram(Program):
             self.default.append(self._order(allowed[np.argsort(key[allowed], kind="stable")], j))
             self.rank.append(r)
         self._cache = OrderedDict()
+        # for plausible=True: its regions, found on the first such query (a copy: the user's
+        # frame may change after the explainer is built)
+        self._train = X.copy()
+        self._regions = None
         self.check(X)
 
     # ------------------------------------------------------------------ orders and forests
@@ -309,22 +314,37 @@ class TreeProgram(Program):
         return out
 
     def solve(self, x0, k0, q):
-        """Return the :class:`~fastcf._tabular.milp.RowAnswer` of one row (the tree program)."""
+        """Return the :class:`~fastcf._tabular.milp.RowAnswer` of one row (the tree program).
+
+        ``q.time_limit``: seconds for all the row's programs (one per plan); an answer found
+        before it stops the search has status MAXITER and ``info["stopped"]`` (with
+        ``info["gap"]``, ``info["bound"]``), no answer a failure with status MAXITER.
+        """
+        begin = time.perf_counter()
         prep = self._prepare(x0, k0, q)
         if isinstance(prep, RowAnswer):
             return prep
+        if q.plausible:  # the training regions (fastcf._tabular.plausible)
+            from . import plausible
+
+            if self._regions is None:
+                self._regions = plausible.fit_regions(self, self._train)
+            return plausible.solve(self, self._regions, x0, k0, q, prep)
         nlo, nhi = self._box(x0, prep)
         w = np.concatenate(
             [self.schema.w_num, np.where(self.ordinal, 1.0, -1.0) * self.schema.w_cat]
         )  # (a negative weight: the L0 cost of a nominal column, see fastcf._trees.query)
-        best, failed, runs, nodes = None, None, 0, 0
+        best, failed, runs, nodes, stopped, bounds = None, None, 0, 0, None, []
         for orders, boxes in self._plans(k0, prep[4]):
             prog, coords = self.program(orders)
             where = [{k: p for p, k in enumerate(o)} for o in orders]
             xc = np.concatenate([x0, [coords[j][where[j][int(k0[j])]] for j in range(self.n_cat)]])
             lo = np.concatenate([nlo, [coords[j][b[0]] for j, b in enumerate(boxes)]])
             hi = np.concatenate([nhi, [coords[j][b[1]] for j, b in enumerate(boxes)]])
-            tq = TreeQuery("mixed", w, lo[None], hi[None], q.max_changes, q.proba, None, True)
+            left = None
+            if q.time_limit is not None:  # what is left of the row's time for this plan
+                left = max(q.time_limit - (time.perf_counter() - begin), 1e-3)
+            tq = TreeQuery("mixed", w, lo[None], hi[None], q.max_changes, q.proba, left, True)
 
             def confirm(x, orders=orders, coords=coords):
                 return self.confirm(*self.decode(x, orders, coords), q)
@@ -332,13 +352,18 @@ class TreeProgram(Program):
             ans = prog.solve(xc, int(q.target), lo, hi, tq, confirm)
             runs += ans.runs
             nodes += ans.nodes
-            if ans.status == int(Status.OK):
+            if ans.status not in (int(Status.INFEASIBLE), int(Status.UNREACHABLE)):
+                bounds.append(ans.bound)  # (a lower bound on this plan's optimum)
+            if ans.success:  # (status 1: an answer the time limit stopped, not certified)
+                if ans.status != int(Status.OK):
+                    stopped = ans
                 if best is None or ans.distance < best[0].distance:
                     best = (ans, orders, coords)
             elif ans.status not in (int(Status.INFEASIBLE), int(Status.UNREACHABLE)):
                 failed = ans  # (one side not solved: the minimum is not certified)
         info = {"solver": "trees", "nodes": nodes, "runs": runs}
-        if failed is not None:
+        limited = failed is not None and failed.status == int(Status.MAXITER)
+        if failed is not None and not (limited and q.time_limit is not None and best is not None):
             return RowAnswer(x0.copy(), k0.copy(), math.inf, failed.status, failed.message, info)
         if best is None:
             out = self._infeasible(x0, k0, None)
@@ -346,9 +371,22 @@ class TreeProgram(Program):
         ans, orders, coords = best
         x, k = self.decode(ans.x, orders, coords)
         cn, cc = self.distance(x0, k0, x, k)
-        info.update(gap=ans.gap, bound=ans.bound)
-        msg = "exact (tree program over the raw columns, HiGHS)"
-        return RowAnswer(x, k, float(cn.sum() + cc.sum()), int(Status.OK), msg, info)
+        cost = float(cn.sum() + cc.sum())
+        if stopped is None and failed is None:
+            info.update(gap=ans.gap, bound=ans.bound)
+            msg = "exact (tree program over the raw columns, HiGHS)"
+            return RowAnswer(x, k, cost, int(Status.OK), msg, info)
+        # stopped (the time limit; HiGHS stopping early without one): the least bound of the
+        # plans bounds the row's optimum
+        bound = min(min(bounds), cost)
+        gap = (cost - bound) / cost if cost > 0 else 0.0
+        info.update(gap=gap, bound=bound, stopped=True)
+        why = "time limit reached" if q.time_limit is not None else "the MILP solver stopped"
+        msg = (
+            f"{why}: the answer is classified as the target but may not be the closest "
+            f"(relative gap {gap:.3g})"
+        )
+        return RowAnswer(x, k, cost, int(Status.MAXITER), msg, info)
 
     def decode(self, x, orders, coords):
         """Return (numeric values, category indices) of a point of the program's variables."""
