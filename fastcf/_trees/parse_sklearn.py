@@ -182,9 +182,9 @@ def _boosting(model, K, D):
         raise TypeError("this scikit-learn version's GradientBoostingClassifier is not supported")
     probe = np.zeros((2, D))
     probe[1] = 1.0
-    from .._confirm import model_input
-
-    raw0 = np.asarray(model._raw_predict_init(model_input(model, probe)), dtype=np.float64)
+    # an array, also for a model fitted on a DataFrame: the private method validates the rows
+    # with its first tree, fitted without feature names (a DataFrame warned)
+    raw0 = np.asarray(model._raw_predict_init(probe), dtype=np.float64)
     base = raw0[0]
     lr = np.float64(model.learning_rate)
     n_out = model.estimators_.shape[1]
@@ -217,7 +217,10 @@ def check(forest: Forest, model, n_probe: int = 512, seed: int = 0):
     R = model_input(model, P)
     name = type(model).__name__
     leaves = forest.leaves(P)
-    own = np.asarray(model.apply(R)).reshape(P.shape[0], -1)
+    # GradientBoostingClassifier.apply validates the rows with its first tree, fitted without
+    # feature names: an array (a DataFrame warned)
+    own = np.asarray(model.apply(P if isinstance(model, GradientBoostingClassifier) else R))
+    own = own.reshape(P.shape[0], -1)
     if own.shape != leaves.shape or not np.array_equal(own, leaves - forest.offset[None, :]):
         raise ValueError(
             f"model: fastcf's copy of this {name} routes probe rows to other leaves than the "
