@@ -3,9 +3,11 @@
 The split rule (``sklearn/ensemble/_hist_gradient_boosting/_predictor.pyx``,
 ``_predict_one_from_raw_data``): the input is validated as float64 (``X_DTYPE``, inf allowed)
 and a row goes left at a numerical node iff ``x <= num_threshold``, both float64 (a NaN goes to
-the side ``missing_go_to_left`` names). So the boundary is the threshold itself: ``left iff x
-<= b`` with ``b = num_threshold`` (which may be +inf: every number goes left). NaN inputs are
-refused by the explainer; the domain is the finite float64 line.
+the side ``missing_go_to_left`` names, read into :attr:`Tree.missing
+<fastcf._trees.forest.Tree>`; a node fitted without missing values sends them to the child with
+more samples). So the boundary is the threshold itself: ``left iff x <= b`` with ``b =
+num_threshold`` (which may be +inf: every number goes left); the domain is the finite float64
+line, and a NaN of a query is answered by :mod:`fastcf._trees.missing`.
 
 Categorical splits (bitsets over ordinal codes, with the categorical columns moved first by the
 model's own preprocessor) are not supported: a model fitted with categorical features is refused
@@ -53,6 +55,7 @@ def _tree(predictor, k, n_scores):
         left=np.where(leaf, -1, nodes["left"].astype(np.int64)),
         right=np.where(leaf, -1, nodes["right"].astype(np.int64)),
         value=value,
+        missing=np.where(leaf, -1, nodes["missing_go_to_left"].astype(np.int8)),
     )
     return out
 
