@@ -52,6 +52,8 @@ class BaseExplainer:
     mad_: np.ndarray | None = None
     #: whether the answers carry class probabilities (``Counterfactual.proba``)
     _has_proba = False
+    #: whether queries may hold NaN (missing values the model routes itself)
+    _allow_nan = False
 
     def _set_classes(self, classes):
         self.classes_ = np.asarray(classes)
@@ -94,7 +96,9 @@ class BaseExplainer:
     # ------------------------------------------------------------------ shared steps
     def _queries(self, x, target):
         """Return (X, single, names, tidx): the queries as (N, D) float64 and target indices."""
-        X, single, names = as_queries(x, self.n_features_in_, self.feature_names_in_)
+        X, single, names = as_queries(
+            x, self.n_features_in_, self.feature_names_in_, allow_nan=self._allow_nan
+        )
         if X.shape[0] == 0:
             raise ValueError("x is empty: need at least one query row")
         tidx = resolve_targets(target, self.classes_, X.shape[0], index=self._class_index)

@@ -33,11 +33,14 @@ def _describe(value) -> str:
     return f"{type(value).__name__} {value!r}"[:200]
 
 
-def as_float_array(value, name: str, *, ndim=None, allow_nonfinite=False) -> np.ndarray:
+def as_float_array(
+    value, name: str, *, ndim=None, allow_nonfinite=False, allow_nan=False
+) -> np.ndarray:
     """Convert ``value`` to a C-contiguous float64 array, rejecting non-numeric dtypes.
 
     Booleans and integers are converted; object, complex, string and datetime dtypes raise
-    ``TypeError``; NaN or inf raise ``ValueError`` unless ``allow_nonfinite``.
+    ``TypeError``; NaN or inf raise ``ValueError`` unless ``allow_nonfinite`` (``allow_nan``:
+    NaN pass, inf still raise).
     """
     if hasattr(value, "to_numpy") and not isinstance(value, np.ndarray):
         value = value.to_numpy()
@@ -62,6 +65,13 @@ def as_float_array(value, name: str, *, ndim=None, allow_nonfinite=False) -> np.
         with np.errstate(over="ignore", invalid="ignore"):  # inf - inf, 1e308 + 1e308
             total = np.sum(arr)
     if not allow_nonfinite and not np.isfinite(total) and not np.isfinite(arr).all():
+        if allow_nan:
+            bad = int(np.count_nonzero(np.isinf(arr)))
+            if bad:
+                raise ValueError(
+                    f"{name} contains {bad} infinite value(s); all must be finite or NaN (missing)"
+                )
+            return arr
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s); all must be finite")
     return arr
@@ -90,8 +100,8 @@ def _sparse_to_dense(x, name: str):
     return x.toarray()
 
 
-def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
-    """Validate one query (D,) or a batch (N, D).
+def as_queries(x, n_features: int, feature_names=None, name: str = "x", allow_nan=False):
+    """Validate one query (D,) or a batch (N, D); NaN (missing values) only if ``allow_nan``.
 
     ``x`` may be array-like (lists, NumPy arrays of any real dtype, pandas Series/DataFrame) or
     scipy.sparse (CSR, CSC, COO, ..., sparse matrices and sparse arrays): a sparse input is made
@@ -116,7 +126,7 @@ def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
     """
     dense = _sparse_to_dense(x, name)
     if dense is not None:
-        X = as_float_array(dense, name, ndim=(1, 2))
+        X = as_float_array(dense, name, ndim=(1, 2), allow_nan=allow_nan)
         single = X.ndim == 1
         if single:
             X = X[None, :]
@@ -141,7 +151,7 @@ def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
                 f"{name} has feature names that do not match the model's: missing {missing}, "
                 f"unexpected {extra} (the order must also match)"
             )
-    X = as_float_array(x, name, ndim=(1, 2))
+    X = as_float_array(x, name, ndim=(1, 2), allow_nan=allow_nan)
     single = X.ndim == 1
     if single:
         X = X[None, :]

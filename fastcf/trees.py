@@ -21,6 +21,10 @@ The answers:
   (:mod:`fastcf._trees.milp`).
 
 Every success is confirmed by the model's own ``predict`` (and ``predict_proba`` for ``proba=``).
+
+A NaN in a query is a missing value the model routes itself: it stays missing in the answer and
+the other features move, answered on the forest conditioned on the query's missing features
+(:mod:`fastcf._trees.missing`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from ._trees.boosters import BoosterClassifier, is_booster
 from ._trees.leaves import leaf_table
 from ._trees.leaves import solve as solve_leaves
 from ._trees.milp import Program
+from ._trees.missing import FILL, Patterns, check_query, groups, program
 from ._trees.query import METRICS, TreeQuery
 from ._validation import (
     check_int,
@@ -87,7 +92,8 @@ class TreeExplainer(BaseExplainer):
         a bare ``Booster`` of either (``xgboost.train``, ``lightgbm.train``), read as its
         classifier reads it (classes 0 … K−1; :mod:`fastcf._trees.boosters`).
         Binary or multiclass. Each library's own split rule and arithmetic are reproduced (the
-        module docstrings of :mod:`fastcf._trees`); categorical splits are refused.
+        module docstrings of :mod:`fastcf._trees`), and its routing of missing values (NaN in a
+        query: :meth:`explain`); categorical splits are refused.
 
     Attributes
     ----------
@@ -108,7 +114,8 @@ class TreeExplainer(BaseExplainer):
     ValueError
         ``model`` is not fitted, has several outputs, uses a configuration that is not
         supported (categorical splits, XGBoost's dart/gblinear, LightGBM's linear trees, ...:
-        the message names it), or fastcf's parsed copy disagrees with it.
+        the message names it), or fastcf's parsed copy disagrees with it (on rows placed on
+        and next to every split value, and on rows with NaN where the model routes them).
 
     Examples
     --------
@@ -125,6 +132,7 @@ class TreeExplainer(BaseExplainer):
     """
 
     _has_proba = True
+    _allow_nan = True  # missing values the model routes (fastcf._trees.missing)
 
     def __init__(self, model):
         if is_booster(model):  # xgboost.train / lightgbm.train: read as their classifiers
@@ -138,6 +146,8 @@ class TreeExplainer(BaseExplainer):
         self.feature_names_in_ = None if names is None else np.asarray(names, dtype=object)
         self._table = leaf_table(forest) if forest.n_trees == 1 else None
         self._program = None  # built on the first ensemble query
+        # the leaf tables and programs of the queries' NaN patterns (conditioned forests)
+        self._patterns = Patterns(forest, {"leaves": leaf_table, "milp": program})
 
     def _in_target(self, X, tidx, proba=None):
         """Which rows of X the model's own ``predict`` puts in their target (and ``p >= τ``)."""
@@ -170,8 +180,13 @@ class TreeExplainer(BaseExplainer):
         ----------
         x : array_like of shape (D,) or (N, D)
             The source instance(s); pandas Series/DataFrame keep their feature names. Values
-            must be finite and within the range the library reads exactly (the float32 range
-            for scikit-learn's trees and XGBoost, which cast to float32).
+            must be finite or NaN and within the range the library reads exactly (the float32
+            range for scikit-learn's trees and XGBoost, which cast to float32). A NaN is a
+            missing value, routed by the model's own rule (HistGradientBoosting's
+            ``missing_go_to_left``, scikit-learn trees' and forests' ``missing_go_to_left``,
+            XGBoost's ``default_left``, LightGBM's missing type and ``default_left``): it stays
+            NaN in the answer, as a frozen feature (a counterfactual does not impute), the
+            other features move, the distance ignores it and ``changed`` never lists it.
         target : label or array_like of N labels
             Class label(s) as in ``classes_``.
         region : bool, default=True
@@ -208,11 +223,20 @@ class TreeExplainer(BaseExplainer):
         Returns
         -------
         Counterfactual or CounterfactualBatch
-            A batch when ``x`` is 2-D. ``info``: ``gap`` (0 when proven optimal), ``bound``,
+            A batch when ``x`` is 2-D (a failure's ``x`` is the query, NaN included). ``info``:
+            ``gap`` (0 when proven optimal), ``bound``,
             ``nodes`` (branch-and-bound nodes); ``nit`` counts the programs solved (1 plus one
             per cut of a near-tie; 0 when the incumbent is proven optimal without one, and for
             the leaf enumeration). Ensemble batches are solved one row after another in this
             first version.
+
+        Raises
+        ------
+        ValueError
+            An option out of its range (the message names it); a value of ``x`` outside the
+            library's range or infinite; a NaN in ``x`` that the model cannot route (its own
+            ``predict`` refuses NaN: ``GradientBoostingClassifier``): the message names the
+            feature and the row.
 
         Examples
         --------
@@ -225,6 +249,18 @@ class TreeExplainer(BaseExplainer):
         ([0.5000000298023225, 0.5000000298023225], 'leaves')
         >>> tree.predict(res.x[None]).tolist(), tree.predict([[0.5000000298023224, 0.6]]).tolist()
         ([1], [0])
+
+        A missing value stays missing; the model routes it and the other features move:
+
+        >>> from sklearn.ensemble import HistGradientBoostingClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> Xt = rng.normal(size=(300, 2))
+        >>> yt = (Xt[:, 0] + Xt[:, 1] > 0).astype(int)
+        >>> Xt[::5, 0] = np.nan
+        >>> gb = HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(Xt, yt)
+        >>> res = TreeExplainer(gb).explain([np.nan, -1.0], target=1)
+        >>> bool(np.isnan(res.x[0])), res.changed.tolist(), gb.predict(res.x[None]).tolist()
+        (True, [1], [1])
         """
         if method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
@@ -235,15 +271,18 @@ class TreeExplainer(BaseExplainer):
         )
         if method == "auto":
             method = "leaves" if self._table is not None else "milp"
+        M = check_query(self._forest, X, names, type(self.model).__name__)
+        Xs, q = self._hold_missing(X, M, q)
         if method == "leaves":
             if self._table is None:
                 raise ValueError(
                     f"method='leaves' answers one tree; this model has {self._forest.n_trees} "
                     "trees: use method='milp' (the default)"
                 )
-            sol = self._leaves(X, tidx, q)
+            sol = self._leaves(Xs, tidx, q, M)
         else:
-            sol = self._milp(X, tidx, q, bool(exact))
+            sol = self._milp(Xs, tidx, q, bool(exact), missing=M)
+        sol = self._missing_back(sol, M, names)
         sol = self._verify(sol, tidx, q.proba)
         P = np.asarray(self.model.predict_proba(model_input(self.model, sol.x)), dtype=np.float64)
         return self._package(sol._replace(proba=P), X, tidx, names, single)
@@ -330,9 +369,37 @@ class TreeExplainer(BaseExplainer):
             metric, w, lo, hi, max_changes, proba, None, constrained or proba is not None
         )
 
-    def _leaves(self, X, tidx, q):
-        """One tree: the enumeration of its leaves (all rows at once)."""
+    def _hold_missing(self, X, M, q):
+        """Return the queries the solvers see: each NaN held at ``FILL``, a frozen feature.
+
+        (:mod:`fastcf._trees.missing`: each row is answered on the forest conditioned on its
+        NaN pattern, which no longer reads those features.)
+        """
+        if not M.any():
+            return X, q
+        lo, hi = q.lo.copy(), q.hi.copy()
+        lo[M] = hi[M] = FILL
+        return np.where(M, FILL, X), q._replace(lo=lo, hi=hi)
+
+    def _missing_back(self, sol, M, names):
+        """Return ``sol`` with the NaN of the queries back in the answers (and said why)."""
+        if not M.any():
+            return sol
+        message = list(sol.message)
+        for i in np.flatnonzero(M.any(axis=1) & (sol.status == int(Status.INFEASIBLE))):
+            idx = np.flatnonzero(M[i])
+            which = ", ".join(str(names[j]) if names is not None else str(j) for j in idx)
+            message[i] = f"{message[i]} (the missing features {which} stay missing)"
+        return sol._replace(x=np.where(M, np.nan, sol.x), message=message)
+
+    def _leaves(self, X, tidx, q, missing=None):
+        """One tree: the enumeration of its leaves (all rows at once, per NaN pattern)."""
         x, dist, found = solve_leaves(self._table, X, tidx, q)
+        if missing is not None:
+            for mask, r in groups(missing):  # the tree conditioned on the pattern's NaN
+                table = self._patterns.get("leaves", mask)
+                qr = q._replace(lo=q.lo[r], hi=q.hi[r])
+                x[r], dist[r], found[r] = solve_leaves(table, X[r], tidx[r], qr)
         has = (self._table.cls[None, :] == tidx[:, None]).any(axis=1)
         status = np.where(
             found, int(Status.OK), np.where(has, int(Status.INFEASIBLE), int(Status.UNREACHABLE))
@@ -346,26 +413,35 @@ class TreeExplainer(BaseExplainer):
                   "nodes": np.zeros(n, dtype=np.int64)},
         )  # fmt: skip
 
-    def _milp(self, X, tidx, q, exact=True, plain=False):
+    def _milp(self, X, tidx, q, exact=True, plain=False, missing=None):
         """Answer an ensemble: the program of each row (one after another), or the quick search.
 
         ``plain``: the full program without incumbent, reductions or cutoff (the baseline of
-        ``asv_bench/benchmarks/bench_trees.py``).
+        ``asv_bench/benchmarks/bench_trees.py``). ``missing``: the (N, D) mask of the queries'
+        NaN (held at ``FILL`` in X); such a row is answered by the program of the forest
+        conditioned on its pattern, and confirmed with its NaN back.
         """
         if self._program is None:
             self._program = Program(self._forest)
         answers = []
         for i in rows(range(X.shape[0]), "TreeExplainer"):  # (a line on a terminal if slow)
             t = int(tidx[i])
+            program, qi, nan = self._program, q, None
+            if missing is not None and missing[i].any():
+                nan = missing[i]
+                program = self._patterns.get("milp", nan)
+                qi = q._replace(constrained=True)  # "infeasible", not "unreachable"
 
-            def confirm(x, t=t):
+            def confirm(x, t=t, nan=nan):
+                if nan is not None:
+                    x = np.where(nan, np.nan, x)
                 return bool(self._in_target(x[None], np.array([t]), q.proba)[0])
 
-            args = (X[i], t, q.lo[i], q.hi[i], q, confirm)
+            args = (X[i], t, q.lo[i], q.hi[i], qi, confirm)
             if exact:
-                answers.append(self._program.solve(*args, plain=plain))
+                answers.append(program.solve(*args, plain=plain))
             else:
-                answers.append(self._program.quick(*args))
+                answers.append(program.quick(*args))
         success = np.array([a.success for a in answers], dtype=bool)
         return Solution(
             x=np.array([a.x for a in answers]).reshape(X.shape),
