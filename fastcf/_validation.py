@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import warnings
 
 import numpy as np
 
@@ -340,21 +341,29 @@ def resolve_frozen(frozen, n_features: int, feature_names=None) -> np.ndarray:
     return mask
 
 
-def median_absolute_deviation(X: np.ndarray) -> np.ndarray:
+def median_absolute_deviation(X: np.ndarray, allow_nan: bool = False) -> np.ndarray:
     """Per-feature median absolute deviation, with a guard for MAD = 0.
 
     A feature whose MAD is 0 (more than half of the values equal) would get an infinite weight
     ``1/MAD``; it falls back to the mean absolute deviation, then to 1. A spread so small that the
     square of its reciprocal (the Euclidean metric ``1/MAD²``) overflows, below ~7.5e-155, counts
-    as 0 as well.
+    as 0 as well. ``allow_nan``: NaN (missing values) are left out of each column's medians.
     """
-    X = as_float_array(X, "X", ndim=2)
+    X = as_float_array(X, "X", ndim=2, allow_nan=allow_nan)
     if X.shape[0] < 2:
         raise ValueError(f"X must have at least 2 rows to estimate the MAD; got {X.shape[0]}")
-    med = np.median(X, axis=0)
-    dev = np.abs(X - med)
-    mad = np.median(dev, axis=0)
-    fallback = dev.mean(axis=0)
+    if allow_nan and np.isnan(X).any():  # missing values left out, column by column
+        with warnings.catch_warnings():  # (an all-NaN column: NaN, then the fallback 1)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            med = np.nanmedian(X, axis=0)
+            dev = np.abs(X - med)
+            mad = np.nan_to_num(np.nanmedian(dev, axis=0))
+            fallback = np.nan_to_num(np.nanmean(dev, axis=0))
+    else:
+        med = np.median(X, axis=0)
+        dev = np.abs(X - med)
+        mad = np.median(dev, axis=0)
+        fallback = dev.mean(axis=0)
     # 1/MAD² must be finite (soak finding: MAD = 1.1e-309 overflowed 1/MAD itself)
     tiny = 1.0 / math.sqrt(np.finfo(float).max)
     mad = np.where(mad > tiny, mad, fallback)

@@ -294,3 +294,28 @@ def test_lightgbm_nan_left(missing_type, default_left):
         got = parse_lightgbm.nan_left(t, missing_type, default_left)
         want = default_left if missing_type != "None" else 0.0 <= t
         assert got == want
+
+
+def test_fit_mad_leaves_nan_out_and_results_count_no_missing_change():
+    import pickle
+
+    X, Xn, y = _data(2, seed=8)
+    hgb = HistGradientBoostingClassifier(max_iter=3, max_depth=2, random_state=0).fit(Xn, y)
+    ex = TreeExplainer(hgb).fit_mad(Xn)
+    for f in range(3):  # each feature's MAD over its present values
+        v = Xn[~np.isnan(Xn[:, f]), f]
+        assert ex.mad_[f] == np.median(np.abs(v - np.median(v)))
+    Q = _queries(Xn, 4)
+    t = 1 - hgb.predict(Q)
+    batch = ex.explain(Q, t, weights="mad")
+    assert batch.success.all()
+    w = 1.0 / ex.mad_
+    np.testing.assert_allclose(
+        batch.distance, np.nansum(w * np.abs(batch.x - Q), axis=1), rtol=1e-12
+    )
+    n_moved = [int(np.sum(~np.isnan(Q[i]) & (batch.x[i] != Q[i]))) for i in range(len(Q))]
+    pytest.importorskip("pandas")
+    assert batch.to_frame()["n_changed"].tolist() == n_moved
+    assert [batch[i].to_sparse().nnz for i in range(len(Q))] == n_moved
+    again = pickle.loads(pickle.dumps(ex))  # (with its cached conditioned programs)
+    np.testing.assert_array_equal(again.explain(Q, t, weights="mad").x, batch.x)
