@@ -93,7 +93,9 @@ class TreeExplainer(BaseExplainer):
         classifier reads it (classes 0 … K−1; :mod:`fastcf._trees.boosters`).
         Binary or multiclass. Each library's own split rule and arithmetic are reproduced (the
         module docstrings of :mod:`fastcf._trees`), and its routing of missing values (NaN in a
-        query: :meth:`explain`); categorical splits are refused.
+        query: :meth:`explain`). HistGradientBoosting's native categorical features (numeric
+        category values) are taken with their categories frozen in every query; XGBoost's and
+        LightGBM's categorical splits are refused.
 
     Attributes
     ----------
@@ -113,7 +115,8 @@ class TreeExplainer(BaseExplainer):
         ``model`` is not a supported tree classifier (a regressor, another library's model).
     ValueError
         ``model`` is not fitted, has several outputs, uses a configuration that is not
-        supported (categorical splits, XGBoost's dart/gblinear, LightGBM's linear trees, ...:
+        supported (XGBoost's and LightGBM's categorical splits, HistGradientBoosting's
+        non-numeric categories, XGBoost's dart/gblinear, LightGBM's linear trees, ...:
         the message names it), or fastcf's parsed copy disagrees with it (on rows placed on
         and next to every split value, and on rows with NaN where the model routes them).
 
@@ -144,7 +147,9 @@ class TreeExplainer(BaseExplainer):
         self.n_features_in_ = forest.n_features
         names = getattr(model, "feature_names_in_", None)
         self.feature_names_in_ = None if names is None else np.asarray(names, dtype=object)
-        self._table = leaf_table(forest) if forest.n_trees == 1 else None
+        # (a model with categorical splits is answered conditioned on its categories)
+        one = forest.n_trees == 1 and forest.categories is None
+        self._table = leaf_table(forest) if one else None
         self._program = None  # built on the first ensemble query
         # the leaf tables and programs of the queries' NaN patterns (conditioned forests)
         self._patterns = Patterns(forest, {"leaves": leaf_table, "milp": program})
@@ -186,7 +191,9 @@ class TreeExplainer(BaseExplainer):
             ``missing_go_to_left``, scikit-learn trees' and forests' ``missing_go_to_left``,
             XGBoost's ``default_left``, LightGBM's missing type and ``default_left``): it stays
             NaN in the answer, as a frozen feature (a counterfactual does not impute), the
-            other features move, the distance ignores it and ``changed`` never lists it.
+            other features move, the distance ignores it and ``changed`` never lists it. A
+            categorical feature of a HistGradientBoostingClassifier must be frozen; a value
+            that is none of its categories is routed as missing, as the model routes it.
         target : label or array_like of N labels
             Class label(s) as in ``classes_``.
         region : bool, default=True
@@ -235,8 +242,9 @@ class TreeExplainer(BaseExplainer):
         ValueError
             An option out of its range (the message names it); a value of ``x`` outside the
             library's range or infinite; a NaN in ``x`` that the model cannot route (its own
-            ``predict`` refuses NaN: ``GradientBoostingClassifier``): the message names the
-            feature and the row.
+            ``predict`` refuses NaN: ``GradientBoostingClassifier``), or a categorical feature
+            of a HistGradientBoostingClassifier left free (answers keep categories: freeze
+            them): the message names the feature and the row.
 
         Examples
         --------
@@ -271,7 +279,8 @@ class TreeExplainer(BaseExplainer):
         )
         if method == "auto":
             method = "leaves" if self._table is not None else "milp"
-        M = check_query(self._forest, X, names, type(self.model).__name__)
+        C = check_query(self._forest, X, names, type(self.model).__name__, q.lo, q.hi)
+        M = np.isnan(X)
         Xs, q = self._hold_missing(X, M, q)
         if method == "leaves":
             if self._table is None:
@@ -279,9 +288,9 @@ class TreeExplainer(BaseExplainer):
                     f"method='leaves' answers one tree; this model has {self._forest.n_trees} "
                     "trees: use method='milp' (the default)"
                 )
-            sol = self._leaves(Xs, tidx, q, M)
+            sol = self._leaves(Xs, tidx, q, C, X)
         else:
-            sol = self._milp(Xs, tidx, q, bool(exact), missing=M)
+            sol = self._milp(Xs, tidx, q, bool(exact), missing=C, values=X)
         sol = self._missing_back(sol, M, names)
         sol = self._verify(sol, tidx, q.proba)
         P = np.asarray(self.model.predict_proba(model_input(self.model, sol.x)), dtype=np.float64)
@@ -392,12 +401,16 @@ class TreeExplainer(BaseExplainer):
             message[i] = f"{message[i]} (the missing features {which} stay missing)"
         return sol._replace(x=np.where(M, np.nan, sol.x), message=message)
 
-    def _leaves(self, X, tidx, q, missing=None):
-        """One tree: the enumeration of its leaves (all rows at once, per NaN pattern)."""
+    def _leaves(self, X, tidx, q, missing=None, values=None):
+        """One tree: the enumeration of its leaves (all rows at once, per NaN pattern).
+
+        ``missing``: the (N, D) mask of the features each row conditions the tree on (its NaN,
+        held at ``FILL`` in X), ``values`` the queries as given.
+        """
         x, dist, found = solve_leaves(self._table, X, tidx, q)
         if missing is not None:
-            for mask, r in groups(missing):  # the tree conditioned on the pattern's NaN
-                table = self._patterns.get("leaves", mask)
+            for mask, v, r in groups(missing, values):  # the tree conditioned on the pattern
+                table = self._patterns.get("leaves", mask, v)
                 qr = q._replace(lo=q.lo[r], hi=q.hi[r])
                 x[r], dist[r], found[r] = solve_leaves(table, X[r], tidx[r], qr)
         has = (self._table.cls[None, :] == tidx[:, None]).any(axis=1)
@@ -413,24 +426,27 @@ class TreeExplainer(BaseExplainer):
                   "nodes": np.zeros(n, dtype=np.int64)},
         )  # fmt: skip
 
-    def _milp(self, X, tidx, q, exact=True, plain=False, missing=None):
+    def _milp(self, X, tidx, q, exact=True, plain=False, missing=None, values=None):
         """Answer an ensemble: the program of each row (one after another), or the quick search.
 
         ``plain``: the full program without incumbent, reductions or cutoff (the baseline of
-        ``asv_bench/benchmarks/bench_trees.py``). ``missing``: the (N, D) mask of the queries'
-        NaN (held at ``FILL`` in X); such a row is answered by the program of the forest
-        conditioned on its pattern, and confirmed with its NaN back.
+        ``asv_bench/benchmarks/bench_trees.py``). ``missing``: the (N, D) mask of the features
+        each row conditions the forest on (its NaN, held at ``FILL`` in X, and the categorical
+        features), ``values`` the queries as given; such a row is answered by the program of
+        the forest conditioned on its pattern, and confirmed with its NaN back.
         """
-        if self._program is None:
-            self._program = Program(self._forest)
         answers = []
         for i in rows(range(X.shape[0]), "TreeExplainer"):  # (a line on a terminal if slow)
             t = int(tidx[i])
-            program, qi, nan = self._program, q, None
+            qi, nan = q, None
             if missing is not None and missing[i].any():
-                nan = missing[i]
-                program = self._patterns.get("milp", nan)
+                nan = np.isnan(values[i])
+                program = self._patterns.get("milp", missing[i], values[i])
                 qi = q._replace(constrained=True)  # "infeasible", not "unreachable"
+            else:
+                if self._program is None:
+                    self._program = Program(self._forest)
+                program = self._program
 
             def confirm(x, t=t, nan=nan):
                 if nan is not None:

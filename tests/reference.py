@@ -1206,11 +1206,17 @@ def boosted_splits(model):
             out.append((f, left, dom))
     else:  # HistGradientBoostingClassifier
         dom = (-_F64_MAX, _F64_MAX)
+        # with categorical features its ColumnTransformer puts them first (feature_idx counts
+        # the transformed columns); their set splits are left out (the callers freeze them)
+        cat = getattr(model, "is_categorical_", None)
+        column = np.arange(model.n_features_in_)
+        if cat is not None and np.any(cat):
+            column = np.concatenate([np.flatnonzero(cat), np.flatnonzero(~np.asarray(cat))])
         for stage in model._predictors:
             for p in stage:
-                nodes = p.nodes[p.nodes["is_leaf"] == 0]
+                nodes = p.nodes[(p.nodes["is_leaf"] == 0) & (p.nodes["is_categorical"] == 0)]
                 for f, t in zip(nodes["feature_idx"], nodes["num_threshold"], strict=True):
-                    out.append((int(f), lambda x, t=float(t): x <= t, dom))
+                    out.append((int(column[f]), lambda x, t=float(t): x <= t, dom))
     return out
 
 

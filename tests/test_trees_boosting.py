@@ -334,8 +334,9 @@ def test_refusals_hist_gradient_boosting():
     Xc = X.copy()
     Xc[:, 2] = np.arange(len(X)) % 3
     hgb = HistGradientBoostingClassifier(max_iter=2, categorical_features=[2]).fit(Xc, y)
-    with pytest.raises(ValueError, match=r"categorical features \(2\)"):
-        TreeExplainer(hgb)
+    # categorical features are taken frozen (tests/test_trees_missing.py), free ones refused
+    with pytest.raises(ValueError, match=r"categorical feature 2 \(row 0\)"):
+        TreeExplainer(hgb).explain(Xc[0], 1)
     ex = TreeExplainer(HistGradientBoostingClassifier(max_iter=2).fit(X, y))
     bad = X[0].copy()
     bad[1] = -np.inf  # (NaN is a missing value, routed by the model: test_trees_missing.py)

@@ -319,3 +319,73 @@ def test_fit_mad_leaves_nan_out_and_results_count_no_missing_change():
     assert [batch[i].to_sparse().nnz for i in range(len(Q))] == n_moved
     again = pickle.loads(pickle.dumps(ex))  # (with its cached conditioned programs)
     np.testing.assert_array_equal(again.explain(Q, t, weights="mad").x, batch.x)
+
+
+# ----------------------------------------------------------------- categorical (HistGB)
+def _categorical(n_classes, seed=0, n=300):
+    """Feature 1 categorical (codes 2, 5, 7, 11), some of it and of feature 0 missing."""
+    X, _, y = _data(n_classes, seed=seed, n=n, frac=0.0)
+    rng = np.random.default_rng(seed)
+    cats = np.array([2.0, 5.0, 7.0, 11.0])
+    c = rng.integers(0, 4, n)
+    X[:, 1] = cats[c]
+    y = (y + (c >= 2)) % n_classes  # the category matters
+    X[rng.random(n) < 0.1, 1] = np.nan
+    X[rng.random(n) < 0.1, 0] = np.nan
+    return X, y
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_categorical_frozen_against_brute_force(k):
+    X, y = _categorical(k, seed=k)
+    hgb = HistGradientBoostingClassifier(
+        max_iter=3, max_depth=3, categorical_features=[1], random_state=0
+    ).fit(X, y)
+    assert any(p.nodes["is_categorical"].any() for s in hgb._predictors for p in s)
+    ex = TreeExplainer(hgb)
+    rows = [X[i].copy() for i in range(8)]
+    rows[0][1] = 3.0  # a category the model never saw: HistGB routes it as missing
+    rows[1][1] = -1.0  # (negative: the same)
+    checked = 0
+    for x0 in rows:
+        own = hgb.predict(x0[None])[0]
+        for target in hgb.classes_[hgb.classes_ != own]:
+            res = ex.explain(x0, target, frozen=[1])
+            lo = np.where(np.arange(3) == 1, x0, -np.inf)
+            hi = np.where(np.arange(3) == 1, x0, np.inf)
+            ref, _ = boosted_cells_brute_force(hgb, x0, target, lo=lo, hi=hi)
+            assert _same(res.distance, ref), (x0, target, res.distance, ref, res.message)
+            np.testing.assert_array_equal(res.x[1], x0[1])  # the category kept (or NaN)
+            assert np.isnan(res.x[0]) == np.isnan(x0[0])
+            if res.success:
+                assert hgb.predict(res.x[None])[0] == target
+                checked += 1
+    assert checked > 0
+
+
+def test_categorical_left_free_is_refused_naming_it():
+    pd = pytest.importorskip("pandas")
+    X, y = _categorical(2)
+    df = pd.DataFrame(X, columns=["a", "kind", "c"])
+    hgb = HistGradientBoostingClassifier(max_iter=2, categorical_features=["kind"]).fit(df, y)
+    ex = TreeExplainer(hgb)
+    i = int(np.flatnonzero(~np.isnan(X[:, 1]))[0])  # a row with a category
+    rows = df.iloc[[i, i]]
+    with pytest.raises(ValueError, match=r"categorical feature 'kind' \(row 0\).*frozen"):
+        ex.explain(rows, 1)
+    target = 1 - hgb.predict(rows)
+    res = ex.explain(rows, target, frozen=["kind"])
+    assert (res.x[:, 1] == X[i, 1]).all()
+    assert res.success.all()
+    assert (hgb.predict(pd.DataFrame(res.x, columns=df.columns)) == target).all()
+
+
+def test_a_wrong_category_set_is_refused_when_checked():
+    X, y = _categorical(2, seed=4)
+    hgb = HistGradientBoostingClassifier(max_iter=3, categorical_features=[1], random_state=0)
+    hgb.fit(X, y)
+    forest = parse_hist.parse(hgb)
+    parse_hist.check(forest, hgb)
+    forest.categories.left = ~forest.categories.left
+    with pytest.raises(ValueError, match="other leaves"):
+        parse_hist.check(forest, hgb)

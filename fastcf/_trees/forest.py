@@ -259,6 +259,8 @@ class Forest:
         self.dtype = np.dtype(dtype)
         self.is_leaf = self.left < 0
         self.leaf_ids = np.flatnonzero(self.is_leaf)
+        #: categorical splits (:class:`~fastcf._trees.categorical.Categories`), set by a parser
+        self.categories = None
         self.unit, self.delta = self._rounding()
 
     # ------------------------------------------------------------------ arithmetic
@@ -306,6 +308,9 @@ class Forest:
             go = v <= self.boundary[node]
             if nan:  # a NaN takes the side the library routes missing values to
                 go = np.where(np.isnan(v), self.missing[node] == 1, go)
+            if self.categories is not None:  # a set of categories goes left
+                f = self.feature[node]
+                go = self.categories.route(node, f, v, self.missing[node], go)
             node = np.where(inner, np.where(go, self.left[node], self.right[node]), node)
 
     def sums(self, leaves):
@@ -375,6 +380,8 @@ class Forest:
                 ]
             )
             cand = cand[np.isfinite(cand) & (cand >= lo) & (cand <= hi)]
+            if self.categories is not None and self.categories.is_cat[f]:
+                cand = self.categories.probe_values(f)
             if cand.size:
                 X[:, f] = rng.choice(cand, size=n)
         return X

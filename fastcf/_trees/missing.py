@@ -66,18 +66,38 @@ def routed(forest: Forest) -> np.ndarray:
     return out
 
 
-def check_query(forest: Forest, X, names, model_name):
-    """Return the (N, D) mask of X's NaN; raise ValueError where the model cannot route one.
+def _label(names, c):
+    return repr(str(names[c])) if names is not None else str(c)
 
-    The message names the feature and the row.
+
+def check_query(forest: Forest, X, names, model_name, lo=None, hi=None):
+    """Return the (N, D) mask of the features each row conditions the forest on.
+
+    Those are the NaN of X (a ValueError where the model cannot route one) and, in a model with
+    categorical splits (:mod:`fastcf._trees.categorical`), its categorical features, which the
+    query's box ``[lo, hi]`` must pin to x (``frozen``): a ValueError names a categorical
+    feature left free. The messages name the feature and the row.
     """
     M = np.isnan(X)
+    cats = forest.categories
+    if cats is not None:
+        pinned = M | ((lo == X) & (hi == X)) if lo is not None else M
+        free = cats.is_cat[None, :] & ~pinned
+        if free.any():
+            r, c = (int(v) for v in np.argwhere(free)[0])
+            raise ValueError(
+                f"x may change the categorical feature {_label(names, c)} (row {r}) of this "
+                f"{model_name}: answers that change a category are not supported yet; freeze "
+                f"it (frozen=[{_label(names, c)}], or every categorical feature) to answer with "
+                "its category kept"
+            )
+    C = M | cats.is_cat[None, :] if cats is not None else M
     if not M.any():
-        return M
+        return C
     bad = M & ~routed(forest)[None, :]
     if bad.any():
         r, c = (int(v) for v in np.argwhere(bad)[0])
-        label = repr(str(names[c])) if names is not None else str(c)
+        label = _label(names, c)
         why = (
             "its own predict refuses NaN"
             if forest.missing is None
@@ -89,18 +109,30 @@ def check_query(forest: Forest, X, names, model_name):
             "routes them (HistGradientBoostingClassifier, XGBoost, LightGBM, or scikit-learn "
             "trees and forests)"
         )
-    return M
+    return C
 
 
-def _collapse(forest: Forest, t: int, mask) -> Tree:
-    """Return tree t with every split on a masked feature replaced by the child a NaN takes."""
+def _goes_left(fo: Forest, i: int, v: float) -> bool:
+    """Where node i sends the value v (NaN: the missing side; a category: its set)."""
+    if np.isnan(v):
+        return bool(fo.missing[i] == 1)
+    cats = fo.categories
+    if cats is not None and cats.row[i] >= 0:
+        k = int(cats.code(fo.feature[i], v))
+        return bool(cats.left[cats.row[i], k]) if k >= 0 else bool(fo.missing[i] == 1)
+    return bool(v <= fo.boundary[i])
+
+
+def _collapse(forest: Forest, t: int, mask, x) -> Tree:
+    """Return tree t with every split on a masked feature replaced by the child x[f] takes."""
     fo = forest
     start = int(fo.offset[t])
     stop = int(fo.offset[t + 1]) if t + 1 < fo.n_trees else fo.is_leaf.size
 
     def resolve(i):
         while not fo.is_leaf[i] and mask[fo.feature[i]]:
-            i = int(fo.left[i]) if fo.missing[i] == 1 else int(fo.right[i])
+            left = _goes_left(fo, i, x[fo.feature[i]])
+            i = int(fo.left[i]) if left else int(fo.right[i])
         return i
 
     order, stack = [], [resolve(start)]
@@ -127,17 +159,21 @@ def _collapse(forest: Forest, t: int, mask) -> Tree:
     )
 
 
-def condition(forest: Forest, mask) -> Forest:
-    """Return the forest restricted to the inputs that are NaN exactly on ``mask`` (D,) bool.
+def condition(forest: Forest, mask, x=None) -> Forest:
+    """Return the forest restricted to the inputs equal to ``x`` on ``mask`` (D,) bool.
 
-    Every split on a masked feature collapses to the child the library sends a NaN to; the
-    result has the same trees (a tree may shrink to one leaf), terms, arithmetic, decision and
-    link, and no split on a masked feature: for every x with NaN on ``mask``, its leaves are
-    those of the model at x. The caller checks that the model routes these NaN
-    (:func:`check_query`).
+    Every split on a masked feature collapses to the child the library sends ``x[f]`` to (a
+    NaN: the missing side; ``x`` None: NaN everywhere); the result has the same trees (a tree
+    may shrink to one leaf), terms, arithmetic, decision and link, and no split on a masked
+    feature: for every input equal to x on ``mask``, its leaves are those of the model. The
+    caller checks that the model routes these NaN (:func:`check_query`); every categorical
+    feature must be masked.
     """
     mask = np.asarray(mask, dtype=bool)
-    trees = [_collapse(forest, t, mask) for t in range(forest.n_trees)]
+    x = np.full(mask.shape, np.nan) if x is None else np.asarray(x, dtype=np.float64)
+    if forest.categories is not None and not mask[forest.categories.is_cat].all():
+        raise ValueError("condition: every categorical feature must be conditioned on")
+    trees = [_collapse(forest, t, mask, x) for t in range(forest.n_trees)]
     fo = forest
     return Forest(
         trees, fo.base, fo.divisor, fo.decision, fo.link, fo.n_features, fo.domain, fo.rule,
@@ -145,15 +181,26 @@ def condition(forest: Forest, mask) -> Forest:
     )  # fmt: skip
 
 
-def groups(M):
-    """Yield ``(mask, rows)`` for each distinct NaN pattern of the (N, D) mask M (rows with NaN)."""
-    has = np.flatnonzero(M.any(axis=1))
+def _key(mask, x):
+    """Return the pattern of a row: its mask, where its NaN are, and its values on the mask."""
+    nan = np.isnan(x) & mask
+    return np.concatenate([mask, nan, np.where(mask & ~nan, x, 0.0)])
+
+
+def groups(C, X):
+    """Yield ``(mask, x, rows)`` for each distinct pattern (:func:`_key`).
+
+    Over the rows with a conditioned feature (``C``: the (N, D) mask of :func:`check_query`).
+    """
+    has = np.flatnonzero(C.any(axis=1))
     if has.size == 0:
         return
-    pats, inv = np.unique(M[has], axis=0, return_inverse=True)
+    keys = np.array([_key(C[i], X[i]) for i in has])
+    _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     inv = np.asarray(inv).reshape(-1)
-    for k in range(pats.shape[0]):
-        yield pats[k], has[inv == k]
+    for k in range(first.size):
+        i = has[first[k]]
+        yield C[i], X[i], has[inv == k]
 
 
 class Patterns:
@@ -169,11 +216,12 @@ class Patterns:
         self.makers = makers
         self._cache: OrderedDict = OrderedDict()
 
-    def get(self, kind, mask):
-        key = (kind, np.packbits(np.asarray(mask, dtype=bool)).tobytes())
+    def get(self, kind, mask, x):
+        """Return the solver of ``kind`` for the inputs equal to x on ``mask``."""
+        key = (kind, _key(np.asarray(mask, dtype=bool), np.asarray(x, np.float64)).tobytes())
         hit = self._cache.get(key)
         if hit is None:
-            fo = condition(self.forest, mask) if np.any(mask) else self.forest
+            fo = condition(self.forest, mask, x) if np.any(mask) else self.forest
             hit = self.makers[kind](fo)
             self._cache[key] = hit
             while len(self._cache) > MAX_PATTERNS:
