@@ -36,6 +36,7 @@ from ._confirm import model_input
 from ._progress import rows
 from ._status import Status, messages
 from ._trees.boosters import BoosterClassifier, is_booster
+from ._trees.categorical import explain_free, free_categories
 from ._trees.leaves import leaf_table
 from ._trees.leaves import solve as solve_leaves
 from ._trees.milp import Program
@@ -94,8 +95,9 @@ class TreeExplainer(BaseExplainer):
         Binary or multiclass. Each library's own split rule and arithmetic are reproduced (the
         module docstrings of :mod:`fastcf._trees`), and its routing of missing values (NaN in a
         query: :meth:`explain`). HistGradientBoosting's native categorical features (numeric
-        category values) are taken with their categories frozen in every query; XGBoost's and
-        LightGBM's categorical splits are refused.
+        category values) are taken: an answer moves a category to another the model knows at
+        the cost ``w_f`` (L0-style), or keeps it; XGBoost's and LightGBM's categorical splits
+        are refused.
 
     Attributes
     ----------
@@ -192,8 +194,12 @@ class TreeExplainer(BaseExplainer):
             XGBoost's ``default_left``, LightGBM's missing type and ``default_left``): it stays
             NaN in the answer, as a frozen feature (a counterfactual does not impute), the
             other features move, the distance ignores it and ``changed`` never lists it. A
-            categorical feature of a HistGradientBoostingClassifier must be frozen; a value
-            that is none of its categories is routed as missing, as the model routes it.
+            categorical feature of a HistGradientBoostingClassifier holds a category value; a
+            value that is none of its categories is routed as missing, as the model routes
+            it. An answer keeps it or moves it to a category the model knows (within
+            ``bounds``), each change costing ``w_f`` (``w_f²`` under the Euclidean root) and
+            counting for ``max_changes``: the exact answer over every combination of the free
+            categories (:mod:`fastcf._trees.categorical`; at most 4096 per query).
         target : label or array_like of N labels
             Class label(s) as in ``classes_``.
         region : bool, default=True
@@ -242,9 +248,9 @@ class TreeExplainer(BaseExplainer):
         ValueError
             An option out of its range (the message names it); a value of ``x`` outside the
             library's range or infinite; a NaN in ``x`` that the model cannot route (its own
-            ``predict`` refuses NaN: ``GradientBoostingClassifier``), or a categorical feature
-            of a HistGradientBoostingClassifier left free (answers keep categories: freeze
-            them): the message names the feature and the row.
+            ``predict`` refuses NaN: ``GradientBoostingClassifier``): the message names the
+            feature and the row; more than 4096 combinations of free categories in a query
+            (freeze some).
 
         Examples
         --------
@@ -273,6 +279,17 @@ class TreeExplainer(BaseExplainer):
         if method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
         X, single, names, tidx = self._queries(x, target)
+        if self._forest.categories is not None:  # HistGB's categories: may they change?
+            fmask = resolve_frozen(frozen, self.n_features_in_, names)
+            if free_categories(self._forest, X, fmask).any():
+                options = dict(
+                    region=region, proba=proba, metric=metric, weights=weights, bounds=bounds,
+                    max_changes=max_changes, exact=exact, method=method, time_limit=time_limit,
+                )  # fmt: skip
+                sol = explain_free(self, X, tidx, names, fmask, options)
+                R = model_input(self.model, sol.x)
+                P = np.asarray(self.model.predict_proba(R), dtype=np.float64)
+                return self._package(sol._replace(proba=P), X, tidx, names, single)
         q = self._query(X, names, region, proba, metric, weights, frozen, bounds, max_changes)
         q = q._replace(
             time_limit=check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)

@@ -363,21 +363,79 @@ def test_categorical_frozen_against_brute_force(k):
     assert checked > 0
 
 
-def test_categorical_left_free_is_refused_naming_it():
+def _free_reference(hgb, x0, target, f, w=1.0, metric="manhattan", max_changes=None):
+    """Brute force over (category of feature f) × (cells of the others): each category value
+    (x0's own, or one the model knows) with the grid brute force of the rest, plus w per change."""
+    cats = np.unique(hgb._preprocessor.named_transformers_["encoder"].categories_[0])
+    cats = cats[~np.isnan(cats)]
+    best = math.inf
+    for c in [x0[f], *[v for v in cats if v != x0[f]]]:
+        moved = c != x0[f]
+        xc = x0.copy()
+        xc[f] = c
+        lo = np.where(np.arange(3) == f, c, -np.inf)
+        hi = np.where(np.arange(3) == f, c, np.inf)
+        m = max_changes
+        if m is not None:
+            m -= int(moved)
+            if m < 0:
+                continue
+            if m == 0:
+                lo, hi = xc.copy(), xc.copy()
+                m = None
+        d, _ = boosted_cells_brute_force(hgb, xc, target, metric=metric, lo=lo, hi=hi,
+                                         max_changes=m)  # fmt: skip
+        if metric == "euclidean":
+            best = min(best, math.sqrt(d**2 + (w**2 if moved else 0.0)))
+        else:
+            best = min(best, d + (w if moved else 0.0))
+    return best
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_free_categories_against_brute_force(k):
+    X, y = _categorical(k, seed=10 + k)
+    hgb = HistGradientBoostingClassifier(
+        max_iter=3, max_depth=3, categorical_features=[1], random_state=0
+    ).fit(X, y)
+    ex = TreeExplainer(hgb)
+    rows = [X[i].copy() for i in np.flatnonzero(~np.isnan(X[:, 1]))[:6]]
+    rows[0][1] = 3.0  # an unseen category: it may change into a known one
+    moved = 0
+    for x0 in rows:
+        own = hgb.predict(x0[None])[0]
+        for target in hgb.classes_[hgb.classes_ != own]:
+            for opts in ({}, {"metric": "l0"}, {"metric": "euclidean"}, {"max_changes": 1}):
+                res = ex.explain(x0, target, **opts)
+                ref = _free_reference(hgb, x0, target, 1, **opts)
+                assert _same(res.distance, ref), (x0, target, opts, res.distance, ref)
+                if res.success:
+                    assert hgb.predict(res.x[None])[0] == target
+                    assert res.status == Status.OK
+                    moved += res.x[1] != x0[1]
+    assert moved > 0  # some answers change the category
+
+
+def test_free_categories_batch_and_frozen():
     pd = pytest.importorskip("pandas")
     X, y = _categorical(2)
     df = pd.DataFrame(X, columns=["a", "kind", "c"])
     hgb = HistGradientBoostingClassifier(max_iter=2, categorical_features=["kind"]).fit(df, y)
     ex = TreeExplainer(hgb)
-    i = int(np.flatnonzero(~np.isnan(X[:, 1]))[0])  # a row with a category
-    rows = df.iloc[[i, i]]
-    with pytest.raises(ValueError, match=r"categorical feature 'kind' \(row 0\).*frozen"):
-        ex.explain(rows, 1)
+    rows = df.iloc[:6]
     target = 1 - hgb.predict(rows)
-    res = ex.explain(rows, target, frozen=["kind"])
-    assert (res.x[:, 1] == X[i, 1]).all()
-    assert res.success.all()
-    assert (hgb.predict(pd.DataFrame(res.x, columns=df.columns)) == target).all()
+    batch = ex.explain(rows, target)
+    assert batch.success.all()
+    assert (hgb.predict(pd.DataFrame(batch.x, columns=df.columns)) == target).all()
+    known = set(hgb._preprocessor.named_transformers_["encoder"].categories_[0].tolist())
+    for i in range(6):  # a category is kept or moved to a known one; a NaN one stays NaN
+        v, v0 = batch.x[i, 1], X[i, 1]
+        assert (np.isnan(v) and np.isnan(v0)) or v == v0 or v in known
+        one = ex.explain(rows.iloc[i], target[i])
+        assert _same(batch.distance[i], one.distance)
+    frozen = ex.explain(rows, target, frozen=["kind"])
+    assert np.all(frozen.distance >= batch.distance - 1e-12)
+    np.testing.assert_array_equal(frozen.x[:, 1], X[:6, 1])
 
 
 def test_a_wrong_category_set_is_refused_when_checked():

@@ -13,10 +13,17 @@ feature f::
 
 :class:`Categories` holds the category values of each categorical feature and the left set of
 each categorical node, and routes rows (:meth:`Categories.route`, used by
-:meth:`fastcf._trees.forest.Forest.leaves`). The answers keep every categorical feature as the
-query has it: the forest is conditioned on its value (:func:`fastcf._trees.missing.condition`),
-which leaves the threshold program over the numerical features. A query whose categorical
-feature may change is refused (:func:`fastcf._trees.missing.check_query`).
+:meth:`fastcf._trees.forest.Forest.leaves`). With its categories fixed, the forest conditioned
+on them (:func:`fastcf._trees.missing.condition`) is a threshold forest over the other
+features, which the exact machinery answers. A query whose categorical features may change is
+answered by :func:`explain_free`: over every combination of the free categories (each the
+query's own value or a category the model knows, within ``bounds``; a change of feature f costs
+``w_f``, an L0-style cost, ``w_f²`` under the Euclidean root), cheapest first, the exact answer
+with those categories, the cheapest total kept; a combination whose categories alone cost at
+least the best total so far is not tried. Exact, and exponential in the number of free
+categorical features (at most :data:`MAX_COMBINATIONS` combinations per query); a program over
+one interval per category (bitset rows against interval binaries) would scale, and is not
+there yet.
 """
 
 from __future__ import annotations
@@ -84,3 +91,125 @@ class Categories:
     def known(self, f, v):
         """Tell whether the value v is a category of feature f."""
         return bool(self.code(f, v) >= 0)
+
+
+#: combinations of categories tried for one query before it is refused
+MAX_COMBINATIONS = 4096
+
+
+def free_categories(forest, X, fmask):
+    """Return the (N, D) mask of the categorical features a query may change.
+
+    Those not frozen and not NaN (a missing category stays missing).
+    """
+    cats = forest.categories
+    if cats is None:
+        return np.zeros(X.shape, dtype=bool)
+    return cats.is_cat[None, :] & ~fmask[None, :] & ~np.isnan(X)
+
+
+def _combinations(cats, x0, free, lo, hi, w, metric, names):
+    """Return ``[(cost, n_changed, values)]`` of the free features' categories, cheapest first.
+
+    Each feature takes its own value (no cost) or one of its categories within the box.
+    """
+    from itertools import product
+
+    choices = []
+    for f in free:
+        vals = cats.values[int(f)]
+        vals = vals[(vals >= lo[f]) & (vals <= hi[f]) & (vals != x0[f])]
+        choices.append([x0[f], *vals.tolist()])
+    n = int(np.prod([len(c) for c in choices], dtype=np.float64))
+    if n > MAX_COMBINATIONS:
+        which = ", ".join(repr(str(names[f])) if names is not None else str(f) for f in free)
+        raise ValueError(
+            f"the categorical features {which} of this query have {n} combinations of "
+            f"categories (more than {MAX_COMBINATIONS}); freeze some of them (frozen=[...])"
+        )
+    out = []
+    for combo in product(*choices):
+        moved = np.array([c != x0[f] for c, f in zip(combo, free, strict=True)], dtype=bool)
+        wf = w[free][moved]
+        cost = float(np.sum(wf**2) if metric == "euclidean" else np.sum(wf))
+        out.append((cost, int(moved.sum()), np.array(combo, dtype=np.float64)))
+    out.sort(key=lambda c: c[0])
+    return out
+
+
+def explain_free(ex, X, tidx, names, fmask, options):
+    """Return the :class:`~fastcf.results.Solution` of queries that may change categories.
+
+    The exact answer over the categorical features a query leaves free: for each combination
+    of their categories (cheapest first; a changed category of feature f costs ``w_f``, and
+    ``w_f²`` under the Euclidean root), the exact answer over the other features with those
+    categories frozen (:meth:`fastcf.TreeExplainer.explain`), the cheapest total kept; a
+    combination whose categories alone cost at least the best total is not tried (it cannot
+    win). ``max_changes`` counts the changed categories.
+    """
+    from .._status import Status
+    from .._validation import resolve_bounds, resolve_weights
+    from ..results import Solution
+    from .query import finish
+
+    cats = ex._forest.categories
+    D = X.shape[1]
+    metric = options.get("metric", "manhattan")
+    w = resolve_weights(options.get("weights"), D, ex.mad_)
+    w = np.ones(D) if w is None else w
+    bnd = resolve_bounds(options.get("bounds"), D, X, per_row=True)
+    m = options.get("max_changes")
+    free_all = free_categories(ex._forest, X, fmask)
+    pin = np.flatnonzero(fmask | cats.is_cat)  # every category frozen in the sub-queries
+    rows = []
+    for i in range(X.shape[0]):
+        free = np.flatnonzero(free_all[i])
+        lo = np.full(D, -np.inf) if bnd is None else bnd[0][i]
+        hi = np.full(D, np.inf) if bnd is None else bnd[1][i]
+        best, best_total, runs, nodes, certified = None, np.inf, 0, 0, True
+        for cost, k, combo in _combinations(cats, X[i], free, lo, hi, w, metric, names):
+            if cost >= best_total:
+                break  # every later combination costs at least as much
+            if m is not None and k > m:
+                continue
+            xc = X[i].copy()
+            xc[free] = combo
+            sub = dict(options, bounds=None if bnd is None else (lo, hi))
+            sub["frozen"] = pin.tolist() if m is None or m > k else list(range(D))
+            sub["max_changes"] = None if m is None or m == k else m - k
+            res = ex.explain(xc, ex.classes_[tidx[i]], **sub)
+            runs += int(res.nit)
+            nodes += int(res.info.get("nodes", 0))
+            if not res.success:
+                continue
+            d = res.distance**2 if metric == "euclidean" else res.distance
+            if cost + d < best_total:
+                best, best_total = res, cost + d
+                certified = certified and res.status == int(Status.OK)
+        rows.append((best, best_total, runs, nodes, certified))
+    found = np.array([b is not None for b, *_ in rows])
+    x = np.array([b.x if b is not None else X[i] for i, (b, *_) in enumerate(rows)])
+    dist = np.array([finish(t, metric) if b is not None else np.inf for b, t, *_ in rows])
+    status = np.array(
+        [
+            (int(Status.OK) if c else int(Status.MAXITER)) if b is not None
+            else int(Status.INFEASIBLE)
+            for b, _, _, _, c in rows
+        ],
+        dtype=np.int64,
+    )  # fmt: skip
+    message = [
+        "milp: converged over the combinations of categories" if s == 0
+        else (b.message if b is not None else "infeasible: no combination of the free "
+              "categories and of the other features within the options is classified as "
+              "the target")
+        for s, (b, *_) in zip(status, rows, strict=True)
+    ]  # fmt: skip
+    return Solution(
+        x=x, proba=None, distance=dist, success=found, status=status,
+        nit=np.array([r for _, _, r, _, _ in rows], dtype=np.int64), method="milp",
+        message=message, certified=found.copy(),  # each success confirmed by explain
+        info={"gap": np.where(found & (status == 0), 0.0, np.where(found, np.nan, np.inf)),
+              "bound": np.where(found & (status == 0), dist, np.where(found, 0.0, np.inf)),
+              "nodes": np.array([n for _, _, _, n, _ in rows], dtype=np.int64)},
+    )  # fmt: skip

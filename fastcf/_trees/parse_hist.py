@@ -11,8 +11,8 @@ line, and a NaN of a query is answered by :mod:`fastcf._trees.missing`.
 
 Categorical splits (bitsets over ordinal codes, with the categorical columns moved first by the
 model's own preprocessor, which :func:`_columns` undoes) are read as sets of category values
-(:mod:`fastcf._trees.categorical`): the explainer answers with every categorical feature kept
-as the query has it (frozen), on the forest conditioned on it. Categories must be numbers.
+(:mod:`fastcf._trees.categorical`): the explainer answers on the forest conditioned on the
+categories, one combination of them after another. Categories must be numbers.
 
 Aggregation (``gradient_boosting.py``, ``_raw_predict``): the raw scores start as zeros plus
 ``_baseline_prediction`` (one value per tree of an iteration), and each iteration adds its
