@@ -447,3 +447,31 @@ def test_a_wrong_category_set_is_refused_when_checked():
     forest.categories.left = ~forest.categories.left
     with pytest.raises(ValueError, match="other leaves"):
         parse_hist.check(forest, hgb)
+
+
+def test_free_categories_infeasible_and_quick_and_tabular_refusal():
+    pd = pytest.importorskip("pandas")
+    from fastcf import TabularExplainer
+
+    X, y = _categorical(2, seed=1)
+    hgb = HistGradientBoostingClassifier(
+        max_iter=3, max_depth=3, categorical_features=[1], random_state=0
+    ).fit(X, y)
+    ex = TreeExplainer(hgb)
+    i = int(np.flatnonzero(~np.isnan(X[:, 1]) & ~np.isnan(X[:, 0]))[0])
+    t = 1 - hgb.predict(X[i : i + 1])[0]
+    # every feature but the category frozen, the category boxed to its own value: infeasible
+    # unless the query's own cell is already the target (it is not)
+    box = (np.array([-np.inf, X[i, 1], -np.inf]), np.array([np.inf, X[i, 1], np.inf]))
+    res = ex.explain(X[i], t, frozen=[0, 2], bounds=box)
+    assert not res.success and res.status == Status.INFEASIBLE
+    fast = ex.explain(X[:5], 1 - hgb.predict(X[:5]), exact=False)
+    best = ex.explain(X[:5], 1 - hgb.predict(X[:5]))
+    ok = fast.success
+    assert ok.any() and np.all(hgb.predict(fast.x[ok]) == 1 - hgb.predict(X[:5])[ok])
+    assert np.all(fast.distance[ok] >= best.distance[ok] - 1e-9)
+    assert np.all(best.distance >= best.info["bound"] - 1e-9)
+    df = pd.DataFrame(X, columns=["a", "kind", "c"])
+    hgbd = HistGradientBoostingClassifier(max_iter=2, categorical_features=["kind"]).fit(df, y)
+    with pytest.raises(TypeError, match="native categorical features"):
+        TabularExplainer(hgbd, df)

@@ -164,9 +164,14 @@ def explain_free(ex, X, tidx, names, fmask, options):
     rows = []
     for i in range(X.shape[0]):
         free = np.flatnonzero(free_all[i])
-        lo = np.full(D, -np.inf) if bnd is None else bnd[0][i]
-        hi = np.full(D, np.inf) if bnd is None else bnd[1][i]
-        best, best_total, runs, nodes, certified = None, np.inf, 0, 0, True
+        lo, hi = np.full(D, -np.inf), np.full(D, np.inf)
+        if bnd is not None:  # (a shared box is (D,), one per row (N, D))
+            lo = np.broadcast_to(bnd[0], X.shape)[i]
+            hi = np.broadcast_to(bnd[1], X.shape)[i]
+        # proven: every combination tried was answered exactly (optimal, or none exists);
+        # lower: a lower bound on the total over the combinations tried (the rest cost more)
+        best, best_total, runs, nodes, proven, lower = None, np.inf, 0, 0, True, np.inf
+        exact_codes = (int(Status.OK), int(Status.INFEASIBLE), int(Status.UNREACHABLE))
         for cost, k, combo in _combinations(cats, X[i], free, lo, hi, w, metric, names):
             if cost >= best_total:
                 break  # every later combination costs at least as much
@@ -180,36 +185,45 @@ def explain_free(ex, X, tidx, names, fmask, options):
             res = ex.explain(xc, ex.classes_[tidx[i]], **sub)
             runs += int(res.nit)
             nodes += int(res.info.get("nodes", 0))
+            proven &= int(res.status) in exact_codes
+            b = float(res.info.get("bound", 0.0))
+            lower = min(lower, cost + (b * b if metric == "euclidean" else b))
             if not res.success:
                 continue
             d = res.distance**2 if metric == "euclidean" else res.distance
             if cost + d < best_total:
                 best, best_total = res, cost + d
-                certified = certified and res.status == int(Status.OK)
-        rows.append((best, best_total, runs, nodes, certified))
+        rows.append((best, best_total, runs, nodes, proven, min(lower, best_total)))
     found = np.array([b is not None for b, *_ in rows])
     x = np.array([b.x if b is not None else X[i] for i, (b, *_) in enumerate(rows)])
     dist = np.array([finish(t, metric) if b is not None else np.inf for b, t, *_ in rows])
-    status = np.array(
-        [
-            (int(Status.OK) if c else int(Status.MAXITER)) if b is not None
-            else int(Status.INFEASIBLE)
-            for b, _, _, _, c in rows
-        ],
-        dtype=np.int64,
-    )  # fmt: skip
+    bound = np.array([finish(max(lo, 0.0), metric) for *_, lo in rows])
+    proven = np.array([p for *_, p, _ in rows], dtype=bool)
+    ok = found & proven
+    status = np.where(
+        ok | (~found & proven),
+        np.where(found, int(Status.OK), int(Status.INFEASIBLE)),
+        int(Status.MAXITER),
+    ).astype(np.int64)
     message = [
         "milp: converged over the combinations of categories" if s == 0
-        else (b.message if b is not None else "infeasible: no combination of the free "
-              "categories and of the other features within the options is classified as "
-              "the target")
+        else (
+            "stopped before every combination of categories was proven (time limit or "
+            "exact=False): the answer is classified as the target but may not be the closest"
+            if b is not None
+            else "infeasible: no combination of the free categories and of the other "
+            "features within the options is classified as the target"
+            if s == int(Status.INFEASIBLE)
+            else "stopped (time limit) before any combination of categories gave an answer"
+        )
         for s, (b, *_) in zip(status, rows, strict=True)
     ]  # fmt: skip
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gap = np.where(ok, 0.0, np.where(found & (dist > 0), (dist - bound) / dist, np.inf))
     return Solution(
         x=x, proba=None, distance=dist, success=found, status=status,
-        nit=np.array([r for _, _, r, _, _ in rows], dtype=np.int64), method="milp",
+        nit=np.array([r for _, _, r, *_ in rows], dtype=np.int64), method="milp",
         message=message, certified=found.copy(),  # each success confirmed by explain
-        info={"gap": np.where(found & (status == 0), 0.0, np.where(found, np.nan, np.inf)),
-              "bound": np.where(found & (status == 0), dist, np.where(found, 0.0, np.inf)),
-              "nodes": np.array([n for _, _, _, n, _ in rows], dtype=np.int64)},
+        info={"gap": np.where(found, gap, np.inf), "bound": np.where(ok, dist, bound),
+              "nodes": np.array([n for _, _, _, n, *_ in rows], dtype=np.int64)},
     )  # fmt: skip
