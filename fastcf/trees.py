@@ -24,7 +24,9 @@ Every success is confirmed by the model's own ``predict`` (and ``predict_proba``
 
 A NaN in a query is a missing value the model routes itself: it stays missing in the answer and
 the other features move, answered on the forest conditioned on the query's missing features
-(:mod:`fastcf._trees.missing`).
+(:mod:`fastcf._trees.missing`). HistGradientBoosting's categorical features are answered
+conditioned on their categories, over every combination of those a query leaves free
+(:mod:`fastcf._trees.categorical`).
 """
 
 from __future__ import annotations
