@@ -52,6 +52,8 @@ class BaseExplainer:
     mad_: np.ndarray | None = None
     #: whether the answers carry class probabilities (``Counterfactual.proba``)
     _has_proba = False
+    #: whether queries may hold NaN (missing values the model routes itself)
+    _allow_nan = False
 
     def _set_classes(self, classes):
         self.classes_ = np.asarray(classes)
@@ -65,7 +67,9 @@ class BaseExplainer:
         X : array_like or scipy.sparse of shape (N, D)
             Training data, in the raw input space. A sparse X (any format) gives the same MAD
             as its dense array, bit for bit: it is made dense first (the medians need every
-            column's zeros), so it takes N·D·8 bytes of memory.
+            column's zeros), so it takes N·D·8 bytes of memory. An explainer that takes NaN in
+            its queries (missing values: :class:`~fastcf.TreeExplainer`) takes them here too
+            and leaves them out of each feature's medians.
 
         Returns
         -------
@@ -79,9 +83,11 @@ class BaseExplainer:
         >>> ex.fit_mad([[0.0, 0.0], [1.0, 4.0], [2.0, 8.0]]).mad_.tolist()
         [1.0, 4.0]
         """
-        X, _, _ = as_queries(X, self.n_features_in_, self.feature_names_in_, name="X")
+        X, _, _ = as_queries(
+            X, self.n_features_in_, self.feature_names_in_, name="X", allow_nan=self._allow_nan
+        )
         self._check_rows(X)
-        self.mad_ = median_absolute_deviation(X)
+        self.mad_ = median_absolute_deviation(X, allow_nan=self._allow_nan)
         return self
 
     def _check_rows(self, X):
@@ -94,7 +100,9 @@ class BaseExplainer:
     # ------------------------------------------------------------------ shared steps
     def _queries(self, x, target):
         """Return (X, single, names, tidx): the queries as (N, D) float64 and target indices."""
-        X, single, names = as_queries(x, self.n_features_in_, self.feature_names_in_)
+        X, single, names = as_queries(
+            x, self.n_features_in_, self.feature_names_in_, allow_nan=self._allow_nan
+        )
         if X.shape[0] == 0:
             raise ValueError("x is empty: need at least one query row")
         tidx = resolve_targets(target, self.classes_, X.shape[0], index=self._class_index)

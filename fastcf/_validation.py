@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import warnings
 
 import numpy as np
 
@@ -33,11 +34,14 @@ def _describe(value) -> str:
     return f"{type(value).__name__} {value!r}"[:200]
 
 
-def as_float_array(value, name: str, *, ndim=None, allow_nonfinite=False) -> np.ndarray:
+def as_float_array(
+    value, name: str, *, ndim=None, allow_nonfinite=False, allow_nan=False
+) -> np.ndarray:
     """Convert ``value`` to a C-contiguous float64 array, rejecting non-numeric dtypes.
 
     Booleans and integers are converted; object, complex, string and datetime dtypes raise
-    ``TypeError``; NaN or inf raise ``ValueError`` unless ``allow_nonfinite``.
+    ``TypeError``; NaN or inf raise ``ValueError`` unless ``allow_nonfinite`` (``allow_nan``:
+    NaN pass, inf still raise).
     """
     if hasattr(value, "to_numpy") and not isinstance(value, np.ndarray):
         value = value.to_numpy()
@@ -62,6 +66,13 @@ def as_float_array(value, name: str, *, ndim=None, allow_nonfinite=False) -> np.
         with np.errstate(over="ignore", invalid="ignore"):  # inf - inf, 1e308 + 1e308
             total = np.sum(arr)
     if not allow_nonfinite and not np.isfinite(total) and not np.isfinite(arr).all():
+        if allow_nan:
+            bad = int(np.count_nonzero(np.isinf(arr)))
+            if bad:
+                raise ValueError(
+                    f"{name} contains {bad} infinite value(s); all must be finite or NaN (missing)"
+                )
+            return arr
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s); all must be finite")
     return arr
@@ -90,8 +101,8 @@ def _sparse_to_dense(x, name: str):
     return x.toarray()
 
 
-def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
-    """Validate one query (D,) or a batch (N, D).
+def as_queries(x, n_features: int, feature_names=None, name: str = "x", allow_nan=False):
+    """Validate one query (D,) or a batch (N, D); NaN (missing values) only if ``allow_nan``.
 
     ``x`` may be array-like (lists, NumPy arrays of any real dtype, pandas Series/DataFrame) or
     scipy.sparse (CSR, CSC, COO, ..., sparse matrices and sparse arrays): a sparse input is made
@@ -116,7 +127,7 @@ def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
     """
     dense = _sparse_to_dense(x, name)
     if dense is not None:
-        X = as_float_array(dense, name, ndim=(1, 2))
+        X = as_float_array(dense, name, ndim=(1, 2), allow_nan=allow_nan)
         single = X.ndim == 1
         if single:
             X = X[None, :]
@@ -141,7 +152,7 @@ def as_queries(x, n_features: int, feature_names=None, name: str = "x"):
                 f"{name} has feature names that do not match the model's: missing {missing}, "
                 f"unexpected {extra} (the order must also match)"
             )
-    X = as_float_array(x, name, ndim=(1, 2))
+    X = as_float_array(x, name, ndim=(1, 2), allow_nan=allow_nan)
     single = X.ndim == 1
     if single:
         X = X[None, :]
@@ -330,21 +341,29 @@ def resolve_frozen(frozen, n_features: int, feature_names=None) -> np.ndarray:
     return mask
 
 
-def median_absolute_deviation(X: np.ndarray) -> np.ndarray:
+def median_absolute_deviation(X: np.ndarray, allow_nan: bool = False) -> np.ndarray:
     """Per-feature median absolute deviation, with a guard for MAD = 0.
 
     A feature whose MAD is 0 (more than half of the values equal) would get an infinite weight
     ``1/MAD``; it falls back to the mean absolute deviation, then to 1. A spread so small that the
     square of its reciprocal (the Euclidean metric ``1/MAD²``) overflows, below ~7.5e-155, counts
-    as 0 as well.
+    as 0 as well. ``allow_nan``: NaN (missing values) are left out of each column's medians.
     """
-    X = as_float_array(X, "X", ndim=2)
+    X = as_float_array(X, "X", ndim=2, allow_nan=allow_nan)
     if X.shape[0] < 2:
         raise ValueError(f"X must have at least 2 rows to estimate the MAD; got {X.shape[0]}")
-    med = np.median(X, axis=0)
-    dev = np.abs(X - med)
-    mad = np.median(dev, axis=0)
-    fallback = dev.mean(axis=0)
+    if allow_nan and np.isnan(X).any():  # missing values left out, column by column
+        with warnings.catch_warnings():  # (an all-NaN column: NaN, then the fallback 1)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            med = np.nanmedian(X, axis=0)
+            dev = np.abs(X - med)
+            mad = np.nan_to_num(np.nanmedian(dev, axis=0))
+            fallback = np.nan_to_num(np.nanmean(dev, axis=0))
+    else:
+        med = np.median(X, axis=0)
+        dev = np.abs(X - med)
+        mad = np.median(dev, axis=0)
+        fallback = dev.mean(axis=0)
     # 1/MAD² must be finite (soak finding: MAD = 1.1e-309 overflowed 1/MAD itself)
     tiny = 1.0 / math.sqrt(np.finfo(float).max)
     mad = np.where(mad > tiny, mad, fallback)

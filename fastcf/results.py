@@ -61,7 +61,7 @@ def _to_sparse(x, x0, what):
     from scipy import sparse
 
     if what == "delta":
-        a = np.atleast_2d(x - x0)
+        a = np.atleast_2d(np.where(np.isnan(x) & np.isnan(x0), 0.0, x - x0))  # NaN kept: no move
     elif what == "x":
         a = np.atleast_2d(x)
     else:
@@ -393,7 +393,7 @@ class CounterfactualBatch:
             "status": self.status,
             "distance": self.distance,
             "nit": self.nit,
-            "n_changed": (self.delta != 0).sum(axis=1),
+            "n_changed": (np.abs(self.delta) > 0).sum(axis=1),  # (a NaN kept NaN: unchanged)
         }
         if self.lam is not None:
             data["lam"] = self.lam

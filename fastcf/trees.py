@@ -21,6 +21,12 @@ The answers:
   (:mod:`fastcf._trees.milp`).
 
 Every success is confirmed by the model's own ``predict`` (and ``predict_proba`` for ``proba=``).
+
+A NaN in a query is a missing value the model routes itself: it stays missing in the answer and
+the other features move, answered on the forest conditioned on the query's missing features
+(:mod:`fastcf._trees.missing`). HistGradientBoosting's categorical features are answered
+conditioned on their categories, over every combination of those a query leaves free
+(:mod:`fastcf._trees.categorical`).
 """
 
 from __future__ import annotations
@@ -32,9 +38,11 @@ from ._confirm import model_input
 from ._progress import rows
 from ._status import Status, messages
 from ._trees.boosters import BoosterClassifier, is_booster
+from ._trees.categorical import explain_free, free_categories
 from ._trees.leaves import leaf_table
 from ._trees.leaves import solve as solve_leaves
 from ._trees.milp import Program
+from ._trees.missing import FILL, Patterns, check_query, groups, program
 from ._trees.query import METRICS, TreeQuery
 from ._validation import (
     as_queries,
@@ -89,7 +97,11 @@ class TreeExplainer(BaseExplainer):
         a bare ``Booster`` of either (``xgboost.train``, ``lightgbm.train``), read as its
         classifier reads it (classes 0 … K−1; :mod:`fastcf._trees.boosters`).
         Binary or multiclass. Each library's own split rule and arithmetic are reproduced (the
-        module docstrings of :mod:`fastcf._trees`); categorical splits are refused.
+        module docstrings of :mod:`fastcf._trees`), and its routing of missing values (NaN in a
+        query: :meth:`explain`). HistGradientBoosting's native categorical features (numeric
+        category values) are taken: an answer moves a category to another the model knows at
+        the cost ``w_f`` (L0-style), or keeps it; XGBoost's and LightGBM's categorical splits
+        are refused.
 
     Attributes
     ----------
@@ -112,8 +124,10 @@ class TreeExplainer(BaseExplainer):
         ``model`` is not a supported tree classifier (a regressor, another library's model).
     ValueError
         ``model`` is not fitted, has several outputs, uses a configuration that is not
-        supported (categorical splits, XGBoost's dart/gblinear, LightGBM's linear trees, ...:
-        the message names it), or fastcf's parsed copy disagrees with it.
+        supported (XGBoost's and LightGBM's categorical splits, HistGradientBoosting's
+        non-numeric categories, XGBoost's dart/gblinear, LightGBM's linear trees, ...:
+        the message names it), or fastcf's parsed copy disagrees with it (on rows placed on
+        and next to every split value, and on rows with NaN where the model routes them).
 
     Examples
     --------
@@ -132,6 +146,7 @@ class TreeExplainer(BaseExplainer):
     _has_proba = True
     n_data_regions_: int | None = None
     _regions = None  # the training regions (fastcf._trees.plausible.Regions), set by fit_data
+    _allow_nan = True  # missing values the model routes (fastcf._trees.missing)
 
     def __init__(self, model):
         if is_booster(model):  # xgboost.train / lightgbm.train: read as their classifiers
@@ -143,8 +158,12 @@ class TreeExplainer(BaseExplainer):
         self.n_features_in_ = forest.n_features
         names = getattr(model, "feature_names_in_", None)
         self.feature_names_in_ = None if names is None else np.asarray(names, dtype=object)
-        self._table = leaf_table(forest) if forest.n_trees == 1 else None
+        # (a model with categorical splits is answered conditioned on its categories)
+        one = forest.n_trees == 1 and forest.categories is None
+        self._table = leaf_table(forest) if one else None
         self._program = None  # built on the first ensemble query
+        # the leaf tables and programs of the queries' NaN patterns (conditioned forests)
+        self._patterns = Patterns(forest, {"leaves": leaf_table, "milp": program})
 
     def fit_data(self, X):
         """Store what the training data gives the options: its MAD and the regions it lies in.
@@ -157,7 +176,9 @@ class TreeExplainer(BaseExplainer):
         Parameters
         ----------
         X : array_like of shape (N, D)
-            Training data (finite values, within the range the library reads exactly).
+            Training data (within the range the library reads exactly). Rows with a missing
+            value are left out of the regions (they lie in no numeric box); a model with
+            categorical features gets the MAD only (``plausible=True`` refuses it).
 
         Returns
         -------
@@ -177,6 +198,10 @@ class TreeExplainer(BaseExplainer):
         self.fit_mad(X)
         X, _, _ = as_queries(X, self.n_features_in_, self.feature_names_in_, name="X")
         self._check_domain(X, "X")
+        X = X[~np.isnan(X).any(axis=1)]  # a row with a missing value is in no numeric box
+        if self._forest.categories is not None or X.shape[0] == 0:
+            self._regions, self.n_data_regions_ = None, None  # (plausible=True refuses them)
+            return self
         R = model_input(self.model, X)
         cls = resolve_targets(self.model.predict(R), self.classes_, X.shape[0], "predict")
         P = np.asarray(self.model.predict_proba(R), dtype=np.float64)
@@ -216,8 +241,19 @@ class TreeExplainer(BaseExplainer):
         ----------
         x : array_like of shape (D,) or (N, D)
             The source instance(s); pandas Series/DataFrame keep their feature names. Values
-            must be finite and within the range the library reads exactly (the float32 range
-            for scikit-learn's trees and XGBoost, which cast to float32).
+            must be finite or NaN and within the range the library reads exactly (the float32
+            range for scikit-learn's trees and XGBoost, which cast to float32). A NaN is a
+            missing value, routed by the model's own rule (HistGradientBoosting's
+            ``missing_go_to_left``, scikit-learn trees' and forests' ``missing_go_to_left``,
+            XGBoost's ``default_left``, LightGBM's missing type and ``default_left``): it stays
+            NaN in the answer, as a frozen feature (a counterfactual does not impute), the
+            other features move, the distance ignores it and ``changed`` never lists it. A
+            categorical feature of a HistGradientBoostingClassifier holds a category value; a
+            value that is none of its categories is routed as missing, as the model routes
+            it. An answer keeps it or moves it to a category the model knows (within
+            ``bounds``), each change costing ``w_f`` (``w_f²`` under the Euclidean root) and
+            counting for ``max_changes``: the exact answer over every combination of the free
+            categories (:mod:`fastcf._trees.categorical`; at most 4096 per query).
         target : label or array_like of N labels
             Class label(s) as in ``classes_``.
         region : bool, default=True
@@ -262,11 +298,21 @@ class TreeExplainer(BaseExplainer):
         Returns
         -------
         Counterfactual or CounterfactualBatch
-            A batch when ``x`` is 2-D. ``info``: ``gap`` (0 when proven optimal), ``bound``,
+            A batch when ``x`` is 2-D (a failure's ``x`` is the query, NaN included). ``info``:
+            ``gap`` (0 when proven optimal), ``bound``,
             ``nodes`` (branch-and-bound nodes); ``nit`` counts the programs solved (1 plus one
             per cut of a near-tie; 0 when the incumbent is proven optimal without one, and for
             the leaf enumeration). Ensemble batches are solved one row after another in this
             first version.
+
+        Raises
+        ------
+        ValueError
+            An option out of its range (the message names it); a value of ``x`` outside the
+            library's range or infinite; a NaN in ``x`` that the model cannot route (its own
+            ``predict`` refuses NaN: ``GradientBoostingClassifier``): the message names the
+            feature and the row; more than 4096 combinations of free categories in a query
+            (freeze some).
 
         Examples
         --------
@@ -292,10 +338,38 @@ class TreeExplainer(BaseExplainer):
         (True, 'plausible', True)
         >>> bool(res.distance >= ex.explain([-1.0, 0.0, 0.0], True).distance)
         True
+
+        A missing value stays missing; the model routes it and the other features move:
+
+        >>> from sklearn.ensemble import HistGradientBoostingClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> Xt = rng.normal(size=(300, 2))
+        >>> yt = (Xt[:, 0] + Xt[:, 1] > 0).astype(int)
+        >>> Xt[::5, 0] = np.nan
+        >>> gb = HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(Xt, yt)
+        >>> res = TreeExplainer(gb).explain([np.nan, -1.0], target=1)
+        >>> bool(np.isnan(res.x[0])), res.changed.tolist(), gb.predict(res.x[None]).tolist()
+        (True, [1], [1])
         """
         if method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
         X, single, names, tidx = self._queries(x, target)
+        if plausible is not False and (self._forest.categories is not None or np.isnan(X).any()):
+            raise ValueError(
+                "plausible=True takes neither a NaN in x nor a model with categorical features "
+                "(the training regions are boxes of numeric splits): use plausible=False"
+            )
+        if self._forest.categories is not None:  # HistGB's categories: may they change?
+            fmask = resolve_frozen(frozen, self.n_features_in_, names)
+            if free_categories(self._forest, X, fmask).any():
+                options = dict(
+                    region=region, proba=proba, metric=metric, weights=weights, bounds=bounds,
+                    max_changes=max_changes, exact=exact, method=method, time_limit=time_limit,
+                )  # fmt: skip
+                sol = explain_free(self, X, tidx, names, fmask, options)
+                R = model_input(self.model, sol.x)
+                P = np.asarray(self.model.predict_proba(R), dtype=np.float64)
+                return self._package(sol._replace(proba=P), X, tidx, names, single)
         q = self._query(X, names, region, proba, metric, weights, frozen, bounds, max_changes)
         q = q._replace(
             time_limit=check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
@@ -304,15 +378,23 @@ class TreeExplainer(BaseExplainer):
             method = "leaves" if self._table is not None else "milp"
         if plausible is not False:
             sol = self._plausible(X, tidx, q, plausible, method)
-        elif method == "leaves":
+            sol = self._verify(sol, tidx, q.proba)
+            R = model_input(self.model, sol.x)
+            P = np.asarray(self.model.predict_proba(R), dtype=np.float64)
+            return self._package(sol._replace(proba=P), X, tidx, names, single)
+        C = check_query(self._forest, X, names, type(self.model).__name__, q.lo, q.hi)
+        M = np.isnan(X)
+        Xs, q = self._hold_missing(X, M, q)
+        if method == "leaves":
             if self._table is None:
                 raise ValueError(
                     f"method='leaves' answers one tree; this model has {self._forest.n_trees} "
                     "trees: use method='milp' (the default)"
                 )
-            sol = self._leaves(X, tidx, q)
+            sol = self._leaves(Xs, tidx, q, C, X)
         else:
-            sol = self._milp(X, tidx, q, bool(exact))
+            sol = self._milp(Xs, tidx, q, bool(exact), missing=C, values=X)
+        sol = self._missing_back(sol, M, names)
         sol = self._verify(sol, tidx, q.proba)
         P = np.asarray(self.model.predict_proba(model_input(self.model, sol.x)), dtype=np.float64)
         return self._package(sol._replace(proba=P), X, tidx, names, single)
@@ -419,7 +501,42 @@ class TreeExplainer(BaseExplainer):
 
     def _leaves(self, X, tidx, q):
         """One tree: the enumeration of its leaves (all rows at once)."""
+
+    def _hold_missing(self, X, M, q):
+        """Return the queries the solvers see: each NaN held at ``FILL``, a frozen feature.
+
+        (:mod:`fastcf._trees.missing`: each row is answered on the forest conditioned on its
+        NaN pattern, which no longer reads those features.)
+        """
+        if not M.any():
+            return X, q
+        lo, hi = q.lo.copy(), q.hi.copy()
+        lo[M] = hi[M] = FILL
+        return np.where(M, FILL, X), q._replace(lo=lo, hi=hi)
+
+    def _missing_back(self, sol, M, names):
+        """Return ``sol`` with the NaN of the queries back in the answers (and said why)."""
+        if not M.any():
+            return sol
+        message = list(sol.message)
+        for i in np.flatnonzero(M.any(axis=1) & (sol.status == int(Status.INFEASIBLE))):
+            idx = np.flatnonzero(M[i])
+            which = ", ".join(str(names[j]) if names is not None else str(j) for j in idx)
+            message[i] = f"{message[i]} (the missing features {which} stay missing)"
+        return sol._replace(x=np.where(M, np.nan, sol.x), message=message)
+
+    def _leaves(self, X, tidx, q, missing=None, values=None):
+        """One tree: the enumeration of its leaves (all rows at once, per NaN pattern).
+
+        ``missing``: the (N, D) mask of the features each row conditions the tree on (its NaN,
+        held at ``FILL`` in X), ``values`` the queries as given.
+        """
         x, dist, found = solve_leaves(self._table, X, tidx, q)
+        if missing is not None:
+            for mask, v, r in groups(missing, values):  # the tree conditioned on the pattern
+                table = self._patterns.get("leaves", mask, v)
+                qr = q._replace(lo=q.lo[r], hi=q.hi[r])
+                x[r], dist[r], found[r] = solve_leaves(table, X[r], tidx[r], qr)
         has = (self._table.cls[None, :] == tidx[:, None]).any(axis=1)
         status = np.where(
             found, int(Status.OK), np.where(has, int(Status.INFEASIBLE), int(Status.UNREACHABLE))
@@ -433,26 +550,38 @@ class TreeExplainer(BaseExplainer):
                   "nodes": np.zeros(n, dtype=np.int64)},
         )  # fmt: skip
 
-    def _milp(self, X, tidx, q, exact=True, plain=False):
+    def _milp(self, X, tidx, q, exact=True, plain=False, missing=None, values=None):
         """Answer an ensemble: the program of each row (one after another), or the quick search.
 
         ``plain``: the full program without incumbent, reductions or cutoff (the baseline of
-        ``asv_bench/benchmarks/bench_trees.py``).
+        ``asv_bench/benchmarks/bench_trees.py``). ``missing``: the (N, D) mask of the features
+        each row conditions the forest on (its NaN, held at ``FILL`` in X, and the categorical
+        features), ``values`` the queries as given; such a row is answered by the program of
+        the forest conditioned on its pattern, and confirmed with its NaN back.
         """
-        if self._program is None:
-            self._program = Program(self._forest)
         answers = []
         for i in rows(range(X.shape[0]), "TreeExplainer"):  # (a line on a terminal if slow)
             t = int(tidx[i])
+            qi, nan = q, None
+            if missing is not None and missing[i].any():
+                nan = np.isnan(values[i])
+                program = self._patterns.get("milp", missing[i], values[i])
+                qi = q._replace(constrained=True)  # "infeasible", not "unreachable"
+            else:
+                if self._program is None:
+                    self._program = Program(self._forest)
+                program = self._program
 
-            def confirm(x, t=t):
+            def confirm(x, t=t, nan=nan):
+                if nan is not None:
+                    x = np.where(nan, np.nan, x)
                 return bool(self._in_target(x[None], np.array([t]), q.proba)[0])
 
-            args = (X[i], t, q.lo[i], q.hi[i], q, confirm)
+            args = (X[i], t, q.lo[i], q.hi[i], qi, confirm)
             if exact:
-                answers.append(self._program.solve(*args, plain=plain))
+                answers.append(program.solve(*args, plain=plain))
             else:
-                answers.append(self._program.quick(*args))
+                answers.append(program.quick(*args))
         success = np.array([a.success for a in answers], dtype=bool)
         return Solution(
             x=np.array([a.x for a in answers]).reshape(X.shape),

@@ -1053,11 +1053,12 @@ def _ref_best(model, P, x0, target, metric, w, max_changes, proba):
     if proba is not None:
         col = list(model.classes_).index(target)
         ok &= model.predict_proba(R)[:, col] >= proba
+    both = np.isnan(P) & np.isnan(x0)  # a missing feature kept missing: no change, no cost
     if max_changes is not None:
-        ok &= np.count_nonzero(P != x0, axis=1) <= max_changes
+        ok &= np.count_nonzero((P != x0) & ~both, axis=1) <= max_changes
     best = (math.inf, None)
-    for p in P[ok]:
-        c = _ref_cost(p - x0, w, metric)
+    for p, nan in zip(P[ok], both[ok], strict=True):
+        c = _ref_cost(np.where(nan, 0.0, p - x0), w, metric)
         if c < best[0]:
             best = (c, p)
     return best
@@ -1073,6 +1074,7 @@ def tree_cells_brute_force(
     intervals ``[lo, b_1]``, ``[next(b_1), b_2]``, …; every combination of one interval per
     feature is a cell, whose point closest to x0 (a clip per coordinate, inside the box
     ``[lo, hi]``) is classified by the model's own ``predict`` (and ``predict_proba`` >= proba).
+    A NaN of x0 stays NaN in every candidate (the model routes it itself; no cost).
     Returns ``(distance, x)`` of the cheapest such point, ``(inf, None)`` if none.
     """
     from itertools import product
@@ -1086,6 +1088,9 @@ def tree_cells_brute_force(
         bounds[f].add(f32_le_boundary(t))
     choices = []
     for f in range(D):
+        if np.isnan(x0[f]):
+            choices.append([np.nan])
+            continue
         b = sorted(v for v in bounds[f] if -_F32_MAX <= v < _F32_MAX)
         ends = [-_F32_MAX] + [float(np.nextafter(v, np.inf)) for v in b]
         tops = b + [_F32_MAX]
@@ -1201,11 +1206,17 @@ def boosted_splits(model):
             out.append((f, left, dom))
     else:  # HistGradientBoostingClassifier
         dom = (-_F64_MAX, _F64_MAX)
+        # with categorical features its ColumnTransformer puts them first (feature_idx counts
+        # the transformed columns); their set splits are left out (the callers freeze them)
+        cat = getattr(model, "is_categorical_", None)
+        column = np.arange(model.n_features_in_)
+        if cat is not None and np.any(cat):
+            column = np.concatenate([np.flatnonzero(cat), np.flatnonzero(~np.asarray(cat))])
         for stage in model._predictors:
             for p in stage:
-                nodes = p.nodes[p.nodes["is_leaf"] == 0]
+                nodes = p.nodes[(p.nodes["is_leaf"] == 0) & (p.nodes["is_categorical"] == 0)]
                 for f, t in zip(nodes["feature_idx"], nodes["num_threshold"], strict=True):
-                    out.append((int(f), lambda x, t=float(t): x <= t, dom))
+                    out.append((int(column[f]), lambda x, t=float(t): x <= t, dom))
     return out
 
 
@@ -1216,8 +1227,8 @@ def boosted_cells_brute_force(
 
     As :func:`tree_cells_brute_force`, with each split's boundary found by
     :func:`bisect_boundary` on the library's own rule (:func:`boosted_splits`) and every
-    candidate judged by the model's own ``predict`` (and ``predict_proba``). ``(inf, None)`` if
-    no cell is in the target class.
+    candidate judged by the model's own ``predict`` (and ``predict_proba``); a NaN of x0 stays
+    NaN in every candidate. ``(inf, None)`` if no cell is in the target class.
     """
     from itertools import product
 
@@ -1232,6 +1243,9 @@ def boosted_cells_brute_force(
         bounds[f].add(bisect_boundary(left, a, z))
     choices = []
     for f in range(D):
+        if np.isnan(x0[f]):
+            choices.append([np.nan])
+            continue
         b = sorted(v for v in bounds[f] if dlo <= v < dhi)
         ends = [dlo] + [float(np.nextafter(v, np.inf)) for v in b]
         tops = b + [dhi]
@@ -1292,6 +1306,9 @@ def tree_cell_points(model, x0, target, lo=None, hi=None, proba=None):
         bounds[f].add(f32_le_boundary(t))
     choices = []
     for f in range(D):
+        if np.isnan(x0[f]):
+            choices.append([np.nan])
+            continue
         b = sorted(v for v in bounds[f] if -_F32_MAX <= v < _F32_MAX)
         ends = [-_F32_MAX] + [float(np.nextafter(v, np.inf)) for v in b]
         tops = b + [_F32_MAX]

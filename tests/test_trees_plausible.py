@@ -221,3 +221,26 @@ def test_refusals():
     with pytest.raises(ValueError, match="X has a value outside the range"):
         ex.fit_data(np.vstack([X, [[1e300, 0.0, 0.0]]]))
     assert ex.mad_ is not None and ex.n_data_regions_ <= X.shape[0]
+
+
+def test_plausible_refuses_nan_queries_and_categorical_models():
+    """The training regions are boxes of numeric splits: a NaN query, or a model with native
+    categorical features, is refused by name rather than answered without the restriction."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    gb = HistGradientBoostingClassifier(max_iter=5, random_state=0).fit(X, y)
+    ex = TreeExplainer(gb).fit_data(X)
+    with pytest.raises(ValueError, match="plausible=True takes neither a NaN"):
+        ex.explain([np.nan, -1.0, 0.0], 1, plausible=True)
+    Xc = X.copy()
+    Xc[:, 2] = rng.integers(0, 4, 200)
+    cat = HistGradientBoostingClassifier(max_iter=5, categorical_features=[2], random_state=0).fit(
+        Xc, (Xc[:, 0] + (Xc[:, 2] > 1) > 0.5).astype(int)
+    )
+    exc = TreeExplainer(cat).fit_data(Xc)
+    assert exc.n_data_regions_ is None and exc.mad_ is not None
+    with pytest.raises(ValueError, match="categorical features"):
+        exc.explain(Xc[0], 1 - cat.predict(Xc[:1])[0], plausible=True)

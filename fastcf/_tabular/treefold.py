@@ -213,6 +213,13 @@ def fold_trees(model, X):
         raise TypeError(
             f"the classifier {clf_name!r} ({_name(clf)}) is not supported: {exc}"
         ) from exc
+    if forest.categories is not None:  # set splits: TreeExplainer answers them, not this fold
+        raise TypeError(
+            f"the classifier {clf_name!r} ({_name(clf)}) is not supported: its native "
+            "categorical features (categorical_features) split by sets of categories; encode "
+            "the columns in the pipeline (OneHotEncoder, OrdinalEncoder) instead, or explain "
+            "the model alone with fastcf.TreeExplainer"
+        )
     ordered = {
         i: list(dt.categories)
         for i, dt in enumerate(X.dtypes)

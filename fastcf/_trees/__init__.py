@@ -13,6 +13,11 @@ Where each piece lives:
   :mod:`.parse_lightgbm` (``x <= threshold`` in float64, ``|x| <= 1e-35`` read as 0) produce
   the same :class:`~.forest.Forest`; :mod:`.outputs` holds each library's probability and class
   arithmetic, :mod:`.agree` the check of a parsed model against the library's own predictions.
+- :mod:`.missing` — NaN in a query: the forest conditioned on the missing features (each split
+  on one collapsed to the child the library routes a NaN to), answered by the same solvers.
+- :mod:`.categorical` — HistGradientBoosting's categorical splits (sets of categories): routed
+  as the model routes them; answered conditioned on the query's categories, over every
+  combination of the categories a query leaves free.
 - :mod:`.leaves` — one tree: the cheapest projection of x onto the box of a target leaf.
 - :mod:`.milp` — ensembles: a mixed-integer program over per-feature threshold intervals,
   solved by HiGHS, with lazy cuts for answers within rounding of a tie.

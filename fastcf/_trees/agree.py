@@ -18,11 +18,12 @@ from .forest import Forest, Tree
 __all__ = ["require_classifier", "tree", "probe", "verify"]
 
 
-def tree(feature, threshold, boundary, left, right, value):
+def tree(feature, threshold, boundary, left, right, value, missing=None):
     """Return ``(Tree, position)``: the reachable nodes in depth-first order from node 0.
 
     Arguments are the library's arrays by its node id (``left < 0`` at leaves; ``value`` of
-    shape (n, n_scores)); ``position[id]`` is the node's position in the Tree (−1: unreachable).
+    shape (n, n_scores); ``missing``: where a NaN goes, 1 left, 0 right, None if the model
+    refuses NaN); ``position[id]`` is the node's position in the Tree (−1: unreachable).
     """
     left = np.asarray(left, dtype=np.int64)
     right = np.asarray(right, dtype=np.int64)
@@ -46,6 +47,9 @@ def tree(feature, threshold, boundary, left, right, value):
             left=np.where(leaf, -1, pos[np.maximum(left[order], 0)]),
             right=np.where(leaf, -1, pos[np.maximum(right[order], 0)]),
             value=np.where(leaf[:, None], np.asarray(value, dtype=np.float64)[order], 0.0),
+            missing=None
+            if missing is None
+            else np.where(leaf, -1, np.asarray(missing, dtype=np.int8)[order]).astype(np.int8),
         ),
         pos,
     )
@@ -55,7 +59,8 @@ def probe(forest: Forest, n: int, seed: int = 0, extra=()):
     """Return probe rows on and next to split values, random rows around them, and ``extra``.
 
     :meth:`Forest.probe` rows, uniform rows over the range of the boundaries (and a tenth
-    beyond), and probe rows with about half their coordinates drawn from ``extra``.
+    beyond), probe rows with about half their coordinates drawn from ``extra``, and, where the
+    model routes NaN, rows with NaN cells (:func:`fastcf._trees.missing.probe_rows`).
     """
     rng = np.random.default_rng(seed)
     P = forest.probe(rng, n)
@@ -73,7 +78,9 @@ def probe(forest: Forest, n: int, seed: int = 0, extra=()):
         mask = rng.random(E.shape) < 0.5
         E[mask] = rng.choice(extra, size=int(mask.sum()))
         rows.append(E)
-    return np.vstack(rows)
+    from .missing import probe_rows
+
+    return probe_rows(forest, np.vstack(rows), seed)
 
 
 def verify(forest: Forest, name, P, *, classes, predict, scores=None, proba=None, leaves=None):

@@ -69,7 +69,7 @@ def _one(ex, row, target, k, max_nodes, fmask0, bounds, options):
         return res, (res.distance if res.success else math.inf)
 
     def changed(res):
-        return res.x != x0
+        return (res.x != x0) & ~np.isnan(x0)  # a missing feature stays missing: never changed
 
     def accept(_fmask, res):
         return res if res.success else None

@@ -13,6 +13,10 @@ values ``[nextafter(b_k), b_{k+1}]`` between consecutive boundaries of a feature
 sets of inputs the model cannot tell apart on that feature, and a point of such an interval is a
 representable input on the correct side of every split, with no epsilon.
 
+A NaN takes the child the library routes missing values to (:attr:`Tree.missing`, read by each
+parser; None where the model's own ``predict`` refuses NaN), and :mod:`fastcf._trees.missing`
+conditions a forest on the features a query leaves missing.
+
 A model's class scores are ``Z = base + Σ_t value_t[leaf_t(x)]``, added term by term in tree
 order as the library adds them (``np.add.accumulate``, not a pairwise sum; in float32 where the
 library sums in float32, as XGBoost does), then divided by ``divisor`` (a random forest averages
@@ -52,6 +56,9 @@ class Tree(NamedTuple):
     left: np.ndarray  # (n,) int64, -1 at leaves
     right: np.ndarray  # (n,) int64, -1 at leaves
     value: np.ndarray  # (n, n_scores) float64: the terms the library adds at each leaf
+    #: (n,) int8, where a NaN goes at each split: 1 left, 0 right, -1 not routed (leaves: -1);
+    #: None for a model whose own predict refuses NaN (:mod:`fastcf._trees.missing`)
+    missing: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------------- decisions
@@ -236,6 +243,12 @@ class Forest:
         self.left = np.where(left >= 0, left + shift, -1)
         self.right = np.where(right >= 0, right + shift, -1)
         self.value = np.ascontiguousarray(np.concatenate([t.value for t in trees]), np.float64)
+        # where a NaN goes at each node (1 left, 0 right, -1 not routed); None: NaN refused
+        self.missing = (
+            None
+            if any(t.missing is None for t in trees)
+            else np.concatenate([t.missing for t in trees]).astype(np.int8)
+        )
         self.tree_of = np.repeat(np.arange(self.n_trees), sizes)  # (n_nodes,) tree of each node
         self.base = np.asarray(base, dtype=np.float64).reshape(-1)
         self.divisor = float(divisor)
@@ -246,6 +259,8 @@ class Forest:
         self.dtype = np.dtype(dtype)
         self.is_leaf = self.left < 0
         self.leaf_ids = np.flatnonzero(self.is_leaf)
+        #: categorical splits (:class:`~fastcf._trees.categorical.Categories`), set by a parser
+        self.categories = None
         self.unit, self.delta = self._rounding()
 
     # ------------------------------------------------------------------ arithmetic
@@ -277,15 +292,25 @@ class Forest:
         return unit, delta
 
     def leaves(self, X):
-        """Return the global leaf id of every row of X in every tree, shape (N, T)."""
+        """Return the global leaf id of every row of X in every tree, shape (N, T).
+
+        A NaN goes where the library routes a missing value (:attr:`missing`).
+        """
         X = np.asarray(X, dtype=np.float64)
         rows = np.arange(X.shape[0])[:, None]
         node = np.broadcast_to(self.root, (X.shape[0], self.n_trees)).copy()
+        nan = self.missing is not None and bool(np.isnan(X).any())
         while True:
             inner = ~self.is_leaf[node]
             if not inner.any():
                 return node
-            go = X[rows, self.feature[node]] <= self.boundary[node]
+            v = X[rows, self.feature[node]]
+            go = v <= self.boundary[node]
+            if nan:  # a NaN takes the side the library routes missing values to
+                go = np.where(np.isnan(v), self.missing[node] == 1, go)
+            if self.categories is not None:  # a set of categories goes left
+                f = self.feature[node]
+                go = self.categories.route(node, f, v, self.missing[node], go)
             node = np.where(inner, np.where(go, self.left[node], self.right[node]), node)
 
     def sums(self, leaves):
@@ -355,6 +380,8 @@ class Forest:
                 ]
             )
             cand = cand[np.isfinite(cand) & (cand >= lo) & (cand <= hi)]
+            if self.categories is not None and self.categories.is_cat[f]:
+                cand = self.categories.probe_values(f)
             if cand.size:
                 X[:, f] = rng.choice(cand, size=n)
         return X

@@ -7,7 +7,9 @@ double, after two rewrites of the input:
   ``RowPairFunctionFromDenseMatric``; ``kZeroThreshold = 1e-35f``, ``include/LightGBM/meta.h``),
   so every x in the zero band ``[-kZ, kZ]`` reaches the trees as 0.0;
 * with ``missing_type == "Zero"`` a zero (so the whole band) takes the default child
-  (``default_left``), and with ``"NaN"`` a NaN does (NaN inputs are refused by the explainer).
+  (``default_left``), and with ``"NaN"`` a NaN does; under ``"None"`` and ``"Zero"`` a NaN is
+  read as 0.0 first (:func:`nan_left`, read into :attr:`Tree.missing
+  <fastcf._trees.forest.Tree>`; a NaN of a query is answered by :mod:`fastcf._trees.missing`).
 
 The map x ↦ (0 on the band, x elsewhere) is monotone, so without the Zero rule *left iff x <=
 b* holds with b = the threshold, except for a threshold t in the band: ``-kZ <= t < 0`` gives b
@@ -40,7 +42,7 @@ from . import outputs
 from .agree import probe, require_classifier, tree, verify
 from .forest import Forest
 
-__all__ = ["parse", "check", "boundary", "go_left", "RULE", "DOMAIN", "ZERO"]
+__all__ = ["parse", "check", "boundary", "go_left", "nan_left", "RULE", "DOMAIN", "ZERO"]
 
 RULE = "x <= threshold (float64; |x| <= 1e-35 read as 0)"
 ZERO = float(np.float32(1e-35))  # kZeroThreshold, a float widened to double
@@ -58,6 +60,18 @@ def go_left(x, threshold, missing_type="None", default_left=True):
     if missing_type == "Zero":
         left = np.where(band, bool(default_left), left)
     return left
+
+
+def nan_left(threshold, missing_type="None", default_left=True):
+    """Tell whether LightGBM sends a NaN left at one split (``NumericalDecision``).
+
+    A NaN takes the default child where ``missing_type`` is ``"NaN"``; elsewhere it is read as
+    0.0 first, which takes the default child under ``"Zero"`` and is compared with the
+    threshold under ``"None"``.
+    """
+    if missing_type in ("NaN", "Zero"):
+        return bool(default_left)
+    return 0.0 <= float(threshold)
 
 
 def boundary(threshold, missing_type="None", default_left=True):
@@ -90,6 +104,7 @@ def _refuse(what, how=""):
 def _walk(root, n_scores, k, names):
     """Return (Tree, leaf position by LightGBM leaf index) of one dumped tree."""
     feat, thr, bnd, left, right, val, leaf_of = [], [], [], [], [], [], {}
+    nan = []
     stack = [(root, -1, 0)]  # (node, parent id, side)
     while stack:
         node, parent, side = stack.pop()
@@ -104,6 +119,7 @@ def _walk(root, n_scores, k, names):
                 _refuse("a LightGBM linear tree (linear_tree=True)")
             v[k] = float(node["leaf_value"])
             feat.append(-1)
+            nan.append(-1)
             thr.append(np.nan)
             bnd.append(np.nan)
             leaf_of[int(node.get("leaf_index", 0))] = i
@@ -128,12 +144,13 @@ def _walk(root, n_scores, k, names):
             )
         _check_boundary(b, t, mt, dl)
         feat.append(f)
+        nan.append(int(nan_left(t, mt, dl)))
         thr.append(t)
         bnd.append(b)
         val.append(v)
         stack.append((node["right_child"], i, 1))
         stack.append((node["left_child"], i, 0))
-    out, pos = tree(feat, thr, bnd, left, right, np.array(val))
+    out, pos = tree(feat, thr, bnd, left, right, np.array(val), nan)
     n_leaves = max(leaf_of) + 1
     by_leaf = np.full(n_leaves, -1, dtype=np.int64)
     for j, i in leaf_of.items():

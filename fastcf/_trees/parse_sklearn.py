@@ -13,7 +13,10 @@ against the model's own ``apply`` / ``predict_proba`` / ``decision_function`` / 
 probe rows placed on and next to every threshold (:func:`check`).
 
 Inputs beyond the float32 range become ±inf, which scikit-learn refuses: the domain is
-``[-FLT_MAX, FLT_MAX]``.
+``[-FLT_MAX, FLT_MAX]``. A NaN goes to the child ``missing_go_to_left`` names (scikit-learn >=
+1.3; a node fitted without missing values sends them to the child with more samples), where the
+model's own ``predict`` takes NaN at all (:func:`_takes_nan`; ``GradientBoostingClassifier``
+does not); a NaN of a query is answered by :mod:`fastcf._trees.missing`.
 
 Aggregation, as the models compute it:
 
@@ -86,8 +89,11 @@ def _check_boundaries(b, t):
         raise AssertionError(f"split boundary {b[i]!r} is wrong for threshold {t[i]!r}")
 
 
-def _tree(est, values):
-    """Return the :class:`Tree` of one fitted scikit-learn tree with leaf terms ``values``."""
+def _tree(est, values, nan=False):
+    """Return the :class:`Tree` of one fitted scikit-learn tree with leaf terms ``values``.
+
+    ``nan``: the model's predict takes NaN, routed by the nodes' ``missing_go_to_left``.
+    """
     tr = est.tree_
     left = np.asarray(tr.children_left, dtype=np.int64)
     leaf = left < 0
@@ -101,7 +107,32 @@ def _tree(est, values):
         left=np.where(leaf, -1, left),
         right=np.where(leaf, -1, np.asarray(tr.children_right, dtype=np.int64)),
         value=np.where(leaf[:, None], values, 0.0),
+        missing=_missing(tr, leaf) if nan else None,
     )
+
+
+def _missing(tr, leaf):
+    """Where each node sends a NaN (1 left, 0 right; −1 at leaves), or None if not stored."""
+    go = getattr(tr, "missing_go_to_left", None)  # scikit-learn >= 1.3
+    if go is None:  # pragma: no cover - older scikit-learn refuses NaN anyway
+        return None
+    return np.where(leaf, -1, np.asarray(go, dtype=np.int8)).astype(np.int8)
+
+
+def _takes_nan(model, D):
+    """Tell whether the model's own ``predict`` takes NaN (scikit-learn >= 1.3 trees, forests).
+
+    Asked of the model itself (one row of NaN): its rules (the splitter, the criterion,
+    ``monotonic_cst``, the version) are the library's to decide; ``GradientBoostingClassifier``
+    refuses NaN.
+    """
+    from .._confirm import model_input
+
+    try:
+        model.predict(model_input(model, np.full((1, D), np.nan)))
+    except ValueError:
+        return False
+    return True
 
 
 def _refuse(model):
@@ -155,11 +186,12 @@ def parse(model) -> Forest:
         )
     K = len(model.classes_)
     D = int(model.n_features_in_)
+    nan = not isinstance(model, GradientBoostingClassifier) and _takes_nan(model, D)
     if isinstance(model, DecisionTreeClassifier):
-        trees = [_tree(model, model.tree_.value[:, 0, :K])]
+        trees = [_tree(model, model.tree_.value[:, 0, :K], nan)]
         return Forest(trees, np.zeros(K), 1.0, Argmax(K), Identity(), D, DOMAIN, RULE)
     if isinstance(model, (RandomForestClassifier, ExtraTreesClassifier)):
-        trees = [_tree(e, e.tree_.value[:, 0, :K]) for e in model.estimators_]
+        trees = [_tree(e, e.tree_.value[:, 0, :K], nan) for e in model.estimators_]
         T = len(trees)
         return Forest(trees, np.zeros(K), float(T), Argmax(K), Identity(), D, DOMAIN, RULE)
     return _boosting(model, K, D)
@@ -182,9 +214,9 @@ def _boosting(model, K, D):
         raise TypeError("this scikit-learn version's GradientBoostingClassifier is not supported")
     probe = np.zeros((2, D))
     probe[1] = 1.0
-    from .._confirm import model_input
-
-    raw0 = np.asarray(model._raw_predict_init(model_input(model, probe)), dtype=np.float64)
+    # an array, also for a model fitted on a DataFrame: the private method validates the rows
+    # with its first tree, fitted without feature names (a DataFrame warned)
+    raw0 = np.asarray(model._raw_predict_init(probe), dtype=np.float64)
     base = raw0[0]
     lr = np.float64(model.learning_rate)
     n_out = model.estimators_.shape[1]
@@ -212,12 +244,16 @@ def check(forest: Forest, model, n_probe: int = 512, seed: int = 0):
     from sklearn.ensemble import GradientBoostingClassifier
 
     from .._confirm import model_input
+    from .missing import probe_rows
 
-    P = forest.probe(np.random.default_rng(seed), n_probe)
+    P = probe_rows(forest, forest.probe(np.random.default_rng(seed), n_probe), seed)
     R = model_input(model, P)
     name = type(model).__name__
     leaves = forest.leaves(P)
-    own = np.asarray(model.apply(R)).reshape(P.shape[0], -1)
+    # GradientBoostingClassifier.apply validates the rows with its first tree, fitted without
+    # feature names: an array (a DataFrame warned)
+    own = np.asarray(model.apply(P if isinstance(model, GradientBoostingClassifier) else R))
+    own = own.reshape(P.shape[0], -1)
     if own.shape != leaves.shape or not np.array_equal(own, leaves - forest.offset[None, :]):
         raise ValueError(
             f"model: fastcf's copy of this {name} routes probe rows to other leaves than the "

@@ -7,8 +7,10 @@ iff ``float32(x) < split_condition``, the condition a float32. With c⁻ the flo
 float32 rounding sends to c⁻ or below: scikit-learn's rule on the threshold c⁻
 (:func:`fastcf._trees.parse_sklearn.boundary`), checked split by split
 (``float32(b) < c <= float32(nextafter(b))``). Values equal to the model's ``missing`` (NaN by
-default) take the default child; NaN inputs are refused by the explainer, and a model whose
-``missing`` is a number is refused (that one value would be routed apart from its neighbours).
+default) take the default child (``default_left``, read into :attr:`Tree.missing
+<fastcf._trees.forest.Tree>`; a NaN of a query is answered by :mod:`fastcf._trees.missing`),
+and a model whose ``missing`` is a number is refused (that one value would be routed apart from
+its neighbours).
 Inputs beyond the float32 range become ±inf: the domain is ``[-FLT_MAX, FLT_MAX]``.
 
 Aggregation (``src/predictor/cpu_predictor.cc``, ``src/predictor/predictor.cc``): the margins
@@ -194,7 +196,8 @@ def parse(model) -> Forest:
         _check_boundaries(b[inner], c[inner])
         value = np.zeros((left.size, S))
         value[:, int(info[i]) if S > 1 else 0] = cond.astype(np.float64)  # leaves: the values
-        out, _ = tree(feat, c.astype(np.float64), b, left, t["right_children"], value)
+        dl = np.asarray(t["default_left"], dtype=np.int8)  # a NaN's child (missing=np.nan)
+        out, _ = tree(feat, c.astype(np.float64), b, left, t["right_children"], value, dl)
         trees.append(out)
     if not trees:
         raise ValueError(f"model: this {type(model).__name__} has no trees")
