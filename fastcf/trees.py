@@ -35,30 +35,16 @@ import numpy as np
 
 from ._base import BaseExplainer
 from ._confirm import model_input
-from ._progress import rows
-from ._status import Status, messages
+from ._trees import answer as _answer
 from ._trees.boosters import BoosterClassifier, is_booster
-from ._trees.categorical import explain_free, free_categories
 from ._trees.leaves import leaf_table
-from ._trees.leaves import solve as solve_leaves
-from ._trees.milp import Program
-from ._trees.missing import FILL, Patterns, check_query, groups, program
-from ._trees.query import METRICS, TreeQuery
+from ._trees.missing import Patterns, program
 from ._validation import (
     as_queries,
-    check_int,
-    check_probability,
-    check_scalar,
-    resolve_bounds,
-    resolve_frozen,
     resolve_targets,
-    resolve_weights,
 )
-from .results import Solution
 
 __all__ = ["TreeExplainer"]
-
-_METHODS = ("auto", "leaves", "milp")
 
 
 def _parser(model):
@@ -197,7 +183,7 @@ class TreeExplainer(BaseExplainer):
 
         self.fit_mad(X)
         X, _, _ = as_queries(X, self.n_features_in_, self.feature_names_in_, name="X")
-        self._check_domain(X, "X")
+        _answer.check_domain(self._forest, X, "X")
         X = X[~np.isnan(X).any(axis=1)]  # a row with a missing value is in no numeric box
         if self._forest.categories is not None or X.shape[0] == 0:
             self._regions, self.n_data_regions_ = None, None  # (plausible=True refuses them)
@@ -351,51 +337,14 @@ class TreeExplainer(BaseExplainer):
         >>> bool(np.isnan(res.x[0])), res.changed.tolist(), gb.predict(res.x[None]).tolist()
         (True, [1], [1])
         """
-        if method not in _METHODS:
-            raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+        options = dict(
+            region=region, proba=proba, metric=metric, weights=weights, frozen=frozen,
+            bounds=bounds, max_changes=max_changes, exact=exact, method=method,
+            time_limit=time_limit, plausible=plausible,
+        )  # fmt: skip
         X, single, names, tidx = self._queries(x, target)
-        if plausible is not False and (self._forest.categories is not None or np.isnan(X).any()):
-            raise ValueError(
-                "plausible=True takes neither a NaN in x nor a model with categorical features "
-                "(the training regions are boxes of numeric splits): use plausible=False"
-            )
-        if self._forest.categories is not None:  # HistGB's categories: may they change?
-            fmask = resolve_frozen(frozen, self.n_features_in_, names)
-            if free_categories(self._forest, X, fmask).any():
-                options = dict(
-                    region=region, proba=proba, metric=metric, weights=weights, bounds=bounds,
-                    max_changes=max_changes, exact=exact, method=method, time_limit=time_limit,
-                )  # fmt: skip
-                sol = explain_free(self, X, tidx, names, fmask, options)
-                R = model_input(self.model, sol.x)
-                P = np.asarray(self.model.predict_proba(R), dtype=np.float64)
-                return self._package(sol._replace(proba=P), X, tidx, names, single)
-        q = self._query(X, names, region, proba, metric, weights, frozen, bounds, max_changes)
-        q = q._replace(
-            time_limit=check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
-        )
-        if method == "auto":
-            method = "leaves" if self._table is not None else "milp"
-        if plausible is not False:
-            sol = self._plausible(X, tidx, q, plausible, method)
-            sol = self._verify(sol, tidx, q.proba)
-            R = model_input(self.model, sol.x)
-            P = np.asarray(self.model.predict_proba(R), dtype=np.float64)
-            return self._package(sol._replace(proba=P), X, tidx, names, single)
-        C = check_query(self._forest, X, names, type(self.model).__name__, q.lo, q.hi)
-        M = np.isnan(X)
-        Xs, q = self._hold_missing(X, M, q)
-        if method == "leaves":
-            if self._table is None:
-                raise ValueError(
-                    f"method='leaves' answers one tree; this model has {self._forest.n_trees} "
-                    "trees: use method='milp' (the default)"
-                )
-            sol = self._leaves(Xs, tidx, q, C, X)
-        else:
-            sol = self._milp(Xs, tidx, q, bool(exact), missing=C, values=X)
-        sol = self._missing_back(sol, M, names)
-        sol = self._verify(sol, tidx, q.proba)
+        sol = _answer.answer(self, X, tidx, names, options)
+        sol = self._verify(sol, tidx, options["proba"])
         P = np.asarray(self.model.predict_proba(model_input(self.model, sol.x)), dtype=np.float64)
         return self._package(sol._replace(proba=P), X, tidx, names, single)
 
@@ -442,160 +391,12 @@ class TreeExplainer(BaseExplainer):
         return enumerate_answers(self, x, target, k, max_nodes, dict(options))
 
     # ------------------------------------------------------------------ the steps
-    def _plausible(self, X, tidx, q, plausible, method):
-        """Answer over the training regions (:mod:`fastcf._trees.plausible`)."""
-        from ._trees.plausible import solve
-
-        if plausible is not True:
-            raise ValueError(f"plausible must be True or False; got {plausible!r}")
-        if self._regions is None:
-            raise ValueError(
-                "plausible=True needs the training data: call fit_data(X_train) on the "
-                "explainer first"
-            )
-        return solve(self._regions, X, tidx, q)
-
     def _query(self, X, names, region, proba, metric, weights, frozen, bounds, max_changes):
         """Check the options of a query and return its :class:`TreeQuery`."""
-        if proba is None and not region:
-            raise ValueError(
-                "region=False asks for no condition: trees answer region=True (classified as "
-                "the target) or proba=τ (and p_target >= τ)"
-            )
-        if metric not in METRICS:
-            raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
-        if proba is not None:
-            proba = check_probability(proba, "proba")
-        if max_changes is not None:
-            max_changes = check_int(max_changes, "max_changes", lo=1)
-        D = self.n_features_in_
-        dlo, dhi = self._forest.domain
-        self._check_domain(X, "x")
-        fmask = resolve_frozen(frozen, D, names)
-        w = resolve_weights(weights, D, self.mad_)
-        w = np.ones(D) if w is None else w
-        bnd = resolve_bounds(bounds, D, X, per_row=True)
-        lo = np.full(X.shape, dlo)
-        hi = np.full(X.shape, dhi)
-        if bnd is not None:
-            lo = np.maximum(lo, bnd[0])
-            hi = np.minimum(hi, bnd[1])
-        lo[:, fmask] = X[:, fmask]
-        hi[:, fmask] = X[:, fmask]
-        constrained = bool(fmask.any()) or bnd is not None or max_changes is not None
-        return TreeQuery(
-            metric, w, lo, hi, max_changes, proba, None, constrained or proba is not None
+        return _answer.query(
+            self, X, names, region, proba, metric, weights, frozen, bounds, max_changes
         )
-
-    def _check_domain(self, X, name):
-        """Raise a ValueError naming ``name`` if a value lies outside the library's domain."""
-        dlo, dhi = self._forest.domain
-        out = (X < dlo) | (X > dhi)
-        if out.any():
-            r, c = np.argwhere(out)[0]
-            raise ValueError(
-                f"{name} has a value outside the range the model accepts at feature {c} (row "
-                f"{r}): {X[r, c]!r}; its split rule is {self._forest.rule} (a float32 cast), on "
-                f"[{dlo:g}, {dhi:g}]"
-            )
-
-    def _leaves(self, X, tidx, q):
-        """One tree: the enumeration of its leaves (all rows at once)."""
-
-    def _hold_missing(self, X, M, q):
-        """Return the queries the solvers see: each NaN held at ``FILL``, a frozen feature.
-
-        (:mod:`fastcf._trees.missing`: each row is answered on the forest conditioned on its
-        NaN pattern, which no longer reads those features.)
-        """
-        if not M.any():
-            return X, q
-        lo, hi = q.lo.copy(), q.hi.copy()
-        lo[M] = hi[M] = FILL
-        return np.where(M, FILL, X), q._replace(lo=lo, hi=hi)
-
-    def _missing_back(self, sol, M, names):
-        """Return ``sol`` with the NaN of the queries back in the answers (and said why)."""
-        if not M.any():
-            return sol
-        message = list(sol.message)
-        for i in np.flatnonzero(M.any(axis=1) & (sol.status == int(Status.INFEASIBLE))):
-            idx = np.flatnonzero(M[i])
-            which = ", ".join(str(names[j]) if names is not None else str(j) for j in idx)
-            message[i] = f"{message[i]} (the missing features {which} stay missing)"
-        return sol._replace(x=np.where(M, np.nan, sol.x), message=message)
-
-    def _leaves(self, X, tidx, q, missing=None, values=None):
-        """One tree: the enumeration of its leaves (all rows at once, per NaN pattern).
-
-        ``missing``: the (N, D) mask of the features each row conditions the tree on (its NaN,
-        held at ``FILL`` in X), ``values`` the queries as given.
-        """
-        x, dist, found = solve_leaves(self._table, X, tidx, q)
-        if missing is not None:
-            for mask, v, r in groups(missing, values):  # the tree conditioned on the pattern
-                table = self._patterns.get("leaves", mask, v)
-                qr = q._replace(lo=q.lo[r], hi=q.hi[r])
-                x[r], dist[r], found[r] = solve_leaves(table, X[r], tidx[r], qr)
-        has = (self._table.cls[None, :] == tidx[:, None]).any(axis=1)
-        status = np.where(
-            found, int(Status.OK), np.where(has, int(Status.INFEASIBLE), int(Status.UNREACHABLE))
-        ).astype(np.int64)
-        n = X.shape[0]
-        return Solution(
-            x=x, proba=None, distance=dist, success=found, status=status,
-            nit=np.zeros(n, dtype=np.int64), method="leaves",
-            message=messages(status, found, "leaves"),
-            info={"gap": np.where(found, 0.0, np.inf), "bound": np.where(found, dist, np.inf),
-                  "nodes": np.zeros(n, dtype=np.int64)},
-        )  # fmt: skip
 
     def _milp(self, X, tidx, q, exact=True, plain=False, missing=None, values=None):
-        """Answer an ensemble: the program of each row (one after another), or the quick search.
-
-        ``plain``: the full program without incumbent, reductions or cutoff (the baseline of
-        ``asv_bench/benchmarks/bench_trees.py``). ``missing``: the (N, D) mask of the features
-        each row conditions the forest on (its NaN, held at ``FILL`` in X, and the categorical
-        features), ``values`` the queries as given; such a row is answered by the program of
-        the forest conditioned on its pattern, and confirmed with its NaN back.
-        """
-        answers = []
-        for i in rows(range(X.shape[0]), "TreeExplainer"):  # (a line on a terminal if slow)
-            t = int(tidx[i])
-            qi, nan = q, None
-            if missing is not None and missing[i].any():
-                nan = np.isnan(values[i])
-                program = self._patterns.get("milp", missing[i], values[i])
-                qi = q._replace(constrained=True)  # "infeasible", not "unreachable"
-            else:
-                if self._program is None:
-                    self._program = Program(self._forest)
-                program = self._program
-
-            def confirm(x, t=t, nan=nan):
-                if nan is not None:
-                    x = np.where(nan, np.nan, x)
-                return bool(self._in_target(x[None], np.array([t]), q.proba)[0])
-
-            args = (X[i], t, q.lo[i], q.hi[i], qi, confirm)
-            if exact:
-                answers.append(program.solve(*args, plain=plain))
-            else:
-                answers.append(program.quick(*args))
-        success = np.array([a.success for a in answers], dtype=bool)
-        return Solution(
-            x=np.array([a.x for a in answers]).reshape(X.shape),
-            proba=None,
-            distance=np.array([a.distance for a in answers], dtype=np.float64),
-            success=success,
-            status=np.array([a.status for a in answers], dtype=np.int64),
-            nit=np.array([a.runs for a in answers], dtype=np.int64),
-            method="milp" if exact else "incumbent",
-            message=[a.message for a in answers],
-            certified=success.copy(),  # each success was confirmed by the model's predict
-            info={
-                "gap": np.array([a.gap for a in answers], dtype=np.float64),
-                "bound": np.array([a.bound for a in answers], dtype=np.float64),
-                "nodes": np.array([a.nodes for a in answers], dtype=np.int64),
-            },
-        )
+        """Answer an ensemble (:func:`fastcf._trees.answer.ensemble`)."""
+        return _answer.ensemble(self, X, tidx, q, exact, plain, missing, values)

@@ -1,0 +1,243 @@
+"""The steps of :meth:`fastcf.TreeExplainer.explain`: a query's options, then its solver.
+
+:func:`answer` checks a query's options and sends its rows to the one solver that answers them:
+
+* ``plausible=True`` — the training regions (:mod:`fastcf._trees.plausible`);
+* HistGradientBoosting categories a query leaves free — every combination of them
+  (:mod:`fastcf._trees.categorical`);
+* one tree — the enumeration of its leaves (:func:`leaves`, :mod:`fastcf._trees.leaves`);
+* an ensemble — the mixed-integer program of each row, or its quick search with ``exact=False``
+  (:func:`ensemble`, :mod:`fastcf._trees.milp`).
+
+A NaN in a row is held at ``FILL`` (a frozen feature) while the row is answered on the forest
+conditioned on its missing features (:mod:`fastcf._trees.missing`), and put back in the answer.
+The explainer then confirms every success with the model's own ``predict`` and packages the
+result; nothing here is judged only by fastcf's copy of the model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._progress import rows
+from .._status import Status, messages
+from .._validation import (
+    check_int,
+    check_probability,
+    check_scalar,
+    resolve_bounds,
+    resolve_frozen,
+    resolve_weights,
+)
+from ..results import Solution
+from .categorical import explain_free, free_categories
+from .leaves import solve as solve_leaves
+from .milp import Program
+from .missing import FILL, check_query, groups
+from .query import METRICS, TreeQuery
+
+__all__ = ["METHODS", "answer", "query", "check_domain", "leaves", "ensemble"]
+
+METHODS = ("auto", "leaves", "milp")
+
+
+def answer(ex, X, tidx, names, options):
+    """Return the (unconfirmed) :class:`~fastcf.results.Solution` of the queries ``X``.
+
+    ``options``: :meth:`~fastcf.TreeExplainer.explain`'s keyword arguments.
+    """
+    o = dict(options)
+    method, plausible = o.pop("method"), o.pop("plausible")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    forest = ex._forest
+    if plausible is not False and (forest.categories is not None or np.isnan(X).any()):
+        raise ValueError(
+            "plausible=True takes neither a NaN in x nor a model with categorical features "
+            "(the training regions are boxes of numeric splits): use plausible=False"
+        )
+    if forest.categories is not None:  # HistGB's categories: may they change?
+        fmask = resolve_frozen(o["frozen"], ex.n_features_in_, names)
+        if free_categories(forest, X, fmask).any():
+            o.pop("frozen")
+            return explain_free(ex, X, tidx, names, fmask, dict(o, method=method))
+    q = query(ex, X, names, o["region"], o["proba"], o["metric"], o["weights"], o["frozen"],
+              o["bounds"], o["max_changes"])  # fmt: skip
+    limit = check_scalar(o["time_limit"], "time_limit", lo=0.0, lo_open=True, allow_none=True)
+    q = q._replace(time_limit=limit)
+    if plausible is not False:
+        return _plausible(ex, X, tidx, q, plausible)
+    if method == "auto":
+        method = "leaves" if ex._table is not None else "milp"
+    C = check_query(forest, X, names, type(ex.model).__name__, q.lo, q.hi)
+    M = np.isnan(X)
+    Xs, q = _hold_missing(X, M, q)
+    if method == "leaves":
+        if ex._table is None:
+            raise ValueError(
+                f"method='leaves' answers one tree; this model has {forest.n_trees} trees: use "
+                "method='milp' (the default)"
+            )
+        sol = leaves(ex, Xs, tidx, q, C, X)
+    else:
+        sol = ensemble(ex, Xs, tidx, q, bool(o["exact"]), missing=C, values=X)
+    return _missing_back(sol, M, names)
+
+
+def query(ex, X, names, region, proba, metric, weights, frozen, bounds, max_changes):
+    """Check the options of a query and return its :class:`~fastcf._trees.query.TreeQuery`."""
+    if proba is None and not region:
+        raise ValueError(
+            "region=False asks for no condition: trees answer region=True (classified as "
+            "the target) or proba=τ (and p_target >= τ)"
+        )
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
+    if proba is not None:
+        proba = check_probability(proba, "proba")
+    if max_changes is not None:
+        max_changes = check_int(max_changes, "max_changes", lo=1)
+    D = ex.n_features_in_
+    dlo, dhi = ex._forest.domain
+    check_domain(ex._forest, X, "x")
+    fmask = resolve_frozen(frozen, D, names)
+    w = resolve_weights(weights, D, ex.mad_)
+    w = np.ones(D) if w is None else w
+    bnd = resolve_bounds(bounds, D, X, per_row=True)
+    lo = np.full(X.shape, dlo)
+    hi = np.full(X.shape, dhi)
+    if bnd is not None:
+        lo = np.maximum(lo, bnd[0])
+        hi = np.minimum(hi, bnd[1])
+    lo[:, fmask] = X[:, fmask]
+    hi[:, fmask] = X[:, fmask]
+    constrained = bool(fmask.any()) or bnd is not None or max_changes is not None
+    return TreeQuery(metric, w, lo, hi, max_changes, proba, None, constrained or proba is not None)
+
+
+def check_domain(forest, X, name):
+    """Raise a ValueError naming ``name`` if a value lies outside the library's domain."""
+    dlo, dhi = forest.domain
+    out = (X < dlo) | (X > dhi)
+    if out.any():
+        r, c = np.argwhere(out)[0]
+        raise ValueError(
+            f"{name} has a value outside the range the model accepts at feature {c} (row "
+            f"{r}): {X[r, c]!r}; its split rule is {forest.rule} (a float32 cast), on "
+            f"[{dlo:g}, {dhi:g}]"
+        )
+
+
+def _plausible(ex, X, tidx, q, plausible):
+    """Answer over the training regions (:mod:`fastcf._trees.plausible`)."""
+    from .plausible import solve
+
+    if plausible is not True:
+        raise ValueError(f"plausible must be True or False; got {plausible!r}")
+    if ex._regions is None:
+        raise ValueError(
+            "plausible=True needs the training data: call fit_data(X_train) on the explainer first"
+        )
+    return solve(ex._regions, X, tidx, q)
+
+
+def _hold_missing(X, M, q):
+    """Return the queries the solvers see: each NaN held at ``FILL``, a frozen feature.
+
+    (:mod:`fastcf._trees.missing`: each row is answered on the forest conditioned on its NaN
+    pattern, which no longer reads those features.)
+    """
+    if not M.any():
+        return X, q
+    lo, hi = q.lo.copy(), q.hi.copy()
+    lo[M] = hi[M] = FILL
+    return np.where(M, FILL, X), q._replace(lo=lo, hi=hi)
+
+
+def _missing_back(sol, M, names):
+    """Return ``sol`` with the NaN of the queries back in the answers (and said why)."""
+    if not M.any():
+        return sol
+    message = list(sol.message)
+    for i in np.flatnonzero(M.any(axis=1) & (sol.status == int(Status.INFEASIBLE))):
+        idx = np.flatnonzero(M[i])
+        which = ", ".join(str(names[j]) if names is not None else str(j) for j in idx)
+        message[i] = f"{message[i]} (the missing features {which} stay missing)"
+    return sol._replace(x=np.where(M, np.nan, sol.x), message=message)
+
+
+def leaves(ex, X, tidx, q, missing=None, values=None):
+    """One tree: the enumeration of its leaves (all rows at once, per NaN pattern).
+
+    ``missing``: the (N, D) mask of the features each row conditions the tree on (its NaN,
+    held at ``FILL`` in X), ``values`` the queries as given.
+    """
+    x, dist, found = solve_leaves(ex._table, X, tidx, q)
+    if missing is not None:
+        for mask, v, r in groups(missing, values):  # the tree conditioned on the pattern
+            table = ex._patterns.get("leaves", mask, v)
+            qr = q._replace(lo=q.lo[r], hi=q.hi[r])
+            x[r], dist[r], found[r] = solve_leaves(table, X[r], tidx[r], qr)
+    has = (ex._table.cls[None, :] == tidx[:, None]).any(axis=1)
+    status = np.where(
+        found, int(Status.OK), np.where(has, int(Status.INFEASIBLE), int(Status.UNREACHABLE))
+    ).astype(np.int64)
+    n = X.shape[0]
+    return Solution(
+        x=x, proba=None, distance=dist, success=found, status=status,
+        nit=np.zeros(n, dtype=np.int64), method="leaves",
+        message=messages(status, found, "leaves"),
+        info={"gap": np.where(found, 0.0, np.inf), "bound": np.where(found, dist, np.inf),
+              "nodes": np.zeros(n, dtype=np.int64)},
+    )  # fmt: skip
+
+
+def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None):
+    """Answer an ensemble: the program of each row (one after another), or the quick search.
+
+    ``plain``: the full program without incumbent, reductions or cutoff (the baseline of
+    ``asv_bench/benchmarks/bench_trees.py``). ``missing``: the (N, D) mask of the features
+    each row conditions the forest on (its NaN, held at ``FILL`` in X, and the categorical
+    features), ``values`` the queries as given; such a row is answered by the program of
+    the forest conditioned on its pattern, and confirmed with its NaN back.
+    """
+    answers = []
+    for i in rows(range(X.shape[0]), "TreeExplainer"):  # (a line on a terminal if slow)
+        t = int(tidx[i])
+        qi, nan = q, None
+        if missing is not None and missing[i].any():
+            nan = np.isnan(values[i])
+            program = ex._patterns.get("milp", missing[i], values[i])
+            qi = q._replace(constrained=True)  # "infeasible", not "unreachable"
+        else:
+            if ex._program is None:
+                ex._program = Program(ex._forest)
+            program = ex._program
+
+        def confirm(x, t=t, nan=nan):
+            if nan is not None:
+                x = np.where(nan, np.nan, x)
+            return bool(ex._in_target(x[None], np.array([t]), q.proba)[0])
+
+        args = (X[i], t, q.lo[i], q.hi[i], qi, confirm)
+        if exact:
+            answers.append(program.solve(*args, plain=plain))
+        else:
+            answers.append(program.quick(*args))
+    success = np.array([a.success for a in answers], dtype=bool)
+    return Solution(
+        x=np.array([a.x for a in answers]).reshape(X.shape),
+        proba=None,
+        distance=np.array([a.distance for a in answers], dtype=np.float64),
+        success=success,
+        status=np.array([a.status for a in answers], dtype=np.int64),
+        nit=np.array([a.runs for a in answers], dtype=np.int64),
+        method="milp" if exact else "incumbent",
+        message=[a.message for a in answers],
+        certified=success.copy(),  # each success was confirmed by the model's predict
+        info={
+            "gap": np.array([a.gap for a in answers], dtype=np.float64),
+            "bound": np.array([a.bound for a in answers], dtype=np.float64),
+            "nodes": np.array([a.nodes for a in answers], dtype=np.int64),
+        },
+    )
