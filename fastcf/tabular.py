@@ -20,8 +20,6 @@ Every success is then checked by the user's own ``predict`` (and ``predict_proba
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ._tabular.alternatives import row_alternatives
@@ -29,16 +27,12 @@ from ._tabular.columns import Schema, describe, resolve_names
 from ._tabular.fold import fold_model
 from ._tabular.grid import resolve_levels, with_levels
 from ._tabular.milp import Program
-from ._tabular.options import (
-    read_rows,
-    resolve_allowed,
-    resolve_targets,
-)
+from ._tabular.request import read_request
 from ._tabular.results import TabularBatch, TabularCounterfactual
 from ._tabular.solve import answers, batch, check_fold_on
 from ._tabular.treefold import fold_trees, is_tree_pipeline
 from ._tabular.treeprog import TreeProgram
-from ._validation import check_int, check_probability, check_scalar
+from ._validation import check_int
 
 __all__ = ["TabularExplainer", "TabularCounterfactual", "TabularBatch"]
 
@@ -217,28 +211,6 @@ class TabularExplainer:
             f"TabularExplainer({len(self.kinds_)} columns: {counts}, classes={list(self.classes_)})"
         )
 
-    # ------------------------------------------------------------------ options
-    def _form(self, region, proba, margin):
-        """Return (base, margin, tau): the target constraint is score ≥ base + margin."""
-        check_scalar(margin, "margin", lo=0.0)
-        if proba is None:
-            if region is not None and region is not True:
-                raise ValueError("region must be True (the default) or proba= must be given")
-            return 0.0, float(margin), None
-        if region:
-            raise ValueError("give region=True or proba=τ, not both")
-        tau = check_probability(proba)
-        if not self.probabilistic_:
-            from .adapters import model_name, not_probabilistic
-
-            raise TypeError(not_probabilistic(model_name(self.model), "proba= was asked"))
-        if self._program.K > 1 and self._program.folded:
-            raise ValueError(
-                "proba= is answered for binary models only (a linear constraint on the score); "
-                "for a softmax model p_target ≥ τ is not linear: use region=True (with margin=)"
-            )
-        return max(math.log(tau / (1.0 - tau)), 0.0), float(margin), tau
-
     # ------------------------------------------------------------------ queries
     def explain(
         self,
@@ -348,41 +320,14 @@ class TabularExplainer:
         >>> bool(res.success), int(res.status), bool(rf.predict(res.x)[0])
         (True, 0, True)
         """
-        frame, single = read_rows(self._schema, x)
-        tidx = resolve_targets(self.classes_, target, frame.shape[0])
-        form = self._form(region, proba, margin)
-        max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
-        allow = resolve_allowed(self._schema, allowed, transitions)
-        keep = _missing_mode(missing)
-        time_limit = self._time_limit(time_limit)
-        self._check_plausible(plausible)
+        r = read_request(self, x, target, region, proba, margin, max_changes, allowed,
+                         transitions, missing, time_limit, plausible)  # fmt: skip
         arrays = answers(
-            self, frame, tidx, form, bounds, allow, self._frozen(), max_changes, keep, time_limit,
-            plausible,
+            self, r.frame, r.tidx, r.form, bounds, r.allow, self._frozen(), r.max_changes, r.keep,
+            r.time_limit, r.plausible,
         )  # fmt: skip
-        out = batch(self, frame, tidx, *arrays)
-        return out[0] if single else out
-
-    def _time_limit(self, time_limit):
-        """Return the checked ``time_limit`` (seconds, > 0, or None); tree programs only."""
-        time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
-        if time_limit is not None and self._program.folded:
-            raise ValueError(
-                "time_limit applies to the program of a pipeline ending in a tree model; this "
-                "model's program (linear or prototype) is solved to optimality without one: "
-                "leave time_limit=None"
-            )
-        return time_limit
-
-    def _check_plausible(self, plausible):
-        """Raise a ValueError for a ``plausible`` that is not a bool, or not for a tree model."""
-        if plausible is not False and plausible is not True:
-            raise ValueError(f"plausible must be True or False; got {plausible!r}")
-        if plausible and self._program.folded:
-            raise ValueError(
-                "plausible=True is answered for pipelines ending in a tree model (their regions "
-                "that hold training rows); this model is linear or prototype-based"
-            )
+        out = batch(self, r.frame, r.tidx, *arrays)
+        return out[0] if r.single else out
 
     def _frozen(self):
         s = self._schema
@@ -438,24 +383,11 @@ class TabularExplainer:
         """
         k = None if k is None else check_int(k, "k", lo=1)
         max_nodes = check_int(max_nodes, "max_nodes", lo=1)
-        frame, single = read_rows(self._schema, x)
-        tidx = resolve_targets(self.classes_, target, frame.shape[0])
-        form = self._form(region, proba, margin)
-        max_changes = None if max_changes is None else check_int(max_changes, "max_changes", lo=0)
-        allow = resolve_allowed(self._schema, allowed, transitions)
-        keep = _missing_mode(missing)
-        time_limit = self._time_limit(time_limit)
-        self._check_plausible(plausible)
+        r = read_request(self, x, target, region, proba, margin, max_changes, allowed,
+                         transitions, missing, time_limit, plausible)  # fmt: skip
         out = [
-            row_alternatives(self, frame.iloc[[i]], tidx[i : i + 1], form, bounds, allow,
-                             max_changes, max_nodes, k, keep, time_limit, plausible)
-            for i in range(frame.shape[0])
+            row_alternatives(self, r.frame.iloc[[i]], r.tidx[i : i + 1], r.form, bounds, r.allow,
+                             r.max_changes, max_nodes, k, r.keep, r.time_limit, r.plausible)
+            for i in range(r.frame.shape[0])
         ]  # fmt: skip
-        return out[0] if single else out
-
-
-def _missing_mode(missing):
-    """Return True for ``missing="keep"``, False for ``"impute"``; else a ValueError."""
-    if isinstance(missing, str) and missing in ("impute", "keep"):
-        return missing == "keep"
-    raise ValueError(f"missing must be 'impute' or 'keep'; got {missing!r}")
+        return out[0] if r.single else out

@@ -1,0 +1,85 @@
+"""The options every tabular query shares, read once for ``explain`` and ``enumerate``.
+
+:func:`read_request` (for :meth:`~fastcf.TabularExplainer.explain` and
+:meth:`~fastcf.TabularExplainer.enumerate`) checks the rows, the targets, the target's form
+(``region=True`` with a ``margin``, or ``proba=τ``), ``max_changes``, the allowed categories,
+the missing-value mode, ``time_limit`` and ``plausible`` against the explainer's program,
+raising a ``ValueError`` (or a ``TypeError`` for a model without probabilities asked
+``proba=``) that names the option.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from .._validation import check_int, check_probability, check_scalar
+from .options import read_rows, resolve_allowed, resolve_targets
+
+__all__ = ["Request", "read_request", "target_form"]
+
+
+class Request(NamedTuple):
+    """A tabular query's rows and checked options."""
+
+    frame: object  # pandas.DataFrame of the rows, in the model's columns
+    single: bool  # one row given (a Series, a dict or a one-row DataFrame)
+    tidx: object  # ndarray of the target class indices
+    form: tuple  # (base, margin, tau): the target constraint is score >= base + margin
+    max_changes: int | None
+    allow: object  # the allowed categories and transitions (options.resolve_allowed)
+    keep: bool  # missing="keep"
+    time_limit: float | None
+    plausible: bool
+
+
+def read_request(ex, x, target, region, proba, margin, max_changes, allowed, transitions,
+                 missing, time_limit, plausible):  # fmt: skip
+    """Return the :class:`Request` of a query to the explainer ``ex``."""
+    frame, single = read_rows(ex._schema, x)
+    tidx = resolve_targets(ex.classes_, target, frame.shape[0])
+    form = target_form(ex, region, proba, margin)
+    if max_changes is not None:
+        max_changes = check_int(max_changes, "max_changes", lo=0)
+    allow = resolve_allowed(ex._schema, allowed, transitions)
+    if not (isinstance(missing, str) and missing in ("impute", "keep")):
+        raise ValueError(f"missing must be 'impute' or 'keep'; got {missing!r}")
+    time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
+    folded = ex._program.folded  # a linear or prototype program (not a tree model's)
+    if time_limit is not None and folded:
+        raise ValueError(
+            "time_limit applies to the program of a pipeline ending in a tree model; this "
+            "model's program (linear or prototype) is solved to optimality without one: "
+            "leave time_limit=None"
+        )
+    if plausible is not False and plausible is not True:
+        raise ValueError(f"plausible must be True or False; got {plausible!r}")
+    if plausible and folded:
+        raise ValueError(
+            "plausible=True is answered for pipelines ending in a tree model (their regions "
+            "that hold training rows); this model is linear or prototype-based"
+        )
+    return Request(frame, single, tidx, form, max_changes, allow, missing == "keep", time_limit,
+                   plausible)  # fmt: skip
+
+
+def target_form(ex, region, proba, margin):
+    """Return (base, margin, tau): the target constraint is score ≥ base + margin."""
+    check_scalar(margin, "margin", lo=0.0)
+    if proba is None:
+        if region is not None and region is not True:
+            raise ValueError("region must be True (the default) or proba= must be given")
+        return 0.0, float(margin), None
+    if region:
+        raise ValueError("give region=True or proba=τ, not both")
+    tau = check_probability(proba)
+    if not ex.probabilistic_:
+        from ..adapters import model_name, not_probabilistic
+
+        raise TypeError(not_probabilistic(model_name(ex.model), "proba= was asked"))
+    if ex._program.K > 1 and ex._program.folded:
+        raise ValueError(
+            "proba= is answered for binary models only (a linear constraint on the score); "
+            "for a softmax model p_target ≥ τ is not linear: use region=True (with margin=)"
+        )
+    return max(math.log(tau / (1.0 - tau)), 0.0), float(margin), tau
