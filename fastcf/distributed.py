@@ -254,11 +254,8 @@ def _check_explainer(explainer):
     from ._base import BaseExplainer
 
     if not isinstance(explainer, BaseExplainer):
-        raise TypeError(
-            "explainer must be a fastcf explainer (LinearExplainer, LVQExplainer, "
-            "TreeExplainer) with explain(), classes_ and n_features_in_; got "
-            f"{type(explainer).__name__}"
-        )
+        kinds, got = "LinearExplainer, LVQExplainer, TreeExplainer", type(explainer).__name__
+        raise TypeError(f"explainer must be a fastcf explainer ({kinds}); got {got}")
 
 
 def _output_columns(explainer, data_columns):
@@ -335,11 +332,8 @@ def explain(explainer, data, targets, *, client=None, **options):
     Parameters
     ----------
     explainer : LinearExplainer, LVQExplainer or TreeExplainer
-        A fitted explainer (it pickles; it is sent to the workers once). A
-        :class:`~fastcf.TreeExplainer` answers the rows of a block one after another (one exact
-        program each), so blocks of a few hundred rows spread the work best; its options
-        (``plausible=``, ``time_limit=``, ``exact=``, ...) pass through, and ``info`` (gap,
-        bound) stays on the workers.
+        A fitted explainer (it pickles; it is sent to the workers once). A TreeExplainer
+        solves a block's rows one after another: blocks of a few hundred rows spread it best.
     data : dask.array.Array of shape (N, D) or dask.dataframe.DataFrame
         The queries. An array must be chunked by rows only (one chunk along the columns) with
         known chunk sizes; a DataFrame must have the explainer's feature names as its columns,
