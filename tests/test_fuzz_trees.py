@@ -1,0 +1,155 @@
+"""Fuzzing :class:`fastcf.TreeExplainer` against the brute force, every library.
+
+Each example fits a small random ensemble (scikit-learn's tree, forest, extra trees, gradient
+boosting and HistGradientBoosting; XGBoost and LightGBM when installed), binary or 3-class, on
+data rounded to a coarse grid (so that queries fall exactly on split values), draws a query —
+a training row, a row on split values, with NaN cells for the libraries that route them — and
+random options (metric, weights, bounds, frozen features, ``max_changes``, ``proba``), and checks:
+
+* no false success: every success is the target under the model's own ``predict`` (and
+  ``predict_proba >= τ``), within the bounds, frozen features unchanged bit for bit, at most
+  ``max_changes`` features changed, the distance that of the answer;
+* no false failure and the optimum: the brute force over every cell of the threshold grid
+  (``reference.tree_cells_brute_force`` / ``boosted_cells_brute_force``, judged by the model's
+  own ``predict``) finds an answer iff the explainer does, at the same distance (1e-9 relative).
+
+``HYPOTHESIS_PROFILE=long`` runs 10 000 examples; ``FASTCF_FUZZ_EXAMPLES=n`` overrides.
+"""
+
+import math
+import os
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import boosted_cells_brute_force, tree_cells_brute_force
+
+from fastcf import TreeExplainer
+
+_KINDS = ["tree", "forest", "extra", "gb", "hist", "xgboost", "lightgbm"]
+_ROUTES_NAN = ("hist", "xgboost", "lightgbm")
+
+
+def _examples(ci):
+    if os.environ.get("FASTCF_FUZZ_EXAMPLES"):
+        return int(os.environ["FASTCF_FUZZ_EXAMPLES"])
+    return settings.default.max_examples if settings.default.max_examples >= 10_000 else ci
+
+
+def _model(kind, X, y, n, depth, seed):
+    from sklearn.ensemble import (
+        ExtraTreesClassifier,
+        GradientBoostingClassifier,
+        HistGradientBoostingClassifier,
+        RandomForestClassifier,
+    )
+    from sklearn.tree import DecisionTreeClassifier
+
+    if kind == "tree":
+        return DecisionTreeClassifier(max_depth=depth, random_state=seed).fit(X, y)
+    if kind == "forest":
+        return RandomForestClassifier(n, max_depth=depth, random_state=seed).fit(X, y)
+    if kind == "extra":
+        return ExtraTreesClassifier(n, max_depth=depth, random_state=seed).fit(X, y)
+    if kind == "gb":
+        return GradientBoostingClassifier(n_estimators=n, max_depth=depth, random_state=seed).fit(
+            X, y
+        )
+    if kind == "hist":
+        return HistGradientBoostingClassifier(
+            max_iter=n, max_depth=depth, min_samples_leaf=3, random_state=seed
+        ).fit(X, y)
+    if kind == "xgboost":
+        xgb = pytest.importorskip("xgboost")
+        return xgb.XGBClassifier(n_estimators=n, max_depth=depth, random_state=seed).fit(X, y)
+    lgb = pytest.importorskip("lightgbm")
+    return lgb.LGBMClassifier(
+        n_estimators=n, max_depth=depth, num_leaves=2**depth, min_child_samples=3,
+        random_state=seed, verbose=-1,
+    ).fit(X, y)  # fmt: skip
+
+
+@settings(max_examples=_examples(12), deadline=None)
+@given(data=st.data())
+def test_fuzz_tree_explain_equals_the_brute_force(data):
+    draw = data.draw
+    kind = draw(st.sampled_from(_KINDS))
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    D, K = draw(st.integers(2, 3)), draw(st.sampled_from([2, 3]))
+    N = 60
+    X = np.round(rng.normal(size=(N, D)) * 2.0) / 2.0 * 10.0 ** draw(st.sampled_from([0, -3, 4]))
+    s = X @ rng.normal(size=D) + 0.5 * rng.normal(size=N) * np.abs(X).mean()
+    y = np.digitize(s, np.quantile(s, np.linspace(0, 1, K + 1)[1:-1]))
+    if kind in _ROUTES_NAN and draw(st.booleans()):  # trained with missing values too
+        X[rng.random((N, D)) < 0.1] = np.nan
+    n, depth = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small data: the libraries warn about it
+        model = _model(kind, X, y, n, depth, seed)
+    ex = TreeExplainer(model)
+
+    # the query: a training row, or its values snapped to split values (on a boundary)
+    x0 = np.nan_to_num(X[draw(st.integers(0, N - 1))].copy(), nan=0.0)
+    if draw(st.booleans()):
+        f = draw(st.integers(0, D - 1))
+        vals = np.unique(X[:, f][np.isfinite(X[:, f])])
+        x0[f] = float(np.float32((vals[0] + vals[-1]) / 2)) if vals.size else x0[f]
+    if kind in _ROUTES_NAN and draw(st.booleans()):
+        x0[draw(st.integers(0, D - 1))] = np.nan
+    classes = list(model.classes_)
+    target = classes[draw(st.integers(0, len(classes) - 1))]
+
+    opts = {"metric": draw(st.sampled_from(["manhattan", "euclidean", "l0"]))}
+    if draw(st.booleans()):
+        opts["weights"] = rng.choice([0.5, 1.0, 3.0], D)
+    lo = hi = None
+    if draw(st.booleans()):
+        span = np.nanmax(np.abs(X)) + 1.0
+        lo = np.where(np.isnan(x0), -np.inf, np.nan_to_num(x0) - rng.uniform(0, 1, D) * span)
+        hi = np.where(np.isnan(x0), np.inf, np.nan_to_num(x0) + rng.uniform(0, 1, D) * span)
+        opts["bounds"] = (lo, hi)
+    frozen = []
+    if draw(st.booleans()):
+        frozen = [draw(st.integers(0, D - 1))]
+        opts["frozen"] = frozen
+    if draw(st.booleans()):
+        opts["max_changes"] = draw(st.integers(1, D))
+    if draw(st.booleans()):
+        opts["proba"] = draw(st.sampled_from([0.5, 0.6, 0.8]))
+
+    res = ex.explain(x0, target, **opts)
+
+    # the brute force: frozen features as a box of width 0
+    w = opts.get("weights", np.ones(D))
+    rlo = np.full(D, -np.inf) if lo is None else lo.copy()
+    rhi = np.full(D, np.inf) if hi is None else hi.copy()
+    for f in frozen:
+        if np.isfinite(x0[f]):
+            rlo[f] = rhi[f] = x0[f]
+    brute = boosted_cells_brute_force if kind in _ROUTES_NAN else tree_cells_brute_force
+    ref, _ = brute(
+        model, x0, target, metric=opts["metric"], w=w, lo=rlo, hi=rhi,
+        max_changes=opts.get("max_changes"), proba=opts.get("proba"),
+    )  # fmt: skip
+
+    if res.success:
+        x = res.x
+        assert model.predict(x[None])[0] == target, (kind, opts)
+        if "proba" in opts:
+            assert model.predict_proba(x[None])[0, classes.index(target)] >= opts["proba"]
+        keep = np.isnan(x0)
+        assert np.array_equal(np.isnan(x), keep)  # a missing value stays missing
+        moved = ~keep & (x != x0)
+        if lo is not None:
+            assert np.all((x[~keep] >= lo[~keep]) & (x[~keep] <= hi[~keep]))
+        for f in frozen:
+            assert np.array_equal(x[f], x0[f], equal_nan=True)
+        if "max_changes" in opts:
+            assert moved.sum() <= opts["max_changes"]
+        assert math.isfinite(ref), ("the brute force finds no answer", kind, opts, x)
+        assert res.distance == pytest.approx(ref, rel=1e-9, abs=1e-12), (kind, opts)
+    else:
+        assert not math.isfinite(ref), ("false failure", kind, opts, res.status, res.message)
