@@ -1064,23 +1064,18 @@ def _ref_best(model, P, x0, target, metric, w, max_changes, proba):
     return best
 
 
-def tree_cells_brute_force(
-    model, x0, target, metric="manhattan", w=None, lo=None, hi=None, max_changes=None, proba=None
-):
-    """Tree-model counterfactual by brute force over every cell of the threshold grid.
+def _sklearn_cell_points(model, x0, lo, hi):
+    """The point of every cell of a scikit-learn tree model's threshold grid closest to x0.
 
     For each feature, the distinct split thresholds t of every tree give float64 boundaries
     b(t) (:func:`f32_le_boundary`: the largest x with float32(x) <= t), which cut the line into
     intervals ``[lo, b_1]``, ``[next(b_1), b_2]``, …; every combination of one interval per
-    feature is a cell, whose point closest to x0 (a clip per coordinate, inside the box
-    ``[lo, hi]``) is classified by the model's own ``predict`` (and ``predict_proba`` >= proba).
-    A NaN of x0 stays NaN in every candidate (the model routes it itself; no cost).
-    Returns ``(distance, x)`` of the cheapest such point, ``(inf, None)`` if none.
+    feature is a cell, and its point closest to x0 is a clip per coordinate, inside the box
+    ``[lo, hi]``. A NaN of x0 stays NaN in every point.
     """
     from itertools import product
 
     D = x0.shape[0]
-    w = np.ones(D) if w is None else np.asarray(w, dtype=float)
     lo = np.full(D, -_F32_MAX) if lo is None else np.maximum(lo, -_F32_MAX)
     hi = np.full(D, _F32_MAX) if hi is None else np.minimum(hi, _F32_MAX)
     bounds = {f: set() for f in range(D)}
@@ -1100,7 +1095,21 @@ def tree_cells_brute_force(
             if a <= z:
                 vals.append(min(max(x0[f], a), z))
         choices.append(sorted(set(vals)))
-    P = np.array(list(product(*choices)), dtype=np.float64).reshape(-1, D)
+    return np.array(list(product(*choices)), dtype=np.float64).reshape(-1, D)
+
+
+def tree_cells_brute_force(
+    model, x0, target, metric="manhattan", w=None, lo=None, hi=None, max_changes=None, proba=None
+):
+    """Tree-model counterfactual by brute force over every cell of the threshold grid.
+
+    The point of each cell closest to x0 (:func:`_sklearn_cell_points`) is classified by the
+    model's own ``predict`` (and ``predict_proba`` >= proba); a NaN of x0 stays NaN (the model
+    routes it itself; no cost). Returns ``(distance, x)`` of the cheapest such point,
+    ``(inf, None)`` if none.
+    """
+    w = np.ones(x0.shape[0]) if w is None else np.asarray(w, dtype=float)
+    P = _sklearn_cell_points(model, x0, lo, hi)
     return _ref_best(model, P, x0, target, metric, w, max_changes, proba)
 
 
@@ -1291,34 +1300,11 @@ def tabular_grid_brute_force(decision, row, grids, cost, target, margin=0.0):
 def tree_cell_points(model, x0, target, lo=None, hi=None, proba=None):
     """Every cell of a scikit-learn tree model's threshold grid, and the model's verdict.
 
-    The cells of :func:`tree_cells_brute_force` (the point of each closest to x0 inside the box
-    ``[lo, hi]``), with the boundaries found by :func:`f32_le_boundary`. Returns ``(P, ok)``:
-    the points (n, D) and whether the model's own ``predict`` puts each in ``target`` (and
-    ``predict_proba`` >= proba).
+    The points of :func:`_sklearn_cell_points`. Returns ``(P, ok)``: the points (n, D) and
+    whether the model's own ``predict`` puts each in ``target`` (and ``predict_proba`` >=
+    proba).
     """
-    from itertools import product
-
-    D = x0.shape[0]
-    lo = np.full(D, -_F32_MAX) if lo is None else np.maximum(lo, -_F32_MAX)
-    hi = np.full(D, _F32_MAX) if hi is None else np.minimum(hi, _F32_MAX)
-    bounds = {f: set() for f in range(D)}
-    for f, t in sklearn_tree_splits(model):
-        bounds[f].add(f32_le_boundary(t))
-    choices = []
-    for f in range(D):
-        if np.isnan(x0[f]):
-            choices.append([np.nan])
-            continue
-        b = sorted(v for v in bounds[f] if -_F32_MAX <= v < _F32_MAX)
-        ends = [-_F32_MAX] + [float(np.nextafter(v, np.inf)) for v in b]
-        tops = b + [_F32_MAX]
-        vals = []
-        for a, z in zip(ends, tops, strict=True):
-            a, z = max(a, lo[f]), min(z, hi[f])
-            if a <= z:
-                vals.append(min(max(x0[f], a), z))
-        choices.append(sorted(set(vals)))
-    P = np.array(list(product(*choices)), dtype=np.float64).reshape(-1, D)
+    P = _sklearn_cell_points(model, x0, lo, hi)
     ok = model.predict(P) == target
     if proba is not None:
         col = list(model.classes_).index(target)
