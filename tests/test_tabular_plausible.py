@@ -10,12 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from reference import tabular_plausible_brute_force
-from sklearn.compose import make_column_transformer
 from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 from sklearn.tree import DecisionTreeClassifier
+from tree_models import tabular_pipe
 
 import fastcf
 from fastcf import Status
@@ -38,11 +36,7 @@ def _data(n=160, seed=0):
     return X, (s + rng.normal(0, 0.7, n) > 3.5).astype(int)
 
 
-def _pipe(clf):
-    pre = make_column_transformer(
-        (StandardScaler(), ["n", "d"]), (OneHotEncoder(), ["job"]), (OrdinalEncoder(), ["edu"])
-    )
-    return make_pipeline(pre, clf)
+_pipe = tabular_pipe
 
 
 MODELS = {

@@ -19,6 +19,7 @@ from sklearn.preprocessing import (
     StandardScaler,
 )
 from sklearn.tree import DecisionTreeClassifier
+from tree_models import tabular_pipe
 
 import fastcf
 from fastcf import Status
@@ -43,11 +44,7 @@ def _data(n=240, seed=0, classes=2):
     return X, y
 
 
-def _pipe(clf, scaler=StandardScaler):
-    pre = make_column_transformer(
-        (scaler(), ["n", "d"]), (OneHotEncoder(), ["job"]), (OrdinalEncoder(), ["edu"])
-    )
-    return make_pipeline(pre, clf)
+_pipe = tabular_pipe
 
 
 MODELS = {

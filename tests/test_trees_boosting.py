@@ -15,6 +15,7 @@ import pytest
 from reference import bisect_boundary, boosted_cells_brute_force
 from sklearn.datasets import make_classification
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from tree_models import lgb, xgb
 
 import fastcf
 from fastcf import Status, TreeExplainer
@@ -44,15 +45,7 @@ def _data(n_classes, seed=0, n=200):
     return X, y
 
 
-def _xgb(**kw):
-    xgb = pytest.importorskip("xgboost")
-    return xgb.XGBClassifier(n_jobs=1, random_state=0, **kw)
-
-
-def _lgb(**kw):
-    lgb = pytest.importorskip("lightgbm")
-    kw.setdefault("min_child_samples", 5)
-    return lgb.LGBMClassifier(n_jobs=1, verbose=-1, random_state=0, **kw)
+_xgb, _lgb = xgb, lgb
 
 
 _MODELS = {

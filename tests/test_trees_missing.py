@@ -20,6 +20,7 @@ from sklearn.ensemble import (
     RandomForestClassifier,
 )
 from sklearn.tree import DecisionTreeClassifier
+from tree_models import lgb, xgb
 
 from fastcf import Status, TreeExplainer
 from fastcf._trees import parse_hist, parse_lightgbm, parse_sklearn, parse_xgboost
@@ -48,15 +49,7 @@ def _data(n_classes, seed=0, n=240, frac=0.2):
     return X, Xn, y
 
 
-def _xgb(**kw):
-    xgb = pytest.importorskip("xgboost")
-    return xgb.XGBClassifier(n_jobs=1, random_state=0, **kw)
-
-
-def _lgb(**kw):
-    lgb = pytest.importorskip("lightgbm")
-    kw.setdefault("min_child_samples", 5)
-    return lgb.LGBMClassifier(n_jobs=1, verbose=-1, random_state=0, **kw)
+_xgb, _lgb = xgb, lgb
 
 
 # name: (make, classes, fitted on the data with NaN?, brute force)
