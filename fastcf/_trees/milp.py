@@ -58,11 +58,13 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
 from .._status import Status
+from .branch import branch
 from .build import build, decode
 from .incumbent import Search, cost_of
 from .query import coord_cost, finish
@@ -98,6 +100,7 @@ class Program(Structure):
     """A forest's program: :class:`~fastcf._trees.structure.Structure` and one query's solve."""
 
     tighten = True  # reduced-cost fixing before the program (:mod:`fastcf._trees.tighten`)
+    budget = 10_000  # nodes of the branch and bound before the program (:mod:`.branch`; 0: none)
 
     # ------------------------------------------------------------------ one query
     def _costs(self, x0, lo, hi, q):
@@ -238,6 +241,21 @@ class Program(Structure):
 
         if red is None:  # x̄ itself
             return incumbent_answer(0, 0.0, 0, None)
+        if not plain and not red.empty and self.budget:
+            deadline = math.inf if q.time_limit is None else begin + q.time_limit
+            accept = partial(self._accepts_x, t=t, q=q)
+            br = branch(self, c, points, x0, rho, lforms, accept, q, self.budget, deadline)
+            # (trust: a new answer is confirmed with the incumbent's, at the end)
+            ok = br.x is None or trust or confirm(br.x)
+            if br.x is not None and ok:
+                inc, C = br.x, br.cost
+            if br.done and ok and inc is not None:
+                return incumbent_answer(0, C, br.nodes, None)
+            if br.done and ok:
+                return self._infeasible(x0, q, 0, br.nodes)
+            if ok and inc is not None and C * (1.0 - CUTOFF) < rho:
+                rho = C * (1.0 - CUTOFF)
+                red = reduce(self, c, rho, lforms)
         if not plain and not red.empty and self.tighten:
             left = (
                 math.inf if q.time_limit is None else q.time_limit - (time.perf_counter() - begin)
@@ -334,6 +352,10 @@ class Program(Structure):
         if fo.decision.predict(S)[0] != t:
             return False
         return q.proba is None or fo.link.proba(S)[0, t] >= q.proba
+
+    def _accepts_x(self, x, t, q):
+        """Tell whether the library's arithmetic puts the point x in the target (and τ)."""
+        return self._accepts(self.forest.leaves(x[None])[0], t, q)
 
     def _cut(self, h, leaves, built, t, q):
         """Cut the candidate's leaf combination off (and a tangent of a convex τ constraint)."""
