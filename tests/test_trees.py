@@ -28,6 +28,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from fastcf import Status, TreeExplainer
+from fastcf._trees.milp import Program
 from fastcf._trees.parse_sklearn import boundary, check, parse
 
 RTOL = 1e-9
@@ -311,7 +312,7 @@ def test_tree_with_a_tied_leaf():
             assert (res.distance == 0.0) == (tree.predict(x0[None])[0] == target)
 
 
-def test_near_ties_in_inexact_sums_are_cut_off():
+def test_near_ties_in_inexact_sums_are_cut_off(monkeypatch):
     # two stumps with leaf fractions 1/3 and 2/3: their sums tie in the reals and in float64
     # (1/3 + 2/3 rounds to 1 both ways), and the tie goes to class 0. The program relaxes the
     # target by the rounding bound, so it proposes the tied cells first; each is refused by the
@@ -328,6 +329,10 @@ def test_near_ties_in_inexact_sums_are_cut_off():
     assert (rf.predict_proba([[0.0, 0.0]])[0] == 0.5).all()
     ex = TreeExplainer(rf)
     assert ex._forest.unit == 0.0  # 1/3 is not a binary fraction: the sums are inexact
+    for metric in ("manhattan", "euclidean", "l0"):
+        res = _check_against_cells(rf, ex, x0, 1, metric=metric)  # (the branch and bound)
+        assert res.success and (res.x != x0).all()
+    monkeypatch.setattr(Program, "budget", 0)  # the program alone: the ties are cut off
     for metric in ("manhattan", "euclidean", "l0"):
         res = _check_against_cells(rf, ex, x0, 1, metric=metric)
         assert res.success and res.nit == 3  # two tied cells cut off, then the answer

@@ -126,11 +126,15 @@ def test_pruned_equals_plain_and_brute_force(forest, opts):
                     assert np.count_nonzero(res.x != x0) <= opts["max_changes"]
 
 
-@pytest.mark.parametrize("switch", ["no_tighten", "distrust"])
+@pytest.mark.parametrize("switch", ["no_tighten", "distrust", "no_branch", "short_branch"])
 def test_each_stage_alone_keeps_the_optimum(forest, switch, monkeypatch):
     model, ex, X = forest
     if switch == "no_tighten":
         monkeypatch.setattr(Program, "tighten", False)
+    if switch == "no_branch":  # the program after the reductions, as before the branch and bound
+        monkeypatch.setattr(Program, "budget", 0)
+    if switch == "short_branch":  # the branch and bound stopped early, the program finishes
+        monkeypatch.setattr(Program, "budget", 2)
     for x0 in X[3:6]:
         for target in model.classes_:
             Xq, tidx, q = _query(ex, x0, target, {})
@@ -256,3 +260,21 @@ def test_incumbent_batch_and_one_tree():
     tree = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
     one = TreeExplainer(tree).explain(X[0], tree.classes_[1], exact=False)  # always exact
     assert one.method == "leaves" and one.status in (Status.OK, Status.INFEASIBLE)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_branch_and_bound_equals_plain_on_larger_forests(seed):
+    """Forests of 30 trees of depth 4 on 6 features: the optimised answer is the full program's."""
+    X, y = make_classification(
+        n_samples=400, n_features=6, n_informative=4, n_redundant=1, random_state=seed
+    )
+    model = RandomForestClassifier(n_estimators=30, max_depth=4, random_state=seed).fit(X, y)
+    ex = TreeExplainer(model)
+    for x0 in X[:4]:
+        target = 1 - model.predict(x0[None])[0]
+        res = ex.explain(x0, target)
+        Xq, tidx, q = _query(ex, x0, target, {})
+        full = ex._milp(Xq, tidx, q, plain=True)
+        assert res.success and res.status == Status.OK
+        assert _same(res.distance, float(full.distance[0])), (res.distance, full.distance)
+        assert model.predict(res.x[None])[0] == target

@@ -1,10 +1,11 @@
-"""TreeExplainer on random forests of an Adult-sized synthetic data set (issue 32, item 4).
+"""TreeExplainer on tree ensembles of an Adult-sized synthetic data set (issue 32, item 4).
 
 The data: 30 000 rows, 14 columns shaped like the Adult census table — integer columns (an age,
 a large "fnlwgt"-like count, an education number 1–16, hours 1–99), seven ordinal category codes
 (3 to 9 levels) and three continuous columns — from ``make_classification`` (8 informative
 columns, 5% label noise). The models: ``RandomForestClassifier`` with 100 trees of depth 5, 500
-trees of depth 5 and 100 trees of depth 8. The queries: 20 seeded rows, each asked for the other
+trees of depth 5 and 100 trees of depth 8; ``XGBClassifier`` and ``LGBMClassifier`` with 100
+trees of depth 5 (``num_leaves=32``). The queries: 20 seeded rows, each asked for the other
 class, ``weights="mad"`` (1/MAD of the training columns), Manhattan.
 
 Per query, in the same process:
@@ -33,7 +34,13 @@ import numpy as np
 from fastcf import TreeExplainer
 from fastcf.bench.common import alternate, per_query
 
-MODELS = {"rf100x5": (100, 5), "rf500x5": (500, 5), "rf100x8": (100, 8)}
+MODELS = {
+    "rf100x5": ("rf", 100, 5),
+    "rf500x5": ("rf", 500, 5),
+    "rf100x8": ("rf", 100, 8),
+    "xgb100x5": ("xgb", 100, 5),
+    "lgbm100x5": ("lgbm", 100, 5),
+}
 N_QUERIES = int(os.environ.get("FASTCF_BENCH_TREE_QUERIES", "20"))
 PLAIN_LIMIT = float(os.environ.get("FASTCF_BENCH_TREE_PLAIN_LIMIT", "120"))
 
@@ -58,13 +65,26 @@ def adult_like(n=30_000, seed=0):
 
 def problem(name, n_queries=N_QUERIES):
     """Return (model, explainer, queries, targets) of one model of :data:`MODELS`."""
-    from sklearn.ensemble import RandomForestClassifier
-
-    trees, depth = MODELS[name]
+    kind, trees, depth = MODELS[name]
     X, y = adult_like()
-    model = RandomForestClassifier(
-        n_estimators=trees, max_depth=depth, random_state=0, n_jobs=1
-    ).fit(X, y)
+    if kind == "xgb":
+        from xgboost import XGBClassifier
+
+        model = XGBClassifier(n_estimators=trees, max_depth=depth, random_state=0, n_jobs=1)
+    elif kind == "lgbm":
+        from lightgbm import LGBMClassifier
+
+        model = LGBMClassifier(
+            n_estimators=trees, max_depth=depth, num_leaves=2**depth, random_state=0,
+            n_jobs=1, verbose=-1,
+        )  # fmt: skip
+    else:
+        from sklearn.ensemble import RandomForestClassifier
+
+        model = RandomForestClassifier(
+            n_estimators=trees, max_depth=depth, random_state=0, n_jobs=1
+        )
+    model.fit(X, y)
     ex = TreeExplainer(model).fit_mad(X)
     rng = np.random.default_rng(1)
     Q = X[rng.choice(X.shape[0], n_queries, replace=False)]
@@ -108,7 +128,7 @@ def measure(name, n_queries=N_QUERIES, repeat=3):
 
 
 class Forests:
-    """Exact and quick queries of random forests, and the full program as the baseline."""
+    """Exact and quick queries of tree ensembles, and the full program as the baseline."""
 
     params = [list(MODELS)]
     param_names = ["model"]

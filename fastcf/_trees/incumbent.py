@@ -127,29 +127,14 @@ class Search:
 
     def table(self, kx):
         """Return (Z, Znew): the sums at intervals kx and after every single-feature move."""
+        from .._kernels.tree_moves import single_moves
+
         st = self.st
-        ef, el = self.ef, self.el
-        kf = kx[ef]
-        miss = (kf < self.ea) | (kf > self.eb)  # (an empty box always misses)
-        n = st.leaf_ids.size
-        nmiss = np.bincount(el, weights=miss, minlength=n)
-        cur = np.flatnonzero((nmiss == 0) & self.leaf_on)  # the leaf of every tree
-        tree_leaf = np.empty(self.fo.n_trees, dtype=np.int64)
-        tree_leaf[st.leaf_tree[cur]] = cur
-        Z = self.fo.base + st.V[cur].sum(axis=0)
-        e = np.flatnonzero(miss)
-        e = e[nmiss[el[e]] == 1]
-        lf = el[e]
-        delta = st.V[lf] - st.V[tree_leaf[st.leaf_tree[lf]]]
-        f = ef[e]
-        pos = np.concatenate([self.ext[f] + self.ea[e], self.ext[f] + self.eb[e] + 1])
-        S = delta.shape[1]
-        diff = np.empty((self.n_ext + 1, S))
-        for s in range(S):
-            w = np.concatenate([delta[:, s], -delta[:, s]])
-            diff[:, s] = np.bincount(pos, weights=w, minlength=self.n_ext + 1)
-        change = np.cumsum(diff, axis=0)
-        return Z, Z + change[self.ext[self.mf] + self.mk]
+        return single_moves(
+            np.asarray(kx, dtype=np.int64), self.ef, self.el, self.ea, self.eb, self.leaf_on,
+            st.leaf_tree, st.V, self.fo.base, self.fo.n_trees, self.ext, self.n_ext, self.mf,
+            self.mk,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ the searches
     def _scores(self, Z):

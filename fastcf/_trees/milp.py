@@ -43,10 +43,13 @@ seconds on it. A quick valid answer of cost C (:mod:`fastcf._trees.incumbent`, c
 the model) bounds the optimum, and every term of the cost is >= 0: the program only needs the
 cells of cost <= ρ = C (1 − 1e-10). The reductions of :mod:`fastcf._trees.reduce` (interval and
 leaf costs, the target's margins, the hulls of the alive leaves) run to a fixed point; if they
-leave nothing, C is proven optimal without a program. Otherwise the program is built over what
-is left (:mod:`fastcf._trees.build`: boundaries no alive leaf ends at are merged away, trees
-whose alive leaves agree are left out as constants) with ρ as HiGHS's objective bound, so HiGHS
-either finds a cheaper cell or proves there is none.
+leave nothing, C is proven optimal without a program. Otherwise a branch and bound over the
+interval ranges, bounded by the same reductions (:mod:`fastcf._trees.branch`), searches the
+cells of cost <= ρ (lowering ρ at each cheaper answer) and usually finishes the query: its
+end proves the best answer optimal. Only a query it leaves after its node budget gets the
+program, built over what is left (:mod:`fastcf._trees.build`: boundaries no alive leaf ends
+at are merged away, trees whose alive leaves agree are left out as constants) with ρ as
+HiGHS's objective bound, so HiGHS either finds a cheaper cell or proves there is none.
 
 Decoding: the answer's x_f is the point of its interval (within the query's box) closest to
 x̄_f; every such point is a representable float64 on the correct side of every split. The
@@ -58,11 +61,13 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
 from .._status import Status
+from .branch import branch
 from .build import build, decode
 from .incumbent import Search, cost_of
 from .query import coord_cost, finish
@@ -98,6 +103,7 @@ class Program(Structure):
     """A forest's program: :class:`~fastcf._trees.structure.Structure` and one query's solve."""
 
     tighten = True  # reduced-cost fixing before the program (:mod:`fastcf._trees.tighten`)
+    budget = 10_000  # nodes of the branch and bound before the program (:mod:`.branch`; 0: none)
 
     # ------------------------------------------------------------------ one query
     def _costs(self, x0, lo, hi, q):
@@ -238,6 +244,23 @@ class Program(Structure):
 
         if red is None:  # x̄ itself
             return incumbent_answer(0, 0.0, 0, None)
+        searched = 0  # nodes of the branch and bound
+        if not plain and not red.empty and self.budget:
+            deadline = math.inf if q.time_limit is None else begin + q.time_limit
+            accept = partial(self._accepts_x, t=t, q=q)
+            br = branch(self, c, points, x0, rho, lforms, accept, q, self.budget, deadline)
+            searched = br.nodes
+            # (trust: a new answer is confirmed with the incumbent's, at the end)
+            ok = br.x is None or trust or confirm(br.x)
+            if br.x is not None and ok:
+                inc, C = br.x, br.cost
+            if br.done and ok and inc is not None:
+                return incumbent_answer(0, C, br.nodes, None)
+            if br.done and ok:
+                return self._infeasible(x0, q, 0, br.nodes)
+            if ok and inc is not None and C * (1.0 - CUTOFF) < rho:
+                rho = C * (1.0 - CUTOFF)
+                red = reduce(self, c, rho, lforms)
         if not plain and not red.empty and self.tighten:
             left = (
                 math.inf if q.time_limit is None else q.time_limit - (time.perf_counter() - begin)
@@ -246,12 +269,12 @@ class Program(Structure):
             red = red._replace(empty=red.empty or proven)
         if red.empty:  # nothing cheaper than the incumbent
             if inc is not None:
-                return incumbent_answer(0, C, 0, None)
-            return self._infeasible(x0, q, 0, 0)
+                return incumbent_answer(0, C, searched, None)
+            return self._infeasible(x0, q, 0, searched)
         forms = self._forms(t, q)
         built = build(self, q, c, red, forms, rho, plain)
         h = built.h
-        runs = nodes = 0
+        runs, nodes = 0, searched
         while True:
             left = math.inf
             if q.time_limit is not None:
@@ -334,6 +357,10 @@ class Program(Structure):
         if fo.decision.predict(S)[0] != t:
             return False
         return q.proba is None or fo.link.proba(S)[0, t] >= q.proba
+
+    def _accepts_x(self, x, t, q):
+        """Tell whether the library's arithmetic puts the point x in the target (and τ)."""
+        return self._accepts(self.forest.leaves(x[None])[0], t, q)
 
     def _cut(self, h, leaves, built, t, q):
         """Cut the candidate's leaf combination off (and a tangent of a convex τ constraint)."""

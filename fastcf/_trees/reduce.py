@@ -85,75 +85,29 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True) -> Reduced:
         ``False``: costs and hulls only, which then hold for every point of cost <= ρ, in the
         target class or not (the incumbent search walks through such points).
     """
+    from .._kernels.tree_reduce import reduce_rounds
+
     T = st.forest.n_trees
     n = st.leaf_ids.size
-    ef, el, tree = st.b_feat, st.b_leaf, st.leaf_tree
     rho = rho * (1.0 + 1e-12)  # (a cell's cost summed in another order may differ by ulps)
-    ioff = st.ioff[:-1]
     alive = ~st.leaf_empty if alive is None else alive & ~st.leaf_empty
     pruned = np.zeros(T, dtype=bool)
-    ka, kb = c.ka.copy(), c.kb.copy()
-    starts = st.tree_start
+    ka, kb = c.ka.astype(np.int64), c.kb.astype(np.int64)  # (copies)
     tol = [4.0 * (T + 2) * _U * float(np.abs(coef).max(initial=0.0)) * T for coef, _ in forms]
-    lb = 0.0
-    for _ in range(ROUNDS):
-        if (ka > kb).any():
-            return _empty(st, c)
-        kc = np.clip(c.kbar, ka, kb)
-        base = c.flat[ioff + kc]
-        lb = float(base.sum())
-        if lb > rho:
-            return _empty(st, c)
-        # interval costs: the ranges shrink to the intervals of cost <= rho − (S − base_f)
-        room = rho - (lb - base)
-        lo_c = c.flat[ioff + ka]
-        hi_c = c.flat[ioff + kb]
-        for f in np.flatnonzero((lo_c > room) | (hi_c > room)):
-            ok = np.flatnonzero(c.flat[ioff[f] + ka[f] : ioff[f] + kb[f] + 1] <= room[f])
-            ka[f], kb[f] = ka[f] + ok[0], ka[f] + ok[-1]  # (contiguous around kc[f])
-        # leaf costs
-        a = np.maximum(st.e_ka, ka[ef])
-        b = np.minimum(st.e_kb, kb[ef])
-        miss = a > b
-        ce = c.flat[ioff[ef] + np.clip(c.kbar[ef], a, np.maximum(a, b))] - base[ef]
-        cost = lb + np.bincount(el, weights=np.where(miss, 0.0, ce), minlength=n)
-        now = alive & (cost <= rho)
-        now[el[miss]] = False
-        # margins
-        for (coef, r), eps in zip(forms if margins else (), tol, strict=False):
-            mx = np.maximum.reduceat(np.where(now, coef, -np.inf), starts)
-            if not np.isfinite(mx).all():
-                return _empty(st, c)
-            top = float(mx.sum())
-            if top < r - eps:
-                return _empty(st, c)
-            kill = now & (coef < r - eps - (top - mx[tree]))
-            if kill.any():
-                pruned[tree[kill]] = True
-                now &= ~kill
-        count = np.add.reduceat(now.astype(np.int64), starts)
-        if (count == 0).any():
-            return _empty(st, c)
-        if st.hull_start.size == 0:  # (no tree splits)
-            changed = (now != alive).any()
-            alive = now
-            if not changed:
-                break
-            continue
-        # hulls over the alive leaves of each (tree, feature) whose alive leaves all split on it
-        o = st.hull_order
-        on = now[el[o]]
-        amin = np.minimum.reduceat(np.where(on, a[o], np.iinfo(np.int64).max), st.hull_start)
-        bmax = np.maximum.reduceat(np.where(on, b[o], -1), st.hull_start)
-        full = np.add.reduceat(on.astype(np.int64), st.hull_start) == count[st.hull_tree]
-        nka, nkb = ka.copy(), kb.copy()
-        np.maximum.at(nka, st.hull_feat[full], amin[full])
-        np.minimum.at(nkb, st.hull_feat[full], bmax[full])
-        changed = (nka != ka).any() or (nkb != kb).any() or (now != alive).any()
-        ka, kb, alive = nka, nkb, now
-        if not changed:
-            break
-    return Reduced(ka, kb, alive, pruned, lb, False)
+    if forms:
+        coef = np.ascontiguousarray(np.stack([cf for cf, _ in forms], axis=1), dtype=np.float64)
+    else:
+        coef = np.zeros((n, 0))
+    r = np.array([float(v) for _, v in forms], dtype=np.float64)
+    empty, lb = reduce_rounds(
+        c.flat, c.kbar.astype(np.int64), ka, kb, st.ioff[:-1], float(rho), st.b_feat,
+        st.b_leaf, st.e_ka, st.e_kb, alive, st.leaf_tree, st.tree_start, coef, r,
+        np.array(tol, dtype=np.float64), bool(margins), st.hull_order, st.hull_start,
+        st.hull_tree, st.hull_feat, pruned, ROUNDS,
+    )  # fmt: skip
+    if empty:
+        return _empty(st, c)
+    return Reduced(ka, kb, alive, pruned, float(lb), False)
 
 
 def lower_bound(st, c: Costs, cost, forms, steps=8):

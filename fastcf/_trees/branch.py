@@ -1,0 +1,192 @@
+"""A branch and bound over interval ranges, bounded by the reductions (before any program).
+
+The reductions of :mod:`fastcf._trees.reduce` at a cutoff ρ either prove that no cell of cost
+<= ρ is in the target class, or leave per feature a range of intervals ``ka_f .. kb_f`` and
+the alive leaves of every tree. A *node* of this search is a box of ranges: its reductions
+prune it (empty), or decide it, or it is split in two at one boundary of one feature, and
+each half is reduced again (depth first, the half holding x̄'s interval first).
+
+A node is *decided* when the alive leaves of every tree carry the same terms: every cell of
+the node of cost <= ρ in the target reaches alive leaves, so all of them have the same sums,
+added in the same order. The node's cheapest point p (x̄ clipped to the ranges, feature by
+feature) reaches the leaves of the cells it lies in; when each of them is alive, p has those
+sums too, and p is the answer of the node if the library's arithmetic puts it in the target
+(and it meets ``max_changes``: p changes no feature a point of the node keeps), else nothing
+of the node is. A cheaper answer lowers ρ for the rest of the search.
+
+The split, by two rules taken in turn (node by node; on the forests of the benchmark this
+explored 30% fewer nodes than either rule alone):
+
+* the undecided tree whose alive leaves spread most on the target's forms, at the boundary of
+  one of its alive leaves' boxes that parts them most evenly (two disjoint boxes always have
+  such a boundary), so each half has fewer alive leaves in that tree;
+* the boundary at an edge of the most trees' best alive leaves (best on the target's forms;
+  each tree weighted by the spread of its alive leaves), the leaves the margin bound of the
+  reductions takes.
+
+The search stops after ``budget`` nodes without a verdict; the caller then solves the program
+(:mod:`fastcf._trees.build`) at the cutoff of the best answer found. Run to the end, it proves
+the best answer found (or the incumbent) optimal: every cell of cost <= ρ lies in a node that
+was pruned by a valid reduction or decided.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .reduce import Costs, reduce
+
+__all__ = ["Branched", "branch"]
+
+#: nodes explored before the search gives the query to the program
+BUDGET = 10_000
+
+
+class Branched(NamedTuple):
+    """The verdict of :func:`branch`."""
+
+    x: np.ndarray | None  # the cheapest answer found below the starting cutoff (None: none)
+    cost: float  # its cost (inf: none)
+    done: bool  # the search ran to the end: nothing cheaper exists (below the final cutoff)
+    nodes: int  # nodes explored
+    rho: float  # the final cutoff
+
+
+def _split(st, red, spread):
+    """Return (f, j): split feature f's range at boundary j (x_f <= b_j or not); None if none."""
+    t = int(np.argmax(spread))
+    if spread[t] <= 0.0:
+        return None
+    stop = st.tree_start[t + 1] if t + 1 < st.tree_start.size else st.leaf_ids.size
+    e = np.arange(*np.searchsorted(st.b_leaf, [st.tree_start[t], stop]))  # (sorted by leaf)
+    e = e[red.alive[st.b_leaf[e]]]
+    f = st.b_feat[e]
+    a = np.maximum(st.e_ka[e], red.ka[f])
+    b = np.minimum(st.e_kb[e], red.kb[f])
+    cand = np.flatnonzero(b < red.kb[f])  # a box ending inside its feature's range
+    if cand.size == 0:
+        return None
+    cf, cj = f[cand], b[cand]
+    same = cf[:, None] == f[None, :]
+    left = (same & (b[None, :] <= cj[:, None])).sum(axis=1)
+    right = (same & (a[None, :] > cj[:, None])).sum(axis=1)
+    i = int(np.argmax(np.minimum(left, right)))
+    return int(cf[i]), int(cj[i])
+
+
+def _split_best(st, red, coef, undecided):
+    """Return (f, j): the edge shared by the most trees' best alive leaves (None if none)."""
+    on = red.alive & undecided[st.leaf_tree]
+    score = np.where(on, coef.sum(axis=1) if coef.shape[1] else 0.0, -np.inf)
+    top = np.maximum.reduceat(score, st.tree_start)
+    best = on & (score == top[st.leaf_tree])
+    e = np.flatnonzero(best[st.b_leaf])
+    f = st.b_feat[e]
+    a = np.maximum(st.e_ka[e], red.ka[f])
+    b = np.minimum(st.e_kb[e], red.kb[f])
+    hi = b < red.kb[f]
+    lo = a > red.ka[f]
+    D1 = st.n_y + 1
+    keys = np.concatenate([f[hi] * D1 + b[hi], f[lo] * D1 + a[lo] - 1])
+    if keys.size == 0:
+        return None
+    low = np.minimum.reduceat(np.where(on, score, np.inf), st.tree_start)
+    w = (top - low)[st.leaf_tree[st.b_leaf[e]]]
+    u, inv = np.unique(keys, return_inverse=True)
+    n = np.bincount(inv, weights=np.concatenate([w[hi], w[lo]]))
+    k = int(u[np.argmax(n)])
+    return k // D1, k % D1
+
+
+def branch(
+    st, c: Costs, points, x0, rho, lforms, accept, q, budget=BUDGET, deadline=math.inf
+) -> Branched:
+    """Search the cells of cost <= ``rho`` for an answer (see the module docstring).
+
+    Parameters
+    ----------
+    st : Structure
+        The forest's program template.
+    c : Costs
+        The query's interval costs and box.
+    points : ndarray
+        Every interval's point closest to x̄ (flat, as ``c.flat``).
+    x0 : ndarray of shape (D,)
+        x̄.
+    rho : float
+        The starting cutoff (just below the incumbent's cost).
+    lforms : list of (ndarray, float)
+        The target's forms per leaf (as :func:`~fastcf._trees.reduce.reduce` takes them).
+    accept : callable
+        ``accept(x) -> bool``: the library's arithmetic puts x in the target (and τ).
+    q : TreeQuery
+        The query (its metric, weights and ``max_changes``).
+    budget : int
+        Nodes explored at most.
+    deadline : float
+        ``time.perf_counter()`` at which the search stops (without a verdict).
+    """
+    import time
+
+    from .query import coord_cost
+
+    fo = st.forest
+    ioff = st.ioff[:-1]
+    best, best_cost, nodes = None, math.inf, 0
+    coef = np.stack([cf for cf, _ in lforms], axis=1) if lforms else np.zeros((st.V.shape[0], 0))
+    stack = [(c.ka, c.kb, None)]
+    while stack:
+        if nodes >= budget or (nodes % 16 == 15 and time.perf_counter() > deadline):
+            return Branched(best, best_cost, False, nodes, rho)
+        ka, kb, alive = stack.pop()
+        nodes += 1
+        red = reduce(st, Costs(c.flat, c.kbar, ka, kb), rho, lforms, alive)
+        if red.empty:
+            continue
+        on = red.alive[:, None]
+        vmax = np.maximum.reduceat(np.where(on, st.V, -np.inf), st.tree_start)
+        vmin = np.minimum.reduceat(np.where(on, st.V, np.inf), st.tree_start)
+        if coef.shape[1]:
+            cmax = np.maximum.reduceat(np.where(on, coef, -np.inf), st.tree_start)
+            cmin = np.minimum.reduceat(np.where(on, coef, np.inf), st.tree_start)
+            spread = (cmax - cmin).sum(axis=1)
+        else:
+            spread = np.zeros(fo.n_trees)
+        undecided = (vmax != vmin).any(axis=1)
+        if not undecided.any():
+            k = np.clip(c.kbar, red.ka, red.kb)
+            p = points[ioff + k]
+            leaves = st.leafpos[fo.leaves(p[None])[0]]
+            if red.alive[leaves].all():
+                cost = float(coord_cost(p - x0, q.w, q.metric).sum())
+                fine = q.max_changes is None or np.count_nonzero(p != x0) <= q.max_changes
+                if fine and cost <= rho and accept(p):
+                    best, best_cost = p, cost
+                    rho = cost * (1.0 - 1e-10)
+                continue
+            # p left the alive leaves of some tree: split that tree's alive leaves apart
+            spread = np.where(red.alive[leaves], 0.0, 1.0 + (vmax - vmin).sum(axis=1))
+            spread[np.add.reduceat(red.alive.astype(np.int64), st.tree_start) < 2] = 0.0
+        else:
+            spread = np.where(undecided, spread + 1e-300, 0.0)
+        cut = None
+        if nodes % 2 and undecided.any():  # (the two rules in turn: fewest nodes, measured)
+            cut = _split_best(st, red, coef, undecided)
+        if cut is None:
+            cut = _split(st, red, spread)
+        if cut is None:  # pragma: no cover - disjoint boxes always split
+            return Branched(best, best_cost, False, nodes, rho)
+        f, j = cut
+        lka, lkb = red.ka.copy(), red.kb.copy()
+        lkb[f] = j
+        rka, rkb = red.ka.copy(), red.kb.copy()
+        rka[f] = j + 1
+        left, right = (lka, lkb, red.alive), (rka, rkb, red.alive)
+        if c.kbar[f] <= j:  # the half holding x̄'s interval is explored first
+            stack += [right, left]
+        else:
+            stack += [left, right]
+    return Branched(best, best_cost, True, nodes, rho)
