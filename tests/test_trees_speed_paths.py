@@ -278,3 +278,35 @@ def test_branch_and_bound_equals_plain_on_larger_forests(seed):
         assert res.success and res.status == Status.OK
         assert _same(res.distance, float(full.distance[0])), (res.distance, full.distance)
         assert model.predict(res.x[None])[0] == target
+
+
+@pytest.mark.needs_jit
+def test_bench_rows_structure_and_agreement():
+    # `python -m fastcf bench --only trees`: the rows, and the exact distances equal to the
+    # plain program's wherever it finished (no timed assert: speed is the benchmark's business)
+    from fastcf.bench.trees import tree_rows
+
+    rows = tree_rows(quick=True, n_queries=2, time_limit=2.0)
+    assert [r["name"].split(",")[0] for r in rows] == ["trees exact", "trees exact=False"]
+    for r in rows:
+        assert r["n_queries"] == 2 and r["fastcf_s"] > 0 and r["baseline_s"] > 0
+        assert r["ratio"] == pytest.approx(r["baseline_s"] / r["fastcf_s"])
+        assert len(r["fastcf_per_query"]) == len(r["baseline_per_query"]) == 2
+    r = rows[0]
+    d_exact, d_plain = np.array(r["d_exact"]), np.array(r["d_plain"])
+    assert r["n_agree"] == r["n_queries"] - r["baseline_stopped"]
+    assert np.all(np.isfinite(d_exact))
+    # a stopped plain program's answer is valid, so never cheaper than the optimum
+    assert np.all(d_exact <= d_plain * (1 + RTOL))
+    assert r["quick_valid"] == 2 and np.all(np.array(r["d_quick"]) >= d_exact * (1 - RTOL))
+
+
+def test_bench_table_marks_a_stopped_baseline():
+    from fastcf.bench import _format
+    from fastcf.bench.common import row
+
+    r = row("q", [1.0, 2.0], [10.0, 30.0], "plain")  # medians 1.5 s and 20 s
+    assert "| 13.3× |" in _format([r], "t") and "≥" not in _format([r], "t")
+    r["baseline_stopped"] = 1  # its time is a lower bound: so is the speed-up
+    text = _format([r], "t")
+    assert "≥ 13.3×" in text and "≤ 0.0833" in text
