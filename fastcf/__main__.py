@@ -241,7 +241,9 @@ def main(argv=None) -> int:
         "warmup",
         help="compile every kernel into Numba's on-disk cache (run once in a container image)",
     )
-    w.add_argument("families", nargs="*", help="logistic softmax lvq svm gradcheck (default: all)")
+    w.add_argument(
+        "families", nargs="*", help="logistic softmax lvq svm trees gradcheck (default: all)"
+    )
     args = parser.parse_args(argv)
     from ._progress import compile_progress
 

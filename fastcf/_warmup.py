@@ -7,8 +7,9 @@ function, the first call after ``pip install``) compiles them on their first cal
 seconds per family (fastcf's default; tiered execution, ``FASTCF_TIERED=1``, runs them as Python
 meanwhile, with costs of its own: :mod:`fastcf._kernels._tier`). This module runs one tiny query
 through every code path of every family (single and batch queries, each form, with and without
-bounds), so that a container image can run ``python -m fastcf warmup`` once at build time and
-every process started from it finds the kernels compiled.
+bounds; for trees, exact and ``exact=False`` ensemble queries), so that a container image can
+run ``python -m fastcf warmup`` once at build time and every process started from it finds the
+kernels compiled.
 
 Only the public API is called: whatever kernels a query uses are the ones that get compiled.
 """
@@ -22,7 +23,7 @@ import numpy as np
 
 __all__ = ["warmup", "FAMILIES"]
 
-FAMILIES = ("logistic", "softmax", "lvq", "svm", "gradcheck")
+FAMILIES = ("logistic", "softmax", "lvq", "svm", "trees", "gradcheck")
 
 
 def _logistic():
@@ -92,6 +93,27 @@ def _svm():
         enumerate_svms(X, y, k=3, kernel=kernel)
 
 
+def _trees():
+    # an ensemble's query runs the incumbent search (its single-move table,
+    # fastcf._kernels.tree_moves) and the reductions (fastcf._kernels.tree_reduce); exact and
+    # exact=False, with and without options, binary and multiclass (each has the same argument
+    # types, so one specialisation per kernel; the queries check that nothing else compiles)
+    from sklearn.ensemble import RandomForestClassifier
+
+    from .trees import TreeExplainer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    for y in ((X[:, 0] + X[:, 1] > 0).astype(int), np.digitize(X[:, 0], [-0.5, 0.5])):
+        rf = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y)
+        ex = TreeExplainer(rf).fit_mad(X)
+        t = (y[0] + 1) % (y.max() + 1)
+        for opts in ({}, {"weights": "mad", "max_changes": 2, "bounds": (-3.0, 3.0)}):
+            ex.explain(X[0], t, **opts)
+            ex.explain(X[:2], t, **opts)
+            ex.explain(X[0], t, exact=False, **opts)
+
+
 def _gradcheck():
     from .gradcheck import check_gradient
 
@@ -103,6 +125,7 @@ _RUNNERS = {
     "softmax": _softmax,
     "lvq": _lvq,
     "svm": _svm,
+    "trees": _trees,
     "gradcheck": _gradcheck,
 }
 
@@ -113,8 +136,8 @@ def warmup(families=None, verbose: bool = False) -> dict:
     Parameters
     ----------
     families : sequence of str, optional
-        Some of ``"logistic"``, ``"softmax"``, ``"lvq"``, ``"svm"``, ``"gradcheck"``; all by
-        default.
+        Some of ``"logistic"``, ``"softmax"``, ``"lvq"``, ``"svm"``, ``"trees"``,
+        ``"gradcheck"``; all by default.
     verbose : bool, default=False
         Print one line per family.
 

@@ -101,6 +101,18 @@ def test_warmup_command_runs_the_given_families(capsys):
     assert main(["warmup", "gradcheck"]) == 0
     out = capsys.readouterr().out
     assert "gradcheck" in out and "done in" in out
-    assert set(FAMILIES) == {"logistic", "softmax", "lvq", "svm", "gradcheck"}
+    assert set(FAMILIES) == {"logistic", "softmax", "lvq", "svm", "trees", "gradcheck"}
     with pytest.raises(ValueError, match="families must be among"):
         warmup(["nope"])
+
+
+@pytest.mark.needs_jit
+def test_warmup_trees_compiles_the_tree_kernels():
+    # the kernels an ensemble's query calls (grep `_kernels` in fastcf/_trees), each with the
+    # one specialisation every query uses
+    from fastcf._kernels.tree_moves import single_moves
+    from fastcf._kernels.tree_reduce import reduce_rounds
+    from fastcf._warmup import warmup
+
+    assert list(warmup(["trees"])) == ["trees"]
+    assert len(single_moves.signatures) == 1 and len(reduce_rounds.signatures) == 1

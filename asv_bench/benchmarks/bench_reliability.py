@@ -3,7 +3,7 @@
 ``time_import_and_first_call`` runs ``import fastcf`` and one query in a new interpreter with a
 warm Numba cache (``setup`` warms it): what a service pays at start-up. Target: < 1 s.
 
-``ColdStartFamily`` does the same per family (logistic, softmax, lvq, svm, gradcheck) through
+``ColdStartFamily`` does the same per family (logistic, softmax, lvq, svm, trees, gradcheck) through
 ``python -m fastcf warmup <family>`` (import + the family's first queries), in a new interpreter
 whose ``NUMBA_CACHE_DIR`` is a fresh temporary directory: ``track_empty_cache`` starts with it
 empty (every kernel the family uses is compiled: a new container, the first call after ``pip
@@ -74,7 +74,7 @@ def _warmup_in_fresh_process(family, cache_dir):
 class ColdStartFamily:
     """Import + first queries of one family in a fresh interpreter: empty vs filled Numba cache."""
 
-    params = [["logistic", "softmax", "lvq", "svm", "gradcheck"]]
+    params = [["logistic", "softmax", "lvq", "svm", "trees", "gradcheck"]]
     param_names = ["family"]
     timeout = 1200
 
