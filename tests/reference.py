@@ -1201,7 +1201,9 @@ def boosted_splits(model):
     elif name == "lightgbm":
         df = model.booster_.trees_to_dataframe()
         feats = model.booster_.feature_name()
-        dom = (-_F64_MAX, _F64_MAX)
+        # the dump writes thresholds of 1e300 or more (+inf) as 1e300 (LightGBM's AvoidInf):
+        # the rule is known only within ±1e300
+        dom = (float(np.nextafter(-1e300, 0.0)), 1e300)
         for _, r in df[df["split_feature"].notna()].iterrows():
             f, t = feats.index(r["split_feature"]), float(r["threshold"])
             zero = r["missing_type"] == "Zero"

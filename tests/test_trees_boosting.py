@@ -426,3 +426,24 @@ def test_a_wrong_split_rule_is_refused_when_checked(lib):
     forest.boundary = np.where(np.isnan(t), np.nan, wrong(t).astype(np.float64))
     with pytest.raises(ValueError, match="other leaves"):
         parser.check(forest, model)
+
+
+def test_lightgbm_thresholds_dumped_as_1e300_are_read_within_their_domain():
+    """LightGBM dumps a threshold of +inf (every number left, NaN right) as 1e300 (its
+    AvoidInf), so the rule is known only within ±1e300: a fuzz find (NaN in training, seed 0)
+    was refused by the parse check on probe rows at 1.02e300. Values beyond are refused."""
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(60, 2)) * 2.0) / 2.0
+    s = X @ rng.normal(size=2) + 0.5 * rng.normal(size=60) * np.abs(X).mean()
+    y = np.digitize(s, np.quantile(s, [1 / 3, 2 / 3]))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    m = lgb(n_estimators=2, max_depth=2, num_leaves=4, min_child_samples=3).fit(X, y)
+    thresholds = m.booster_.trees_to_dataframe()["threshold"]
+    assert (thresholds == 1e300).any()  # the case: a split that sends every number left
+    ex = TreeExplainer(m)  # accepted: the check agrees with LightGBM within the domain
+    x0 = np.array([0.5, -1.0])
+    target = (m.predict(x0[None])[0] + 1) % 3
+    res = ex.explain(x0, target)
+    assert not res.success or m.predict(res.x[None])[0] == target
+    with pytest.raises(ValueError, match="read exactly on"):
+        ex.explain(np.array([0.5, 1.02e300]), target)

@@ -71,6 +71,7 @@ def probe(forest: Forest, n: int, seed: int = 0, extra=()):
     a, z = (float(b.min()), float(b.max())) if b.size else (-1.0, 1.0)
     pad = max(1.0, z - a)
     R = rng.uniform(a - 0.1 * pad, z + 0.1 * pad, size=(n // 4, forest.n_features))
+    R = np.clip(R, lo, hi)  # (a boundary at the domain's end: no probe beyond it)
     rows = [P, R]
     extra = np.asarray(extra, dtype=np.float64)
     if extra.size:

@@ -123,7 +123,7 @@ def check_domain(forest, X, name):
         r, c = np.argwhere(out)[0]
         raise ValueError(
             f"{name} has a value outside the range the model accepts at feature {c} (row "
-            f"{r}): {X[r, c]!r}; its split rule is {forest.rule} (a float32 cast), on "
+            f"{r}): {X[r, c]!r}; its split rule is {forest.rule}, read exactly on "
             f"[{dlo:g}, {dhi:g}]"
         )
 

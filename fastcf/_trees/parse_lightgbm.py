@@ -46,8 +46,11 @@ __all__ = ["parse", "check", "boundary", "go_left", "nan_left", "RULE", "DOMAIN"
 
 RULE = "x <= threshold (float64; |x| <= 1e-35 read as 0)"
 ZERO = float(np.float32(1e-35))  # kZeroThreshold, a float widened to double
-_F64_MAX = float(np.finfo(np.float64).max)
-DOMAIN = (-_F64_MAX, _F64_MAX)
+#: LightGBM writes every threshold through ``Common::AvoidInf`` (``include/LightGBM/utils/
+#: common.h``): one of 1e300 or more (+inf: every number left, NaN right) is dumped as 1e300, so
+#: the dump cannot tell them apart beyond ±1e300 (a fuzz find: 1.02e300 went left of a dumped
+#: 1e300). Inside this domain both read alike; values beyond it are refused by name.
+DOMAIN = (float(np.nextafter(-1e300, 0.0)), 1e300)
 _BELOW = float(np.nextafter(-ZERO, -np.inf))
 
 
