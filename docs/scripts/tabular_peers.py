@@ -68,13 +68,21 @@ import platform
 import subprocess
 import sys
 import time
-import warnings
 
 import numpy as np
+from peers_common import (  # (docs/scripts, the script's own directory)
+    CATEGORICAL,
+    IMMUTABLE,
+    NUMERIC,
+    bounds_of,
+    fmt_ms,
+    plain,
+    records,
+    rewrap,
+    timed,
+)
+from peers_common import versions as _versions
 
-NUMERIC = ["Seniority", "Time", "Age", "Expenses", "Income", "Assets", "Debt", "Amount", "Price"]
-CATEGORICAL = ["Home", "Marital", "Records", "Job"]
-IMMUTABLE = ["Age", "Marital", "Records"]
 INCREASE_ONLY = ["Seniority"]
 K = 4
 
@@ -127,37 +135,8 @@ def setup():
     return X_train, y_train, model, rejected
 
 
-def plain(v):
-    """Return a JSON-friendly Python scalar."""
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and v != v:
-        return None
-    return v
-
-
-def records(frame, columns):
-    return [{c: plain(frame[c].iloc[i]) for c in columns} for i in range(frame.shape[0])]
-
-
 def versions(env):
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    for p in COMMON + PACKAGES[env]:
-        try:
-            out[p] = version(p)
-        except PackageNotFoundError:
-            out[p] = "not installed"
-    return out
-
-
-def bounds_of(X_train, row):
-    """Return {numeric column: (lo, hi)}: the training range widened to hold the row."""
-    lo, hi = X_train[NUMERIC].min(), X_train[NUMERIC].max()
-    return {
-        c: (float(min(lo[c], row[c].iloc[0])), float(max(hi[c], row[c].iloc[0]))) for c in NUMERIC
-    }
+    return _versions(COMMON + PACKAGES[env])
 
 
 # ---------------------------------------------------------------------- workers
@@ -238,27 +217,6 @@ def run_dice(X_train, y_train, model, rows, method):
         return [] if cfs is None else records(cfs, cols)
 
     return {f"DiCE {method}": timed(call, rows.shape[0], convert)}
-
-
-def timed(call, n, convert=list):
-    """Call ``call(i)`` for every query (after an untimed call(0)); record answers and times."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            call(0)
-        except Exception:  # reported per query below
-            pass
-        queries = []
-        for i in range(n):
-            t = time.perf_counter()
-            try:
-                answers, error = call(i), None
-            except Exception as exc:  # a peer's failure is a result
-                answers, error = [], f"{type(exc).__name__}: {exc}"
-            dt = time.perf_counter() - t
-            answers = convert(answers) if error is None else []
-            queries.append({"time": dt, "answers": answers, "error": error})
-    return queries
 
 
 def ar_problem(X_train, model, box="train", order="groups first"):
@@ -573,11 +531,6 @@ def optimum_of(configs):
     return [q["answers"][0][2] if q["answers"] else math.nan for q in configs["fastcf explain"]]
 
 
-def fmt_ms(s):
-    ms = 1e3 * s
-    return f"{ms:.0f} ms" if ms >= 100 else f"{ms:.1f} ms" if ms >= 1 else f"{ms:.2f} ms"
-
-
 def tables(configs, n):
     base_t = np.median([q["time"] for q in configs["fastcf explain"]])
     optimum = optimum_of(configs)
@@ -682,32 +635,6 @@ def facts(configs, meta):
         "ar_not_onehot": sum(1 for a in ar if not a[0]["onehot"]),
         "vs_enum": "; ".join(vs_enum),
     }
-
-
-def rewrap(text, width=100):
-    """Fill every bullet of the text's bullet lists to ``width`` (tables are left alone)."""
-    import textwrap
-
-    out = []
-    for block in text.split("\n\n"):
-        if not block.startswith("* "):
-            out.append(block)
-            continue
-        items = ("\n" + block).split("\n* ")[1:]
-        out.append(
-            "\n".join(
-                textwrap.fill(
-                    " ".join(item.split()),
-                    width,
-                    initial_indent="* ",
-                    subsequent_indent="  ",
-                    break_long_words=False,
-                    break_on_hyphens=False,
-                )
-                for item in items
-            )
-        )
-    return "\n\n".join(out)
 
 
 def write(configs, meta, demo_diff, rows, n_rejected, failed, path):

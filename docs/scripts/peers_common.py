@@ -1,0 +1,102 @@
+"""What the peer comparisons share: ``tabular_peers.py`` (a logistic credit pipeline) and
+``trees_peers.py`` (the same pipeline ending in a tree model), fastcf against DiCE (and
+actionable-recourse) on ``credit_data``.
+
+Each script runs its methods in their own virtual environments (``--worker NAME``); this module
+is imported by both sides, so it needs NumPy alone (pandas frames are passed in).
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+import warnings
+
+NUMERIC = ["Seniority", "Time", "Age", "Expenses", "Income", "Assets", "Debt", "Amount", "Price"]
+CATEGORICAL = ["Home", "Marital", "Records", "Job"]
+IMMUTABLE = ["Age", "Marital", "Records"]
+
+
+def plain(v):
+    """Return a JSON-friendly Python scalar."""
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and v != v:
+        return None
+    return v
+
+
+def records(frame, columns):
+    return [{c: plain(frame[c].iloc[i]) for c in columns} for i in range(frame.shape[0])]
+
+
+def bounds_of(X_train, row):
+    """Return {numeric column: (lo, hi)}: the training range widened to hold the row."""
+    lo, hi = X_train[NUMERIC].min(), X_train[NUMERIC].max()
+    return {
+        c: (float(min(lo[c], row[c].iloc[0])), float(max(hi[c], row[c].iloc[0]))) for c in NUMERIC
+    }
+
+
+def timed(call, n, convert=list):
+    """Call ``call(i)`` for every query (after an untimed call(0)); record answers and times."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            call(0)
+        except Exception:  # reported per query below
+            pass
+        queries = []
+        for i in range(n):
+            t = time.perf_counter()
+            try:
+                answers, error = call(i), None
+            except Exception as exc:  # a peer's failure is a result
+                answers, error = [], f"{type(exc).__name__}: {exc}"
+            dt = time.perf_counter() - t
+            answers = convert(answers) if error is None else []
+            queries.append({"time": dt, "answers": answers, "error": error})
+    return queries
+
+
+def fmt_ms(s):
+    ms = 1e3 * s
+    return f"{ms:.0f} ms" if ms >= 100 else f"{ms:.1f} ms" if ms >= 1 else f"{ms:.2f} ms"
+
+
+def rewrap(text, width=100):
+    """Fill every bullet of the text's bullet lists to ``width`` (tables are left alone)."""
+    import textwrap
+
+    out = []
+    for block in text.split("\n\n"):
+        if not block.startswith("* "):
+            out.append(block)
+            continue
+        items = ("\n" + block).split("\n* ")[1:]
+        out.append(
+            "\n".join(
+                textwrap.fill(
+                    " ".join(item.split()),
+                    width,
+                    initial_indent="* ",
+                    subsequent_indent="  ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+                for item in items
+            )
+        )
+    return "\n\n".join(out)
+
+
+def versions(packages):
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for p in packages:
+        try:
+            out[p] = version(p)
+        except PackageNotFoundError:
+            out[p] = "not installed"
+    return out
