@@ -808,3 +808,19 @@ def test_a_row_infeasible_indeed_stays_infeasible():
     res = ex.explain(np.zeros(2), 3, region=True, metric="manhattan", margin=1e-6,
                      bounds=(-1e3, 1e3))  # fmt: skip
     assert not res.success and res.status == Status.INFEASIBLE
+
+
+def test_short_path_enumerate_and_long_path_agree_on_a_softmax_region():
+    """A soak find: the one-query short path (and enumerate's answers) solved the softmax region
+    LP with its own re-solves while the long path (verify.region) did not, so x̄ = 0 with
+    frozen=[] (the long path) gave −2.9999999999999996 and without it (the short path)
+    −3.000000000006: enumerate's first answer was not explain's. Now the same bits."""
+    A = np.array([[-0.25], [0.0], [1.0]])
+    ex = LinearExplainer.from_arrays(A, np.array([0.25, 0.0, 0.0]))
+    kw = {"region": True, "margin": 1.0, "metric": "manhattan"}
+    short = ex.explain(np.zeros(1), 0, **kw)
+    long = ex.explain(np.zeros(1), 0, frozen=[], **kw)
+    first = ex.enumerate(np.zeros(1), 0, k=1, **kw)[0]
+    assert short.success and long.success and first.success
+    assert np.array_equal(short.x, long.x) and np.array_equal(first.x, long.x)
+    assert short.distance == long.distance == first.distance

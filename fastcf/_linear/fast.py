@@ -35,6 +35,7 @@ import numpy as np
 
 from .._kernels import logistic as _lk
 from .._kernels.linalg import dot as _dot
+from .._resolve import ROUNDS
 from .._status import BOUNDARY_MESSAGE, Status, messages
 from ..results import Solution
 from . import fallbacks as _fb
@@ -394,7 +395,14 @@ def l1_row(model, X, tidx, cost, free, bnd, proba, margin, tol, max_iter):
     if model.proba_as_region(proba):
         margin = model.theta(proba)  # solved as region=True at margin logit τ (the long path)
         margins = np.array([margin])
-    sol = constrained_l1(model, X, tidx, cost, free, bnd, proba, margins, tol, max_iter)
+    # region=True (and proba=τ solved as region): the long path's call, without the LP's own
+    # re-solves (rounds=0: verify.region's are the only ones; with them this short path gave
+    # other bits than the long path, and enumerate's first answer differed from explain's by
+    # 6e-12 where the LP met its margin to its tolerance: soak find)
+    rounds = 0 if margins is not None else ROUNDS
+    sol = constrained_l1(
+        model, X, tidx, cost, free, bnd, proba, margins, tol, max_iter, rounds=rounds
+    )
     if margins is not None and first_round_rises(model, sol, 0, tidx, margin):
         return None  # verify.region re-solves with a larger margin: the long path
     return sol
