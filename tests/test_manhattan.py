@@ -824,3 +824,22 @@ def test_short_path_enumerate_and_long_path_agree_on_a_softmax_region():
     assert short.success and long.success and first.success
     assert np.array_equal(short.x, long.x) and np.array_equal(first.x, long.x)
     assert short.distance == long.distance == first.distance
+
+
+def test_second_opinion_skips_a_row_that_does_not_scale():
+    """A soak find: rows of 1e-310 against a right-hand side of order 1 overflowed in the
+    scaling of the HiGHS program (a RuntimeWarning, an error under -W error); such a row is
+    skipped (the kernel's verdict stands) and a row that scales is still answered."""
+    from fastcf._linear.region_highs import second_opinion
+
+    model = make_model(np.array([[0.0, 0.0], [1e-310, 0.0], [0.0, 1.0]]), np.array([1.0, 0, 0]))
+    X = np.zeros((2, 2))
+    Zbar = model.logits(X)
+    Margins = np.zeros((2, 3))
+    lo = hi = np.zeros((1, 0))
+    found, Xs, gap = second_opinion(
+        model, X, np.array([1, 2]), Margins, Zbar, np.ones(2), np.ones(2, dtype=bool), lo, hi,
+        False, np.array([0, 1]),
+    )  # fmt: skip
+    assert not found[0] and np.array_equal(Xs[0], X[0])
+    assert found[1] and Xs[1, 1] >= 1.0 - 1e-9 and np.isfinite(gap[1])

@@ -62,8 +62,6 @@ def second_opinion(model, X, tidx, Margins, Zbar, cost, free, lo, hi, bounded, r
         The duality gap of each answer from HiGHS's multipliers, in cost units (nan where not
         found).
     """
-    from scipy.optimize import linprog
-
     A = model.A
     K, D = A.shape
     idx = np.flatnonzero(free)
@@ -71,40 +69,56 @@ def second_opinion(model, X, tidx, Margins, Zbar, cost, free, lo, hi, bounded, r
     Xs = X[rows].copy()
     gap = np.full(rows.size, np.nan)
     for n, r in enumerate(rows):
-        t = int(tidx[r])
-        others = np.array([j for j in range(K) if j != t], dtype=np.int64)
-        G = A[t, idx][None, :] - A[others][:, idx]  # (K − 1, F)
-        rhs = Margins[r, others] - (Zbar[r, t] - Zbar[r, others])
-        gmax = np.abs(G).max(axis=1, initial=0.0)
-        if np.any((gmax == 0.0) & (rhs > 0.0)):
-            continue  # a row no free feature moves, and x̄ short of it: infeasible indeed
-        keep = gmax > 0.0
-        G, rhs, gmax = G[keep] / gmax[keep, None], rhs[keep] / gmax[keep], gmax[keep]
-        sigma = float(np.max(rhs, initial=0.0))
-        if not sigma > 0.0:
-            continue  # x̄ meets every row: not a row the kernel calls infeasible
-        x0 = X[r, idx]
-        if bounded:
-            b = 0 if lo.shape[0] == 1 else r
-            up, down = (hi[b, idx] - x0) / sigma, (x0 - lo[b, idx]) / sigma
-        else:
-            up = down = np.full(idx.size, np.inf)
-        c = np.concatenate([cost[idx], cost[idx]])
-        A_ub = -np.hstack([G, -G])
-        b_ub = -rhs / sigma
-        bnds = np.column_stack([np.zeros(2 * idx.size), np.concatenate([up, down])])
-        res = linprog(
-            c, A_ub=A_ub, b_ub=b_ub, bounds=bnds, method="highs",
-            options={"primal_feasibility_tolerance": _FEAS},
-        )  # fmt: skip
-        if res.status != 0:
-            continue
-        u, v = res.x[: idx.size], res.x[idx.size :]
-        Xs[n, idx] = x0 + sigma * (u - v)
-        dual = (
-            b_ub @ res.ineqlin.marginals
-            + np.where(np.isfinite(bnds[:, 1]), bnds[:, 1], 0.0) @ res.upper.marginals
-        )
-        gap[n] = sigma * abs(res.fun - dual)
-        found[n] = True
+        with np.errstate(all="ignore"):  # hostile scales: a row that does not scale is skipped
+            out = _one(A, X[r], int(tidx[r]), Margins[r], Zbar[r], cost, idx, lo, hi, bounded, r)
+        if out is not None:
+            Xs[n, idx], gap[n] = out
+            found[n] = True
     return found, Xs, gap
+
+
+def _one(A, x, t, margins, zbar, cost, idx, lo, hi, bounded, r):
+    """Return (the free features' answer, the duality gap) of one row by HiGHS, or None.
+
+    None where HiGHS finds no point, and where the program does not scale to finite numbers
+    (a row of 1e-310 beside a right-hand side of 1: the kernel's verdict then stands).
+    """
+    from scipy.optimize import linprog
+
+    K = A.shape[0]
+    others = np.array([j for j in range(K) if j != t], dtype=np.int64)
+    G = A[t, idx][None, :] - A[others][:, idx]  # (K − 1, F)
+    rhs = margins[others] - (zbar[t] - zbar[others])
+    gmax = np.abs(G).max(axis=1, initial=0.0)
+    if np.any((gmax == 0.0) & (rhs > 0.0)):
+        return None  # a row no free feature moves, and x̄ short of it: infeasible indeed
+    keep = gmax > 0.0
+    G, rhs = G[keep] / gmax[keep, None], rhs[keep] / gmax[keep]
+    sigma = float(np.max(rhs, initial=0.0))
+    if not (0.0 < sigma < np.inf) or not (np.isfinite(G).all() and np.isfinite(rhs).all()):
+        return None  # x̄ meets every row (not a row the kernel calls infeasible), or no scale
+    x0 = x[idx]
+    if bounded:
+        b = 0 if lo.shape[0] == 1 else r
+        up, down = (hi[b, idx] - x0) / sigma, (x0 - lo[b, idx]) / sigma
+    else:
+        up = down = np.full(idx.size, np.inf)
+    c = np.concatenate([cost[idx], cost[idx]])
+    A_ub = -np.hstack([G, -G])
+    b_ub = -rhs / sigma
+    bnds = np.column_stack([np.zeros(2 * idx.size), np.concatenate([up, down])])
+    if not (np.isfinite(c).all() and np.isfinite(b_ub).all()) or np.isnan(bnds).any():
+        return None
+    res = linprog(
+        c, A_ub=A_ub, b_ub=b_ub, bounds=bnds, method="highs",
+        options={"primal_feasibility_tolerance": _FEAS},
+    )  # fmt: skip
+    if res.status != 0:
+        return None
+    u, v = res.x[: idx.size], res.x[idx.size :]
+    xs = x0 + sigma * (u - v)
+    if not np.isfinite(xs).all():
+        return None
+    ub = np.where(np.isfinite(bnds[:, 1]), bnds[:, 1], 0.0)
+    dual = b_ub @ res.ineqlin.marginals + ub @ res.upper.marginals
+    return xs, sigma * abs(res.fun - dual)
