@@ -503,3 +503,61 @@ def test_continuous_column_against_independent_boundaries():
         res = tx.explain(row, target)
         assert res.success and model.predict(res.x)[0] == target
         assert res.distance == pytest.approx(best, rel=1e-9, abs=1e-12)
+
+
+def test_the_final_check_reuses_the_programs_verdict_of_the_same_input(fitted, monkeypatch):
+    """One row: the final check adds no call of the pipeline's ``predict`` to the program's
+    checks, one of which was asked of the answer exactly as the result holds it; a batch's
+    final check asks the model (fails on the code that asked twice)."""
+    from fastcf._tabular.treeprog import _same_input
+
+    X, model, tx = fitted
+    rows = X[model.predict(X) == 0].iloc[:4]
+    calls, checks = [], []
+    real, confirm = model.predict, tx._program.confirm
+
+    def counting(inp):
+        calls.append(inp.copy())
+        return real(inp)
+
+    def counted(*args):
+        checks.append(args)
+        return confirm(*args)
+
+    monkeypatch.setattr(model, "predict", counting)
+    monkeypatch.setattr(tx._program, "confirm", counted)
+    for i in range(rows.shape[0]):
+        calls.clear()
+        checks.clear()
+        res = tx.explain(rows.iloc[[i]], 1)
+        assert res.success and real(res.x)[0] == 1
+        assert len(checks) >= 1 and len(calls) == len(checks)
+        assert sum(_same_input(c, res.x) for c in calls) == 1
+    calls.clear()
+    batch = tx.explain(rows, [1] * rows.shape[0])
+    assert all(batch.success)
+    assert any(c.shape[0] == rows.shape[0] for c in calls)
+
+
+def test_same_input_is_strict():
+    from fastcf._tabular.treeprog import _same_input
+
+    a = pd.DataFrame({"x": [0.0], "c": ["a"], "k": pd.Categorical(["u"], categories=["u", "v"])})
+    assert _same_input(a, a.copy())
+    assert _same_input(a, a.set_axis([7]))  # (the index is not an input of the model)
+    b = a.copy()
+    b["x"] = -0.0
+    assert not _same_input(a, b)  # -0.0 is not 0.0 to a model that divides by it
+    assert not _same_input(a, a.astype({"x": np.float32}))
+    assert not _same_input(a, a[["c", "x", "k"]])
+    assert not _same_input(a, a.astype({"k": object}))
+    b = a.copy()
+    b["c"] = "b"
+    assert not _same_input(a, b)
+    n = pd.DataFrame({"x": [np.nan], "c": [pd.NA]}, dtype=object)
+    assert not _same_input(n, n.copy())  # pd.NA == pd.NA is not known: asked again
+    f = pd.DataFrame({"x": [np.nan]})
+    assert _same_input(f, f.copy())  # the same bytes
+    assert _same_input(a.to_numpy(), a.to_numpy().copy())
+    assert not _same_input(a.to_numpy(), b.to_numpy())
+    assert not _same_input(np.zeros((1, 2)), np.zeros((1, 2), dtype=np.float32))

@@ -65,6 +65,8 @@ class Query(NamedTuple):
     proba: float | None = None  # τ of proba= (the tree program asks it of the forest)
     time_limit: float | None = None  # seconds for the tree program of the row (None: none)
     plausible: bool = False  # tree programs: only regions of the model that hold training rows
+    row: object = None  # the query's DataFrame row (tree programs: their model checks see the
+    # answer as the result will hold it)
 
 
 class RowAnswer(NamedTuple):

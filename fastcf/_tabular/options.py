@@ -239,9 +239,12 @@ def _resolve_transitions(s, transitions):
 
 def make_query(
     schema, x0, k0, tidx, threshold, bounds, allowed, frozen, max_changes, tau=None,
-    time_limit=None, plausible=False,
+    time_limit=None, plausible=False, row=None,
 ):  # fmt: skip
-    """Return the :class:`Query` of one row (``allowed`` from :func:`resolve_allowed`)."""
+    """Return the :class:`Query` of one row (``allowed`` from :func:`resolve_allowed`).
+
+    ``row``: the query's one-row DataFrame, for the tree program's model checks (optional).
+    """
     lo, hi, rank_ok = resolve_box(schema, bounds, x0)
     mask, given, moves = allowed
     s = schema
@@ -253,7 +256,7 @@ def make_query(
     for j, sl, T in moves:  # a column with transitions: only the moves from the row's category
         allow[sl] &= T[k0[j]]
     return Query(
-        int(tidx), threshold, lo, hi, allow, frozen, max_changes, tau, time_limit, plausible
+        int(tidx), threshold, lo, hi, allow, frozen, max_changes, tau, time_limit, plausible, row
     )
 
 

@@ -117,7 +117,7 @@ def answers(
             fz = frozen if miss is None else frozen | miss[i]
             q = make_query(
                 s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes, tau, time_limit,
-                plausible,
+                plausible, frame.iloc[[i]],
             )  # fmt: skip
             t0 = time.perf_counter()
             ans = prog.solve(x0, k0, q)
@@ -170,7 +170,12 @@ def verify(ex, answers, tidx, tau, answered, XN, KC, valid=None):
     proba = None
     if rows.size:
         inp = ex._model_input(answers.iloc[rows])
-        pred = np.asarray(ex.model.predict(inp))
+        # a tree program asked the model about this very input already (one row: its answer
+        # as the result holds it, the same columns, dtypes and bytes): that verdict, not a
+        # second call of the pipeline
+        seen = getattr(ex._program, "predicted", None)
+        label = seen(inp) if seen is not None else None
+        pred = np.asarray(ex.model.predict(inp)) if label is None else np.asarray([label])
         ok[rows] = (pred == ex.classes_[tidx[rows]]) & answered[rows]
     if ex.probabilistic_:
         if tau is not None or not ex._program.folded:  # (a tree model: its own probabilities)

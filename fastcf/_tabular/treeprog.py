@@ -40,7 +40,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from decimal import Decimal
 
 import numpy as np
@@ -129,6 +129,7 @@ class TreeProgram(Program):
             self.default.append(self._order(allowed[np.argsort(key[allowed], kind="stable")], j))
             self.rank.append(r)
         self._cache = OrderedDict()
+        self._verdicts = deque(maxlen=8)  # (input, predict) of the row being solved
         # for plausible=True: its regions, found on the first such query (a copy: the user's
         # frame may change after the explainer is built)
         self._train = X.copy()
@@ -321,6 +322,7 @@ class TreeProgram(Program):
         ``info["gap"]``, ``info["bound"]``), no answer a failure with status MAXITER.
         """
         begin = time.perf_counter()
+        self._verdicts.clear()  # (the model's verdicts of this row's candidates)
         prep = self._prepare(x0, k0, q)
         if isinstance(prep, RowAnswer):
             return prep
@@ -347,7 +349,7 @@ class TreeProgram(Program):
             tq = TreeQuery("mixed", w, lo[None], hi[None], q.max_changes, q.proba, left, True)
 
             def confirm(x, orders=orders, coords=coords):
-                return self.confirm(*self.decode(x, orders, coords), q)
+                return self.confirm(*self.decode(x, orders, coords), q, (x0, k0))
 
             ans = prog.solve(xc, int(q.target), lo, hi, tq, confirm)
             runs += ans.runs
@@ -406,15 +408,38 @@ class TreeProgram(Program):
             base, XN, K, np.full(XN.shape, np.nan), np.full(K.shape, -1, dtype=np.int64)
         )
 
-    def confirm(self, x, k, q):
-        """Return the pipeline's own verdict on one answer: ``predict`` (and ``predict_proba``)."""
-        X = self.frame(x[None], k[None])
+    def confirm(self, x, k, q, source=None):
+        """Return the pipeline's own verdict on one answer: ``predict`` (and ``predict_proba``).
+
+        ``source``: the row's read values ``(x0, k0)``; with ``q.row`` the answer is the frame
+        the result will hold (the query's cells where the answer keeps them), else the
+        template row rewritten. The verdict is kept for :meth:`predicted`.
+        """
+        if q.row is not None and source is not None:
+            x0, k0 = source
+            X = self.schema.frame(q.row, x[None], k[None], x0[None], k0[None])
+        else:
+            X = self.frame(x[None], k[None])
         X = X if self.frame_input else X.to_numpy()
-        if self.model.predict(X)[0] != self.schema.fold.classes[q.target]:
+        label = self.model.predict(X)[0]
+        self._verdicts.append((X, label))
+        if label != self.schema.fold.classes[q.target]:
             return False
         if q.proba is None:
             return True
         return bool(np.asarray(self.model.predict_proba(X))[0, q.target] >= q.proba)
+
+    def predicted(self, inp):
+        """Return ``predict`` of the one-row model input ``inp`` if :meth:`confirm` asked it.
+
+        Asked for the row being solved, of the very same input: the same type, shape,
+        columns and dtypes, every cell the same bytes (numbers) or equal and of the same type
+        (other cells). Else ``None`` (the caller asks the model).
+        """
+        for X, label in reversed(self._verdicts):
+            if _same_input(X, inp):
+                return label
+        return None
 
     # ------------------------------------------------------------------ the check
     def check(self, X, n_probe=256, seed=0):
@@ -480,3 +505,39 @@ class TreeProgram(Program):
                 f"pipeline ({what}); one of its steps ({', '.join(s.fold.steps) or 'none'}) does "
                 "something this rewrite does not model"
             )
+
+
+def _same_input(a, b):
+    """Return whether the model inputs ``a`` and ``b`` (DataFrames or arrays) are identical."""
+    if type(a) is not type(b) or a.shape != b.shape:
+        return False
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and _same_values(a.ravel(), b.ravel())
+    if not a.columns.equals(b.columns):
+        return False
+    for j in range(a.shape[1]):
+        ca, cb = a.iloc[:, j], b.iloc[:, j]
+        if ca.dtype != cb.dtype or not _same_values(ca.to_numpy(), cb.to_numpy()):
+            return False
+    return True
+
+
+def _same_values(u, v):
+    """Return whether two arrays hold the same cells (numbers: the same bytes, so -0.0 ≠ 0.0)."""
+    if u.dtype != v.dtype:
+        return False
+    if u.dtype.kind in "biufcmM":
+        return u.tobytes() == v.tobytes()
+    for p, r in zip(u.tolist(), v.tolist(), strict=True):
+        if type(p) is not type(r):
+            return False
+        if isinstance(p, float):
+            if np.float64(p).tobytes() != np.float64(r).tobytes():
+                return False
+            continue
+        try:
+            if not bool(p == r):
+                return False
+        except (TypeError, ValueError):  # (pd.NA and such: not known equal)
+            return False
+    return True
