@@ -445,3 +445,35 @@ def test_a_wrong_split_rule_is_refused_when_checked():
     forest.boundary = np.where(np.isnan(forest.threshold), np.nan, forest.threshold)
     with pytest.raises(ValueError, match="other leaves"):  # x <= t in float64 is not the rule
         check(forest, rf)
+
+
+@pytest.mark.parametrize("kind", ["forest", "boosting", "hist", "xgboost", "lightgbm"])
+def test_an_ensemble_without_a_split_answers_its_one_class(kind):
+    """Constant training inputs: every tree is one leaf, the model one class everywhere. Its
+    class is answered at distance 0 and the other is unreachable (the program of a forest
+    without a split raised an OverflowError: NumPy's bincount of nothing is int64)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X = np.zeros((20, 3))
+    y = np.r_[np.zeros(9), np.ones(11)].astype(int)
+    if kind == "xgboost":
+        model = pytest.importorskip("xgboost").XGBClassifier(n_estimators=3, n_jobs=1)
+    elif kind == "lightgbm":
+        model = pytest.importorskip("lightgbm").LGBMClassifier(n_estimators=3, verbose=-1)
+    else:
+        model = {
+            "forest": RandomForestClassifier(3, random_state=0),
+            "boosting": GradientBoostingClassifier(n_estimators=3, random_state=0),
+            "hist": HistGradientBoostingClassifier(max_iter=3),
+        }[kind]
+    model.fit(X, y)
+    ex = TreeExplainer(model)
+    x = np.array([1.0, -2.0, 0.5])
+    own = int(model.predict(x[None])[0])
+    assert (model.predict(np.random.default_rng(0).normal(size=(50, 3)) * 100) == own).all()
+    for opts in ({}, {"metric": "l0", "max_changes": 1}, {"exact": False}, {"proba": 0.5}):
+        res = ex.explain(x, own, **opts)
+        assert res.success and res.distance == 0.0 and np.array_equal(res.x, x), opts
+        res = ex.explain(x, 1 - own, **opts)
+        assert not res.success and res.status in (Status.UNREACHABLE, Status.INFEASIBLE), opts
+    assert [r.distance for r in ex.enumerate(x, own, k=2)] == [0.0]

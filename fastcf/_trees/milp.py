@@ -145,8 +145,10 @@ class Program(Structure):
         empty = a > b
         c = coord_cost(np.clip(x0[f], a, b) - x0[f], q.w[f], q.metric)
         n = self.leaf_ids.size
-        cost = np.bincount(self.b_leaf, weights=c, minlength=n)
-        cost[np.bincount(self.b_leaf, weights=empty, minlength=n) > 0] = np.inf
+        # (float: NumPy's bincount of no entries is int64 even with weights, as in a forest
+        # without a split)
+        cost = np.bincount(self.b_leaf, weights=c, minlength=n).astype(np.float64)
+        cost[np.bincount(self.b_leaf[empty], minlength=n) > 0] = np.inf
         return cost
 
     def _projections(self, x0, lo, hi, leaf_cost, lforms):
