@@ -561,3 +561,25 @@ def test_same_input_is_strict():
     assert _same_input(a.to_numpy(), a.to_numpy().copy())
     assert not _same_input(a.to_numpy(), b.to_numpy())
     assert not _same_input(np.zeros((1, 2)), np.zeros((1, 2), dtype=np.float32))
+
+
+def test_bounds_that_leave_the_row_out_count_as_changes():
+    """Bounds that leave out the row's n and d force both to change: ``max_changes=1`` has no
+    answer (the quick search returned x̄'s clipped cell, two changes, as a success: fuzz find),
+    ``max_changes=2`` has the brute force's."""
+    X, y = _data(240, seed=0)
+    model = _pipe(DecisionTreeClassifier(max_depth=4, random_state=0)).fit(X, y)
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    row = X.iloc[[0]]
+    box = {"n": (0, 0), "d": (0.0, 0.0)}
+    assert row.n.iloc[0] != 0 and row.d.iloc[0] != 0.0
+    target = 1 - int(model.predict(row)[0])
+    g = _grids(X, row, box=box)
+    for m in (1, 2):
+        best, _ = tabular_model_brute_force(model, row, g, _cost(row), target, max_changes=m)
+        res = tx.explain(row, target, bounds=box, max_changes=m)
+        if np.isfinite(best):
+            _check(model, res, row, target, best, g)
+        else:
+            assert not res.success and res.status == int(Status.INFEASIBLE), m
+    assert not tx.explain(row, target, bounds=box, max_changes=1).success

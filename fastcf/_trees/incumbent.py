@@ -122,7 +122,16 @@ class Search:
         return out
 
     def exact(self, x):
-        """Tell whether the library's own arithmetic puts x in the target (and τ)."""
+        """Tell whether x is an answer (the target, τ and ``max_changes``).
+
+        The library's own arithmetic puts x in the target (and meets τ), and x changes at most
+        ``max_changes`` features of x̄. (Every candidate is checked here: a box that leaves
+        x̄_f out, as a tabular query's bounds may, makes f change at every point, x̄'s own
+        cell included.)
+        """
+        q = self.q
+        if q.max_changes is not None and np.count_nonzero(x != self.x0) > q.max_changes:
+            return False
         return bool(self._valid(self.fo.evaluate(x[None]))[0])
 
     def table(self, kx):
