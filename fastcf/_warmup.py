@@ -12,6 +12,9 @@ run ``python -m fastcf warmup`` once at build time and every process started fro
 kernels compiled.
 
 Only the public API is called: whatever kernels a query uses are the ones that get compiled.
+:class:`~fastcf.TabularExplainer` has no family here because it runs no kernel of its own: a
+linear pipeline's queries none at all (its programs are NumPy and HiGHS), a tree pipeline's
+those of ``"trees"`` (``tests/test_packaging.py`` checks that nothing else compiles).
 """
 
 from __future__ import annotations

@@ -116,3 +116,50 @@ def test_warmup_trees_compiles_the_tree_kernels():
 
     assert list(warmup(["trees"])) == ["trees"]
     assert len(single_moves.signatures) == 1 and len(reduce_rounds.signatures) == 1
+
+
+@pytest.mark.needs_jit
+def test_tabular_queries_need_no_family_of_their_own():
+    """``TabularExplainer`` runs no kernel of its own: after ``warmup(["trees"])`` the queries
+    of a tree pipeline (one row, a batch, ``max_changes``, ``proba``, ``enumerate``) and of a
+    linear pipeline add no specialisation to any kernel (so warmup has no tabular family)."""
+    import gc
+
+    import numpy as np
+    import pandas as pd
+    from numba.core.registry import CPUDispatcher
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    import fastcf
+    from fastcf._warmup import warmup
+
+    warmup(["trees"])
+
+    def compiled():
+        return {id(d): len(d.signatures) for d in gc.get_objects() if isinstance(d, CPUDispatcher)}
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(
+        {
+            "a": rng.integers(0, 9, 120),
+            "b": rng.normal(size=120).round(1),
+            "c": rng.choice(list("xyz"), 120),
+        }
+    )
+    y = ((X.a > 4) ^ (X.c == "y")).astype(int)
+    before = compiled()
+    for clf in (RandomForestClassifier(4, max_depth=3, random_state=0), LogisticRegression()):
+        pre = make_column_transformer((StandardScaler(), ["a", "b"]), (OneHotEncoder(), ["c"]))
+        model = make_pipeline(pre, clf).fit(X, y)
+        tx = fastcf.TabularExplainer(model, X)
+        rows = X[model.predict(X) == 0].iloc[:3]
+        tx.explain(rows.iloc[[0]], 1)
+        tx.explain(rows, 1)
+        tx.explain(rows.iloc[[1]], 1, max_changes=1, proba=0.6)
+        list(tx.enumerate(rows.iloc[[0]], 1, k=2))
+    after = compiled()
+    assert {k: n for k, n in after.items() if n != before.get(k, 0)} == {}
