@@ -46,10 +46,12 @@ leaf costs, the target's margins, the hulls of the alive leaves) run to a fixed 
 leave nothing, C is proven optimal without a program. Otherwise a branch and bound over the
 interval ranges, bounded by the same reductions (:mod:`fastcf._trees.branch`), searches the
 cells of cost <= ρ (lowering ρ at each cheaper answer) and usually finishes the query: its
-end proves the best answer optimal. Only a query it leaves after its node budget gets the
-program, built over what is left (:mod:`fastcf._trees.build`: boundaries no alive leaf ends
-at are merged away, trees whose alive leaves agree are left out as constants) with ρ as
-HiGHS's objective bound, so HiGHS either finds a cheaper cell or proves there is none.
+end proves the best answer optimal (for XGBoost, LightGBM and extra trees the search is
+skipped: the program alone answers sooner, see :mod:`fastcf._trees.branch`). Only a query it
+leaves after its node budget gets the program, built over what is left
+(:mod:`fastcf._trees.build`: boundaries no alive leaf ends at are merged away, trees whose
+alive leaves agree are left out as constants) with ρ as HiGHS's objective bound, so HiGHS
+either finds a cheaper cell or proves there is none.
 
 Decoding: the answer's x_f is the point of its interval (within the query's box) closest to
 x̄_f; every such point is a representable float64 on the correct side of every split. The
@@ -67,7 +69,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._status import Status
-from .branch import branch
+from .branch import BUDGET, branch
 from .build import build, decode
 from .incumbent import Search, cost_of
 from .query import coord_cost, finish
@@ -103,7 +105,9 @@ class Program(Structure):
     """A forest's program: :class:`~fastcf._trees.structure.Structure` and one query's solve."""
 
     tighten = True  # reduced-cost fixing before the program (:mod:`fastcf._trees.tighten`)
-    budget = 10_000  # nodes of the branch and bound before the program (:mod:`.branch`; 0: none)
+    # nodes of the branch and bound before the program (:mod:`.branch`; 0: none; None: the
+    # forest's ``branch_budget``, else branch.BUDGET)
+    budget = None
 
     # ------------------------------------------------------------------ one query
     def _costs(self, x0, lo, hi, q):
@@ -247,10 +251,14 @@ class Program(Structure):
         if red is None:  # x̄ itself
             return incumbent_answer(0, 0.0, 0, None)
         searched = 0  # nodes of the branch and bound
-        if not plain and not red.empty and self.budget:
+        budget = self.budget
+        if budget is None:
+            budget = self.forest.branch_budget
+            budget = BUDGET if budget is None else budget
+        if not plain and not red.empty and budget:
             deadline = math.inf if q.time_limit is None else begin + q.time_limit
             accept = partial(self._accepts_x, t=t, q=q)
-            br = branch(self, c, points, x0, rho, lforms, accept, q, self.budget, deadline)
+            br = branch(self, c, points, x0, rho, lforms, accept, q, budget, deadline)
             searched = br.nodes
             # (trust: a new answer is confirmed with the incumbent's, at the end)
             ok = br.x is None or trust or confirm(br.x)
