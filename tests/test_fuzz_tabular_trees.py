@@ -21,18 +21,14 @@ import math
 import os
 import warnings
 
-import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import tabular_model_brute_force
-from tree_models import lgb, tabular_pipe, xgb
+from tree_models import EDU, W, lgb, tabular_cost, tabular_data, tabular_pipe, xgb
 
 import fastcf
 
-EDU = ["hs", "ba", "ms"]
-W = {"n": 0.3, "d": 1.7, "job": 0.9, "edu": 0.6}
 _KINDS = ["tree", "forest", "extra", "gb", "hist", "xgboost", "lightgbm"]
 _IMMUTABLE = [(), ("job",), ("n", "d")]
 _CACHE = {}
@@ -44,20 +40,8 @@ def _examples(ci):
     return settings.default.max_examples if settings.default.max_examples >= 10_000 else ci
 
 
-def _data(seed, classes, n=240):
-    rng = np.random.default_rng(seed)
-    X = pd.DataFrame(
-        {
-            "n": rng.integers(0, 16, n),
-            "d": rng.uniform(0.0, 4.0, n).round(1),
-            "job": rng.choice(["a", "b", "c", "d"], n),
-            "edu": pd.Categorical(rng.choice(EDU, n), categories=EDU, ordered=True),
-        }
-    )
-    s = X.n / 4 + X.d + 1.5 * (X.job == "c") - (X.job == "a") + X.edu.cat.codes
-    s = s + rng.normal(0, 0.7, n)
-    y = (s > 4.5).astype(int) if classes == 2 else np.digitize(s, [3.5, 5.0])
-    return X, y
+def _data(seed, classes):
+    return tabular_data(240, seed, classes, cuts=(4.5,) if classes == 2 else (3.5, 5.0))
 
 
 def _classifier(kind, seed):
@@ -99,16 +83,7 @@ def _fitted(kind, seed, classes, scaler, immutable):
     return _CACHE[key]
 
 
-def _cost(row):
-    def cost(c, v):
-        v0 = row[c].iloc[0]
-        if c == "job":
-            return W[c] * (v != v0)
-        if c == "edu":
-            return W[c] * abs(EDU.index(v) - EDU.index(v0))
-        return W[c] * abs(float(v) - float(v0))
-
-    return cost
+_cost = tabular_cost
 
 
 @settings(max_examples=_examples(15), deadline=None)

@@ -19,29 +19,14 @@ from sklearn.preprocessing import (
     StandardScaler,
 )
 from sklearn.tree import DecisionTreeClassifier
-from tree_models import tabular_pipe
+from tree_models import EDU, W, tabular_cost, tabular_data, tabular_grids, tabular_pipe
 
 import fastcf
 from fastcf import Status
 
-EDU = ["hs", "ba", "ms"]  # an ordered Categorical: its order is not the encoder's (alphabetical)
-W = {"n": 0.3, "d": 1.7, "job": 0.9, "edu": 0.6}
-
 
 def _data(n=240, seed=0, classes=2):
-    rng = np.random.default_rng(seed)
-    X = pd.DataFrame(
-        {
-            "n": rng.integers(0, 16, n),
-            "d": rng.uniform(0.0, 4.0, n).round(1),
-            "job": rng.choice(["a", "b", "c", "d"], n),
-            "edu": pd.Categorical(rng.choice(EDU, n), categories=EDU, ordered=True),
-        }
-    )
-    s = X.n / 4 + X.d + 1.5 * (X.job == "c") - (X.job == "a") + X.edu.cat.codes
-    s = s + rng.normal(0, 0.7, n)
-    y = (s > 4.5).astype(int) if classes == 2 else np.digitize(s, [3.5, 5.0])
-    return X, y
+    return tabular_data(n, seed, classes, cuts=(4.5,) if classes == 2 else (3.5, 5.0))
 
 
 _pipe = tabular_pipe
@@ -62,33 +47,8 @@ def fitted(request):
     return X, model, fastcf.TabularExplainer(model, X, weights=W)
 
 
-def _grids(X, row, box=None, fixed=(), allowed=None):
-    """The values each column may take by default: every grid point of its training range."""
-    box = box or {}
-    lo_n, hi_n = box.get("n", (min(X.n.min(), row.n.iloc[0]), max(X.n.max(), row.n.iloc[0])))
-    lo_d, hi_d = box.get("d", (min(X.d.min(), row.d.iloc[0]), max(X.d.max(), row.d.iloc[0])))
-    g = {
-        "n": list(range(int(lo_n), int(hi_n) + 1)),
-        "d": [k / 10 for k in range(round(lo_d * 10), round(hi_d * 10) + 1)],
-        "job": sorted(X.job.unique()),
-        "edu": EDU,
-    }
-    for c in fixed:
-        g[c] = [row[c].iloc[0]]
-    g.update(allowed or {})
-    return g
-
-
-def _cost(row):
-    def cost(c, v):
-        v0 = row[c].iloc[0]
-        if c == "job":
-            return W[c] * (v != v0)
-        if c == "edu":
-            return W[c] * abs(EDU.index(v) - EDU.index(v0))
-        return W[c] * abs(float(v) - float(v0))
-
-    return cost
+_grids = tabular_grids
+_cost = tabular_cost
 
 
 def _check(model, res, row, target, expected, grids=None):
