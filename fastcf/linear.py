@@ -200,6 +200,8 @@ class LinearExplainer(LinearScores):
             rounding error could exceed it (logits ~1e10), the margin of that query is raised
             above a worst-case bound of that error, so that every floating-point evaluation of
             the model (batch or single row, BLAS or not) agrees on the class of the answer.
+            The margin is met to the solver's tolerance (an answer's margin can be
+            0.9999999999999999 for 1.0); ``success`` means the class, as always.
         frozen : sequence of int or str, optional
             Features that must not change (indices or feature names).
         weights : array_like of shape (D,) or "mad", optional
