@@ -11,7 +11,8 @@ install``), ``track_warm_cache`` with it filled by one earlier run (what a conta
 ran ``python -m fastcf warmup`` pays). Both return the wall time of the subprocess, in seconds.
 
 ``FirstCall`` is what a user meets: a new interpreter on an empty cache runs ``import fastcf``,
-builds an explainer (for LVQ: fits a GLVQ on 60 points) and answers its first query, with the
+builds an explainer (for LVQ: fits a GLVQ on 60 points; for trees: a random forest of 20 trees
+on 200 points) and answers its first query, with the
 opt-in tiered execution switched on (``FASTCF_TIERED=1``: the kernels run as Python while a
 background thread compiles them; by default they compile before their first call).
 ``track_first_call`` is the in-process wall time from before the import to the first answer.
@@ -114,6 +115,14 @@ with warnings.catch_warnings():
         X = np.vstack([rng.normal(0.0, 1.0, (30, 4)), rng.normal(3.0, 1.0, (30, 4))])
         model = GLVQ(random_state=0).fit(X, np.repeat([0, 1], 30))
         assert fastcf.LVQExplainer(model).explain(X[0], 1).success
+    elif family == "trees":
+        from sklearn.ensemble import RandomForestClassifier
+        X = rng.normal(size=(200, 5))
+        y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+        model = RandomForestClassifier(20, max_depth=4, random_state=0).fit(X, y)
+        ex = fastcf.TreeExplainer(model)
+        k = 1 - int(model.predict(X[:1])[0])
+        assert ex.explain(X[0], k).success and ex.explain(X[0], k, exact=False).success
     else:
         X = rng.normal(size=(40, 2))
         y = (X[:, 0] + 0.3 * rng.normal(size=40) > 0).astype(int)
@@ -139,7 +148,7 @@ def first_call_seconds(family, tiered="1"):
 class FirstCall:
     """Import, explainer and first queries of one family in a new interpreter, empty cache."""
 
-    params = [["logistic", "softmax", "lvq", "svm"]]
+    params = [["logistic", "softmax", "lvq", "svm", "trees"]]
     param_names = ["family"]
     timeout = 300
 

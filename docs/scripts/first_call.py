@@ -29,7 +29,8 @@ from benchmarks.bench_reliability import first_call_seconds  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--families", nargs="*", default=["logistic", "softmax", "lvq", "svm"])
+    families = ["logistic", "softmax", "lvq", "svm", "trees"]
+    parser.add_argument("--families", nargs="*", default=families)
     args = parser.parse_args()
     print("| first queries, empty cache (wall s, import included) | compile first | tiered |")
     print("| --- | --- | --- |")
