@@ -153,3 +153,30 @@ def test_fuzz_tree_explain_equals_the_brute_force(data):
         assert res.distance == pytest.approx(ref, rel=1e-9, abs=1e-12), (kind, opts)
     else:
         assert not math.isfinite(ref), ("false failure", kind, opts, res.status, res.message)
+
+
+def test_a_weighted_move_across_the_double_range_costs_inf_silently():
+    """Soak find (2026-11-26): a HistGradientBoosting model (its domain is every double) fitted
+    with NaN, weights of 3, Manhattan: an interval's point at the edge of the double range made
+    ``w·|d|`` overflow (a RuntimeWarning, an error here). The example, as the fuzz drew it."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(0)
+    N, D = 60, 2
+    X = np.round(rng.normal(size=(N, D)) * 2.0) / 2.0
+    s = X @ rng.normal(size=D) + 0.5 * rng.normal(size=N) * np.abs(X).mean()
+    y = np.digitize(s, np.quantile(s, np.linspace(0, 1, 4)[1:-1]))
+    X[rng.random((N, D)) < 0.1] = np.nan
+    model = HistGradientBoostingClassifier(
+        max_iter=2, max_depth=2, min_samples_leaf=3, random_state=0
+    ).fit(X, y)
+    x0 = np.nan_to_num(X[0], nan=0.0)
+    w = rng.choice([0.5, 1.0, 3.0], D)
+    target = model.classes_[0]
+    res = TreeExplainer(model).explain(x0, target, metric="manhattan", weights=w)
+    ref, _ = boosted_cells_brute_force(model, x0, target, metric="manhattan", w=w)
+    if math.isfinite(ref):
+        assert res.success and model.predict(res.x[None])[0] == target
+        assert res.distance == pytest.approx(ref, rel=1e-9, abs=1e-12)
+    else:
+        assert not res.success

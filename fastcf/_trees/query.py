@@ -38,13 +38,15 @@ class TreeQuery(NamedTuple):
 
 def coord_cost(d, w, metric):
     """Return the per-coordinate cost of moves ``d`` (broadcast with ``w``) under ``metric``."""
-    if metric == "manhattan":
-        return w * np.abs(d)
-    if metric == "euclidean":
-        with np.errstate(over="ignore"):
+    # (a move across most of the float64 range costs inf, silently: HistGradientBoosting's
+    # domain is every double, and a weight of 3 times a move of 1e308 overflows; soak find)
+    with np.errstate(over="ignore"):
+        if metric == "manhattan":
+            return w * np.abs(d)
+        if metric == "euclidean":
             return (w * d) ** 2
-    if metric == "mixed":
-        return np.where(w < 0.0, np.where(d != 0.0, -w, 0.0), w * np.abs(d))
+        if metric == "mixed":
+            return np.where(w < 0.0, np.where(d != 0.0, -w, 0.0), w * np.abs(d))
     return np.where(d != 0.0, w, 0.0)
 
 
