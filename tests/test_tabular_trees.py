@@ -469,7 +469,7 @@ def test_the_final_check_reuses_the_programs_verdict_of_the_same_input(fitted, m
     """One row: the final check adds no call of the pipeline's ``predict`` to the program's
     checks, one of which was asked of the answer exactly as the result holds it; a batch's
     final check asks the model (fails on the code that asked twice)."""
-    from fastcf._tabular.treeprog import _same_input
+    from fastcf._tabular.verdicts import _same_input
 
     X, model, tx = fitted
     rows = X[model.predict(X) == 0].iloc[:4]
@@ -500,7 +500,7 @@ def test_the_final_check_reuses_the_programs_verdict_of_the_same_input(fitted, m
 
 
 def test_same_input_is_strict():
-    from fastcf._tabular.treeprog import _same_input
+    from fastcf._tabular.verdicts import _same_input
 
     a = pd.DataFrame({"x": [0.0], "c": ["a"], "k": pd.Categorical(["u"], categories=["u", "v"])})
     assert _same_input(a, a.copy())

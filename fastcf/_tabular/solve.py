@@ -173,8 +173,8 @@ def verify(ex, answers, tidx, tau, answered, XN, KC, valid=None):
         # a tree program asked the model about this very input already (one row: its answer
         # as the result holds it, the same columns, dtypes and bytes): that verdict, not a
         # second call of the pipeline
-        seen = getattr(ex._program, "predicted", None)
-        label = seen(inp) if seen is not None else None
+        verdicts = getattr(ex._program, "verdicts", None)
+        label = verdicts.seen(inp) if verdicts is not None else None
         pred = np.asarray(ex.model.predict(inp)) if label is None else np.asarray([label])
         ok[rows] = (pred == ex.classes_[tidx[rows]]) & answered[rows]
     if ex.probabilistic_:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from decimal import Decimal
 
 import numpy as np
@@ -51,6 +51,7 @@ from .._trees.milp import Program as ForestProgram
 from .._trees.query import TreeQuery
 from .grid import value
 from .milp import Program, RowAnswer
+from .verdicts import Verdicts
 
 __all__ = ["TreeProgram"]
 
@@ -75,6 +76,27 @@ class _GridProgram(ForestProgram):
             up = above[self.b_feat[e]]
             if up is not None:
                 self.b_lo[e] = up[float(np.nextafter(self.b_lo[e], -np.inf))]
+
+
+def _coords(rank, order, n_first):
+    """Return the coordinate of each position of a block's order (``rank``: None if nominal)."""
+    if rank is None:
+        return np.arange(len(order), dtype=np.float64)
+    r = rank[list(order)].astype(np.float64)
+    top = r[:n_first].max() if n_first else 0.0
+    r[n_first:] = top + 1.0 + np.arange(len(order) - n_first)
+    return r
+
+
+def _n_first(rank, order):
+    """Return the number of leading positions whose coordinates are ranks (ordinal blocks)."""
+    if rank is None:
+        return len(order)
+    r = rank[list(order)]
+    n = 1
+    while n < len(order) and r[n] > r[n - 1]:
+        n += 1
+    return n
 
 
 def _snap(beta, r):
@@ -129,7 +151,7 @@ class TreeProgram(Program):
             self.default.append(self._order(allowed[np.argsort(key[allowed], kind="stable")], j))
             self.rank.append(r)
         self._cache = OrderedDict()
-        self._verdicts = deque(maxlen=8)  # (input, predict) of the row being solved
+        self.verdicts = Verdicts()  # the model's verdicts on the row being solved
         # for plausible=True: its regions, found on the first such query (a copy: the user's
         # frame may change after the explainer is built)
         self._train = X.copy()
@@ -143,24 +165,15 @@ class TreeProgram(Program):
         rest = np.setdiff1d(np.arange(n), first)
         return tuple(int(k) for k in np.concatenate([first, rest]).astype(np.int64))
 
-    def _coords(self, j, order, n_first):
-        """Return the coordinate of each position of block j's order."""
-        if self.rank[j] is None:
-            return np.arange(len(order), dtype=np.float64)
-        r = self.rank[j][list(order)].astype(np.float64)
-        top = r[:n_first].max() if n_first else 0.0
-        r[n_first:] = top + 1.0 + np.arange(len(order) - n_first)
-        return r
-
     def program(self, orders):
         """Return (program, coords) of a tuple of block orders (built once, then cached)."""
         hit = self._cache.get(orders)
         if hit is not None:
             self._cache.move_to_end(orders)
             return hit
-        firsts = [self._n_first(j, o) for j, o in enumerate(orders)]
+        firsts = [_n_first(self.rank[j], o) for j, o in enumerate(orders)]
         coords = [
-            self._coords(j, o, n) for j, (o, n) in enumerate(zip(orders, firsts, strict=True))
+            _coords(self.rank[j], o, n) for j, (o, n) in enumerate(zip(orders, firsts, strict=True))
         ]
         forest, above = self._forest(orders, coords)
         out = (_GridProgram(forest, above), coords)
@@ -168,16 +181,6 @@ class TreeProgram(Program):
         if len(self._cache) > CACHE:
             self._cache.popitem(last=False)
         return out
-
-    def _n_first(self, j, order):
-        """Return the number of leading positions whose coordinates are ranks (ordinal blocks)."""
-        if self.rank[j] is None:
-            return len(order)
-        r = self.rank[j][list(order)]
-        n = 1
-        while n < len(order) and r[n] > r[n - 1]:
-            n += 1
-        return n
 
     def _forest(self, orders, coords):
         """Return (Forest, above) of the tree model over the program's variables."""
@@ -283,7 +286,7 @@ class TreeProgram(Program):
                     pa = np.arange(A.size)
                 per.append([(order, (int(pa[0]), int(pa[-1])))])
                 continue
-            n_first = self._n_first(j, order)
+            n_first = _n_first(self.rank[j], order)
             if not (contiguous and pa[-1] < n_first and where[own] < n_first
                     and (own in A or not pa[0] <= where[own] <= pa[-1])):  # fmt: skip
                 key = self.rank[j]
@@ -291,7 +294,7 @@ class TreeProgram(Program):
                 order = self._order(first[np.argsort(key[first], kind="stable")], j)
                 where = {k: p for p, k in enumerate(order)}
                 pa = np.sort([where[int(k)] for k in A])
-                if self._n_first(j, order) < first.size:
+                if _n_first(self.rank[j], order) < first.size:
                     raise ValueError(
                         f"column {s.columns[self.cat_cols[j]]!r}: the allowed categories and the "
                         "row's own must have distinct ranks for a tree model's program"
@@ -323,7 +326,7 @@ class TreeProgram(Program):
         ``info["gap"]``, ``info["bound"]``), no answer a failure with status MAXITER.
         """
         begin = time.perf_counter()
-        self._verdicts.clear()  # (the model's verdicts of this row's candidates)
+        self.verdicts.clear()
         prep = self._prepare(x0, k0, q)
         if isinstance(prep, RowAnswer):
             return prep
@@ -410,37 +413,21 @@ class TreeProgram(Program):
         )
 
     def confirm(self, x, k, q, source=None):
-        """Return the pipeline's own verdict on one answer: ``predict`` (and ``predict_proba``).
+        """Return the pipeline's verdict on one answer (``predict``, kept; ``predict_proba``).
 
-        ``source``: the row's read values ``(x0, k0)``; with ``q.row`` the answer is the frame
-        the result will hold (the query's cells where the answer keeps them), else the
-        template row rewritten. The verdict is kept for :meth:`predicted`.
+        On the frame the result will hold (``q.row``, ``source``: the row's read values).
         """
-        if q.row is not None and source is not None:
-            x0, k0 = source
-            X = self.schema.frame(q.row, x[None], k[None], x0[None], k0[None])
-        else:
+        if q.row is None or source is None:
             X = self.frame(x[None], k[None])
+        else:
+            X = self.schema.frame(q.row, x[None], k[None], source[0][None], source[1][None])
         X = X if self.frame_input else X.to_numpy()
-        label = self.model.predict(X)[0]
-        self._verdicts.append((X, label))
+        label = self.verdicts.predict(self.model, X)
         if label != self.schema.fold.classes[q.target]:
             return False
         if q.proba is None:
             return True
         return bool(np.asarray(self.model.predict_proba(X))[0, q.target] >= q.proba)
-
-    def predicted(self, inp):
-        """Return ``predict`` of the one-row model input ``inp`` if :meth:`confirm` asked it.
-
-        Asked for the row being solved, of the very same input: the same type, shape,
-        columns and dtypes, every cell the same bytes (numbers) or equal and of the same type
-        (other cells). Else ``None`` (the caller asks the model).
-        """
-        for X, label in reversed(self._verdicts):
-            if _same_input(X, inp):
-                return label
-        return None
 
     # ------------------------------------------------------------------ the check
     def check(self, X, n_probe=256, seed=0):
@@ -506,39 +493,3 @@ class TreeProgram(Program):
                 f"pipeline ({what}); one of its steps ({', '.join(s.fold.steps) or 'none'}) does "
                 "something this rewrite does not model"
             )
-
-
-def _same_input(a, b):
-    """Return whether the model inputs ``a`` and ``b`` (DataFrames or arrays) are identical."""
-    if type(a) is not type(b) or a.shape != b.shape:
-        return False
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and _same_values(a.ravel(), b.ravel())
-    if not a.columns.equals(b.columns):
-        return False
-    for j in range(a.shape[1]):
-        ca, cb = a.iloc[:, j], b.iloc[:, j]
-        if ca.dtype != cb.dtype or not _same_values(ca.to_numpy(), cb.to_numpy()):
-            return False
-    return True
-
-
-def _same_values(u, v):
-    """Return whether two arrays hold the same cells (numbers: the same bytes, so -0.0 ≠ 0.0)."""
-    if u.dtype != v.dtype:
-        return False
-    if u.dtype.kind in "biufcmM":
-        return u.tobytes() == v.tobytes()
-    for p, r in zip(u.tolist(), v.tolist(), strict=True):
-        if type(p) is not type(r):
-            return False
-        if isinstance(p, float):
-            if np.float64(p).tobytes() != np.float64(r).tobytes():
-                return False
-            continue
-        try:
-            if not bool(p == r):
-                return False
-        except (TypeError, ValueError):  # (pd.NA and such: not known equal)
-            return False
-    return True

@@ -1,0 +1,77 @@
+"""The pipeline's verdicts on a tabular tree program's candidates, for the final check.
+
+The tree program asks the user's pipeline ``predict`` about each candidate answer of a row,
+built as the result will hold it (:meth:`fastcf._tabular.treeprog.TreeProgram.confirm`). The
+final check of the row (:func:`fastcf._tabular.solve.verify`) asks the same question of the
+returned frame; when that input is the very same as one asked about while the row was solved
+(one row; same type, shape, columns and dtypes; every number the same bytes, so −0.0 ≠ 0.0),
+:meth:`Verdicts.seen` gives that verdict instead of a second call of the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+__all__ = ["Verdicts"]
+
+
+class Verdicts:
+    """The last ``maxlen`` (input, ``predict``) pairs of the row being solved."""
+
+    def __init__(self, maxlen=8):
+        self._seen = deque(maxlen=maxlen)
+
+    def clear(self):
+        """Forget the verdicts (a new row)."""
+        self._seen.clear()
+
+    def predict(self, model, X):
+        """Return ``model.predict(X)[0]`` of the one-row input ``X``, and keep it."""
+        label = model.predict(X)[0]
+        self._seen.append((X, label))
+        return label
+
+    def seen(self, inp):
+        """Return the kept ``predict`` of an input identical to ``inp``, else ``None``."""
+        for X, label in reversed(self._seen):
+            if _same_input(X, inp):
+                return label
+        return None
+
+
+def _same_input(a, b):
+    """Return whether the model inputs ``a`` and ``b`` (DataFrames or arrays) are identical."""
+    if type(a) is not type(b) or a.shape != b.shape:
+        return False
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and _same_values(a.ravel(), b.ravel())
+    if not a.columns.equals(b.columns):
+        return False
+    for j in range(a.shape[1]):
+        ca, cb = a.iloc[:, j], b.iloc[:, j]
+        if ca.dtype != cb.dtype or not _same_values(ca.to_numpy(), cb.to_numpy()):
+            return False
+    return True
+
+
+def _same_values(u, v):
+    """Return whether two arrays hold the same cells (numbers: the same bytes, so -0.0 ≠ 0.0)."""
+    if u.dtype != v.dtype:
+        return False
+    if u.dtype.kind in "biufcmM":
+        return u.tobytes() == v.tobytes()
+    for p, r in zip(u.tolist(), v.tolist(), strict=True):
+        if type(p) is not type(r):
+            return False
+        if isinstance(p, float):
+            if np.float64(p).tobytes() != np.float64(r).tobytes():
+                return False
+            continue
+        try:
+            if not bool(p == r):
+                return False
+        except (TypeError, ValueError):  # (pd.NA and such: not known equal)
+            return False
+    return True
