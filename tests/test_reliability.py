@@ -2384,3 +2384,24 @@ def test_softmax_proba_below_one_over_k_with_a_competitor_always_ahead(x2):
         assert x[2] == pytest.approx(-np.log(7.0 - np.e) / 10.0, rel=1e-9)
         # x_0, x_1, x_3 move every logit alike: left (to the re-solve's accuracy)
         assert np.abs(x[[0, 1, 3]]).max() <= 1e-12 * abs(x2)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+@pytest.mark.parametrize("max_changes", [None, 1])
+def test_region_margin_zero_keeps_a_source_already_inside(metric, max_changes):
+    """Soak of 2026-11-26 (test_fuzz_linear_few_changes[binary]): scores (0, −x), x̄ = −2.2e-308,
+    target 1, margin 0. x̄ is in class 1 in every arithmetic (its margin 2.2e-308 is above its
+    rounding need), so it is the answer, at distance 0. The margin-0 re-solve used to move it by
+    2.4e-271, while the same query with its one feature frozen kept x̄ — and ``enumerate`` listed
+    the cheaper answer second."""
+    ex = LinearExplainer.from_arrays(np.array([[0.0], [-1.0]]), np.zeros(2))
+    x = np.array([-2.22507386e-308])
+    opts = dict(region=True, margin=0.0, metric=metric, max_changes=max_changes)
+    res = ex.explain(x, 1, **opts)
+    assert res.success and res.distance == 0.0 and np.array_equal(res.x, x)
+    assert ex.predict(x[None])[0] == 1
+    alts = ex.enumerate(x, 1, k=2, **opts)
+    assert [a.distance for a in alts] == [0.0]
+    # a source that is not inside still moves past the boundary (margin 0 raised to the floor)
+    res = ex.explain(np.array([1.0]), 1, **opts)
+    assert res.success and 0.0 < res.distance < 1.0 + 1e-12 and ex.predict(res.x[None])[0] == 1
