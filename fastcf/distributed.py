@@ -26,8 +26,8 @@ __all__ = ["explain", "explain_partition", "DaskCounterfactuals", "RESULT_COLUMN
 
 #: per-row result columns of a DataFrame result, after the counterfactual feature columns (and
 #: before the ``proba_<class>`` columns of models with probabilities)
-RESULT_COLUMNS = ("success", "status", "distance", "nit")
-_FIELDS = ("x", "success", "status", "distance", "nit", "proba")
+RESULT_COLUMNS = ("success", "status", "distance", "nit", "message")
+_FIELDS = ("x", "success", "status", "distance", "nit", "proba", "message")
 
 
 def _import_dask():
@@ -62,7 +62,7 @@ def _run_block(explainer, X, targets, options, has_proba):
         empty = [np.empty((0, X.shape[1]))] + [
             np.empty(0, dtype=t) for t in (bool, int, float, int)
         ]
-        return (*empty, np.empty((0, K)) if has_proba else None)
+        return (*empty, np.empty((0, K)) if has_proba else None, np.empty(0, dtype=object))
     batch = explainer.explain(X, targets, **options)
     proba = batch.proba
     if has_proba and (proba is None or proba.shape != (n, K)):
@@ -77,7 +77,15 @@ def _run_block(explainer, X, targets, options, has_proba):
         np.asarray(batch.distance, dtype=np.float64),
         np.asarray(batch.nit, dtype=np.int64),
         proba if has_proba else None,
+        _messages(batch.message, n),
     )
+
+
+def _messages(message, n):
+    """Return the per-row messages as an (n,) object array of str."""
+    out = np.empty(n, dtype=object)
+    out[:] = [message] * n if isinstance(message, str) else list(message)
+    return out
 
 
 def _with_box(options, lo, hi):
@@ -107,11 +115,14 @@ def _frame_block(
     if isinstance(targets, pd.Series):
         targets = targets.to_numpy()
     options = _with_box(options, lo, hi)
-    x, success, status, distance, nit, proba = _run_block(
+    x, success, status, distance, nit, proba, message = _run_block(
         explainer, part, targets, options, has_proba
     )
     out = pd.DataFrame(x, index=part.index, columns=columns)
-    for name, values in zip(RESULT_COLUMNS, (success, status, distance, nit), strict=True):
+    # (message: object, as the meta says, also where pandas would infer its string dtype)
+    message = pd.Series(message, index=part.index, dtype=object)
+    fields = (success, status, distance, nit, message)
+    for name, values in zip(RESULT_COLUMNS, fields, strict=True):
         out[name] = values
     if has_proba:
         for k, name in enumerate(proba_columns):
@@ -139,9 +150,10 @@ def explain_partition(explainer, X, targets, **options):
     Returns
     -------
     pandas.DataFrame
-        The counterfactual feature columns, then ``success``, ``status``, ``distance``, ``nit``
-        and, for models with probabilities, one ``proba_<class>`` column per class; same index
-        as ``X`` when it is a DataFrame.
+        The counterfactual feature columns, then ``success``, ``status``, ``distance``, ``nit``,
+        ``message`` (why a row failed, or how it was solved) and, for models with
+        probabilities, one ``proba_<class>`` column per class; same index as ``X`` when it is a
+        DataFrame.
 
     Examples
     --------
@@ -150,7 +162,7 @@ def explain_partition(explainer, X, targets, **options):
     >>> ex = LinearExplainer.from_arrays([[1.0, -1.0]], [0.0], feature_names=["a", "b"])
     >>> out = explain_partition(ex, np.array([[-1.0, 1.0], [-2.0, 0.0]]), 1, region=True)
     >>> list(out.columns)
-    ['a', 'b', 'success', 'status', 'distance', 'nit', 'proba_0', 'proba_1']
+    ['a', 'b', 'success', 'status', 'distance', 'nit', 'message', 'proba_0', 'proba_1']
     >>> bool(out["success"].all())
     True
     """
@@ -188,6 +200,8 @@ class DaskCounterfactuals:
     nit : array of shape (N,), int64
     proba : array of shape (N, K), float64, or None
         Class probabilities at ``x`` (``None`` for models without probabilities, e.g. LVQ).
+    message : array of shape (N,), object (str)
+        Each row's message: why it failed (``success`` False), or how it was solved.
     classes : ndarray of shape (K,)
         The class labels, in the order of the ``proba`` columns.
     """
@@ -198,6 +212,7 @@ class DaskCounterfactuals:
     distance: object
     nit: object
     proba: object
+    message: object
     classes: np.ndarray
 
     def _apply(self, func, kwargs):
@@ -359,11 +374,11 @@ def explain(explainer, data, targets, *, client=None, **options):
     -------
     DaskCounterfactuals or dask.dataframe.DataFrame
         For an array: a :class:`DaskCounterfactuals` of lazy arrays ``x`` (N, D), ``success``,
-        ``status``, ``distance``, ``nit`` (N,) and ``proba`` (N, K) or ``None``. For a
-        DataFrame: a lazy DataFrame with the input's index and partitions, holding the
+        ``status``, ``distance``, ``nit``, ``message`` (N,) and ``proba`` (N, K) or ``None``.
+        For a DataFrame: a lazy DataFrame with the input's index and partitions, holding the
         counterfactual feature columns, then ``success`` (bool), ``status`` (int64),
-        ``distance`` (float64), ``nit`` (int64) and one ``proba_<class>`` column per class for
-        models with probabilities.
+        ``distance`` (float64), ``nit`` (int64), ``message`` (object: str) and one
+        ``proba_<class>`` column per class for models with probabilities.
 
     Raises
     ------
@@ -491,6 +506,7 @@ def _explain_array(explainer, data, targets, client, options, has_proba, dask, d
         distance=pick(3, np.float64),
         nit=pick(4, np.int64),
         proba=pick(5, np.float64, K) if has_proba else None,
+        message=pick(6, object),
         classes=np.asarray(explainer.classes_),
     )
 
@@ -572,6 +588,7 @@ def _explain_frame(explainer, data, targets, client, options, has_proba, dask, d
     handle = _ship(explainer, client, dask)
     dtypes = dict.fromkeys(out_columns, np.float64)
     dtypes.update(success=bool, status=np.int64, distance=np.float64, nit=np.int64)
+    dtypes.update(message=object)
     dtypes.update(dict.fromkeys(proba_columns, np.float64))
     meta = pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()}, index=data._meta.index)
     return data.map_partitions(

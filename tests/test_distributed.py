@@ -18,7 +18,7 @@ import fastcf  # noqa: E402
 from fastcf import LinearExplainer, LVQExplainer  # noqa: E402
 from fastcf import distributed as fdist  # noqa: E402
 
-FIELDS = ("x", "success", "status", "distance", "nit", "proba")
+FIELDS = ("x", "success", "status", "distance", "nit", "proba", "message")
 # uneven row blocks, one of them empty and one a single row (the serial kernel path)
 ROW_CHUNKS = (10, 0, 1, 19, 7)
 N = sum(ROW_CHUNKS)
@@ -89,11 +89,12 @@ def frame_bitwise(out, ref, names, classes):
     assert out["status"].dtype == np.int64 and np.array_equal(out["status"].to_numpy(), ref.status)
     assert np.array_equal(out["distance"].to_numpy(), ref.distance)
     assert np.array_equal(out["nit"].to_numpy(), ref.nit)
+    assert out["message"].tolist() == list(ref.message)
     pcols = [f"proba_{c}" for c in classes]
     if ref.proba is None:
         assert not any(c.startswith("proba_") for c in out.columns)
     else:
-        assert list(out.columns[D + 4 :]) == pcols
+        assert list(out.columns[D + 5 :]) == pcols
         assert np.array_equal(out[pcols].to_numpy(), ref.proba)
 
 
@@ -134,6 +135,22 @@ def test_array_matches_single_process_bit_for_bit(client, rng_data, kind, option
     assert got.success.any()
     pred = ex.predict(got.x[got.success])
     assert np.array_equal(pred, targets[got.success])
+
+
+def test_failed_rows_carry_their_message(rng_data):
+    """A row that fails says why, on Dask as in the batch (array and DataFrame results)."""
+    rng, X = rng_data
+    ex = binary_explainer(rng)
+    targets = np.array(["yes", "no"])[(ex.predict(X) == "yes").astype(int)]  # the other class
+    options = {"region": True, "frozen": list(range(D))}  # nothing may move: every row fails
+    ref = ex.explain(X, targets, **options)
+    assert not ref.success.any()
+    got = fdist.explain(ex, da.from_array(X, chunks=(ROW_CHUNKS, D)), targets, **options)
+    got = got.compute(scheduler="threads")
+    assert got.message.dtype == object and got.message.tolist() == list(ref.message)
+    assert all(isinstance(m, str) and m for m in got.message)
+    out = fdist.explain_partition(ex, X, targets, **options)
+    assert out["message"].dtype == object and out["message"].tolist() == list(ref.message)
 
 
 def test_array_scalar_and_dask_targets(client, rng_data):
@@ -213,7 +230,7 @@ def test_explain_partition_is_the_same_batch_function(rng_data):
     out = fdist.explain_partition(ex, df, 3, lam=0.01)
     frame_bitwise(out, ex.explain(df, 3, lam=0.01), names, ex.classes_)
     empty = fdist.explain_partition(ex, df.iloc[:0], 3, lam=0.01)
-    assert empty.shape == (0, D + 4 + 4) and list(empty.columns) == list(out.columns)
+    assert empty.shape == (0, D + 5 + 4) and list(empty.columns) == list(out.columns)
     assert empty.dtypes.equals(out.dtypes)
 
 

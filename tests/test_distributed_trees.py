@@ -18,7 +18,7 @@ from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier 
 from fastcf import TreeExplainer  # noqa: E402
 from fastcf import distributed as fdist  # noqa: E402
 
-FIELDS = ("x", "success", "status", "distance", "nit", "proba")
+FIELDS = ("x", "success", "status", "distance", "nit", "proba", "message")
 ROW_CHUNKS = (6, 0, 1, 9)  # uneven, one empty block, one single row
 N = sum(ROW_CHUNKS)
 D = 4

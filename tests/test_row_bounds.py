@@ -166,7 +166,7 @@ def test_distributed_array_splits_the_boxes_with_the_rows(kind, form, as_dask):
     box = (da.from_array(lo, chunks=(3, -1)), hi) if as_dask else (lo, hi)  # other chunks
     got = fdist.explain(ex, dX, target, client=False, bounds=box, **form)
     got = got.compute(scheduler="threads")
-    for f in ("x", "success", "status", "distance", "nit", "proba"):
+    for f in ("x", "success", "status", "distance", "nit", "proba", "message"):
         assert np.array_equal(getattr(got, f), np.asarray(getattr(ref, f))), f
     # a shared box still works, and a per-row box of the wrong shape raises before any work
     shared = fdist.explain(ex, dX, target, client=False, bounds=(lo.min(0), hi.max(0)), **form)
