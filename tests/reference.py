@@ -1204,7 +1204,9 @@ def boosted_splits(model):
         # the dump writes thresholds of 1e300 or more (+inf) as 1e300 (LightGBM's AvoidInf):
         # the rule is known only within ±1e300
         dom = (float(np.nextafter(-1e300, 0.0)), 1e300)
-        for _, r in df[df["split_feature"].notna()].iterrows():
+        # (the set splits of categorical features are left out: the callers pin those)
+        num = df["split_feature"].notna() & (df["decision_type"] != "==")
+        for _, r in df[num].iterrows():
             f, t = feats.index(r["split_feature"]), float(r["threshold"])
             zero = r["missing_type"] == "Zero"
             dl = r["missing_direction"] == "left"
@@ -1268,6 +1270,44 @@ def boosted_cells_brute_force(
         choices.append(sorted(set(vals)))
     P = np.array(list(product(*choices)), dtype=np.float64).reshape(-1, D)
     return _ref_best(model, P, x0, target, metric, w, max_changes, proba)
+
+
+def categories_brute_force(
+    model, x0, target, f, cats, w=1.0, metric="manhattan", max_changes=None, lo=None, hi=None,
+    weights=None, proba=None,
+):  # fmt: skip
+    """A model with one categorical feature f free, by brute force: for each value of f (x0's
+    own, or one of ``cats`` within ``[lo_f, hi_f]``) the grid brute force of the other features
+    (:func:`boosted_cells_brute_force`, f pinned; ``weights``, the box, ``proba``), plus ``w``
+    per change of f (``w²`` under the Euclidean root); ``max_changes`` counts the change of f.
+    Returns the least distance (inf if none)."""
+    D = x0.shape[0]
+    lo = np.full(D, -np.inf) if lo is None else np.asarray(lo, dtype=np.float64)
+    hi = np.full(D, np.inf) if hi is None else np.asarray(hi, dtype=np.float64)
+    best = math.inf
+    for c in [x0[f], *[v for v in cats if v != x0[f] and lo[f] <= v <= hi[f]]]:
+        moved = not (c == x0[f] or (np.isnan(c) and np.isnan(x0[f])))
+        xc = x0.copy()
+        xc[f] = c
+        clo, chi = lo.copy(), hi.copy()
+        clo[f] = chi[f] = c
+        m = max_changes
+        if m is not None:
+            m -= int(moved)
+            if m < 0:
+                continue
+            if m == 0:
+                clo, chi = xc.copy(), xc.copy()  # nothing else may change
+                m = None
+        d, _ = boosted_cells_brute_force(
+            model, xc, target, metric=metric, w=weights, lo=clo, hi=chi, max_changes=m,
+            proba=proba,
+        )  # fmt: skip
+        if metric == "euclidean":
+            best = min(best, math.sqrt(d**2 + (w**2 if moved else 0.0)))
+        else:
+            best = min(best, d + (w if moved else 0.0))
+    return best
 
 
 def tabular_grid_brute_force(decision, row, grids, cost, target, margin=0.0):

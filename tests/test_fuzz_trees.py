@@ -1,17 +1,20 @@
 """Fuzzing :class:`fastcf.TreeExplainer` against the brute force, every library.
 
 Each example fits a small random ensemble (scikit-learn's tree, forest, extra trees, gradient
-boosting and HistGradientBoosting; XGBoost and LightGBM when installed), binary or 3-class, on
-data rounded to a coarse grid (so that queries fall exactly on split values), draws a query —
-a training row, a row on split values, with NaN cells for the libraries that route them — and
-random options (metric, weights, bounds, frozen features, ``max_changes``, ``proba``), and checks:
+boosting and HistGradientBoosting; XGBoost and LightGBM when installed; HistGradientBoosting and
+LightGBM also with a native categorical feature), binary or 3-class, on data rounded to a
+coarse grid (so that queries fall exactly on split values), draws a query — a training row, a
+row on split values, with NaN cells for the libraries that route them, a category the model
+never saw or one LightGBM's integer cast reads (2.7, −0.5) — and random options (metric,
+weights, bounds, frozen features, ``max_changes``, ``proba``), and checks:
 
 * no false success: every success is the target under the model's own ``predict`` (and
   ``predict_proba >= τ``), within the bounds, frozen features unchanged bit for bit, at most
   ``max_changes`` features changed, the distance that of the answer;
 * no false failure and the optimum: the brute force over every cell of the threshold grid
   (``reference.tree_cells_brute_force`` / ``boosted_cells_brute_force``, judged by the model's
-  own ``predict``) finds an answer iff the explainer does, at the same distance (1e-9 relative).
+  own ``predict``; with a categorical feature, ``categories_brute_force`` over its categories)
+  finds an answer iff the explainer does, at the same distance (1e-9 relative).
 
 ``HYPOTHESIS_PROFILE=long`` runs 10 000 examples; ``FASTCF_FUZZ_EXAMPLES=n`` overrides.
 """
@@ -24,12 +27,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import boosted_cells_brute_force, tree_cells_brute_force
+from reference import boosted_cells_brute_force, categories_brute_force, tree_cells_brute_force
 
 from fastcf import TreeExplainer
 
-_KINDS = ["tree", "forest", "extra", "gb", "hist", "xgboost", "lightgbm"]
-_ROUTES_NAN = ("hist", "xgboost", "lightgbm")
+_KINDS = ["tree", "forest", "extra", "gb", "hist", "xgboost", "lightgbm", "hist-cat", "lgb-cat"]
+_ROUTES_NAN = ("hist", "xgboost", "lightgbm", "hist-cat", "lgb-cat")
+_CAT = 0  # the categorical feature of the "-cat" kinds (categories 0..4)
 
 
 def _examples(ci):
@@ -57,18 +61,20 @@ def _model(kind, X, y, n, depth, seed):
         return GradientBoostingClassifier(n_estimators=n, max_depth=depth, random_state=seed).fit(
             X, y
         )
-    if kind == "hist":
+    if kind in ("hist", "hist-cat"):
         return HistGradientBoostingClassifier(
-            max_iter=n, max_depth=depth, min_samples_leaf=3, random_state=seed
-        ).fit(X, y)
+            max_iter=n, max_depth=depth, min_samples_leaf=3, random_state=seed,
+            categorical_features=[_CAT] if kind == "hist-cat" else None,
+        ).fit(X, y)  # fmt: skip
     if kind == "xgboost":
         xgb = pytest.importorskip("xgboost")
         return xgb.XGBClassifier(n_estimators=n, max_depth=depth, random_state=seed).fit(X, y)
     lgb = pytest.importorskip("lightgbm")
+    cat = {"min_data_per_group": 3, "cat_smooth": 1.0} if kind == "lgb-cat" else {}
     return lgb.LGBMClassifier(
         n_estimators=n, max_depth=depth, num_leaves=2**depth, min_child_samples=3,
-        random_state=seed, verbose=-1,
-    ).fit(X, y)  # fmt: skip
+        random_state=seed, verbose=-1, **cat,
+    ).fit(X, y, categorical_feature=[_CAT] if kind == "lgb-cat" else "auto")  # fmt: skip
 
 
 @settings(max_examples=_examples(12), deadline=None)
@@ -82,6 +88,11 @@ def test_fuzz_tree_explain_equals_the_brute_force(data):
     N = 60
     X = np.round(rng.normal(size=(N, D)) * 2.0) / 2.0 * 10.0 ** draw(st.sampled_from([0, -3, 4]))
     s = X @ rng.normal(size=D) + 0.5 * rng.normal(size=N) * np.abs(X).mean()
+    cat = kind.endswith("-cat")
+    if cat:  # categories 0..4, each with its own effect on the class
+        codes = rng.integers(0, 5, N)
+        s = s - X[:, _CAT] + rng.normal(size=5)[codes] * (np.abs(s).mean() + 1e-300)
+        X[:, _CAT] = codes
     y = np.digitize(s, np.quantile(s, np.linspace(0, 1, K + 1)[1:-1]))
     if kind in _ROUTES_NAN and draw(st.booleans()):  # trained with missing values too
         X[rng.random((N, D)) < 0.1] = np.nan
@@ -99,6 +110,8 @@ def test_fuzz_tree_explain_equals_the_brute_force(data):
         x0[f] = float(np.float32((vals[0] + vals[-1]) / 2)) if vals.size else x0[f]
     if kind in _ROUTES_NAN and draw(st.booleans()):
         x0[draw(st.integers(0, D - 1))] = np.nan
+    if cat and draw(st.booleans()):  # unseen, or read through LightGBM's integer cast
+        x0[_CAT] = draw(st.sampled_from([2.7, -0.5, 7.0, -1.0, 1.5, 2.0**31]))
     classes = list(model.classes_)
     target = classes[draw(st.integers(0, len(classes) - 1))]
 
@@ -129,11 +142,19 @@ def test_fuzz_tree_explain_equals_the_brute_force(data):
     for f in frozen:
         if np.isfinite(x0[f]):
             rlo[f] = rhi[f] = x0[f]
-    brute = boosted_cells_brute_force if kind in _ROUTES_NAN else tree_cells_brute_force
-    ref, _ = brute(
-        model, x0, target, metric=opts["metric"], w=w, lo=rlo, hi=rhi,
-        max_changes=opts.get("max_changes"), proba=opts.get("proba"),
-    )  # fmt: skip
+    if cat:  # over the categories the model knows (a missing one stays missing)
+        cats = np.unique(X[:, _CAT][np.isfinite(X[:, _CAT])]) if np.isfinite(x0[_CAT]) else []
+        ref = categories_brute_force(
+            model, x0, target, _CAT, cats, w=float(w[_CAT]), metric=opts["metric"],
+            max_changes=opts.get("max_changes"), lo=rlo, hi=rhi, weights=w,
+            proba=opts.get("proba"),
+        )  # fmt: skip
+    else:
+        brute = boosted_cells_brute_force if kind in _ROUTES_NAN else tree_cells_brute_force
+        ref, _ = brute(
+            model, x0, target, metric=opts["metric"], w=w, lo=rlo, hi=rhi,
+            max_changes=opts.get("max_changes"), proba=opts.get("proba"),
+        )  # fmt: skip
 
     if res.success:
         x = res.x

@@ -11,7 +11,11 @@ import math
 
 import numpy as np
 import pytest
-from reference import boosted_cells_brute_force, tree_cells_brute_force
+from reference import (
+    boosted_cells_brute_force,
+    categories_brute_force,
+    tree_cells_brute_force,
+)
 from sklearn.datasets import make_classification
 from sklearn.ensemble import (
     ExtraTreesClassifier,
@@ -357,32 +361,10 @@ def test_categorical_frozen_against_brute_force(k):
 
 
 def _free_reference(hgb, x0, target, f, w=1.0, metric="manhattan", max_changes=None):
-    """Brute force over (category of feature f) × (cells of the others): each category value
-    (x0's own, or one the model knows) with the grid brute force of the rest, plus w per change."""
+    """:func:`reference.categories_brute_force` over the categories the model knows."""
     cats = np.unique(hgb._preprocessor.named_transformers_["encoder"].categories_[0])
     cats = cats[~np.isnan(cats)]
-    best = math.inf
-    for c in [x0[f], *[v for v in cats if v != x0[f]]]:
-        moved = c != x0[f]
-        xc = x0.copy()
-        xc[f] = c
-        lo = np.where(np.arange(3) == f, c, -np.inf)
-        hi = np.where(np.arange(3) == f, c, np.inf)
-        m = max_changes
-        if m is not None:
-            m -= int(moved)
-            if m < 0:
-                continue
-            if m == 0:
-                lo, hi = xc.copy(), xc.copy()
-                m = None
-        d, _ = boosted_cells_brute_force(hgb, xc, target, metric=metric, lo=lo, hi=hi,
-                                         max_changes=m)  # fmt: skip
-        if metric == "euclidean":
-            best = min(best, math.sqrt(d**2 + (w**2 if moved else 0.0)))
-        else:
-            best = min(best, d + (w if moved else 0.0))
-    return best
+    return categories_brute_force(hgb, x0, target, f, cats, w, metric, max_changes)
 
 
 @pytest.mark.parametrize("k", [2, 3])

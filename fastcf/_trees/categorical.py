@@ -1,4 +1,4 @@
-"""HistGradientBoosting's native categorical splits: sets of categories, not ``x <= b``.
+"""Native categorical splits (HistGradientBoosting, LightGBM): sets of categories, not ``x <= b``.
 
 A ``HistGradientBoostingClassifier`` fitted with ``categorical_features`` encodes each
 categorical column with its own ``OrdinalEncoder`` (``categories_``: the sorted raw values seen
@@ -10,6 +10,18 @@ feature f::
 
     v is category k of f (exactly)  →  left iff k is in the node's left set
     v is NaN or no category of f     →  the missing side
+
+LightGBM (``categorical_feature=``) reads a category as an integer: ``CategoricalDecision`` of
+``include/LightGBM/tree.h`` sends a NaN right, casts v to ``int`` (truncation toward zero, so
+2.7 is category 2 and −0.5 category 0), sends a negative one right, and a cast in the node's
+bitset left, any other right. So with ``truncate=True``::
+
+    trunc(v) is category k of f (0 <= trunc(v) < 2³¹)  →  left iff k is in the node's left set
+    v is NaN, trunc(v) < 0 or no category of f         →  right (the node's missing side)
+
+(a value of 2³¹ or more overflows the cast; x86's result, −2³¹, goes right too). The categories
+of a LightGBM feature are those its model file lists (``feature_infos``), those of the splits'
+bitsets among them.
 
 :class:`Categories` holds the category values of each categorical feature and the left set of
 each categorical node, and routes rows (:meth:`Categories.route`, used by
@@ -46,9 +58,13 @@ class Categories:
     left : list of ndarray of bool
         For each of ``nodes``, which categories of its feature go left (by code).
     n_nodes, n_features : int
+    truncate : bool, default=False
+        LightGBM's reading of a value: the category of ``trunc(v)`` (the module docstring);
+        else the category equal to v.
     """
 
-    def __init__(self, values, nodes, left, n_nodes, n_features):
+    def __init__(self, values, nodes, left, n_nodes, n_features, truncate=False):
+        self.truncate = bool(truncate)
         self.values = {int(f): np.asarray(v, dtype=np.float64) for f, v in values.items()}
         self.is_cat = np.zeros(n_features, dtype=bool)
         self.is_cat[list(self.values)] = True
@@ -63,8 +79,13 @@ class Categories:
         """Return the category code of each value v of feature f (−1: NaN or unseen)."""
         cats = self.values[int(f)]
         v = np.asarray(v, dtype=np.float64)
+        ok = True
+        if self.truncate:  # LightGBM: static_cast<int>(v), a negative or NaN one none
+            with np.errstate(invalid="ignore"):
+                v = np.trunc(v)
+                ok = (v >= 0.0) & (v < 2.0**31)
         k = np.clip(np.searchsorted(cats, v), 0, cats.size - 1)
-        return np.where(cats[k] == v, k, -1)
+        return np.where(ok & (cats[k] == v), k, -1)
 
     def route(self, node, feature, v, missing, go):
         """Return ``go`` with the categorical nodes' decisions.
@@ -86,7 +107,10 @@ class Categories:
     def probe_values(self, f):
         """Return values to probe feature f with: its categories, an unseen one, a negative."""
         cats = self.values[int(f)]
-        return np.concatenate([cats, [cats.max() + 1.0, -1.0, cats.min() + 0.5]])
+        out = [cats, [cats.max() + 1.0, -1.0, cats.min() + 0.5]]
+        if self.truncate:  # the cast's edges: fractions, −0.5 (category 0), 2³¹ and beyond
+            out.append([cats.max() + 0.75, -0.5, -0.0, 2.0**31 - 1.0, 2.0**31, 1e300])
+        return np.concatenate(out)
 
     def known(self, f, v):
         """Tell whether the value v is a category of feature f."""

@@ -30,8 +30,13 @@ argmax of ``predict_proba``): binary — ``p = 1 / (1 + exp(−σ raw))`` and ``
 (``binary_objective.hpp``), so class 1 iff ``p > 0.5``; multiclass — the softmax of
 ``include/LightGBM/utils/common.h`` (:mod:`fastcf._trees.outputs`).
 
-Not supported (refused with the reason): categorical splits, linear trees, the objectives other
-than ``binary`` and ``multiclass``, a custom objective, prediction early stopping.
+Categorical splits (``categorical_feature=``; ``decision_type "=="``, the threshold listing the
+categories that go left) are read as sets of categories, with LightGBM's own reading of a value
+(its integer cast: :mod:`fastcf._trees.categorical`); the explainer answers over the categories a
+query leaves free, as for HistGradientBoosting.
+
+Not supported (refused with the reason): linear trees, the objectives other than ``binary`` and
+``multiclass``, a custom objective, prediction early stopping.
 """
 
 from __future__ import annotations
@@ -105,9 +110,13 @@ def _refuse(what, how=""):
 
 
 def _walk(root, n_scores, k, names):
-    """Return (Tree, leaf position by LightGBM leaf index) of one dumped tree."""
+    """Return (Tree, leaf position by LightGBM leaf index, categorical nodes) of one dumped tree.
+
+    The categorical nodes: ``(position, feature, left categories)`` of each split on a set of
+    categories (``decision_type == "=="``; its threshold lists the categories that go left).
+    """
     feat, thr, bnd, left, right, val, leaf_of = [], [], [], [], [], [], {}
-    nan = []
+    nan, cats = [], []
     stack = [(root, -1, 0)]  # (node, parent id, side)
     while stack:
         node, parent, side = stack.pop()
@@ -130,11 +139,20 @@ def _walk(root, n_scores, k, names):
             continue
         f = int(node["split_feature"])
         label = repr(str(names[f])) if names is not None else str(f)
-        if node.get("decision_type", "<=") != "<=":
-            _refuse(
-                f"the categorical split on feature {label}",
-                " (LightGBM categorical splits test set membership, not x <= b)",
-            )
+        kind = node.get("decision_type", "<=")
+        if kind == "==":  # a set of categories (fastcf._trees.categorical); NaN goes right
+            codes = [int(c) for c in str(node["threshold"]).split("||") if c != ""]
+            cats.append((i, f, np.array(codes, dtype=np.float64)))
+            feat.append(f)
+            nan.append(0)
+            thr.append(np.nan)
+            bnd.append(np.nan)
+            val.append(v)
+            stack.append((node["right_child"], i, 1))
+            stack.append((node["left_child"], i, 0))
+            continue
+        if kind != "<=":  # pragma: no cover - LightGBM writes no other
+            _refuse(f"the split of kind {kind!r} on feature {label}")
         t = float(node["threshold"])
         mt, dl = str(node.get("missing_type", "None")), bool(node.get("default_left", True))
         b = boundary(t, mt, dl)
@@ -158,7 +176,8 @@ def _walk(root, n_scores, k, names):
     by_leaf = np.full(n_leaves, -1, dtype=np.int64)
     for j, i in leaf_of.items():
         by_leaf[j] = pos[i]
-    return out, by_leaf
+    cats = [(int(pos[i]), f, c) for i, f, c in cats if pos[i] >= 0]
+    return out, by_leaf, cats
 
 
 def _dump(model):
@@ -189,12 +208,13 @@ def _walk_all(model):
         )
     S = int(d["num_tree_per_iteration"])
     names = getattr(model, "feature_names_in_", None)
-    trees, maps = [], []
+    trees, maps, cats = [], [], []
     for i, info in enumerate(d["tree_info"]):
-        t, m = _walk(info["tree_structure"], S, i % S, names)
+        t, m, c = _walk(info["tree_structure"], S, i % S, names)
         trees.append(t)
         maps.append(m)
-    return trees, maps, d, kind, objective, S
+        cats.append(c)
+    return trees, maps, d, kind, objective, S, cats
 
 
 def _classifier(model):
@@ -215,7 +235,7 @@ def parse(model) -> Forest:
         Not a ``LGBMClassifier``.
     """
     _classifier(model)
-    trees, _, d, kind, objective, S = _walk_all(model)
+    trees, _, d, kind, objective, S, cats = _walk_all(model)
     if not trees:
         raise ValueError(f"model: this {type(model).__name__} has no trees")
     K = len(model.classes_)
@@ -234,7 +254,33 @@ def parse(model) -> Forest:
         decision = outputs.multiclass(link, K, band=2.0**-46)
     forest = Forest(trees, base, divisor, decision, link, D, DOMAIN, RULE)
     forest.branch_budget = 0  # the program alone answers sooner (fastcf._trees.branch)
+    if any(cats):
+        forest.categories = _categories(forest, d, cats, D)
     return forest
+
+
+def _categories(forest, d, cats, D):
+    """Return the :class:`~fastcf._trees.categorical.Categories` of the categorical splits.
+
+    A feature's categories: the values its model file lists (``feature_infos``; the negative
+    ones, which every split sends right, left out) and those of its splits' bitsets.
+    """
+    from .categorical import Categories
+
+    infos = d.get("feature_infos", {})
+    names = d.get("feature_names", [])
+    values = {}
+    for per_tree in cats:
+        for _, f, codes in per_tree:
+            seen = infos.get(names[f], {}).get("values", []) if f < len(names) else []
+            v = np.concatenate([values.get(f, []), np.asarray(seen, dtype=np.float64), codes])
+            values[f] = np.unique(v[v >= 0.0])
+    nodes, left = [], []
+    for t, per_tree in enumerate(cats):
+        for p, f, codes in per_tree:
+            nodes.append(int(forest.offset[t]) + p)
+            left.append(np.isin(values[f], codes))
+    return Categories(values, nodes, left, forest.is_leaf.size, D, truncate=True)
 
 
 def check(forest: Forest, model, n_probe: int = 512, seed: int = 0):
@@ -251,7 +297,7 @@ def check(forest: Forest, model, n_probe: int = 512, seed: int = 0):
     band = np.array([ZERO, -ZERO, 0.0, np.nextafter(ZERO, 1.0), _BELOW, ZERO / 2])
     P = probe(forest, n_probe, seed, extra=band)
     R = model_input(model, P)
-    _, maps, _, _, _, _ = _walk_all(model)
+    _, maps, _, _, _, _, _ = _walk_all(model)
     own = np.asarray(model.predict(R, pred_leaf=True)).reshape(P.shape[0], -1).astype(np.int64)
     leaves = np.full(own.shape, -2, dtype=np.int64)
     for t in range(min(own.shape[1], len(maps))):
