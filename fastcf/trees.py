@@ -24,9 +24,9 @@ Every success is confirmed by the model's own ``predict`` (and ``predict_proba``
 
 A NaN in a query is a missing value the model routes itself: it stays missing in the answer and
 the other features move, answered on the forest conditioned on the query's missing features
-(:mod:`fastcf._trees.missing`). HistGradientBoosting's and LightGBM's categorical features are
-answered conditioned on their categories, over every combination of those a query leaves free
-(:mod:`fastcf._trees.categorical`).
+(:mod:`fastcf._trees.missing`). HistGradientBoosting's, LightGBM's and XGBoost's categorical
+features are answered conditioned on their categories, over every combination of those a query
+leaves free (:mod:`fastcf._trees.categorical`).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class TreeExplainer(BaseExplainer):
         ``model`` is not a supported tree classifier (a regressor, another library's model).
     ValueError
         ``model`` is not fitted, has several outputs, uses a configuration that is not
-        supported (XGBoost's categorical splits, HistGradientBoosting's
+        supported (an XGBoost model fitted on pandas categories, HistGradientBoosting's
         non-numeric categories, XGBoost's dart/gblinear, LightGBM's linear trees, ...:
         the message names it), or fastcf's parsed copy disagrees with it (on rows placed on
         and next to every split value, and on rows with NaN where the model routes them).
@@ -237,11 +237,13 @@ class TreeExplainer(BaseExplainer):
             categorical feature of a HistGradientBoostingClassifier holds a category value; a
             value that is none of its categories is routed as missing, as the model routes
             it. LightGBM reads a categorical value through its integer cast (2.7 is category
-            2; a NaN, a negative value or a category outside a split's set goes right). An
-            answer keeps it or moves it to a category the model knows (within
-            ``bounds``), each change costing ``w_f`` (``w_f²`` under the Euclidean root) and
-            counting for ``max_changes``: the exact answer over every combination of the free
-            categories (:mod:`fastcf._trees.categorical`; at most 4096 per query).
+            2; a NaN, a negative value or a category outside a split's set goes right), XGBoost
+            through the int cast of its float32 (a node's listed categories go right, a NaN to
+            the default child, any other value left). An answer keeps it or moves it to a
+            category the model knows (within ``bounds``), each change costing ``w_f``
+            (``w_f²`` under the Euclidean root) and counting for ``max_changes``: the exact
+            answer over every combination of the free categories
+            (:mod:`fastcf._trees.categorical`; at most 4096 per query).
         target : label or array_like of N labels
             Class label(s) as in ``classes_``.
         region : bool, default=True

@@ -1191,8 +1191,9 @@ def boosted_splits(model):
                 return
             s = node["split"]
             f = list(names).index(s) if names is not None else int(s[1:])
-            c = np.float32(node["split_condition"])
-            out.append((f, lambda x, c=c: bool(np.float32(x) < c), dom))
+            if not isinstance(node["split_condition"], list):  # (a set: the callers pin it)
+                c = np.float32(node["split_condition"])
+                out.append((f, lambda x, c=c: bool(np.float32(x) < c), dom))
             for ch in node["children"]:
                 walk(ch)
 
@@ -1308,6 +1309,27 @@ def categories_brute_force(
         else:
             best = min(best, d + (w if moved else 0.0))
     return best
+
+
+def xgb_listed_max(model, f):
+    """The largest category that an XGBoost model's set splits on feature f list (−1: none),
+    from its own text dump (a categorical node's ``split_condition`` is the list)."""
+    import json
+
+    top = -1.0
+
+    def walk(node):
+        nonlocal top
+        if "children" not in node:
+            return
+        if node["split"] in (f"f{f}", str(f)) and isinstance(node["split_condition"], list):
+            top = max([top, *map(float, node["split_condition"])])
+        for ch in node["children"]:
+            walk(ch)
+
+    for text in model.get_booster().get_dump(dump_format="json"):
+        walk(json.loads(text))
+    return top
 
 
 def tabular_grid_brute_force(decision, row, grids, cost, target, margin=0.0):

@@ -27,12 +27,18 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import boosted_cells_brute_force, categories_brute_force, tree_cells_brute_force
+from reference import (
+    boosted_cells_brute_force,
+    categories_brute_force,
+    tree_cells_brute_force,
+    xgb_listed_max,
+)
 
 from fastcf import TreeExplainer
 
-_KINDS = ["tree", "forest", "extra", "gb", "hist", "xgboost", "lightgbm", "hist-cat", "lgb-cat"]
-_ROUTES_NAN = ("hist", "xgboost", "lightgbm", "hist-cat", "lgb-cat")
+_CATS = ["hist-cat", "lgb-cat", "xgb-cat"]
+_KINDS = ["tree", "forest", "extra", "gb", "hist", "xgboost", "lightgbm", *_CATS]
+_ROUTES_NAN = ("hist", "xgboost", "lightgbm", *_CATS)
 _CAT = 0  # the categorical feature of the "-cat" kinds (categories 0..4)
 
 
@@ -66,9 +72,15 @@ def _model(kind, X, y, n, depth, seed):
             max_iter=n, max_depth=depth, min_samples_leaf=3, random_state=seed,
             categorical_features=[_CAT] if kind == "hist-cat" else None,
         ).fit(X, y)  # fmt: skip
-    if kind == "xgboost":
+    if kind in ("xgboost", "xgb-cat"):
         xgb = pytest.importorskip("xgboost")
-        return xgb.XGBClassifier(n_estimators=n, max_depth=depth, random_state=seed).fit(X, y)
+        cat = {} if kind == "xgboost" else {"enable_categorical": True, "tree_method": "hist"}
+        if cat:  # numeric category codes, the feature's type given
+            cat["feature_types"] = ["c" if f == _CAT else "q" for f in range(X.shape[1])]
+            cat["max_cat_to_onehot"] = 1 + int(seed % 2) * 7  # partition or one-hot splits
+        return xgb.XGBClassifier(n_estimators=n, max_depth=depth, random_state=seed, **cat).fit(
+            X, y
+        )
     lgb = pytest.importorskip("lightgbm")
     cat = {"min_data_per_group": 3, "cat_smooth": 1.0} if kind == "lgb-cat" else {}
     return lgb.LGBMClassifier(
@@ -144,6 +156,8 @@ def test_fuzz_tree_explain_equals_the_brute_force(data):
             rlo[f] = rhi[f] = x0[f]
     if cat:  # over the categories the model knows (a missing one stays missing)
         cats = np.unique(X[:, _CAT][np.isfinite(X[:, _CAT])]) if np.isfinite(x0[_CAT]) else []
+        if kind == "xgb-cat":  # XGBoost's: 0 up to the largest a split lists (the parse's rule)
+            cats = [c for c in cats if c <= xgb_listed_max(model, _CAT)]
         ref = categories_brute_force(
             model, x0, target, _CAT, cats, w=float(w[_CAT]), metric=opts["metric"],
             max_changes=opts.get("max_changes"), lo=rlo, hi=rhi, weights=w,

@@ -15,7 +15,7 @@ Where each piece lives:
   arithmetic, :mod:`.agree` the check of a parsed model against the library's own predictions.
 - :mod:`.missing` — NaN in a query: the forest conditioned on the missing features (each split
   on one collapsed to the child the library routes a NaN to), answered by the same solvers.
-- :mod:`.categorical` — HistGradientBoosting's and LightGBM's categorical splits (sets): routed
+- :mod:`.categorical` — native categorical splits (HistGB, LightGBM, XGBoost; sets): routed
   as the model routes them; answered conditioned on the query's categories, over every
   combination of the categories a query leaves free.
 - :mod:`.leaves` — one tree: the cheapest projection of x onto the box of a target leaf.

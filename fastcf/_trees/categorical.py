@@ -1,4 +1,4 @@
-"""Native categorical splits (HistGradientBoosting, LightGBM): sets of categories, not ``x <= b``.
+"""Native categorical splits (HistGradientBoosting, LightGBM, XGBoost): sets, not ``x <= b``.
 
 A ``HistGradientBoostingClassifier`` fitted with ``categorical_features`` encodes each
 categorical column with its own ``OrdinalEncoder`` (``categories_``: the sorted raw values seen
@@ -22,6 +22,18 @@ bitset left, any other right. So with ``truncate=True``::
 (a value of 2³¹ or more overflows the cast; x86's result, −2³¹, goes right too). The categories
 of a LightGBM feature are those its model file lists (``feature_infos``), those of the splits'
 bitsets among them.
+
+XGBoost (``enable_categorical=True`` with ``feature_types``, on numeric codes) reads the float32
+of a value, and its ``Decision`` (``src/common/categorical.h``) sends a node's listed categories
+*right*: a NaN takes the node's default child, a value with float32(v) < 0 or >= 2²⁴ (invalid)
+goes left, and otherwise the category trunc(float32(v)) goes right iff the node lists it::
+
+    trunc(float32(v)) is category k of f (0 <= float32(v) < 2²⁴)  →  left iff k is not listed
+    v is NaN                                                   →  the default child
+    anything else                                              →  left
+
+XGBoost's categories are the integers 0, 1, …: those of a feature are 0 up to the largest one
+a split lists (a larger one, listed nowhere, goes left everywhere, as the unlisted ones below).
 
 :class:`Categories` holds the category values of each categorical feature and the left set of
 each categorical node, and routes rows (:meth:`Categories.route`, used by
@@ -58,13 +70,19 @@ class Categories:
     left : list of ndarray of bool
         For each of ``nodes``, which categories of its feature go left (by code).
     n_nodes, n_features : int
-    truncate : bool, default=False
-        LightGBM's reading of a value: the category of ``trunc(v)`` (the module docstring);
-        else the category equal to v.
+    reader : {"exact", "lightgbm", "xgboost"}, default="exact"
+        How the library reads a value (the module docstring): the category equal to v and an
+        unseen value as missing (HistGradientBoosting); ``trunc(v)`` and anything else right
+        (LightGBM); ``trunc(float32(v))`` and anything else but NaN left (XGBoost).
     """
 
-    def __init__(self, values, nodes, left, n_nodes, n_features, truncate=False):
-        self.truncate = bool(truncate)
+    #: the side of a value that is no category (not NaN): None for the node's missing side
+    _OTHER = {"exact": None, "lightgbm": False, "xgboost": True}
+
+    def __init__(self, values, nodes, left, n_nodes, n_features, reader="exact"):
+        if reader not in self._OTHER:  # pragma: no cover - the parsers' own argument
+            raise ValueError(f"reader must be one of {sorted(self._OTHER)}; got {reader!r}")
+        self.reader = reader
         self.values = {int(f): np.asarray(v, dtype=np.float64) for f, v in values.items()}
         self.is_cat = np.zeros(n_features, dtype=bool)
         self.is_cat[list(self.values)] = True
@@ -76,40 +94,53 @@ class Categories:
             self.left[i, : len(m)] = m
 
     def code(self, f, v):
-        """Return the category code of each value v of feature f (−1: NaN or unseen)."""
+        """Return the category code of each value v of feature f (−1: NaN or no category)."""
         cats = self.values[int(f)]
         v = np.asarray(v, dtype=np.float64)
         ok = True
-        if self.truncate:  # LightGBM: static_cast<int>(v), a negative or NaN one none
-            with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
+            if self.reader == "lightgbm":  # static_cast<int>(v); a negative cast is none
                 v = np.trunc(v)
                 ok = (v >= 0.0) & (v < 2.0**31)
+            elif self.reader == "xgboost":  # float32(v) in [0, 2²⁴), then its int cast
+                v32 = v.astype(np.float32).astype(np.float64)
+                ok = (v32 >= 0.0) & (v32 < 2.0**24)
+                v = np.trunc(v32)
         k = np.clip(np.searchsorted(cats, v), 0, cats.size - 1)
         return np.where(ok & (cats[k] == v), k, -1)
 
-    def route(self, node, feature, v, missing, go):
-        """Return ``go`` with the categorical nodes' decisions.
+    def decide(self, rows, k, v, missing):
+        """Return the decisions (True: left) at categorical nodes (rows of :attr:`left`).
 
-        Left iff v's category is in the node's left set; a NaN or unseen value takes the
-        missing side (``missing == 1``: left).
+        ``k``: the codes of the values ``v`` (:meth:`code`); ``missing``: the nodes' missing
+        sides (1: left). A category goes by the node's set, a NaN to the missing side, any
+        other value to the reader's side for it (HistGradientBoosting: the missing side).
         """
+        inset = self.left[rows, np.maximum(k, 0)]
+        other = self._OTHER[self.reader]
+        nan_side = missing == 1
+        side = nan_side if other is None else np.where(np.isnan(v), nan_side, other)
+        return np.where(k >= 0, inset, side)
+
+    def route(self, node, feature, v, missing, go):
+        """Return ``go`` with the categorical nodes' decisions (:meth:`decide`)."""
         cat = self.row[node] >= 0
         if not cat.any():
             return go
         go = go.copy()
         for f in np.unique(feature[cat]):
             sel = cat & (feature == f)
-            k = self.code(f, v[sel])
-            inset = self.left[self.row[node[sel]], np.maximum(k, 0)]
-            go[sel] = np.where(k >= 0, inset, missing[sel] == 1)
+            vs = v[sel]
+            go[sel] = self.decide(self.row[node[sel]], self.code(f, vs), vs, missing[sel])
         return go
 
     def probe_values(self, f):
         """Return values to probe feature f with: its categories, an unseen one, a negative."""
         cats = self.values[int(f)]
         out = [cats, [cats.max() + 1.0, -1.0, cats.min() + 0.5]]
-        if self.truncate:  # the cast's edges: fractions, −0.5 (category 0), 2³¹ and beyond
-            out.append([cats.max() + 0.75, -0.5, -0.0, 2.0**31 - 1.0, 2.0**31, 1e300])
+        if self.reader != "exact":  # the casts' edges: fractions, −0.5, 2²⁴, 2³¹ and beyond
+            edges = [cats.max() + 0.75, -0.5, -0.0, 2.0**24 - 1.0, 2.0**24, 2.0**24 - 0.25]
+            out.append(edges + [2.0**31 - 1.0, 2.0**31, 3e38])
         return np.concatenate(out)
 
     def known(self, f, v):

@@ -118,8 +118,8 @@ def _goes_left(fo: Forest, i: int, v: float) -> bool:
         return bool(fo.missing[i] == 1)
     cats = fo.categories
     if cats is not None and cats.row[i] >= 0:
-        k = int(cats.code(fo.feature[i], v))
-        return bool(cats.left[cats.row[i], k]) if k >= 0 else bool(fo.missing[i] == 1)
+        k = cats.code(fo.feature[i], [v])
+        return bool(cats.decide(cats.row[i : i + 1], k, np.array([v]), fo.missing[i : i + 1])[0])
     return bool(v <= fo.boundary[i])
 
 

@@ -280,7 +280,7 @@ def _categories(forest, d, cats, D):
         for p, f, codes in per_tree:
             nodes.append(int(forest.offset[t]) + p)
             left.append(np.isin(values[f], codes))
-    return Categories(values, nodes, left, forest.is_leaf.size, D, truncate=True)
+    return Categories(values, nodes, left, forest.is_leaf.size, D, reader="lightgbm")
 
 
 def check(forest: Forest, model, n_probe: int = 512, seed: int = 0):

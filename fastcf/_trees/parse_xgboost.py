@@ -29,8 +29,16 @@ and class 1 iff ``p > 0.5`` (so a margin within ~1e-7 above 0 is class 0); ``mul
 tie); ``multi:softmax`` — the first argmax of the margins, ``predict_proba`` SciPy's softmax of
 them. These are computed as the library computes them (:mod:`fastcf._trees.outputs`).
 
-Not supported (refused with the reason): ``gblinear`` and ``dart`` boosters, categorical splits,
-vector leaves (``multi_strategy="multi_output_tree"``), other objectives, a numeric ``missing``.
+Categorical splits (``enable_categorical=True`` with ``feature_types=["c", ...]``, fitted on
+numeric category codes 0, 1, …) are read as sets, with XGBoost's own reading of a value (the
+node lists the categories that go right; a value that is no category goes left:
+:mod:`fastcf._trees.categorical`); the explainer answers over the categories a query leaves
+free, as for HistGradientBoosting.
+
+Not supported (refused with the reason): ``gblinear`` and ``dart`` boosters, vector leaves
+(``multi_strategy="multi_output_tree"``), other objectives, a numeric ``missing``, and a model
+fitted on a DataFrame of pandas categories (XGBoost re-codes those by their labels; the explainer
+reads numbers: fit on the codes with ``feature_types``).
 """
 
 from __future__ import annotations
@@ -174,8 +182,12 @@ def parse(model) -> Forest:
         per = S * int(gb["gbtree_model_param"].get("num_parallel_tree", "1"))
         indptr = np.arange(0, info.size + 1, per)
     n_iter = _n_iterations(model, indptr.size - 1)
-    names = getattr(model, "feature_names_in_", None)
-    trees = []
+    if any(gb.get("cats", {}).get("enc", [])):
+        _refuse(
+            "an XGBoost model fitted on pandas categories (XGBoost re-codes them by label)",
+            "; fit on numeric category codes 0, 1, ... with feature_types=['c', ...]",
+        )
+    trees, sets = [], []
     for i, t in enumerate(gb["trees"][: int(indptr[n_iter])]):
         if int(t["tree_param"].get("size_leaf_vector", "1")) > 1:
             _refuse("an XGBoost tree with vector leaves")
@@ -183,22 +195,17 @@ def parse(model) -> Forest:
         feat = np.asarray(t["split_indices"], dtype=np.int64)
         cond = np.asarray(t["split_conditions"], dtype=np.float64).astype(_F32)
         inner = left >= 0
-        cats = np.asarray(t.get("split_type", [0] * left.size))[inner] != 0
-        if cats.any():
-            f = int(feat[inner][np.flatnonzero(cats)[0]])
-            label = repr(str(names[f])) if names is not None else str(f)
-            _refuse(
-                f"the categorical split on feature {label}",
-                " (enable_categorical splits test set membership, not x <= b)",
-            )
+        is_cat = inner & (np.asarray(t.get("split_type", [0] * left.size)) != 0)
         c = np.where(inner, cond, _F32(0.0))
-        b = boundary(c)
-        _check_boundaries(b[inner], c[inner])
+        b = np.where(is_cat, np.nan, boundary(c))  # (a set: fastcf._trees.categorical)
+        _check_boundaries(b[inner & ~is_cat], c[inner & ~is_cat])
         value = np.zeros((left.size, S))
         value[:, int(info[i]) if S > 1 else 0] = cond.astype(np.float64)  # leaves: the values
         dl = np.asarray(t["default_left"], dtype=np.int8)  # a NaN's child (missing=np.nan)
-        out, _ = tree(feat, c.astype(np.float64), b, left, t["right_children"], value, dl)
+        thr = np.where(is_cat, np.nan, c.astype(np.float64))
+        out, pos = tree(feat, thr, b, left, t["right_children"], value, dl)
         trees.append(out)
+        sets.append(_listed(t, pos, feat))
     if not trees:
         raise ValueError(f"model: this {type(model).__name__} has no trees")
     base = _intercept(objective, cfg["learner_model_param"]["base_score"], S)
@@ -213,7 +220,43 @@ def parse(model) -> Forest:
         link, decision = outputs.XGBMarginSoftmax(), Argmax(K)
     forest = Forest(trees, base, 1.0, decision, link, D, DOMAIN, RULE, dtype=np.float32)
     forest.branch_budget = 0  # the program alone answers sooner (fastcf._trees.branch)
+    if any(sets):
+        forest.categories = _categories(forest, sets, D)
     return forest
+
+
+def _listed(t, pos, feat):
+    """Return ``(position, feature, listed categories)`` of a tree's categorical nodes."""
+    nodes = np.asarray(t.get("categories_nodes", []), dtype=np.int64)
+    seg = np.asarray(t.get("categories_segments", []), dtype=np.int64)
+    size = np.asarray(t.get("categories_sizes", []), dtype=np.int64)
+    flat = np.asarray(t.get("categories", []), dtype=np.float64)
+    return [
+        (int(pos[n]), int(feat[n]), flat[s : s + k])
+        for n, s, k in zip(nodes, seg, size, strict=True)
+        if pos[n] >= 0
+    ]
+
+
+def _categories(forest, sets, D):
+    """Return the :class:`~fastcf._trees.categorical.Categories` of the categorical splits.
+
+    A feature's categories are 0 up to the largest one a split lists (XGBoost's codes); a
+    node's left set is every category it does not list.
+    """
+    from .categorical import Categories
+
+    top = {}
+    for per_tree in sets:
+        for _, f, listed in per_tree:
+            top[f] = max(top.get(f, 0.0), float(listed.max()) if listed.size else 0.0)
+    values = {f: np.arange(int(m) + 1, dtype=np.float64) for f, m in top.items()}
+    nodes, left = [], []
+    for t, per_tree in enumerate(sets):
+        for p, f, listed in per_tree:
+            nodes.append(int(forest.offset[t]) + p)
+            left.append(~np.isin(values[f], listed))
+    return Categories(values, nodes, left, forest.is_leaf.size, D, reader="xgboost")
 
 
 def _check_boundaries(b, c):
@@ -242,9 +285,9 @@ def check(forest: Forest, model, n_probe: int = 512, seed: int = 0):
     R = model_input(model, P)
     booster = model.get_booster()
     it = _n_iterations(model, booster.num_boosted_rounds())
-    node = booster.predict(
-        xgb.DMatrix(R, missing=np.nan), pred_leaf=True, iteration_range=(0, it)
-    ).reshape(P.shape[0], -1)
+    types = getattr(model, "feature_types", None)
+    dm = xgb.DMatrix(R, missing=np.nan, feature_types=types, enable_categorical=bool(types))
+    node = booster.predict(dm, pred_leaf=True, iteration_range=(0, it)).reshape(P.shape[0], -1)
     gb = json.loads(booster.save_raw("json"))["learner"]["gradient_booster"]["model"]
     leaves = np.full(node.shape, -2, dtype=np.int64)  # (a wrong shape fails in verify)
     for t in range(min(node.shape[1], forest.n_trees)):
