@@ -181,3 +181,24 @@ def test_xgboost_fitted_on_pandas_categories_is_refused():
     m = xgb(n_estimators=2, max_depth=2, enable_categorical=True, tree_method="hist").fit(df, y)
     with pytest.raises(ValueError, match="pandas categories.*feature_types"):
         TreeExplainer(m)
+
+
+def test_tabular_pipeline_with_set_splits_is_refused_with_the_way_out():
+    """TabularExplainer answers threshold trees only: a pipeline whose LightGBM model splits
+    by sets of categories is refused with a TypeError that says what to do instead."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("lightgbm")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OrdinalEncoder
+
+    from fastcf import TabularExplainer
+
+    X, y = _data(2, seed=9)
+    df = pd.DataFrame({"a": X[:, 0], "kind": X[:, 1].astype(int).astype(str), "z": X[:, 2]})
+    pre = ColumnTransformer([("cat", OrdinalEncoder(), ["kind"])], remainder="passthrough")
+    params = dict(n_estimators=3, num_leaves=4, min_data_per_group=5, cat_smooth=1.0)
+    pipe = Pipeline([("pre", pre), ("clf", lgb(**params))])
+    pipe.fit(df, y, clf__categorical_feature=[0])
+    with pytest.raises(TypeError, match="native categorical features.*TreeExplainer"):
+        TabularExplainer(pipe, df)

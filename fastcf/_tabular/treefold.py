@@ -216,7 +216,8 @@ def fold_trees(model, X):
     if forest.categories is not None:  # set splits: TreeExplainer answers them, not this fold
         raise TypeError(
             f"the classifier {clf_name!r} ({_name(clf)}) is not supported: its native "
-            "categorical features (categorical_features) split by sets of categories; encode "
+            "categorical features (categorical_features=, categorical_feature=, "
+            "enable_categorical=) split by sets of categories; encode "
             "the columns in the pipeline (OneHotEncoder, OrdinalEncoder) instead, or explain "
             "the model alone with fastcf.TreeExplainer"
         )
