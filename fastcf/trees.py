@@ -234,16 +234,12 @@ class TreeExplainer(BaseExplainer):
             XGBoost's ``default_left``, LightGBM's missing type and ``default_left``): it stays
             NaN in the answer, as a frozen feature (a counterfactual does not impute), the
             other features move, the distance ignores it and ``changed`` never lists it. A
-            categorical feature of a HistGradientBoostingClassifier holds a category value; a
-            value that is none of its categories is routed as missing, as the model routes
-            it. LightGBM reads a categorical value through its integer cast (2.7 is category
-            2; a NaN, a negative value or a category outside a split's set goes right), XGBoost
-            through the int cast of its float32 (a node's listed categories go right, a NaN to
-            the default child, any other value left). An answer keeps it or moves it to a
-            category the model knows (within ``bounds``), each change costing ``w_f``
+            categorical feature (HistGradientBoosting, LightGBM, XGBoost) holds a category
+            value, read as the library reads it (LightGBM and XGBoost: an integer cast; a value
+            that is no category goes where the library sends it). An answer keeps it or moves
+            it to a category the model knows (within ``bounds``), each change costing ``w_f``
             (``w_f²`` under the Euclidean root) and counting for ``max_changes``: the exact
-            answer over every combination of the free categories
-            (:mod:`fastcf._trees.categorical`; at most 4096 per query).
+            answer over every combination (:mod:`fastcf._trees.categorical`; ≤ 4096).
         target : label or array_like of N labels
             Class label(s) as in ``classes_``.
         region : bool, default=True

@@ -145,8 +145,8 @@ def test_failed_rows_carry_their_message(rng_data):
     options = {"region": True, "frozen": list(range(D))}  # nothing may move: every row fails
     ref = ex.explain(X, targets, **options)
     assert not ref.success.any()
-    got = fdist.explain(ex, da.from_array(X, chunks=(ROW_CHUNKS, D)), targets, **options)
-    got = got.compute(scheduler="threads")
+    dX = da.from_array(X, chunks=(ROW_CHUNKS, D))
+    got = fdist.explain(ex, dX, targets, client=False, **options).compute(scheduler="threads")
     assert got.message.dtype == object and got.message.tolist() == list(ref.message)
     assert all(isinstance(m, str) and m for m in got.message)
     out = fdist.explain_partition(ex, X, targets, **options)
