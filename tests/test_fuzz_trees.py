@@ -89,10 +89,8 @@ def _model(kind, X, y, n, depth, seed):
     ).fit(X, y, categorical_feature=[_CAT] if kind == "lgb-cat" else "auto")  # fmt: skip
 
 
-@settings(max_examples=_examples(12), deadline=None)
-@given(data=st.data())
-def test_fuzz_tree_explain_equals_the_brute_force(data):
-    draw = data.draw
+def _draw_case(draw):
+    """Draw a model, a query, a target and options; return them with the query's box."""
     kind = draw(st.sampled_from(_KINDS))
     seed = draw(st.integers(0, 2**16))
     rng = np.random.default_rng(seed)
@@ -112,7 +110,6 @@ def test_fuzz_tree_explain_equals_the_brute_force(data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # small data: the libraries warn about it
         model = _model(kind, X, y, n, depth, seed)
-    ex = TreeExplainer(model)
 
     # the query: a training row, or its values snapped to split values (on a boundary)
     x0 = np.nan_to_num(X[draw(st.integers(0, N - 1))].copy(), nan=0.0)
@@ -130,64 +127,107 @@ def test_fuzz_tree_explain_equals_the_brute_force(data):
     opts = {"metric": draw(st.sampled_from(["manhattan", "euclidean", "l0"]))}
     if draw(st.booleans()):
         opts["weights"] = rng.choice([0.5, 1.0, 3.0], D)
-    lo = hi = None
     if draw(st.booleans()):
         span = np.nanmax(np.abs(X)) + 1.0
         lo = np.where(np.isnan(x0), -np.inf, np.nan_to_num(x0) - rng.uniform(0, 1, D) * span)
         hi = np.where(np.isnan(x0), np.inf, np.nan_to_num(x0) + rng.uniform(0, 1, D) * span)
         opts["bounds"] = (lo, hi)
-    frozen = []
     if draw(st.booleans()):
-        frozen = [draw(st.integers(0, D - 1))]
-        opts["frozen"] = frozen
+        opts["frozen"] = [draw(st.integers(0, D - 1))]
     if draw(st.booleans()):
         opts["max_changes"] = draw(st.integers(1, D))
     if draw(st.booleans()):
         opts["proba"] = draw(st.sampled_from([0.5, 0.6, 0.8]))
+    return kind, model, X, x0, target, opts
 
-    res = ex.explain(x0, target, **opts)
 
-    # the brute force: frozen features as a box of width 0
+def _reference(kind, model, X, x0, target, opts, free=None):
+    """The brute force's least distance (inf: none); features outside ``free`` frozen too."""
+    D = x0.shape[0]
     w = opts.get("weights", np.ones(D))
-    rlo = np.full(D, -np.inf) if lo is None else lo.copy()
-    rhi = np.full(D, np.inf) if hi is None else hi.copy()
-    for f in frozen:
-        if np.isfinite(x0[f]):
-            rlo[f] = rhi[f] = x0[f]
-    if cat:  # over the categories the model knows (a missing one stays missing)
+    lo, hi = opts.get("bounds", (np.full(D, -np.inf), np.full(D, np.inf)))
+    rlo, rhi = lo.copy(), hi.copy()
+    pinned = np.zeros(D, dtype=bool)
+    pinned[opts.get("frozen", [])] = True
+    if free is not None:
+        pinned |= ~free
+    pin = pinned & np.isfinite(x0)  # frozen features as a box of width 0
+    rlo[pin] = rhi[pin] = x0[pin]
+    if kind.endswith("-cat"):  # over the categories the model knows (a missing one stays)
         cats = np.unique(X[:, _CAT][np.isfinite(X[:, _CAT])]) if np.isfinite(x0[_CAT]) else []
         if kind == "xgb-cat":  # XGBoost's: 0 up to the largest a split lists (the parse's rule)
             cats = [c for c in cats if c <= xgb_listed_max(model, _CAT)]
-        ref = categories_brute_force(
+        return categories_brute_force(
             model, x0, target, _CAT, cats, w=float(w[_CAT]), metric=opts["metric"],
             max_changes=opts.get("max_changes"), lo=rlo, hi=rhi, weights=w,
             proba=opts.get("proba"),
         )  # fmt: skip
-    else:
-        brute = boosted_cells_brute_force if kind in _ROUTES_NAN else tree_cells_brute_force
-        ref, _ = brute(
-            model, x0, target, metric=opts["metric"], w=w, lo=rlo, hi=rhi,
-            max_changes=opts.get("max_changes"), proba=opts.get("proba"),
-        )  # fmt: skip
+    brute = boosted_cells_brute_force if kind in _ROUTES_NAN else tree_cells_brute_force
+    ref, _ = brute(
+        model, x0, target, metric=opts["metric"], w=w, lo=rlo, hi=rhi,
+        max_changes=opts.get("max_changes"), proba=opts.get("proba"),
+    )  # fmt: skip
+    return ref
 
+
+def _valid(model, x, x0, target, opts):
+    """Assert that x is an answer of the query: the target (and τ), the box, frozen features
+    unchanged bit for bit, a missing value still missing, at most ``max_changes`` changed."""
+    assert model.predict(x[None])[0] == target, opts
+    if "proba" in opts:
+        col = list(model.classes_).index(target)
+        assert model.predict_proba(x[None])[0, col] >= opts["proba"]
+    keep = np.isnan(x0)
+    assert np.array_equal(np.isnan(x), keep)  # a missing value stays missing
+    if "bounds" in opts:
+        lo, hi = opts["bounds"]
+        assert np.all((x[~keep] >= lo[~keep]) & (x[~keep] <= hi[~keep]))
+    for f in opts.get("frozen", []):
+        assert np.array_equal(x[f], x0[f], equal_nan=True)
+    if "max_changes" in opts:
+        assert (~keep & (x != x0)).sum() <= opts["max_changes"]
+
+
+@settings(max_examples=_examples(12), deadline=None)
+@given(data=st.data())
+def test_fuzz_tree_explain_equals_the_brute_force(data):
+    kind, model, X, x0, target, opts = _draw_case(data.draw)
+    res = TreeExplainer(model).explain(x0, target, **opts)
+    ref = _reference(kind, model, X, x0, target, opts)
     if res.success:
-        x = res.x
-        assert model.predict(x[None])[0] == target, (kind, opts)
-        if "proba" in opts:
-            assert model.predict_proba(x[None])[0, classes.index(target)] >= opts["proba"]
-        keep = np.isnan(x0)
-        assert np.array_equal(np.isnan(x), keep)  # a missing value stays missing
-        moved = ~keep & (x != x0)
-        if lo is not None:
-            assert np.all((x[~keep] >= lo[~keep]) & (x[~keep] <= hi[~keep]))
-        for f in frozen:
-            assert np.array_equal(x[f], x0[f], equal_nan=True)
-        if "max_changes" in opts:
-            assert moved.sum() <= opts["max_changes"]
-        assert math.isfinite(ref), ("the brute force finds no answer", kind, opts, x)
+        _valid(model, res.x, x0, target, opts)
+        assert math.isfinite(ref), ("the brute force finds no answer", kind, opts, res.x)
         assert res.distance == pytest.approx(ref, rel=1e-9, abs=1e-12), (kind, opts)
     else:
         assert not math.isfinite(ref), ("false failure", kind, opts, res.status, res.message)
+
+
+@settings(max_examples=_examples(6), deadline=None)
+@given(data=st.data())
+def test_fuzz_tree_enumerate_alternatives_are_exact(data):
+    """Each alternative is an answer of the query, the exact optimum with only its own changed
+    features free (Lawler's node froze more, and its optimum is feasible there); the first is
+    explain's; distances never fall; no changed set contains an earlier one's; and there are
+    alternatives iff explain succeeds."""
+    kind, model, X, x0, target, opts = _draw_case(data.draw)
+    ex = TreeExplainer(model)
+    k = data.draw(st.integers(1, 4))
+    alts = ex.enumerate(x0, target, k=k, **opts)
+    res = ex.explain(x0, target, **opts)
+    assert len(alts) <= k and (len(alts) > 0) == bool(res.success), (kind, opts)
+    sets = []
+    for i, a in enumerate(alts):
+        assert a.success
+        _valid(model, a.x, x0, target, opts)
+        S = ~np.isnan(x0) & (a.x != x0)
+        ref = _reference(kind, model, X, x0, target, opts, free=S)
+        assert a.distance == pytest.approx(ref, rel=1e-9, abs=1e-12), (kind, opts, i, S)
+        assert not any(prev <= set(np.flatnonzero(S)) for prev in sets)
+        sets.append(set(np.flatnonzero(S)))
+        if i:
+            assert a.distance >= alts[i - 1].distance * (1 - 1e-12)
+    if alts:
+        assert alts[0].distance == pytest.approx(res.distance, rel=1e-12, abs=1e-300)
 
 
 def test_a_weighted_move_across_the_double_range_costs_inf_silently():
