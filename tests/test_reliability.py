@@ -5,6 +5,7 @@ that names the argument: the message must say which argument is wrong, not only 
 failed.
 """
 
+import math
 import os
 import pickle
 import subprocess
@@ -2405,3 +2406,24 @@ def test_region_margin_zero_keeps_a_source_already_inside(metric, max_changes):
     # a source that is not inside still moves past the boundary (margin 0 raised to the floor)
     res = ex.explain(np.array([1.0]), 1, **opts)
     assert res.success and 0.0 < res.distance < 1.0 + 1e-12 and ex.predict(res.x[None])[0] == 1
+
+
+@pytest.mark.parametrize("a", [1e-3, 4.4322873769305165e-16, 1e-20])
+@pytest.mark.parametrize("tau", [0.5, 0.9])
+def test_softmax_proba_lambda_search_follows_the_problems_scale(a, tau):
+    """Soak of 2026-11-26 (test_fuzz_linear_explain[softmax]): five classes, logits (x_0, 0, 0,
+    0, a·x_1), x̄ = (10⁵, 0, …), x_0 frozen, target 4. The answer moves x_1 alone to
+    (10⁵ + logit τ)/a — 2.3e20 at a = 4.4e-16, where the λ of problem (2) is ~e⁻⁸³: below the
+    search's fixed floor e⁻⁸⁰, so τ was called out of reach, then a numerical failure. The
+    floor now follows the first λ (the search's own estimate of the scale)."""
+    A = np.zeros((5, 5))
+    A[0, 0], A[4, 1] = 1.0, a
+    ex = LinearExplainer.from_arrays(A, np.zeros(5))
+    x0 = np.array([1e5, 0.0, 0.0, 0.0, 0.0])
+    res = ex.explain(x0, 4, proba=tau, frozen=[0])
+    assert res.success, res.message
+    assert ex.predict_proba(res.x[None])[0, 4] >= tau
+    assert np.array_equal(res.x[[0, 2, 3, 4]], x0[[0, 2, 3, 4]])
+    # z_4 ≥ z_0 + logit τ + log(1 + 3e^(−10⁵)) = 10⁵ + logit τ (to the last bit)
+    best = (1e5 + math.log(tau / (1 - tau))) / a
+    assert res.distance == pytest.approx(best, rel=1e-12)

@@ -54,7 +54,13 @@ _MAXITER = int(Status.MAXITER)
 _INFEASIBLE = int(Status.INFEASIBLE)
 _NUMERIC = int(Status.NUMERIC)
 
-_T_MAX = 80.0  # |log λ| searched: λ ≈ 1e−35 with p_k < τ means τ is out of reach
+# log λ searched: ±80 around 0 and around the first λ (:func:`_start`'s estimate, or the warm
+# start's): λ ≈ e⁻⁸⁰ of that with p_k < τ means τ is out of reach. Around 0 alone, a scale of
+# the problem's own (rows of 4.4e-16 against a competitor 10⁵ above: λ ≈ e⁻⁸³) put the answer
+# out of reach; a 10 000-example soak of test_fuzz_linear_explain[softmax], 2026-11-26. Never
+# beyond ±700 (e^−700 is still a normal double)
+_T_MAX = 80.0
+_T_LIM = 700.0
 _STEP_MAX = 10.0  # the largest step in log λ on a side not yet bracketed
 _FINE = 1e-4  # a Newton step in log λ below this: the solves from then on are polished
 _OUTER = 60  # solves per search (about four are needed; the rest is a safety margin)
@@ -167,7 +173,7 @@ def _start(zbar, G, k, logit_tau, one_minus_tau, y, z, q, d, gd):
     t = math.log(one_minus_tau * math.sqrt(g2) / dist) if dist > 0.0 else 0.0
     if not math.isfinite(t):
         return 0.0
-    return min(max(t, -_T_MAX), _T_MAX)
+    return min(max(t, -_T_LIM), _T_LIM)
 
 
 @kernel()
@@ -179,7 +185,8 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
     aims, in ulps of φ's scale (:func:`aim_ulps`); answers are accepted up to twice that. The
     returned y is the polished solution of the returned λ, with log p_k ≥ log τ in K-space
     arithmetic. Returns (lam, nit_total,
-    status): OK converged; INFEASIBLE τ out of reach (p_k < τ at every λ down to e^−80, or
+    status): OK converged; INFEASIBLE τ out of reach (p_k < τ at every λ down to e^−80 of the
+    first λ (and of 1), or
     down to where p_k can no longer be resolved, see below); MAXITER the search reached its
     limit of solves; NUMERIC numerical failure.
 
@@ -212,6 +219,8 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
         t = math.log(lam0)
     else:
         t = _start(zbar, G, k, logit_tau, one_minus_tau, y, W[0], q, dy, gd)
+    t_min = max(-_T_LIM, min(-_T_MAX, t - _T_MAX))  # (see _T_MAX)
+    t_max = min(_T_LIM, max(_T_MAX, t + _T_MAX))
     gmax = 0.0
     for i in range(K):
         gmax = max(gmax, GF[i, i])
@@ -338,14 +347,14 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
                 tn = min(hi, t) - wide  # all infeasible: smaller λ
         if tn == t:  # a step below the resolution of t
             tn = np.nextafter(t, np.inf if f >= 0.0 else -np.inf)
-        if tn < -_T_MAX:
-            if t <= -_T_MAX and lo == -np.inf:  # λ ≈ 1e−35 and still p_k < τ
+        if tn < t_min:
+            if t <= t_min and lo == -np.inf:  # λ ≈ e⁻⁸⁰ of the first and still p_k < τ
                 return lam, total, _INFEASIBLE
-            tn = -_T_MAX
-        if tn > _T_MAX:
-            if t >= _T_MAX:
+            tn = t_min
+        if tn > t_max:
+            if t >= t_max:
                 return lam, total, _NUMERIC
-            tn = _T_MAX
+            tn = t_max
         if not fine and ((newton and abs(tn - t) <= _FINE) or hi - lo <= _FINE):
             # Newton is converging: from now on every solve is polished, and the bracket is
             # rebuilt from polished solves alone (at small λ a solve stopped at ``tol`` can be
