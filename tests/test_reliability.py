@@ -2410,20 +2410,42 @@ def test_region_margin_zero_keeps_a_source_already_inside(metric, max_changes):
 
 @pytest.mark.parametrize("a", [1e-3, 4.4322873769305165e-16, 1e-20])
 @pytest.mark.parametrize("tau", [0.5, 0.9])
-def test_softmax_proba_lambda_search_follows_the_problems_scale(a, tau):
+@pytest.mark.parametrize("box", [None, 1e30], ids=["free", "boxed"])
+def test_softmax_proba_lambda_search_follows_the_problems_scale(a, tau, box):
     """Soak of 2026-11-26 (test_fuzz_linear_explain[softmax]): five classes, logits (x_0, 0, 0,
     0, a·x_1), x̄ = (10⁵, 0, …), x_0 frozen, target 4. The answer moves x_1 alone to
     (10⁵ + logit τ)/a — 2.3e20 at a = 4.4e-16, where the λ of problem (2) is ~e⁻⁸³: below the
-    search's fixed floor e⁻⁸⁰, so τ was called out of reach, then a numerical failure. The
-    floor now follows the first λ (the search's own estimate of the scale)."""
+    search's fixed floor e⁻⁸⁰, so τ was called out of reach, then a numerical failure (with a
+    box ±1e30, its own search: "infeasible", a false claim). The floor now follows the first λ
+    (the search's own estimate of the scale); the boxed search walks down to e⁻⁷⁰⁰ unless a
+    bound certifies τ out of reach, and its Newton solves no longer call a stalled line search
+    converged by an absolute gradient of 1e-9 (the gradients here are ~1e-16)."""
     A = np.zeros((5, 5))
     A[0, 0], A[4, 1] = 1.0, a
     ex = LinearExplainer.from_arrays(A, np.zeros(5))
     x0 = np.array([1e5, 0.0, 0.0, 0.0, 0.0])
-    res = ex.explain(x0, 4, proba=tau, frozen=[0])
+    bounds = None if box is None else (np.full(5, -box), np.full(5, box))
+    res = ex.explain(x0, 4, proba=tau, frozen=[0], bounds=bounds)
     assert res.success, res.message
     assert ex.predict_proba(res.x[None])[0, 4] >= tau
     assert np.array_equal(res.x[[0, 2, 3, 4]], x0[[0, 2, 3, 4]])
     # z_4 ≥ z_0 + logit τ + log(1 + 3e^(−10⁵)) = 10⁵ + logit τ (to the last bit)
     best = (1e5 + math.log(tau / (1 - tau))) / a
     assert res.distance == pytest.approx(best, rel=1e-12)
+
+
+def test_softmax_proba_boxed_out_of_reach_is_certified():
+    """The boxed λ-search's certificate: log p_k is concave, so its linearisation maximised
+    over the box bounds it; below log τ the query is infeasible, found at once (it walked λ to
+    its floor before). Where the box admits the answer the same query succeeds."""
+    A = np.zeros((5, 5))
+    A[0, 0], A[4, 1] = 1.0, 4.4322873769305165e-16
+    ex = LinearExplainer.from_arrays(A, np.zeros(5))
+    x0 = np.array([1e5, 0.0, 0.0, 0.0, 0.0])
+    lo, hi = np.full(5, -1e30), np.full(5, 1e30)
+    hi[1] = 1e10  # z_4 ≤ 4.4e-6: never past z_0 = 10⁵
+    res = ex.explain(x0, 4, proba=0.5, frozen=[0], bounds=(lo, hi))
+    assert not res.success and res.status == 3  # infeasible
+    hi[1] = 3e20
+    res = ex.explain(x0, 4, proba=0.5, frozen=[0], bounds=(lo, hi))
+    assert res.success and ex.predict_proba(res.x[None])[0, 4] >= 0.5

@@ -88,9 +88,11 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
         # the two forces on the features the projected gradient keeps (a large force
         # against a bound would otherwise set the scale for the free features' tiny ones)
         keep = free0 & ~(((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0)))
-        pull = lam * wt[keep] * (x[keep] - x0[keep])
-        push = g[keep] - pull
-        return tol * max(float(np.linalg.norm(pull)), float(np.linalg.norm(push)))
+        with np.errstate(over="ignore", invalid="ignore"):
+            pull = lam * wt[keep] * (x[keep] - x0[keep])
+            push = g[keep] - pull
+            out = tol * max(float(np.linalg.norm(pull)), float(np.linalg.norm(push)))
+        return out if np.isfinite(out) else tol  # (forces past the doubles: no scale)
 
     E, g, p = val_grad(x)
     eps = np.finfo(float).eps
@@ -120,15 +122,18 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
         for _ls in range(60):
             xn = np.clip(x + alpha * d, lo, hi)
             xn[~free0] = x0[~free0]
-            En, gnew, pnew = val_grad(xn)
+            with np.errstate(over="ignore", invalid="ignore"):
+                # a trial point past the doubles' range (a step ~1/λ at λ ~ e^-700) has an
+                # energy of inf or NaN: rejected below, and the step halved
+                En, gnew, pnew = val_grad(xn)
             pred = float(g @ (xn - x))
             if En <= E + 1e-4 * pred or (
                 abs(pred) <= 64 * eps * Escale and En <= E + 64 * eps * Escale
             ):
                 break
             alpha *= 0.5
-        else:
-            return x, it, (Status.OK if gn <= 1e3 * tol else Status.NUMERIC), gn
+        else:  # no step decreases E: converged if ‖∇E‖ is near its limit (relative in rel)
+            return x, it, (Status.OK if gn <= 1e3 * limit(x, g) else Status.NUMERIC), gn
         if np.array_equal(xn, x):
             return x, it, Status.OK, gn
         x, E, g, p = xn, En, gnew, pnew
@@ -186,7 +191,7 @@ def proba_bounded_one(model, x0, k, v, wt, bnd, tau):
         )
         z = A @ x + b
         m = z.max()
-        return z[k] - m - math.log(np.exp(z - m).sum()), x, it
+        return z[k] - m - math.log(np.exp(z - m).sum()), x, it, st == Status.OK
 
     z = A @ x0 + b
     if z[k] - z.max() - math.log(np.exp(z - z.max()).sum()) >= log_tau:
@@ -201,27 +206,38 @@ def proba_bounded_one(model, x0, k, v, wt, bnd, tau):
     total = 0
     t = 0.0
     xw = None
-    for _ in range(60):
-        f, x, it = logp(math.exp(t), xw)
+    sure = True  # every solve below τ converged: "infeasible" is a finding, not a guess
+    for _ in range(400):
+        f, x, it, ok = logp(math.exp(t), xw)
         total += it
         xw = x
+        # the λ of an answer follows the problem's scale, not 1: rows of 4.4e-16 against a
+        # competitor 1e5 above need λ ~ e^-83, and a floor at e^-80 called a reachable τ
+        # infeasible (a soak find, 2026-11-26). The floor is e^-700, a normal double; the steps
+        # stay small, each solve warm from the last (a step across the λ where p_k jumps to τ
+        # from far away left Newton's line search no step it could take)
         if f >= log_tau:
             t_lo, x_lo = t, x
             if t_hi is not None:
                 break
-            t += 2.3
+            t = min(t + 2.3, 700.0)
         else:
             t_hi = t
+            sure = sure and ok
             if t_lo is not None:
                 break
-            t -= 2.3
-            if t < -80:
+            if _ceiling(A, b, k, x, free, bnd) < log_tau:  # certified out of reach
                 return x, Status.INFEASIBLE, math.exp(t), total
+            if t <= -700.0:
+                return x, Status.INFEASIBLE if sure else Status.NUMERIC, math.exp(t), total
+            t = max(t - 2.3, -700.0)
+    if t_lo is None or t_hi is None:  # pragma: no cover - no bracket within e^±700
+        return x, Status.NUMERIC, math.exp(t), total
     for _ in range(200):
         if t_hi - t_lo <= 1e-14 * max(1.0, abs(t_lo)):
             break
         t = 0.5 * (t_lo + t_hi)
-        f, x, it = logp(math.exp(t), x_lo)
+        f, x, it, _ok = logp(math.exp(t), x_lo)
         total += it
         if f >= log_tau:
             t_lo, x_lo = t, x
@@ -230,6 +246,25 @@ def proba_bounded_one(model, x0, k, v, wt, bnd, tau):
         else:
             t_hi = t
     return x_lo, Status.OK, math.exp(t_lo), total
+
+
+def _ceiling(A, b, k, x, free, bnd):
+    """Return an upper bound of log p_k over the box: its linearisation at x, maximised there.
+
+    log p_k is concave, so log p_k(x') ≤ log p_k(x) + ∇ᵀ(x' − x) for every x' (∇ = Aᵀ(e_k − p)
+    on the free features); a feature with ∇_i ≠ 0 and no bound on its ascent side makes it +∞.
+    """
+    lo, hi = bnd
+    z = A @ x + b
+    m = z.max()
+    e = np.exp(z - m)
+    p = e / e.sum()
+    g = A[k] - p @ A
+    g = np.where(free, g, 0.0)
+    room = np.where(g > 0.0, hi - x, np.where(g < 0.0, lo - x, 0.0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        rise = np.where(g != 0.0, g * room, 0.0)
+    return float(z[k] - m - math.log(e.sum()) + rise.sum())
 
 
 def lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter):
