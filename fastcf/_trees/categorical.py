@@ -93,6 +93,20 @@ class Categories:
         for i, m in enumerate(left):
             self.left[i, : len(m)] = m
 
+    @classmethod
+    def of_trees(cls, forest, values, per_tree, left_of, reader="exact"):
+        """Return the categories of a parsed forest from its trees' categorical nodes.
+
+        ``per_tree[t]``: ``(position in tree t, feature, codes)`` of each categorical node;
+        ``left_of(values[f], codes)``: which categories of the feature go left there.
+        """
+        nodes, left = [], []
+        for t, cats in enumerate(per_tree):
+            for p, f, codes in cats:
+                nodes.append(int(forest.offset[t]) + p)
+                left.append(left_of(values[f], codes))
+        return cls(values, nodes, left, forest.is_leaf.size, forest.n_features, reader)
+
     def code(self, f, v):
         """Return the category code of each value v of feature f (−1: NaN or no category)."""
         cats = self.values[int(f)]

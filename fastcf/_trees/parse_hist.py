@@ -133,14 +133,14 @@ def parse(model) -> Forest:
     else:
         forest = Forest(trees, base, 1.0, Argmax(K), Softmax(), D, DOMAIN, RULE)
     if values:
-        nodes, left = [], []
-        for t, (_, cats) in enumerate(parsed):
-            for p, f, codes in cats:
-                nodes.append(int(forest.offset[t]) + p)
-                m = np.zeros(values[f].size, dtype=bool)
-                m[codes[codes < values[f].size]] = True
-                left.append(m)
-        forest.categories = Categories(values, nodes, left, forest.is_leaf.size, D)
+
+        def left_of(vals, codes):  # the bitset's codes index the categories
+            m = np.zeros(vals.size, dtype=bool)
+            m[codes[codes < vals.size]] = True
+            return m
+
+        per_tree = [cats for _, cats in parsed]
+        forest.categories = Categories.of_trees(forest, values, per_tree, left_of)
     return forest
 
 

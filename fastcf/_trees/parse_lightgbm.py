@@ -255,11 +255,11 @@ def parse(model) -> Forest:
     forest = Forest(trees, base, divisor, decision, link, D, DOMAIN, RULE)
     forest.branch_budget = 0  # the program alone answers sooner (fastcf._trees.branch)
     if any(cats):
-        forest.categories = _categories(forest, d, cats, D)
+        forest.categories = _categories(forest, d, cats)
     return forest
 
 
-def _categories(forest, d, cats, D):
+def _categories(forest, d, cats):
     """Return the :class:`~fastcf._trees.categorical.Categories` of the categorical splits.
 
     A feature's categories: the values its model file lists (``feature_infos``; the negative
@@ -275,12 +275,7 @@ def _categories(forest, d, cats, D):
             seen = infos.get(names[f], {}).get("values", []) if f < len(names) else []
             v = np.concatenate([values.get(f, []), np.asarray(seen, dtype=np.float64), codes])
             values[f] = np.unique(v[v >= 0.0])
-    nodes, left = [], []
-    for t, per_tree in enumerate(cats):
-        for p, f, codes in per_tree:
-            nodes.append(int(forest.offset[t]) + p)
-            left.append(np.isin(values[f], codes))
-    return Categories(values, nodes, left, forest.is_leaf.size, D, reader="lightgbm")
+    return Categories.of_trees(forest, values, cats, np.isin, reader="lightgbm")
 
 
 def check(forest: Forest, model, n_probe: int = 512, seed: int = 0):

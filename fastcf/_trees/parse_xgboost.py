@@ -221,7 +221,7 @@ def parse(model) -> Forest:
     forest = Forest(trees, base, 1.0, decision, link, D, DOMAIN, RULE, dtype=np.float32)
     forest.branch_budget = 0  # the program alone answers sooner (fastcf._trees.branch)
     if any(sets):
-        forest.categories = _categories(forest, sets, D)
+        forest.categories = _categories(forest, sets)
     return forest
 
 
@@ -238,7 +238,7 @@ def _listed(t, pos, feat):
     ]
 
 
-def _categories(forest, sets, D):
+def _categories(forest, sets):
     """Return the :class:`~fastcf._trees.categorical.Categories` of the categorical splits.
 
     A feature's categories are 0 up to the largest one a split lists (XGBoost's codes); a
@@ -251,12 +251,10 @@ def _categories(forest, sets, D):
         for _, f, listed in per_tree:
             top[f] = max(top.get(f, 0.0), float(listed.max()) if listed.size else 0.0)
     values = {f: np.arange(int(m) + 1, dtype=np.float64) for f, m in top.items()}
-    nodes, left = [], []
-    for t, per_tree in enumerate(sets):
-        for p, f, listed in per_tree:
-            nodes.append(int(forest.offset[t]) + p)
-            left.append(~np.isin(values[f], listed))
-    return Categories(values, nodes, left, forest.is_leaf.size, D, reader="xgboost")
+    # a node lists the categories that go right
+    return Categories.of_trees(
+        forest, values, sets, lambda vals, listed: ~np.isin(vals, listed), reader="xgboost"
+    )
 
 
 def _check_boundaries(b, c):
