@@ -14,7 +14,7 @@ feature f::
 LightGBM (``categorical_feature=``) reads a category as an integer: ``CategoricalDecision`` of
 ``include/LightGBM/tree.h`` sends a NaN right, casts v to ``int`` (truncation toward zero, so
 2.7 is category 2 and −0.5 category 0), sends a negative one right, and a cast in the node's
-bitset left, any other right. So with ``truncate=True``::
+bitset left, any other right. So with ``reader="lightgbm"``::
 
     trunc(v) is category k of f (0 <= trunc(v) < 2³¹)  →  left iff k is in the node's left set
     v is NaN, trunc(v) < 0 or no category of f         →  right (the node's missing side)

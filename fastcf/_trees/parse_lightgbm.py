@@ -143,29 +143,25 @@ def _walk(root, n_scores, k, names):
         if kind == "==":  # a set of categories (fastcf._trees.categorical); NaN goes right
             codes = [int(c) for c in str(node["threshold"]).split("||") if c != ""]
             cats.append((i, f, np.array(codes, dtype=np.float64)))
-            feat.append(f)
-            nan.append(0)
-            thr.append(np.nan)
-            bnd.append(np.nan)
-            val.append(v)
-            stack.append((node["right_child"], i, 1))
-            stack.append((node["left_child"], i, 0))
-            continue
-        if kind != "<=":  # pragma: no cover - LightGBM writes no other
-            _refuse(f"the split of kind {kind!r} on feature {label}")
-        t = float(node["threshold"])
-        mt, dl = str(node.get("missing_type", "None")), bool(node.get("default_left", True))
-        b = boundary(t, mt, dl)
-        if b is None:
-            _refuse(
-                f"the split of feature {label} at {t!r} with missing_type='Zero' (the zeros go "
-                f"{'left' if dl else 'right'}, across the threshold, so the inputs that go left "
-                "are no interval)",
-                "; fit with zero_as_missing=False",
-            )
-        _check_boundary(b, t, mt, dl)
+            t = b = np.nan
+            to_left = 0
+        else:
+            if kind != "<=":  # pragma: no cover - LightGBM writes no other
+                _refuse(f"the split of kind {kind!r} on feature {label}")
+            t = float(node["threshold"])
+            mt, dl = str(node.get("missing_type", "None")), bool(node.get("default_left", True))
+            b = boundary(t, mt, dl)
+            if b is None:
+                _refuse(
+                    f"the split of feature {label} at {t!r} with missing_type='Zero' (the zeros "
+                    f"go {'left' if dl else 'right'}, across the threshold, so the inputs that go "
+                    "left are no interval)",
+                    "; fit with zero_as_missing=False",
+                )
+            _check_boundary(b, t, mt, dl)
+            to_left = int(nan_left(t, mt, dl))
         feat.append(f)
-        nan.append(int(nan_left(t, mt, dl)))
+        nan.append(to_left)
         thr.append(t)
         bnd.append(b)
         val.append(v)
