@@ -1549,3 +1549,64 @@ def tabular_plausible_brute_force(
     if not np.isfinite(costs[i]):
         return np.inf, None
     return float(costs[i]), kept.iloc[[i]]
+
+
+# ------------------------------------------------- the per-node steps of the tree branch and bound
+def branch_node_spread(alive, V, coef, tree_start):
+    """Per tree over its alive leaves: (undecided, Σ_j spread of the forms, Σ_s spread of V).
+
+    The NumPy passes that ``fastcf._kernels.tree_branch.node_spread`` replaces.
+    """
+    on = alive[:, None]
+    vmax = np.maximum.reduceat(np.where(on, V, -np.inf), tree_start)
+    vmin = np.minimum.reduceat(np.where(on, V, np.inf), tree_start)
+    if coef.shape[1]:
+        cmax = np.maximum.reduceat(np.where(on, coef, -np.inf), tree_start)
+        cmin = np.minimum.reduceat(np.where(on, coef, np.inf), tree_start)
+        spread = (cmax - cmin).sum(axis=1)
+    else:
+        spread = np.zeros(tree_start.size)
+    return (vmax != vmin).any(axis=1), spread, (vmax - vmin).sum(axis=1)
+
+
+def branch_split_even(st, alive, ka, kb, t):
+    """(f, j) parting tree t's alive leaves most evenly, or None (NumPy, as ``split_even``)."""
+    stop = st.tree_start[t + 1] if t + 1 < st.tree_start.size else st.leaf_ids.size
+    e = np.arange(*np.searchsorted(st.b_leaf, [st.tree_start[t], stop]))
+    e = e[alive[st.b_leaf[e]]]
+    f = st.b_feat[e]
+    a = np.maximum(st.e_ka[e], ka[f])
+    b = np.minimum(st.e_kb[e], kb[f])
+    cand = np.flatnonzero(b < kb[f])
+    if cand.size == 0:
+        return None
+    cf, cj = f[cand], b[cand]
+    same = cf[:, None] == f[None, :]
+    left = (same & (b[None, :] <= cj[:, None])).sum(axis=1)
+    right = (same & (a[None, :] > cj[:, None])).sum(axis=1)
+    i = int(np.argmax(np.minimum(left, right)))
+    return int(cf[i]), int(cj[i])
+
+
+def branch_split_best(st, alive, ka, kb, coef, undecided):
+    """(f, j) at an edge of the most trees' best alive leaves, or None (NumPy: ``split_best``)."""
+    on = alive & undecided[st.leaf_tree]
+    score = np.where(on, coef.sum(axis=1) if coef.shape[1] else 0.0, -np.inf)
+    top = np.maximum.reduceat(score, st.tree_start)
+    best = on & (score == top[st.leaf_tree])
+    e = np.flatnonzero(best[st.b_leaf])
+    f = st.b_feat[e]
+    a = np.maximum(st.e_ka[e], ka[f])
+    b = np.minimum(st.e_kb[e], kb[f])
+    hi = b < kb[f]
+    lo = a > ka[f]
+    D1 = st.n_y + 1
+    keys = np.concatenate([f[hi] * D1 + b[hi], f[lo] * D1 + a[lo] - 1])
+    if keys.size == 0:
+        return None
+    low = np.minimum.reduceat(np.where(on, score, np.inf), st.tree_start)
+    w = (top - low)[st.leaf_tree[st.b_leaf[e]]]
+    u, inv = np.unique(keys, return_inverse=True)
+    n = np.bincount(inv, weights=np.concatenate([w[hi], w[lo]]))
+    k = int(u[np.argmax(n)])
+    return k // D1, k % D1

@@ -13,7 +13,13 @@ import math
 
 import numpy as np
 import pytest
-from reference import tree_cell_points, tree_cells_brute_force
+from reference import (
+    branch_node_spread,
+    branch_split_best,
+    branch_split_even,
+    tree_cell_points,
+    tree_cells_brute_force,
+)
 from sklearn.datasets import make_classification
 from sklearn.ensemble import (
     ExtraTreesClassifier,
@@ -22,6 +28,7 @@ from sklearn.ensemble import (
 )
 
 from fastcf import Status, TreeExplainer
+from fastcf._kernels.tree_branch import node_spread, split_best, split_even
 from fastcf._trees.incumbent import Search
 from fastcf._trees.milp import Program
 from fastcf._trees.query import coord_cost
@@ -194,6 +201,50 @@ def test_reductions_keep_every_cheap_cell(forest, opts):
                 assert lower_bound(prog, c, best, lforms) <= best * (1 + 1e-12)
             else:
                 assert lower_bound(prog, c, math.inf, lforms) >= 0.0
+
+
+def test_branch_node_steps_choose_as_the_numpy_reference(forest):
+    """The branch and bound's per-node kernels: the NumPy passes' verdicts and splits."""
+    model, ex, X = forest
+    rng = np.random.default_rng(3)
+    for x0 in X[3:5]:
+        target = model.classes_[-1]
+        for opts in ({}, {"proba": 0.6}):
+            prog, q, t, c, points, forms, lforms, P, ok, cost = _setup(ex, model, x0, target, opts)
+            base = reduce(prog, c, math.inf, lforms)
+            if base.empty:
+                continue
+            coef = lforms.coef
+            V = np.ascontiguousarray(prog.V, dtype=np.float64)
+            for _ in range(25):  # nodes: leaves dropped at random (each tree keeps one), ranges cut
+                alive = base.alive & (rng.random(base.alive.size) < rng.uniform(0.3, 1.0))
+                alive[prog.tree_start] |= base.alive[prog.tree_start]
+                ka = base.ka.copy()
+                kb = base.kb.copy()
+                f = int(rng.integers(ka.size))
+                if kb[f] > ka[f]:
+                    ka[f] = int(rng.integers(ka[f], kb[f] + 1))
+                got = node_spread(alive, V, coef, prog.tree_start)
+                ref = branch_node_spread(alive, V, coef, prog.tree_start)
+                np.testing.assert_array_equal(got[0], ref[0])
+                np.testing.assert_array_equal(got[1], ref[1])  # (the same sums, bit for bit)
+                np.testing.assert_array_equal(got[2], ref[2])
+                for tt in range(prog.tree_start.size):
+                    e0, e1 = np.searchsorted(
+                        prog.b_leaf, [prog.tree_start[tt], prog.tree_start[tt + 1]
+                                      if tt + 1 < prog.tree_start.size else prog.leaf_ids.size]
+                    )  # fmt: skip
+                    fj = split_even(tt, alive, ka, kb, int(e0), int(e1), prog.b_leaf,
+                                    prog.b_feat, prog.e_ka, prog.e_kb)  # fmt: skip
+                    want = branch_split_even(prog, alive, ka, kb, tt)
+                    assert (None if fj[0] < 0 else tuple(map(int, fj))) == want
+                undecided = got[0] | (rng.random(got[0].size) < 0.3)
+                fj = split_best(
+                    alive, undecided, coef, prog.leaf_tree, prog.tree_start, ka, kb, prog.b_leaf,
+                    prog.b_feat, prog.e_ka, prog.e_kb, prog.n_y + 1,
+                )  # fmt: skip
+                want = branch_split_best(prog, alive, ka, kb, coef, undecided)
+                assert (None if fj[0] < 0 else tuple(map(int, fj))) == want
 
 
 # ---------------------------------------------------------------------------------- incumbent

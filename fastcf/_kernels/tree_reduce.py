@@ -70,6 +70,8 @@ def reduce_rounds(
             cost[i] = 0.0
             miss_leaf[i] = False
         for e in range(E):
+            if not alive[el[e]]:  # (a dead leaf stays dead: its entries are not read again)
+                continue
             f = ef[e]
             a[e] = max(e_ka[e], ka[f])
             b[e] = min(e_kb[e], kb[f])

@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._kernels.tree_branch import node_spread, split_best, split_even
 from .reduce import Costs, reduce
 
 __all__ = ["Branched", "branch"]
@@ -72,44 +73,20 @@ def _split(st, red, spread):
     if spread[t] <= 0.0:
         return None
     stop = st.tree_start[t + 1] if t + 1 < st.tree_start.size else st.leaf_ids.size
-    e = np.arange(*np.searchsorted(st.b_leaf, [st.tree_start[t], stop]))  # (sorted by leaf)
-    e = e[red.alive[st.b_leaf[e]]]
-    f = st.b_feat[e]
-    a = np.maximum(st.e_ka[e], red.ka[f])
-    b = np.minimum(st.e_kb[e], red.kb[f])
-    cand = np.flatnonzero(b < red.kb[f])  # a box ending inside its feature's range
-    if cand.size == 0:
-        return None
-    cf, cj = f[cand], b[cand]
-    same = cf[:, None] == f[None, :]
-    left = (same & (b[None, :] <= cj[:, None])).sum(axis=1)
-    right = (same & (a[None, :] > cj[:, None])).sum(axis=1)
-    i = int(np.argmax(np.minimum(left, right)))
-    return int(cf[i]), int(cj[i])
+    e0, e1 = np.searchsorted(st.b_leaf, [st.tree_start[t], stop])  # (entries sorted by leaf)
+    f, j = split_even(
+        t, red.alive, red.ka, red.kb, int(e0), int(e1), st.b_leaf, st.b_feat, st.e_ka, st.e_kb
+    )
+    return None if f < 0 else (int(f), int(j))
 
 
 def _split_best(st, red, coef, undecided):
     """Return (f, j): the edge shared by the most trees' best alive leaves (None if none)."""
-    on = red.alive & undecided[st.leaf_tree]
-    score = np.where(on, coef.sum(axis=1) if coef.shape[1] else 0.0, -np.inf)
-    top = np.maximum.reduceat(score, st.tree_start)
-    best = on & (score == top[st.leaf_tree])
-    e = np.flatnonzero(best[st.b_leaf])
-    f = st.b_feat[e]
-    a = np.maximum(st.e_ka[e], red.ka[f])
-    b = np.minimum(st.e_kb[e], red.kb[f])
-    hi = b < red.kb[f]
-    lo = a > red.ka[f]
-    D1 = st.n_y + 1
-    keys = np.concatenate([f[hi] * D1 + b[hi], f[lo] * D1 + a[lo] - 1])
-    if keys.size == 0:
-        return None
-    low = np.minimum.reduceat(np.where(on, score, np.inf), st.tree_start)
-    w = (top - low)[st.leaf_tree[st.b_leaf[e]]]
-    u, inv = np.unique(keys, return_inverse=True)
-    n = np.bincount(inv, weights=np.concatenate([w[hi], w[lo]]))
-    k = int(u[np.argmax(n)])
-    return k // D1, k % D1
+    f, j = split_best(
+        red.alive, undecided, coef, st.leaf_tree, st.tree_start, red.ka, red.kb, st.b_leaf,
+        st.b_feat, st.e_ka, st.e_kb, st.n_y + 1,
+    )  # fmt: skip
+    return None if f < 0 else (int(f), int(j))
 
 
 def branch(
@@ -129,8 +106,8 @@ def branch(
         x̄.
     rho : float
         The starting cutoff (just below the incumbent's cost).
-    lforms : list of (ndarray, float)
-        The target's forms per leaf (as :func:`~fastcf._trees.reduce.reduce` takes them).
+    lforms : LeafForms
+        The target's forms per leaf (:func:`~fastcf._trees.reduce.leaf_forms`).
     accept : callable
         ``accept(x) -> bool``: the library's arithmetic puts x in the target (and τ).
     q : TreeQuery
@@ -147,7 +124,8 @@ def branch(
     fo = st.forest
     ioff = st.ioff[:-1]
     best, best_cost, nodes = None, math.inf, 0
-    coef = np.stack([cf for cf, _ in lforms], axis=1) if lforms else np.zeros((st.V.shape[0], 0))
+    coef = lforms.coef
+    V = np.ascontiguousarray(st.V, dtype=np.float64)
     stack = [(c.ka, c.kb, None)]
     while stack:
         if nodes >= budget or (nodes % 16 == 15 and time.perf_counter() > deadline):
@@ -157,16 +135,7 @@ def branch(
         red = reduce(st, Costs(c.flat, c.kbar, ka, kb), rho, lforms, alive)
         if red.empty:
             continue
-        on = red.alive[:, None]
-        vmax = np.maximum.reduceat(np.where(on, st.V, -np.inf), st.tree_start)
-        vmin = np.minimum.reduceat(np.where(on, st.V, np.inf), st.tree_start)
-        if coef.shape[1]:
-            cmax = np.maximum.reduceat(np.where(on, coef, -np.inf), st.tree_start)
-            cmin = np.minimum.reduceat(np.where(on, coef, np.inf), st.tree_start)
-            spread = (cmax - cmin).sum(axis=1)
-        else:
-            spread = np.zeros(fo.n_trees)
-        undecided = (vmax != vmin).any(axis=1)
+        undecided, spread, vspread = node_spread(red.alive, V, coef, st.tree_start)
         if not undecided.any():
             k = np.clip(c.kbar, red.ka, red.kb)
             p = points[ioff + k]
@@ -179,7 +148,7 @@ def branch(
                     rho = cost * (1.0 - 1e-10)
                 continue
             # p left the alive leaves of some tree: split that tree's alive leaves apart
-            spread = np.where(red.alive[leaves], 0.0, 1.0 + (vmax - vmin).sum(axis=1))
+            spread = np.where(red.alive[leaves], 0.0, 1.0 + vspread)
             spread[np.add.reduceat(red.alive.astype(np.int64), st.tree_start) < 2] = 0.0
         else:
             spread = np.where(undecided, spread + 1e-300, 0.0)

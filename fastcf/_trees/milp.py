@@ -73,7 +73,7 @@ from .branch import BUDGET, branch
 from .build import build, decode
 from .incumbent import Search, cost_of
 from .query import coord_cost, finish
-from .reduce import Costs, Reduced, lower_bound, reduce
+from .reduce import Costs, Reduced, leaf_forms, lower_bound, reduce
 from .structure import Structure
 from .tighten import tighten
 
@@ -138,8 +138,8 @@ class Program(Structure):
         return forms
 
     def _leaf_forms(self, forms):
-        """Return the forms per leaf: ``(a·V_l for every leaf, r − a·base)``."""
-        return [(self.V @ a, r - float(a @ self.forest.base)) for a, r in forms]
+        """Return the forms per leaf (:class:`~fastcf._trees.reduce.LeafForms`)."""
+        return leaf_forms(self.V, self.forest.base, forms, self.forest.n_trees)
 
     def _leaf_costs(self, x0, lo, hi, q):
         """Return the cheapest cost of reaching each leaf within the query's box (inf: none)."""
@@ -161,9 +161,7 @@ class Program(Structure):
         The cheapest first, at most ``_PROJECTIONS`` leaves (a leaf favours the target when
         every form of the target is positive on its own terms).
         """
-        favour = np.ones(leaf_cost.size, dtype=bool)
-        for coef, _ in lforms:
-            favour &= coef > 0
+        favour = (lforms.coef > 0).all(axis=1)
         cost = np.where(favour, leaf_cost, np.inf)
         order = np.argsort(cost, kind="stable")
         order = order[np.isfinite(cost[order])][:_PROJECTIONS]

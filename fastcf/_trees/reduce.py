@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Reduced", "reduce", "lower_bound", "Costs"]
+__all__ = ["Reduced", "reduce", "lower_bound", "Costs", "LeafForms", "leaf_forms"]
 
 _U = 2.0**-53
 #: rounds of the fixed point (each round is a few vector passes over the leaf boxes)
@@ -47,6 +47,26 @@ class Costs(NamedTuple):
     kbar: np.ndarray  # (D,) x̄'s own interval per feature
     ka: np.ndarray  # (D,) the first interval the query's box allows
     kb: np.ndarray  # (D,) the last one
+
+
+class LeafForms(NamedTuple):
+    """The target's linear forms per leaf: ``Σ_t coef[leaf_t, j] >= r[j]`` (built once a query)."""
+
+    coef: np.ndarray  # (n_leaves, F) C-contiguous: form j's value a_j·V_l at each leaf
+    r: np.ndarray  # (F,) each form's right-hand side, net of the base scores
+    tol: np.ndarray  # (F,) each form's rounding tolerance (sums over the trees)
+
+
+def leaf_forms(V, base, forms, n_trees) -> LeafForms:
+    """Return the forms ``[(a, r)]`` per leaf: ``(a·V_l, r − a·base)``, with tolerances."""
+    coef = np.zeros((V.shape[0], len(forms)))
+    for j, (a, _) in enumerate(forms):
+        coef[:, j] = V @ a
+    r = np.array([float(v) - float(a @ base) for a, v in forms], dtype=np.float64)
+    T = n_trees
+    top = np.abs(coef).max(axis=0, initial=0.0)
+    tol = 4.0 * (T + 2) * _U * top * T
+    return LeafForms(coef, r, tol)
 
 
 class Reduced(NamedTuple):
@@ -76,9 +96,8 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True) -> Reduced:
         The query's interval costs and box.
     rho : float
         The cutoff (``inf``: only the box and the margins reduce).
-    forms : list of (ndarray, float)
-        The target's linear forms as ``(coef, r)``: ``Σ_t coef[leaf_t] >= r`` with ``coef`` the
-        form's value at each leaf (``a·V_l``) and r net of the base scores.
+    forms : LeafForms
+        The target's linear forms per leaf (:func:`leaf_forms`).
     alive : ndarray of bool, optional
         Leaves already known dead are False.
     margins : bool, default=True
@@ -88,21 +107,14 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True) -> Reduced:
     from .._kernels.tree_reduce import reduce_rounds
 
     T = st.forest.n_trees
-    n = st.leaf_ids.size
     rho = rho * (1.0 + 1e-12)  # (a cell's cost summed in another order may differ by ulps)
     alive = ~st.leaf_empty if alive is None else alive & ~st.leaf_empty
     pruned = np.zeros(T, dtype=bool)
     ka, kb = c.ka.astype(np.int64), c.kb.astype(np.int64)  # (copies)
-    tol = [4.0 * (T + 2) * _U * float(np.abs(coef).max(initial=0.0)) * T for coef, _ in forms]
-    if forms:
-        coef = np.ascontiguousarray(np.stack([cf for cf, _ in forms], axis=1), dtype=np.float64)
-    else:
-        coef = np.zeros((n, 0))
-    r = np.array([float(v) for _, v in forms], dtype=np.float64)
     empty, lb = reduce_rounds(
         c.flat, c.kbar.astype(np.int64), ka, kb, st.ioff[:-1], float(rho), st.b_feat,
-        st.b_leaf, st.e_ka, st.e_kb, alive, st.leaf_tree, st.tree_start, coef, r,
-        np.array(tol, dtype=np.float64), bool(margins), st.hull_order, st.hull_start,
+        st.b_leaf, st.e_ka, st.e_kb, alive, st.leaf_tree, st.tree_start, forms.coef, forms.r,
+        forms.tol, bool(margins), st.hull_order, st.hull_start,
         st.hull_tree, st.hull_feat, pruned, ROUNDS,
     )  # fmt: skip
     if empty:
