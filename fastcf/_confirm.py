@@ -17,7 +17,7 @@ import numpy as np
 
 from ._status import Status
 
-__all__ = ["model_input", "confirm", "check_verify"]
+__all__ = ["model_input", "confirm", "check_verify", "ask"]
 
 MODEL_MESSAGE = (
     "the model's own predict{what} does not confirm this answer: it lies within rounding of the "
@@ -45,6 +45,57 @@ def model_input(model, X):
     import pandas as pd
 
     return pd.DataFrame(np.asarray(X), columns=list(names))
+
+
+def ask(model, X, proba=True):
+    """Return ``(model.predict(X), model.predict_proba(X))``: the model's own verdicts.
+
+    The same arrays as the two calls (``proba=False``: ``None`` for the second), with the work
+    they share done once where the model's own code would do it twice:
+
+    * a scikit-learn ``Pipeline`` (the class itself, not a subclass) transforms ``X`` once
+      through its steps and asks its final step (recursively), which is what its ``predict``
+      and ``predict_proba`` do, each on its own;
+    * a scikit-learn forest classifier (a class whose ``predict`` is ``ForestClassifier``'s, one
+      output) has its ``predict`` defined as ``classes_.take(argmax(predict_proba(X)))``; that
+      is computed here from one ``predict_proba`` (which, at one row, costs milliseconds of
+      per-tree dispatch).
+
+    Any other model is simply called twice.
+    """
+    if proba:
+        Pipeline, ForestClassifier = _sklearn_types()
+        if Pipeline is not None and type(model) is Pipeline:
+            Xt = X
+            for _, step in model.steps[:-1]:
+                if step is not None and not (isinstance(step, str) and step == "passthrough"):
+                    Xt = step.transform(Xt)
+            final = model.steps[-1][1]
+            if final is not None and not isinstance(final, str):
+                return ask(final, Xt, proba)
+        if (
+            ForestClassifier is not None
+            and isinstance(model, ForestClassifier)
+            and type(model).predict is ForestClassifier.predict
+            and getattr(model, "n_outputs_", None) == 1
+        ):
+            P = model.predict_proba(X)
+            return model.classes_.take(np.argmax(P, axis=1), axis=0), P
+    label = model.predict(X)
+    return label, (model.predict_proba(X) if proba else None)
+
+
+def _sklearn_types():
+    """Return (Pipeline, ForestClassifier), or ``None`` for either scikit-learn lacks."""
+    try:
+        from sklearn.pipeline import Pipeline
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        Pipeline = None
+    try:
+        from sklearn.ensemble._forest import ForestClassifier
+    except ImportError:  # pragma: no cover - a private path scikit-learn might move
+        ForestClassifier = None
+    return Pipeline, ForestClassifier
 
 
 def confirm(model, res, classes, proba=None):

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import BaseExplainer
-from ._confirm import model_input
+from ._confirm import ask, model_input
 from ._trees import answer as _answer
 from ._trees.boosters import BoosterClassifier, is_booster
 from ._trees.leaves import leaf_table
@@ -195,14 +195,36 @@ class TreeExplainer(BaseExplainer):
         self.n_data_regions_ = int(self._regions.cls.size)
         return self
 
-    def _in_target(self, X, tidx, proba=None):
-        """Which rows of X the model's own ``predict`` puts in their target (and ``p >= τ``)."""
-        R = model_input(self.model, X)
-        ok = np.asarray(self.model.predict(R)) == self.classes_[tidx]
+    def _in_target(self, X, tidx, proba=None, memo=None):
+        """Which rows of X the model's own ``predict`` puts in their target (and ``p >= τ``).
+
+        ``memo``: a dict that keeps the model's ``predict_proba`` of each row asked about (by
+        the row's bytes), for :meth:`_probabilities` to report without asking again.
+        """
+        label, P = ask(self.model, model_input(self.model, X))
+        P = np.asarray(P, dtype=np.float64)
+        if memo is not None:
+            for i in range(X.shape[0]):
+                memo[X[i].tobytes()] = P[i].copy()
+        ok = np.asarray(label) == self.classes_[tidx]
         if proba is not None:
-            p = np.asarray(self.model.predict_proba(R), dtype=np.float64)
-            ok &= p[np.arange(X.shape[0]), tidx] >= proba
+            ok &= P[np.arange(X.shape[0]), tidx] >= proba
         return ok
+
+    def _probabilities(self, X, memo):
+        """Return the model's ``predict_proba`` of the rows X (those in ``memo``: not asked)."""
+        P = np.empty((X.shape[0], self.classes_.size))
+        miss = []
+        for i in range(X.shape[0]):
+            p = memo.get(X[i].tobytes())
+            if p is None:
+                miss.append(i)
+            else:
+                P[i] = p
+        if miss:
+            R = model_input(self.model, X[miss])
+            P[miss] = np.asarray(self.model.predict_proba(R), dtype=np.float64)
+        return P
 
     def explain(
         self,
@@ -343,9 +365,10 @@ class TreeExplainer(BaseExplainer):
             time_limit=time_limit, plausible=plausible,
         )  # fmt: skip
         X, single, names, tidx = self._queries(x, target)
-        sol = _answer.answer(self, X, tidx, names, options)
+        memo = {}  # the model's probabilities at the rows its predict confirmed while solving
+        sol = _answer.answer(self, X, tidx, names, options, memo)
         sol = self._verify(sol, tidx, options["proba"])
-        P = np.asarray(self.model.predict_proba(model_input(self.model, sol.x)), dtype=np.float64)
+        P = self._probabilities(sol.x, memo)
         return self._package(sol._replace(proba=P), X, tidx, names, single)
 
     def enumerate(self, x, target, k=5, *, max_nodes=1000, **options):

@@ -466,37 +466,40 @@ def test_continuous_column_against_independent_boundaries():
 
 
 def test_the_final_check_reuses_the_programs_verdict_of_the_same_input(fitted, monkeypatch):
-    """One row: the final check adds no call of the pipeline's ``predict`` to the program's
-    checks, one of which was asked of the answer exactly as the result holds it; a batch's
-    final check asks the model (fails on the code that asked twice)."""
+    """One row: each of the program's checks is one pass of the pipeline (its ``predict`` and
+    ``predict_proba`` together), one of them asked of the answer exactly as the result holds it;
+    the final check and the reported probabilities add no pass. A batch's final check asks the
+    model (fails on the code that asked twice, or asked predict and predict_proba apart)."""
     from fastcf._tabular.verdicts import _same_input
 
     X, model, tx = fitted
     rows = X[model.predict(X) == 0].iloc[:4]
-    calls, checks = [], []
-    real, confirm = model.predict, tx._program.confirm
+    passes, checks = [], []
+    pre = model.steps[0][1]  # (every pass of the pipeline starts with its first step)
+    transform, confirm = pre.transform, tx._program.confirm
 
-    def counting(inp):
-        calls.append(inp.copy())
-        return real(inp)
+    def counting(inp, *args, **kw):
+        passes.append(inp.copy())
+        return transform(inp, *args, **kw)
 
     def counted(*args):
         checks.append(args)
         return confirm(*args)
 
-    monkeypatch.setattr(model, "predict", counting)
+    monkeypatch.setattr(pre, "transform", counting)
     monkeypatch.setattr(tx._program, "confirm", counted)
     for i in range(rows.shape[0]):
-        calls.clear()
+        passes.clear()
         checks.clear()
         res = tx.explain(rows.iloc[[i]], 1)
-        assert res.success and real(res.x)[0] == 1
-        assert len(checks) >= 1 and len(calls) == len(checks)
-        assert sum(_same_input(c, res.x) for c in calls) == 1
-    calls.clear()
+        assert len(checks) >= 1 and len(passes) == len(checks)
+        assert sum(_same_input(c, res.x) for c in passes) == 1
+        assert res.success and model.predict(res.x)[0] == 1
+        np.testing.assert_array_equal(res.proba, model.predict_proba(res.x)[0])
+    passes.clear()
     batch = tx.explain(rows, [1] * rows.shape[0])
     assert all(batch.success)
-    assert any(c.shape[0] == rows.shape[0] for c in calls)
+    assert any(c.shape[0] == rows.shape[0] for c in passes)
 
 
 def test_same_input_is_strict():

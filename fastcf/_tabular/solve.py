@@ -167,20 +167,22 @@ def verify(ex, answers, tidx, tau, answered, XN, KC, valid=None):
     n = tidx.size
     rows = np.arange(n) if valid is None else np.flatnonzero(valid)
     ok = np.zeros(n, dtype=bool)
-    proba = None
+    proba, seen = None, None
     if rows.size:
         inp = ex._model_input(answers.iloc[rows])
         # a tree program asked the model about this very input already (one row: its answer
         # as the result holds it, the same columns, dtypes and bytes): that verdict, not a
         # second call of the pipeline
         verdicts = getattr(ex._program, "verdicts", None)
-        label = verdicts.seen(inp) if verdicts is not None else None
-        pred = np.asarray(ex.model.predict(inp)) if label is None else np.asarray([label])
+        seen = verdicts.seen(inp) if verdicts is not None else None
+        pred = np.asarray(ex.model.predict(inp)) if seen is None else np.asarray([seen[0]])
         ok[rows] = (pred == ex.classes_[tidx[rows]]) & answered[rows]
     if ex.probabilistic_:
         if tau is not None or not ex._program.folded:  # (a tree model: its own probabilities)
             proba = np.full((n, ex.classes_.size), np.nan)
-            if rows.size:
+            if seen is not None and seen[1] is not None:
+                proba[rows] = seen[1]
+            elif rows.size:
                 proba[rows] = np.asarray(ex.model.predict_proba(inp), dtype=np.float64)
             if tau is not None:
                 ok[rows] &= proba[rows, tidx[rows]] >= tau

@@ -422,12 +422,10 @@ class TreeProgram(Program):
         else:
             X = self.schema.frame(q.row, x[None], k[None], source[0][None], source[1][None])
         X = X if self.frame_input else X.to_numpy()
-        label = self.verdicts.predict(self.model, X)
+        label, P = self.verdicts.ask(self.model, X)
         if label != self.schema.fold.classes[q.target]:
             return False
-        if q.proba is None:
-            return True
-        return bool(np.asarray(self.model.predict_proba(X))[0, q.target] >= q.proba)
+        return q.proba is None or bool(P[q.target] >= q.proba)
 
     # ------------------------------------------------------------------ the check
     def check(self, X, n_probe=256, seed=0):

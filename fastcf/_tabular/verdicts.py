@@ -5,7 +5,8 @@ built as the result will hold it (:meth:`fastcf._tabular.treeprog.TreeProgram.co
 final check of the row (:func:`fastcf._tabular.solve.verify`) asks the same question of the
 returned frame; when that input is the very same as one asked about while the row was solved
 (one row; same type, shape, columns and dtypes; every number the same bytes, so −0.0 ≠ 0.0),
-:meth:`Verdicts.seen` gives that verdict instead of a second call of the pipeline.
+:meth:`Verdicts.seen` gives that verdict (and the probabilities asked with it, in the same pass
+of the pipeline) instead of a second call of the pipeline.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from collections import deque
 
 import numpy as np
 
+from .._confirm import ask
+
 __all__ = ["Verdicts"]
 
 
 class Verdicts:
-    """The last ``maxlen`` (input, ``predict``) pairs of the row being solved."""
+    """The last ``maxlen`` (input, ``predict``, ``predict_proba``) of the row being solved."""
 
     def __init__(self, maxlen=8):
         self._seen = deque(maxlen=maxlen)
@@ -27,17 +30,21 @@ class Verdicts:
         """Forget the verdicts (a new row)."""
         self._seen.clear()
 
-    def predict(self, model, X):
-        """Return ``model.predict(X)[0]`` of the one-row input ``X``, and keep it."""
-        label = model.predict(X)[0]
-        self._seen.append((X, label))
-        return label
+    def ask(self, model, X):
+        """Return ``(predict(X)[0], predict_proba(X)[0])`` of the one-row input ``X``; keep them.
+
+        One pass of the pipeline for both (:func:`fastcf._confirm.ask`).
+        """
+        label, P = ask(model, X, proba=hasattr(model, "predict_proba"))
+        out = (label[0], None if P is None else np.asarray(P, dtype=np.float64)[0].copy())
+        self._seen.append((X, out))
+        return out
 
     def seen(self, inp):
-        """Return the kept ``predict`` of an input identical to ``inp``, else ``None``."""
-        for X, label in reversed(self._seen):
+        """Return the kept ``(predict, predict_proba)`` of an input the same as ``inp``, or None."""
+        for X, out in reversed(self._seen):
             if _same_input(X, inp):
-                return label
+                return out
         return None
 
 
@@ -49,8 +56,7 @@ def _same_input(a, b):
         return a.dtype == b.dtype and _same_values(a.ravel(), b.ravel())
     if not a.columns.equals(b.columns):
         return False
-    for j in range(a.shape[1]):
-        ca, cb = a.iloc[:, j], b.iloc[:, j]
+    for (_, ca), (_, cb) in zip(a.items(), b.items(), strict=True):
         if ca.dtype != cb.dtype or not _same_values(ca.to_numpy(), cb.to_numpy()):
             return False
     return True

@@ -41,10 +41,11 @@ __all__ = ["METHODS", "answer", "query", "check_domain", "leaves", "ensemble"]
 METHODS = ("auto", "leaves", "milp")
 
 
-def answer(ex, X, tidx, names, options):
+def answer(ex, X, tidx, names, options, memo=None):
     """Return the (unconfirmed) :class:`~fastcf.results.Solution` of the queries ``X``.
 
-    ``options``: :meth:`~fastcf.TreeExplainer.explain`'s keyword arguments.
+    ``options``: :meth:`~fastcf.TreeExplainer.explain`'s keyword arguments; ``memo``: where the
+    model's checks keep its probabilities (:meth:`~fastcf.TreeExplainer._in_target`).
     """
     o = dict(options)
     method, plausible = o.pop("method"), o.pop("plausible")
@@ -80,7 +81,7 @@ def answer(ex, X, tidx, names, options):
             )
         sol = leaves(ex, Xs, tidx, q, C, X)
     else:
-        sol = ensemble(ex, Xs, tidx, q, bool(o["exact"]), missing=C, values=X)
+        sol = ensemble(ex, Xs, tidx, q, bool(o["exact"]), missing=C, values=X, memo=memo)
     return _missing_back(sol, M, names)
 
 
@@ -192,14 +193,15 @@ def leaves(ex, X, tidx, q, missing=None, values=None):
     )  # fmt: skip
 
 
-def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None):
+def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None, memo=None):
     """Answer an ensemble: the program of each row (one after another), or the quick search.
 
     ``plain``: the full program without incumbent, reductions or cutoff (the baseline of
     ``asv_bench/benchmarks/bench_trees.py``). ``missing``: the (N, D) mask of the features
     each row conditions the forest on (its NaN, held at ``FILL`` in X, and the categorical
     features), ``values`` the queries as given; such a row is answered by the program of
-    the forest conditioned on its pattern, and confirmed with its NaN back.
+    the forest conditioned on its pattern, and confirmed with its NaN back. ``memo``: as
+    :func:`answer`'s.
     """
     answers = []
     for i in rows(range(X.shape[0]), "TreeExplainer"):  # (a line on a terminal if slow)
@@ -217,7 +219,7 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None)
         def confirm(x, t=t, nan=nan):
             if nan is not None:
                 x = np.where(nan, np.nan, x)
-            return bool(ex._in_target(x[None], np.array([t]), q.proba)[0])
+            return bool(ex._in_target(x[None], np.array([t]), q.proba, memo)[0])
 
         args = (X[i], t, q.lo[i], q.hi[i], qi, confirm)
         if exact:
