@@ -53,8 +53,12 @@ from .reduce import Costs, reduce
 __all__ = ["Branched", "branch"]
 
 #: nodes explored before the search gives the query to the program (the default; a parser sets
-#: ``Forest.branch_budget = 0`` for the models whose queries the program alone answers sooner)
-BUDGET = 10_000
+#: ``Forest.branch_budget = 0`` for the models whose queries the program alone answers sooner).
+#: 40 000 since the per-node steps are kernels: on the benchmark's 20 queries (2026-11-26, CPU
+#: time, the same answers) the mean per query went from 10 000 nodes to 40 000 as random forest
+#: 500 × 5 9.5 → 1.2 s (the queries that left the search took HiGHS tens of seconds), gradient
+#: boosting 100 × 5 186 → 147 ms, random forest 100 × 5 unchanged within noise (medians alike)
+BUDGET = 40_000
 
 
 class Branched(NamedTuple):
