@@ -115,8 +115,15 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
                 return x, it, Status.NUMERIC, gn
             Vg = vF * g
             _apply_inverse(M, sp, A @ Vg, t)  # t = Tᵀ (λI + T G_F Tᵀ)⁻¹ T A V_F g
-            d = -(Vg - vF * (AT @ t)) / lam
-        d[active] = -g[active] * v[active] / lam
+            with np.errstate(over="ignore", invalid="ignore"):
+                d = -(Vg - vF * (AT @ t)) / lam
+        with np.errstate(over="ignore", invalid="ignore"):
+            d[active] = -g[active] * v[active] / lam
+        if not np.isfinite(d).all():
+            # a Newton step past the doubles (λ ~ 1e-181 from the λ-search's walk down, soak
+            # 2026-11-26: it raised an overflow warning): not converged, which the λ-search
+            # reports as a numerical failure, never as "infeasible"
+            return x, it, Status.NUMERIC, gn
         alpha = 1.0
         Escale = 1.0 + abs(E)
         for _ls in range(60):
