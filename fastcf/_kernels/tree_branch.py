@@ -22,6 +22,18 @@ __all__ = ["node_spread", "split_even", "split_best"]
 
 
 @kernel()
+def _alive_range(alive, M, col, start, stop):
+    """Return (max, min) of column ``col`` of ``M`` over the alive rows ``start:stop``."""
+    mx = -np.inf
+    mn = np.inf
+    for i in range(start, stop):
+        if alive[i]:
+            mx = max(mx, M[i, col])
+            mn = min(mn, M[i, col])
+    return mx, mn
+
+
+@kernel()
 def node_spread(alive, V, coef, tree_start):
     """Return (undecided, spread, vspread) per tree over its alive leaves.
 
@@ -40,24 +52,14 @@ def node_spread(alive, V, coef, tree_start):
         stop = tree_start[t + 1] if t + 1 < T else n
         vs = 0.0
         for s in range(S):
-            mx = -np.inf
-            mn = np.inf
-            for i in range(tree_start[t], stop):
-                if alive[i]:
-                    mx = max(mx, V[i, s])
-                    mn = min(mn, V[i, s])
+            mx, mn = _alive_range(alive, V, s, tree_start[t], stop)
             if mx != mn:
                 undecided[t] = True
             vs += mx - mn
         vspread[t] = vs
         sp = 0.0
         for j in range(F):
-            mx = -np.inf
-            mn = np.inf
-            for i in range(tree_start[t], stop):
-                if alive[i]:
-                    mx = max(mx, coef[i, j])
-                    mn = min(mn, coef[i, j])
+            mx, mn = _alive_range(alive, coef, j, tree_start[t], stop)
             sp += mx - mn
         spread[t] = sp
     return undecided, spread, vspread
