@@ -12,12 +12,13 @@ that call: about 50–200 µs for a scikit-learn pipeline, more than a single li
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 import numpy as np
 
 from ._status import Status
 
-__all__ = ["model_input", "confirm", "check_verify", "ask"]
+__all__ = ["model_input", "confirm", "check_verify", "ask", "forest_proba"]
 
 MODEL_MESSAGE = (
     "the model's own predict{what} does not confirm this answer: it lies within rounding of the "
@@ -56,33 +57,87 @@ def ask(model, X, proba=True):
     * a scikit-learn ``Pipeline`` (the class itself, not a subclass) transforms ``X`` once
       through its steps and asks its final step (recursively), which is what its ``predict``
       and ``predict_proba`` do, each on its own;
-    * a scikit-learn forest classifier (a class whose ``predict`` is ``ForestClassifier``'s, one
-      output) has its ``predict`` defined as ``classes_.take(argmax(predict_proba(X)))``; that
-      is computed here from one ``predict_proba`` (which, at one row, costs milliseconds of
-      per-tree dispatch).
+    * a scikit-learn forest classifier (a class whose ``predict`` and ``predict_proba`` are
+      ``ForestClassifier``'s, one output) has its ``predict`` defined as
+      ``classes_.take(argmax(predict_proba(X)))``; that is computed here from one
+      ``predict_proba``, itself summed over the trees as the forest does (:func:`forest_proba`)
+      without the forest's per-tree dispatch (milliseconds at one row).
 
     Any other model is simply called twice.
     """
-    if proba:
-        Pipeline, ForestClassifier = _sklearn_types()
-        if Pipeline is not None and type(model) is Pipeline:
-            Xt = X
-            for _, step in model.steps[:-1]:
-                if step is not None and not (isinstance(step, str) and step == "passthrough"):
-                    Xt = step.transform(Xt)
-            final = model.steps[-1][1]
-            if final is not None and not isinstance(final, str):
-                return ask(final, Xt, proba)
-        if (
-            ForestClassifier is not None
-            and isinstance(model, ForestClassifier)
-            and type(model).predict is ForestClassifier.predict
-            and getattr(model, "n_outputs_", None) == 1
-        ):
+    Pipeline, ForestClassifier = _sklearn_types()
+    if Pipeline is not None and type(model) is Pipeline:
+        Xt = X
+        for _, step in model.steps[:-1]:
+            if step is not None and not (isinstance(step, str) and step == "passthrough"):
+                Xt = step.transform(Xt)
+        final = model.steps[-1][1]
+        if final is not None and not isinstance(final, str):
+            return ask(final, Xt, proba)
+    if (
+        ForestClassifier is not None
+        and isinstance(model, ForestClassifier)
+        and type(model).predict is ForestClassifier.predict
+        and type(model).predict_proba is ForestClassifier.predict_proba
+        and not {"predict", "predict_proba"} & vars(model).keys()  # (no method set on it)
+        and getattr(model, "n_outputs_", None) == 1
+    ):
+        P = forest_proba(model, X)
+        if P is None:
             P = model.predict_proba(X)
-            return model.classes_.take(np.argmax(P, axis=1), axis=0), P
+        return model.classes_.take(np.argmax(P, axis=1), axis=0), (P if proba else None)
     label = model.predict(X)
     return label, (model.predict_proba(X) if proba else None)
+
+
+_FOREST_SUMS = weakref.WeakKeyDictionary()  # forest -> its trees' sum equals its predict_proba
+
+
+def forest_proba(forest, X):
+    """Return ``forest.predict_proba(X)`` summed over its trees here, or ``None``.
+
+    What ``ForestClassifier.predict_proba`` computes with one job: the rows as float32, each
+    tree's own ``predict_proba(X32, check_input=False)`` added in the order of
+    ``estimators_`` into float64 zeros, then divided by the number of trees; here without its
+    per-tree dispatch (``joblib``), which costs ~50 µs a tree at one row. The first time a forest
+    is asked, the sum is compared bit for bit with the forest's own ``predict_proba`` of the same
+    rows; if they differ (another scikit-learn's arithmetic), that forest is always asked itself.
+
+    ``None`` (ask the forest itself) for input the forest would check or convert in another way:
+    anything but a 2-D float ndarray (or, for a forest fitted with feature names, a DataFrame of
+    float64 columns with those names), values that are not finite as float32 (the forest raises
+    or routes them), and a forest with ``n_jobs`` other than None or 1 (its threads add the trees
+    in the order they finish).
+    """
+    if getattr(forest, "n_jobs", None) not in (None, 1):
+        return None
+    names = getattr(forest, "feature_names_in_", None)
+    if names is None:
+        if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)):
+            return None
+        X32 = X
+    else:
+        columns = getattr(X, "columns", None)
+        if columns is None or list(columns) != list(names):
+            return None
+        if not all(d == np.float64 for d in X.dtypes):
+            return None
+        X32 = X.to_numpy(dtype=np.float64)
+    if X32.ndim != 2 or X32.shape[1] != getattr(forest, "n_features_in_", -1):
+        return None
+    with np.errstate(over="ignore"):  # (a value past float32 is inf: the forest raises)
+        X32 = np.ascontiguousarray(X32, dtype=np.float32)
+    if not np.isfinite(X32).all():
+        return None
+    P = np.zeros((X32.shape[0], int(forest.n_classes_)), dtype=np.float64)
+    for tree in forest.estimators_:
+        P += tree.predict_proba(X32, check_input=False)
+    P /= len(forest.estimators_)
+    same = _FOREST_SUMS.get(forest)
+    if same is None:
+        own = np.asarray(forest.predict_proba(X))
+        same = _FOREST_SUMS[forest] = bool(own.shape == P.shape and np.array_equal(own, P))
+    return P if same else None
 
 
 def _sklearn_types():

@@ -98,7 +98,8 @@ def _svm():
 
 def _trees():
     # an ensemble's query runs the incumbent search (its single-move table,
-    # fastcf._kernels.tree_moves) and the reductions (fastcf._kernels.tree_reduce); exact and
+    # fastcf._kernels.tree_moves), the reductions (fastcf._kernels.tree_reduce), the branch and
+    # bound's steps (fastcf._kernels.tree_branch) and the leaf walk (tree_walk); exact and
     # exact=False, with and without options, binary and multiclass (each has the same argument
     # types, so one specialisation per kernel; the queries check that nothing else compiles)
     from sklearn.ensemble import RandomForestClassifier

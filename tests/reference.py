@@ -1440,7 +1440,8 @@ def tree_model_leaves(model, X):
     """Return the leaf of every row of X in every tree, by the library's own ``apply``, (N, T).
 
     scikit-learn ``apply`` (HistGradientBoosting has none: its predictors' nodes are walked with
-    its rule ``x <= num_threshold``), XGBoost ``apply``, LightGBM ``pred_leaf=True``.
+    its rule ``x <= num_threshold``, a NaN by ``missing_go_to_left``; numeric splits only),
+    XGBoost ``apply``, LightGBM ``pred_leaf=True``.
     """
     X = np.asarray(X, dtype=np.float64)
     root = type(model).__module__.split(".")[0]
@@ -1457,7 +1458,12 @@ def tree_model_leaves(model, X):
                     if not inner.any():
                         break
                     f = nodes["feature_idx"][node]
-                    left = X[np.arange(X.shape[0]), f] <= nodes["num_threshold"][node]
+                    v = X[np.arange(X.shape[0]), f]
+                    left = np.where(
+                        np.isnan(v),
+                        nodes["missing_go_to_left"][node] == 1,
+                        v <= nodes["num_threshold"][node],
+                    )
                     nxt = np.where(left, nodes["left"][node], nodes["right"][node])
                     node = np.where(inner, nxt, node)
                 cols.append(node)

@@ -19,7 +19,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from fastcf import TreeExplainer
-from fastcf._confirm import ask
+from fastcf._confirm import ask, forest_proba
 
 
 class _Counting:
@@ -85,14 +85,98 @@ def test_ask_returns_what_the_two_calls_return(make):
 def test_ask_calls_a_forest_once_and_a_subclass_that_redefines_predict_twice():
     X, y = _data()
     rf = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, y)
-    count = _Counting(rf)
+    count = _Counting(rf)  # (methods set on the instance: the forest itself is asked)
     ask(rf, X[:3])
-    assert count.calls == {"predict": 0, "predict_proba": 1}
+    assert count.calls == {"predict": 1, "predict_proba": 2}  # (its predict asks predict_proba)
     odd = _ThresholdForest(n_estimators=5, random_state=0).fit(X, y)
     count = _Counting(odd)
     label, _ = ask(odd, X[:50])
     assert count.calls["predict"] == 1  # its own predict, which differs from the argmax
     assert not np.array_equal(label, odd.classes_[np.argmax(odd.predict_proba(X[:50]), axis=1)])
+
+
+def test_ask_sums_a_forests_trees_after_one_check_against_the_forest(monkeypatch):
+    from sklearn.ensemble._forest import ForestClassifier
+
+    X, y = _data()
+    rf = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, y)
+    calls = []
+    own = ForestClassifier.predict_proba
+
+    def counted(self, X):
+        calls.append(X.shape[0])
+        return own(self, X)
+
+    monkeypatch.setattr(ForestClassifier, "predict_proba", counted)
+    for rows in (X[:3], X[3:9], X[9:10]):
+        label, P = ask(rf, rows)
+        np.testing.assert_array_equal(P, own(rf, rows))
+        np.testing.assert_array_equal(label, rf.classes_[np.argmax(own(rf, rows), axis=1)])
+    assert calls == [3]  # the forest itself once, to check the sum; then the trees alone
+
+
+def _forests():
+    X, y = _data(400, seed=2)
+    y3 = np.where(X[:, 1] < -350, "low", y)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    return [
+        (RandomForestClassifier(n_estimators=9, max_depth=6, random_state=0), X, y),
+        (RandomForestClassifier(n_estimators=7, random_state=1, class_weight="balanced"), X, y3),
+        (RandomForestClassifier(n_estimators=5, max_samples=0.3, min_samples_leaf=3), X, y3),
+        (ExtraTreesClassifier(n_estimators=8, max_depth=5, random_state=0), X, y),
+        (RandomForestClassifier(n_estimators=6, random_state=0, bootstrap=False), frame, y3),
+    ]
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_forest_proba_is_the_forests_own_bit_for_bit(index):
+    model, X, y = _forests()[index]
+    model.fit(X, y)
+    A = np.asarray(X, dtype=np.float64)
+    # rows on the forest's own split values (float64 thresholds, float32 inputs), beside them,
+    # far away and tiny: where a wrong cast or order shows
+    t = np.concatenate([e.tree_.threshold[e.tree_.feature >= 0] for e in model.estimators_])
+    f = np.concatenate([e.tree_.feature[e.tree_.feature >= 0] for e in model.estimators_])
+    Q = np.repeat(A[:1], t.size, axis=0)
+    Q[np.arange(t.size), f] = t
+    Q = np.vstack([A[:60], Q, np.nextafter(Q, np.inf), A[:5] * 1e30, A[:5] * 1e-30])
+    inp = pd.DataFrame(Q, columns=X.columns) if hasattr(X, "columns") else Q
+    P = forest_proba(model, inp)
+    assert P is not None
+    np.testing.assert_array_equal(P, model.predict_proba(inp))
+    one = inp.iloc[60:61] if hasattr(inp, "iloc") else inp[60:61]  # (one row: the explainer's case)
+    np.testing.assert_array_equal(forest_proba(model, one), model.predict_proba(one))
+
+
+def test_forest_proba_leaves_to_the_forest_what_it_would_check_or_thread():
+    X, y = _data()
+    rf = RandomForestClassifier(n_estimators=4, random_state=0).fit(X, y)
+    assert forest_proba(rf, X[:3]) is not None
+    for bad in (X[:3].astype(int), X[:3, :2], X[:3].tolist()):
+        assert forest_proba(rf, bad) is None
+    for value in (np.nan, np.inf, 1e300):  # (1e300 is inf as float32: the forest raises)
+        Q = X[:3].copy()
+        Q[1, 0] = value
+        assert forest_proba(rf, Q) is None
+    threaded = RandomForestClassifier(n_estimators=4, random_state=0, n_jobs=2).fit(X, y)
+    assert forest_proba(threaded, X[:3]) is None
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    named = RandomForestClassifier(n_estimators=4, random_state=0).fit(frame, y)
+    assert forest_proba(named, frame.iloc[:3]) is not None
+    assert forest_proba(named, frame[["b", "a", "c"]].iloc[:3]) is None
+    assert forest_proba(named, frame.astype({"a": np.float32}).iloc[:3]) is None
+    assert forest_proba(named, X[:3]) is None
+
+
+def test_forest_proba_trusts_no_sum_the_forest_does_not_give():
+    X, y = _data()
+    rf = RandomForestClassifier(n_estimators=4, random_state=0).fit(X, y)
+    import fastcf._confirm as C
+
+    C._FOREST_SUMS[rf] = False  # (as if the first check had found a difference)
+    assert forest_proba(rf, X[:3]) is None
+    label, P = ask(rf, X[:3])
+    np.testing.assert_array_equal(P, rf.predict_proba(X[:3]))
 
 
 class _CountingScaler(StandardScaler):

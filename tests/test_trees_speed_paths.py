@@ -19,16 +19,20 @@ from reference import (
     branch_split_even,
     tree_cell_points,
     tree_cells_brute_force,
+    tree_model_leaves,
 )
 from sklearn.datasets import make_classification
 from sklearn.ensemble import (
     ExtraTreesClassifier,
     GradientBoostingClassifier,
+    HistGradientBoostingClassifier,
     RandomForestClassifier,
 )
+from tree_models import lgb, xgb
 
 from fastcf import Status, TreeExplainer
 from fastcf._kernels.tree_branch import node_spread, split_best, split_even
+from fastcf._trees import parse_hist, parse_lightgbm, parse_sklearn, parse_xgboost
 from fastcf._trees.incumbent import Search
 from fastcf._trees.milp import Program
 from fastcf._trees.query import coord_cost
@@ -248,6 +252,50 @@ def test_branch_node_steps_choose_as_the_numpy_reference(forest):
 
 
 # ---------------------------------------------------------------------------------- incumbent
+_WALKED = {
+    "rf": (lambda: RandomForestClassifier(n_estimators=7, max_depth=6, random_state=0),
+           parse_sklearn),
+    "et": (lambda: ExtraTreesClassifier(n_estimators=5, random_state=0), parse_sklearn),
+    "gb": (lambda: GradientBoostingClassifier(n_estimators=5, random_state=0), parse_sklearn),
+    "hist": (lambda: HistGradientBoostingClassifier(max_iter=6, random_state=0), parse_hist),
+    "xgb": (lambda: xgb(n_estimators=5, max_depth=4), parse_xgboost),
+    "lgb": (lambda: lgb(n_estimators=5, num_leaves=9), parse_lightgbm),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", sorted(_WALKED))
+def test_leaf_walk_kernel_equals_the_level_walk_and_the_library(kind):
+    """The leaves of the walk kernel are those of the NumPy level walk, on rows at every split
+    value, beside it and NaN (routed as each library routes a missing value), and the library's
+    own leaves (scikit-learn ``apply``; for the boosters, the same partition of the rows)."""
+    make, parser = _WALKED[kind]
+    X, y = _data(3, seed=4, n=300)
+    nan = kind in ("hist", "xgb", "lgb")
+    if nan:
+        X[::7, 1] = np.nan
+    model = make().fit(X, y)
+    fo = parser.parse(model)
+    rng = np.random.default_rng(0)
+    inner = ~fo.is_leaf
+    f, b = fo.feature[inner], fo.boundary[inner]
+    P = X[rng.integers(0, X.shape[0], f.size)].copy()
+    P[np.arange(f.size), f] = b
+    P = np.vstack([X, P, np.nextafter(P, np.inf), np.nextafter(P, -np.inf)])
+    if nan:
+        P[rng.random(P.shape) < 0.1] = np.nan
+    got = fo.leaves(P)
+    np.testing.assert_array_equal(got, fo.walk_levels(P))
+    own = tree_model_leaves(model, P)
+    if kind in ("rf", "et", "gb"):  # (the parsed trees keep scikit-learn's node ids)
+        np.testing.assert_array_equal(got - fo.offset[None, :], own)
+    else:  # two rows share a leaf of a tree in the library iff they do in the parsed copy
+        for t in range(fo.n_trees):
+            _, a = np.unique(got[:, t], return_inverse=True)
+            _, c = np.unique(own[:, t], return_inverse=True)
+            pairs = np.unique(np.column_stack([a, c]), axis=0)
+            assert pairs.shape[0] == np.unique(a).size == np.unique(c).size
+
+
 def test_single_move_table_matches_the_forest(forest):
     model, ex, X = forest
     rng = np.random.default_rng(0)

@@ -26,7 +26,8 @@ Where each algorithm lives:
 - :mod:`.lvq_qp` — the exact QP of LVQ counterfactuals; :mod:`.lvq_cost` — the GLVQ cost.
 - :mod:`.tree_reduce` — the fixed point of the exact reductions of a tree program;
   :mod:`.tree_moves` — the sums of a tree ensemble after every single-feature move;
-  :mod:`.tree_branch` — the per-node steps of the branch and bound over interval ranges.
+  :mod:`.tree_branch` — the per-node steps of the branch and bound over interval ranges;
+  :mod:`.tree_walk` — the leaf each row reaches in each tree.
 - :mod:`.smo` — the warm-started SMO of the SVM enumeration (paper 003).
 - :mod:`.linalg` — small dense linear algebra: Cholesky, LU, dot products, KKT-inverse
   updates, NNLS and LDP.

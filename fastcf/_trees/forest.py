@@ -42,6 +42,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._kernels.tree_walk import walk
+
 __all__ = ["Tree", "Forest", "Argmax", "Sign", "Identity", "Logistic", "Softmax"]
 
 _U = 2.0**-53  # unit roundoff of float64
@@ -299,6 +301,18 @@ class Forest:
 
         A NaN goes where the library routes a missing value (:attr:`missing`).
         """
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        nan = self.missing is not None and bool(np.isnan(X).any())
+        if self.categories is None:  # (a kernel; the walk below for categorical splits)
+            missing = self.missing if nan else np.zeros(0, dtype=np.int8)
+            return walk(
+                X, self.root, self.is_leaf, self.feature, self.boundary, self.left, self.right,
+                missing, nan,
+            )  # fmt: skip
+        return self.walk_levels(X)
+
+    def walk_levels(self, X):
+        """:meth:`leaves` in NumPy, one level of every tree at a time (any split kind)."""
         X = np.asarray(X, dtype=np.float64)
         rows = np.arange(X.shape[0])[:, None]
         node = np.broadcast_to(self.root, (X.shape[0], self.n_trees)).copy()

@@ -1,0 +1,38 @@
+"""The leaf each row reaches in each tree of an ensemble (:meth:`fastcf._trees.forest.Forest.leaves`).
+
+One walk from each tree's root per row, comparing the row's value with the node's ``boundary``
+(go left iff ``x <= boundary``, the rule every library's split is rewritten to when parsed) and
+sending a NaN where the library routes a missing value. The NumPy level-by-level walk it
+replaces stays in :meth:`~fastcf._trees.forest.Forest.leaves` for the trees with categorical
+splits; ``tests/test_trees_speed_paths.py`` compares the two, and the libraries' own leaf ids.
+"""
+
+import numpy as np
+
+from fastcf._kernels import kernel
+
+__all__ = ["walk"]
+
+
+@kernel()
+def walk(X, root, is_leaf, feature, boundary, left, right, missing, routed):
+    """Return the global leaf id of every row of ``X`` in every tree, shape (N, T).
+
+    ``missing[node]``: 1 a NaN goes left, 0 or -1 right; read only when ``routed`` (else a NaN
+    compares false and goes right).
+    """
+    N = X.shape[0]
+    T = root.shape[0]
+    out = np.empty((N, T), dtype=np.int64)
+    for i in range(N):
+        for t in range(T):
+            node = root[t]
+            while not is_leaf[node]:
+                v = X[i, feature[node]]
+                if routed and np.isnan(v):
+                    go = missing[node] == 1
+                else:
+                    go = v <= boundary[node]
+                node = left[node] if go else right[node]
+            out[i, t] = node
+    return out
