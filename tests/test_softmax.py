@@ -325,6 +325,42 @@ def test_bounds_kkt(rng, lam):
         assert E <= f(lb.x)[0] + 1e-12
 
 
+@pytest.mark.parametrize("lam", [1e-300, 1e-200, 1e-120])
+def test_boxed_newton_at_a_tiny_lambda_samples_the_box(lam):
+    """A Newton step ~1/λ long (the λ-search of proba= walks λ to ~1e-180; soak 2026-11-26)
+    overflows, or lands every halved trial on one corner of the box: the line search then
+    halves the same direction at the box's length. Here the target's best point in the box
+    (an LP, scipy) wins by 4.4e9: the answer must be in the target, not a numerical failure."""
+    from scipy.optimize import linprog
+
+    from fastcf import Status
+    from fastcf._linear.boxed import bounded_one
+    from fastcf._linear.model import SoftmaxModel
+
+    A = np.array([[0.0, 0.0, 0.0], [3e9, -2e9, 1e9], [-1e9, 1e9, 5e8]])
+    model = SoftmaxModel(A, np.zeros(3))
+    x0 = np.array([1.0, -2.0, 0.5])  # class 1, by 7.5e9
+    lo, hi = np.full(3, -5.0), np.full(3, 5.0)
+    # max s subject to (a_0 - a_j) x >= s for j = 1, 2, within the box
+    lp = linprog(
+        [0, 0, 0, -1], A_ub=np.column_stack([A[1:] - A[0], np.ones(2)]), b_ub=np.zeros(2),
+        bounds=[(-5, 5)] * 3 + [(None, None)],
+    )  # fmt: skip
+    assert lp.status == 0 and -lp.fun > 4e9
+    x, _, status, _ = bounded_one(model, x0, 0, lam, np.ones(3), np.ones(3), (lo, hi), 1e-12,
+                                  100, rel=True)  # fmt: skip
+    assert status in (Status.OK, Status.MAXITER)  # (before: NUMERIC at the first step)
+    assert np.all(x >= lo) and np.all(x <= hi)
+    assert np.argmax(A @ x) == 0
+    # a free feature without bounds: a step past the doubles is still a numerical failure,
+    # without a warning (the test runs with warnings as errors)
+    if lam < 1e-250:
+        lo[0] = -np.inf
+        _, _, status, _ = bounded_one(model, x0, 0, lam, np.ones(3), np.ones(3), (lo, hi), 1e-12,
+                                      100, rel=True)  # fmt: skip
+        assert status == Status.NUMERIC
+
+
 def test_batch_equals_single(rng):
     A = rng.standard_normal((10, 64))
     b = rng.standard_normal(10)

@@ -1,4 +1,4 @@
-"""The leaf each row reaches in each tree of an ensemble (:meth:`fastcf._trees.forest.Forest.leaves`).
+"""The leaf each row reaches in each tree (:meth:`fastcf._trees.forest.Forest.leaves`).
 
 One walk from each tree's root per row, comparing the row's value with the node's ``boundary``
 (go left iff ``x <= boundary``, the rule every library's split is rewritten to when parsed) and

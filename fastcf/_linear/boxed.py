@@ -96,6 +96,8 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
 
     E, g, p = val_grad(x)
     eps = np.finfo(float).eps
+    width = (hi - lo)[free0]
+    span = float(width.max(initial=0.0)) if np.isfinite(width).all() else math.inf
     for it in range(max_iter + 1):
         gn = float(np.linalg.norm(projected(g, x)))
         if gn <= limit(x, g):
@@ -115,18 +117,23 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
                 return x, it, Status.NUMERIC, gn
             Vg = vF * g
             _apply_inverse(M, sp, A @ Vg, t)  # t = Tᵀ (λI + T G_F Tᵀ)⁻¹ T A V_F g
+            num = -(Vg - vF * (AT @ t))  # the step times λ
             with np.errstate(over="ignore", invalid="ignore"):
-                d = -(Vg - vF * (AT @ t)) / lam
+                d = num / lam
+        else:
+            num = d * lam
+        num[active] = -g[active] * v[active]
         with np.errstate(over="ignore", invalid="ignore"):
             d[active] = -g[active] * v[active] / lam
-        if not np.isfinite(d).all():
+        steps = _steps(d, num, span)
+        if not steps:
             # a Newton step past the doubles (λ ~ 1e-181 from the λ-search's walk down, soak
-            # 2026-11-26: it raised an overflow warning): not converged, which the λ-search
-            # reports as a numerical failure, never as "infeasible"
+            # 2026-11-26: it raised an overflow warning) where the box does not bound every
+            # free feature: not converged, which the λ-search reports as a numerical failure,
+            # never as "infeasible"
             return x, it, Status.NUMERIC, gn
-        alpha = 1.0
         Escale = 1.0 + abs(E)
-        for _ls in range(60):
+        for alpha, d in ((2.0**-i, d) for d in steps for i in range(60)):
             xn = np.clip(x + alpha * d, lo, hi)
             xn[~free0] = x0[~free0]
             with np.errstate(over="ignore", invalid="ignore"):
@@ -138,13 +145,33 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
                 abs(pred) <= 64 * eps * Escale and En <= E + 64 * eps * Escale
             ):
                 break
-            alpha *= 0.5
         else:  # no step decreases E: converged if ‖∇E‖ is near its limit (relative in rel)
             return x, it, (Status.OK if gn <= 1e3 * limit(x, g) else Status.NUMERIC), gn
         if np.array_equal(xn, x):
             return x, it, Status.OK, gn
         x, E, g, p = xn, En, gnew, pnew
     return x, max_iter, Status.MAXITER, float(np.linalg.norm(projected(g, x)))
+
+
+def _steps(d, num, span):
+    """Return the steps the line search halves, in turn.
+
+    First the Newton step ``d`` (``num / λ``), then ``num`` scaled to the box's widest side
+    ``span`` where halving cannot bring ``d`` inside the box.
+
+    At a tiny λ (the λ-search of ``proba=`` walks it to ~1e-180) the Newton step is ~1/λ long:
+    every trial along it, even halved 60 times, lands on the same corner of the box (the
+    projection of a point ~1e90 away), and an arc the search never sampled was called no
+    descent, a false numerical failure; past the doubles the step is not even a number. Where
+    the box bounds every free feature no point is further than ``span``, so the same direction
+    at that length is halved next. Empty: a step past the doubles and no such box.
+    """
+    out = [d] if np.isfinite(d).all() else []
+    big = float(np.abs(num).max(initial=0.0))
+    far = not out or float(np.abs(d).max(initial=0.0)) * 2.0**-59 > span
+    if far and math.isfinite(span) and big > 0.0 and np.isfinite(num).all():
+        out.append(num * (span / big))
+    return out
 
 
 def _direct_step(A, p, lam, wt, g, F):
