@@ -3,8 +3,9 @@
 One walk from each tree's root per row, comparing the row's value with the node's ``boundary``
 (go left iff ``x <= boundary``, the rule every library's split is rewritten to when parsed) and
 sending a NaN where the library routes a missing value. The NumPy level-by-level walk it
-replaces stays in :meth:`~fastcf._trees.forest.Forest.leaves` for the trees with categorical
-splits; ``tests/test_trees_speed_paths.py`` compares the two, and the libraries' own leaf ids.
+replaces stays as :meth:`~fastcf._trees.forest.Forest.walk_levels` for the trees with
+categorical splits; ``tests/test_trees_speed_paths.py`` compares the two, and the libraries'
+own leaves.
 """
 
 import numpy as np
