@@ -124,7 +124,7 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
             num = d * lam
         num[active] = -g[active] * v[active]
         with np.errstate(over="ignore", invalid="ignore"):
-            d[active] = -g[active] * v[active] / lam
+            d[active] = num[active] / lam  # (the scaled gradient step on the active set)
         steps = _steps(d, num, span)
         if not steps:
             # a Newton step past the doubles (λ ~ 1e-181 from the λ-search's walk down, soak
