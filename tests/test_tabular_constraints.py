@@ -10,10 +10,13 @@ are refused; an ordered pandas Categorical moves along its declared order.
 """
 
 import functools
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -445,3 +448,59 @@ def test_one_vocabulary_margin_zero_and_lazy_enumerate():
     assert 1 <= len(listed) <= 5
     assert first.distance == listed[0].distance
     assert list(first.changed) == list(listed[0].changed)
+
+
+_DTYPES = ["int8", "uint8", "int16", "int32", "int64", "uint64", "float16", "float32", "float64"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    dtype=st.sampled_from(_DTYPES + ["bool", "object"]),
+    values=st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.integers(-(2**70), 2**70).map(float),
+            st.sampled_from([0.0, -0.0, 1.0, 127.0, 128.0, 255.0, 256.0, -129.0, 2.0**63]),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_an_answer_column_is_the_cast_of_its_values(dtype, values):
+    """The answer column built from the array (columns._exact_cast) or the object Series cast.
+
+    Where the fast path takes the values, its column equals pandas' cast of the object Series
+    (the slow path, which a row with unchanged cells takes) cell for cell, in the same dtype;
+    where it declines, the slow path answers.
+    """
+    from fastcf._tabular.columns import _column, _exact_cast
+
+    dt = np.dtype(dtype)
+    v = np.asarray(values, dtype=np.float64)
+    if dt.kind == "b":
+        v = v != 0
+    frame = pd.DataFrame({"c": pd.Series(np.zeros(v.size), dtype=object)})
+    cast = _exact_cast(v, dt)
+    try:
+        with warnings.catch_warnings():  # (float16 overflow warns)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            slow = pd.Series(v, dtype=object).astype(dt)
+    except (TypeError, ValueError, OverflowError):
+        slow = None
+    if cast is not None:
+        assert slow is not None and cast.dtype == slow.dtype
+        if dt.kind == "O":
+            assert [type(a) for a in cast] == [type(b) for b in slow]
+            assert pd.Series(cast).equals(slow)
+        else:  # the same bits
+            assert cast.tobytes() == slow.to_numpy().tobytes()
+        if dt.kind in "iub":  # (exact: the values come back)
+            assert np.array_equal(cast, v)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = _column(frame, 0, v, np.zeros(v.size, dtype=bool), dt)
+    want = slow if cast is None and slow is not None else cast
+    if want is None:  # neither holds the values: the column keeps them as objects
+        assert got.dtype == object and got.tolist() == v.tolist()
+    else:
+        assert np.asarray(got).dtype == want.dtype

@@ -376,35 +376,70 @@ class Schema:
                 v = np.round(v)
             elif dt.kind == "b":
                 v = v != 0
-            out.isetitem(int(c), _column(frame.iloc[:, c], v, same, dt))
+            out.isetitem(int(c), _column(frame, c, v, same, dt))
         for j, c in enumerate(self.cat_cols):
             same = K[:, j] == K0[:, j]
             if same.all():
                 continue
             labels = self.fold.labels[c]
-            out.isetitem(int(c), _column(frame.iloc[:, c], labels[K[:, j]], same, self.dtypes[c]))
+            out.isetitem(int(c), _column(frame, c, labels[K[:, j]], same, self.dtypes[c]))
         return out
 
 
-def _column(orig, values, same, dt):
-    """Return a column of answers: ``values`` in dtype ``dt``, the query's cells where ``same``.
+def _column(frame, c, values, same, dt):
+    """Return column ``c`` of the answers: ``values`` in ``dt``, the query's cells where ``same``.
 
     A cell the answer leaves as it read it stays the query's cell: a missing one stays missing
     (it read as its imputed value), a row that could not be read comes back as it was given.
     Where such a cell is a value ``dt`` cannot hold (an unseen category of a categorical
     dtype), the column keeps the object dtype rather than lose it.
+
+    Where every cell is an answer's, ``dt`` a NumPy dtype and the values exactly its own
+    (:func:`_exact_cast`), the array itself (the same cells as the object Series cast to ``dt``
+    below, in a tenth of the time: a single query builds its answer row twice).
     """
     import pandas as pd
 
+    if not same.any():
+        cast = _exact_cast(values, dt)
+        if cast is not None:
+            return cast
+    orig = frame.iloc[:, c]
     new = pd.Series(values, index=orig.index, dtype=object)
     if same.any():
         new = new.where(~same, orig.astype(object))
     try:
         cast = new.astype(dt)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return new
     if not np.array_equal(cast.isna().to_numpy(), new.isna().to_numpy()):
         return new  # (astype to a categorical dtype turns a label it lacks into NaN)
+    return cast
+
+
+def _exact_cast(values, dt):
+    """Return ``values`` as an array of NumPy dtype ``dt`` if it holds them exactly, else None.
+
+    Numbers (bool, integer, float kinds): finite values whose cast back compares equal (a float
+    dtype rounds them, as the cast of the object Series would, to a finite value); object: the
+    array as objects (category labels, as the encoder stores them). Anything else (pandas' own
+    dtypes) is None.
+    """
+    if not isinstance(dt, np.dtype):
+        return None
+    values = np.asarray(values)
+    if dt.kind == "O":
+        return values.astype(object)
+    if dt.kind not in "biuf" or values.dtype.kind not in "biuf":
+        return None
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        cast = values.astype(dt)
+    if dt.kind == "f" and not np.isfinite(cast).all():  # (past float16's range, say)
+        return None
+    if dt.kind != "f" and not np.array_equal(cast, values):
+        return None
     return cast
 
 
