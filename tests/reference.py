@@ -1558,6 +1558,91 @@ def tabular_plausible_brute_force(
 
 
 # ------------------------------------------------- the per-node steps of the tree branch and bound
+def tree_reduce_rounds(st, flat, kbar, ka, kb, rho, alive, coef, r, eps, margins, rounds=30):
+    """The exact reductions of a tree program to a fixed point, one NumPy pass over every entry.
+
+    What ``fastcf._kernels.tree_reduce.reduce_rounds`` computes over the alive leaves only (the
+    module docstring of ``fastcf._trees.reduce`` states the four rules). ``st``: the forest's
+    ``Structure`` (its leaf-box entries ``b_leaf``, ``b_feat``, ``e_ka``, ``e_kb``); the
+    groups of the hulls are made here from (tree, feature). Returns ``(empty, lb, ka, kb,
+    alive, pruned)`` (new arrays; ``lb`` as the kernel returns it). Sums in the kernel's
+    order: the lower bound over the features, a leaf's cost over its entries (``np.add.at``
+    adds them one after the other, in entry order), a margin's top over the trees.
+    """
+    ka, kb, alive = ka.astype(np.int64), kb.astype(np.int64), alive.copy()
+    D = kbar.size
+    T = st.tree_start.size
+    n = alive.size
+    ioff = st.ioff[:-1]
+    ef, el = st.b_feat, st.b_leaf
+    key = st.leaf_tree[el] * D + ef
+    groups = np.unique(key)
+    pruned = np.zeros(T, dtype=bool)
+    lb = 0.0
+
+    def out(empty):
+        return empty, lb, ka, kb, alive, pruned
+
+    for _ in range(rounds):
+        if (ka > kb).any():
+            return out(1)
+        base = flat[ioff + np.clip(kbar, ka, kb)]
+        lb = 0.0
+        for v in base:
+            lb += v
+        if lb > rho:
+            return out(1)
+        for f in range(D):  # interval costs
+            room = rho - (lb - base[f])
+            if flat[ioff[f] + ka[f]] > room or flat[ioff[f] + kb[f]] > room:
+                ks = np.arange(ka[f], kb[f] + 1)
+                ks = ks[flat[ioff[f] + ks] <= room]
+                ka[f], kb[f] = (ks[0], ks[-1]) if ks.size else (-1, -1)
+        a = np.maximum(st.e_ka, ka[ef])  # leaf costs
+        b = np.minimum(st.e_kb, kb[ef])
+        on = alive[el]
+        miss = np.zeros(n, dtype=bool)
+        miss[el[on & (a > b)]] = True
+        sel = on & (a <= b)
+        cost = np.zeros(n)
+        k = np.clip(kbar[ef], a, b)
+        np.add.at(cost, el[sel], flat[ioff[ef[sel]] + k[sel]] - base[ef[sel]])
+        now = alive & (lb + cost <= rho) & ~miss
+        if margins:
+            for j in range(coef.shape[1]):
+                mx = np.empty(T)
+                top = 0.0
+                for t in range(T):
+                    m = coef[now & (st.leaf_tree == t), j]
+                    if m.size == 0:
+                        return out(1)
+                    mx[t] = m.max()
+                    top += mx[t]
+                if top < r[j] - eps[j]:
+                    return out(1)
+                kill = now & (coef[:, j] < r[j] - eps[j] - (top - mx[st.leaf_tree]))
+                pruned[st.leaf_tree[kill]] = True
+                now &= ~kill
+        count = np.bincount(st.leaf_tree[now], minlength=T)
+        if (count == 0).any():
+            return out(1)
+        changed = bool((now != alive).any())
+        alive = now
+        nka, nkb = ka.copy(), kb.copy()
+        live = alive[el]
+        for g in groups:  # hulls
+            e = live & (key == g)
+            if e.sum() == count[g // D]:
+                f = g % D
+                nka[f] = max(nka[f], a[e].min())
+                nkb[f] = min(nkb[f], b[e].max())
+        changed |= bool((nka != ka).any() or (nkb != kb).any())
+        ka, kb = nka, nkb
+        if not changed:
+            break
+    return out(0)
+
+
 def branch_node_spread(alive, V, coef, tree_start):
     """Per tree over its alive leaves: (undecided, Σ_j spread of the forms, Σ_s spread of V).
 

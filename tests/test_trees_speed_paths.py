@@ -20,6 +20,7 @@ from reference import (
     tree_cell_points,
     tree_cells_brute_force,
     tree_model_leaves,
+    tree_reduce_rounds,
 )
 from sklearn.datasets import make_classification
 from sklearn.ensemble import (
@@ -244,11 +245,100 @@ def test_branch_node_steps_choose_as_the_numpy_reference(forest):
                     assert (None if fj[0] < 0 else tuple(map(int, fj))) == want
                 undecided = got[0] | (rng.random(got[0].size) < 0.3)
                 fj = split_best(
-                    alive, undecided, coef, prog.leaf_tree, prog.tree_start, ka, kb, prog.b_leaf,
-                    prog.b_feat, prog.e_ka, prog.e_kb, prog.n_y + 1,
+                    alive, undecided, coef, prog.leaf_tree, prog.tree_start, ka, kb,
+                    prog.leaf_estart, prog.b_feat, prog.e_ka, prog.e_kb, prog.n_y + 1,
                 )  # fmt: skip
                 want = branch_split_best(prog, alive, ka, kb, coef, undecided)
                 assert (None if fj[0] < 0 else tuple(map(int, fj))) == want
+
+
+_SEARCHED = {
+    "rf": lambda: RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0),
+    "gb3": lambda: GradientBoostingClassifier(n_estimators=8, max_depth=3, random_state=0),
+    "et": lambda: ExtraTreesClassifier(n_estimators=10, max_depth=4, random_state=0),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_SEARCHED))
+def test_reductions_kernel_equals_the_full_pass_on_the_nodes_of_searches(kind, monkeypatch):
+    """The reductions' kernel (over the alive leaves only) against the NumPy pass over every
+    leaf-box entry (tests/reference.py), bit for bit, on every node of real searches: the
+    branch and bound's, the incumbent's cutoff, the bisection bound of ``exact=False``; with
+    and without margins, several options. Each call's ranges, alive leaves, pruned trees,
+    verdict and lower bound must be the reference's."""
+    import fastcf._kernels.tree_reduce as tree_reduce
+
+    k = 3 if kind == "gb3" else 2
+    X, y = make_classification(
+        n_samples=300, n_features=5, n_informative=4, n_redundant=0, n_classes=k,
+        n_clusters_per_class=1, random_state=1,
+    )  # fmt: skip
+    model = _SEARCHED[kind]().fit(X, y)
+    ex = TreeExplainer(model)
+    st = Program(ex._forest)
+    calls = []
+    kernel = tree_reduce.reduce_rounds
+
+    def record(*args):
+        before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        out = kernel(*args)
+        if not out[0]:  # the list of the alive leaves it leaves in its scratch
+            np.testing.assert_array_equal(args[25][: out[2]], np.flatnonzero(args[10]))
+        calls.append((before, out, args[2].copy(), args[3].copy(), args[10].copy(),
+                      args[20].copy()))  # fmt: skip
+        return out
+
+    monkeypatch.setattr(tree_reduce, "reduce_rounds", record)
+    monkeypatch.setattr(Program, "budget", 400)  # (the search runs, on every kind)
+    for i, x0 in enumerate(X[:6]):
+        target = model.classes_[(i + 1) % k]
+        for opts in ({}, {"proba": 0.6}, {"metric": "euclidean", "max_changes": 2}):
+            ex.explain(x0, target, **opts)
+        ex.explain(x0, target, exact=False)
+    assert len(calls) > 50
+    kinds = set()
+    for before, (empty, lb, _), ka, kb, alive, pruned in calls:
+        flat, kbar, ka0, kb0, _, rho = before[:6]
+        alive0, coef, r, eps, margins, rounds = before[10], *before[13:17], before[21]
+        want = tree_reduce_rounds(st, flat, kbar, ka0, kb0, rho, alive0, coef, r, eps, margins,
+                                  rounds)  # fmt: skip
+        assert empty == want[0]
+        kinds.add((bool(empty), bool(margins)))
+        if not empty:
+            assert lb == want[1]
+            np.testing.assert_array_equal(ka, want[2])
+            np.testing.assert_array_equal(kb, want[3])
+            np.testing.assert_array_equal(alive, want[4])
+            np.testing.assert_array_equal(pruned, want[5])
+    assert {(True, True), (False, True)} <= kinds  # (pruned nodes and kept ones)
+    assert any(b[22].size for b, *_ in calls)  # (nodes given their parent's list of leaves)
+    # cutoffs at a leaf's exact cost (lb + its entries' costs, summed in entry order): a leaf
+    # on the boundary stays or dies by its last bit in both
+    rng = np.random.default_rng(0)
+    ioff = st.ioff[:-1]
+    tied = 0
+    for before, _, _, _, alive, _ in [c for c in calls if not c[1][0]][::5]:
+        flat, kbar, ka0, kb0 = before[:4]
+        base = flat[ioff + np.clip(kbar, ka0, kb0)]
+        lb = 0.0
+        for v in base:
+            lb += v
+        for i in rng.choice(np.flatnonzero(alive), 3):
+            cost = 0.0
+            for e in range(st.leaf_estart[i], st.leaf_estart[i + 1]):
+                f = st.b_feat[e]
+                a, b = max(st.e_ka[e], ka0[f]), min(st.e_kb[e], kb0[f])
+                cost += flat[ioff[f] + min(max(kbar[f], a), b)] - base[f]
+            args = [a.copy() if isinstance(a, np.ndarray) else a for a in before]
+            args[5] = lb + cost
+            got = kernel(*args)
+            want = tree_reduce_rounds(st, flat, kbar, ka0, kb0, lb + cost, before[10],
+                                      *before[13:17], before[21])  # fmt: skip
+            assert got[0] == want[0]
+            if not got[0]:
+                np.testing.assert_array_equal(args[10], want[4])
+                tied += 1
+    assert tied > 10
 
 
 # ---------------------------------------------------------------------------------- incumbent

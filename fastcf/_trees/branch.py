@@ -48,7 +48,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._kernels.tree_branch import node_spread, split_best, split_even
-from .reduce import Costs, reduce
+from .reduce import Costs, reduce, scratch
 
 __all__ = ["Branched", "branch"]
 
@@ -77,7 +77,7 @@ def _split(st, red, spread):
     if spread[t] <= 0.0:
         return None
     stop = st.tree_start[t + 1] if t + 1 < st.tree_start.size else st.leaf_ids.size
-    e0, e1 = np.searchsorted(st.b_leaf, [st.tree_start[t], stop])  # (entries sorted by leaf)
+    e0, e1 = st.leaf_estart[st.tree_start[t]], st.leaf_estart[stop]  # (the tree's entries)
     f, j = split_even(
         t, red.alive, red.ka, red.kb, int(e0), int(e1), st.b_leaf, st.b_feat, st.e_ka, st.e_kb
     )
@@ -87,8 +87,8 @@ def _split(st, red, spread):
 def _split_best(st, red, coef, undecided):
     """Return (f, j): the edge shared by the most trees' best alive leaves (None if none)."""
     f, j = split_best(
-        red.alive, undecided, coef, st.leaf_tree, st.tree_start, red.ka, red.kb, st.b_leaf,
-        st.b_feat, st.e_ka, st.e_kb, st.n_y + 1,
+        red.alive, undecided, coef, st.leaf_tree, st.tree_start, red.ka, red.kb,
+        st.leaf_estart, st.b_feat, st.e_ka, st.e_kb, st.n_y + 1,
     )  # fmt: skip
     return None if f < 0 else (int(f), int(j))
 
@@ -130,13 +130,14 @@ def branch(
     best, best_cost, nodes = None, math.inf, 0
     coef = lforms.coef
     V = np.ascontiguousarray(st.V, dtype=np.float64)
-    stack = [(c.ka, c.kb, None)]
+    work = scratch(st)
+    stack = [(c.ka, c.kb, None, None)]
     while stack:
         if nodes >= budget or (nodes % 16 == 15 and time.perf_counter() > deadline):
             return Branched(best, best_cost, False, nodes, rho)
-        ka, kb, alive = stack.pop()
+        ka, kb, alive, ids = stack.pop()
         nodes += 1
-        red = reduce(st, Costs(c.flat, c.kbar, ka, kb), rho, lforms, alive)
+        red = reduce(st, Costs(c.flat, c.kbar, ka, kb), rho, lforms, alive, ids=ids, work=work)
         if red.empty:
             continue
         undecided, spread, vspread = node_spread(red.alive, V, coef, st.tree_start)
@@ -168,7 +169,7 @@ def branch(
         lkb[f] = j
         rka, rkb = red.ka.copy(), red.kb.copy()
         rka[f] = j + 1
-        left, right = (lka, lkb, red.alive), (rka, rkb, red.alive)
+        left, right = (lka, lkb, red.alive, red.ids), (rka, rkb, red.alive, red.ids)
         if c.kbar[f] <= j:  # the half holding x̄'s interval is explored first
             stack += [right, left]
         else:

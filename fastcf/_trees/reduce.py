@@ -78,6 +78,24 @@ class Reduced(NamedTuple):
     pruned: np.ndarray  # (n_trees,) bool: some leaf of the tree died by a margin (not a cost)
     lb: float  # a lower bound on the cost of any such cell (Σ_f base_f)
     empty: bool  # no such cell is classified as the target
+    ids: np.ndarray | None = None  # the alive leaves in order (None: not listed)
+
+
+class Scratch(NamedTuple):
+    """Work arrays of :func:`reduce`, for a caller that reduces many nodes of one query."""
+
+    a: np.ndarray  # (n_entries,) int64
+    b: np.ndarray  # (n_entries,) int64
+    ids: np.ndarray  # (n_leaves,) int64
+
+
+def scratch(st) -> Scratch:
+    """Return work arrays for the reductions of the forest ``st`` (one thread's)."""
+    E, n = st.b_leaf.size, st.leaf_ids.size
+    return Scratch(np.empty(E, np.int64), np.empty(E, np.int64), np.empty(n, np.int64))
+
+
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 def _empty(st, c):
@@ -85,7 +103,7 @@ def _empty(st, c):
     return Reduced(c.ka, c.kb, np.zeros(n, bool), np.zeros(st.forest.n_trees, bool), math.inf, True)
 
 
-def reduce(st, c: Costs, rho, forms, alive=None, margins=True) -> Reduced:
+def reduce(st, c: Costs, rho, forms, alive=None, margins=True, ids=None, work=None) -> Reduced:
     """Run the reductions of the module docstring to a fixed point at cutoff ``rho``.
 
     Parameters
@@ -103,6 +121,10 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True) -> Reduced:
     margins : bool, default=True
         ``False``: costs and hulls only, which then hold for every point of cost <= ρ, in the
         target class or not (the incumbent search walks through such points).
+    ids : ndarray of int, optional
+        The leaves ``alive`` holds, in order (a :attr:`Reduced.ids`), when the caller has them.
+    work : Scratch, optional
+        Work arrays (:func:`scratch`), not to be shared by two threads; else new ones.
     """
     from .._kernels.tree_reduce import reduce_rounds
 
@@ -111,15 +133,16 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True) -> Reduced:
     alive = ~st.leaf_empty if alive is None else alive & ~st.leaf_empty
     pruned = np.zeros(T, dtype=bool)
     ka, kb = c.ka.astype(np.int64), c.kb.astype(np.int64)  # (copies)
-    empty, lb = reduce_rounds(
-        c.flat, c.kbar.astype(np.int64), ka, kb, st.ioff[:-1], float(rho), st.b_feat,
-        st.b_leaf, st.e_ka, st.e_kb, alive, st.leaf_tree, st.tree_start, forms.coef, forms.r,
-        forms.tol, bool(margins), st.hull_order, st.hull_start,
-        st.hull_tree, st.hull_feat, pruned, ROUNDS,
+    work = scratch(st) if work is None else work
+    empty, lb, m = reduce_rounds(
+        c.flat, c.kbar.astype(np.int64), ka, kb, st.ioff[:-1], float(rho), st.b_feat, st.e_ka,
+        st.e_kb, st.leaf_estart, alive, st.leaf_tree, st.tree_start, forms.coef, forms.r,
+        forms.tol, bool(margins), st.entry_group, st.hull_tree, st.hull_feat, pruned, ROUNDS,
+        _NONE if ids is None else ids, work.a, work.b, work.ids,
     )  # fmt: skip
     if empty:
         return _empty(st, c)
-    return Reduced(ka, kb, alive, pruned, float(lb), False)
+    return Reduced(ka, kb, alive, pruned, float(lb), False, work.ids[:m].copy())
 
 
 def lower_bound(st, c: Costs, cost, forms, steps=8):

@@ -108,13 +108,15 @@ class Structure:
         self.ioff = self.yoff + np.arange(D + 1)  # interval k of f is ioff[f] + k, all features
         # the leaves of each tree are consecutive (trees are concatenated): tree t's start
         self.tree_start = np.searchsorted(self.leaf_tree, np.arange(forest.n_trees))
-        # the entries grouped by (tree, feature): hull_order sorts them, one segment per group
+        # leaf i's entries are leaf_estart[i] .. leaf_estart[i + 1] - 1 (sorted by leaf)
+        self.leaf_estart = np.searchsorted(self.b_leaf, np.arange(n + 1)).astype(np.int64)
+        # the (tree, feature) groups of entries: group g is tree hull_tree[g], feature
+        # hull_feat[g]; entry_group[e] is the group of entry e
         tf = self.leaf_tree[self.b_leaf] * D + self.b_feat
-        self.hull_order = np.argsort(tf, kind="stable")
-        key = tf[self.hull_order]
-        self.hull_start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
-        self.hull_tree = key[self.hull_start] // D
-        self.hull_feat = key[self.hull_start] % D
+        key, self.entry_group = np.unique(tf, return_inverse=True)
+        self.entry_group = self.entry_group.astype(np.int64).ravel()
+        self.hull_tree = key // D
+        self.hull_feat = key % D
 
     def _links(self, forest):
         """Build the linking rows, per tree t, feature f and boundary b_j of a split of t on f.
