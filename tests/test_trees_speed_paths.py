@@ -229,7 +229,8 @@ def test_branch_node_steps_choose_as_the_numpy_reference(forest):
                 f = int(rng.integers(ka.size))
                 if kb[f] > ka[f]:
                     ka[f] = int(rng.integers(ka[f], kb[f] + 1))
-                got = node_spread(alive, V, coef, prog.tree_start)
+                ids = np.flatnonzero(alive)
+                got = node_spread(ids, prog.leaf_tree, V, coef, prog.tree_start.size)
                 ref = branch_node_spread(alive, V, coef, prog.tree_start)
                 np.testing.assert_array_equal(got[0], ref[0])
                 np.testing.assert_array_equal(got[1], ref[1])  # (the same sums, bit for bit)
@@ -245,7 +246,7 @@ def test_branch_node_steps_choose_as_the_numpy_reference(forest):
                     assert (None if fj[0] < 0 else tuple(map(int, fj))) == want
                 undecided = got[0] | (rng.random(got[0].size) < 0.3)
                 fj = split_best(
-                    alive, undecided, coef, prog.leaf_tree, prog.tree_start, ka, kb,
+                    ids, undecided, coef, prog.leaf_tree, prog.tree_start.size, ka, kb,
                     prog.leaf_estart, prog.b_feat, prog.e_ka, prog.e_kb, prog.n_y + 1,
                 )  # fmt: skip
                 want = branch_split_best(prog, alive, ka, kb, coef, undecided)

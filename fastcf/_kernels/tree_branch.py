@@ -8,9 +8,10 @@ an array of every leaf per node (``reduceat`` over masked copies, ``unique``, ``
 * :func:`split_even` — the boundary that parts one tree's alive leaves most evenly;
 * :func:`split_best` — the boundary at an edge of the most trees' best alive leaves.
 
-Each reads the alive leaves (and their entries) only, beyond one pass over a flag per leaf: in
-a node of the search a few percent of the leaves are alive, and at depth 8 (100 trees, 22 000
-leaves, 138 000 entries) the passes over every entry took 350 µs a node in ``split_best``.
+Each reads the alive leaves (a list of them, in order, as the reductions leave it) and their
+entries only: in a node of the search a few percent of the leaves are alive, and at depth 8
+(100 trees, 22 000 leaves, 138 000 entries) the passes over every entry took 350 µs a node in
+``split_best``. (``split_even`` reads one tree's entries.)
 
 The choices are those of the NumPy code they replace (the same candidates, the same first
 maximum, the same sums in the same order; a leaf's score sums its forms sequentially, as NumPy
@@ -26,48 +27,41 @@ __all__ = ["node_spread", "split_even", "split_best"]
 
 
 @kernel()
-def node_spread(alive, V, coef, tree_start):
-    """Return (undecided, spread, vspread) per tree over its alive leaves.
+def node_spread(ids, leaf_tree, V, coef, T):
+    """Return (undecided, spread, vspread) per tree over its alive leaves ``ids`` (in order).
 
     ``undecided[t]``: some column of the terms ``V`` differs between two alive leaves;
     ``spread[t]``: Σ_j (max − min) of the forms ``coef[:, j]``; ``vspread[t]``: Σ_s (max − min)
-    of the terms. One pass over each tree's alive leaves for every column.
+    of the terms.
     """
-    T = tree_start.shape[0]
-    n = alive.shape[0]
     S = V.shape[1]
     F = coef.shape[1]
     undecided = np.zeros(T, dtype=np.bool_)
     spread = np.zeros(T)
     vspread = np.zeros(T)
-    vmx = np.empty(S)
-    vmn = np.empty(S)
-    cmx = np.empty(F)
-    cmn = np.empty(F)
+    vmx = np.full((T, S), -np.inf)
+    vmn = np.full((T, S), np.inf)
+    cmx = np.full((T, F), -np.inf)
+    cmn = np.full((T, F), np.inf)
+    for p in range(ids.shape[0]):
+        i = ids[p]
+        t = leaf_tree[i]
+        for s in range(S):
+            vmx[t, s] = max(vmx[t, s], V[i, s])
+            vmn[t, s] = min(vmn[t, s], V[i, s])
+        for j in range(F):
+            cmx[t, j] = max(cmx[t, j], coef[i, j])
+            cmn[t, j] = min(cmn[t, j], coef[i, j])
     for t in range(T):
-        stop = tree_start[t + 1] if t + 1 < T else n
-        vmx[:] = -np.inf
-        vmn[:] = np.inf
-        cmx[:] = -np.inf
-        cmn[:] = np.inf
-        for i in range(tree_start[t], stop):
-            if not alive[i]:
-                continue
-            for s in range(S):
-                vmx[s] = max(vmx[s], V[i, s])
-                vmn[s] = min(vmn[s], V[i, s])
-            for j in range(F):
-                cmx[j] = max(cmx[j], coef[i, j])
-                cmn[j] = min(cmn[j], coef[i, j])
         vs = 0.0
         for s in range(S):
-            if vmx[s] != vmn[s]:
+            if vmx[t, s] != vmn[t, s]:
                 undecided[t] = True
-            vs += vmx[s] - vmn[s]
+            vs += vmx[t, s] - vmn[t, s]
         vspread[t] = vs
         sp = 0.0
         for j in range(F):
-            sp += cmx[j] - cmn[j]
+            sp += cmx[t, j] - cmn[t, j]
         spread[t] = sp
     return undecided, spread, vspread
 
@@ -114,41 +108,38 @@ def split_even(t, alive, ka, kb, e_start, e_stop, b_leaf, b_feat, e_ka, e_kb):
 
 
 @kernel()
-def split_best(
-    alive, undecided, coef, leaf_tree, tree_start, ka, kb, leaf_estart, b_feat, e_ka, e_kb, D1
-):  # fmt: skip
+def split_best(ids, undecided, coef, leaf_tree, T, ka, kb, leaf_estart, b_feat, e_ka, e_kb, D1):
     """Return (f, j): the boundary at an edge of the most trees' best alive leaves; f = -1: none.
 
     A tree's best alive leaves score highest on Σ_j coef[:, j] (undecided trees only); each edge
     of their boxes inside the feature's range (the upper ``x_f <= b_kb``, the lower
     ``x_f <= b_{ka−1}``) gets the weight (best − worst score) of the leaf's tree; the edge of the
-    largest total weight, the smallest key ``f·D1 + j`` among equals. ``leaf_estart``: leaf i's
-    entries are ``leaf_estart[i] .. leaf_estart[i + 1] - 1`` (the entries sorted by leaf, so
-    the best leaves' entries in leaf order are the entries in their order).
+    largest total weight, the smallest key ``f·D1 + j`` among equals. ``ids``: the alive leaves
+    in order; ``leaf_estart``: leaf i's entries are ``leaf_estart[i] .. leaf_estart[i + 1] - 1``
+    (the entries sorted by leaf, so the best leaves' entries in leaf order are the entries in
+    their order).
     """
-    n = alive.shape[0]
-    T = tree_start.shape[0]
     F = coef.shape[1]
-    score = np.empty(n)
+    m = ids.shape[0]
+    score = np.empty(m)
     top = np.full(T, -np.inf)
     low = np.full(T, np.inf)
-    ids = np.empty(n, dtype=np.int64)  # the leaves alive in an undecided tree, in order
-    m = 0
-    for i in range(n):
+    on = np.zeros(m, dtype=np.bool_)  # alive in an undecided tree
+    for q in range(m):
+        i = ids[q]
         t = leaf_tree[i]
-        if alive[i] and undecided[t]:
+        if undecided[t]:
             s = 0.0
             for j in range(F):
                 s += coef[i, j]
-            score[i] = s
+            score[q] = s
             top[t] = max(top[t], s)
             low[t] = min(low[t], s)
-            ids[m] = i
-            m += 1
+            on[q] = True
     size = 0
     for q in range(m):
         i = ids[q]
-        if score[i] == top[leaf_tree[i]]:
+        if on[q] and score[q] == top[leaf_tree[i]]:
             size += leaf_estart[i + 1] - leaf_estart[i]
     keys = np.empty(2 * size, dtype=np.int64)
     weights = np.empty(2 * size)
@@ -157,7 +148,7 @@ def split_best(
         for q in range(m):
             i = ids[q]
             t = leaf_tree[i]
-            if score[i] != top[t]:
+            if not on[q] or score[q] != top[t]:
                 continue
             for e in range(leaf_estart[i], leaf_estart[i + 1]):
                 f = b_feat[e]

@@ -87,7 +87,7 @@ def _split(st, red, spread):
 def _split_best(st, red, coef, undecided):
     """Return (f, j): the edge shared by the most trees' best alive leaves (None if none)."""
     f, j = split_best(
-        red.alive, undecided, coef, st.leaf_tree, st.tree_start, red.ka, red.kb,
+        red.ids, undecided, coef, st.leaf_tree, st.tree_start.size, red.ka, red.kb,
         st.leaf_estart, st.b_feat, st.e_ka, st.e_kb, st.n_y + 1,
     )  # fmt: skip
     return None if f < 0 else (int(f), int(j))
@@ -140,7 +140,7 @@ def branch(
         red = reduce(st, Costs(c.flat, c.kbar, ka, kb), rho, lforms, alive, ids=ids, work=work)
         if red.empty:
             continue
-        undecided, spread, vspread = node_spread(red.alive, V, coef, st.tree_start)
+        undecided, spread, vspread = node_spread(red.ids, st.leaf_tree, V, coef, st.tree_start.size)
         if not undecided.any():
             k = np.clip(c.kbar, red.ka, red.kb)
             p = points[ioff + k]
