@@ -502,15 +502,13 @@ def test_bench_table_marks_a_stopped_baseline():
     assert "≥ 13.3×" in text and "≤ 0.0833" in text
 
 
-def test_the_search_runs_where_it_pays(monkeypatch):
-    """The branch and bound runs before the program for random forests and scikit-learn
-    boosting; XGBoost, LightGBM and extra trees go to the program after the reductions (their
-    parsers set ``branch_budget = 0``, kept by conditioned forests); ``Program.budget``
-    overrides both, and the answers are the same."""
+def test_the_search_runs_for_every_model_and_budget_zero_skips_it(monkeypatch):
+    """The branch and bound runs before the program for every model kind (random forest,
+    extra trees, scikit-learn boosting, XGBoost, LightGBM); ``Program.budget = 0`` sends the
+    query to the program after the reductions, with the same answers."""
     from tree_models import lgb, xgb
 
     from fastcf._trees import branch as _branch
-    from fastcf._trees.missing import condition
 
     X, y = _data(2, seed=3)
     models = {
@@ -518,7 +516,7 @@ def test_the_search_runs_where_it_pays(monkeypatch):
         "gb": GradientBoostingClassifier(n_estimators=6, max_depth=2, random_state=0),
         "et": ExtraTreesClassifier(n_estimators=6, max_depth=3, random_state=0),
         "xgb": xgb(n_estimators=6, max_depth=2),
-        "lgb": lgb(n_estimators=6, num_leaves=4),
+        "lgb": lgb(n_estimators=10, num_leaves=8),
     }
     calls = []
     real = _branch.branch
@@ -531,20 +529,17 @@ def test_the_search_runs_where_it_pays(monkeypatch):
     for name, model in models.items():
         model.fit(X, y)
         ex = TreeExplainer(model)
-        fo = ex._forest
-        skip = name in ("et", "xgb", "lgb")
-        assert fo.branch_budget == (0 if skip else None), name
-        if fo.missing is not None:  # (a library that routes NaN: the conditioned forest)
-            assert condition(fo, np.zeros(3, bool)).branch_budget == fo.branch_budget
-        searched = []
-        for x0 in X[:4]:
+        searched, skipped = [], []
+        for x0 in X[:8]:
             t = 1 - int(model.predict(x0[None])[0])
             calls.clear()
             res = ex.explain(x0, t)
             searched.append(bool(calls))
-            monkeypatch.setattr(Program, "budget", 0 if not skip else 50)
+            monkeypatch.setattr(Program, "budget", 0)
+            calls.clear()
             other = ex.explain(x0, t)
+            skipped.append(bool(calls))
             monkeypatch.setattr(Program, "budget", None)
             assert res.success and other.success
             assert _same(res.distance, other.distance), name
-        assert not any(searched) if skip else any(searched), name
+        assert any(searched) and not any(skipped), name

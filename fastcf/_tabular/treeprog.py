@@ -261,7 +261,6 @@ class TreeProgram(Program):
             trees, fo.base, fo.divisor, fo.decision, fo.link, D, (-math.inf, math.inf),
             fo.rule, fo.dtype,
         )  # fmt: skip
-        forest.branch_budget = fo.branch_budget
         return forest, above
 
     # ------------------------------------------------------------------ one query

@@ -29,15 +29,16 @@ The search stops after ``budget`` nodes without a verdict; the caller then solve
 the best answer found (or the incumbent) optimal: every cell of cost <= ρ lies in a node that
 was pruned by a valid reduction or decided.
 
-Where it pays depends on the model. On the Adult-sized table of
-``asv_bench/benchmarks/bench_trees.py`` (100 trees of depth 5, 20 queries, exact, the same
-answers either way; 2026-11-26, machine loaded by three test jobs) the median time per query
-with the search (10 000 nodes) and without it (the program after the reductions) was: random
-forest 65 ms / 400 ms, gradient boosting 65 / 36 ms (mean 388 / 544 ms), HistGradientBoosting
-136 / 174 ms, but XGBoost 590 / 148 ms, LightGBM 161 / 112 ms, extra trees 3.4 / 0.66 s. So
-the parsers of XGBoost, LightGBM and extra trees set ``Forest.branch_budget = 0``: their
-leaf terms (margins of both signs; random thresholds) leave the search's bounds loose, and
-HiGHS's program answers sooner.
+Where it pays. While a node cost a pass over every leaf box (0.1–1 ms), the search was switched
+off for XGBoost, LightGBM and extra trees (their leaf terms, margins of both signs or random
+thresholds, leave its bounds loose: HiGHS's program answered sooner). Since the reductions and
+the split rules read the alive leaves only (:mod:`fastcf._kernels.tree_reduce`; a few percent
+of the leaves in a node), it runs for every model: on the Adult-sized table of
+``asv_bench/benchmarks/bench_trees.py`` (100 trees of depth 5, 20 queries, ``weights="mad"``,
+exact, the same answers; 2026-11-26) the median / p95 / total time with the search and
+without it were XGBoost 121 / 757 ms / 4.4 s and 154 / 1 324 ms / 7.1 s, LightGBM 68 / 483 ms
+/ 2.6 s and 143 / 1 552 ms / 7.6 s; extra trees (12 queries) 253 ms / 76 s in all and 329 ms /
+79 s (one query takes HiGHS over a minute either way).
 """
 
 from __future__ import annotations
@@ -52,12 +53,12 @@ from .reduce import Costs, reduce, scratch
 
 __all__ = ["Branched", "branch"]
 
-#: nodes explored before the search gives the query to the program (the default; a parser sets
-#: ``Forest.branch_budget = 0`` for the models whose queries the program alone answers sooner).
-#: 40 000 since the per-node steps are kernels: on the benchmark's 20 queries (2026-11-26, CPU
-#: time, the same answers) the mean per query went from 10 000 nodes to 40 000 as random forest
-#: 500 × 5 9.5 → 1.2 s (the queries that left the search took HiGHS tens of seconds), gradient
-#: boosting 100 × 5 186 → 147 ms, random forest 100 × 5 unchanged within noise (medians alike)
+#: nodes explored before the search gives the query to the program (``Program.budget``
+#: overrides it). 40 000 since the per-node steps are kernels: on the benchmark's 20 queries
+#: (2026-11-26, CPU time, the same answers) the mean per query went from 10 000 nodes to 40 000
+#: as random forest 500 × 5 9.5 → 1.2 s (the queries that left the search took HiGHS tens of
+#: seconds), gradient boosting 100 × 5 186 → 147 ms, random forest 100 × 5 unchanged within
+#: noise (medians alike)
 BUDGET = 40_000
 
 

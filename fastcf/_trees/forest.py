@@ -259,9 +259,6 @@ class Forest:
         self.domain = (float(domain[0]), float(domain[1]))
         self.rule = rule
         self.dtype = np.dtype(dtype)
-        # nodes of the branch and bound before the program (None: its default,
-        # fastcf._trees.branch.BUDGET); a parser sets 0 where the program alone is faster
-        self.branch_budget = None
         self.is_leaf = self.left < 0
         self.leaf_ids = np.flatnonzero(self.is_leaf)
         #: categorical splits (:class:`~fastcf._trees.categorical.Categories`), set by a parser

@@ -105,8 +105,8 @@ class Program(Structure):
     """A forest's program: :class:`~fastcf._trees.structure.Structure` and one query's solve."""
 
     tighten = True  # reduced-cost fixing before the program (:mod:`fastcf._trees.tighten`)
-    # nodes of the branch and bound before the program (:mod:`.branch`; 0: none; None: the
-    # forest's ``branch_budget``, else branch.BUDGET)
+    # nodes of the branch and bound before the program (:mod:`.branch`; 0: none; None:
+    # branch.BUDGET)
     budget = None
 
     # ------------------------------------------------------------------ one query
@@ -249,10 +249,7 @@ class Program(Structure):
         if red is None:  # x̄ itself
             return incumbent_answer(0, 0.0, 0, None)
         searched = 0  # nodes of the branch and bound
-        budget = self.budget
-        if budget is None:
-            budget = self.forest.branch_budget
-            budget = BUDGET if budget is None else budget
+        budget = BUDGET if self.budget is None else self.budget
         if not plain and not red.empty and budget:
             deadline = math.inf if q.time_limit is None else begin + q.time_limit
             accept = partial(self._accepts_x, t=t, q=q)

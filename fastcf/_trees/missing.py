@@ -175,12 +175,10 @@ def condition(forest: Forest, mask, x=None) -> Forest:
         raise ValueError("condition: every categorical feature must be conditioned on")
     trees = [_collapse(forest, t, mask, x) for t in range(forest.n_trees)]
     fo = forest
-    out = Forest(
+    return Forest(
         trees, fo.base, fo.divisor, fo.decision, fo.link, fo.n_features, fo.domain, fo.rule,
         dtype=fo.dtype,
     )  # fmt: skip
-    out.branch_budget = fo.branch_budget
-    return out
 
 
 def _key(mask, x):

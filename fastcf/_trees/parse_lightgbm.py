@@ -249,7 +249,6 @@ def parse(model) -> Forest:
         link = outputs.LGBSoftmax()
         decision = outputs.multiclass(link, K, band=2.0**-46)
     forest = Forest(trees, base, divisor, decision, link, D, DOMAIN, RULE)
-    forest.branch_budget = 0  # the program alone answers sooner (fastcf._trees.branch)
     if any(cats):
         forest.categories = _categories(forest, d, cats)
     return forest

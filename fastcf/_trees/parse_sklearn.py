@@ -193,10 +193,7 @@ def parse(model) -> Forest:
     if isinstance(model, (RandomForestClassifier, ExtraTreesClassifier)):
         trees = [_tree(e, e.tree_.value[:, 0, :K], nan) for e in model.estimators_]
         T = len(trees)
-        forest = Forest(trees, np.zeros(K), float(T), Argmax(K), Identity(), D, DOMAIN, RULE)
-        if isinstance(model, ExtraTreesClassifier):  # (fastcf._trees.branch: the program
-            forest.branch_budget = 0  # alone answers sooner)
-        return forest
+        return Forest(trees, np.zeros(K), float(T), Argmax(K), Identity(), D, DOMAIN, RULE)
     return _boosting(model, K, D)
 
 

@@ -219,7 +219,6 @@ def parse(model) -> Forest:
     else:
         link, decision = outputs.XGBMarginSoftmax(), Argmax(K)
     forest = Forest(trees, base, 1.0, decision, link, D, DOMAIN, RULE, dtype=np.float32)
-    forest.branch_budget = 0  # the program alone answers sooner (fastcf._trees.branch)
     if any(sets):
         forest.categories = _categories(forest, sets)
     return forest
