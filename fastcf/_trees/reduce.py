@@ -130,14 +130,20 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True, ids=None, work=No
 
     T = st.forest.n_trees
     rho = rho * (1.0 + 1e-12)  # (a cell's cost summed in another order may differ by ulps)
-    alive = ~st.leaf_empty if alive is None else alive & ~st.leaf_empty
+    if alive is None:
+        alive = st.leaf_ok.copy()
+    elif ids is None:
+        alive = alive & st.leaf_ok
+    else:  # (a node's alive leaves, as a reduction left them: none is empty)
+        alive = alive.copy()
     pruned = np.zeros(T, dtype=bool)
     ka, kb = c.ka.astype(np.int64), c.kb.astype(np.int64)  # (copies)
     work = scratch(st) if work is None else work
     empty, lb, m = reduce_rounds(
-        c.flat, c.kbar.astype(np.int64), ka, kb, st.ioff[:-1], float(rho), st.b_feat, st.e_ka,
-        st.e_kb, st.leaf_estart, alive, st.leaf_tree, st.tree_start, forms.coef, forms.r,
-        forms.tol, bool(margins), st.entry_group, st.hull_tree, st.hull_feat, pruned, ROUNDS,
+        c.flat, np.asarray(c.kbar, dtype=np.int64), ka, kb, st.ioff[:-1], float(rho),
+        st.b_feat, st.e_ka, st.e_kb, st.leaf_estart, alive, st.leaf_tree, st.tree_start,
+        forms.coef, forms.r, forms.tol, bool(margins), st.entry_group, st.hull_tree,
+        st.hull_feat, pruned, ROUNDS,
         _NONE if ids is None else ids, work.a, work.b, work.ids,
     )  # fmt: skip
     if empty:

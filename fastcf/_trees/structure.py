@@ -105,6 +105,7 @@ class Structure:
         empty = (blo > hi) | (bhi < lo) | (self.e_ka > self.e_kb)
         n = self.leaf_ids.size
         self.leaf_empty = np.bincount(self.b_leaf[empty], minlength=n) > 0  # no input reaches it
+        self.leaf_ok = ~self.leaf_empty
         self.ioff = self.yoff + np.arange(D + 1)  # interval k of f is ioff[f] + k, all features
         # the leaves of each tree are consecutive (trees are concatenated): tree t's start
         self.tree_start = np.searchsorted(self.leaf_tree, np.arange(forest.n_trees))
