@@ -312,6 +312,7 @@ def test_reductions_kernel_equals_the_full_pass_on_the_nodes_of_searches(kind, m
             np.testing.assert_array_equal(alive, want[4])
             np.testing.assert_array_equal(pruned, want[5])
     assert {(True, True), (False, True)} <= kinds  # (pruned nodes and kept ones)
+    assert any(not m for _, m in kinds)  # (the incumbent's reductions, without margins)
     assert any(b[22].size for b, *_ in calls)  # (nodes given their parent's list of leaves)
     # cutoffs at a leaf's exact cost (lb + its entries' costs, summed in entry order): a leaf
     # on the boundary stays or dies by its last bit in both
