@@ -35,10 +35,11 @@ thresholds, leave its bounds loose: HiGHS's program answered sooner). Since the 
 the split rules read the alive leaves only (:mod:`fastcf._kernels.tree_reduce`; a few percent
 of the leaves in a node), it runs for every model: on the Adult-sized table of
 ``asv_bench/benchmarks/bench_trees.py`` (100 trees of depth 5, 20 queries, ``weights="mad"``,
-exact, the same answers; 2026-11-26) the median / p95 / total time with the search and
-without it were XGBoost 121 / 757 ms / 4.4 s and 154 / 1 324 ms / 7.1 s, LightGBM 68 / 483 ms
-/ 2.6 s and 143 / 1 552 ms / 7.6 s; extra trees (12 queries) 253 ms / 76 s in all and 329 ms /
-79 s (one query takes HiGHS over a minute either way).
+exact, the same answers; 2026-11-26; the two runs of a model at the same time, one per core)
+the median / p95 / total time with the search and without it were XGBoost 121 / 757 ms / 4.4 s
+and 154 / 1 324 ms / 7.1 s, LightGBM 68 / 483 ms / 2.6 s and 143 / 1 552 ms / 7.6 s; extra
+trees (12 queries) 253 ms / 76 s in all and 329 ms / 79 s (one query takes HiGHS over a minute
+either way).
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ class Search:
         are then alive, and so is the leaf every single move reaches.
         """
         st, c = self.st, self.c
-        on = ~st.leaf_empty if red is None else red.alive
+        on = st.leaf_ok if red is None else red.alive
         ka, kb = (c.ka, c.kb) if red is None else (red.ka, red.kb)
         e = np.flatnonzero(on[st.b_leaf])
         self.leaf_on = on

@@ -233,7 +233,7 @@ class Program(Structure):
             inc, C, rho = None, math.inf, math.inf
             f = self.b_feat  # every leaf whose box meets the query's box
             miss = np.maximum(self.e_ka, c.ka[f]) > np.minimum(self.e_kb, c.kb[f])
-            alive = ~self.leaf_empty
+            alive = self.leaf_ok.copy()
             alive[self.b_leaf[miss]] = False
             red = Reduced(c.ka, c.kb, alive, np.zeros(self.forest.n_trees, bool), 0.0, False)
         else:

@@ -104,8 +104,8 @@ class Structure:
             self.e_kb[on] = np.searchsorted(self.B[g], bhi[on], side="left")
         empty = (blo > hi) | (bhi < lo) | (self.e_ka > self.e_kb)
         n = self.leaf_ids.size
-        self.leaf_empty = np.bincount(self.b_leaf[empty], minlength=n) > 0  # no input reaches it
-        self.leaf_ok = ~self.leaf_empty
+        # the leaves some input reaches (an empty box: none does)
+        self.leaf_ok = np.bincount(self.b_leaf[empty], minlength=n) == 0
         self.ioff = self.yoff + np.arange(D + 1)  # interval k of f is ioff[f] + k, all features
         # the leaves of each tree are consecutive (trees are concatenated): tree t's start
         self.tree_start = np.searchsorted(self.leaf_tree, np.arange(forest.n_trees))
@@ -114,8 +114,8 @@ class Structure:
         # the (tree, feature) groups of entries: group g is tree hull_tree[g], feature
         # hull_feat[g]; entry_group[e] is the group of entry e
         tf = self.leaf_tree[self.b_leaf] * D + self.b_feat
-        key, self.entry_group = np.unique(tf, return_inverse=True)
-        self.entry_group = self.entry_group.astype(np.int64).ravel()
+        key, group = np.unique(tf, return_inverse=True)
+        self.entry_group = group.astype(np.int64).ravel()
         self.hull_tree = key // D
         self.hull_feat = key % D
 
