@@ -388,6 +388,35 @@ def test_leaf_walk_kernel_equals_the_level_walk_and_the_library(kind):
             assert pairs.shape[0] == np.unique(a).size == np.unique(c).size
 
 
+@pytest.mark.parametrize("kind", ["rf", "xgb", "lgb"])
+def test_interval_kernel_equals_numpy_searchsorted(kind):
+    """``Structure.intervals`` (a kernel) is NumPy's ``searchsorted(B[f], x[f], "left")`` per
+    feature, on rows at every boundary, beside it, between, and at ±inf, ±0 and NaN; a
+    constant feature has no boundary at all."""
+    make, parser = _WALKED[kind]
+    X, y = _data(3, seed=5, n=300)
+    X = np.column_stack([X, np.zeros(X.shape[0])])  # a constant feature: no split on it
+    X[:, 2] = np.round(X[:, 2])  # a feature with few boundaries, around 0
+    prog = Program(parser.parse(make().fit(X, y)))
+    B = prog.B
+    assert B[3].size == 0 and all(b.size for b in B[:3])
+    rng = np.random.default_rng(1)
+    D = len(B)
+    rows = [X[:50]]
+    for f in range(D):
+        for v in np.concatenate([B[f], np.nextafter(B[f], np.inf), np.nextafter(B[f], -np.inf)]):
+            r = X[rng.integers(0, X.shape[0])].copy()
+            r[f] = v
+            rows.append(r[None])
+    special = np.array([np.inf, -np.inf, 0.0, -0.0, np.nan, 1e300, -1e300])
+    rows.append(special[rng.integers(0, special.size, (40, D))])
+    for x in np.vstack(rows):
+        want = [np.searchsorted(b, v, side="left") for b, v in zip(B, x, strict=True)]
+        got = prog.intervals(x)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+
+
 def test_single_move_table_matches_the_forest(forest):
     model, ex, X = forest
     rng = np.random.default_rng(0)

@@ -5,14 +5,15 @@ One walk from each tree's root per row, comparing the row's value with the node'
 sending a NaN where the library routes a missing value. The NumPy level-by-level walk it
 replaces stays as :meth:`~fastcf._trees.forest.Forest.walk_levels` for the trees with
 categorical splits; ``tests/test_trees_speed_paths.py`` compares the two, and the libraries'
-own leaves.
+own leaves. :func:`intervals` finds the threshold interval of each value of a row
+(:meth:`fastcf._trees.structure.Structure.intervals`).
 """
 
 import numpy as np
 
 from fastcf._kernels import kernel
 
-__all__ = ["walk"]
+__all__ = ["walk", "intervals"]
 
 
 @kernel()
@@ -36,4 +37,31 @@ def walk(X, root, is_leaf, feature, boundary, left, right, missing, routed):
                     go = v <= boundary[node]
                 node = left[node] if go else right[node]
             out[i, t] = node
+    return out
+
+
+@kernel()
+def intervals(x, flat, off):
+    """Return ``np.searchsorted(B[f], x[f], side="left")`` for every feature f, shape (D,).
+
+    ``B[f]`` is ``flat[off[f]:off[f + 1]]`` (sorted). A NaN is past every boundary, as NumPy
+    sorts it.
+    """
+    D = x.shape[0]
+    out = np.empty(D, dtype=np.int64)
+    for f in range(D):
+        v = x[f]
+        lo = off[f]
+        hi = off[f + 1]
+        if np.isnan(v):
+            out[f] = hi - lo
+            continue
+        start = lo
+        while lo < hi:  # the first boundary >= v
+            mid = (lo + hi) // 2
+            if flat[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[f] = lo - start
     return out

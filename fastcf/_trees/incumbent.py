@@ -67,6 +67,11 @@ class Search:
     def __init__(self, st, x0, t, q, c, points):
         self.st, self.fo, self.x0, self.t, self.q, self.c = st, st.forest, x0, t, q, c
         self.points = points
+        fo = self.fo
+        # the margin's forms: the decision's (a, None), then τ's (a, r)
+        self.mforms = [(a, None) for a, _ in fo.decision.forms(t)]
+        if q.proba is not None:
+            self.mforms += list(fo.link.forms(t, q.proba, fo.divisor, st.V.shape[1]))
         # the cheapest point of the query's box: x̄ where the box holds it (every search starts
         # there and puts features back to it, so that no answer leaves the box)
         self.base = points[st.ioff[:-1] + np.clip(c.kbar, c.ka, c.kb)]
@@ -112,13 +117,10 @@ class Search:
 
     def _margin(self, Z):
         """Return the target's margin at sums Z (N, S): >= 0 about where the class is reached."""
-        fo = self.fo
-        out = np.full(Z.shape[0], np.inf)
-        for a, _ in fo.decision.forms(self.t):
-            out = np.minimum(out, Z @ a)
-        if self.q.proba is not None:
-            for a, r in fo.link.forms(self.t, self.q.proba, fo.divisor, Z.shape[1]):
-                out = np.minimum(out, Z @ a - r)
+        out = np.full(Z.shape[0], np.inf) if not self.mforms else None
+        for a, r in self.mforms:
+            v = Z @ a - r if r is not None else Z @ a
+            out = v if out is None else np.minimum(out, v)
         return out
 
     def exact(self, x):
@@ -154,10 +156,11 @@ class Search:
         x0, q = self.x0, self.q
         kx = self._kx(x)
         now = coord_cost(x - x0, q.w, q.metric)
-        Z, _ = self.table(kx)
+        Z, Zn = self.table(kx)
         margin = float(self._margin(Z[None])[0])
-        for _ in range(2 * x0.shape[0] + 2):
-            Z, Zn = self.table(kx)
+        for step in range(2 * x0.shape[0] + 2):
+            if step:
+                Z, Zn = self.table(kx)
             allowed = self.mk != kx[self.mf]
             if q.max_changes is not None and np.count_nonzero(x != x0) >= q.max_changes:
                 allowed &= x[self.mf] != x0[self.mf]

@@ -42,6 +42,7 @@ class Structure:
         self.m = np.array([B.size for B in self.B], dtype=np.int64)
         self.yoff = np.concatenate([[0], np.cumsum(self.m)]).astype(np.int64)
         self.n_y = int(self.yoff[-1])
+        self.B_flat = np.concatenate([np.zeros(0), *self.B])  # B[f] = B_flat[yoff[f]:yoff[f+1]]
         self.R = [np.concatenate([[lo], np.nextafter(B, np.inf)]) for B in self.B]
         self.U = [np.concatenate([B, [hi]]) for B in self.B]
         self.node_y = np.full(forest.is_leaf.size, -1, dtype=np.int64)
@@ -159,10 +160,9 @@ class Structure:
 
     def intervals(self, x):
         """Return the interval of each feature that holds the value ``x[f]`` (D,)."""
-        return np.array(
-            [np.searchsorted(B, v, side="left") for B, v in zip(self.B, x, strict=True)],
-            dtype=np.int64,
-        )
+        from .._kernels.tree_walk import intervals
+
+        return intervals(np.ascontiguousarray(x, dtype=np.float64), self.B_flat, self.yoff)
 
     def _ycol(self, f, b):
         """Return the y column of boundary values b of features f (each b one of B[f])."""
