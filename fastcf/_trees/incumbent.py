@@ -138,13 +138,18 @@ class Search:
 
     def table(self, kx):
         """Return (Z, Znew): the sums at intervals kx and after every single-feature move."""
+        Z, Zn = self.tables(np.asarray(kx, dtype=np.int64)[None])
+        return Z[0], Zn[0]
+
+    def tables(self, KX):
+        """Return the :meth:`table` of each row of ``KX`` (W, D): (W, S) and (W, M, S)."""
         from .._kernels.tree_moves import single_moves
 
         st = self.st
         return single_moves(
-            np.asarray(kx, dtype=np.int64), self.ef, self.el, self.ea, self.eb, self.leaf_on,
-            st.leaf_tree, st.V, self.fo.base, self.fo.n_trees, self.ext, self.n_ext, self.mf,
-            self.mk,
+            np.ascontiguousarray(KX, dtype=np.int64), self.ef, self.el, self.ea, self.eb,
+            self.leaf_on, st.leaf_tree, st.V, self.fo.base, self.fo.n_trees, self.ext,
+            self.n_ext, self.mf, self.mk,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ the searches
@@ -230,25 +235,37 @@ class Search:
         rate = max(-m0, 0.0) / best_cost if pace and 0.0 < best_cost < math.inf else 0.0
         for _ in range(depth):
             xs, ks, costs, scores = [], [], [], []
-            for x, kx, now in beam:
-                _, Zn = self.table(kx)
+            # every point's moves at once: the tables, the verdicts and the margins of the
+            # moves each point keeps at this round's best cost (which a point's answer may
+            # lower for the points after it: filtered again, in order, below)
+            _, ZN = self.tables(np.array([kx for _, kx, _ in beam]))
+            cand = []
+            for w, (x, kx, now) in enumerate(beam):
                 allowed = self.mk != kx[self.mf]
                 if q.max_changes is not None and np.count_nonzero(x != x0) >= q.max_changes:
                     allowed &= x[self.mf] != x0[self.mf]
                 idx = np.flatnonzero(allowed)
                 total = now.sum() - now[self.mf[idx]] + self.mc[idx]
                 keep = total < best_cost
-                idx, total = idx[keep], total[keep]
+                cand.append((w, idx[keep], total[keep]))
+            if not any(idx.size for _, idx, _ in cand):
+                break
+            Zi = np.concatenate([ZN[w, idx] for w, idx, _ in cand])
+            oks, ms = self._valid(self._scores(Zi)), self._margin(Zi)
+            at = 0
+            for w, idx, total in cand:
+                x, kx, now = beam[w]
+                ok, m = oks[at : at + idx.size], ms[at : at + idx.size]
+                at += idx.size
+                keep = total < best_cost
+                idx, total, ok, m = idx[keep], total[keep], ok[keep], m[keep]
                 if idx.size == 0:
                     continue
-                Zi = Zn[idx]
-                ok = self._valid(self._scores(Zi))
                 if ok.any():
                     j = idx[np.flatnonzero(ok)[np.argmin(total[ok])]]
                     y = x.copy()
                     y[self.mf[j]] = self.mp[j]
                     best, best_cost = y, float(total[ok].min())
-                m = self._margin(Zi)
                 if rate > 0:  # progress beyond the pace of the best answer so far
                     sc = np.where(~ok & (m > m0), (m - m0) - rate * total, -np.inf)
                 else:
