@@ -425,12 +425,21 @@ def test_single_move_table_matches_the_forest(forest):
         prog, q, t, c, points, forms, lforms, P, ok, cost = _setup(ex, model, x0, target, {})
         s = Search(prog, x0, t, q, c, points)
         fo = prog.forest
-        for x in P[rng.choice(P.shape[0], 4, replace=False)]:
+        xs = P[rng.choice(P.shape[0], 4, replace=False)]
+        for x in xs:
             Z, Zn = s.table(s._kx(x))
             np.testing.assert_allclose(Z, fo.sums(fo.leaves(x[None]))[0], rtol=1e-9, atol=1e-9)
             R = np.repeat(x[None], s.mf.size, axis=0)
             R[np.arange(s.mf.size), s.mf] = s.mp
             np.testing.assert_allclose(Zn, fo.sums(fo.leaves(R)), rtol=1e-9, atol=1e-9)
+        # a beam's points in one call: each point's table, bit for bit (the last point twice)
+        KX = np.array([s._kx(x) for x in [*xs, xs[-1]]])
+        Z, Zn = s.tables(KX)
+        assert Z.shape == (5, prog.V.shape[1]) and Zn.shape == (5, s.mf.size, prog.V.shape[1])
+        for w, kx in enumerate(KX):
+            Z1, Zn1 = s.table(kx)
+            np.testing.assert_array_equal(Z[w], Z1)
+            np.testing.assert_array_equal(Zn[w], Zn1)
 
 
 _QUICK = [{}, {"metric": "euclidean"}, {"max_changes": 1}, {"proba": 0.7}, {"bounds": (-1.0, 1.5)}]
