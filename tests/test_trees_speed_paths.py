@@ -415,6 +415,9 @@ def test_interval_kernel_equals_numpy_searchsorted(kind):
         got = prog.intervals(x)
         assert got.dtype == np.int64
         np.testing.assert_array_equal(got, want)
+    for bad in (np.zeros(D + 1), np.zeros(D - 1), np.zeros((1, D))):
+        with pytest.raises(ValueError, match="shape"):
+            prog.intervals(bad)
 
 
 def test_single_move_table_matches_the_forest(forest):

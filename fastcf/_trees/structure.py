@@ -162,7 +162,10 @@ class Structure:
         """Return the interval of each feature that holds the value ``x[f]`` (D,)."""
         from .._kernels.tree_walk import intervals
 
-        return intervals(np.ascontiguousarray(x, dtype=np.float64), self.B_flat, self.yoff)
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        if x.shape != (len(self.B),):  # (the kernel reads yoff[f + 1] unchecked)
+            raise ValueError(f"x must have shape ({len(self.B)},); got {x.shape}")
+        return intervals(x, self.B_flat, self.yoff)
 
     def _ycol(self, f, b):
         """Return the y column of boundary values b of features f (each b one of B[f])."""
