@@ -133,8 +133,9 @@ def forest_proba(forest, X):
     k = int(forest.n_classes_)
     P = np.zeros((X32.shape[0], k), dtype=np.float64)
     for tree in forest.estimators_:
-        # = tree.predict_proba(X32, check_input=False) without its check_is_fitted (two
-        # thirds of its time at one row): scikit-learn 1.6-1.9 return tree_.predict(X)[:, :k]
+        # = tree.predict_proba(X32, check_input=False) without its check_is_fitted: one row
+        # through 100 trees 0.6 instead of 1.5 ms (side by side, one process, 2026-11-27);
+        # scikit-learn 1.6-1.9 return tree_.predict(X)[:, :k]
         P += tree.tree_.predict(X32)[:, :k]
     P /= len(forest.estimators_)
     same = _FOREST_SUMS.get(forest)

@@ -68,8 +68,8 @@ class Search:
         self.st, self.fo, self.x0, self.t, self.q, self.c = st, st.forest, x0, t, q, c
         self.points = points
         fo = self.fo
-        # the margin's forms: the decision's (a, None), then τ's (a, r)
-        self.mforms = [(a, None) for a, _ in fo.decision.forms(t)]
+        # the margin's forms (a, r), a·Z − r: the decision's (r = 0), then τ's
+        self.mforms = [(a, 0.0) for a, _ in fo.decision.forms(t)]
         if q.proba is not None:
             self.mforms += list(fo.link.forms(t, q.proba, fo.divisor, st.V.shape[1]))
         # the cheapest point of the query's box: x̄ where the box holds it (every search starts
@@ -117,10 +117,9 @@ class Search:
 
     def _margin(self, Z):
         """Return the target's margin at sums Z (N, S): >= 0 about where the class is reached."""
-        out = np.full(Z.shape[0], np.inf) if not self.mforms else None
-        for a, r in self.mforms:
-            v = Z @ a - r if r is not None else Z @ a
-            out = v if out is None else np.minimum(out, v)
+        out = np.full(Z.shape[0], np.inf)
+        for a, r in self.mforms:  # (v − 0.0 is v, bit for bit; min(inf, v) is v)
+            out = np.minimum(out, Z @ a - r)
         return out
 
     def exact(self, x):

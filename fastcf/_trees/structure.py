@@ -42,7 +42,9 @@ class Structure:
         self.m = np.array([B.size for B in self.B], dtype=np.int64)
         self.yoff = np.concatenate([[0], np.cumsum(self.m)]).astype(np.int64)
         self.n_y = int(self.yoff[-1])
-        self.B_flat = np.concatenate([np.zeros(0), *self.B])  # B[f] = B_flat[yoff[f]:yoff[f+1]]
+        # all boundaries in one array (the kernels'); B[f] is a view of feature f's part
+        self.B_flat = np.concatenate([np.zeros(0), *self.B])
+        self.B = [self.B_flat[a:b] for a, b in zip(self.yoff[:-1], self.yoff[1:], strict=True)]
         self.R = [np.concatenate([[lo], np.nextafter(B, np.inf)]) for B in self.B]
         self.U = [np.concatenate([B, [hi]]) for B in self.B]
         self.node_y = np.full(forest.is_leaf.size, -1, dtype=np.int64)
