@@ -99,17 +99,19 @@ def _svm():
 def _trees():
     # an ensemble's query runs the incumbent search (its single-move table,
     # fastcf._kernels.tree_moves), the reductions (fastcf._kernels.tree_reduce), the branch and
-    # bound's steps (fastcf._kernels.tree_branch) and the leaf walk (tree_walk); exact and
-    # exact=False, with and without options, binary and multiclass (each has the same argument
-    # types, so one specialisation per kernel; the queries check that nothing else compiles)
+    # bound's node loop and steps (tree_search, tree_branch) and the leaf walk (tree_walk);
+    # exact and exact=False, with and without options, binary and multiclass (each has the same
+    # argument types, so one specialisation per kernel; the queries check that nothing else
+    # compiles)
     from sklearn.ensemble import RandomForestClassifier
 
     from .trees import TreeExplainer
 
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 3))
+    X = rng.normal(size=(100, 3))  # (a forest this size has queries the reductions leave to
+    # the branch and bound: with 3 trees of depth 3 none reached it and its loop compiled later)
     for y in ((X[:, 0] + X[:, 1] > 0).astype(int), np.digitize(X[:, 0], [-0.5, 0.5])):
-        rf = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y)
+        rf = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(X, y)
         ex = TreeExplainer(rf).fit_mad(X)
         t = (y[0] + 1) % (y.max() + 1)
         for opts in ({}, {"weights": "mad", "max_changes": 2, "bounds": (-3.0, 3.0)}):

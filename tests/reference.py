@@ -1701,3 +1701,63 @@ def branch_split_best(st, alive, ka, kb, coef, undecided):
     n = np.bincount(inv, weights=np.concatenate([w[hi], w[lo]]))
     k = int(u[np.argmax(n)])
     return k // D1, k % D1
+
+
+def tree_branch_loop(st, c, points, x0, rho, lforms, accept, q, budget):
+    """The branch and bound over interval ranges, one node at a time in NumPy.
+
+    What ``fastcf._kernels.tree_search.search`` runs (driven by ``fastcf._trees.branch``),
+    with the NumPy passes above for each step: the reductions over every leaf-box entry
+    (:func:`tree_reduce_rounds`), the spreads and splits (:func:`branch_node_spread`,
+    :func:`branch_split_even`, :func:`branch_split_best`) and the forest's level-by-level walk.
+    Returns ``(x, cost, done, nodes, rho)`` as ``Branched``.
+    """
+    from fastcf._trees.query import coord_cost
+    from fastcf._trees.reduce import ROUNDS
+
+    V = np.ascontiguousarray(st.V, dtype=np.float64)
+    coef = lforms.coef
+    ioff = st.ioff[:-1]
+    T = st.tree_start.size
+    best, best_cost, nodes = None, math.inf, 0
+    stack = [(c.ka, c.kb, st.leaf_ok.copy())]
+    while stack:
+        if nodes >= budget:
+            return best, best_cost, False, nodes, rho
+        ka, kb, alive = stack.pop()
+        nodes += 1
+        empty, _, ka, kb, alive, _ = tree_reduce_rounds(
+            st, c.flat, c.kbar, ka, kb, rho * (1.0 + 1e-12), alive, coef, lforms.r,
+            lforms.tol, True, ROUNDS,
+        )  # fmt: skip
+        if empty:
+            continue
+        undecided, spread, vspread = branch_node_spread(alive, V, coef, st.tree_start)
+        if not undecided.any():
+            p = points[ioff + np.clip(c.kbar, ka, kb)]
+            leaves = st.leafpos[st.forest.walk_levels(p[None])[0]]
+            if alive[leaves].all():
+                cost = float(coord_cost(p - x0, q.w, q.metric).sum())
+                fine = q.max_changes is None or np.count_nonzero(p != x0) <= q.max_changes
+                if fine and cost <= rho and accept(p):
+                    best, best_cost = p, cost
+                    rho = cost * (1.0 - 1e-10)
+                continue
+            spread = np.where(alive[leaves], 0.0, 1.0 + vspread)
+            spread[np.add.reduceat(alive.astype(np.int64), st.tree_start) < 2] = 0.0
+        else:
+            spread = np.where(undecided, spread + 1e-300, 0.0)
+        cut = None
+        if nodes % 2 and undecided.any():
+            cut = branch_split_best(st, alive, ka, kb, coef, undecided)
+        if cut is None:
+            t = int(np.argmax(spread))
+            cut = None if spread[t] <= 0.0 else branch_split_even(st, alive, ka, kb, t)
+        assert cut is not None and T > 0  # (disjoint boxes always split)
+        f, j = cut
+        lkb, rka = kb.copy(), ka.copy()
+        lkb[f] = j
+        rka[f] = j + 1
+        left, right = (ka, lkb, alive), (rka, kb, alive)
+        stack += [right, left] if c.kbar[f] <= j else [left, right]
+    return best, best_cost, True, nodes, rho

@@ -112,12 +112,13 @@ def test_warmup_trees_compiles_the_tree_kernels():
     # one specialisation every query uses
     from fastcf._kernels.tree_moves import single_moves
     from fastcf._kernels.tree_reduce import reduce_rounds
+    from fastcf._kernels.tree_search import search
     from fastcf._kernels.tree_walk import walk
     from fastcf._warmup import warmup
 
     assert list(warmup(["trees"])) == ["trees"]
     assert len(single_moves.signatures) == 1 and len(reduce_rounds.signatures) == 1
-    assert len(walk.signatures) == 1
+    assert len(walk.signatures) == 1 and len(search.signatures) == 1
 
 
 @pytest.mark.needs_jit

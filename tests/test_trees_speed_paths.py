@@ -17,6 +17,7 @@ from reference import (
     branch_node_spread,
     branch_split_best,
     branch_split_even,
+    tree_branch_loop,
     tree_cell_points,
     tree_cells_brute_force,
     tree_model_leaves,
@@ -253,6 +254,89 @@ def test_branch_node_steps_choose_as_the_numpy_reference(forest):
                 assert (None if fj[0] < 0 else tuple(map(int, fj))) == want
 
 
+_LOOPED = {
+    "rf": lambda: RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0),
+    "gb3": lambda: GradientBoostingClassifier(n_estimators=8, max_depth=3, random_state=0),
+    "et": lambda: ExtraTreesClassifier(n_estimators=10, max_depth=4, random_state=0),
+    "hgb": lambda: HistGradientBoostingClassifier(max_iter=10, max_depth=3, random_state=0),
+    "xgb": lambda: xgb(n_estimators=20, max_depth=3),
+    "lgb": lambda: lgb(n_estimators=20, num_leaves=8),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_LOOPED))
+def test_branch_kernel_equals_the_numpy_loop(kind, monkeypatch):
+    """The branch and bound's node loop in one kernel (``fastcf._kernels.tree_search``)
+    against the loop of NumPy steps in tests/reference.py (the reductions over every leaf-box
+    entry, the spreads and splits, the level-by-level walk), on every search of real queries:
+    the same nodes explored, the same candidates offered to the library's arithmetic in the
+    same order, the same answer bit for bit, cutoff and verdict. Each search runs three ways:
+    in one call; with a deadline (back to Python every 16 nodes); and from a stack and a pool
+    of one entry each (enlarged as it goes). Binary and multiclass, missing values (NaN in the
+    training data and in queries), ``proba=``, Euclidean with ``max_changes``, L0."""
+    import fastcf._trees.branch as branch_mod
+    import fastcf._trees.milp as milp
+
+    k = 3 if kind == "gb3" else 2
+    X, y = make_classification(
+        n_samples=300, n_features=5, n_informative=4, n_redundant=0, n_classes=k,
+        n_clusters_per_class=1, random_state=1,
+    )  # fmt: skip
+    if kind in ("hgb", "xgb", "lgb"):  # (models that route a missing value)
+        X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    model = _LOOPED[kind]().fit(X, y)
+    real = branch_mod.branch
+    seen = {"searches": 0, "nodes": 0, "offered": 0, "accepted": 0, "undone": 0}
+
+    def compare(st, c, points, x0, rho, lforms, accept, q, budget, deadline):
+        budget = min(budget, 300)  # (the reference is slow)
+        runs = []
+        for way in ("one call", "deadline", "grown"):
+            offered = []
+
+            def judged(x, offered=offered):
+                offered.append(x.copy())
+                return accept(x)
+
+            monkeypatch.setattr(branch_mod, "STACK0", 1 if way == "grown" else 64)
+            monkeypatch.setattr(branch_mod, "POOL0", 1 if way == "grown" else 2)
+            end = math.inf if way == "one call" else 1e300
+            runs.append((real(st, c, points, x0, rho, lforms, judged, q, budget, end), offered))
+        offered = []
+
+        def judged(x):
+            offered.append(x.copy())
+            return accept(x)
+
+        want = tree_branch_loop(st, c, points, x0, rho, lforms, judged, q, budget)
+        for got, seen_x in runs:
+            assert (got.nodes, got.done, got.rho, got.cost) == (want[3], want[2], want[4], want[1])
+            assert (got.x is None) == (want[0] is None)
+            if got.x is not None:
+                np.testing.assert_array_equal(got.x, want[0])
+            assert len(seen_x) == len(offered)
+            for a, b in zip(seen_x, offered, strict=True):
+                np.testing.assert_array_equal(a, b)
+        seen["searches"] += 1
+        seen["nodes"] += want[3]
+        seen["offered"] += len(offered)
+        seen["accepted"] += want[0] is not None
+        seen["undone"] += not want[2]
+        return runs[0][0]
+
+    monkeypatch.setattr(milp, "branch", compare)
+    ex = TreeExplainer(model)
+    rng = np.random.default_rng(2)
+    for i, x0 in enumerate(X[:40]):
+        x0 = np.where(np.isnan(x0), rng.normal(size=x0.size), x0) if i % 3 else x0
+        target = model.classes_[(i + 1) % k]
+        for opts in ({}, {"proba": 0.6}, {"metric": "euclidean", "max_changes": 2},
+                     {"metric": "l0"}):  # fmt: skip
+            ex.explain(x0, target, **opts)
+    assert seen["searches"] >= 8 and seen["nodes"] > 100, seen
+    assert seen["offered"] > 0 and seen["accepted"] > 0, seen
+
+
 _SEARCHED = {
     "rf": lambda: RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0),
     "gb3": lambda: GradientBoostingClassifier(n_estimators=8, max_depth=3, random_state=0),
@@ -263,10 +347,12 @@ _SEARCHED = {
 @pytest.mark.parametrize("kind", sorted(_SEARCHED))
 def test_reductions_kernel_equals_the_full_pass_on_the_nodes_of_searches(kind, monkeypatch):
     """The reductions' kernel (over the alive leaves only) against the NumPy pass over every
-    leaf-box entry (tests/reference.py), bit for bit, on every node of real searches: the
-    branch and bound's, the incumbent's cutoff, the bisection bound of ``exact=False``; with
-    and without margins, several options. Each call's ranges, alive leaves, pruned trees,
-    verdict and lower bound must be the reference's."""
+    leaf-box entry (tests/reference.py), bit for bit, on every call of real searches from
+    Python: the incumbent's cutoff, the bisection bound of ``exact=False``, the program's;
+    with and without margins, several options. Each call's ranges, alive leaves, pruned trees,
+    verdict and lower bound must be the reference's. (The branch and bound's nodes reduce
+    inside its kernel, out of this test's reach: test_branch_kernel_equals_the_numpy_loop
+    compares its whole searches with the reference's loop.)"""
     import fastcf._kernels.tree_reduce as tree_reduce
 
     k = 3 if kind == "gb3" else 2
@@ -291,7 +377,7 @@ def test_reductions_kernel_equals_the_full_pass_on_the_nodes_of_searches(kind, m
 
     monkeypatch.setattr(tree_reduce, "reduce_rounds", record)
     monkeypatch.setattr(Program, "budget", 400)  # (the search runs, on every kind)
-    for i, x0 in enumerate(X[:6]):
+    for i, x0 in enumerate(X[:10]):
         target = model.classes_[(i + 1) % k]
         for opts in ({}, {"proba": 0.6}, {"metric": "euclidean", "max_changes": 2}):
             ex.explain(x0, target, **opts)
@@ -313,7 +399,8 @@ def test_reductions_kernel_equals_the_full_pass_on_the_nodes_of_searches(kind, m
             np.testing.assert_array_equal(pruned, want[5])
     assert {(True, True), (False, True)} <= kinds  # (pruned nodes and kept ones)
     assert any(not m for _, m in kinds)  # (the incumbent's reductions, without margins)
-    assert any(b[22].size for b, *_ in calls)  # (nodes given their parent's list of leaves)
+    # (the branch and bound's nodes, given their parent's list of leaves, reduce inside its
+    # kernel: test_branch_kernel_equals_the_numpy_loop compares whole searches)
     # cutoffs at a leaf's exact cost (lb + its entries' costs, summed in entry order): a leaf
     # on the boundary stays or dies by its last bit in both
     rng = np.random.default_rng(0)

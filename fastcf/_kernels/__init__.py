@@ -27,6 +27,7 @@ Where each algorithm lives:
 - :mod:`.tree_reduce` — the fixed point of the exact reductions of a tree program;
   :mod:`.tree_moves` — the sums of a tree ensemble after every single-feature move;
   :mod:`.tree_branch` — the per-node steps of the branch and bound over interval ranges;
+  :mod:`.tree_search` — its node loop (a stack of boxes, resumable between calls);
   :mod:`.tree_walk` — the leaf each row reaches in each tree.
 - :mod:`.smo` — the warm-started SMO of the SVM enumeration (paper 003).
 - :mod:`.linalg` — small dense linear algebra: Cholesky, LU, dot products, KKT-inverse

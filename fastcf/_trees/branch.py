@@ -40,6 +40,13 @@ the median / p95 / total time with the search and without it were XGBoost 121 / 
 and 154 / 1 324 ms / 7.1 s, LightGBM 68 / 483 ms / 2.6 s and 143 / 1 552 ms / 7.6 s; extra
 trees (12 queries) 253 ms / 76 s in all and 329 ms / 79 s (one query takes HiGHS over a minute
 either way).
+
+The loop. The nodes are explored by one kernel (:func:`fastcf._kernels.tree_search.search`),
+the stack in arrays this function keeps, so that a call resumes where the last one stopped:
+it comes back here to let the library's arithmetic judge a decided node's point (``accept``),
+every 16 nodes when there is a deadline (to read the clock), and to enlarge its arrays. Each
+node in Python had cost about as much again as its reductions (the wrapper's copies of every
+leaf's flag, the node's NumPy calls: ~17 of ~37 µs a node on XGBoost).
 """
 
 from __future__ import annotations
@@ -49,8 +56,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._kernels.tree_branch import node_spread, split_best, split_even
-from .reduce import Costs, reduce, scratch
+from .reduce import ROUNDS, Costs, scratch
 
 __all__ = ["Branched", "branch"]
 
@@ -61,6 +67,9 @@ __all__ = ["Branched", "branch"]
 #: seconds), gradient boosting 100 × 5 186 → 147 ms, random forest 100 × 5 unchanged within
 #: noise (medians alike)
 BUDGET = 40_000
+#: the search's first stack (entries) and pool (leaf lists, in units of the forest's leaves);
+#: both double when full
+STACK0, POOL0 = 64, 2
 
 
 class Branched(NamedTuple):
@@ -71,28 +80,6 @@ class Branched(NamedTuple):
     done: bool  # the search ran to the end: nothing cheaper exists (below the final cutoff)
     nodes: int  # nodes explored
     rho: float  # the final cutoff
-
-
-def _split(st, red, spread):
-    """Return (f, j): split feature f's range at boundary j (x_f <= b_j or not); None if none."""
-    t = int(np.argmax(spread))
-    if spread[t] <= 0.0:
-        return None
-    stop = st.tree_start[t + 1] if t + 1 < st.tree_start.size else st.leaf_ids.size
-    e0, e1 = st.leaf_estart[st.tree_start[t]], st.leaf_estart[stop]  # (the tree's entries)
-    f, j = split_even(
-        t, red.alive, red.ka, red.kb, int(e0), int(e1), st.b_leaf, st.b_feat, st.e_ka, st.e_kb
-    )
-    return None if f < 0 else (int(f), int(j))
-
-
-def _split_best(st, red, coef, undecided):
-    """Return (f, j): the edge shared by the most trees' best alive leaves (None if none)."""
-    f, j = split_best(
-        red.ids, undecided, coef, st.leaf_tree, st.tree_start.size, red.ka, red.kb,
-        st.leaf_estart, st.b_feat, st.e_ka, st.e_kb, st.n_y + 1,
-    )  # fmt: skip
-    return None if f < 0 else (int(f), int(j))
 
 
 def branch(
@@ -125,55 +112,56 @@ def branch(
     """
     import time
 
+    from .._kernels.tree_search import CANDIDATE, GROW, STUCK, search
     from .query import coord_cost
 
     fo = st.forest
-    ioff = st.ioff[:-1]
-    best, best_cost, nodes = None, math.inf, 0
-    coef = lforms.coef
-    V = np.ascontiguousarray(st.V, dtype=np.float64)
+    if fo.categories is not None:  # pragma: no cover - programs hold conditioned forests
+        raise TypeError("the branch and bound walks threshold forests (categories conditioned)")
+    D, n = c.kbar.size, st.leaf_ids.size
+    best, best_cost = None, math.inf
+    cap = STACK0
+    state = np.array([1, 0, 0], dtype=np.int64)  # (entries, pool used, nodes)
+    ka_st, kb_st = np.empty((cap, D), np.int64), np.empty((cap, D), np.int64)
+    seg, seg_len = np.full(cap, -1, np.int64), np.zeros(cap, np.int64)
+    owner = np.zeros(cap, dtype=bool)
+    ka_st[0], kb_st[0] = c.ka, c.kb  # (the root: seg -1, the reachable leaves)
+    pool = np.empty(POOL0 * n, dtype=np.int64)
+    alive = np.zeros(n, dtype=bool)
+    p = np.empty(D)
     work = scratch(st)
-    stack = [(c.ka, c.kb, None, None)]
-    while stack:
+    pruned = np.zeros(fo.n_trees, dtype=bool)
+    V = np.ascontiguousarray(st.V, dtype=np.float64)
+    missing = np.zeros(0, np.int8) if fo.missing is None else fo.missing
+    kbar = np.asarray(c.kbar, dtype=np.int64)
+    ioff = st.ioff[:-1]
+    while True:
+        nodes = int(state[2])
+        if state[0] == 0:
+            return Branched(best, best_cost, True, nodes, rho)
         if nodes >= budget or (nodes % 16 == 15 and time.perf_counter() > deadline):
             return Branched(best, best_cost, False, nodes, rho)
-        ka, kb, alive, ids = stack.pop()
-        nodes += 1
-        red = reduce(st, Costs(c.flat, c.kbar, ka, kb), rho, lforms, alive, ids=ids, work=work)
-        if red.empty:
-            continue
-        undecided, spread, vspread = node_spread(red.ids, st.leaf_tree, V, coef, st.tree_start.size)
-        if not undecided.any():
-            k = np.clip(c.kbar, red.ka, red.kb)
-            p = points[ioff + k]
-            leaves = st.leafpos[fo.leaves(p[None])[0]]
-            if red.alive[leaves].all():
-                cost = float(coord_cost(p - x0, q.w, q.metric).sum())
-                fine = q.max_changes is None or np.count_nonzero(p != x0) <= q.max_changes
-                if fine and cost <= rho and accept(p):
-                    best, best_cost = p, cost
-                    rho = cost * (1.0 - 1e-10)
-                continue
-            # p left the alive leaves of some tree: split that tree's alive leaves apart
-            spread = np.where(red.alive[leaves], 0.0, 1.0 + vspread)
-            spread[np.add.reduceat(red.alive.astype(np.int64), st.tree_start) < 2] = 0.0
-        else:
-            spread = np.where(undecided, spread + 1e-300, 0.0)
-        cut = None
-        if nodes % 2 and undecided.any():  # (the two rules in turn: fewest nodes, measured)
-            cut = _split_best(st, red, coef, undecided)
-        if cut is None:
-            cut = _split(st, red, spread)
-        if cut is None:  # pragma: no cover - disjoint boxes always split
-            return Branched(best, best_cost, False, nodes, rho)
-        f, j = cut
-        lka, lkb = red.ka.copy(), red.kb.copy()
-        lkb[f] = j
-        rka, rkb = red.ka.copy(), red.kb.copy()
-        rka[f] = j + 1
-        left, right = (lka, lkb, red.alive, red.ids), (rka, rkb, red.alive, red.ids)
-        if c.kbar[f] <= j:  # the half holding x̄'s interval is explored first
-            stack += [right, left]
-        else:
-            stack += [left, right]
-    return Branched(best, best_cost, True, nodes, rho)
+        until = budget
+        if deadline != math.inf:  # (back here at every 16th node, to read the clock)
+            until = min(budget, nodes + 1 + (14 - nodes) % 16)
+        code = search(
+            state, ka_st, kb_st, seg, seg_len, owner, pool, alive, p, until, float(rho),
+            c.flat, kbar, points, ioff, st.b_feat, st.e_ka, st.e_kb, st.leaf_estart,
+            st.leaf_ok, st.leaf_tree, st.tree_start, lforms.coef, lforms.r, lforms.tol,
+            st.entry_group, st.hull_tree, st.hull_feat, ROUNDS, V, st.b_leaf, st.leafpos,
+            fo.root, fo.is_leaf, fo.feature, fo.boundary, fo.left, fo.right, missing, True,
+            work.a, work.b, work.ids, pruned, st.n_y + 1,
+        )  # fmt: skip
+        if code == GROW:
+            ka_st, kb_st = np.concatenate([ka_st, ka_st]), np.concatenate([kb_st, kb_st])
+            seg, seg_len = np.concatenate([seg, seg]), np.concatenate([seg_len, seg_len])
+            owner, pool = np.concatenate([owner, owner]), np.concatenate([pool, pool])
+        elif code == CANDIDATE:
+            x = p.copy()
+            cost = float(coord_cost(x - x0, q.w, q.metric).sum())
+            fine = q.max_changes is None or np.count_nonzero(x != x0) <= q.max_changes
+            if fine and cost <= rho and accept(x):
+                best, best_cost = x, cost
+                rho = cost * (1.0 - 1e-10)
+        elif code == STUCK:  # pragma: no cover - disjoint boxes always split
+            return Branched(best, best_cost, False, int(state[2]), rho)
