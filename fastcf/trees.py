@@ -39,34 +39,13 @@ from ._trees import answer as _answer
 from ._trees.boosters import BoosterClassifier, is_booster
 from ._trees.leaves import leaf_table
 from ._trees.missing import Patterns, program
+from ._trees.parse import parse_model
 from ._validation import (
     as_queries,
     resolve_targets,
 )
 
 __all__ = ["TreeExplainer"]
-
-
-def _parser(model):
-    """Return the parser module of the model's library (``parse``, ``check``)."""
-    root = getattr(model, "library", None) or type(model).__module__.split(".")[0]
-    if root == "xgboost":
-        from ._trees import parse_xgboost as parser
-    elif root == "lightgbm":
-        from ._trees import parse_lightgbm as parser
-    elif type(model).__name__ == "HistGradientBoostingClassifier" and root == "sklearn":
-        from ._trees import parse_hist as parser
-    else:
-        from ._trees import parse_sklearn as parser
-    return parser
-
-
-def _parse(model):
-    """Return the checked :class:`~fastcf._trees.forest.Forest` of a fitted tree classifier."""
-    parser = _parser(model)
-    forest = parser.parse(model)
-    parser.check(forest, model)
-    return forest
 
 
 class TreeExplainer(BaseExplainer):
@@ -137,7 +116,7 @@ class TreeExplainer(BaseExplainer):
     def __init__(self, model):
         if is_booster(model):  # xgboost.train / lightgbm.train: read as their classifiers
             model = BoosterClassifier(model)
-        forest = _parse(model)
+        forest = parse_model(model)
         self.model = model
         self._forest = forest
         self._set_classes(model.classes_)

@@ -200,7 +200,7 @@ def fold_trees(model, X):
     """
     import pandas as pd
 
-    from ..trees import _parse
+    from .._trees.parse import parse_model
     from .fold import Fold, _apply, _name, _Raw, _Walk
 
     if type(model).__name__ == "Pipeline":
@@ -208,7 +208,7 @@ def fold_trees(model, X):
     else:
         pre_steps, clf_name, clf = [], "classifier", model
     try:
-        forest = _parse(clf)
+        forest = parse_model(clf)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"the classifier {clf_name!r} ({_name(clf)}) is not supported: {exc}"
