@@ -65,8 +65,13 @@ __all__ = ["Branched", "branch"]
 #: (2026-11-26, CPU time, the same answers) the mean per query went from 10 000 nodes to 40 000
 #: as random forest 500 × 5 9.5 → 1.2 s (the queries that left the search took HiGHS tens of
 #: seconds), gradient boosting 100 × 5 186 → 147 ms, random forest 100 × 5 unchanged within
-#: noise (medians alike)
-BUDGET = 40_000
+#: noise (medians alike). 150 000 since the node loop is one kernel (2026-11-27, the same
+#: answers): the random forest 100 × 8's one query past 40 000 nodes ends the search at 60 767
+#: nodes in 3.1 s instead of 96 s in HiGHS; on extra trees 100 × 5 (20 queries) six queries
+#: pass 40 000 nodes, and they took 36.7, 1.8, 40.5, 19.3, 1.4, 3.8 s with 40 000 and 36.7,
+#: 2.9, 28.2, 21.4, 1.2, 8.3 s with 150 000 (all 20: 113 s and 107 s; a test job on the other
+#: core); no query of XGBoost, LightGBM or the forests 100 × 5 and 500 × 5 reaches 40 000.
+BUDGET = 150_000
 #: the search's first stack (entries) and pool (leaf lists, in units of the forest's leaves);
 #: both double when full
 STACK0, POOL0 = 64, 2
