@@ -1718,7 +1718,6 @@ def tree_branch_loop(st, c, points, x0, rho, lforms, accept, q, budget):
     V = np.ascontiguousarray(st.V, dtype=np.float64)
     coef = lforms.coef
     ioff = st.ioff[:-1]
-    T = st.tree_start.size
     best, best_cost, nodes = None, math.inf, 0
     stack = [(c.ka, c.kb, st.leaf_ok.copy())]
     while stack:
@@ -1753,7 +1752,7 @@ def tree_branch_loop(st, c, points, x0, rho, lforms, accept, q, budget):
         if cut is None:
             t = int(np.argmax(spread))
             cut = None if spread[t] <= 0.0 else branch_split_even(st, alive, ka, kb, t)
-        assert cut is not None and T > 0  # (disjoint boxes always split)
+        assert cut is not None  # (disjoint boxes always split)
         f, j = cut
         lkb, rka = kb.copy(), ka.copy()
         lkb[f] = j

@@ -254,10 +254,15 @@ def test_branch_node_steps_choose_as_the_numpy_reference(forest):
                 assert (None if fj[0] < 0 else tuple(map(int, fj))) == want
 
 
-_LOOPED = {
+_SEARCHED = {
     "rf": lambda: RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0),
     "gb3": lambda: GradientBoostingClassifier(n_estimators=8, max_depth=3, random_state=0),
     "et": lambda: ExtraTreesClassifier(n_estimators=10, max_depth=4, random_state=0),
+}
+
+
+_LOOPED = {  # (the searched kinds, and those that route a missing value)
+    **_SEARCHED,
     "hgb": lambda: HistGradientBoostingClassifier(max_iter=10, max_depth=3, random_state=0),
     "xgb": lambda: xgb(n_estimators=20, max_depth=3),
     "lgb": lambda: lgb(n_estimators=20, num_leaves=8),
@@ -290,25 +295,24 @@ def test_branch_kernel_equals_the_numpy_loop(kind, monkeypatch):
 
     def compare(st, c, points, x0, rho, lforms, accept, q, budget, deadline):
         budget = min(budget, 300)  # (the reference is slow)
-        runs = []
-        for way in ("one call", "deadline", "grown"):
-            offered = []
 
-            def judged(x, offered=offered):
+        def recorded(offered):  # accept, keeping each point offered
+            def judged(x):
                 offered.append(x.copy())
                 return accept(x)
 
+            return judged
+
+        runs = []
+        for way in ("one call", "deadline", "grown"):
+            offered = []
             monkeypatch.setattr(branch_mod, "STACK0", 1 if way == "grown" else 64)
             monkeypatch.setattr(branch_mod, "POOL0", 1 if way == "grown" else 2)
             end = math.inf if way == "one call" else 1e300
+            judged = recorded(offered)
             runs.append((real(st, c, points, x0, rho, lforms, judged, q, budget, end), offered))
         offered = []
-
-        def judged(x):
-            offered.append(x.copy())
-            return accept(x)
-
-        want = tree_branch_loop(st, c, points, x0, rho, lforms, judged, q, budget)
+        want = tree_branch_loop(st, c, points, x0, rho, lforms, recorded(offered), q, budget)
         for got, seen_x in runs:
             assert (got.nodes, got.done, got.rho, got.cost) == (want[3], want[2], want[4], want[1])
             assert (got.x is None) == (want[0] is None)
@@ -335,13 +339,6 @@ def test_branch_kernel_equals_the_numpy_loop(kind, monkeypatch):
             ex.explain(x0, target, **opts)
     assert seen["searches"] >= 8 and seen["nodes"] > 100, seen
     assert seen["offered"] > 0 and seen["accepted"] > 0, seen
-
-
-_SEARCHED = {
-    "rf": lambda: RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0),
-    "gb3": lambda: GradientBoostingClassifier(n_estimators=8, max_depth=3, random_state=0),
-    "et": lambda: ExtraTreesClassifier(n_estimators=10, max_depth=4, random_state=0),
-}
 
 
 @pytest.mark.parametrize("kind", sorted(_SEARCHED))
