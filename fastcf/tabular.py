@@ -275,7 +275,8 @@ class TabularExplainer:
             ``"keep"``: it stays missing (the column is frozen for that row).
         time_limit : float, optional
             Seconds for the exact program of each row, for a pipeline ending in a tree model
-            (as :meth:`fastcf.TreeExplainer.explain`'s): a row it stops with an answer the
+            (as :meth:`fastcf.TreeExplainer.explain`'s; a row re-solved at a raised margin gets
+            what its earlier solves left, not the limit again): a row it stops with an answer the
             model confirms has ``success=True``, status 1 (``MAXITER``), ``info["gap"]`` its
             relative gap and ``info["bound"]`` a lower bound on the cost (the answer may not
             be the cheapest); without one, ``success=False``. Linear and prototype programs

@@ -103,6 +103,44 @@ def test_a_stop_without_an_answer_is_a_failure(forest, monkeypatch):
     pd.testing.assert_frame_equal(res.x.reset_index(drop=True), row.reset_index(drop=True))
 
 
+def test_a_re_solve_gets_what_the_rows_earlier_solves_left(forest, monkeypatch):
+    """The limit is the row's, all its solves together: a row the pipeline refuses once is
+    solved again at a raised margin with the limit less the time its first solve took (each
+    solve made to take at least 0.2 s; the refusal forced once)."""
+    import time
+
+    from fastcf._tabular import solve as tab_solve
+
+    X, model, tx = forest
+    row = _rows(X, model, 1, 1)
+    seen, refused = [], []
+    real = treeprog._GridProgram.solve
+
+    def slow(self, x0, t, lo, hi, q, confirm, *args, **kwargs):
+        seen.append(q.time_limit)
+        time.sleep(0.2)
+        return real(self, x0, t, lo, hi, q, confirm, *args, **kwargs)
+
+    real_verify = tab_solve.verify
+
+    def refuse_once(*args, **kwargs):
+        ok, proba = real_verify(*args, **kwargs)
+        if not refused:
+            refused.append(True)
+            ok = np.zeros_like(ok)
+        return ok, proba
+
+    monkeypatch.setattr(treeprog._GridProgram, "solve", slow)
+    monkeypatch.setattr(tab_solve, "verify", refuse_once)
+    res = tx.explain(row, 1, time_limit=5.0)
+    assert res.success and res.status == 0 and model.predict(res.x)[0] == 1
+    assert "margin raised" in res.message
+    # one program per solve here (one plan; the program gets what is left of the solve's
+    # time when it starts): the second at most 5 s less the first's 0.2 s
+    assert len(seen) == 2 and 4.5 < seen[0] <= 5.0
+    assert seen[1] <= 5.0 - 0.2
+
+
 def test_a_tiny_real_limit_gives_only_confirmed_answers(forest):
     X, model, tx = forest
     rows = _rows(X, model, 1, 6)

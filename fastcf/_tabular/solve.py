@@ -79,9 +79,10 @@ def answers(
 
     ``allowed`` is the resolved ``(mask, given, moves)`` of :func:`resolve_allowed`. A row that
     cannot be read (:func:`read_all`) is returned as it is, with status INVALID_INPUT and the
-    reason; the others are answered. ``time_limit``: seconds for each row's tree program; a
-    row it stops with an answer has status MAXITER and ``info["stopped"]`` (an answer the
-    model is asked to confirm, like a status-0 one).
+    reason; the others are answered. ``time_limit``: seconds for each row's tree programs, all
+    its solves together (a re-solve at a raised margin gets what the earlier ones left, at
+    least a millisecond); a row it stops with an answer has status MAXITER and
+    ``info["stopped"]`` (an answer the model is asked to confirm, like a status-0 one).
     """
     s = ex._schema
     prog = ex._program
@@ -104,6 +105,7 @@ def answers(
     ok = np.zeros(n, dtype=bool)
     proba = answers = None
     m = margin
+    spent = np.zeros(n)  # each row's seconds in its programs so far (for time_limit)
 
     def pick(_state, r):
         nonlocal m
@@ -115,13 +117,16 @@ def answers(
         for i in progress_rows(todo_rows, "TabularExplainer"):  # (a line on a terminal if slow)
             x0, k0 = reads[i]
             fz = frozen if miss is None else frozen | miss[i]
+            left = None if time_limit is None else max(float(time_limit - spent[i]), 1e-3)
             q = make_query(
-                s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes, tau, time_limit,
+                s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes, tau, left,
                 plausible, frame.iloc[[i]],
             )  # fmt: skip
             t0 = time.perf_counter()
             ans = prog.solve(x0, k0, q)
-            infos[i] = {**ans.info, "margin": m, "time": time.perf_counter() - t0}
+            took = time.perf_counter() - t0
+            spent[i] += took
+            infos[i] = {**ans.info, "margin": m, "time": took}
             XN[i], KC[i], status[i] = ans.x, ans.k, ans.status
             raised = "" if m == margin else f"; margin raised to {m:g}"
             messages[i] = ans.message + raised
