@@ -38,7 +38,7 @@ from fastcf._trees import parse_hist, parse_lightgbm, parse_sklearn, parse_xgboo
 from fastcf._trees.incumbent import Search
 from fastcf._trees.milp import Program
 from fastcf._trees.query import coord_cost
-from fastcf._trees.reduce import lower_bound, reduce
+from fastcf._trees.reduce import lower_bound, reduce, reduce_from
 from fastcf._trees.tighten import tighten
 
 RTOL = 1e-9
@@ -191,11 +191,16 @@ def test_reductions_keep_every_cheap_cell(forest, opts):
         for target in model.classes_:
             prog, q, t, c, points, forms, lforms, P, ok, cost = _setup(ex, model, x0, target, opts)
             best = cost[ok].min() if ok.any() else 1.0
+            wide = reduce(prog, c, 4.0 * best, lforms)
             for rho in (0.5 * best, best * (1 - 1e-9), best, 1.5 * best, 4.0 * best, math.inf):
                 red = reduce(prog, c, rho, lforms)
                 cheap = ok & (cost <= rho)
                 if cheap.any():
                     assert not red.empty and _kept(prog, red, P[cheap]).all()
+                    if rho <= 4.0 * best:  # started from a reduction at a higher cutoff
+                        warm = reduce_from(prog, c, rho, lforms, wide)
+                        assert not warm.empty and _kept(prog, warm, P[cheap]).all()
+                        assert (warm.alive <= wide.alive).all()
                     # the relaxation's fixing keeps them too
                     red2, proven = tighten(prog, q, c, red, forms, lforms, rho)
                     assert not proven and not red2.empty and _kept(prog, red2, P[cheap]).all()

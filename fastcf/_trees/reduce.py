@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Reduced", "reduce", "lower_bound", "Costs", "LeafForms", "leaf_forms"]
+__all__ = ["Reduced", "reduce", "reduce_from", "lower_bound", "Costs", "LeafForms", "leaf_forms"]
 
 _U = 2.0**-53
 #: rounds of the fixed point (each round is a few vector passes over the leaf boxes)
@@ -151,24 +151,37 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True, ids=None, work=No
     return Reduced(ka, kb, alive, pruned, float(lb), False, work.ids[:m].copy())
 
 
+def reduce_from(st, c: Costs, rho, forms, red: Reduced) -> Reduced:
+    """:func:`reduce` at cutoff ``rho`` started from a reduction ``red`` at a cutoff >= ``rho``.
+
+    Every rule removes at a lower cutoff whatever it removes at a higher one, so the fixed
+    point at ``rho`` lies within ``red``: starting there (its ranges and alive leaves) keeps
+    every cell of cost <= ``rho`` that a cold start keeps, and passes over fewer leaves.
+    """
+    return reduce(st, c._replace(ka=red.ka, kb=red.kb), rho, forms, alive=red.alive, ids=red.ids)
+
+
 def lower_bound(st, c: Costs, cost, forms, steps=8):
     """Return a lower bound on the optimum of a query whose best known answer costs ``cost``.
 
     Bisection on the cutoff: the largest ρ tried at which :func:`reduce` proves that no cell
     of cost <= ρ is in the target class (``cost`` itself when it proves nothing is cheaper
     than ``cost`` less a relative 1e-10; ``inf`` when nothing at all qualifies). In objective
-    units (squared for Euclidean).
+    units (squared for Euclidean). Each cutoff is reduced from the reduction at the lowest
+    cutoff tried that proved nothing (:func:`reduce_from`).
     """
     if not math.isfinite(cost):
         red = reduce(st, c, math.inf, forms)
         return math.inf if red.empty else red.lb
-    if reduce(st, c, cost * (1.0 - 1e-10), forms).empty:
+    top = reduce(st, c, cost, forms)
+    if top.empty or reduce_from(st, c, cost * (1.0 - 1e-10), forms, top).empty:
         return cost
-    lo, hi = reduce(st, c, cost, forms).lb, cost
+    lo, hi = top.lb, cost
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
-        if reduce(st, c, mid, forms).empty:
+        red = reduce_from(st, c, mid, forms, top)
+        if red.empty:
             lo = mid
         else:
-            hi = mid
+            hi, top = mid, red
     return lo
