@@ -14,7 +14,8 @@ weights, bounds, frozen features, ``max_changes``, ``proba``), and checks:
 * no false failure and the optimum: the brute force over every cell of the threshold grid
   (``reference.tree_cells_brute_force`` / ``boosted_cells_brute_force``, judged by the model's
   own ``predict``; with a categorical feature, ``categories_brute_force`` over its categories)
-  finds an answer iff the explainer does, at the same distance (1e-9 relative).
+  finds an answer iff the explainer does, at the same distance (1e-9 relative);
+* ``exact=False``: valid answers no closer than that optimum, a lower bound no higher.
 
 ``HYPOTHESIS_PROFILE=long`` runs 10 000 examples; ``FASTCF_FUZZ_EXAMPLES=n`` overrides.
 """
@@ -200,6 +201,30 @@ def test_fuzz_tree_explain_equals_the_brute_force(data):
         assert res.distance == pytest.approx(ref, rel=1e-9, abs=1e-12), (kind, opts)
     else:
         assert not math.isfinite(ref), ("false failure", kind, opts, res.status, res.message)
+
+
+@settings(max_examples=_examples(8), deadline=None)
+@given(data=st.data())
+def test_fuzz_tree_quick_answers_are_valid_and_bounded(data):
+    """``exact=False``: a success is an answer (as above) no closer than the optimum, its
+    ``info["bound"]`` is at most the optimum (a certified lower bound), status 0 (proven
+    optimal) only at the optimum; a failure called infeasible or unreachable has no answer,
+    and one that is not has its bound below any optimum."""
+    kind, model, X, x0, target, opts = _draw_case(data.draw)
+    res = TreeExplainer(model).explain(x0, target, exact=False, **opts)
+    ref = _reference(kind, model, X, x0, target, opts)
+    bound = float(res.info["bound"])
+    if res.success:
+        _valid(model, res.x, x0, target, opts)
+        assert math.isfinite(ref), ("the brute force finds no answer", kind, opts, res.x)
+        assert res.distance >= ref * (1 - 1e-9) - 1e-12, (kind, opts)
+        assert bound <= ref * (1 + 1e-9) + 1e-12, ("bound above the optimum", kind, opts)
+        if res.status == 0:
+            assert res.distance == pytest.approx(ref, rel=1e-9, abs=1e-12), (kind, opts)
+    elif res.status in (2, 3):  # unreachable / infeasible: a claim about every input
+        assert not math.isfinite(ref), ("false failure", kind, opts, res.status, res.message)
+    elif math.isfinite(ref):
+        assert bound <= ref * (1 + 1e-9) + 1e-12, ("bound above the optimum", kind, opts)
 
 
 @settings(max_examples=_examples(6), deadline=None)
