@@ -1,12 +1,10 @@
 """Measure what the single-query short path saves (``fastcf/_linear/fast.py``, issue 31).
 
-One common query (one float64 row, no options but its form) takes the short path: type tests
-for its arguments, then the long path's own body (``route.answer``); the same row given as a
-batch of one takes the long path (``as_queries``, ``resolve_targets``, ``make_query``'s checks,
-the same body, the batch packaging). Both answer with the same functions on the same arrays
-(``tests/test_linear_latency_paths.py`` checks that the two build the same query). The two are
-timed alternately in the same process: 5 rounds of 200 calls each, the median of the rounds'
-medians.
+One common query (one float64 row, no options but its form) takes the short path; the same
+row given as a batch of one takes the long path (validation, the route, ``verify.region``, the
+batch packaging). Both answers are the same bits (``tests/test_linear_latency_paths.py``). The
+two are timed alternately in the same process: 5 rounds of 200 calls each, the median of the
+rounds' medians.
 
 Usage: ``python docs/scripts/short_path.py``
 """

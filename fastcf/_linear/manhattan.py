@@ -74,7 +74,7 @@ from .binary import finish as _binary_finish
 from .binary import kernel_box
 from .region_highs import second_opinion
 from .softmax import finite_need
-from .verify import rises, solution, verdict
+from .verify import solution, verdict
 
 __all__ = [
     "binary_constrained",
@@ -241,6 +241,7 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
     Python scheme if one is not confirmed).
     """
     from .._kernels import l1_enum
+    from .fast import first_round_rises
 
     D = X.shape[1]
     keys = _KEYS.get(D)
@@ -262,10 +263,9 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
         None, _BINARY_METHOD, False, proba, info={"n_moved": nmv[:n]},
     )  # fmt: skip
     if proba is None or model.proba_as_region(proba):
-        # verify.region's first round (its test, row by row: proba=τ ≥ 1/2 is region=True at
-        # margin logit τ there): a row it would re-solve, the Python way
-        found = rises(model, np.repeat(X, n, axis=0), t, sol, np.full(n, theta))
-        if found is not None and found[0].any():
+        # verify.region's first round, row by row (as fast.l1_row; proba=τ ≥ 1/2 is region=True
+        # at margin logit τ there)
+        if any(first_round_rises(model, sol, i, t, theta) for i in range(n)):
             return None
     return sol
 

@@ -78,7 +78,7 @@ class _LinearModel:
         self.AT = np.ascontiguousarray(A.T)
         self.row_norms = np.sqrt(np.einsum("ij,ij->i", A, A))  # path certificate
         self.abs_b = np.abs(b)
-        # for the cheap upper bound of the rounding need (need_of_norm)
+        # for the cheap upper bound of the rounding need (fast._need_bound)
         self.max_row_norm = float(self.row_norms.max())
         self.max_abs_b = float(self.abs_b.max())
         G = A @ A.T
@@ -136,8 +136,8 @@ class _LinearModel:
 
         By Cauchy–Schwarz S_i = Σ_j |a_ij x_j| + |b_i| ≤ ‖a_i‖₂ ‖x‖₂ + |b_i|, so the need
         4γ (S_k + max_{j≠k} S_j) ≤ 8γ (max_i ‖a_i‖₂ ‖x‖₂ + max_i |b_i|); the factor 1 + 8γ covers
-        the rounding of the bound itself (:meth:`need_of_norm`). Infinite or NaN where the norm
-        overflows: then the exact need decides.
+        the rounding of the bound itself (as ``fastcf._linear.fast._need_bound``). Infinite or
+        NaN where the norm overflows: then the exact need decides.
         """
         with np.errstate(over="ignore", invalid="ignore"):
             return self.need_of_norm(np.sqrt(np.einsum("ij,ij->i", Xs, Xs)))
@@ -146,8 +146,8 @@ class _LinearModel:
         """Return the one rounding-need bound ``8γ (max_i ‖a_i‖₂ · nx + max_i |b_i|)(1 + 8γ)``.
 
         ``nx`` (a float or an array) bounds ‖x‖₂ of the point judged. The one formula of the
-        bound, for :meth:`need_bound` and the ``max_changes`` search (``fastcf._linear.route``,
-        at a bound of the norm of every point of a node): the same operations in the same
+        bound, for :meth:`need_bound`, the short paths (``fastcf._linear.fast``) and the
+        ``max_changes`` search (``fastcf._linear.route``): the same operations in the same
         order, so the same bits, whether ``nx`` is a Python float or an array.
         """
         g = self.gamma

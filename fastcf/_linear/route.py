@@ -25,15 +25,15 @@ from .._validation import (
     resolve_weights,
 )
 from . import solvers as _solvers
+from .fast import l1_row
 from .verify import fail as _fail
-from .verify import keep_source, rows_box, stack
 from .verify import region as _region
 from .verify import row_info as _row_info
+from .verify import rows_box, stack
 
 __all__ = [
     "Query",
     "METHODS",
-    "answer",
     "REDUCED",
     "METRICS",
     "options",
@@ -235,7 +235,13 @@ def row_problem(ex, X, tidx, q, n):
                 sol = continuous(ex, Xn, tn, q, fmask, lams, bnd)
         return sol
 
+    quick = q.metric == "manhattan" and q.form != "lam"
+
     def full(fmask):
+        if quick:  # the long path's answer, on the short path of manhattan_one
+            sol = l1_row(ex._model, Xn, tn, cost, ~fmask, bnd, q.proba, q.margin, q.tol, q.max_iter)
+            if sol is not None:
+                return sol
         return continuous(ex, Xn, tn, q, fmask, lams, bnd)
 
     def objective(sol):
@@ -253,21 +259,6 @@ def solve(ex, X, tidx, q):
     if q.max_changes is None:
         return continuous(ex, X, tidx, q, q.fmask)
     return stack([sparse_row(ex, X, tidx, q, n)[0] for n in range(X.shape[0])])
-
-
-def answer(ex, X, tidx, q):
-    """Return what :meth:`fastcf.LinearExplainer.explain` answers, before it is packaged.
-
-    :func:`solve`, then x̄ itself where it already meets ``proba=τ`` (``keep_source``), then
-    each success confirmed in the model's own arithmetic (the explainer's ``_verify``). The one
-    body of every ``explain``: its options checked in full (:func:`make_query`) or, for one
-    common query, by type tests (:func:`fastcf._linear.fast.common_query`), which build the
-    same :class:`Query`.
-    """
-    sol = solve(ex, X, tidx, q)
-    if q.form == "proba":  # x̄ itself where the model already meets τ there
-        sol = keep_source(ex._model, X, tidx, sol, q.proba)
-    return ex._verify(sol, tidx, q.proba)
 
 
 def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):

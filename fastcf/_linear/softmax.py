@@ -174,7 +174,7 @@ def judge(model, Xs, tidx, status, proba=None):
     return P, status, cert, p
 
 
-def proba_solution(model, X, tidx, m, proba, tol, max_iter):
+def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
     """``proba=τ`` for N queries without bounds: the λ-search in one kernel call per round.
 
     ``proba_rows`` solves and forms each answer; :func:`judge` judges it in the model's
@@ -184,11 +184,17 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
     the shortfall (:func:`raise_log_tau`), at most :data:`~fastcf._resolve.ROUNDS` times, the
     last time by at least the worst case of the logits' rounding (``model.rounding_need``: two
     evaluations of log p_k differ by less). Rows still short then fail (NUMERIC).
+
+    ``first``: (the output of the first ``proba_rows`` call on these rows, its
+    :func:`judge`), when the caller has them (the short path of one query, which calls
+    this only when a re-solve is needed).
     """
     N = X.shape[0]
     log_tau = np.full(N, math.log(proba))
-    Xs, Y, dist, lamv, nit, st, _lp0 = rows_proba(model, X, tidx, log_tau, m, tol, max_iter)
-    P, status, cert, p = judge(model, Xs, tidx, st, proba)
+    if first is None:
+        out = rows_proba(model, X, tidx, log_tau, m, tol, max_iter)
+        first = (out, judge(model, out[0], tidx, out[5], proba))
+    (Xs, Y, dist, lamv, nit, _st, _lp0), (P, status, cert, p) = first
     # a search that ran out of iterations where z̄ is far larger than the answer's logits (z̄ ~
     # 10⁹ against log τ: z̄ + G y cancels, and log p_k in K-space carries ε |z̄| of noise, more
     # than the search's tolerance) is re-solved once, aiming inside τ by twice that rounding

@@ -26,7 +26,6 @@ __all__ = [
     "source_meets",
     "path_result",
     "region",
-    "rises",
     "row_info",
     "rows_box",
     "solution",
@@ -275,47 +274,6 @@ def _rhs_scale(model, X, tidx, margins):
     return rhs.max(axis=1, initial=0.0)
 
 
-def rises(model, X, tidx, sol, margins):
-    """Return (rise, need, tm): the rows of ``sol`` whose margin :func:`region` raises.
-
-    The test of each of its rounds (and of a caller that must know whether the first round
-    would re-solve: ``manhattan.binary_flipsets``). ``rise`` (N,) bool: a success, or a failure
-    a larger margin can repair, whose margin asked or own margin (``tm``, in the model's
-    arithmetic) is not above its rounding need (``need``); ``tm``/``need`` are inf/0 where the
-    cheap bound cleared the row. ``None`` when no row can rise.
-    """
-    N = X.shape[0]
-    # successes, and failures of the solver's own check (NUMERIC; BELOW_DECISION for a binary
-    # proba=τ ≥ 1/2 solved at margin logit τ, at a tie of the classes) that a larger margin
-    # can repair
-    st = sol.status
-    ok = ((st == _OK) | (st == _NUMERIC) | (st == _BELOW_DECISION)) & np.isfinite(sol.x).all(axis=1)
-    if not ok.any():
-        return None
-    need = np.zeros(N)
-    tm = np.full(N, np.inf)
-    with np.errstate(over="ignore", invalid="ignore"):
-        # the exact need, and the answer's own margin, only where the cheap bound (need ≤
-        # bound) cannot clear the margin asked with room for the answer to fall short of it by
-        # twice as much again (K-space meets the margin in z̄ + G y, the formed point has its
-        # own rounding)
-        ok &= ~(margins > 4.0 * model.need_bound(sol.x))
-        if not ok.any():
-            return None
-        need[ok] = model.rounding_need(sol.x[ok], tidx[ok])
-        tm[ok] = model.target_margin(model.check_logits(sol.x[ok]), tidx[ok])
-        # the verification's test (tm > need) would refuse the answer, or the margin asked
-        # does not clear the need
-        rise = ok & (~(margins > need) | ~(tm > need)) & np.isfinite(2 * need)
-        # but x̄ itself, already in its class in every arithmetic and by the margin asked, is
-        # the answer (distance 0): raised past a margin 0 it moved by 2.4e-271 off
-        # x̄ = −2.2e-308, while the same query with x̄'s one feature frozen kept x̄, and
-        # enumerate listed the cheaper answer second (a 10 000-example soak of
-        # test_fuzz_linear_few_changes[binary], 2026-11-26)
-        rise &= ~((sol.x == X).all(axis=1) & (tm > need) & (tm >= margins))
-    return rise, need, tm
-
-
 def region(model, X, tidx, bnd, margin, constrained):
     """``region=True``: solve with ``margin``; re-solve rows where rounding can exceed it.
 
@@ -333,10 +291,36 @@ def region(model, X, tidx, bnd, margin, constrained):
 
     def pick(sol, _r):
         nonlocal own
-        found = rises(model, X, tidx, sol, margins)
-        if found is None:
+        # successes, and failures of the solver's own check (NUMERIC; BELOW_DECISION for a
+        # binary proba=τ ≥ 1/2 solved here, at a tie of the classes) that a larger margin can
+        # repair
+        st = sol.status
+        ok = ((st == _OK) | (st == _NUMERIC) | (st == _BELOW_DECISION)) & np.isfinite(sol.x).all(
+            axis=1
+        )
+        if not ok.any():
             return None
-        bump, need, tm = found
+        need = np.zeros(N)
+        tm = np.full(N, np.inf)
+        with np.errstate(over="ignore", invalid="ignore"):
+            # the exact need, and the answer's own margin, only where the cheap bound (need ≤
+            # bound) cannot clear the margin asked with room for the answer to fall short of it
+            # by twice as much again (K-space meets the margin in z̄ + G y, the formed point has
+            # its own rounding)
+            ok &= ~(margins > 4.0 * model.need_bound(sol.x))
+            if not ok.any():
+                return None
+            need[ok] = model.rounding_need(sol.x[ok], tidx[ok])
+            tm[ok] = model.target_margin(model.check_logits(sol.x[ok]), tidx[ok])
+            # the verification's test (tm > need) would refuse the answer, or the margin asked
+            # does not clear the need
+            bump = ok & (~(margins > need) | ~(tm > need)) & np.isfinite(2 * need)
+            # but x̄ itself, already in its class in every arithmetic and by the margin asked,
+            # is the answer (distance 0): raised past a margin 0 it moved by 2.4e-271 off
+            # x̄ = −2.2e-308, while the same query with x̄'s one feature frozen kept x̄, and
+            # enumerate listed the cheaper answer second (a 10 000-example soak of
+            # test_fuzz_linear_few_changes[binary], 2026-11-26)
+            bump &= ~((sol.x == X).all(axis=1) & (tm > need) & (tm >= margins))
         idx = np.flatnonzero(bump)
         if idx.size == 0:
             return idx
