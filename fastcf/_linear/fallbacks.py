@@ -26,6 +26,14 @@ from . import softmax as _softmax
 from .metric import distances, make_metric
 from .verify import replace_rows, take_rows
 
+# the codes as plain ints: NumPy compares an array with an int much faster than with an
+# IntEnum member (as in fastcf._linear.verify)
+_OK = int(Status.OK)
+_NUMERIC = int(Status.NUMERIC)
+_MAXITER = int(Status.MAXITER)
+_UNREACHABLE = int(Status.UNREACHABLE)
+_BELOW_DECISION = int(Status.BELOW_DECISION)
+
 __all__ = [
     "retry",
     "shifted_retry",
@@ -147,11 +155,11 @@ def retry(model, sol, X, tidx, m, proba, margins, tol, max_iter):
 def retry_rows(model, sol, tidx, proba=None):
     """Return the rows K-space failed: numerical failure, iteration limit, unsure success."""
     st = sol.status
-    redo = (st == Status.NUMERIC) | (st == Status.MAXITER)
+    redo = (st == _NUMERIC) | (st == _MAXITER)
     # and the successes the explainer's check would fail: within rounding of the class
     # boundary (a margin raised to its rounding need that the dual meets only to its
     # tolerance: a three-way tie with margin=0, soak round N)
-    redo[unsure(model, sol, np.flatnonzero(st == Status.OK), tidx, proba)] = True
+    redo[unsure(model, sol, np.flatnonzero(st == _OK), tidx, proba)] = True
     return np.flatnonzero(redo)
 
 
@@ -279,8 +287,8 @@ def input_space_retry(model, sol, X, tidx, m, proba, margins, rows=None):
     # K-space failed (not its unsure successes), the documented outcome of ``proba=τ`` whose
     # optimum another class wins (soak round Q: τ = 1/K with two zero rows, where the
     # K-space λ-search cancels at logits ~1.6·10⁶)
-    good |= sub.status == Status.UNREACHABLE
-    good |= (sub.status == Status.BELOW_DECISION) & (st[rows] != Status.OK)
+    good |= sub.status == _UNREACHABLE
+    good |= (sub.status == _BELOW_DECISION) & (st[rows] != _OK)
     won = np.flatnonzero(good)
     if won.size == 0:
         return sol
@@ -389,11 +397,11 @@ def path_shifted(model, pth, x0, k, target, lams, m, warm, tol, max_iter, names)
         r = rows[won]
         X[r], proba[r], nit[r] = XS[won], sub.proba[won], nit[r] + sub.nit[won]
         status[r], gn[r] = sub.status[won], sub.grad_norm[won]
-        ok = r[status[r] == Status.OK]
+        ok = r[status[r] == _OK]
         if ok.size:
             with np.errstate(over="ignore", invalid="ignore"):
                 sure = model.surely_in(X[ok], np.full(ok.size, k))[0]
-            status[ok[~sure]] = Status.NUMERIC
+            status[ok[~sure]] = _NUMERIC
     return CounterfactualPath(
         lams=lams,
         X=X,
@@ -402,7 +410,7 @@ def path_shifted(model, pth, x0, k, target, lams, m, warm, tol, max_iter, names)
         proba=proba,
         distance=distances(X - x0, None if m.unit_wt else m.wt),
         nit=nit,
-        success=status == Status.OK,
+        success=status == _OK,
         status=status,
         grad_norm=gn,
         method=pth.method,
