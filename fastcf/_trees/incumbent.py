@@ -224,75 +224,78 @@ class Search:
         less than the best candidate are dropped.
         """
         x0, q = self.x0, self.q
-        mf, mk, mc, mp = self.mf, self.mk, self.mc, self.mp
         depth = self.depth if depth is None else depth
         kx0 = self._kx(self.base)
         Z0, _ = self.table(kx0)
         m0 = float(self._margin(Z0[None])[0])
-        # the beam's points, their intervals and per-feature costs, one row each
-        X, KX = self.base[None].copy(), kx0[None].copy()
-        NOW = coord_cost(self.base - x0, q.w, q.metric)[None]
+        beam = [(self.base, kx0, coord_cost(self.base - x0, q.w, q.metric))]
         best_cost = math.inf if best is None else cost_of(best, x0, q)
         # the best answer's pace: the margin it gained per unit of cost
         rate = max(-m0, 0.0) / best_cost if pace and 0.0 < best_cost < math.inf else 0.0
         for _ in range(depth):
+            xs, ks, costs, scores = [], [], [], []
             # every point's moves at once: the tables, the verdicts and the margins of the
             # moves each point keeps at this round's best cost (which a point's answer may
             # lower for the points after it: filtered again, in order, below)
-            _, ZN = self.tables(KX)
-            allowed = mk[None, :] != KX[:, mf]
-            if q.max_changes is not None:
-                full = np.count_nonzero(X != x0, axis=1) >= q.max_changes
-                allowed[full] &= X[full][:, mf] != x0[mf]
-            total = NOW.sum(axis=1)[:, None] - NOW[:, mf] + mc[None, :]
-            keep = allowed & (total < best_cost)
-            if not keep.any():
+            _, ZN = self.tables(np.array([kx for _, kx, _ in beam]))
+            cand = []
+            for w, (x, kx, now) in enumerate(beam):
+                allowed = self.mk != kx[self.mf]
+                if q.max_changes is not None and np.count_nonzero(x != x0) >= q.max_changes:
+                    allowed &= x[self.mf] != x0[self.mf]
+                idx = np.flatnonzero(allowed)
+                total = now.sum() - now[self.mf[idx]] + self.mc[idx]
+                keep = total < best_cost
+                cand.append((w, idx[keep], total[keep]))
+            if not any(idx.size for _, idx, _ in cand):
                 break
-            Zi = ZN[keep]  # (the kept moves, point by point, in order)
-            oks, ms = np.zeros(keep.shape, bool), np.zeros(keep.shape)
-            oks[keep], ms[keep] = self._valid(self._scores(Zi)), self._margin(Zi)
-            kids, scores = [], []
-            for w in range(KX.shape[0]):
-                idx = np.flatnonzero(keep[w] & (total[w] < best_cost))
+            Zi = np.concatenate([ZN[w, idx] for w, idx, _ in cand])
+            oks, ms = self._valid(self._scores(Zi)), self._margin(Zi)
+            at = 0
+            for w, idx, total in cand:
+                x, kx, now = beam[w]
+                ok, m = oks[at : at + idx.size], ms[at : at + idx.size]
+                at += idx.size
+                keep = total < best_cost
+                idx, total, ok, m = idx[keep], total[keep], ok[keep], m[keep]
                 if idx.size == 0:
                     continue
-                tw, ok, m = total[w, idx], oks[w, idx], ms[w, idx]
                 if ok.any():
-                    j = idx[np.flatnonzero(ok)[np.argmin(tw[ok])]]
-                    y = X[w].copy()
-                    y[mf[j]] = mp[j]
-                    best, best_cost = y, float(tw[ok].min())
+                    j = idx[np.flatnonzero(ok)[np.argmin(total[ok])]]
+                    y = x.copy()
+                    y[self.mf[j]] = self.mp[j]
+                    best, best_cost = y, float(total[ok].min())
                 if rate > 0:  # progress beyond the pace of the best answer so far
-                    sc = np.where(~ok & (m > m0), (m - m0) - rate * tw, -np.inf)
+                    sc = np.where(~ok & (m > m0), (m - m0) - rate * total, -np.inf)
                 else:
-                    sc = np.where(~ok & (m > m0), (m - m0) / np.maximum(tw, 1e-300), -np.inf)
+                    sc = np.where(~ok & (m > m0), (m - m0) / np.maximum(total, 1e-300), -np.inf)
                 top = np.argsort(-sc)[:width]
-                top = top[np.isfinite(sc[top])]
-                kids += [(w, j) for j in idx[top]]
-                scores += sc[top].tolist()
-            if not kids:
+                for i in top[np.isfinite(sc[top])]:
+                    j = idx[i]
+                    y, ky, ny = x.copy(), kx.copy(), now.copy()
+                    y[self.mf[j]], ky[self.mf[j]], ny[self.mf[j]] = (
+                        self.mp[j],
+                        self.mk[j],
+                        self.mc[j],
+                    )
+                    xs.append(y)
+                    ks.append(ky)
+                    costs.append(ny)
+                    scores.append(sc[i])
+            if not xs:
                 break
-            # the children (a point and one move each), best first, distinct, cheaper than the
-            # best answer
-            W = np.array([w for w, _ in kids])
-            J = np.array([j for _, j in kids])
-            f = mf[J]
-            CX, CK, CN = X[W], KX[W], NOW[W]
-            rows = np.arange(J.size)
-            CX[rows, f], CK[rows, f], CN[rows, f] = mp[J], mk[J], mc[J]
             order = np.argsort(-np.asarray(scores))
-            seen, pick = set(), []
+            seen, beam = set(), []
             for i in order:
-                key = CK[i].tobytes()
-                if key in seen or CN[i].sum() >= best_cost:
+                key = ks[i].tobytes()
+                if key in seen or costs[i].sum() >= best_cost:
                     continue
                 seen.add(key)
-                pick.append(i)
-                if len(pick) == width:
+                beam.append((xs[i], ks[i], costs[i]))
+                if len(beam) == width:
                     break
-            if not pick:
+            if not beam:
                 break
-            X, KX, NOW = CX[pick], CK[pick], CN[pick]
         return best
 
     def _repair(self, x):
