@@ -93,6 +93,8 @@ class Search:
         e = np.flatnonzero(on[st.b_leaf])
         self.leaf_on = on
         self.ef, self.el = st.b_feat[e], st.b_leaf[e]
+        # leaf i's entries among these (they stay grouped by leaf, in order)
+        self.lstart = np.searchsorted(self.el, np.arange(on.size + 1)).astype(np.int64)
         self.ea = st.e_ka[e]
         self.eb = np.minimum(st.e_kb[e], st.m[self.ef])
         D = self.fo.n_features
@@ -146,7 +148,7 @@ class Search:
 
         st = self.st
         return single_moves(
-            np.ascontiguousarray(KX, dtype=np.int64), self.ef, self.el, self.ea, self.eb,
+            np.ascontiguousarray(KX, dtype=np.int64), self.ef, self.lstart, self.ea, self.eb,
             self.leaf_on, st.leaf_tree, st.V, self.fo.base, self.fo.n_trees, self.ext,
             self.n_ext, self.mf, self.mk,
         )  # fmt: skip
