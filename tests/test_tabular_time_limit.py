@@ -136,8 +136,9 @@ def test_a_re_solve_gets_what_the_rows_earlier_solves_left(forest, monkeypatch):
     assert res.success and res.status == 0 and model.predict(res.x)[0] == 1
     assert "margin raised" in res.message
     # one program per solve here (one plan; the program gets what is left of the solve's
-    # time when it starts): the second at most 5 s less the first's 0.2 s
-    assert len(seen) == 2 and 4.5 < seen[0] <= 5.0
+    # time when it starts): the second at most 5 s less the first's 0.2 s (no lower bound is
+    # asserted: a loaded machine may take any time before a program starts)
+    assert len(seen) == 2 and seen[0] <= 5.0
     assert seen[1] <= 5.0 - 0.2
 
 
