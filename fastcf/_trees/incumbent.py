@@ -92,9 +92,9 @@ class Search:
         ka, kb = (c.ka, c.kb) if red is None else (red.ka, red.kb)
         e = np.flatnonzero(on[st.b_leaf])
         self.leaf_on = on
-        self.ef, self.el = st.b_feat[e], st.b_leaf[e]
+        self.ef = st.b_feat[e]
         # leaf i's entries among these (they stay grouped by leaf, in order)
-        self.lstart = np.searchsorted(self.el, np.arange(on.size + 1)).astype(np.int64)
+        self.lstart = np.searchsorted(st.b_leaf[e], np.arange(on.size + 1)).astype(np.int64)
         self.ea = st.e_ka[e]
         self.eb = np.minimum(st.e_kb[e], st.m[self.ef])
         D = self.fo.n_features
