@@ -1760,3 +1760,101 @@ def tree_branch_loop(st, c, points, x0, rho, lforms, accept, q, budget):
         left, right = (ka, lkb, alive), (rka, kb, alive)
         stack += [right, left] if c.kbar[f] <= j else [left, right]
     return best, best_cost, True, nodes, rho
+
+
+def incumbent_beam(s, width, depth, best, pace):
+    """The incumbent's beam search, one point at a time in NumPy.
+
+    What ``fastcf._trees.incumbent.Search.beam`` runs with the kernels of
+    ``fastcf._kernels.tree_beam``: each round expands every point of the beam by every
+    single-feature move (the tables of the whole beam at once), takes the cheapest valid move of
+    each point as the best answer (in order, each point's answer lowering the cost the next
+    must beat), ranks the other moves that gain margin (beyond the best answer's pace, or per
+    unit of cost), keeps each point's ``width`` best and then the ``width`` best distinct
+    children. ``s``: a ``Search``. Returns the best answer (``best`` if none is cheaper).
+    """
+    import math
+
+    from fastcf._trees.incumbent import cost_of
+    from fastcf._trees.query import coord_cost
+
+    x0, q = s.x0, s.q
+    kx0 = s._kx(s.base)
+    Z0, _ = s.table(kx0)
+    m0 = float(s._margin(Z0[None])[0])
+    beam = [(s.base, kx0, coord_cost(s.base - x0, q.w, q.metric))]
+    best_cost = math.inf if best is None else cost_of(best, x0, q)
+    rate = max(-m0, 0.0) / best_cost if pace and 0.0 < best_cost < math.inf else 0.0
+    for _ in range(depth):
+        _, ZN = s.tables(np.array([kx for _, kx, _ in beam]))
+        cand = []
+        for w, (x, kx, now) in enumerate(beam):
+            allowed = s.mk != kx[s.mf]
+            if q.max_changes is not None and np.count_nonzero(x != x0) >= q.max_changes:
+                allowed &= x[s.mf] != x0[s.mf]
+            idx = np.flatnonzero(allowed)
+            total = now.sum() - now[s.mf[idx]] + s.mc[idx]
+            keep = total < best_cost
+            cand.append((w, idx[keep], total[keep]))
+        if not any(idx.size for _, idx, _ in cand):
+            break
+        Zi = np.concatenate([ZN[w, idx] for w, idx, _ in cand])
+        oks, ms = s._valid(s._scores(Zi)), s._margin(Zi)
+        moves = (s.mf, s.mk, s.mp, s.mc)
+        beam, best, best_cost = beam_round(
+            beam, cand, oks, ms, moves, m0, rate, width, best, best_cost
+        )
+        if not beam:
+            break
+    return best
+
+
+def beam_round(beam, cand, oks, ms, moves, m0, rate, width, best, best_cost):
+    """One round's choice of :func:`incumbent_beam`: the best answer and the next beam.
+
+    ``beam``: the points (x, kx, per-coordinate costs); ``cand``: each point's moves cheaper
+    than the best answer at the round's start, (point, move indices, costs with them);
+    ``oks``, ``ms``: the library's verdict and the margin of every listed move, in order;
+    ``moves``: (feature, interval, coordinate, cost) of every move. Returns (next beam, best,
+    best_cost).
+    """
+    mf, mk, mp, mc = moves
+    xs, ks, costs, scores = [], [], [], []
+    at = 0
+    for w, idx, total in cand:
+        x, kx, now = beam[w]
+        ok, m = oks[at : at + idx.size], ms[at : at + idx.size]
+        at += idx.size
+        keep = total < best_cost
+        idx, total, ok, m = idx[keep], total[keep], ok[keep], m[keep]
+        if idx.size == 0:
+            continue
+        if ok.any():
+            j = idx[np.flatnonzero(ok)[np.argmin(total[ok])]]
+            y = x.copy()
+            y[mf[j]] = mp[j]
+            best, best_cost = y, float(total[ok].min())
+        if rate > 0:
+            sc = np.where(~ok & (m > m0), (m - m0) - rate * total, -np.inf)
+        else:
+            sc = np.where(~ok & (m > m0), (m - m0) / np.maximum(total, 1e-300), -np.inf)
+        top = np.argsort(-sc, kind="stable")[:width]  # (the earlier move at a tie)
+        for i in top[np.isfinite(sc[top])]:
+            j = idx[i]
+            y, ky, ny = x.copy(), kx.copy(), now.copy()
+            y[mf[j]], ky[mf[j]], ny[mf[j]] = mp[j], mk[j], mc[j]
+            xs.append(y)
+            ks.append(ky)
+            costs.append(ny)
+            scores.append(sc[i])
+    order = np.argsort(-np.asarray(scores), kind="stable")
+    seen, nxt = set(), []
+    for i in order:
+        key = ks[i].tobytes()
+        if key in seen or costs[i].sum() >= best_cost:
+            continue
+        seen.add(key)
+        nxt.append((xs[i], ks[i], costs[i]))
+        if len(nxt) == width:
+            break
+    return nxt, best, best_cost

@@ -14,9 +14,11 @@ import math
 import numpy as np
 import pytest
 from reference import (
+    beam_round,
     branch_node_spread,
     branch_split_best,
     branch_split_even,
+    incumbent_beam,
     tree_branch_loop,
     tree_cell_points,
     tree_cells_brute_force,
@@ -344,6 +346,116 @@ def test_branch_kernel_equals_the_numpy_loop(kind, monkeypatch):
             ex.explain(x0, target, **opts)
     assert seen["searches"] >= 8 and seen["nodes"] > 100, seen
     assert seen["offered"] > 0 and seen["accepted"] > 0, seen
+
+
+@pytest.mark.parametrize("kind", sorted(_LOOPED))
+def test_beam_kernels_equal_the_numpy_loop(kind, monkeypatch):
+    """The incumbent's beam rounds in kernels (``fastcf._kernels.tree_beam``) against the loop
+    of NumPy steps in tests/reference.py, on every beam of real queries (both paces, both
+    modes): the same answer bit for bit. Binary and multiclass, missing values, ``proba=``,
+    Euclidean with ``max_changes``, L0, bounds."""
+    k = 3 if kind == "gb3" else 2
+    X, y = make_classification(
+        n_samples=300, n_features=5, n_informative=4, n_redundant=0, n_classes=k,
+        n_clusters_per_class=1, random_state=3,
+    )  # fmt: skip
+    if kind in ("hgb", "xgb", "lgb"):
+        X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    make = _LOOPED[kind]
+    if kind == "hgb":  # (ten trees of depth 3 leave the beam nothing to improve here)
+        make = lambda: HistGradientBoostingClassifier(max_iter=40, random_state=0)  # noqa: E731
+    model = make().fit(X, y)
+    real = Search.beam
+    seen = {"beams": 0, "better": 0}
+
+    def compare(self, width=8, depth=None, best=None, pace=True):
+        depth = self.depth if depth is None else depth
+        got = real(self, width, depth, best, pace)
+        want = incumbent_beam(self, width, depth, best, pace)
+        assert (got is None) == (want is None)
+        if got is not None:
+            np.testing.assert_array_equal(got, want)
+        seen["beams"] += 1
+        seen["better"] += got is not None and got is not best
+        return got
+
+    monkeypatch.setattr(Search, "beam", compare)
+    ex = TreeExplainer(model)
+    rng = np.random.default_rng(4)
+    for i, x0 in enumerate(np.clip(X[:24], -5.0, 5.0)):
+        x0 = np.where(np.isnan(x0), rng.normal(size=x0.size), x0) if i % 3 else x0
+        target = model.classes_[(i + 1) % k]
+        for opts in ({}, {"proba": 0.6}, {"metric": "euclidean", "max_changes": 2},
+                     {"metric": "l0"}, {"max_changes": 1, "bounds": (-5.0, 5.0)}):  # fmt: skip
+            ex.explain(x0, target, exact=bool(i % 2), **opts)
+    assert seen["beams"] >= 40 and seen["better"] > 0, seen
+
+
+def test_beam_round_kernel_equals_the_reference_at_ties():
+    """One round of the beam (``beam_next``) against the reference's round on random rounds
+    whose costs and margins are small integers, so that costs, scores and children tie
+    everywhere: the same best answer and cost, and the same next beam in the same order (the
+    earlier move, the earlier child at a tie; a child no cheaper than the best answer, or a
+    repeat, left out)."""
+    from fastcf._kernels.tree_beam import beam_next, np_sum
+
+    rng = np.random.default_rng(5)
+    found = ties = 0
+    for _ in range(400):
+        W, D, width, M = (int(v) for v in rng.integers(1, [5, 6, 5, 12]))
+        mf, mk = rng.integers(0, D, M), rng.integers(0, 3, M)
+        mp, mc = rng.normal(size=M), rng.integers(0, 4, M).astype(float)
+        BX, BK = rng.normal(size=(W, D)), rng.integers(0, 3, (W, D))
+        BC = rng.integers(0, 4, (W, D)).astype(float)
+        best_cost = [math.inf, float(rng.integers(2, 8))][int(rng.integers(0, 2))]
+        m0, rate = float(rng.integers(-2, 1)), [0.0, 0.5][int(rng.integers(0, 2))]
+        cand, pt, mv, tot = [], [], [], []
+        for w in range(W):
+            idx = np.flatnonzero((mk != BK[w, mf]) & (rng.random(M) < 0.8))
+            total = BC[w].sum() - BC[w, mf[idx]] + mc[idx]
+            keep = total < best_cost
+            cand.append((w, idx[keep], total[keep]))
+            pt += [w] * int(keep.sum())
+            mv += list(idx[keep])
+            tot += list(total[keep])
+        n = len(pt)
+        ok, m = rng.random(n) < 0.3, rng.integers(-3, 4, n).astype(float)
+        ties += n - np.unique(tot).size
+        beam = [(BX[w], BK[w], BC[w]) for w in range(W)]
+        want, wbest, wcost = beam_round(
+            beam, cand, ok, m, (mf, mk, mp, mc), m0, rate, width, None, best_cost
+        )
+        X, K, C, w, i, cost = beam_next(
+            np.array(pt, dtype=np.int64), np.array(mv, dtype=np.int64), np.array(tot), ok, m,
+            BX, BK, BC, mf, mk, mp, mc, m0, rate, width, best_cost,
+        )  # fmt: skip
+        assert (w >= 0) == (wbest is not None) and cost == wcost
+        if w >= 0:
+            got = BX[w].copy()
+            got[mf[i]] = mp[i]
+            np.testing.assert_array_equal(got, wbest)
+            found += 1
+        assert X.shape[0] == len(want)
+        for r, (x, kx, now) in enumerate(want):
+            np.testing.assert_array_equal(X[r], x)
+            np.testing.assert_array_equal(K[r], kx)
+            np.testing.assert_array_equal(C[r], now)
+            assert np_sum(C[r]) == now.sum()
+    assert found > 50 and ties > 400, (found, ties)
+
+
+def test_np_sum_adds_as_numpy():
+    """The beam kernels add costs as NumPy's ``sum`` does (its pairwise sum), bit for bit,
+    over lengths from 0 to past the 128-item blocks and its halving, on magnitudes 1e-5..1e5."""
+    from fastcf._kernels.tree_beam import np_sum
+
+    rng = np.random.default_rng(6)
+    for n in [*range(40), 127, 128, 129, 136, 255, 256, 257, 1000, 4099]:
+        for _ in range(5):
+            a = rng.normal(size=n) * 10.0 ** rng.integers(-5, 6, n)
+            assert np_sum(a) == a.sum()
+            R = np.stack([a, a[::-1]])
+            assert np_sum(R[1]) == R.sum(axis=1)[1]
 
 
 @pytest.mark.parametrize("kind", sorted(_SEARCHED))

@@ -26,6 +26,7 @@ Where each algorithm lives:
 - :mod:`.lvq_qp` — the exact QP of LVQ counterfactuals; :mod:`.lvq_cost` — the GLVQ cost.
 - :mod:`.tree_reduce` — the fixed point of the exact reductions of a tree program;
   :mod:`.tree_moves` — the sums of a tree ensemble after every single-feature move;
+  :mod:`.tree_beam` — the rounds of the incumbent's beam search over those moves;
   :mod:`.tree_branch` — the per-node steps of the branch and bound over interval ranges;
   :mod:`.tree_search` — its node loop (a stack of boxes, resumable between calls);
   :mod:`.tree_walk` — the leaf each row reaches in each tree.

@@ -225,78 +225,37 @@ class Search:
         theirs) when it is given, else by their gain per unit of cost. Children that cost no
         less than the best candidate are dropped.
         """
+        from .._kernels.tree_beam import beam_moves, beam_next
+
         x0, q = self.x0, self.q
         depth = self.depth if depth is None else depth
         kx0 = self._kx(self.base)
         Z0, _ = self.table(kx0)
         m0 = float(self._margin(Z0[None])[0])
-        beam = [(self.base, kx0, coord_cost(self.base - x0, q.w, q.metric))]
+        # the beam's points, their intervals and their per-coordinate costs (W, D)
+        BX, BK = self.base[None].copy(), kx0[None].astype(np.int64)
+        BC = coord_cost(self.base - x0, q.w, q.metric)[None]
         best_cost = math.inf if best is None else cost_of(best, x0, q)
         # the best answer's pace: the margin it gained per unit of cost
         rate = max(-m0, 0.0) / best_cost if pace and 0.0 < best_cost < math.inf else 0.0
+        limit = -1 if q.max_changes is None else q.max_changes
+        mf, mk, mp, mc = self.mf, self.mk, self.mp, self.mc
         for _ in range(depth):
-            xs, ks, costs, scores = [], [], [], []
-            # every point's moves at once: the tables, the verdicts and the margins of the
-            # moves each point keeps at this round's best cost (which a point's answer may
-            # lower for the points after it: filtered again, in order, below)
-            _, ZN = self.tables(np.array([kx for _, kx, _ in beam]))
-            cand = []
-            for w, (x, kx, now) in enumerate(beam):
-                allowed = self.mk != kx[self.mf]
-                if q.max_changes is not None and np.count_nonzero(x != x0) >= q.max_changes:
-                    allowed &= x[self.mf] != x0[self.mf]
-                idx = np.flatnonzero(allowed)
-                total = now.sum() - now[self.mf[idx]] + self.mc[idx]
-                keep = total < best_cost
-                cand.append((w, idx[keep], total[keep]))
-            if not any(idx.size for _, idx, _ in cand):
+            # every point's moves at once (the kernels of fastcf._kernels.tree_beam), with
+            # the library's verdict and the margin of each move cheaper than the best answer
+            _, ZN = self.tables(BK)
+            pt, mv, tot, Zi = beam_moves(ZN, BX, BK, BC, x0, mf, mk, mc, best_cost, limit)
+            if pt.size == 0:
                 break
-            Zi = np.concatenate([ZN[w, idx] for w, idx, _ in cand])
-            oks, ms = self._valid(self._scores(Zi)), self._margin(Zi)
-            at = 0
-            for w, idx, total in cand:
-                x, kx, now = beam[w]
-                ok, m = oks[at : at + idx.size], ms[at : at + idx.size]
-                at += idx.size
-                keep = total < best_cost
-                idx, total, ok, m = idx[keep], total[keep], ok[keep], m[keep]
-                if idx.size == 0:
-                    continue
-                if ok.any():
-                    j = idx[np.flatnonzero(ok)[np.argmin(total[ok])]]
-                    y = x.copy()
-                    y[self.mf[j]] = self.mp[j]
-                    best, best_cost = y, float(total[ok].min())
-                if rate > 0:  # progress beyond the pace of the best answer so far
-                    sc = np.where(~ok & (m > m0), (m - m0) - rate * total, -np.inf)
-                else:
-                    sc = np.where(~ok & (m > m0), (m - m0) / np.maximum(total, 1e-300), -np.inf)
-                top = np.argsort(-sc)[:width]
-                for i in top[np.isfinite(sc[top])]:
-                    j = idx[i]
-                    y, ky, ny = x.copy(), kx.copy(), now.copy()
-                    y[self.mf[j]], ky[self.mf[j]], ny[self.mf[j]] = (
-                        self.mp[j],
-                        self.mk[j],
-                        self.mc[j],
-                    )
-                    xs.append(y)
-                    ks.append(ky)
-                    costs.append(ny)
-                    scores.append(sc[i])
-            if not xs:
-                break
-            order = np.argsort(-np.asarray(scores))
-            seen, beam = set(), []
-            for i in order:
-                key = ks[i].tobytes()
-                if key in seen or costs[i].sum() >= best_cost:
-                    continue
-                seen.add(key)
-                beam.append((xs[i], ks[i], costs[i]))
-                if len(beam) == width:
-                    break
-            if not beam:
+            ok, m = self._valid(self._scores(Zi)), self._margin(Zi)
+            BX2, BK, BC, w, i, best_cost = beam_next(
+                pt, mv, tot, ok, m, BX, BK, BC, mf, mk, mp, mc, m0, rate, width, best_cost
+            )
+            if w >= 0:
+                best = BX[w].copy()
+                best[mf[i]] = mp[i]
+            BX = BX2
+            if BX.shape[0] == 0:
                 break
         return best
 
