@@ -391,6 +391,46 @@ def test_beam_kernels_equal_the_numpy_loop(kind, monkeypatch):
     assert seen["beams"] >= 40 and seen["better"] > 0, seen
 
 
+@pytest.mark.parametrize("kind", sorted(_LOOPED))
+def test_incumbent_judges_as_the_library(kind, monkeypatch):
+    """The incumbent asks the library's arithmetic only about moves whose margin is not far
+    below 0 (``Search._judge``): on every batch of moves its searches judge in real queries,
+    the verdicts equal the library's on every row (no move the library puts in the target,
+    and meeting τ, is left out), while most rows are left out. Binary and multiclass, XGBoost's
+    and LightGBM's own arithmetic, missing values, ``proba=`` near and far from 1/2."""
+    k = 3 if kind == "gb3" else 2
+    X, y = make_classification(
+        n_samples=300, n_features=5, n_informative=4, n_redundant=0, n_classes=k,
+        n_clusters_per_class=1, random_state=7,
+    )  # fmt: skip
+    if kind in ("hgb", "xgb", "lgb"):
+        X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    model = _LOOPED[kind]().fit(X, y)
+    real = Search._judge
+    seen = {"rows": 0, "valid": 0, "left out": 0}
+
+    def compare(self, Z):
+        ok, m = real(self, Z)
+        want = self._valid(self._scores(Z))
+        np.testing.assert_array_equal(ok, want)
+        np.testing.assert_array_equal(m, self._margin(Z))
+        seen["rows"] += Z.shape[0]
+        seen["valid"] += int(want.sum())
+        tol = self.gap + self.rel * (1.0 + float(np.abs(Z).max(initial=0.0)))
+        seen["left out"] += int(np.count_nonzero(m < -tol))
+        return ok, m
+
+    monkeypatch.setattr(Search, "_judge", compare)
+    ex = TreeExplainer(model)
+    rng = np.random.default_rng(8)
+    for i, x0 in enumerate(X[:30]):
+        x0 = np.where(np.isnan(x0), rng.normal(size=x0.size), x0) if i % 3 else x0
+        target = model.classes_[(i + 1) % k]
+        for opts in ({}, {"proba": 0.52}, {"proba": 0.9}, {"metric": "euclidean"}):
+            ex.explain(x0, target, exact=bool(i % 2), **opts)
+    assert seen["valid"] > 100 and seen["left out"] > seen["rows"] / 3, seen
+
+
 def test_beam_round_kernel_equals_the_reference_at_ties():
     """One round of the beam (``beam_next``) against the reference's round on random rounds
     whose costs and margins are small integers, so that costs, scores and children tie

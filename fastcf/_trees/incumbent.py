@@ -75,6 +75,14 @@ class Search:
         # the cheapest point of the query's box: x̄ where the box holds it (every search starts
         # there and puts features back to it, so that no answer leaves the box)
         self.base = points[st.ioff[:-1] + np.clip(c.kbar, c.ka, c.kb)]
+        # a move whose margin is below −(gap + rel · max|sums|) is outside the target in the
+        # library's decision too (see _judge): its band and τ's slack (score units, times the
+        # divisor: the margins are in sums), and the rounding of the scores it reads (the
+        # division by the divisor; XGBoost's float32), each with room
+        band = float(getattr(fo.decision, "band", 0.0))
+        slack = fo.link.slack(q.proba) if q.proba is not None else 0.0
+        self.gap = 4.0 * fo.divisor * (band + slack)
+        self.rel = 16.0 * float(np.finfo(fo.dtype).eps)
         D = self.fo.n_features
         self.ext = st.ioff[:-1] + np.arange(D)  # feature f's difference array starts here
         self.n_ext = int(st.ioff[-1]) + D
@@ -116,6 +124,25 @@ class Search:
         if self.q.proba is not None:
             ok &= fo.link.proba(S)[:, self.t] >= self.q.proba
         return ok
+
+    def _judge(self, Z):
+        """Return (ok, m): :meth:`_valid` of the scores of sums Z (N, S), and :meth:`_margin`.
+
+        The library's verdict (its own arithmetic, e.g. XGBoost's float32 ``expf``) is only
+        computed for the rows whose margin is not far below 0: each margin form is a necessary
+        condition of the class (and of τ) in exact arithmetic, met by any row the library puts
+        in the target to within its decision's band, τ's slack and the rounding of the scores
+        (``gap`` and ``rel``, with room); the other rows are not in the target.
+        """
+        m = self._margin(Z)
+        tol = self.gap + self.rel * (1.0 + float(np.abs(Z).max(initial=0.0)))
+        near = ~(m < -tol)  # (a NaN margin is judged by the library)
+        if near.all():
+            return self._valid(self._scores(Z)), m
+        ok = np.zeros(m.shape[0], dtype=bool)
+        if near.any():
+            ok[near] = self._valid(self._scores(Z[near]))
+        return ok, m
 
     def _margin(self, Z):
         """Return the target's margin at sums Z (N, S): >= 0 about where the class is reached."""
@@ -174,14 +201,13 @@ class Search:
             if idx.size == 0:
                 return None
             Zi = Zn[idx]
-            ok = self._valid(self._scores(Zi))
+            ok, m = self._judge(Zi)
             total = now.sum() - now[self.mf[idx]] + self.mc[idx]
             if ok.any():
                 best = idx[np.flatnonzero(ok)[np.argmin(total[ok])]]
                 x = x.copy()
                 x[self.mf[best]] = self.mp[best]
                 return x
-            m = self._margin(Zi)
             gain = m - margin
             score = np.where(gain > 0, gain / np.maximum(total - now.sum(), 1e-300), -np.inf)
             b = int(np.argmax(score))
@@ -205,7 +231,7 @@ class Search:
             idx = np.flatnonzero(self.mc < now[self.mf])  # moves of one feature towards x̄
             if idx.size == 0:
                 return x
-            ok = self._valid(self._scores(Zn[idx]))  # (never a new changed feature)
+            ok = self._judge(Zn[idx])[0]  # (never a new changed feature)
             if not ok.any():
                 return x
             saving = now[self.mf[idx]] - self.mc[idx]
@@ -247,7 +273,7 @@ class Search:
             pt, mv, tot, Zi = beam_moves(ZN, BX, BK, BC, x0, mf, mk, mc, best_cost, limit)
             if pt.size == 0:
                 break
-            ok, m = self._valid(self._scores(Zi)), self._margin(Zi)
+            ok, m = self._judge(Zi)
             BX2, BK, BC, w, i, best_cost = beam_next(
                 pt, mv, tot, ok, m, BX, BK, BC, mf, mk, mp, mc, m0, rate, width, best_cost
             )
