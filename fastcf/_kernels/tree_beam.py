@@ -46,19 +46,21 @@ def _block(a, lo, n):
 
 @kernel()
 def np_sum(a):
-    """Return ``a.sum()`` of a 1-D float64 array as NumPy (2.x) adds it: its pairwise sum.
+    """Return ``a.sum()`` of a 1-D float64 array as NumPy adds it: its pairwise sum.
 
     Blocks of at most 128 items are added by :func:`_block`; a longer range is split at half
     its length (rounded down to a multiple of 8) and its halves added (NumPy's recursion,
-    unrolled here on a stack: ranges to add, and the sums of the left halves waiting).
+    unrolled here on a stack: ranges to add, and the sums of the left halves waiting). The
+    same bits as ``ndarray.sum`` on NumPy 1.24 and 2.4 (``tests/test_trees_speed_paths.py``).
     """
     n = a.shape[0]
     if n <= 128:
         return _block(a, 0, n)
-    los = np.empty(128, dtype=np.int64)  # ranges: (lo, n, state) with state 0 new, 1 left done
+    # ranges (lo, n, state): state 0 not begun, 1 its left half being added, 2 its right half
+    los = np.empty(128, dtype=np.int64)
     ns = np.empty(128, dtype=np.int64)
     state = np.empty(128, dtype=np.int64)
-    left = np.empty(128)  # the left half's sum of a range in state 1
+    left = np.empty(128)  # the left half's sum of a range in state 2
     top = 0
     los[0], ns[0], state[0] = 0, n, 0
     val = 0.0  # the sum of the range last finished
