@@ -276,6 +276,27 @@ _LOOPED = {  # (the searched kinds, and those that route a missing value)
 }
 
 
+def _looped_data(kind, seed):
+    """Return (X, y, k): data for a model of ``kind``, NaN in 10 % of X where it routes them."""
+    k = 3 if kind == "gb3" else 2
+    X, y = make_classification(
+        n_samples=300, n_features=5, n_informative=4, n_redundant=0, n_classes=k,
+        n_clusters_per_class=1, random_state=seed,
+    )  # fmt: skip
+    if kind in ("hgb", "xgb", "lgb"):  # (models that route a missing value)
+        X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    return X, y, k
+
+
+def _looped_queries(model, rows, k, seed):
+    """Yield (i, x0, target) over ``rows``: two rows in three with their NaNs filled, the
+    target the next class."""
+    rng = np.random.default_rng(seed)
+    for i, x0 in enumerate(rows):
+        x0 = np.where(np.isnan(x0), rng.normal(size=x0.size), x0) if i % 3 else x0
+        yield i, x0, model.classes_[(i + 1) % k]
+
+
 @pytest.mark.parametrize("kind", sorted(_LOOPED))
 def test_branch_kernel_equals_the_numpy_loop(kind, monkeypatch):
     """The branch and bound's node loop in one kernel (``fastcf._kernels.tree_search``)
@@ -289,13 +310,7 @@ def test_branch_kernel_equals_the_numpy_loop(kind, monkeypatch):
     import fastcf._trees.branch as branch_mod
     import fastcf._trees.milp as milp
 
-    k = 3 if kind == "gb3" else 2
-    X, y = make_classification(
-        n_samples=300, n_features=5, n_informative=4, n_redundant=0, n_classes=k,
-        n_clusters_per_class=1, random_state=1,
-    )  # fmt: skip
-    if kind in ("hgb", "xgb", "lgb"):  # (models that route a missing value)
-        X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    X, y, k = _looped_data(kind, seed=1)
     model = _LOOPED[kind]().fit(X, y)
     real = branch_mod.branch
     seen = {"searches": 0, "nodes": 0, "offered": 0, "accepted": 0, "undone": 0}
@@ -337,10 +352,7 @@ def test_branch_kernel_equals_the_numpy_loop(kind, monkeypatch):
 
     monkeypatch.setattr(milp, "branch", compare)
     ex = TreeExplainer(model)
-    rng = np.random.default_rng(2)
-    for i, x0 in enumerate(X[:40]):
-        x0 = np.where(np.isnan(x0), rng.normal(size=x0.size), x0) if i % 3 else x0
-        target = model.classes_[(i + 1) % k]
+    for _i, x0, target in _looped_queries(model, X[:40], k, seed=2):
         for opts in ({}, {"proba": 0.6}, {"metric": "euclidean", "max_changes": 2},
                      {"metric": "l0"}):  # fmt: skip
             ex.explain(x0, target, **opts)
@@ -354,13 +366,7 @@ def test_beam_kernels_equal_the_numpy_loop(kind, monkeypatch):
     of NumPy steps in tests/reference.py, on every beam of real queries (both paces, both
     modes): the same answer bit for bit. Binary and multiclass, missing values, ``proba=``,
     Euclidean with ``max_changes``, L0, bounds."""
-    k = 3 if kind == "gb3" else 2
-    X, y = make_classification(
-        n_samples=300, n_features=5, n_informative=4, n_redundant=0, n_classes=k,
-        n_clusters_per_class=1, random_state=3,
-    )  # fmt: skip
-    if kind in ("hgb", "xgb", "lgb"):
-        X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    X, y, k = _looped_data(kind, seed=3)
     make = _LOOPED[kind]
     if kind == "hgb":  # (ten trees of depth 3 leave the beam nothing to improve here)
         make = lambda: HistGradientBoostingClassifier(max_iter=40, random_state=0)  # noqa: E731
@@ -381,10 +387,7 @@ def test_beam_kernels_equal_the_numpy_loop(kind, monkeypatch):
 
     monkeypatch.setattr(Search, "beam", compare)
     ex = TreeExplainer(model)
-    rng = np.random.default_rng(4)
-    for i, x0 in enumerate(np.clip(X[:24], -5.0, 5.0)):
-        x0 = np.where(np.isnan(x0), rng.normal(size=x0.size), x0) if i % 3 else x0
-        target = model.classes_[(i + 1) % k]
+    for i, x0, target in _looped_queries(model, np.clip(X[:24], -5.0, 5.0), k, seed=4):
         for opts in ({}, {"proba": 0.6}, {"metric": "euclidean", "max_changes": 2},
                      {"metric": "l0"}, {"max_changes": 1, "bounds": (-5.0, 5.0)}):  # fmt: skip
             ex.explain(x0, target, exact=bool(i % 2), **opts)
@@ -398,13 +401,7 @@ def test_incumbent_judges_as_the_library(kind, monkeypatch):
     the verdicts equal the library's on every row (no move the library puts in the target,
     and meeting τ, is left out), while most rows are left out. Binary and multiclass, XGBoost's
     and LightGBM's own arithmetic, missing values, ``proba=`` near and far from 1/2."""
-    k = 3 if kind == "gb3" else 2
-    X, y = make_classification(
-        n_samples=300, n_features=5, n_informative=4, n_redundant=0, n_classes=k,
-        n_clusters_per_class=1, random_state=7,
-    )  # fmt: skip
-    if kind in ("hgb", "xgb", "lgb"):
-        X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    X, y, k = _looped_data(kind, seed=7)
     model = _LOOPED[kind]().fit(X, y)
     real = Search._judge
     seen = {"rows": 0, "valid": 0, "left out": 0}
@@ -422,10 +419,7 @@ def test_incumbent_judges_as_the_library(kind, monkeypatch):
 
     monkeypatch.setattr(Search, "_judge", compare)
     ex = TreeExplainer(model)
-    rng = np.random.default_rng(8)
-    for i, x0 in enumerate(X[:30]):
-        x0 = np.where(np.isnan(x0), rng.normal(size=x0.size), x0) if i % 3 else x0
-        target = model.classes_[(i + 1) % k]
+    for i, x0, target in _looped_queries(model, X[:30], k, seed=8):
         for opts in ({}, {"proba": 0.52}, {"proba": 0.9}, {"metric": "euclidean"}):
             ex.explain(x0, target, exact=bool(i % 2), **opts)
     assert seen["valid"] > 100 and seen["left out"] > seen["rows"] / 3, seen
