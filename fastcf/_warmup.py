@@ -100,7 +100,7 @@ def _trees():
     # an ensemble's query runs the incumbent search (its single-move table,
     # fastcf._kernels.tree_moves, and its beam's rounds, tree_beam), the reductions
     # (fastcf._kernels.tree_reduce), the branch and bound's node loop and steps (tree_search,
-    # tree_branch) and the leaf walk (tree_walk);
+    # tree_branch) and the leaf walk and sums (tree_walk);
     # exact and exact=False, with and without options, binary and multiclass (each has the same
     # argument types, so one specialisation per kernel; the queries check that nothing else
     # compiles)

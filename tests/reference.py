@@ -1473,6 +1473,19 @@ def tree_model_leaves(model, X):
     return np.asarray(out).reshape(X.shape[0], -1)
 
 
+def tree_leaf_sums(value, leaves, base, dtype):
+    """Return base + Σ_t value[leaves[:, t]] added in tree order, in ``dtype``, as float64 (N, S).
+
+    The NumPy code :func:`fastcf._kernels.tree_walk.leaf_sums` replaced: ``np.add.accumulate``
+    along the trees (a sequential sum), each partial sum rounded to float32 when the library
+    adds in float32.
+    """
+    terms = value[leaves]  # (N, T, S)
+    start = np.broadcast_to(base, (terms.shape[0], 1, terms.shape[2]))
+    seq = np.concatenate([start, terms], axis=1)
+    return np.add.accumulate(seq.astype(dtype), axis=1)[:, -1].astype(np.float64)
+
+
 def tree_plausible_brute_force(
     model, X_train, x0, target, metric="manhattan", w=None, lo=None, hi=None, max_changes=None,
     proba=None,

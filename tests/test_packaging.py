@@ -114,14 +114,14 @@ def test_warmup_trees_compiles_the_tree_kernels():
     from fastcf._kernels.tree_moves import single_moves
     from fastcf._kernels.tree_reduce import reduce_rounds
     from fastcf._kernels.tree_search import search
-    from fastcf._kernels.tree_walk import walk
+    from fastcf._kernels.tree_walk import leaf_sums, walk
     from fastcf._warmup import warmup
 
     assert list(warmup(["trees"])) == ["trees"]
     assert len(single_moves.signatures) == 1 and len(reduce_rounds.signatures) == 1
     assert len(walk.signatures) == 1 and len(search.signatures) == 1
     assert len(beam_moves.signatures) == 1 and len(beam_next.signatures) == 1
-    assert len(np_sum.signatures) == 1
+    assert len(np_sum.signatures) == 1 and len(leaf_sums.signatures) == 1
 
 
 @pytest.mark.needs_jit

@@ -29,7 +29,7 @@ Where each algorithm lives:
   :mod:`.tree_beam` — the rounds of the incumbent's beam search over those moves;
   :mod:`.tree_branch` — the per-node steps of the branch and bound over interval ranges;
   :mod:`.tree_search` — its node loop (a stack of boxes, resumable between calls);
-  :mod:`.tree_walk` — the leaf each row reaches in each tree.
+  :mod:`.tree_walk` — the leaf each row reaches in each tree, and the sums of their terms.
 - :mod:`.smo` — the warm-started SMO of the SVM enumeration (paper 003).
 - :mod:`.linalg` — small dense linear algebra: Cholesky, LU, dot products, KKT-inverse
   updates, NNLS and LDP.

@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._kernels.tree_walk import walk
+from .._kernels.tree_walk import leaf_sums, walk
 
 __all__ = ["Tree", "Forest", "Argmax", "Sign", "Identity", "Logistic", "Softmax"]
 
@@ -259,6 +259,8 @@ class Forest:
         self.domain = (float(domain[0]), float(domain[1]))
         self.rule = rule
         self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float32, np.float64):  # (leaf_sums adds in one or the other)
+            raise ValueError(f"dtype must be float32 or float64, got {self.dtype}")
         self.is_leaf = self.left < 0
         self.leaf_ids = np.flatnonzero(self.is_leaf)
         #: categorical splits (:class:`~fastcf._trees.categorical.Categories`), set by a parser
@@ -328,14 +330,13 @@ class Forest:
             node = np.where(inner, np.where(go, self.left[node], self.right[node]), node)
 
     def sums(self, leaves):
-        """Return Z = base + Σ_t terms, added in tree order as the library does, shape (N, S)."""
-        terms = self.value[leaves]  # (N, T, S)
-        start = np.broadcast_to(self.base, (terms.shape[0], 1, terms.shape[2]))
-        seq = np.concatenate([start, terms], axis=1)
-        if self.dtype == np.float64:
-            return np.add.accumulate(seq, axis=1)[:, -1]
-        # each partial sum rounded to the library's precision (exact float32 values as float64)
-        return np.add.accumulate(seq.astype(self.dtype), axis=1)[:, -1].astype(np.float64)
+        """Return Z = base + Σ_t terms, added in tree order as the library does, shape (N, S).
+
+        In float32 where the library adds in float32 (each partial sum rounded to it), as
+        :func:`~fastcf._kernels.tree_walk.leaf_sums` does.
+        """
+        leaves = np.ascontiguousarray(leaves, dtype=np.int64)
+        return leaf_sums(self.value, leaves, self.base, self.dtype == np.float32)
 
     def scores(self, leaves):
         """Return the library's scores: the sums divided by ``divisor`` (shape (N, S))."""
