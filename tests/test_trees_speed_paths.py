@@ -550,7 +550,7 @@ def test_reductions_kernel_equals_the_full_pass_on_the_nodes_of_searches(kind, m
         before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         out = kernel(*args)
         if not out[0]:  # the list of the alive leaves it leaves in its scratch
-            np.testing.assert_array_equal(args[25][: out[2]], np.flatnonzero(args[10]))
+            np.testing.assert_array_equal(args[24][: out[2]], np.flatnonzero(args[10]))
         calls.append((before, out, args[2].copy(), args[3].copy(), args[10].copy(),
                       args[20].copy()))  # fmt: skip
         return out

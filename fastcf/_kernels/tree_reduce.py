@@ -24,16 +24,23 @@ __all__ = ["reduce_rounds"]
 @kernel()
 def reduce_rounds(
     flat, kbar, ka, kb, ioff, rho, ef, e_ka, e_kb, leaf_estart, alive, tree, tree_start, coef,
-    r, eps, margins, entry_group, hull_tree, hull_feat, pruned, rounds, given, a, b, ids,
+    r, eps, margins, entry_group, hull_tree, hull_feat, pruned, rounds, given, given_cost, ids,
+    cost, ref_a, ref_b, leaf_fmask,
 ):  # fmt: skip
     """Run at most ``rounds`` rounds of the reductions; return (empty, lb, m).
 
     ``leaf_estart``: leaf i's entries are ``leaf_estart[i] .. leaf_estart[i + 1] - 1``;
     ``entry_group[e]``: the (tree, feature) group of entry e, whose tree and feature are
-    ``hull_tree[g]``, ``hull_feat[g]``. ``given``: the alive leaves in order, if the caller
-    has them (read only), else an empty array (they are listed from ``alive``). ``a``, ``b``
-    (one per entry) and ``ids`` (one per leaf): scratch; ``ids[:m]`` holds the alive leaves
-    at the end (when not empty).
+    ``hull_tree[g]``, ``hull_feat[g]``; ``leaf_fmask[i]``: the bits ``f mod 64`` of the
+    features of leaf i's entries. ``given``: the alive leaves in order, if the caller has them
+    (read only), else an empty array (they are listed from ``alive``); ``given_cost``, if not
+    empty: their costs beyond ``lb`` at the ranges ``ref_a .. ref_b`` (read only), where none
+    of them misses the ranges (a parent node's alive leaves). ``ids`` and ``cost`` (one per
+    leaf), ``ref_a`` and ``ref_b`` (one per feature): at the end (when not empty) ``ids[:m]``
+    holds the alive leaves, ``cost[:m]`` their costs at the ranges ``ref_a .. ref_b``.
+
+    A leaf's cost is recomputed only where a feature of its entries changed its range since
+    its cost was known (the other terms are the same numbers, summed in the same order).
     """
     D = kbar.shape[0]
     n = alive.shape[0]
@@ -42,16 +49,22 @@ def reduce_rounds(
     F = coef.shape[1]
     base = np.empty(D)
     m = 0  # the alive leaves, in order: ids[:m]
+    fresh = True  # no leaf's cost is known yet
     if given.shape[0]:
         for p in range(given.shape[0]):
             ids[p] = given[p]
         m = given.shape[0]
+        if given_cost.shape[0] == m:
+            for p in range(m):
+                cost[p] = given_cost[p]
+            fresh = False
     else:
         for i in range(n):
             if alive[i]:
                 ids[m] = i
                 m += 1
     now = np.empty(n, dtype=np.bool_)  # now[p]: leaf ids[p] stays alive this round
+    out = np.zeros(n, dtype=np.bool_)  # out[p]: its box misses the ranges ref_a .. ref_b
     mx = np.empty(T)
     count = np.empty(T, dtype=np.int64)
     on = np.empty(H, dtype=np.int64)
@@ -85,21 +98,31 @@ def reduce_rounds(
                         last = k
                 ka[f] = first
                 kb[f] = last
-        # leaf costs
+        # leaf costs (of the leaves with an entry on a feature whose range moved)
+        moved = 0
+        for f in range(D):
+            if ka[f] != ref_a[f] or kb[f] != ref_b[f]:
+                moved |= np.int64(1) << (f % 64)
+            ref_a[f] = ka[f]
+            ref_b[f] = kb[f]
         for p in range(m):
             i = ids[p]
-            c = 0.0
-            miss = False
-            for e in range(leaf_estart[i], leaf_estart[i + 1]):
-                f = ef[e]
-                a[e] = max(e_ka[e], ka[f])
-                b[e] = min(e_kb[e], kb[f])
-                if a[e] > b[e]:
-                    miss = True
-                else:
-                    k = min(max(kbar[f], a[e]), b[e])
-                    c += flat[ioff[f] + k] - base[f]
-            now[p] = (lb + c <= rho) and not miss
+            if fresh or leaf_fmask[i] & moved:
+                c = 0.0
+                miss = False
+                for e in range(leaf_estart[i], leaf_estart[i + 1]):
+                    f = ef[e]
+                    a = max(e_ka[e], ka[f])
+                    b = min(e_kb[e], kb[f])
+                    if a > b:
+                        miss = True
+                    else:
+                        k = min(max(kbar[f], a), b)
+                        c += flat[ioff[f] + k] - base[f]
+                cost[p] = c
+                out[p] = miss
+            now[p] = (lb + cost[p] <= rho) and not out[p]
+        fresh = False
         # margins (the trees' leaves are consecutive: the list walks them tree by tree)
         if margins:
             for j in range(F):
@@ -140,6 +163,8 @@ def reduce_rounds(
         for p in range(m):
             if now[p]:
                 ids[kept] = ids[p]
+                cost[kept] = cost[p]
+                out[kept] = out[p]
                 kept += 1
             else:
                 alive[ids[p]] = False
@@ -158,9 +183,10 @@ def reduce_rounds(
             i = ids[p]
             for e in range(leaf_estart[i], leaf_estart[i + 1]):
                 g = entry_group[e]
+                f = ef[e]
                 on[g] += 1
-                amin[g] = min(amin[g], a[e])
-                bmax[g] = max(bmax[g], b[e])
+                amin[g] = min(amin[g], max(e_ka[e], ka[f]))
+                bmax[g] = max(bmax[g], min(e_kb[e], kb[f]))
         for f in range(D):
             nka[f] = ka[f]
             nkb[f] = kb[f]

@@ -14,8 +14,10 @@ The stack lives in the caller's arrays, so a call resumes where the last one sto
 * ``state = [sp, top, nodes]``: entries on the stack, the used part of ``pool``, nodes explored;
 * entry s: the ranges ``ka_st[s]``, ``kb_st[s]`` and the alive leaves of its parent's
   reduction, ``pool[seg[s] : seg[s] + seg_len[s]]`` (``seg[s] = -1``: the root, whose leaves are
-  the reachable ones, ``leaf_ok``). Both halves of a split share their parent's segment; the one
-  pushed first (popped last) frees it (``owner[s]``), so the pool is a stack too;
+  the reachable ones, ``leaf_ok``), with their costs ``pcost[...]`` at the parent's ranges
+  ``ra_st[s]``, ``rb_st[s]`` (the child's reduction recomputes the cost of a leaf only where
+  one of its features' ranges differs). Both halves of a split share their parent's segment;
+  the one pushed first (popped last) frees it (``owner[s]``), so the pool is a stack too;
 * ``alive``: all False between nodes (a node sets its leaves and clears them when done).
 
 The same steps in the same order as the loop of NumPy calls it replaces (kept in
@@ -50,13 +52,14 @@ def search(
     state, ka_st, kb_st, seg, seg_len, owner, pool, alive, p_out, until, rho, flat, kbar,
     points, ioff, ef, e_ka, e_kb, leaf_estart, leaf_ok, leaf_tree, tree_start, coef, r, eps,
     entry_group, hull_tree, hull_feat, rounds, V, b_leaf, leafpos, root, is_leaf, feature,
-    boundary, left, right, missing, margins, a, b, ids, pruned, D1,
+    boundary, left, right, missing, margins, ids, pruned, D1, leaf_fmask, pcost, ra_st, rb_st,
+    cost,
 ):  # fmt: skip
     """Explore nodes until the caller is needed; return the code (module constants).
 
     ``rho``: the cutoff (the caller lowers it between calls when it accepts an answer);
     ``until``: stop before popping a node once ``state[2] >= until``. The reduction's work
-    arrays ``a``, ``b``, ``ids``, ``pruned`` as :func:`~fastcf._kernels.tree_reduce.reduce_rounds`;
+    arrays ``ids``, ``cost``, ``pruned`` as :func:`~fastcf._kernels.tree_reduce.reduce_rounds`;
     ``missing`` the forest's routing of a NaN (empty: none). ``margins``: True (the reductions'
     margin rule; an argument, not the literal, so that the reductions and the walk compile
     once for this kernel's calls and their own callers', with the same argument types).
@@ -86,19 +89,23 @@ def search(
         kb = kb_st[s].copy()
         if start >= 0:
             given = pool[start : start + seg_len[s]]
+            given_cost = pcost[start : start + seg_len[s]]
             for q in range(given.shape[0]):
                 alive[given[q]] = True
         else:
             given = pool[0:0]
+            given_cost = pcost[0:0]
             for i in range(n):
                 alive[i] = leaf_ok[i]
+        ref_a = ra_st[s].copy()
+        ref_b = rb_st[s].copy()
         state[1] = room
         state[2] += 1
         nodes = state[2]
         empty, _, m = reduce_rounds(
             flat, kbar, ka, kb, ioff, cut, ef, e_ka, e_kb, leaf_estart, alive, leaf_tree,
             tree_start, coef, r, eps, margins, entry_group, hull_tree, hull_feat, pruned, rounds,
-            given, a, b, ids,
+            given, given_cost, ids, cost, ref_a, ref_b, leaf_fmask,
         )  # fmt: skip
         live = ids[:m]
         if empty:
@@ -172,6 +179,7 @@ def search(
         top = state[1]
         for q in range(m):
             pool[top + q] = live[q]
+            pcost[top + q] = cost[q]
             alive[live[q]] = False
         state[1] = top + m
         lower_is_left = kbar[f] > j  # the half pushed first (popped last)
@@ -179,6 +187,8 @@ def search(
             u = s + side
             ka_st[u, :] = ka
             kb_st[u, :] = kb
+            ra_st[u, :] = ref_a
+            rb_st[u, :] = ref_b
             is_left = lower_is_left if side == 0 else not lower_is_left
             if is_left:
                 kb_st[u, f] = j

@@ -128,10 +128,12 @@ def branch(
     cap = STACK0
     state = np.array([1, 0, 0], dtype=np.int64)  # (entries, pool used, nodes)
     ka_st, kb_st = np.empty((cap, D), np.int64), np.empty((cap, D), np.int64)
+    ra_st, rb_st = np.empty((cap, D), np.int64), np.empty((cap, D), np.int64)
     seg, seg_len = np.full(cap, -1, np.int64), np.zeros(cap, np.int64)
     owner = np.zeros(cap, dtype=bool)
     ka_st[0], kb_st[0] = c.ka, c.kb  # (the root: seg -1, the reachable leaves)
     pool = np.empty(POOL0 * n, dtype=np.int64)
+    pcost = np.empty(POOL0 * n)  # (the pool's leaves' costs)
     alive = np.zeros(n, dtype=bool)
     p = np.empty(D)
     work = scratch(st)
@@ -155,10 +157,12 @@ def branch(
             st.leaf_ok, st.leaf_tree, st.tree_start, lforms.coef, lforms.r, lforms.tol,
             st.entry_group, st.hull_tree, st.hull_feat, ROUNDS, V, st.b_leaf, st.leafpos,
             fo.root, fo.is_leaf, fo.feature, fo.boundary, fo.left, fo.right, missing, True,
-            work.a, work.b, work.ids, pruned, st.n_y + 1,
+            work.ids, pruned, st.n_y + 1, st.leaf_fmask, pcost, ra_st, rb_st, work.cost,
         )  # fmt: skip
         if code == GROW:
             ka_st, kb_st = np.concatenate([ka_st, ka_st]), np.concatenate([kb_st, kb_st])
+            ra_st, rb_st = np.concatenate([ra_st, ra_st]), np.concatenate([rb_st, rb_st])
+            pcost = np.concatenate([pcost, pcost])
             seg, seg_len = np.concatenate([seg, seg]), np.concatenate([seg_len, seg_len])
             owner, pool = np.concatenate([owner, owner]), np.concatenate([pool, pool])
         elif code == CANDIDATE:

@@ -84,18 +84,20 @@ class Reduced(NamedTuple):
 class Scratch(NamedTuple):
     """Work arrays of :func:`reduce`, for a caller that reduces many nodes of one query."""
 
-    a: np.ndarray  # (n_entries,) int64
-    b: np.ndarray  # (n_entries,) int64
     ids: np.ndarray  # (n_leaves,) int64
+    cost: np.ndarray  # (n_leaves,) float64
+    ref_a: np.ndarray  # (D,) int64
+    ref_b: np.ndarray  # (D,) int64
 
 
 def scratch(st) -> Scratch:
     """Return work arrays for the reductions of the forest ``st`` (one thread's)."""
-    E, n = st.b_leaf.size, st.leaf_ids.size
-    return Scratch(np.empty(E, np.int64), np.empty(E, np.int64), np.empty(n, np.int64))
+    n, D = st.leaf_ids.size, st.forest.n_features
+    return Scratch(np.empty(n, np.int64), np.empty(n), np.empty(D, np.int64), np.empty(D, np.int64))
 
 
 _NONE = np.zeros(0, dtype=np.int64)
+_NO_COST = np.zeros(0)
 
 
 def _empty(st, c):
@@ -144,7 +146,8 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True, ids=None, work=No
         st.b_feat, st.e_ka, st.e_kb, st.leaf_estart, alive, st.leaf_tree, st.tree_start,
         forms.coef, forms.r, forms.tol, bool(margins), st.entry_group, st.hull_tree,
         st.hull_feat, pruned, ROUNDS,
-        _NONE if ids is None else ids, work.a, work.b, work.ids,
+        _NONE if ids is None else ids, _NO_COST, work.ids, work.cost, work.ref_a, work.ref_b,
+        st.leaf_fmask,
     )  # fmt: skip
     if empty:
         return _empty(st, c)

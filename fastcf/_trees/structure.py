@@ -114,6 +114,10 @@ class Structure:
         self.tree_start = np.searchsorted(self.leaf_tree, np.arange(forest.n_trees))
         # leaf i's entries are leaf_estart[i] .. leaf_estart[i + 1] - 1 (sorted by leaf)
         self.leaf_estart = np.searchsorted(self.b_leaf, np.arange(n + 1)).astype(np.int64)
+        # the features on leaf i's path as bits f mod 64 (a superset test: no bit in common
+        # with a set of features means none of them)
+        self.leaf_fmask = np.zeros(n, dtype=np.int64)
+        np.bitwise_or.at(self.leaf_fmask, self.b_leaf, np.left_shift(1, self.b_feat % 64))
         # the (tree, feature) groups of entries: group g is tree hull_tree[g], feature
         # hull_feat[g]; entry_group[e] is the group of entry e
         tf = self.leaf_tree[self.b_leaf] * D + self.b_feat
