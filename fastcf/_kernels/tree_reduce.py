@@ -25,14 +25,15 @@ __all__ = ["reduce_rounds"]
 def reduce_rounds(
     flat, kbar, ka, kb, ioff, rho, ef, e_ka, e_kb, leaf_estart, alive, tree, tree_start, coef,
     r, eps, margins, entry_group, hull_tree, hull_feat, pruned, rounds, given, given_cost, ids,
-    cost, ref_a, ref_b, leaf_fmask,
+    cost, ref_a, ref_b, leaf_fmask, hull_start,
 ):  # fmt: skip
     """Run at most ``rounds`` rounds of the reductions; return (empty, lb, m).
 
     ``leaf_estart``: leaf i's entries are ``leaf_estart[i] .. leaf_estart[i + 1] - 1``;
     ``entry_group[e]``: the (tree, feature) group of entry e, whose tree and feature are
-    ``hull_tree[g]``, ``hull_feat[g]``; ``leaf_fmask[i]``: the bits ``f mod 64`` of the
-    features of leaf i's entries. ``given``: the alive leaves in order, if the caller has them
+    ``hull_tree[g]``, ``hull_feat[g]`` (tree t's groups are ``hull_start[t] ..
+    hull_start[t + 1] - 1``); ``leaf_fmask[i]``: the bits ``f mod 64`` of the features of leaf
+    i's entries. ``given``: the alive leaves in order, if the caller has them
     (read only), else an empty array (they are listed from ``alive``); ``given_cost``, if not
     empty: their costs beyond ``lb`` at the ranges ``ref_a .. ref_b`` (read only), where none
     of them misses the ranges (a parent node's alive leaves). ``ids`` and ``cost`` (one per
@@ -40,7 +41,11 @@ def reduce_rounds(
     holds the alive leaves, ``cost[:m]`` their costs at the ranges ``ref_a .. ref_b``.
 
     A leaf's cost is recomputed only where a feature of its entries changed its range since
-    its cost was known (the other terms are the same numbers, summed in the same order).
+    its cost was known (the other terms are the same numbers, summed in the same order). A
+    tree's hulls are recomputed only where it lost a leaf: a hull is the range its alive
+    leaves' boxes span, and a tree whose alive leaves did not change since its hulls last
+    shrank the ranges (this call's rounds, or the parent's reductions when ``given_cost`` is
+    given) shrinks them no further.
     """
     D = kbar.shape[0]
     n = alive.shape[0]
@@ -72,6 +77,8 @@ def reduce_rounds(
     bmax = np.empty(H, dtype=np.int64)
     nka = np.empty(D, dtype=np.int64)
     nkb = np.empty(D, dtype=np.int64)
+    lost = np.zeros(T, dtype=np.bool_)  # the trees that lost an alive leaf since their hulls
+    every = fresh  # (the first round of a call without the parent's costs: every tree)
     big = np.iinfo(np.int64).max
     lb = 0.0
     for _ in range(rounds):
@@ -168,6 +175,7 @@ def reduce_rounds(
                 kept += 1
             else:
                 alive[ids[p]] = False
+                lost[tree[ids[p]]] = True
                 changed = True
         m = kept
         if H == 0:
@@ -175,26 +183,36 @@ def reduce_rounds(
                 break
             continue
         # hulls over the alive leaves of each (tree, feature) whose alive leaves all split on it
-        for g in range(H):
-            on[g] = 0
-            amin[g] = big
-            bmax[g] = -1
-        for p in range(m):
-            i = ids[p]
-            for e in range(leaf_estart[i], leaf_estart[i + 1]):
-                g = entry_group[e]
-                f = ef[e]
-                on[g] += 1
-                amin[g] = min(amin[g], max(e_ka[e], ka[f]))
-                bmax[g] = max(bmax[g], min(e_kb[e], kb[f]))
+        # (a hull of the boxes' own ends: max(ka, min ends) is the hull of the clipped boxes)
         for f in range(D):
             nka[f] = ka[f]
             nkb[f] = kb[f]
-        for g in range(H):
-            if on[g] == count[hull_tree[g]]:
-                f = hull_feat[g]
-                nka[f] = max(nka[f], amin[g])
-                nkb[f] = min(nkb[f], bmax[g])
+        p = 0
+        for t in range(T):
+            stop = tree_start[t + 1] if t + 1 < T else n
+            p0 = p
+            while p < m and ids[p] < stop:
+                p += 1
+            if not (every or lost[t]):
+                continue
+            lost[t] = False
+            for g in range(hull_start[t], hull_start[t + 1]):
+                on[g] = 0
+                amin[g] = big
+                bmax[g] = -1
+            for q in range(p0, p):
+                i = ids[q]
+                for e in range(leaf_estart[i], leaf_estart[i + 1]):
+                    g = entry_group[e]
+                    on[g] += 1
+                    amin[g] = min(amin[g], e_ka[e])
+                    bmax[g] = max(bmax[g], e_kb[e])
+            for g in range(hull_start[t], hull_start[t + 1]):
+                if on[g] == count[t]:
+                    f = hull_feat[g]
+                    nka[f] = max(nka[f], amin[g])
+                    nkb[f] = min(nkb[f], bmax[g])
+        every = False
         for f in range(D):
             if nka[f] != ka[f] or nkb[f] != kb[f]:
                 changed = True

@@ -53,7 +53,7 @@ def search(
     points, ioff, ef, e_ka, e_kb, leaf_estart, leaf_ok, leaf_tree, tree_start, coef, r, eps,
     entry_group, hull_tree, hull_feat, rounds, V, b_leaf, leafpos, root, is_leaf, feature,
     boundary, left, right, missing, margins, ids, pruned, D1, leaf_fmask, pcost, ra_st, rb_st,
-    cost,
+    cost, hull_start,
 ):  # fmt: skip
     """Explore nodes until the caller is needed; return the code (module constants).
 
@@ -105,7 +105,7 @@ def search(
         empty, _, m = reduce_rounds(
             flat, kbar, ka, kb, ioff, cut, ef, e_ka, e_kb, leaf_estart, alive, leaf_tree,
             tree_start, coef, r, eps, margins, entry_group, hull_tree, hull_feat, pruned, rounds,
-            given, given_cost, ids, cost, ref_a, ref_b, leaf_fmask,
+            given, given_cost, ids, cost, ref_a, ref_b, leaf_fmask, hull_start,
         )  # fmt: skip
         live = ids[:m]
         if empty:

@@ -158,6 +158,7 @@ def branch(
             st.entry_group, st.hull_tree, st.hull_feat, ROUNDS, V, st.b_leaf, st.leafpos,
             fo.root, fo.is_leaf, fo.feature, fo.boundary, fo.left, fo.right, missing, True,
             work.ids, pruned, st.n_y + 1, st.leaf_fmask, pcost, ra_st, rb_st, work.cost,
+            st.hull_start,
         )  # fmt: skip
         if code == GROW:
             ka_st, kb_st = np.concatenate([ka_st, ka_st]), np.concatenate([kb_st, kb_st])

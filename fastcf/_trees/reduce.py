@@ -147,7 +147,7 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True, ids=None, work=No
         forms.coef, forms.r, forms.tol, bool(margins), st.entry_group, st.hull_tree,
         st.hull_feat, pruned, ROUNDS,
         _NONE if ids is None else ids, _NO_COST, work.ids, work.cost, work.ref_a, work.ref_b,
-        st.leaf_fmask,
+        st.leaf_fmask, st.hull_start,
     )  # fmt: skip
     if empty:
         return _empty(st, c)

@@ -125,6 +125,9 @@ class Structure:
         self.entry_group = group.astype(np.int64).ravel()
         self.hull_tree = key // D
         self.hull_feat = key % D
+        # tree t's groups are hull_start[t] .. hull_start[t + 1] - 1 (sorted by tree)
+        self.hull_start = np.searchsorted(self.hull_tree, np.arange(forest.n_trees + 1))
+        self.hull_start = self.hull_start.astype(np.int64)
 
     def _links(self, forest):
         """Build the linking rows, per tree t, feature f and boundary b_j of a split of t on f.
