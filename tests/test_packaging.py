@@ -111,14 +111,15 @@ def test_warmup_trees_compiles_the_tree_kernels():
     # the kernels an ensemble's query calls (grep `_kernels` in fastcf/_trees), each with the
     # one specialisation every query uses
     from fastcf._kernels.tree_beam import beam_moves, beam_next, np_sum
-    from fastcf._kernels.tree_moves import single_moves
+    from fastcf._kernels.tree_moves import miss_bits, single_moves_bits
     from fastcf._kernels.tree_reduce import reduce_rounds
     from fastcf._kernels.tree_search import search
     from fastcf._kernels.tree_walk import leaf_sums, walk
     from fastcf._warmup import warmup
 
     assert list(warmup(["trees"])) == ["trees"]
-    assert len(single_moves.signatures) == 1 and len(reduce_rounds.signatures) == 1
+    assert len(single_moves_bits.signatures) == 1 and len(reduce_rounds.signatures) == 1
+    assert len(miss_bits.signatures) == 1
     assert len(walk.signatures) == 1 and len(search.signatures) == 1
     assert len(beam_moves.signatures) == 1 and len(beam_next.signatures) == 1
     assert len(np_sum.signatures) == 1 and len(leaf_sums.signatures) == 1

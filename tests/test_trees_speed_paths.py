@@ -426,6 +426,62 @@ def test_incumbent_judges_as_the_library(kind, monkeypatch):
     assert seen["valid"] > 100 and seen["left out"] > seen["rows"] / 3, seen
 
 
+@pytest.mark.parametrize("kind", sorted(_LOOPED))
+def test_move_tables_from_bit_sets_equal_the_counted_ones(kind, monkeypatch):
+    """The single-move tables read from the forest's bit sets of misses
+    (``single_moves_bits``) equal those that count each leaf's misses (``single_moves``), bit
+    for bit, on every table of real queries' searches (every leaf alive, and the leaves a
+    cutoff leaves: greedy, polish, beam); and with the bit sets switched off (a forest too
+    large for them) the answers are the same. Binary and multiclass, missing values,
+    ``proba=``, L0, ``max_changes``."""
+    import fastcf._trees.incumbent as incumbent
+    from fastcf._kernels.tree_moves import single_moves
+
+    X, y, k = _looped_data(kind, seed=9)
+    model = _LOOPED[kind]().fit(X, y)
+    real = Search.tables
+    seen = {"points": 0, "restricted": 0}
+
+    def compare(self, KX):
+        Z, Zn = real(self, KX)
+        st = self.st
+        want = single_moves(
+            np.ascontiguousarray(KX, dtype=np.int64), self.ef, self.lstart, self.ea, self.eb,
+            self.leaf_on, st.leaf_tree, st.V, self.fo.base, self.fo.n_trees, self.ext,
+            self.n_ext, self.mf, self.mk,
+        )  # fmt: skip
+        np.testing.assert_array_equal(Z, want[0])
+        np.testing.assert_array_equal(Zn, want[1])
+        seen["points"] += KX.shape[0]
+        seen["restricted"] += KX.shape[0] * int(not self.leaf_on[st.leaf_ok].all())
+        return Z, Zn
+
+    options = ({}, {"proba": 0.6}, {"metric": "l0"}, {"max_changes": 2})
+    ex = TreeExplainer(model)
+    with monkeypatch.context() as patch:
+        patch.setattr(Search, "tables", compare)
+        for i, x0, target in _looped_queries(model, X[:12], k, seed=10):
+            for opts in options:
+                ex.explain(x0, target, exact=bool(i % 2), **opts)
+    assert seen["points"] > 500 and seen["restricted"] > 100, seen
+    answers = [
+        ex.explain(x0, target, exact=False, **opts)
+        for _, x0, target in _looped_queries(model, X[:6], k, seed=10)
+        for opts in options
+    ]
+    monkeypatch.setattr(incumbent, "MISS_BITS_BYTES", 0)
+    ex = TreeExplainer(model)  # (a new program: its bit sets not made)
+    again = [
+        ex.explain(x0, target, exact=False, **opts)
+        for _, x0, target in _looped_queries(model, X[:6], k, seed=10)
+        for opts in options
+    ]
+    assert ex._program is not None and ex._program._miss_bits is False
+    for a, b in zip(answers, again, strict=True):
+        np.testing.assert_array_equal(a.x, b.x)
+        assert a.distance == b.distance and a.success == b.success
+
+
 def test_beam_round_kernel_equals_the_reference_at_ties():
     """One round of the beam (``beam_next``) against the reference's round on random rounds
     whose costs and margins are small integers, so that costs, scores and children tie

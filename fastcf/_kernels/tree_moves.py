@@ -4,15 +4,22 @@ From a point with interval ``kx[f]`` on every feature, a leaf whose box misses t
 exactly one feature f, over the intervals ``a..b``, is the leaf its tree reaches when f moves
 into ``a..b``: its terms minus the current leaf's are added to the sums of those moves, through
 one difference array over all (feature, interval) pairs, summed cumulatively. The loops of
-:meth:`fastcf._trees.incumbent.Search.table`, one pass over the alive leaves' entries; the sums
-are those of a search heuristic (every candidate is checked with the library's own arithmetic).
+:meth:`fastcf._trees.incumbent.Search.table`; the sums are those of a search heuristic (every
+candidate is checked with the library's own arithmetic).
+
+Two kernels give the same sums, bit for bit: :func:`single_moves` counts each alive leaf's
+misses over its entries; :func:`single_moves_bits` reads them from bit sets made once per forest
+(:func:`miss_bits`: per interval of each feature, the leaves whose box misses it), two words
+operations per feature and 64 leaves (the leaves missed once and twice, as a carry-save count),
+then visits only the leaves missed not at all or once. The first stays for forests whose bit
+sets would be too large, and as the second's reference in the tests.
 """
 
 import numpy as np
 
 from fastcf._kernels import kernel
 
-__all__ = ["single_moves"]
+__all__ = ["single_moves", "single_moves_bits", "miss_bits"]
 
 
 @kernel()
@@ -69,6 +76,120 @@ def single_moves(KX, ef, lstart, ea, eb, leaf_on, leaf_tree, V, base, n_trees, e
                 d = V[i, s] - (V[cur, s] if cur >= 0 else 0.0)
                 diff[p, s] += d
                 diff[r, s] -= d
+        for p in range(1, n_ext + 1):
+            for s in range(S):
+                diff[p, s] += diff[p - 1, s]
+        for i in range(M):
+            p = ext[mf[i]] + mk[i]
+            for s in range(S):
+                Znew[w, i, s] = Z[w, s] + diff[p, s]
+    return Z, Znew
+
+
+@kernel()
+def miss_bits(b_leaf, b_feat, e_ka, e_kb, ioff, n):
+    """Return the bit sets of the leaves' misses, B (n_intervals, ⌈n / 64⌉) uint64.
+
+    Bit i of ``B[ioff[f] + k]`` is set iff leaf i's box has an entry on f (the intervals
+    ``e_ka..e_kb``) that misses interval k. Interval k of feature f is ``ioff[f] + k``,
+    k = 0 .. ``ioff[f + 1] − ioff[f] − 1``.
+    """
+    nw = (n + 63) // 64
+    B = np.zeros((ioff[-1], nw), dtype=np.uint64)
+    one = np.uint64(1)
+    for e in range(b_leaf.shape[0]):
+        i = b_leaf[e]
+        f = b_feat[e]
+        word = i >> 6
+        bit = one << np.uint64(i & 63)
+        for k in range(ioff[f + 1] - ioff[f]):
+            if k < e_ka[e] or k > e_kb[e]:
+                B[ioff[f] + k, word] |= bit
+    return B
+
+
+@kernel()
+def single_moves_bits(
+    KX, B, on_bits, ioff, ef, lstart, ea, eb, leaf_tree, V, base, n_trees, ext, n_ext, mf, mk
+):  # fmt: skip
+    """:func:`single_moves` with the misses read from bit sets: the same (Z, Znew), bit for bit.
+
+    ``B``: :func:`miss_bits` of the forest; ``on_bits``: the alive leaves as bits (bit i of word
+    i // 64). Per point, the leaves missed at least once (``ones``) and at least twice
+    (``twos``) over its features; the alive leaves missed not at all (each tree's current leaf)
+    and once are visited in index order, as :func:`single_moves` visits them, and the entry a
+    leaf missed once misses is found among its entries (``ef``, ``ea``, ``eb``, grouped by
+    leaf from ``lstart``).
+    """
+    W, D = KX.shape
+    n, S = V.shape
+    M = mf.shape[0]
+    nw = B.shape[1]
+    Z = np.empty((W, S))
+    Znew = np.empty((W, M, S))
+    tree_leaf = np.empty(n_trees, dtype=np.int64)
+    diff = np.empty((n_ext + 1, S))
+    ones = np.empty(nw, dtype=np.uint64)
+    twos = np.empty(nw, dtype=np.uint64)
+    zero64 = np.uint64(0)
+    one64 = np.uint64(1)
+    byte = np.uint64(255)
+    eight = np.uint64(8)
+    for w in range(W):
+        kx = KX[w]
+        tree_leaf[:] = -1
+        for s in range(S):
+            Z[w, s] = base[s]
+        for q in range(nw):
+            ones[q] = zero64
+            twos[q] = zero64
+        for f in range(D):
+            row = ioff[f] + kx[f]
+            for q in range(nw):
+                x = B[row, q]
+                twos[q] |= ones[q] & x
+                ones[q] |= x
+        for q in range(nw):  # the current leaves, in index order
+            x = ~ones[q] & on_bits[q]
+            i = q * 64
+            while x != zero64:
+                if (x & byte) == zero64:  # (a byte of no leaf at a time)
+                    x >>= eight
+                    i += 8
+                    continue
+                if x & one64:
+                    tree_leaf[leaf_tree[i]] = i
+                    for s in range(S):
+                        Z[w, s] += V[i, s]
+                x >>= one64
+                i += 1
+        diff[:, :] = 0.0
+        for q in range(nw):  # the leaves missed once, in index order
+            x = ones[q] & ~twos[q] & on_bits[q]
+            i = q * 64 - 1
+            while x != zero64:
+                if (x & byte) == zero64:
+                    x >>= eight
+                    i += 8
+                    continue
+                i += 1
+                hit = x & one64
+                x >>= one64
+                if hit == zero64:
+                    continue
+                e = lstart[i]
+                while e < lstart[i + 1] - 1:
+                    k = kx[ef[e]]
+                    if k < ea[e] or k > eb[e]:
+                        break
+                    e += 1
+                cur = tree_leaf[leaf_tree[i]]
+                p = ext[ef[e]] + ea[e]
+                r = ext[ef[e]] + eb[e] + 1
+                for s in range(S):
+                    d = V[i, s] - (V[cur, s] if cur >= 0 else 0.0)
+                    diff[p, s] += d
+                    diff[r, s] -= d
         for p in range(1, n_ext + 1):
             for s in range(S):
                 diff[p, s] += diff[p - 1, s]

@@ -33,9 +33,29 @@ import numpy as np
 
 from .query import coord_cost
 
-__all__ = ["Search", "cost_of"]
+__all__ = ["Search", "cost_of", "miss_bits"]
 
 _STARTS = 3  # leaf projections the greedy search also starts from
+#: the largest bit sets of a forest's misses (bytes) the tables are read from
+#: (:func:`~fastcf._kernels.tree_moves.single_moves_bits`, 2–3× faster a point on the forests of
+#: the benchmark); a forest past it counts each leaf's misses (the same sums)
+MISS_BITS_BYTES = 64 * 2**20
+
+
+def miss_bits(st):
+    """Return the bit sets of the forest's misses (made once per forest), or None if too large."""
+    bits = getattr(st, "_miss_bits", None)
+    if bits is None:
+        n = st.leaf_ids.size
+        size = int(st.ioff[-1]) * ((n + 63) // 64) * 8
+        if size > MISS_BITS_BYTES:
+            bits = False
+        else:
+            from .._kernels.tree_moves import miss_bits as make
+
+            bits = make(st.b_leaf, st.b_feat, st.e_ka, st.e_kb, st.ioff, n)
+        st._miss_bits = bits
+    return None if bits is False else bits
 
 
 def cost_of(x, x0, q):
@@ -100,6 +120,11 @@ class Search:
         ka, kb = (c.ka, c.kb) if red is None else (red.ka, red.kb)
         e = np.flatnonzero(on[st.b_leaf])
         self.leaf_on = on
+        i = np.flatnonzero(on)  # (the alive leaves as bits, for the bit sets' tables)
+        self.on_bits = np.zeros((on.size + 63) // 64, dtype=np.uint64)
+        np.bitwise_or.at(
+            self.on_bits, i >> 6, np.left_shift(np.uint64(1), (i & 63).astype(np.uint64))
+        )
         self.ef = st.b_feat[e]
         # leaf i's entries among these (they stay grouped by leaf, in order)
         self.lstart = np.searchsorted(st.b_leaf[e], np.arange(on.size + 1)).astype(np.int64)
@@ -171,13 +196,20 @@ class Search:
 
     def tables(self, KX):
         """Return the :meth:`table` of each row of ``KX`` (W, D): (W, S) and (W, M, S)."""
-        from .._kernels.tree_moves import single_moves
+        from .._kernels.tree_moves import single_moves, single_moves_bits
 
         st = self.st
+        KX = np.ascontiguousarray(KX, dtype=np.int64)
+        bits = miss_bits(st)
+        if bits is not None:
+            return single_moves_bits(
+                KX, bits, self.on_bits, st.ioff, self.ef, self.lstart, self.ea, self.eb,
+                st.leaf_tree, st.V, self.fo.base, self.fo.n_trees, self.ext, self.n_ext,
+                self.mf, self.mk,
+            )  # fmt: skip
         return single_moves(
-            np.ascontiguousarray(KX, dtype=np.int64), self.ef, self.lstart, self.ea, self.eb,
-            self.leaf_on, st.leaf_tree, st.V, self.fo.base, self.fo.n_trees, self.ext,
-            self.n_ext, self.mf, self.mk,
+            KX, self.ef, self.lstart, self.ea, self.eb, self.leaf_on, st.leaf_tree, st.V,
+            self.fo.base, self.fo.n_trees, self.ext, self.n_ext, self.mf, self.mk,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ the searches
