@@ -8,7 +8,10 @@ in a node of the branch and bound a few percent of the leaves are alive (6% on t
 the work. The same arithmetic in the same order as the pass over every entry it replaces
 (``tests/reference.py``, :func:`tree_reduce_rounds`, compared on the nodes of real searches in
 ``tests/test_trees_speed_paths.py``): a leaf's cost sums its entries in order, a margin's top
-sums the trees in order; a hull is a min/max.
+sums the trees in order; a hull is a min/max. Two things are not redone: a leaf's cost where no
+range it reads moved since it was computed (a node of the branch and bound receives its parent's
+costs), and the hulls of a tree that lost no leaf (its hulls already hold); on the benchmark's
+XGBoost 100 × 5 (70 000 nodes) they cut the exact mode's time by a third, the same nodes.
 
 Returns ``empty`` (1: no cell of cost <= ρ is classified as the target, 0 otherwise) and the
 lower bound S; ``ka``, ``kb``, ``alive`` and ``pruned`` are updated in place.

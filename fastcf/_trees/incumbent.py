@@ -37,8 +37,8 @@ __all__ = ["Search", "cost_of", "miss_bits"]
 
 _STARTS = 3  # leaf projections the greedy search also starts from
 #: the largest bit sets of a forest's misses (bytes) the tables are read from
-#: (:func:`~fastcf._kernels.tree_moves.single_moves_bits`, 2–3× faster a point on the forests of
-#: the benchmark); a forest past it counts each leaf's misses (the same sums)
+#: (:func:`~fastcf._kernels.tree_moves.single_moves_bits`, 1.5–2× faster a point on the forests
+#: of the benchmark); a forest past it counts each leaf's misses (the same sums)
 MISS_BITS_BYTES = 64 * 2**20
 
 
