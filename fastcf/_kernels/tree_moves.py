@@ -22,6 +22,28 @@ from fastcf._kernels import kernel
 __all__ = ["single_moves", "single_moves_bits", "miss_bits"]
 
 
+@kernel(inline="always")  # (a call per leaf: inlined, as the loop it replaces)
+def _move(diff, V, i, cur, p, r):
+    """Add leaf i's terms less the current leaf's (``cur``; -1: none) to moves ``p .. r − 1``."""
+    for s in range(V.shape[1]):
+        d = V[i, s] - (V[cur, s] if cur >= 0 else 0.0)
+        diff[p, s] += d
+        diff[r, s] -= d
+
+
+@kernel(inline="always")
+def _sums(diff, Z, Znew, w, ext, mf, mk):
+    """Sum the difference array cumulatively and write point w's sums after each move."""
+    S = Z.shape[1]
+    for p in range(1, diff.shape[0]):
+        for s in range(S):
+            diff[p, s] += diff[p - 1, s]
+    for i in range(mf.shape[0]):
+        p = ext[mf[i]] + mk[i]
+        for s in range(S):
+            Znew[w, i, s] = Z[w, s] + diff[p, s]
+
+
 @kernel()
 def single_moves(KX, ef, lstart, ea, eb, leaf_on, leaf_tree, V, base, n_trees, ext, n_ext, mf, mk):
     """Return (Z, Znew): the sums at each point ``KX[w]`` (W, S) and after each move (W, M, S).
@@ -69,20 +91,8 @@ def single_moves(KX, ef, lstart, ea, eb, leaf_on, leaf_tree, V, base, n_trees, e
             if nmiss[i] != 1:
                 continue
             e = missed[i]
-            cur = tree_leaf[leaf_tree[i]]
-            p = ext[ef[e]] + ea[e]
-            r = ext[ef[e]] + eb[e] + 1
-            for s in range(S):
-                d = V[i, s] - (V[cur, s] if cur >= 0 else 0.0)
-                diff[p, s] += d
-                diff[r, s] -= d
-        for p in range(1, n_ext + 1):
-            for s in range(S):
-                diff[p, s] += diff[p - 1, s]
-        for i in range(M):
-            p = ext[mf[i]] + mk[i]
-            for s in range(S):
-                Znew[w, i, s] = Z[w, s] + diff[p, s]
+            _move(diff, V, i, tree_leaf[leaf_tree[i]], ext[ef[e]] + ea[e], ext[ef[e]] + eb[e] + 1)
+        _sums(diff, Z, Znew, w, ext, mf, mk)
     return Z, Znew
 
 
@@ -183,18 +193,7 @@ def single_moves_bits(
                     if k < ea[e] or k > eb[e]:
                         break
                     e += 1
-                cur = tree_leaf[leaf_tree[i]]
                 p = ext[ef[e]] + ea[e]
-                r = ext[ef[e]] + eb[e] + 1
-                for s in range(S):
-                    d = V[i, s] - (V[cur, s] if cur >= 0 else 0.0)
-                    diff[p, s] += d
-                    diff[r, s] -= d
-        for p in range(1, n_ext + 1):
-            for s in range(S):
-                diff[p, s] += diff[p - 1, s]
-        for i in range(M):
-            p = ext[mf[i]] + mk[i]
-            for s in range(S):
-                Znew[w, i, s] = Z[w, s] + diff[p, s]
+                _move(diff, V, i, tree_leaf[leaf_tree[i]], p, ext[ef[e]] + eb[e] + 1)
+        _sums(diff, Z, Znew, w, ext, mf, mk)
     return Z, Znew
