@@ -262,6 +262,44 @@ def test_branch_node_steps_choose_as_the_numpy_reference(forest):
                 assert (None if fj[0] < 0 else tuple(map(int, fj))) == want
 
 
+@pytest.mark.parametrize("kind", ["rf", "gb"])
+def test_reductions_of_thinned_leaves_equal_the_full_pass(kind):
+    """The reductions started from leaves thinned beforehand (as reduced-cost fixing leaves
+    them: some leaves of some trees dead, the ranges wide) equal the NumPy pass over every entry
+    (tests/reference.py), bit for bit: a tree that lost leaves before the call has hulls to
+    narrow in its first round although it loses nothing in it (the kernel recomputes a tree's
+    hulls only where it lost a leaf, and every tree's in a call's first round). Cutoffs from
+    the cheapest cell's to none; with and without the margins."""
+    X, y = _data(2, seed=12, n=300)
+    if kind == "gb":
+        model = GradientBoostingClassifier(n_estimators=8, max_depth=3, random_state=0)
+    else:
+        model = RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0)
+    model.fit(X, y)
+    ex = TreeExplainer(model)
+    rng = np.random.default_rng(13)
+    narrowed = 0
+    for x0 in X[:6]:
+        prog, q, t, c, points, forms, lforms, P, ok, cost = _setup(ex, model, x0, 1, {})
+        for rho in (math.inf, float(cost[ok].min(initial=math.inf)) * 1.5, float(cost.max())):
+            for margins in (True, False):
+                alive = prog.leaf_ok & (rng.random(prog.leaf_ok.size) < 0.6)
+                alive[prog.tree_start] |= prog.leaf_ok[prog.tree_start]
+                got = reduce(prog, c, rho, lforms, alive=alive.copy(), margins=margins)
+                want = tree_reduce_rounds(
+                    prog, c.flat, c.kbar, c.ka, c.kb, rho * (1.0 + 1e-12), alive & prog.leaf_ok,
+                    lforms.coef, lforms.r, lforms.tol, margins,
+                )  # fmt: skip
+                assert got.empty == want[0]
+                if not got.empty:
+                    np.testing.assert_array_equal(got.ka, want[2])
+                    np.testing.assert_array_equal(got.kb, want[3])
+                    np.testing.assert_array_equal(got.alive, want[4])
+                    np.testing.assert_array_equal(got.pruned, want[5])
+                    narrowed += int((got.ka > c.ka).any() or (got.kb < c.kb).any())
+    assert narrowed > 5, narrowed
+
+
 _SEARCHED = {
     "rf": lambda: RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0),
     "gb3": lambda: GradientBoostingClassifier(n_estimators=8, max_depth=3, random_state=0),
