@@ -1575,7 +1575,7 @@ def tree_reduce_rounds(st, flat, kbar, ka, kb, rho, alive, coef, r, eps, margins
     """The exact reductions of a tree program to a fixed point, one NumPy pass over every entry.
 
     What ``fastcf._kernels.tree_reduce.reduce_rounds`` computes over the alive leaves only (the
-    module docstring of ``fastcf._trees.reduce`` states the four rules). ``st``: the forest's
+    module docstring of ``fastcf._trees.reduce`` states the five rules). ``st``: the forest's
     ``Structure`` (its leaf-box entries ``b_leaf``, ``b_feat``, ``e_ka``, ``e_kb``); the
     groups of the hulls are made here from (tree, feature). Returns ``(empty, lb, ka, kb,
     alive, pruned)`` (new arrays; ``lb`` as the kernel returns it). Sums in the kernel's
@@ -1641,6 +1641,11 @@ def tree_reduce_rounds(st, flat, kbar, ka, kb, rho, alive, coef, r, eps, margins
             return out(1)
         changed = bool((now != alive).any())
         alive = now
+        if margins and groups.size:  # range ends
+            empty, moved, ka, kb = tree_margin_ends(st, alive, coef, r, eps, ka, kb)
+            if empty:
+                return out(1)
+            changed |= moved
         nka, nkb = ka.copy(), kb.copy()
         live = alive[el]
         for g in groups:  # hulls
@@ -1654,6 +1659,57 @@ def tree_reduce_rounds(st, flat, kbar, ka, kb, rho, alive, coef, r, eps, margins
         if not changed:
             break
     return out(0)
+
+
+def tree_margin_ends(st, alive, coef, r, eps, ka, kb):
+    """The range ends' rule of the reductions, tree by tree (``tree_reduce._margin_ends``).
+
+    Per form j: each tree's best alive leaf (the first of the largest term) and its gap to the
+    second best (0 at a tie, inf for a lone leaf); a feature's lower end ``ka_f`` moves to the
+    smallest lower edge of the best boxes that exclude it when the gaps of those trees sum past
+    ``top − (r_j − eps_j)`` (with the kernel's room for rounding); the upper end alike;
+    repeated up to 8 times. Returns ``(empty, moved, ka, kb)`` (new arrays).
+    """
+    ka, kb = ka.copy(), kb.copy()
+    D = ka.size
+    T = st.tree_start.size
+    stops = np.append(st.tree_start[1:], alive.size)
+    moved = False
+    for j in range(coef.shape[1]):
+        top = scale = 0.0
+        gap = np.empty(T)
+        best = np.empty(T, dtype=np.int64)
+        for t in range(T):
+            leaves = st.tree_start[t] + np.flatnonzero(alive[st.tree_start[t] : stops[t]])
+            c = coef[leaves, j]
+            q = int(np.argmax(c))
+            rest = np.delete(c, q)
+            top += c[q]
+            scale += abs(c[q])
+            gap[t] = c[q] - (rest.max() if rest.size else -np.inf)
+            best[t] = leaves[q]
+        thr = r[j] - eps[j]
+        room = (top - thr) + 1e-10 * (scale + abs(thr))
+        for _ in range(8):
+            lo, hi = np.zeros(D), np.zeros(D)
+            na, nb = kb + 1, ka - 1
+            for t in np.flatnonzero(gap > 0.0):
+                for e in range(st.leaf_estart[best[t]], st.leaf_estart[best[t] + 1]):
+                    f = st.b_feat[e]
+                    if st.e_ka[e] > ka[f]:
+                        lo[f] += gap[t]
+                        na[f] = min(na[f], st.e_ka[e])
+                    if st.e_kb[e] < kb[f]:
+                        hi[f] += gap[t]
+                        nb[f] = max(nb[f], st.e_kb[e])
+            move_a, move_b = lo > room, hi > room
+            if not (move_a.any() or move_b.any()):
+                break
+            ka[move_a], kb[move_b] = na[move_a], nb[move_b]
+            if (ka > kb).any():
+                return True, True, ka, kb
+            moved = True
+    return False, moved, ka, kb
 
 
 def branch_node_spread(alive, V, coef, tree_start):

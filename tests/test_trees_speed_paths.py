@@ -309,7 +309,7 @@ _SEARCHED = {
 
 _LOOPED = {  # (the searched kinds, and those that route a missing value)
     **_SEARCHED,
-    "hgb": lambda: HistGradientBoostingClassifier(max_iter=10, max_depth=3, random_state=0),
+    "hgb": lambda: HistGradientBoostingClassifier(max_iter=20, max_depth=3, random_state=0),
     "xgb": lambda: xgb(n_estimators=20, max_depth=3),
     "lgb": lambda: lgb(n_estimators=20, num_leaves=8),
 }
@@ -905,6 +905,25 @@ def test_bench_table_marks_a_stopped_baseline():
     assert "≥ 13.3×" in text and "≤ 0.0833" in text
 
 
+def test_an_empty_program_is_its_one_cell():
+    """A program without columns (the reductions left one cell, every tree constant in it):
+    HiGHS reports it "Empty" without checking even its rows' constant bounds (a form's,
+    max_changes'), so the verdict checks them: the cell is the answer where they hold, and
+    nothing is feasible where one fails. (Found when a stronger reduction left one cell: the
+    query came back as "the MILP solver stopped", the incumbent not proven optimal.)"""
+    import highspy
+
+    for lower, upper, kind in ((-np.inf, 1.0, "solution"), (-np.inf, -1.0, "infeasible"),
+                               (0.5, np.inf, "infeasible"), (0.0, 0.0, "solution")):  # fmt: skip
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.addRow(lower, upper, 0, np.array([], dtype=np.int32), np.array([]))
+        h.run()
+        assert h.getModelStatus() == highspy.HighsModelStatus.kModelEmpty
+        out = Program._status(None, h)
+        assert (out["kind"], out["limit"]) == (kind, False)
+
+
 def test_the_search_runs_for_every_model_and_budget_zero_skips_it(monkeypatch):
     """The branch and bound runs before the program for every model kind (random forest,
     extra trees, scikit-learn boosting, XGBoost, LightGBM); ``Program.budget = 0`` sends the
@@ -918,8 +937,8 @@ def test_the_search_runs_for_every_model_and_budget_zero_skips_it(monkeypatch):
         "rf": RandomForestClassifier(n_estimators=6, max_depth=3, random_state=0),
         "gb": GradientBoostingClassifier(n_estimators=6, max_depth=2, random_state=0),
         "et": ExtraTreesClassifier(n_estimators=6, max_depth=3, random_state=0),
-        "xgb": xgb(n_estimators=6, max_depth=2),
-        "lgb": lgb(n_estimators=10, num_leaves=8),
+        "xgb": xgb(n_estimators=20, max_depth=3),
+        "lgb": lgb(n_estimators=30, num_leaves=16),
     }
     calls = []
     real = _branch.branch

@@ -1,17 +1,18 @@
 """The fixed point of the exact reductions of a tree program (:mod:`fastcf._trees.reduce`).
 
 One call runs the rounds of :func:`fastcf._trees.reduce.reduce` — interval costs, leaf costs,
-the target's margins, the hulls of the alive leaves — in loops over the *alive* leaves and
-their leaf-box entries only (a list of them, kept in leaf order and shortened round by round):
-in a node of the branch and bound a few percent of the leaves are alive (6% on the random forest
-100 × 5 of ``bench_trees``, 1.4% at depth 8), and a pass over every leaf box cost 6 to 7 times
-the work. The same arithmetic in the same order as the pass over every entry it replaces
-(``tests/reference.py``, :func:`tree_reduce_rounds`, compared on the nodes of real searches in
-``tests/test_trees_speed_paths.py``): a leaf's cost sums its entries in order, a margin's top
-sums the trees in order; a hull is a min/max. Two things are not redone: a leaf's cost where no
-range it reads moved since it was computed (a node of the branch and bound receives its parent's
-costs), and the hulls of a tree that lost no leaf (its hulls already hold); on the benchmark's
-XGBoost 100 × 5 (70 000 nodes) they cut the exact mode's time by a third, the same nodes.
+the target's margins, the range ends, the hulls of the alive leaves — in loops over the *alive*
+leaves and their leaf-box entries only (a list of them, kept in leaf order and shortened round
+by round): in a node of the branch and bound a few percent of the leaves are alive (6% on the
+random forest 100 × 5 of ``bench_trees``, 1.4% at depth 8), and a pass over every leaf box cost
+6 to 7 times the work. The same arithmetic in the same order as the pass over every entry it
+replaces (``tests/reference.py``, :func:`tree_reduce_rounds`, compared on the nodes of real
+searches in ``tests/test_trees_speed_paths.py``): a leaf's cost sums its entries in order, a
+margin's top sums the trees in order; a hull is a min/max. Two things are not redone: a leaf's
+cost where no range it reads moved since it was computed (a node of the branch and bound
+receives its parent's costs), and the hulls of a tree that lost no leaf (its hulls already
+hold); on the benchmark's XGBoost 100 × 5 (70 000 nodes) they cut the exact mode's time by a
+third, the same nodes.
 
 Returns ``empty`` (1: no cell of cost <= ρ is classified as the target, 0 otherwise) and the
 lower bound S; ``ka``, ``kb``, ``alive`` and ``pruned`` are updated in place.
@@ -81,6 +82,13 @@ def reduce_rounds(
     nka = np.empty(D, dtype=np.int64)
     nkb = np.empty(D, dtype=np.int64)
     lost = np.zeros(T, dtype=np.bool_)  # the trees that lost an alive leaf since their hulls
+    # the range ends' rule (margins only): per tree its best alive leaf and the gap to its
+    # second; per feature the gaps summed at each end and the new end
+    gap = np.empty(T if margins else 0)
+    best_leaf = np.empty(T if margins else 0, dtype=np.int64)
+    lo_gap = np.empty(D if margins else 0)
+    hi_gap = np.empty(D if margins else 0)
+    new_ends = np.empty(2 * D if margins else 0, dtype=np.int64)
     every = fresh  # (the first round of a call without the parent's costs: every tree)
     big = np.iinfo(np.int64).max
     lb = 0.0
@@ -181,6 +189,14 @@ def reduce_rounds(
                 lost[tree[ids[p]]] = True
                 changed = True
         m = kept
+        if margins and H > 0:
+            empty, ends_moved = _margin_ends(
+                ids, m, coef, r, eps, ka, kb, ef, e_ka, e_kb, leaf_estart, tree_start, gap,
+                best_leaf, lo_gap, hi_gap, new_ends,
+            )  # fmt: skip
+            if empty:
+                return 1, lb, m
+            changed |= ends_moved
         if H == 0:
             if not changed:
                 break
@@ -224,3 +240,84 @@ def reduce_rounds(
         if not changed:
             break
     return 0, lb, m
+
+
+@kernel(inline="always")
+def _margin_ends(
+    ids, m, coef, r, eps, ka, kb, ef, e_ka, e_kb, leaf_estart, tree_start, gap, best_leaf,
+    lo_gap, hi_gap, new_ends,
+):  # fmt: skip
+    """Move each feature's range ends past the intervals where a form cannot be met.
+
+    For each form j, tree t's best alive leaf (the first of the largest ``coef[:, j]``) and its
+    gap to the tree's second best (0 at a tie; inf for a lone leaf). A cell whose value of
+    feature f lies in the range's lower end ``ka_f`` reaches in tree t a leaf whose box holds
+    ``ka_f``; where the best leaf's box does not, that leaf is worth at most the second best:
+    the form is at most ``top − Σ gaps`` of those trees. Below ``r − eps`` (with room for the
+    rounding of the two sums), no cell of the lower end qualifies, nor of any interval below
+    the smallest lower edge of those best boxes: the range starts there. The upper end alike.
+    Repeated (the best leaves and gaps stay) until no end moves, at most 8 times per form.
+    ``ids[:m]`` the alive leaves in order (each meets the ranges). Returns (empty, moved).
+    """
+    D = ka.shape[0]
+    T = tree_start.shape[0]
+    n = leaf_estart.shape[0] - 1
+    moved = False
+    for j in range(coef.shape[1]):
+        top = 0.0
+        scale = 0.0
+        p = 0
+        for t in range(T):
+            stop = tree_start[t + 1] if t + 1 < T else n
+            best = -np.inf
+            second = -np.inf
+            q = p
+            while p < m and ids[p] < stop:
+                c = coef[ids[p], j]
+                if c > best:
+                    second = best
+                    best = c
+                    q = p
+                elif c > second:
+                    second = c
+                p += 1
+            top += best
+            scale += abs(best)
+            gap[t] = best - second
+            best_leaf[t] = ids[q]
+        thr = r[j] - eps[j]
+        # the sums of gaps are of terms >= 0 (relative rounding <= T·2⁻⁵³), the top is within
+        # T·2⁻⁵³·scale: 1e-10 of the scale covers both for any forest of fewer than 10⁵ trees
+        room = (top - thr) + 1e-10 * (scale + abs(thr))
+        for _ in range(8):
+            for f in range(D):
+                lo_gap[f] = 0.0
+                hi_gap[f] = 0.0
+                new_ends[f] = kb[f] + 1
+                new_ends[D + f] = ka[f] - 1
+            for t in range(T):
+                if not gap[t] > 0.0:
+                    continue
+                i = best_leaf[t]
+                for e in range(leaf_estart[i], leaf_estart[i + 1]):
+                    f = ef[e]
+                    if e_ka[e] > ka[f]:
+                        lo_gap[f] += gap[t]
+                        new_ends[f] = min(new_ends[f], e_ka[e])
+                    if e_kb[e] < kb[f]:
+                        hi_gap[f] += gap[t]
+                        new_ends[D + f] = max(new_ends[D + f], e_kb[e])
+            again = False
+            for f in range(D):
+                if lo_gap[f] > room:
+                    ka[f] = new_ends[f]
+                    again = True
+                if hi_gap[f] > room:
+                    kb[f] = new_ends[D + f]
+                    again = True
+                if ka[f] > kb[f]:
+                    return True, True
+            if not again:
+                break
+            moved = True
+    return False, moved

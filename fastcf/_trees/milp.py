@@ -340,7 +340,15 @@ class Program(Structure):
         S = highspy.HighsModelStatus
         limit = st in (S.kTimeLimit, S.kSolutionLimit, S.kIterationLimit, S.kInterrupt)
         have = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
-        if (st == S.kOptimal or limit) and have:
+        if st == S.kModelEmpty:
+            # no column (the reductions left one cell, every tree constant in it): HiGHS solves
+            # nothing, not even its rows' constant bounds (a form's or max_changes' row), so
+            # they are checked here; the cell (the empty solution) is then the program's answer
+            lp = h.getLp()
+            met = bool(np.all(np.asarray(lp.row_lower_) <= 0.0))
+            met = met and bool(np.all(np.asarray(lp.row_upper_) >= 0.0))
+            kind = "solution" if met else "infeasible"
+        elif (st == S.kOptimal or limit) and have:
             kind = "solution"
         elif st in (S.kInfeasible, S.kUnboundedOrInfeasible, S.kObjectiveBound):
             kind = "infeasible"  # (with an objective bound: nothing below it)

@@ -17,6 +17,11 @@ run to a fixed point:
 * **margins** — every linear form of the target (``a·Z >= r``, the program's own rows) is at
   most ``Σ_t max_{alive l ∈ t} a·V_l``: below r, no cell qualifies; a leaf whose own term plus
   the best of every other tree stays below r is dead (a cell reaching it fails the form);
+* **range ends** — the margin bound for the cells whose feature f lies in its range's end
+  interval: a tree whose best alive leaf's box misses that interval gives at most its second
+  best there, so the bound falls by the gaps (best − second) of those trees; below r, no cell
+  of that interval qualifies, nor of the intervals up to the nearest edge of those best
+  boxes, and the range moves past them (each end of each feature, each form);
 * **hulls** — every cell reaches one alive leaf of each tree, so a feature's range shrinks to
   the hull of the alive leaves of every tree whose alive leaves all split on it.
 
