@@ -1621,16 +1621,26 @@ def tree_reduce_rounds(st, flat, kbar, ka, kb, rho, alive, coef, r, eps, margins
         k = np.clip(kbar[ef], a, b)
         np.add.at(cost, el[sel], flat[ioff[ef[sel]] + k[sel]] - base[ef[sel]])
         now = alive & (lb + cost <= rho) & ~miss
+        F = coef.shape[1]
+        gaps, bests, tops, scales = np.empty((F, T)), np.empty((F, T), dtype=np.int64), [], []
         if margins:
-            for j in range(coef.shape[1]):
+            for j in range(F):
                 mx = np.empty(T)
-                top = 0.0
+                top = scale = 0.0
                 for t in range(T):
-                    m = coef[now & (st.leaf_tree == t), j]
+                    leaves = np.flatnonzero(now & (st.leaf_tree == t))
+                    m = coef[leaves, j]
                     if m.size == 0:
                         return out(1)
-                    mx[t] = m.max()
+                    q = int(np.argmax(m))  # (the first of the largest)
+                    mx[t] = m[q]
                     top += mx[t]
+                    scale += abs(mx[t])
+                    rest = np.delete(m, q)
+                    gaps[j, t] = mx[t] - (rest.max() if rest.size else -np.inf)
+                    bests[j, t] = leaves[q]
+                tops.append(top)
+                scales.append(scale)
                 if top < r[j] - eps[j]:
                     return out(1)
                 kill = now & (coef[:, j] < r[j] - eps[j] - (top - mx[st.leaf_tree]))
@@ -1642,7 +1652,7 @@ def tree_reduce_rounds(st, flat, kbar, ka, kb, rho, alive, coef, r, eps, margins
         changed = bool((now != alive).any())
         alive = now
         if margins and groups.size:  # range ends
-            empty, moved, ka, kb = tree_margin_ends(st, alive, coef, r, eps, ka, kb)
+            empty, moved, ka, kb = tree_margin_ends(st, gaps, bests, tops, scales, r, eps, ka, kb)
             if empty:
                 return out(1)
             changed |= moved
@@ -1661,46 +1671,34 @@ def tree_reduce_rounds(st, flat, kbar, ka, kb, rho, alive, coef, r, eps, margins
     return out(0)
 
 
-def tree_margin_ends(st, alive, coef, r, eps, ka, kb):
+def tree_margin_ends(st, gaps, bests, tops, scales, r, eps, ka, kb):
     """The range ends' rule of the reductions, tree by tree (``tree_reduce._margin_ends``).
 
-    Per form j: each tree's best alive leaf (the first of the largest term) and its gap to the
-    second best (0 at a tie, inf for a lone leaf); a feature's lower end ``ka_f`` moves to the
-    smallest lower edge of the best boxes that exclude it when the gaps of those trees sum past
-    ``top − (r_j − eps_j)`` (with the kernel's room for rounding); the upper end alike;
-    repeated up to 8 times. Returns ``(empty, moved, ka, kb)`` (new arrays).
+    Per form j: ``gaps[j, t]``, ``bests[j, t]``: tree t's best leaf among those alive at the
+    form's margin test (the first of the largest term) and its gap to the second best there (0
+    at a tie, inf for a lone leaf); ``tops[j]``, ``scales[j]``: the sum of the trees' best and
+    of their magnitudes. A feature's lower end ``ka_f`` moves to the smallest lower edge of the
+    best boxes that exclude it when the gaps of those trees sum past ``top − (r_j − eps_j)``
+    (with the kernel's room for rounding); the upper end alike; repeated up to 8 times.
+    Returns ``(empty, moved, ka, kb)`` (new arrays).
     """
     ka, kb = ka.copy(), kb.copy()
     D = ka.size
-    T = st.tree_start.size
-    stops = np.append(st.tree_start[1:], alive.size)
     moved = False
-    for j in range(coef.shape[1]):
-        top = scale = 0.0
-        gap = np.empty(T)
-        best = np.empty(T, dtype=np.int64)
-        for t in range(T):
-            leaves = st.tree_start[t] + np.flatnonzero(alive[st.tree_start[t] : stops[t]])
-            c = coef[leaves, j]
-            q = int(np.argmax(c))
-            rest = np.delete(c, q)
-            top += c[q]
-            scale += abs(c[q])
-            gap[t] = c[q] - (rest.max() if rest.size else -np.inf)
-            best[t] = leaves[q]
+    for j in range(len(tops)):
         thr = r[j] - eps[j]
-        room = (top - thr) + 1e-10 * (scale + abs(thr))
+        room = (tops[j] - thr) + 1e-10 * (scales[j] + abs(thr))
         for _ in range(8):
             lo, hi = np.zeros(D), np.zeros(D)
             na, nb = kb + 1, ka - 1
-            for t in np.flatnonzero(gap > 0.0):
-                for e in range(st.leaf_estart[best[t]], st.leaf_estart[best[t] + 1]):
+            for t in np.flatnonzero(gaps[j] > 0.0):
+                for e in range(st.leaf_estart[bests[j, t]], st.leaf_estart[bests[j, t] + 1]):
                     f = st.b_feat[e]
                     if st.e_ka[e] > ka[f]:
-                        lo[f] += gap[t]
+                        lo[f] += gaps[j, t]
                         na[f] = min(na[f], st.e_ka[e])
                     if st.e_kb[e] < kb[f]:
-                        hi[f] += gap[t]
+                        hi[f] += gaps[j, t]
                         nb[f] = max(nb[f], st.e_kb[e])
             move_a, move_b = lo > room, hi > room
             if not (move_a.any() or move_b.any()):

@@ -82,10 +82,13 @@ def reduce_rounds(
     nka = np.empty(D, dtype=np.int64)
     nkb = np.empty(D, dtype=np.int64)
     lost = np.zeros(T, dtype=np.bool_)  # the trees that lost an alive leaf since their hulls
-    # the range ends' rule (margins only): per tree its best alive leaf and the gap to its
-    # second; per feature the gaps summed at each end and the new end
-    gap = np.empty(T if margins else 0)
-    best_leaf = np.empty(T if margins else 0, dtype=np.int64)
+    # the range ends' rule (margins only): per form and tree its best alive leaf and the gap to
+    # the second best (at the form's margin test), per form the top and its scale; per feature
+    # the gaps summed at each end and the new ends
+    gap = np.empty(F * T if margins else 0)
+    best_leaf = np.empty(F * T if margins else 0, dtype=np.int64)
+    tops = np.empty(F)
+    scales = np.empty(F)
     lo_gap = np.empty(D if margins else 0)
     hi_gap = np.empty(D if margins else 0)
     new_ends = np.empty(2 * D if margins else 0, dtype=np.int64)
@@ -146,17 +149,31 @@ def reduce_rounds(
             for j in range(F):
                 top = 0.0
                 p = 0
+                scale = 0.0
                 for t in range(T):
                     stop = tree_start[t + 1] if t + 1 < T else n
                     best = -np.inf
+                    second = -np.inf
+                    q = -1
                     while p < m and ids[p] < stop:
-                        if now[p] and coef[ids[p], j] > best:
-                            best = coef[ids[p], j]
+                        if now[p]:
+                            v = coef[ids[p], j]
+                            if v > best:
+                                second = best
+                                best = v
+                                q = ids[p]
+                            elif v > second:
+                                second = v
                         p += 1
                     if best == -np.inf:
                         return 1, lb, m
                     mx[t] = best
                     top += best
+                    scale += abs(best)
+                    gap[j * T + t] = best - second
+                    best_leaf[j * T + t] = q
+                tops[j] = top
+                scales[j] = scale
                 if top < r[j] - eps[j]:
                     return 1, lb, m
                 for p in range(m):
@@ -191,8 +208,8 @@ def reduce_rounds(
         m = kept
         if margins and H > 0:
             empty, ends_moved = _margin_ends(
-                ids, m, coef, r, eps, ka, kb, ef, e_ka, e_kb, leaf_estart, tree_start, gap,
-                best_leaf, lo_gap, hi_gap, new_ends,
+                r, eps, ka, kb, ef, e_ka, e_kb, leaf_estart, gap, best_leaf, tops, scales,
+                lo_gap, hi_gap, new_ends,
             )  # fmt: skip
             if empty:
                 return 1, lb, m
@@ -244,51 +261,38 @@ def reduce_rounds(
 
 @kernel(inline="always")
 def _margin_ends(
-    ids, m, coef, r, eps, ka, kb, ef, e_ka, e_kb, leaf_estart, tree_start, gap, best_leaf,
-    lo_gap, hi_gap, new_ends,
+    r, eps, ka, kb, ef, e_ka, e_kb, leaf_estart, gap, best_leaf, tops, scales, lo_gap, hi_gap,
+    new_ends,
 ):  # fmt: skip
     """Move each feature's range ends past the intervals where a form cannot be met.
 
-    For each form j, tree t's best alive leaf (the first of the largest ``coef[:, j]``) and its
-    gap to the tree's second best (0 at a tie; inf for a lone leaf). A cell whose value of
-    feature f lies in the range's lower end ``ka_f`` reaches in tree t a leaf whose box holds
-    ``ka_f``; where the best leaf's box does not, that leaf is worth at most the second best:
-    the form is at most ``top − Σ gaps`` of those trees. Below ``r − eps`` (with room for the
-    rounding of the two sums), no cell of the lower end qualifies, nor of any interval below
-    the smallest lower edge of those best boxes: the range starts there. The upper end alike.
-    Repeated (the best leaves and gaps stay) until no end moves, at most 8 times per form.
-    ``ids[:m]`` the alive leaves in order (each meets the ranges). Returns (empty, moved).
+    For form j and tree t (``gap``, ``best_leaf`` at ``j·T + t``): the tree's best leaf
+    among those alive at the form's margin test (the first of the largest ``coef[:, j]``) and
+    its gap to the second best there (0 at a tie; inf for a lone leaf); ``tops[j]`` the sum of
+    the trees' best, ``scales[j]`` of their magnitudes. A cell whose value of feature f lies in
+    the range's lower end ``ka_f`` reaches in tree t a leaf whose box holds ``ka_f``; where the
+    best leaf's box does not, that leaf is worth at most the second best, so the form is at
+    most the top less the gaps of those trees. Below ``r − eps`` (with room for the rounding of
+    the sums), no cell of the lower end qualifies, nor of any interval below the smallest lower
+    edge of those best boxes: the range starts there. The upper end alike. Repeated (the same
+    best leaves and gaps) until no end moves, at most 8 times per form; skipped for a form
+    whose gaps all together cannot pass the room. Returns (empty, moved).
     """
     D = ka.shape[0]
-    T = tree_start.shape[0]
-    n = leaf_estart.shape[0] - 1
+    F = tops.shape[0]
+    T = gap.shape[0] // max(F, 1)
     moved = False
-    for j in range(coef.shape[1]):
-        top = 0.0
-        scale = 0.0
-        p = 0
-        for t in range(T):
-            stop = tree_start[t + 1] if t + 1 < T else n
-            best = -np.inf
-            second = -np.inf
-            q = p
-            while p < m and ids[p] < stop:
-                c = coef[ids[p], j]
-                if c > best:
-                    second = best
-                    best = c
-                    q = p
-                elif c > second:
-                    second = c
-                p += 1
-            top += best
-            scale += abs(best)
-            gap[t] = best - second
-            best_leaf[t] = ids[q]
+    for j in range(F):
         thr = r[j] - eps[j]
         # the sums of gaps are of terms >= 0 (relative rounding <= T·2⁻⁵³), the top is within
         # T·2⁻⁵³·scale: 1e-10 of the scale covers both for any forest of fewer than 10⁵ trees
-        room = (top - thr) + 1e-10 * (scale + abs(thr))
+        room = (tops[j] - thr) + 1e-10 * (scales[j] + abs(thr))
+        total = 0.0
+        for t in range(T):
+            if gap[j * T + t] > 0.0:
+                total += gap[j * T + t]
+        if not total > room:  # (a feature's sum takes some of these terms, in this order)
+            continue
         for _ in range(8):
             for f in range(D):
                 lo_gap[f] = 0.0
@@ -296,16 +300,17 @@ def _margin_ends(
                 new_ends[f] = kb[f] + 1
                 new_ends[D + f] = ka[f] - 1
             for t in range(T):
-                if not gap[t] > 0.0:
+                g = gap[j * T + t]
+                if not g > 0.0:
                     continue
-                i = best_leaf[t]
+                i = best_leaf[j * T + t]
                 for e in range(leaf_estart[i], leaf_estart[i + 1]):
                     f = ef[e]
                     if e_ka[e] > ka[f]:
-                        lo_gap[f] += gap[t]
+                        lo_gap[f] += g
                         new_ends[f] = min(new_ends[f], e_ka[e])
                     if e_kb[e] < kb[f]:
-                        hi_gap[f] += gap[t]
+                        hi_gap[f] += g
                         new_ends[D + f] = max(new_ends[D + f], e_kb[e])
             again = False
             for f in range(D):
