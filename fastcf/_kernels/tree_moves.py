@@ -132,7 +132,7 @@ def single_moves_bits(
     leaf from ``lstart``).
     """
     W, D = KX.shape
-    n, S = V.shape
+    S = V.shape[1]
     M = mf.shape[0]
     nw = B.shape[1]
     Z = np.empty((W, S))
