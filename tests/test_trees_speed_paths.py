@@ -908,13 +908,16 @@ def test_bench_table_marks_a_stopped_baseline():
 def test_an_empty_program_is_its_one_cell():
     """A program without columns (the reductions left one cell, every tree constant in it):
     HiGHS reports it "Empty" without checking even its rows' constant bounds (a form's,
-    max_changes'), so the verdict checks them: the cell is the answer where they hold, and
-    nothing is feasible where one fails. (Found when a stronger reduction left one cell: the
-    query came back as "the MILP solver stopped", the incumbent not proven optimal.)"""
+    max_changes'), so the verdict checks them to its feasibility tolerance (1e-7): the cell is
+    the candidate where they hold, and nothing is feasible where one fails. (Found when a
+    stronger reduction left one cell: the query came back as "the MILP solver stopped", the
+    incumbent not proven optimal.)"""
     import highspy
 
-    for lower, upper, kind in ((-np.inf, 1.0, "solution"), (-np.inf, -1.0, "infeasible"),
-                               (0.5, np.inf, "infeasible"), (0.0, 0.0, "solution")):  # fmt: skip
+    cases = [(-np.inf, 1.0, "solution"), (-np.inf, -1.0, "infeasible"),
+             (0.5, np.inf, "infeasible"), (0.0, 0.0, "solution"), (1e-9, np.inf, "solution"),
+             (-np.inf, -1e-5, "infeasible")]  # fmt: skip
+    for lower, upper, kind in cases:
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.addRow(lower, upper, 0, np.array([], dtype=np.int32), np.array([]))

@@ -343,10 +343,12 @@ class Program(Structure):
         if st == S.kModelEmpty:
             # no column (the reductions left one cell, every tree constant in it): HiGHS solves
             # nothing, not even its rows' constant bounds (a form's or max_changes' row), so
-            # they are checked here; the cell (the empty solution) is then the program's answer
+            # they are checked here, to HiGHS's own feasibility tolerance; the cell (the empty
+            # solution) is then the program's candidate, judged as any other
             lp = h.getLp()
-            met = bool(np.all(np.asarray(lp.row_lower_) <= 0.0))
-            met = met and bool(np.all(np.asarray(lp.row_upper_) >= 0.0))
+            tol = h.getOptions().primal_feasibility_tolerance
+            met = bool(np.all(np.asarray(lp.row_lower_) <= tol))
+            met = met and bool(np.all(np.asarray(lp.row_upper_) >= -tol))
             kind = "solution" if met else "infeasible"
         elif (st == S.kOptimal or limit) and have:
             kind = "solution"
