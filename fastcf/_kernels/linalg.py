@@ -7,6 +7,8 @@
   (:func:`_lu_factor`, :func:`_lu_solve`, :func:`_lu_solve_t`): the basis of the region LP's dual
   simplex and the face systems of the entropy dual (:mod:`fastcf._kernels.l1`).
 - Reassociated (SIMD) dot products :func:`dot`, :func:`dot_abs`.
+- The linear models' cheap bound of the logits' rounding (:func:`need_of_norm`, per row
+  :func:`need_bounds`): the one formula of ``fastcf._linear.model._LinearModel.need_bound``.
 - The inverse of a small KKT matrix and its rank-one updates (:func:`invert`,
   :func:`inverse_remove`, :func:`inverse_add`: one index out / in), used by the active-set step
   of the SVM dual (:mod:`fastcf._kernels.smo`).
@@ -82,6 +84,27 @@ def dot(a, b):
     for i in range(a.shape[0]):
         acc += a[i] * b[i]
     return acc
+
+
+@kernel()
+def need_of_norm(nx, g, row_norm, abs_b):
+    """Return ``8γ (row_norm · nx + abs_b)(1 + 8γ)``: the rounding-need bound at ‖x‖₂ ≤ nx.
+
+    A bound of ``4γ (S_k + max_{j≠k} S_j)``, S_i = Σ_j |a_ij x_j| + |b_i|, by Cauchy–Schwarz (S_i ≤
+    ‖a_i‖₂ ‖x‖₂ + |b_i|), with ``row_norm`` = max_i ‖a_i‖₂ and ``abs_b`` = max_i |b_i|; the
+    factor 1 + 8γ covers the rounding of the bound's own evaluation (the norm's dot product of
+    positive terms, its square root and these five operations). inf or NaN pass through.
+    """
+    return 8.0 * g * (row_norm * nx + abs_b) * (1 + 8 * g)
+
+
+@kernel()
+def need_bounds(X, g, row_norm, abs_b):
+    """Return :func:`need_of_norm` of each row of ``X`` (its ‖x‖₂ by :func:`dot`)."""
+    out = np.empty(X.shape[0])
+    for n in range(X.shape[0]):
+        out[n] = need_of_norm(math.sqrt(dot(X[n], X[n])), g, row_norm, abs_b)
+    return out
 
 
 @kernel(fastmath=REASSOC)

@@ -96,19 +96,24 @@ def project(model, X, tidx, m, bnd, proba, margins):
     )
     return finish(
         model, Xs, zeta, tidx, np.zeros(N, dtype=np.int64), status, None, dist, None,
-        "projection", False, proba_min=proba,
+        "projection", False, proba_min=proba, certify=proba is None,
     )  # fmt: skip
 
 
 def finish(
     model, Xs, zeta, tidx, nit, status, lams, dist, gn, method, unreachable, proba_min,
-    scale=None, info=None,
+    scale=None, info=None, certify=False,
 ):  # fmt: skip
     """Return the :class:`~fastcf.results.Solution` of the kernels' answers and verdicts.
 
     ``zeta`` is the target logit at ``Xs``, recomputed from ``Xs``; the model predicts
     ``classes_[1]`` iff z > 0. ``scale``: the rounding scale Σ|w_i x_i| + |c| of each ``zeta``
-    (a success with ``zeta > 4γ scale`` is ``certified``).
+    (a success with ``zeta > 4γ scale`` is ``certified``); else, with ``certify`` (the class
+    alone, no τ: the probabilities here are the kernel's), a success with ``zeta`` above the
+    cheap bound of that need (``model.need_bound``) is. Either way every evaluation of the
+    logit, the model's own included, differs from the kernel's by less than the need (Higham's
+    bound holds for any order of the sums), so it puts the answer in the target: the
+    explainer's verification need not recompute it.
     """
     z = np.where(tidx == 1, zeta, -zeta)
     pred = (z > 0).astype(np.int64)
@@ -119,7 +124,12 @@ def finish(
     bad = (status == _OK) & ~(np.isfinite(Xs).all(axis=1) & np.isfinite(dist))
     status[bad] = _NUMERIC
     success, status = verdict(pred, P, tidx, status, proba_min, lams is not None, unreachable)
-    cert = None if scale is None else success & (zeta > 4.0 * model.gamma * scale)
+    if scale is not None:
+        cert = success & (zeta > 4.0 * model.gamma * scale)
+    elif certify:
+        cert = success & (zeta > model.need_bound(Xs))
+    else:
+        cert = None
     return solution(Xs, P, dist, success, status, nit, lams, gn, method, cert, info)
 
 

@@ -241,7 +241,7 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
     Python scheme if one is not confirmed).
     """
     from .._kernels import l1_enum
-    from .fast import first_round_rises
+    from .verify import margin_rises
 
     D = X.shape[1]
     keys = _KEYS.get(D)
@@ -263,9 +263,10 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
         None, _BINARY_METHOD, False, proba, info={"n_moved": nmv[:n]},
     )  # fmt: skip
     if proba is None or model.proba_as_region(proba):
-        # verify.region's first round, row by row (as fast.l1_row; proba=τ ≥ 1/2 is region=True
-        # at margin logit τ there)
-        if any(first_round_rises(model, sol, i, t, theta) for i in range(n)):
+        # verify.region's first round, by its own rule (proba=τ ≥ 1/2 is region=True at margin
+        # logit τ there): an answer it would re-solve is the Python scheme's to give
+        rises = margin_rises(model, sol.x, X[:1], t, np.full(n, theta), sol.status)[0]
+        if rises is not None and rises.any():
             return None
     return sol
 

@@ -30,6 +30,8 @@ import numpy as np
 
 from .._kernels import logistic as _lk
 from .._kernels import softmax as _sk
+from .._kernels.linalg import need_bounds as _need_bounds
+from .._kernels.linalg import need_of_norm as _need_of_norm
 
 __all__ = ["BinaryModel", "SoftmaxModel", "make_model"]
 
@@ -78,7 +80,7 @@ class _LinearModel:
         self.AT = np.ascontiguousarray(A.T)
         self.row_norms = np.sqrt(np.einsum("ij,ij->i", A, A))  # path certificate
         self.abs_b = np.abs(b)
-        # for the cheap upper bound of the rounding need (fast._need_bound)
+        # for the cheap upper bound of the rounding need (need_bound)
         self.max_row_norm = float(self.row_norms.max())
         self.max_abs_b = float(self.abs_b.max())
         G = A @ A.T
@@ -136,22 +138,21 @@ class _LinearModel:
 
         By Cauchy–Schwarz S_i = Σ_j |a_ij x_j| + |b_i| ≤ ‖a_i‖₂ ‖x‖₂ + |b_i|, so the need
         4γ (S_k + max_{j≠k} S_j) ≤ 8γ (max_i ‖a_i‖₂ ‖x‖₂ + max_i |b_i|); the factor 1 + 8γ covers
-        the rounding of the bound itself (as ``fastcf._linear.fast._need_bound``). Infinite or
-        NaN where the norm overflows: then the exact need decides.
+        the rounding of the bound itself. Infinite or NaN where the norm overflows or ``Xs``
+        holds a NaN: then the exact need decides. One kernel call
+        (:func:`fastcf._kernels.linalg.need_bounds`), no NumPy warnings.
         """
-        with np.errstate(over="ignore", invalid="ignore"):
-            return self.need_of_norm(np.sqrt(np.einsum("ij,ij->i", Xs, Xs)))
+        Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+        return _need_bounds(Xs, self.gamma, self.max_row_norm, self.max_abs_b)
 
     def need_of_norm(self, nx):
         """Return the one rounding-need bound ``8γ (max_i ‖a_i‖₂ · nx + max_i |b_i|)(1 + 8γ)``.
 
-        ``nx`` (a float or an array) bounds ‖x‖₂ of the point judged. The one formula of the
-        bound, for :meth:`need_bound`, the short paths (``fastcf._linear.fast``) and the
-        ``max_changes`` search (``fastcf._linear.route``): the same operations in the same
-        order, so the same bits, whether ``nx`` is a Python float or an array.
+        ``nx`` (a float) bounds ‖x‖₂ of the point judged. The formula of :meth:`need_bound`
+        (:func:`fastcf._kernels.linalg.need_of_norm`), for the ``max_changes`` search
+        (``fastcf._linear.route``), which bounds ‖x‖₂ of the answers it has not formed.
         """
-        g = self.gamma
-        return 8.0 * g * (self.max_row_norm * nx + self.max_abs_b) * (1 + 8 * g)
+        return _need_of_norm(float(nx), self.gamma, self.max_row_norm, self.max_abs_b)
 
     def in_target(self, X, tidx, proba=None):
         """Return which rows of ``X`` the model surely puts in ``tidx`` (and p ≥ ``proba``).

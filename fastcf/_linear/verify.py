@@ -23,6 +23,7 @@ from ..results import CounterfactualPath, Solution
 __all__ = [
     "fail",
     "keep_source",
+    "margin_rises",
     "source_meets",
     "path_result",
     "region",
@@ -274,6 +275,51 @@ def _rhs_scale(model, X, tidx, margins):
     return rhs.max(axis=1, initial=0.0)
 
 
+def margin_rises(model, Xs, X, tidx, margins, status):
+    """Return (rises, need, tm): which ``region=True`` answers :func:`region` re-solves.
+
+    The rule of a round of :func:`region`, one function for every caller that must answer as it
+    does (the region rounds, and ``manhattan.binary_flipsets``' alternatives, which return the
+    kernel's answers only where no round would re-solve them). ``Xs``: the answers (N, D);
+    ``X``: their sources (N, D), or one (1, D) for all; ``margins`` (N,): the margins they were
+    solved with; ``status``: the solver's. ``rises`` (N,) bool, or ``None`` when no row can
+    rise; ``need`` and ``tm``: the rounding need and the answer's own margin in the model's
+    arithmetic (``model.check_logits``), computed only where the cheap bound cannot decide
+    (0 and inf elsewhere).
+
+    Candidates are the successes and the failures of the solver's own check (NUMERIC;
+    BELOW_DECISION for a binary ``proba=τ ≥ 1/2`` solved as a region, at a tie of the classes)
+    that a larger margin can repair.
+    """
+    N = Xs.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        # the exact need, and the answer's own margin, only where the cheap bound (need ≤
+        # bound) cannot clear the margin asked with room for the answer to fall short of it
+        # by twice as much again (K-space meets the margin in z̄ + G y, the formed point has
+        # its own rounding); that decides every row at ordinary magnitudes, so it comes first
+        clear = margins > 4.0 * model.need_bound(Xs)
+        if clear.all():
+            return None, None, None
+        ok = (status == _OK) | (status == _NUMERIC) | (status == _BELOW_DECISION)
+        ok &= np.isfinite(Xs).all(axis=1) & ~clear
+        if not ok.any():
+            return None, None, None
+        need = np.zeros(N)
+        tm = np.full(N, np.inf)
+        need[ok] = model.rounding_need(Xs[ok], tidx[ok])
+        tm[ok] = model.target_margin(model.check_logits(Xs[ok]), tidx[ok])
+        # the verification's test (tm > need) would refuse the answer, or the margin asked
+        # does not clear the need
+        bump = ok & (~(margins > need) | ~(tm > need)) & np.isfinite(2 * need)
+        # but x̄ itself, already in its class in every arithmetic and by the margin asked,
+        # is the answer (distance 0): raised past a margin 0 it moved by 2.4e-271 off
+        # x̄ = −2.2e-308, while the same query with x̄'s one feature frozen kept x̄, and
+        # enumerate listed the cheaper answer second (a 10 000-example soak of
+        # test_fuzz_linear_few_changes[binary], 2026-11-26)
+        bump &= ~((Xs == X).all(axis=1) & (tm > need) & (tm >= margins))
+    return bump, need, tm
+
+
 def region(model, X, tidx, bnd, margin, constrained):
     """``region=True``: solve with ``margin``; re-solve rows where rounding can exceed it.
 
@@ -291,36 +337,9 @@ def region(model, X, tidx, bnd, margin, constrained):
 
     def pick(sol, _r):
         nonlocal own
-        # successes, and failures of the solver's own check (NUMERIC; BELOW_DECISION for a
-        # binary proba=τ ≥ 1/2 solved here, at a tie of the classes) that a larger margin can
-        # repair
-        st = sol.status
-        ok = ((st == _OK) | (st == _NUMERIC) | (st == _BELOW_DECISION)) & np.isfinite(sol.x).all(
-            axis=1
-        )
-        if not ok.any():
+        bump, need, tm = margin_rises(model, sol.x, X, tidx, margins, sol.status)
+        if bump is None:
             return None
-        need = np.zeros(N)
-        tm = np.full(N, np.inf)
-        with np.errstate(over="ignore", invalid="ignore"):
-            # the exact need, and the answer's own margin, only where the cheap bound (need ≤
-            # bound) cannot clear the margin asked with room for the answer to fall short of it
-            # by twice as much again (K-space meets the margin in z̄ + G y, the formed point has
-            # its own rounding)
-            ok &= ~(margins > 4.0 * model.need_bound(sol.x))
-            if not ok.any():
-                return None
-            need[ok] = model.rounding_need(sol.x[ok], tidx[ok])
-            tm[ok] = model.target_margin(model.check_logits(sol.x[ok]), tidx[ok])
-            # the verification's test (tm > need) would refuse the answer, or the margin asked
-            # does not clear the need
-            bump = ok & (~(margins > need) | ~(tm > need)) & np.isfinite(2 * need)
-            # but x̄ itself, already in its class in every arithmetic and by the margin asked,
-            # is the answer (distance 0): raised past a margin 0 it moved by 2.4e-271 off
-            # x̄ = −2.2e-308, while the same query with x̄'s one feature frozen kept x̄, and
-            # enumerate listed the cheaper answer second (a 10 000-example soak of
-            # test_fuzz_linear_few_changes[binary], 2026-11-26)
-            bump &= ~((sol.x == X).all(axis=1) & (tm > need) & (tm >= margins))
         idx = np.flatnonzero(bump)
         if idx.size == 0:
             return idx
