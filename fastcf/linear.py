@@ -22,9 +22,8 @@ import numpy as np
 from ._confirm import check_verify, confirm
 from ._linear.paths import path as _path
 from ._linear.paths import short_path
-from ._linear.route import make_query, solve
+from ._linear.route import answer, make_query
 from ._linear.scores import LinearScores, by_columns
-from ._linear.verify import keep_source
 from .adapters import check_linear_arrays, check_linear_model, linear_model_arrays
 
 __all__ = ["LinearExplainer"]
@@ -275,10 +274,7 @@ class LinearExplainer(LinearScores):
             self, X, tidx, names, lam, proba, region, margin, frozen, weights, bounds, metric,
             max_changes, method, tol, max_iter,
         )  # fmt: skip
-        sol = solve(self, X, tidx, q)
-        if q.form == "proba":  # x̄ itself where the model already meets τ there
-            sol = keep_source(self._model, X, tidx, sol, q.proba)
-        return self._package(self._verify(sol, tidx, q.proba), X, tidx, names, single)
+        return answer(self, X, tidx, q, names, single)
 
     def enumerate(
         self,

@@ -1,9 +1,11 @@
-"""The short paths of one common ``region=True`` / ``proba=τ`` query (``fastcf._linear.fast``).
+"""The short path of one common query (``fastcf._linear.fast``): ``lam=``, ``proba=``, ``region=``.
 
-They must answer what the long path answers, bit for bit, and keep its guarantees: the rounding
-re-solve of ``region=True`` at huge logits (the short path hands those to the long path), the
-ulp re-solve loop of ``proba=``, the verification in the model's own arithmetic. A float64
-``tol`` (``np.float64``, not ``float``) sends a query the long way, for comparison.
+It answers by the long path's own body (``route.answer``) on the query ``route.common_query``
+builds: that query must be the one ``make_query`` builds from the same arguments (compared field
+by field), and the answers are then the long path's, bit for bit, with its guarantees: the
+rounding re-solves of ``region=True`` at huge logits, the ulp re-solve loop of ``proba=``, the
+verification in the model's own arithmetic. A float64 ``tol`` (``np.float64``, not ``float``)
+sends a query the long way, for comparison.
 """
 
 import warnings
@@ -54,14 +56,14 @@ def problem(request):
 def spy(monkeypatch):
     """Count the short path's answers (and its hand-overs to the long path)."""
     calls = {"answered": 0, "handed_over": 0}
-    inner = fast.constrained_one
+    inner = fast.one_query
 
     def counted(*args):
         out = inner(*args)
         calls["answered" if out is not None else "handed_over"] += 1
         return out
 
-    monkeypatch.setattr("fastcf._linear.paths.constrained_one", counted)
+    monkeypatch.setattr("fastcf._linear.paths.one_query", counted)
     return calls
 
 
@@ -74,22 +76,32 @@ def test_short_path_equals_the_long_path_bit_for_bit(problem, form, spy):
         for t in ex.classes_:
             _same(ex.explain(x, t, **form), ex.explain(x, t, **form, **LONG))
     n = len(rows) * len(ex.classes_)
-    # margin=0: any rounding exceeds it, verify.region raises it: the long way for every query
-    assert spy["answered"] == (0 if form.get("margin") == 0.0 else n)
-    assert spy["answered"] + spy["handed_over"] == 2 * n  # the LONG calls are handed over
+    assert spy["answered"] == n  # (margin=0 too: verify.region's raises are on this path)
+    assert spy["handed_over"] == n  # the LONG calls
 
 
 @pytest.mark.parametrize("form", FORMS, ids=str)
-def test_huge_logits_take_the_long_path_and_still_agree(problem, form, spy):
+def test_huge_logits_raise_the_margin_on_both_paths_alike(problem, form, spy, monkeypatch):
+    from fastcf._linear import verify
+
     ex, X = problem
+    raises = {"n": 0}
+    real = verify.raise_margin
+
+    def counted(*args, **kwargs):
+        raises["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verify, "raise_margin", counted)
     x = np.ascontiguousarray(X[3] * 1e9)
     for t in ex.classes_:
         a = ex.explain(x, t, **form)
         _same(a, ex.explain(x, t, **form, **LONG))
         if a.success:  # the class holds in the model's own arithmetic
             assert ex.predict(a.x[None])[0] == t
+    assert spy["answered"] == len(ex.classes_)
     if "region" in form and form.get("margin", 1e-6) < 1e-3:
-        assert spy["handed_over"] > 0  # the margin had to be raised above rounding
+        assert raises["n"] > 0  # the margin had to be raised above rounding
 
 
 @pytest.mark.parametrize("shorts", [1, 2])
@@ -127,7 +139,6 @@ def test_softmax_proba_that_needs_a_re_solve_still_answers_as_the_long_path(shor
             Z[0, t] = np.log(tau / (1 - tau)) + lse
         return Z
 
-    monkeypatch.setattr(fast, "rows_proba", counted_rows)
     monkeypatch.setattr(softmax, "rows_proba", counted_rows)
     monkeypatch.setattr(ex._model, "check_logits", check_short)
     for i in (0, 70, 140):
@@ -155,18 +166,18 @@ L1_FORMS = [
 
 @pytest.mark.parametrize("form", L1_FORMS, ids=str)
 def test_manhattan_short_path_equals_the_long_path_bit_for_bit(problem, form, monkeypatch):
-    """``manhattan_one`` (binary knapsack, softmax LP and λ-search) answers as the long path."""
+    """Manhattan (binary knapsack, softmax LP and λ-search) answers as the long path."""
     ex, X = problem
     ex = ex.fit_mad(X)
     calls = {"answered": 0}
-    inner = fast.manhattan_one
+    inner = fast.one_query
 
     def counted(*args):
         out = inner(*args)
         calls["answered"] += out is not None
         return out
 
-    monkeypatch.setattr("fastcf._linear.paths.manhattan_one", counted)
+    monkeypatch.setattr("fastcf._linear.paths.one_query", counted)
     rows = range(0, len(X), max(1, len(X) // 6))
     for i in rows:
         x = np.ascontiguousarray(X[i])
@@ -176,6 +187,59 @@ def test_manhattan_short_path_equals_the_long_path_bit_for_bit(problem, form, mo
             if a.success:
                 assert ex.predict(a.x[None])[0] == t
     assert calls["answered"] == len(rows) * len(ex.classes_)  # the short path answered each
+
+
+COMMON = [
+    {},
+    {"lam": 0.5},
+    {"lam": 0.05, "metric": "manhattan", "weights": "mad"},
+    {"region": True},
+    {"region": True, "margin": 0.0},
+    {"region": True, "margin": 0.25, "weights": "mad"},
+    {"proba": 0.7},
+    {"proba": 0.3, "weights": "mad", "method": "reduced"},
+    {"region": True, "metric": "manhattan"},
+    {"proba": 0.9, "metric": "manhattan", "weights": "mad", "tol": 1e-8, "max_iter": 7},
+]
+
+
+@pytest.mark.parametrize("form", COMMON, ids=str)
+def test_the_short_paths_query_is_the_long_paths(problem, form, monkeypatch):
+    """The short path answers by ``route.answer`` on ``common_query``'s query; the long path by
+    the same ``answer`` on ``make_query``'s. Both queries are recorded and compared field by
+    field: equal queries through the same function are the same answer."""
+    from fastcf._linear import route
+
+    ex, X = problem
+    ex = ex.fit_mad(X)
+    seen = []
+    real = route.answer
+
+    def recorded(ex_, X_, tidx, q, names, single):
+        seen.append((X_, tidx, q, names, single))
+        return real(ex_, X_, tidx, q, names, single)
+
+    monkeypatch.setattr(fast, "answer", recorded)  # (each caller's own name of it)
+    monkeypatch.setattr("fastcf.linear.answer", recorded)
+    args = {"margin": 1e-6, "metric": "euclidean", "method": "auto", "tol": 1e-10, "max_iter": 100}
+    args.update(form)
+    x = np.ascontiguousarray(X[5])
+    t = ex.classes_[-1]
+    short = ex.explain(x, t, **args)
+    assert len(seen) == 1  # answered by the short path (common_query)
+    long = ex.explain(x[None], [t], **args)  # a batch: the long path (make_query)
+    assert len(seen) == 2
+    (X1, t1, q1, n1, s1), (X2, t2, q2, n2, s2) = seen
+    assert np.array_equal(X1, X2) and X1.dtype == X2.dtype and np.array_equal(t1, t2)
+    assert t1.dtype == t2.dtype and (s1, s2) == (True, False)
+    assert (n1 is None and n2 is None) or list(n1) == list(n2)
+    for name, a, b in zip(q1._fields, q1, q2, strict=True):
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            assert type(a) is type(b) and a.dtype == b.dtype, name
+            assert np.array_equal(a, b), name
+        else:
+            assert type(a) is type(b) and a == b, name
+    _same(short, long[0])
 
 
 @pytest.mark.parallel

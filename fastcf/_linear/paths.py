@@ -1,22 +1,21 @@
 """The linear family's λ-paths: :meth:`fastcf.LinearExplainer.path` and the short query paths.
 
 :func:`path` checks the options and solves the path (warm-started K-space Newton, or one
-Manhattan batch); :func:`path_one` and :func:`explain_one` answer the common queries with no
-options on short paths, with the same solvers and result code (the same bits).
+Manhattan batch); :func:`path_one` answers the common path with no options on a short path, with
+the same solver and result code (the same bits); :func:`short_path` sends one common query of
+``explain`` to :func:`fastcf._linear.fast.one_query` (the long path's body on the same query).
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from .._validation import as_float_array, check_int, check_scalar
 from . import solvers as _solvers
-from .fast import constrained_one, manhattan_one, plain_query
+from .fast import one_query, plain_query
 from .route import METRICS, REDUCED, options
 
-__all__ = ["DEFAULT_LAMS", "path", "path_one", "explain_one", "short_path"]
+__all__ = ["DEFAULT_LAMS", "path", "path_one", "short_path"]
 
 DEFAULT_LAMS = np.logspace(3, -5, 100)  # path()'s grid (copied for each path)
 
@@ -108,59 +107,26 @@ def path_one(ex, x, target, lams, frozen, weights, bounds, warm, tol, max_iter):
     return _solvers.path(ex._model, x, k, _label(ex, k), lams, m, warm, tol, max_iter, names, xx=xx)
 
 
-def explain_one(ex, x, target, lam, tol, max_iter):
-    """Answer the common query (one float64 x̄, a float λ, no options) on a short path.
-
-    The same solver and result code as :meth:`fastcf.LinearExplainer.explain` (the same bits),
-    the argument checks reduced to type tests (``_linear.fast.plain_query``); ``None`` whenever
-    anything is unusual.
-    """
-    if type(lam) is not float or not 0.0 < lam < math.inf:
-        return None
-    plain = plain_query(ex, x, target, tol, max_iter)
-    if plain is None:
-        return None
-    X = x[None, :]
-    tidx = np.array([plain[0]], dtype=np.int64)
-    sol = _solvers.lam(ex._model, X, tidx, ex._cache.default, None, np.array([lam]), tol, max_iter)
-    return ex._package(ex._verify(sol, tidx, None), X, tidx, ex.feature_names_in_, True)
-
-
 def short_path(
     ex, x, target, lam, proba, region, margin, frozen, weights, bounds, metric, max_changes,
     method, tol, max_iter,
 ):  # fmt: skip
     """Answer one common query of :meth:`fastcf.LinearExplainer.explain` on a short path, or None.
 
-    A single float64 query with no options but its form (and, for Manhattan, its weights) takes
-    the same solver as the long path with the argument checks reduced to type tests
-    (:mod:`fastcf._linear.fast`); ``None`` whenever anything is unusual (the long path answers).
+    A single float64 query with one form (``lam=``, ``proba=`` or ``region=True``) and no
+    options but its metric and ``weights="mad"``: :func:`fastcf._linear.fast.one_query`, the
+    long path's own body on the same query with the argument checks reduced to type tests.
+    ``None`` whenever anything is unusual (the long path validates and answers).
     """
-    if (
-        frozen is None
-        and weights is None
-        and bounds is None
-        and method in REDUCED
-        and metric == "euclidean"
-        and max_changes is None
-    ):
-        if proba is None and region is False:  # the short paths of one common query
-            fast = explain_one(ex, x, target, lam, tol, max_iter)
-        elif lam is None and (
-            (proba is not None and region is False) or (proba is None and region is True)
-        ):  # proba=τ alone, or region=True (with its margin) alone
-            fast = constrained_one(ex, x, target, proba, margin, tol, max_iter)
-        else:
-            fast = None
-        return fast
-    if (
-        metric == "manhattan"
-        and frozen is None
-        and bounds is None
-        and max_changes is None
-        and method in REDUCED
-        and lam is None
-        and (proba is None) == (region is True)
-    ):  # one binary Manhattan proba=/region= query: the knapsack kernel on a short path
-        return manhattan_one(ex, x, target, proba, margin, weights, tol, max_iter)
-    return None
+    if frozen is not None or bounds is not None or max_changes is not None:
+        return None
+    if method not in REDUCED:
+        return None
+    if region is True:
+        if lam is not None or proba is not None:
+            return None
+    elif region is not False or (lam is not None and proba is not None):
+        return None
+    elif lam is None and proba is None:
+        lam = 0.01  # (make_query's default form)
+    return one_query(ex, x, target, lam, proba, margin, metric, weights, method, tol, max_iter)

@@ -25,11 +25,10 @@ from .._validation import (
     resolve_weights,
 )
 from . import solvers as _solvers
-from .fast import l1_row
 from .verify import fail as _fail
+from .verify import keep_source, rows_box, stack
 from .verify import region as _region
 from .verify import row_info as _row_info
-from .verify import rows_box, stack
 
 __all__ = [
     "Query",
@@ -38,6 +37,8 @@ __all__ = [
     "METRICS",
     "options",
     "make_query",
+    "common_query",
+    "answer",
     "continuous",
     "row_problem",
     "solve",
@@ -132,6 +133,43 @@ def make_query(
     return Query(
         form, lams, proba, margin, metric, max_changes, method, tol, max_iter, fmask, w, bnd
     )
+
+
+def common_query(ex, lam, proba, margin, metric, weights, method, tol, max_iter):
+    """Return the :class:`Query` that :func:`make_query` returns for one common query.
+
+    The common query: ``lam=λ`` (``lam`` a float > 0), ``proba=τ`` (``proba`` a float in
+    (0, 1)) or ``region=True`` (both None, ``margin`` a float ≥ 0), an exact ``method``
+    (``REDUCED``), no ``frozen``, ``bounds`` or ``max_changes``, ``weights`` None (or
+    ``"mad"`` after ``fit_mad``), a float ``tol`` > 0 and an int ``max_iter`` ≥ 1, all already
+    checked by type tests (the caller's: the short path, :mod:`fastcf._linear.fast`). The
+    fields are those :func:`make_query` computes from the same arguments
+    (``tests/test_linear_latency_paths.py`` compares the two), so the short path's answer is
+    the long path's: the same :func:`answer` of the same query.
+    """
+    if proba is not None:
+        form, lams = "proba", None
+    elif lam is not None:
+        form, lams = "lam", np.full(1, lam)
+    else:
+        form, lams = "region", None
+    w = None if weights is None else 1.0 / ex.mad_  # (resolve_weights' "mad")
+    fmask = np.zeros(ex.n_features_in_, dtype=bool)
+    return Query(form, lams, proba, margin, metric, None, method, tol, max_iter, fmask, w, None)
+
+
+def answer(ex, X, tidx, q, names, single):
+    """Return the public answer of the checked query ``q``: the body of ``explain``.
+
+    :func:`solve`, then x̄ itself where it already meets ``proba=τ``
+    (:func:`~fastcf._linear.verify.keep_source`), the explainer's verification and its
+    packaging. The long path (``LinearExplainer.explain``, after its checks) and the short path
+    of one common query (:mod:`fastcf._linear.fast`, after its type tests) both answer here.
+    """
+    sol = solve(ex, X, tidx, q)
+    if q.form == "proba":  # x̄ itself where the model already meets τ there
+        sol = keep_source(ex._model, X, tidx, sol, q.proba)
+    return ex._package(ex._verify(sol, tidx, q.proba), X, tidx, names, single)
 
 
 def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
@@ -235,13 +273,7 @@ def row_problem(ex, X, tidx, q, n):
                 sol = continuous(ex, Xn, tn, q, fmask, lams, bnd)
         return sol
 
-    quick = q.metric == "manhattan" and q.form != "lam"
-
     def full(fmask):
-        if quick:  # the long path's answer, on the short path of manhattan_one
-            sol = l1_row(ex._model, Xn, tn, cost, ~fmask, bnd, q.proba, q.margin, q.tol, q.max_iter)
-            if sol is not None:
-                return sol
         return continuous(ex, Xn, tn, q, fmask, lams, bnd)
 
     def objective(sol):
