@@ -13,7 +13,7 @@ import numpy as np
 from .._validation import as_float_array, check_int, check_scalar
 from . import solvers as _solvers
 from .fast import one_query, plain_query
-from .route import METRICS, REDUCED, options
+from .route import DEFAULT_LAM, METRICS, REDUCED, options
 
 __all__ = ["DEFAULT_LAMS", "path", "path_one", "short_path"]
 
@@ -128,5 +128,5 @@ def short_path(
     elif region is not False or (lam is not None and proba is not None):
         return None
     elif lam is None and proba is None:
-        lam = 0.01  # (make_query's default form)
+        lam = DEFAULT_LAM  # (make_query's default form)
     return one_query(ex, x, target, lam, proba, margin, metric, weights, method, tol, max_iter)

@@ -50,6 +50,8 @@ REDUCED = ("auto", "reduced")  # the exact solvers (closed form, K-space Newton)
 METRICS = ("euclidean", "manhattan")
 _OK = int(Status.OK)
 _NUMERIC = int(Status.NUMERIC)
+#: the λ of a query that names no form (``explain(x, target)``)
+DEFAULT_LAM = 0.01
 
 
 class Query(NamedTuple):
@@ -122,7 +124,8 @@ def make_query(
             form = "region"
     else:
         n = X.shape[0]
-        lams = check_scalar_positive(0.01 if lam is None else lam, "lam", allow_array=True, n=n)
+        lam = DEFAULT_LAM if lam is None else lam
+        lams = check_scalar_positive(lam, "lam", allow_array=True, n=n)
         lams = np.full(n, lams) if np.ndim(lams) == 0 else np.ascontiguousarray(lams)
         form = "lam"
     if metric == "manhattan" and method not in REDUCED:
@@ -153,8 +156,9 @@ def common_query(ex, lam, proba, margin, metric, weights, method, tol, max_iter)
         form, lams = "lam", np.full(1, lam)
     else:
         form, lams = "region", None
-    w = None if weights is None else 1.0 / ex.mad_  # (resolve_weights' "mad")
-    fmask = np.zeros(ex.n_features_in_, dtype=bool)
+    # (make_query's own helpers: None and "mad" need no checks here)
+    fmask = resolve_frozen(None, ex.n_features_in_)
+    w = resolve_weights(weights, ex.n_features_in_, ex.mad_)
     return Query(form, lams, proba, margin, metric, None, method, tol, max_iter, fmask, w, None)
 
 
