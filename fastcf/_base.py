@@ -120,14 +120,21 @@ class BaseExplainer:
         rounding of the decision boundary).
         """
         check = sol.success if sol.certified is None else sol.success & ~sol.certified
-        if not check.any():
+        n_check = np.count_nonzero(check)
+        if n_check == 0:
             return sol
-        rows = np.flatnonzero(check)
-        good = self._in_target(sol.x[rows], tidx[rows], proba)
-        if good.all():
-            return sol
-        bad = np.zeros(check.shape, dtype=bool)
-        bad[rows[~good]] = True
+        if n_check == check.shape[0]:  # every row (a single query's usual case: no copies)
+            good = self._in_target(sol.x, tidx, proba)
+            if good.all():
+                return sol
+            bad = ~good
+        else:
+            rows = np.flatnonzero(check)
+            good = self._in_target(sol.x[rows], tidx[rows], proba)
+            if good.all():
+                return sol
+            bad = np.zeros(check.shape, dtype=bool)
+            bad[rows[~good]] = True
         return sol._replace(
             success=sol.success & ~bad,
             status=np.where(bad, int(Status.NUMERIC), sol.status),

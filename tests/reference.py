@@ -13,6 +13,45 @@ import numpy as np
 # =====================================================================================
 
 
+# ----- verdicts (fastcf._kernels.verdict): the rules, written with NumPy on whole arrays --------
+# Status codes (fastcf._status.Status): OK 0, NUMERIC 4, NOT_TARGET 5, BELOW_DECISION 6,
+# UNREACHABLE 7, PENDING 8 — read from the enum by the tests, passed in here.
+
+
+def verdict_numpy(pred, P, tidx, status, proba_min, lam_mode, unreachable, codes):
+    """(success, status) of N answers: classified as the target (and p ≥ τ), else why not."""
+    success = (pred == tidx) & (status == codes["OK"])
+    status = status.copy()
+    if proba_min is not None:
+        met = P[np.arange(len(tidx)), tidx] >= proba_min
+        status[(status == codes["OK"]) & met & ~success] = codes["BELOW_DECISION"]
+        success &= met
+    if unreachable:
+        status[(status == codes["OK"]) & ~success] = codes["UNREACHABLE"]
+    status[(status == codes["OK"]) & ~success] = codes["NOT_TARGET" if lam_mode else "NUMERIC"]
+    return success, status
+
+
+def binary_need_numpy(X, abs_w, abs_c, gamma):
+    """4γ (Σ_j |w_j x_j| + |c|) per row, the terms summed in order (Python floats)."""
+    out = np.empty(X.shape[0])
+    for n in range(X.shape[0]):
+        s = 0.0
+        for xj, wj in zip(X[n], abs_w, strict=True):
+            s += abs(float(xj)) * float(wj)
+        out[n] = 4.0 * gamma * (s + abs_c)
+    return out
+
+
+def sigmoid_pair_numpy(z):
+    """(σ(−z), σ(z)) of each logit, from exp(−|z|)."""
+    with np.errstate(all="ignore"):
+        e = np.exp(-np.abs(z))
+        big, small = 1.0 / (1.0 + e), e / (1.0 + e)
+    pos = z >= 0
+    return np.stack([np.where(pos, small, big), np.where(pos, big, small)], axis=1)
+
+
 def phi_mp(alpha, beta, dps=60):
     """φ(α, β) and 1 − φ(α, β) by bisection at ``dps`` digits on the logit y = logit(t):
     y + α σ(y) + β = 0 (increasing in y), bracketed by [−β − α, −β]."""

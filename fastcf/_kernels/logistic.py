@@ -411,9 +411,9 @@ def _closed_form_row(x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_ite
 
 
 @kernel()
-def _lam_row(n, X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt, outs):
+def _lam_row(n, X0, w, c0, tidx, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt, outs):
     X, zeta, q, nit, status, dist, gnorm, scale = outs
-    sign = signs[n]
+    sign = 1.0 if tidx[n] == 1 else -1.0  # the target's sign: +1 for classes_[1]
     lam = lams[n]
     x0 = X0[n]
     out = X[n]
@@ -434,9 +434,12 @@ def _lam_row(n, X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, u
 
 
 def lam_batch(
-    X0, w, c0, signs, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt, parallel
+    X0, w, c0, tidx, vw, wt, lams, lo, hi, bounded, max_iter, wvw, wfree2, unit_wt, parallel
 ):
     """Problem (2) for N queries, writing only the (N, D) output.
+
+    ``tidx``: the target of each row (1 for ``classes_[1]``, 0 for ``classes_[0]``), whose
+    sign s = ±1 makes the target logit ζ = s (w·x + c0).
 
     ``wvw = wᵀVw``, ``wfree2 = Σ_free w²`` and ``unit_wt`` (W = I on the free features) are
     per-metric constants computed once by the caller. ``lo``, ``hi`` are (R, D): R = N, one box
@@ -458,7 +461,7 @@ def lam_batch(
     """
     if not bounded:  # None: the kernels compile without the box's code (see _project_one)
         lo = hi = None
-    return _lam(parallel, X0, w, c0, signs, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt)
+    return _lam(parallel, X0, w, c0, tidx, vw, wt, lams, lo, hi, max_iter, wvw, wfree2, unit_wt)
 
 
 @kernel(inline="always")
@@ -502,24 +505,27 @@ def _box_row_ol(lo, hi, n):
 
 
 @kernel()
-def _project_row(n, X0, w, c0, signs, vw, wt, thetas, lo, hi, out):
+def _project_row(n, X0, w, c0, tidx, vw, wt, thetas, lo, hi, out):
     X, zeta, status, dist = out
+    sign = 1.0 if tidx[n] == 1 else -1.0  # the target's sign: +1 for classes_[1]
     # one box per row, one for all, or None (then the box's code is not compiled: _project_one)
     lo_r, hi_r = _box_row(lo, hi, n)
-    _mu, status[n] = _project_one(X0[n], w, signs[n], c0, vw, thetas[n], lo_r, hi_r, X[n])
-    zeta[n] = signs[n] * (_dot(w, X[n]) + c0)
-    dist[n], _g = _dist_grad(X0[n], X[n], w, signs[n], zeta[n], wt, 0.0, lo_r, hi_r)
+    _mu, status[n] = _project_one(X0[n], w, sign, c0, vw, thetas[n], lo_r, hi_r, X[n])
+    zeta[n] = sign * (_dot(w, X[n]) + c0)
+    dist[n], _g = _dist_grad(X0[n], X[n], w, sign, zeta[n], wt, 0.0, lo_r, hi_r)
 
 
-def project_batch(X0, w, c0, signs, vw, wt, thetas, lo, hi, bounded, parallel):
+def project_batch(X0, w, c0, tidx, vw, wt, thetas, lo, hi, bounded, parallel):
     """Closest point with target logit ζ ≥ θ for N queries: returns (X, zeta, status, dist).
+
+    ``tidx``: the target of each row (its sign as in :func:`lam_batch`).
 
     ``lo``, ``hi``: (R, D), one box per row (R = N) or one for every row (R = 1), as in
     :func:`lam_batch`; ``parallel=False`` runs the serial twin, as there.
     """
     if not bounded:  # None: the kernels compile without the box's code (see _project_one)
         lo = hi = None
-    return _project(parallel, X0, w, c0, signs, vw, wt, thetas, lo, hi)
+    return _project(parallel, X0, w, c0, tidx, vw, wt, thetas, lo, hi)
 
 
 @kernel(inline="always")

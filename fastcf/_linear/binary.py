@@ -17,20 +17,19 @@ For the logit z(x) = w·x + c and a target of sign s (+1 for ``classes_[1]``, �
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._kernels import logistic as _lk
-from .._status import Status
+from .._kernels import verdict as _vk
 from .metric import distances
-from .verify import path_result, solution, verdict
+from .verify import path_result, solution
 
 __all__ = ["finish", "kernel_box", "lam_closed_form", "path", "project"]
 
-# the codes as plain ints: NumPy compares an array with an int much faster than with an
-# IntEnum member (as the kernels do, see fastcf._kernels)
-_NUMERIC = int(Status.NUMERIC)
-_OK = int(Status.OK)
 _EMPTY = np.empty((1, 0))  # the kernels' box when there is none (never read)
+_EMPTY_1 = np.empty(0)  # the finish kernel's scale when there is none (never read)
 
 
 def kernel_box(bnd):
@@ -50,13 +49,12 @@ def lam_closed_form(model, X, tidx, m, bnd, lams):
     :func:`fastcf._kernels.softmax._certain_row`): it is ``certified`` and not rechecked.
     """
     N = X.shape[0]
-    signs = np.where(tidx == 1, 1.0, -1.0)
     lo, hi = kernel_box(bnd)
     Xs, zeta, q, nit, status, dist, gn, scale = _lk.lam_batch(
         X,
         model.w,
         model.c,
-        signs,
+        tidx,
         m.vw,
         m.wt,
         lams,
@@ -83,16 +81,14 @@ def project(model, X, tidx, m, bnd, proba, margins):
     keep its answers beyond rounding of the decision boundary).
     """
     N = X.shape[0]
-    signs = np.where(tidx == 1, 1.0, -1.0)
     if proba is not None:
-        thetas = np.full(N, model.theta(proba))  # logit τ, so that ζ ≥ θ gives p_target ≥ τ
-        if margins is not None:
-            thetas = np.maximum(thetas, margins)
+        theta = model.theta(proba)  # logit τ, so that ζ ≥ θ gives p_target ≥ τ
+        thetas = np.full(N, theta) if margins is None else np.maximum(margins, theta)
     else:
         thetas = margins
     lo, hi = kernel_box(bnd)
     Xs, zeta, status, dist = _lk.project_batch(
-        X, model.w, model.c, signs, m.vw, m.wt, thetas, lo, hi, bnd is not None, N > 1
+        X, model.w, model.c, tidx, m.vw, m.wt, thetas, lo, hi, bnd is not None, N > 1
     )
     return finish(
         model, Xs, zeta, tidx, np.zeros(N, dtype=np.int64), status, None, dist, None,
@@ -115,20 +111,17 @@ def finish(
     bound holds for any order of the sums), so it puts the answer in the target: the
     explainer's verification need not recompute it.
     """
-    z = np.where(tidx == 1, zeta, -zeta)
-    pred = (z > 0).astype(np.int64)
-    P = model.proba_from_logits(z)
-    status = status.copy()
-    # a step that overflowed (tiny w, e.g. |w| = 1e-158) lands at ±inf, where the logit
-    # "classifies" it: that is a numerical failure, not an answer
-    bad = (status == _OK) & ~(np.isfinite(Xs).all(axis=1) & np.isfinite(dist))
-    status[bad] = _NUMERIC
-    success, status = verdict(pred, P, tidx, status, proba_min, lams is not None, unreachable)
-    if scale is not None:
-        cert = success & (zeta > 4.0 * model.gamma * scale)
-    elif certify:
-        cert = success & (zeta > model.need_bound(Xs))
-    else:
+    # one kernel for the whole verdict (a score of NumPy calls on (N,) arrays cost a single
+    # query more than its solve): a step that overflowed (tiny w, e.g. |w| = 1e-158) lands at
+    # ±inf, where the logit "classifies" it, and is a numerical failure, not an answer; then
+    # verify.verdict's rules, and the certificate
+    mode = 1 if scale is not None else (2 if certify else 0)
+    P, success, status, cert = _vk.binary_finish(
+        Xs, zeta, tidx, status, dist, math.nan if proba_min is None else float(proba_min),
+        lams is not None, bool(unreachable), _EMPTY_1 if scale is None else scale, mode,
+        model.gamma, model.max_row_norm, model.max_abs_b,
+    )  # fmt: skip
+    if mode == 0:
         cert = None
     return solution(Xs, P, dist, success, status, nit, lams, gn, method, cert, info)
 

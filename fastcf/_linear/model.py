@@ -30,6 +30,7 @@ import numpy as np
 
 from .._kernels import logistic as _lk
 from .._kernels import softmax as _sk
+from .._kernels import verdict as _vk
 from .._kernels.linalg import need_bounds as _need_bounds
 from .._kernels.linalg import need_of_norm as _need_of_norm
 
@@ -154,6 +155,27 @@ class _LinearModel:
         """
         return _need_of_norm(float(nx), self.gamma, self.max_row_norm, self.max_abs_b)
 
+    def clear_of_need(self, Xs, margins):
+        """Return (clear, n_clear): rows whose margin exceeds 4 × :meth:`need_bound` at ``Xs``.
+
+        The first test of ``verify.margin_rises`` in one kernel
+        (:func:`fastcf._kernels.verdict.clear_of_need`, the same bound).
+        """
+        Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+        return _vk.clear_of_need(Xs, margins, self.gamma, self.max_row_norm, self.max_abs_b)
+
+    def source_tests(self, X, tidx, proba):
+        """Return (P0, meets, sure): x̄'s probabilities, p_target(x̄) ≥ τ, and the class test.
+
+        P0 by the model's own logits (BLAS one row at a time, :meth:`check_logits`); ``sure``
+        (one per True of ``meets``) is :meth:`in_target` of those rows, on the same logits.
+        """
+        with np.errstate(over="ignore", invalid="ignore"):
+            P0 = self.proba_from_logits(self.check_logits(X))
+        meets = P0[np.arange(X.shape[0]), tidx] >= proba
+        sure = self.in_target(X[meets], tidx[meets], proba) if meets.any() else np.zeros(0, bool)
+        return P0, meets, sure
+
     def in_target(self, X, tidx, proba=None):
         """Return which rows of ``X`` the model surely puts in ``tidx`` (and p ≥ ``proba``).
 
@@ -244,11 +266,41 @@ class BinaryModel(_LinearModel):
     def rounding_need(self, Xs, tidx):
         """Return the margin ``4γ (Σ_j |w_j x_j| + |c|)`` that no rounding of the logit exceeds.
 
-        The other logit is 0 (see the module docstring); computed one row at a time, so each
-        row's bits do not depend on its batch.
+        The other logit is 0 (see the module docstring); one kernel
+        (:func:`fastcf._kernels.verdict.binary_needs`, the formula :meth:`surely_in` reads),
+        row by row, so each row's bits do not depend on its batch.
         """
-        Xa = np.abs(Xs)[:, None, :]
-        return 4 * self.gamma * ((Xa @ self.abs_w)[:, 0] + abs(self.c))
+        Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+        return _vk.binary_needs(Xs, self.abs_w, abs(self.c), self.gamma)
+
+    def _judge(self, X, tidx, proba, only_meets):
+        # (P, meets, good, z): the verification's test in one kernel on the model's own logits
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        wx = X[:, None, :] @ self.w  # check_logits' products; the kernel adds c (the same bits)
+        tau = math.nan if proba is None else float(proba)
+        z, P, meets, good = _vk.binary_judge(
+            X, wx, self.c, tidx, tau, only_meets, self.abs_w, abs(self.c), self.gamma,
+            self.max_row_norm, self.max_abs_b,
+        )  # fmt: skip
+        return P, meets, good, z
+
+    def surely_in(self, Xr, tr):
+        """Return (in_class, Z): see :meth:`_LinearModel.surely_in` (one kernel here)."""
+        _P, _meets, good, z = self._judge(Xr, tr, None, False)
+        return good, z
+
+    def in_target(self, X, tidx, proba=None):
+        """Return which rows the model surely puts in ``tidx`` (and p ≥ ``proba``).
+
+        As :meth:`_LinearModel.in_target`, in one kernel
+        (:func:`fastcf._kernels.verdict.binary_judge`).
+        """
+        return self._judge(X, tidx, proba, False)[2]
+
+    def source_tests(self, X, tidx, proba):
+        """Return (P0, meets, sure): see :meth:`_LinearModel.source_tests` (one kernel here)."""
+        P0, meets, good, _z = self._judge(X, tidx, proba, True)
+        return P0, meets, good[meets]
 
     def target_margin(self, Z, tidx):
         """Return the target's logit margin: z for class 1, −z for class 0."""

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from .._kernels import softmax as _sk
+from .._kernels import verdict as _vk
 from .._kernels.linalg import dot as _dot
 from .._resolve import ROUNDS, raise_at_least, raise_log_tau, resolve
 from .._status import Status
@@ -151,26 +152,21 @@ def judge(model, Xs, tidx, status, proba=None):
     with np.errstate(over="ignore", invalid="ignore"):
         Z = model.check_logits(Xs)
         P = model.proba_from_logits(Z)
-        p = P[np.arange(Xs.shape[0]), tidx]
-        status = status.copy()
-        ok = status == _OK
-        if proba is not None:
-            short = ok & ~(p >= proba)
-            status[short] = _PENDING
-            ok &= ~short
-        lost = ok & (np.argmax(Z, axis=1) != tidx)
-        status[lost] = _NUMERIC if proba is None else _BELOW_DECISION
-        ok &= ~lost
-        tm = model.target_margin(Z, tidx)
-        cert = ok & (tm > model.need_bound(Xs))
-        if proba is not None and (ok & ~cert).any():
-            # p_k ≥ τ, the target first, but within rounding of the class boundary (τ = 1/2
-            # with two classes in contention: p_k = τ puts the answer on it): re-solved for a
-            # higher τ (PENDING), as the verification would call it a numerical failure
-            rest = np.flatnonzero(ok & ~cert)
+    # the rules in one kernel on the model's Z and P (a score of NumPy calls on (N,) arrays
+    # cost a single query more than its solve)
+    p, status, cert, tm, near = _vk.softmax_judge(
+        np.ascontiguousarray(Xs, dtype=np.float64), Z, P, tidx, status,
+        math.nan if proba is None else float(proba), model.gamma, model.max_row_norm,
+        model.max_abs_b,
+    )  # fmt: skip
+    if proba is not None and near.any():
+        # p_k ≥ τ, the target first, but within rounding of the class boundary (τ = 1/2
+        # with two classes in contention: p_k = τ puts the answer on it): re-solved for a
+        # higher τ (PENDING), as the verification would call it a numerical failure
+        rest = np.flatnonzero(near)
+        with np.errstate(over="ignore", invalid="ignore"):
             need = model.rounding_need(Xs[rest], tidx[rest])
-            near = rest[~(np.isfinite(need) & (tm[rest] > need))]
-            status[near] = _PENDING
+        status[rest[~(np.isfinite(need) & (tm[rest] > need))]] = _PENDING
     return P, status, cert, p
 
 
@@ -195,6 +191,8 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
         out = rows_proba(model, X, tidx, log_tau, m, tol, max_iter)
         first = (out, judge(model, out[0], tidx, out[5], proba))
     (Xs, Y, dist, lamv, nit, _st, _lp0), (P, status, cert, p) = first
+    if np.count_nonzero(status == _OK) == N:  # nothing to re-solve or to reconsider
+        return solution(Xs, P, dist, status == _OK, status, nit, lamv, None, PROBA_METHOD, cert)
     # a search that ran out of iterations where z̄ is far larger than the answer's logits (z̄ ~
     # 10⁹ against log τ: z̄ + G y cancels, and log p_k in K-space carries ε |z̄| of noise, more
     # than the search's tolerance) is re-solved once, aiming inside τ by twice that rounding
@@ -295,7 +293,10 @@ def region_solution(model, X, tidx, m, margins):
     K = model.A.shape[0]
     Xs, _Y, dist, nit, status = rows_region(model, X, tidx, margins, m, 1e-12, 10 * K + 100)
     P, status, cert, _p = judge(model, Xs, tidx, status)
-    sol = solution(Xs, P, dist, status == _OK, status, nit, None, None, REGION_METHOD, cert)
+    ok = status == _OK
+    sol = solution(Xs, P, dist, ok, status, nit, None, None, REGION_METHOD, cert)
+    if np.count_nonzero(ok) == ok.shape[0]:
+        return sol
     pend = np.flatnonzero(status == _PENDING)
     if pend.size:  # a singular dual: the rank-revealing solve
         X1, t1, mg = X[pend], tidx[pend], margins[pend]

@@ -14,8 +14,11 @@ The final check of every answer (does the model's own arithmetic put it in the t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from .._kernels import verdict as _vk
 from .._resolve import raise_margin, resolve
 from .._status import Status, message, messages
 from ..results import CounterfactualPath, Solution
@@ -52,18 +55,14 @@ def verdict(pred, P, tidx, status, proba_min, lam_mode, unreachable):
     The status of an answer that is not a success says why: UNREACHABLE (no free feature moves
     the logit), NUMERIC (``proba=`` / ``region=True`` answers that the model does not confirm),
     NOT_TARGET (the optimum of problem (2) is in another class) or BELOW_DECISION (τ met below
-    the decision threshold).
+    the decision threshold). The rule is one kernel function
+    (:func:`fastcf._kernels.verdict.verdict_row`), which binary answers run inside their finish
+    kernel.
     """
-    success = (pred == tidx) & (status == _OK)
-    status = status.copy()
-    if proba_min is not None:
-        met = P[np.arange(len(tidx)), tidx] >= proba_min
-        status[(status == _OK) & met & ~success] = _BELOW_DECISION
-        success &= met
-    if unreachable:
-        status[(status == _OK) & ~success] = _UNREACHABLE
-    status[(status == _OK) & ~success] = _NOT_TARGET if lam_mode else _NUMERIC
-    return success, status
+    return _vk.verdicts(
+        np.ascontiguousarray(pred, dtype=np.int64), P, tidx, status,
+        math.nan if proba_min is None else float(proba_min), bool(lam_mode), bool(unreachable),
+    )  # fmt: skip
 
 
 def solution(x, P, dist, success, status, nit, lams, gn, method, certified=None, info=None):
@@ -76,26 +75,13 @@ def solution(x, P, dist, success, status, nit, lams, gn, method, certified=None,
 _SOURCE_MEETS = "the source already meets proba=τ (as the model computes it): x̄ itself"
 
 
-def _source_tests(model, X, tidx, proba):
-    """Return (P0, meets, sure): x̄'s probabilities, p_target(x̄) ≥ τ, and in_target among those.
-
-    P0 by the model's own logits (BLAS one row at a time); ``sure`` (one per True of ``meets``)
-    is :meth:`~fastcf._linear.model._LinearModel.in_target`, only computed for those rows.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        P0 = model.proba_from_logits(model.check_logits(X))
-    meets = P0[np.arange(X.shape[0]), tidx] >= proba
-    sure = model.in_target(X[meets], tidx[meets], proba) if meets.any() else np.zeros(0, bool)
-    return P0, meets, sure
-
-
 def source_meets(model, X, tidx, proba):
     """Return which rows x̄ of ``X`` the model puts in ``tidx`` with p_target ≥ ``proba``.
 
     The verification's test (:meth:`~fastcf._linear.model._LinearModel.in_target`), after a
     first test of p_target(x̄) ≥ τ alone (two calls), which rules out nearly every row.
     """
-    _P0, meets, sure = _source_tests(model, X, tidx, proba)
+    _P0, meets, sure = model.source_tests(X, tidx, proba)
     good = meets.copy()
     good[meets] = sure
     return good
@@ -116,13 +102,18 @@ def keep_source(model, X, tidx, sol, proba):
     set to x̄ are successes, ``certified`` (just checked). Rows that failed where x̄ meets τ but
     its class is not surely the target get x̄ too, with the documented BELOW_DECISION.
     """
-    rows = np.flatnonzero(~(sol.success & (sol.distance == 0.0)))
-    if rows.size == 0:
+    kept = sol.success & (sol.distance == 0.0)
+    if np.count_nonzero(kept):
+        rows = np.flatnonzero(~kept)
+        if rows.size == 0:
+            return sol
+        P0, hit, sure = model.source_tests(X[rows], tidx[rows], proba)
+    else:  # every row (a single query's usual case: no copies of the rows)
+        rows = None
+        P0, hit, sure = model.source_tests(X, tidx, proba)
+    if not np.count_nonzero(hit):
         return sol
-    P0, hit, sure = _source_tests(model, X[rows], tidx[rows], proba)
-    meets = rows[hit]
-    if meets.size == 0:
-        return sol
+    meets = np.flatnonzero(hit) if rows is None else rows[hit]
     at = meets[sure]
     # x̄ meets τ but its class is not surely the target (a tie: three identical rows and τ = 1/3,
     # soak round Q): x̄ is the optimum, at distance 0, and the documented outcome is
@@ -132,7 +123,7 @@ def keep_source(model, X, tidx, sol, proba):
     changed = np.concatenate([at, below])
     if changed.size == 0:
         return sol
-    P0 = P0[np.searchsorted(rows, changed)]  # x̄'s probabilities, computed above
+    P0 = P0[changed if rows is None else np.searchsorted(rows, changed)]  # computed above
     x = sol.x.copy()
     x[changed] = X[changed]
     success = sol.success.copy()
@@ -292,14 +283,14 @@ def margin_rises(model, Xs, X, tidx, margins, status):
     that a larger margin can repair.
     """
     N = Xs.shape[0]
+    # the exact need, and the answer's own margin, only where the cheap bound (need ≤ bound)
+    # cannot clear the margin asked with room for the answer to fall short of it by twice as
+    # much again (K-space meets the margin in z̄ + G y, the formed point has its own rounding);
+    # that decides every row at ordinary magnitudes, so it comes first (one kernel, no warnings)
+    clear, n_clear = model.clear_of_need(Xs, margins)
+    if n_clear == N:
+        return None, None, None
     with np.errstate(over="ignore", invalid="ignore"):
-        # the exact need, and the answer's own margin, only where the cheap bound (need ≤
-        # bound) cannot clear the margin asked with room for the answer to fall short of it
-        # by twice as much again (K-space meets the margin in z̄ + G y, the formed point has
-        # its own rounding); that decides every row at ordinary magnitudes, so it comes first
-        clear = margins > 4.0 * model.need_bound(Xs)
-        if clear.all():
-            return None, None, None
         ok = (status == _OK) | (status == _NUMERIC) | (status == _BELOW_DECISION)
         ok &= np.isfinite(Xs).all(axis=1) & ~clear
         if not ok.any():
@@ -411,8 +402,7 @@ def path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, method, n
     pred = model.predict_index(Z)
     finite = np.isfinite(Z).all(axis=-1) if Z.ndim == 2 else np.isfinite(Z)
     status = np.where((status == _OK) & ~(finite & np.isfinite(dist)), _NUMERIC, status)
-    success = (pred == k) & (status == _OK)
-    status = np.where((status == _OK) & ~success, _NOT_TARGET, status)
+    success, status = verdict(pred, P, np.full(XL.shape[0], k), status, None, True, False)
     return CounterfactualPath(
         lams=lams,
         X=XL,
