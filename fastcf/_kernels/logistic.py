@@ -36,7 +36,7 @@ from . import REASSOC, kernel
 from ._batch import batch
 from .linalg import dot as _dot
 from .linalg import dot_abs as _dot_abs
-from .roots import phi, sigmoid
+from .roots import phi, sigmoid, sigmoid_pair
 
 _EPS = 2.220446049250313e-16
 _TINY = 2.2250738585072014e-308  # the smallest normal double
@@ -543,13 +543,5 @@ def binary_proba(z):
     N = z.shape[0]
     P = np.empty((N, 2))
     for n in range(N):
-        e = math.exp(-abs(z[n]))
-        big = 1.0 / (1.0 + e)
-        small = e / (1.0 + e)
-        if z[n] >= 0:
-            P[n, 0] = small
-            P[n, 1] = big
-        else:
-            P[n, 0] = big
-            P[n, 1] = small
+        P[n, 0], P[n, 1] = sigmoid_pair(z[n])
     return P

@@ -35,13 +35,13 @@ from fastcf._status import Status
 from . import kernel
 from .linalg import dot as _dot
 from .linalg import need_of_norm as _need_of_norm
+from .roots import sigmoid_pair
 
 __all__ = [
     "binary_finish",
     "binary_judge",
     "binary_needs",
     "clear_of_need",
-    "sigmoid_pair",
     "softmax_judge",
     "verdict_row",
     "verdicts",
@@ -53,17 +53,6 @@ _NOT_TARGET = int(Status.NOT_TARGET)
 _BELOW_DECISION = int(Status.BELOW_DECISION)
 _UNREACHABLE = int(Status.UNREACHABLE)
 _PENDING = int(Status.PENDING)
-
-
-@kernel()
-def sigmoid_pair(z):
-    """Return (σ(−z), σ(z)), each from exp(−|z|) (no overflow; NaN gives NaN)."""
-    e = math.exp(-abs(z))
-    big = 1.0 / (1.0 + e)
-    small = e / (1.0 + e)
-    if z >= 0:
-        return small, big
-    return big, small
 
 
 @kernel()
