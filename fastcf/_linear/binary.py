@@ -114,7 +114,7 @@ def finish(
     # one kernel for the whole verdict (a score of NumPy calls on (N,) arrays cost a single
     # query more than its solve): a step that overflowed (tiny w, e.g. |w| = 1e-158) lands at
     # ±inf, where the logit "classifies" it, and is a numerical failure, not an answer; then
-    # verify.verdict's rules, and the certificate
+    # the one rule of a verdict (verdict_row, as verify.verdict), and the certificate
     mode = 1 if scale is not None else (2 if certify else 0)
     P, success, status, cert = _vk.binary_finish(
         Xs, zeta, tidx, status, dist, math.nan if proba_min is None else float(proba_min),
