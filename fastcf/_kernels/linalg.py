@@ -8,7 +8,8 @@
   simplex and the face systems of the entropy dual (:mod:`fastcf._kernels.l1`).
 - Reassociated (SIMD) dot products :func:`dot`, :func:`dot_abs`.
 - The linear models' cheap bound of the logits' rounding (:func:`need_of_norm`, per row
-  :func:`need_bounds`): the one formula of ``fastcf._linear.model._LinearModel.need_bound``.
+  :func:`need_bound`, rows :func:`need_bounds`): the one formula of
+  ``fastcf._linear.model._LinearModel.need_bound``.
 - The inverse of a small KKT matrix and its rank-one updates (:func:`invert`,
   :func:`inverse_remove`, :func:`inverse_add`: one index out / in), used by the active-set step
   of the SVM dual (:mod:`fastcf._kernels.smo`).
@@ -99,11 +100,17 @@ def need_of_norm(nx, g, row_norm, abs_b):
 
 
 @kernel()
+def need_bound(x, g, row_norm, abs_b):
+    """Return :func:`need_of_norm` of one row ``x`` (its ‖x‖₂ by :func:`dot`)."""
+    return need_of_norm(math.sqrt(dot(x, x)), g, row_norm, abs_b)
+
+
+@kernel()
 def need_bounds(X, g, row_norm, abs_b):
-    """Return :func:`need_of_norm` of each row of ``X`` (its ‖x‖₂ by :func:`dot`)."""
+    """Return :func:`need_bound` of each row of ``X``."""
     out = np.empty(X.shape[0])
     for n in range(X.shape[0]):
-        out[n] = need_of_norm(math.sqrt(dot(X[n], X[n])), g, row_norm, abs_b)
+        out[n] = need_bound(X[n], g, row_norm, abs_b)
     return out
 
 

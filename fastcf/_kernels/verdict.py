@@ -1,8 +1,9 @@
-"""The row verdicts of binary logistic models: one row's tests in one loop, for any batch size.
+"""The row verdicts of linear models' answers: one row's tests in one loop, for any batch size.
 
-What :mod:`fastcf._linear.binary` and :class:`fastcf._linear.model.BinaryModel` ask of an answer
-row — its probabilities, its verdict and status, its certificate, whether it is surely in its
-target class — were a score of NumPy calls on (N,) arrays. At N = 1 each costs a microsecond of
+What :mod:`fastcf._linear.binary`, :class:`fastcf._linear.model.BinaryModel` and
+:func:`fastcf._linear.softmax.judge` ask of an answer row — its probabilities, its verdict and
+status, its certificate, whether it is surely in its target class — were a score of NumPy calls
+on (N,) arrays. At N = 1 each costs a microsecond of
 dispatch, and a batch of one paid them all (the single query's latency, issue 31). These kernels
 run the same tests row by row, so a batch and a single query run one code with one set of bits:
 
@@ -21,7 +22,8 @@ run the same tests row by row, so a batch and a single query run one code with o
 * :func:`clear_of_need`: which margins are above four times the cheap bound of the need (the
   first test of :func:`fastcf._linear.verify.margin_rises`).
 
-The cheap bound is :func:`.linalg.need_of_norm` of ‖x‖₂ (:func:`.linalg.need_bounds`' formula).
+The cheap bound of the need at a row is :func:`.linalg.need_bound` (that of
+:meth:`~fastcf._linear.model._LinearModel.need_bound`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,7 @@ import numpy as np
 from fastcf._status import Status
 
 from . import kernel
-from .linalg import dot as _dot
-from .linalg import need_of_norm as _need_of_norm
+from .linalg import need_bound as _bound
 from .roots import sigmoid_pair
 
 __all__ = [
@@ -53,12 +54,6 @@ _NOT_TARGET = int(Status.NOT_TARGET)
 _BELOW_DECISION = int(Status.BELOW_DECISION)
 _UNREACHABLE = int(Status.UNREACHABLE)
 _PENDING = int(Status.PENDING)
-
-
-@kernel()
-def _bound(x, g, row_norm, abs_b):
-    # the cheap bound of the need at x (need_bounds' formula for one row)
-    return _need_of_norm(math.sqrt(_dot(x, x)), g, row_norm, abs_b)
 
 
 @kernel()
