@@ -43,7 +43,6 @@ _OK = int(Status.OK)
 _PENDING = int(Status.PENDING)
 _INFEASIBLE = int(Status.INFEASIBLE)
 _UNREACHABLE = int(Status.UNREACHABLE)
-_BELOW_DECISION = int(Status.BELOW_DECISION)
 _MAXITER = int(Status.MAXITER)
 _EPS_F = float(np.finfo(float).eps)
 

@@ -40,13 +40,11 @@ __all__ = [
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as the kernels do, see fastcf._kernels)
 _BELOW_DECISION = int(Status.BELOW_DECISION)
-_NOT_TARGET = int(Status.NOT_TARGET)
 _INFEASIBLE = int(Status.INFEASIBLE)
 _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
 _TINY = float(np.finfo(float).tiny)
 _FLOOR = 2.0**-900  # the margin floor per unit of the rows' norm (far above the subnormals)
-_UNREACHABLE = int(Status.UNREACHABLE)
 
 
 def verdict(pred, P, tidx, status, proba_min, lam_mode, unreachable):
