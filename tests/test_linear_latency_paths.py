@@ -8,6 +8,7 @@ verification in the model's own arithmetic. A float64 ``tol`` (``np.float64``, n
 sends a query the long way, for comparison.
 """
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -19,6 +20,7 @@ from sklearn.preprocessing import StandardScaler
 
 from fastcf import LinearExplainer
 from fastcf._linear import fast
+from fastcf.results import Counterfactual
 
 FIELDS = ("x", "x0", "proba", "distance", "success", "status", "nit", "lam", "grad_norm")
 FORMS = [
@@ -253,6 +255,21 @@ def test_the_answers_are_the_batch_answers(problem):
             one = ex.explain(X6[i], t, **form)
             assert np.array_equal(one.x, batch.x[i]) and one.status == batch.status[i]
             assert one.success == batch.success[i]
+
+
+def test_a_packaged_answer_is_the_dataclass_it_claims(problem):
+    # results._counterfactual builds the frozen dataclass from its dict: the same object as
+    # Counterfactual(**fields), every field set (defaults included), still frozen
+    ex, X = problem
+    one = ex.explain(np.ascontiguousarray(X[0]), ex.classes_[-1], proba=0.7)
+    names = [f.name for f in dataclasses.fields(Counterfactual)]
+    assert sorted(vars(one)) == sorted(names)
+    again = Counterfactual(**{n: getattr(one, n) for n in names})
+    assert vars(again).keys() == vars(one).keys()
+    assert all(getattr(again, n) is getattr(one, n) for n in names)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.distance = 0.0
+    assert repr(one) == repr(again)
 
 
 @pytest.mark.parametrize(

@@ -190,3 +190,54 @@ def test_clear_of_need_is_the_margin_above_four_bounds(n):
         want = margins > 4.0 * bound
     np.testing.assert_array_equal(clear, want)
     assert count == int(want.sum())
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 9), k=st.integers(3, 6))
+def test_softmax_source_tests_equal_the_models_own_test(seed, n, k):
+    # keep_source's first test (verdict.softmax_below) spares the model's products only on
+    # rows whose p_target is below τ beyond rounding: the answer is the model's own test on
+    # every row — at τ equal to a row's p_target, and at huge logits where two classes tie
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 6))
+    A = _values(rng, (k, d), 0.0)
+    if rng.random() < 0.4:  # two classes in contention: a row of A nearly another's
+        A[1] = A[0] * (1 + rng.normal() * 10.0 ** -rng.integers(8, 16))
+    model = make_model(A, rng.normal(size=k))
+    X = _values(rng, (n, d), 0.05) * 10.0 ** rng.integers(0, 9)
+    tidx = rng.integers(k, size=n)
+    with np.errstate(all="ignore"):
+        P = model.proba_from_logits(model.check_logits(X))  # the model's own (BLAS, NumPy)
+    pick = rng.integers(3)
+    p = P[rng.integers(n), :][tidx[0]]
+    tau = float(rng.uniform(0.01, 0.99)) if pick == 0 or not 0.0 < p < 1.0 else float(p)
+    if pick == 2 and 0.0 < p < 1.0:
+        tau = float(np.nextafter(p, 1.0))  # an ulp above: not met
+    rows = np.arange(n)
+    meets_want = P[rows, tidx] >= tau
+    below = _vk.softmax_below(
+        np.ascontiguousarray(X), model.A, model.b, tidx, math.log(tau), model.gamma,
+        model.max_row_norm, model.max_abs_b,
+    )  # fmt: skip
+    assert not (below & meets_want).any()  # never "below" where the model meets τ
+    P0, meets, sure = model.source_tests(X, tidx, tau)
+    np.testing.assert_array_equal(meets, meets_want)
+    np.testing.assert_array_equal(sure, model.in_target(X[meets_want], tidx[meets_want], tau))
+    np.testing.assert_array_equal(P0[~below], P[~below])
+    assert np.isnan(P0[below]).all()
+
+
+def test_softmax_below_decides_ordinary_rows():
+    # the first test is not vacuous: rows of ordinary magnitude far from τ are decided by it
+    rng = np.random.default_rng(0)
+    model = make_model(rng.normal(size=(4, 5)), rng.normal(size=4))
+    X = rng.normal(size=(50, 5))
+    tidx = rng.integers(4, size=50)
+    P = model.proba_from_logits(model.check_logits(X))
+    below = _vk.softmax_below(
+        X, model.A, model.b, tidx, math.log(0.9), model.gamma, model.max_row_norm,
+        model.max_abs_b,
+    )  # fmt: skip
+    far = P[np.arange(50), tidx] < 0.9 * (1 - 1e-6)
+    assert far.sum() > 30
+    np.testing.assert_array_equal(below, far)

@@ -20,7 +20,9 @@ run the same tests row by row, so a batch and a single query run one code with o
   answers on the model's own logits and probabilities (NumPy's: BLAS and NumPy's ``exp`` are
   the model's arithmetic, :func:`fastcf._linear.softmax.judge`);
 * :func:`clear_of_need`: which margins are above four times the cheap bound of the need (the
-  first test of :func:`fastcf._linear.verify.margin_rises`).
+  first test of :func:`fastcf._linear.verify.margin_rises`);
+* :func:`softmax_below`: the sources x̄ whose p_target is surely below τ in the model's own
+  arithmetic (a first test of ``keep_source`` that spares the others the model's products).
 
 The cheap bound of the need at a row is :func:`.linalg.need_bound` (that of
 :meth:`~fastcf._linear.model._LinearModel.need_bound`).
@@ -43,6 +45,7 @@ __all__ = [
     "binary_judge",
     "binary_needs",
     "clear_of_need",
+    "softmax_below",
     "softmax_judge",
     "verdict_row",
     "verdicts",
@@ -263,3 +266,43 @@ def softmax_judge(Xs, Z, P, tidx, status, proba, g, row_norm, abs_b):
         cert[n] = ok and tms[n] > _bound(Xs[n], g, row_norm, abs_b)
         near[n] = has_tau and ok and not cert[n]
     return p, st, cert, tms, near
+
+
+@kernel()
+def softmax_below(X, A, b, tidx, log_tau, g, row_norm, abs_b):
+    """Return which rows x̄ of ``X`` a softmax model surely gives p_target < τ.
+
+    The model's own p_target(x̄) (BLAS's logits, NumPy's softmax) is not computed here: these
+    logits z̃ = A x̄ + b are a sequential dot product's, and log p̃ = z̃_t − max z̃ −
+    log Σ_j exp(z̃_j − max z̃). A row is "surely below" when
+
+        log p̃ + 2 · need_bound(x̄) + 1e-8 (1 + |log p̃|) + 1e-12 K < log τ.
+
+    Why that suffices: each evaluation of a logit z_i (any order of the sum, FMA or not) is
+    within γ S_i ≤ γ M of the exact one, M = max_i ‖a_i‖₂ ‖x̄‖₂ + max_i |b_i| (``need_bound``
+    is 8γM(1 + 8γ)), so the two evaluations' logits differ by at most 2γM each, and log p_t =
+    z_t − LSE(z) (LSE 1-Lipschitz in the max norm) by at most 4γM < need_bound. The rest of
+    either evaluation (a subtraction, K exponentials, a sum, a log or a division) errs by a
+    few ulps of |z_t − max z| ≤ |log p| and of K, far inside the other two terms. A NaN or an
+    infinite bound is never "below": those rows get the model's own test.
+    """
+    N, D = X.shape
+    K = A.shape[0]
+    below = np.zeros(N, dtype=np.bool_)
+    z = np.empty(K)
+    for n in range(N):
+        m = -math.inf
+        for i in range(K):
+            s = b[i]
+            for j in range(D):
+                s += A[i, j] * X[n, j]
+            z[i] = s
+            if s > m:
+                m = s
+        acc = 0.0
+        for i in range(K):
+            acc += math.exp(z[i] - m)
+        lp = z[tidx[n]] - m - math.log(acc)
+        slack = 2.0 * _bound(X[n], g, row_norm, abs_b) + 1e-8 * (1.0 + abs(lp)) + 1e-12 * K
+        below[n] = lp + slack < log_tau  # False for NaN or inf anywhere
+    return below

@@ -85,7 +85,7 @@ class MetricCache:
         V = W⁻¹ (0 on frozen features), W (0 on frozen features), G_V = A V Aᵀ, G_F = A F Aᵀ
         and, for binary models, V w, wᵀVw and Σ_free w².
         """
-        if weights is None and not frozen_mask.any():
+        if weights is None and not np.count_nonzero(frozen_mask):
             return self.default
         key = (frozen_mask.tobytes(), None if weights is None else weights.tobytes())
         hit = self._cache.get(key)

@@ -167,12 +167,27 @@ class _LinearModel:
     def source_tests(self, X, tidx, proba):
         """Return (P0, meets, sure): x̄'s probabilities, p_target(x̄) ≥ τ, and the class test.
 
-        P0 by the model's own logits (BLAS one row at a time, :meth:`check_logits`); ``sure``
-        (one per True of ``meets``) is :meth:`in_target` of those rows, on the same logits.
+        A first kernel (:func:`fastcf._kernels.verdict.softmax_below`) finds the rows whose
+        p_target is below τ beyond any rounding of the model's arithmetic (nearly every row of
+        a ``proba=`` query): ``meets`` is False there, without the model's products, and their
+        rows of P0 are NaN. The others: P0 by the model's own logits (BLAS one row at a time,
+        :meth:`check_logits`; a row's bits do not depend on the rows beside it); ``sure`` (one
+        per True of ``meets``) is :meth:`in_target` of those rows, on the same logits.
         """
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        N = X.shape[0]
+        below = _vk.softmax_below(
+            X, self.A, self.b, tidx, math.log(proba), self.gamma, self.max_row_norm,
+            self.max_abs_b,
+        )  # fmt: skip
+        P0 = np.full((N, self.A.shape[0]), np.nan)
+        meets = np.zeros(N, dtype=bool)
+        if np.count_nonzero(below) == N:  # (a single query's usual case)
+            return P0, meets, np.zeros(0, dtype=bool)
+        rows = np.flatnonzero(~below)
         with np.errstate(over="ignore", invalid="ignore"):
-            P0 = self.proba_from_logits(self.check_logits(X))
-        meets = P0[np.arange(X.shape[0]), tidx] >= proba
+            P0[rows] = self.proba_from_logits(self.check_logits(X[rows]))
+        meets[rows] = P0[rows, tidx[rows]] >= proba
         sure = self.in_target(X[meets], tidx[meets], proba) if meets.any() else np.zeros(0, bool)
         return P0, meets, sure
 
@@ -356,13 +371,20 @@ class SoftmaxModel(_LinearModel):
         row for its estimators, ``X[n:n+1] @ A.T + b`` for ``from_arrays``' C-order A. Used to
         verify answers, so that a query's verdict does not depend on its batch.
         """
-        return (X[:, None, :] @ self.CT)[:, 0, :] + self.b
+        Z = (X[:, None, :] @ self.CT)[:, 0, :]
+        Z += self.b  # (in place: the same bits as Z + b, one array fewer)
+        return Z
 
     def proba_from_logits(self, Z):
-        """Return the stable softmax of the rows of ``Z``."""
-        m = Z.max(axis=1, keepdims=True)
-        E = np.exp(Z - m)
-        return E / E.sum(axis=1, keepdims=True)
+        """Return the stable softmax of the rows of ``Z``.
+
+        The ufuncs themselves, in place: the bits of ``E = exp(Z − max Z); E / Σ E`` (what
+        ``Z.max`` and ``E.sum`` call), without the methods' Python wrappers and two arrays.
+        """
+        E = np.subtract(Z, np.maximum.reduce(Z, axis=1, keepdims=True))
+        np.exp(E, out=E)
+        E /= np.add.reduce(E, axis=1, keepdims=True)
+        return E
 
     def predict_index(self, Z):
         """Return the predicted class index (argmax; ties to the first class, as scikit-learn)."""

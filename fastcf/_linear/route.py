@@ -187,13 +187,13 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
     model = ex._model
     lams = q.lams if lams is None else lams
     bnd = q.bnd if bnd is None else bnd
-    margins = np.full(X.shape[0], q.margin) if q.form == "region" else None
     if q.metric == "manhattan":
         from . import manhattan as _l1
 
         cost = np.ones(ex.n_features_in_) if q.w is None else q.w
         free = ~fmask
         if lean and q.form != "lam":
+            margins = _margins(X, q)
             if model.binary:
                 return _l1.binary_constrained_lean(
                     model, X, tidx, cost, free, bnd, q.proba, margins
@@ -216,6 +216,7 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
         W = None if q.w is None else q.w * q.w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
         m = ex._cache.get(fmask, W)
         if lean and q.form != "lam":  # a search node: the solver's answer, no raises
+            margins = _margins(X, q)
             return _solvers.constrained(model, X, tidx, m, bnd, q.proba, margins, q.tol, q.max_iter)
 
         def solve(Xr, tr, br, pr, mr):
@@ -244,6 +245,11 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
     from .reference import lam_reference
 
     return lam_reference(model, X, tidx, m, W, fmask, bnd, lams, q.method, q.tol, q.max_iter)
+
+
+def _margins(X, q):
+    """Return the margin of each row of ``X`` for ``region=True`` (None for the other forms)."""
+    return np.full(X.shape[0], q.margin) if q.form == "region" else None
 
 
 def row_problem(ex, X, tidx, q, n):

@@ -158,7 +158,7 @@ def judge(model, Xs, tidx, status, proba=None):
         math.nan if proba is None else float(proba), model.gamma, model.max_row_norm,
         model.max_abs_b,
     )  # fmt: skip
-    if proba is not None and near.any():
+    if proba is not None and np.count_nonzero(near):
         # p_k ≥ τ, the target first, but within rounding of the class boundary (τ = 1/2
         # with two classes in contention: p_k = τ puts the answer on it): re-solved for a
         # higher τ (PENDING), as the verification would call it a numerical failure
