@@ -119,7 +119,10 @@ class BaseExplainer:
         success that fails becomes status 4 (numerical failure: the answer lies within
         rounding of the decision boundary).
         """
-        check = sol.success if sol.certified is None else sol.success & ~sol.certified
+        cert = sol.certified
+        if cert is not None and np.count_nonzero(cert) == cert.shape[0]:
+            return sol  # every row certified (a single query's usual case): nothing to check
+        check = sol.success if cert is None else sol.success & ~cert
         n_check = np.count_nonzero(check)
         if n_check == 0:
             return sol
@@ -150,4 +153,6 @@ class BaseExplainer:
         """
         if sol.proba is not None and not self._has_proba:
             sol = sol._replace(proba=None)
-        return package(sol, X, self.classes_[tidx], names, single)
+        # one query: its label by a slice (a view), not a fancy index
+        targets = self.classes_[tidx[0] : tidx[0] + 1] if single else self.classes_[tidx]
+        return package(sol, X, targets, names, single)

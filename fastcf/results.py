@@ -71,9 +71,11 @@ def _to_sparse(x, x0, what):
 
 def _item_info(info, i, n):
     """Return the diagnostics of query ``i``: per-query arrays (leading length ``n``) indexed."""
+    if not info:
+        return {}
     return {
         k: (v[i] if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == n else v)
-        for k, v in (info or {}).items()
+        for k, v in info.items()
     }
 
 

@@ -152,11 +152,11 @@ def test_softmax_judge_equals_the_numpy_rules(seed, n, k):
         P = model.proba_from_logits(Z)
     status = rng.choice(STATUSES, size=n).astype(np.int64)
     tau = _tau(rng, P, tidx)
-    p, st_, cert, tm, near = _vk.softmax_judge(
+    rows = np.arange(n)
+    st_, cert, n_near = _vk.softmax_judge(
         Xs, Z, P, tidx, status, math.nan if tau is None else tau, model.gamma,
         model.max_row_norm, model.max_abs_b,
     )  # fmt: skip
-    rows = np.arange(n)
     with np.errstate(all="ignore"):
         Zo = Z.copy()
         Zo[rows, tidx] = -np.inf
@@ -171,11 +171,9 @@ def test_softmax_judge_equals_the_numpy_rules(seed, n, k):
         s[lost] = CODES["NUMERIC" if tau is None else "BELOW_DECISION"]
         ok &= ~lost
         cert_want = ok & (tm_want > model.need_bound(Xs))
-    np.testing.assert_array_equal(p, P[rows, tidx])
     np.testing.assert_array_equal(st_, s)
     np.testing.assert_array_equal(cert, cert_want)
-    np.testing.assert_array_equal(tm, tm_want)
-    np.testing.assert_array_equal(near, (tau is not None) & ok & ~cert_want)
+    assert n_near == np.count_nonzero((tau is not None) & ok & ~cert_want)
 
 
 @pytest.mark.parametrize("n", [1, 4])

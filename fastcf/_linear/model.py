@@ -180,7 +180,8 @@ class _LinearModel:
             X, self.A, self.b, tidx, math.log(proba), self.gamma, self.max_row_norm,
             self.max_abs_b,
         )  # fmt: skip
-        P0 = np.full((N, self.A.shape[0]), np.nan)
+        P0 = np.empty((N, self.A.shape[0]))
+        P0.fill(np.nan)
         meets = np.zeros(N, dtype=bool)
         if np.count_nonzero(below) == N:  # (a single query's usual case)
             return P0, meets, np.zeros(0, dtype=bool)

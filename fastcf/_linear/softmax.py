@@ -82,7 +82,7 @@ def rows_reduced(model, X, tidx, lams, m, tol, max_iter):
 
 
 def rows_region(model, X, tidx, margins, m, tol, max_iter):
-    """``region=True`` for N rows: (X*, Y, dist, nit, status), as ``region_rows``."""
+    """``region=True`` for N rows: (X*, dist, nit, status), as ``region_rows``."""
     A_, b = model.A, model.b
     mode = _sk.row_mode(*X.shape, A_.shape[0])
     if mode != _sk.BLAS:
@@ -91,11 +91,11 @@ def rows_region(model, X, tidx, margins, m, tol, max_iter):
     Y, nit, st = _sk.region_batch(Zbar, m.GV, tidx, margins, tol, max_iter, False)
     Xs = _sk.blas_expand(X, Y, A_, m.v, m.unit_v)
     dist, status = _sk.kspace_finish(Xs, Y, m.GV, st)
-    return Xs, Y, dist, nit, status
+    return Xs, dist, nit, status
 
 
 def rows_proba(model, X, tidx, log_taus, m, tol, max_iter, warm=None):
-    """``proba=τ`` for N rows: (X*, Y, dist, lam, nit, status, lp0), as ``proba_rows``."""
+    """``proba=τ`` for N rows: (X*, Y, dist, lam, nit, status), as ``proba_rows``."""
     A_, b = model.A, model.b
     D = X.shape[1]
     mode = _sk.row_mode(*X.shape, A_.shape[0])
@@ -109,7 +109,7 @@ def rows_proba(model, X, tidx, log_taus, m, tol, max_iter, warm=None):
     )
     Xs = _sk.blas_expand(X, Y, A_, m.v, m.unit_v)
     dist, status = _sk.kspace_finish(Xs, Y, m.GV, st)
-    return Xs, Y, dist, lam, nit, status, _sk.log_p_rows(Zbar, tidx)
+    return Xs, Y, dist, lam, nit, status
 
 
 def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
@@ -137,7 +137,7 @@ def finite_need(model, Xs, tidx):
 
 
 def judge(model, Xs, tidx, status, proba=None):
-    """Return (P, status, certified, p_k): the verdict of ``proba=τ`` / ``region=True`` answers.
+    """Return (P, status, certified): the verdict of ``proba=τ`` / ``region=True`` answers.
 
     The model's own arithmetic: BLAS's logits one row at a time (``check_logits``, the bits of
     ``predict_proba`` of the row) and their softmax. A row whose solver converged (OK) becomes,
@@ -153,23 +153,24 @@ def judge(model, Xs, tidx, status, proba=None):
         P = model.proba_from_logits(Z)
     # the rules in one kernel on the model's Z and P (a score of NumPy calls on (N,) arrays
     # cost a single query more than its solve)
-    p, status, cert, tm, near = _vk.softmax_judge(
-        np.ascontiguousarray(Xs, dtype=np.float64), Z, P, tidx, status,
+    status, cert, n_near = _vk.softmax_judge(
+        Xs, Z, P, tidx, status,
         math.nan if proba is None else float(proba), model.gamma, model.max_row_norm,
         model.max_abs_b,
     )  # fmt: skip
-    if proba is not None and np.count_nonzero(near):
+    if n_near:
         # p_k ≥ τ, the target first, but within rounding of the class boundary (τ = 1/2
         # with two classes in contention: p_k = τ puts the answer on it): re-solved for a
         # higher τ (PENDING), as the verification would call it a numerical failure
-        rest = np.flatnonzero(near)
+        rest = np.flatnonzero((status == _OK) & ~cert)
         with np.errstate(over="ignore", invalid="ignore"):
             need = model.rounding_need(Xs[rest], tidx[rest])
-        status[rest[~(np.isfinite(need) & (tm[rest] > need))]] = _PENDING
-    return P, status, cert, p
+            tm = model.target_margin(Z[rest], tidx[rest])
+        status[rest[~(np.isfinite(need) & (tm > need))]] = _PENDING
+    return P, status, cert
 
 
-def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
+def proba_solution(model, X, tidx, m, proba, tol, max_iter):
     """``proba=τ`` for N queries without bounds: the λ-search in one kernel call per round.
 
     ``proba_rows`` solves and forms each answer; :func:`judge` judges it in the model's
@@ -179,19 +180,15 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
     the shortfall (:func:`raise_log_tau`), at most :data:`~fastcf._resolve.ROUNDS` times, the
     last time by at least the worst case of the logits' rounding (``model.rounding_need``: two
     evaluations of log p_k differ by less). Rows still short then fail (NUMERIC).
-
-    ``first``: (the output of the first ``proba_rows`` call on these rows, its
-    :func:`judge`), when the caller has them (the short path of one query, which calls
-    this only when a re-solve is needed).
     """
     N = X.shape[0]
     log_tau = np.full(N, math.log(proba))
-    if first is None:
-        out = rows_proba(model, X, tidx, log_tau, m, tol, max_iter)
-        first = (out, judge(model, out[0], tidx, out[5], proba))
-    (Xs, Y, dist, lamv, nit, _st, _lp0), (P, status, cert, p) = first
-    if np.count_nonzero(status == _OK) == N:  # nothing to re-solve or to reconsider
-        return solution(Xs, P, dist, status == _OK, status, nit, lamv, None, PROBA_METHOD, cert)
+    Xs, Y, dist, lamv, nit, st = rows_proba(model, X, tidx, log_tau, m, tol, max_iter)
+    P, status, cert = judge(model, Xs, tidx, st, proba)
+    ok = status == _OK
+    if np.count_nonzero(ok) == N:  # nothing to re-solve or to reconsider
+        return solution(Xs, P, dist, ok, status, nit, lamv, None, PROBA_METHOD, cert)
+    p = P[np.arange(N), tidx]
     # a search that ran out of iterations where z̄ is far larger than the answer's logits (z̄ ~
     # 10⁹ against log τ: z̄ + G y cancels, and log p_k in K-space carries ε |z̄| of noise, more
     # than the search's tolerance) is re-solved once, aiming inside τ by twice that rounding
@@ -230,9 +227,10 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter, first=None):
         return rows_proba(model, X[idx], tidx[idx], log_tau[idx], m, tol, max_iter, warm=warm)
 
     def merge(state, idx, out):
-        Xs[idx], Y[idx], dist[idx], lamv[idx], nit2, st2, _lp0 = out
+        Xs[idx], Y[idx], dist[idx], lamv[idx], nit2, st2 = out
         nit[idx] += nit2
-        P[idx], status[idx], cert[idx], p[idx] = judge(model, Xs[idx], tidx[idx], st2, proba)
+        P[idx], status[idx], cert[idx] = judge(model, Xs[idx], tidx[idx], st2, proba)
+        p[idx] = P[idx, tidx[idx]]
         return state
 
     resolve(None, pick, solve, merge)
@@ -290,8 +288,8 @@ def region_solution(model, X, tidx, m, margins):
     solved by :func:`region_singular` and :func:`finish`.
     """
     K = model.A.shape[0]
-    Xs, _Y, dist, nit, status = rows_region(model, X, tidx, margins, m, 1e-12, 10 * K + 100)
-    P, status, cert, _p = judge(model, Xs, tidx, status)
+    Xs, dist, nit, status = rows_region(model, X, tidx, margins, m, 1e-12, 10 * K + 100)
+    P, status, cert = judge(model, Xs, tidx, status)
     ok = status == _OK
     sol = solution(Xs, P, dist, ok, status, nit, None, None, REGION_METHOD, cert)
     if np.count_nonzero(ok) == ok.shape[0]:

@@ -320,8 +320,8 @@ def region(model, X, tidx, bnd, margin, constrained):
     BLAS or not) evaluates it. A margin is kept only where it is strictly above the need: at an
     exact tie (need 0, margin 0) it is raised to a floor of 2⁻⁹⁰⁰ per unit of the rows' norm.
     """
-    N = X.shape[0]
-    margins = np.full(N, margin)
+    margins = np.empty(X.shape[0])
+    margins.fill(margin)
     own = None  # the rows' own margins of the round (without x̄'s need)
 
     def pick(sol, _r):

@@ -50,7 +50,7 @@ The kernels, one module per algorithm:
 
 from .core import _apply_inverse, _factor, _objective, _objective_gy, reduced_newton
 from .lampath import _tangent, lam_path
-from .lamsearch import aim_ulps, log_p_rows, proba_batch, proba_rows
+from .lamsearch import aim_ulps, proba_batch, proba_rows
 from .region import region_batch
 from .rows import (
     BLAS,
@@ -83,7 +83,6 @@ __all__ = [
     "kspace_finish",
     "kspace_reduced",
     "lam_path",
-    "log_p_rows",
     "logits_rows",
     "proba_batch",
     "proba_rows",

@@ -432,32 +432,30 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None, a
 def _proba_row(part, b, G, GF, k, log_tau, tol, max_iter, y, lam0, aim):
     """z̄ from its chunk sums, then :func:`proba_search` (y in place; warm when lam0 is finite).
 
-    Returns (lam, quad, nit, status, lp0), quad = yᵀ G y = ‖x* − x̄‖²_W, lp0 = log p_k(x̄) in
-    this arithmetic (the caller's cheap test of whether x̄ may already meet τ).
+    Returns (lam, quad, nit, status), quad = yᵀ G y = ‖x* − x̄‖²_W.
     """
     K = b.shape[0]
     zbar = np.empty(K)
     _sum_chunks(part, b, zbar)
     gy = np.empty(K)
-    _phi0, lp0 = _log_odds(zbar, k, gy)
     lam, nit, status = proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim)
     _matvec(G, y, gy)
     quad = 0.0
     for j in range(K):
         quad += y[j] * gy[j]
-    return lam, quad, nit, status, lp0
+    return lam, quad, nit, status
 
 
 @kernel()
 def _row_full(n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0, out):
-    """Row n of :func:`proba_rows`; ``out`` = (X, Y, dist, lam, nit, status, lp0)."""
-    X, Y, dist, lam, nit, status, lp0 = out
+    """Row n of :func:`proba_rows`; ``out`` = (X, Y, dist, lam, nit, status)."""
+    X, Y, dist, lam, nit, status = out
     K, D = A.shape
     part = np.empty((max((D + _CHUNK - 1) // _CHUNK, 1), K))  # the row's chunk sums
     for c in range(part.shape[0]):
         _logits_chunk(X0[n], A, c, part)
     l0 = lam0[n] if lam0.shape[0] > 0 else np.nan
-    lam[n], quad, nit[n], st, lp0[n] = _proba_row(
+    lam[n], quad, nit[n], st = _proba_row(
         part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim_ulps(D)
     )
     dist[n] = math.sqrt(max(quad, 0.0))
@@ -476,10 +474,9 @@ def _rows_out(args):
     X = np.empty((N, D))
     dist = np.empty(N)
     lam = np.empty(N)
-    lp0 = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    return X, Y, dist, lam, nit, status, lp0
+    return X, Y, dist, lam, nit, status
 
 
 _rows = batch(_row_full, _rows_out)
@@ -491,8 +488,8 @@ def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm
     Per row: z̄ = A x̄ + b, :func:`proba_search` for ``log_taus[n]`` (the log τ the row aims at:
     raised above log τ for a re-solve) and x* = x̄ + (yᵀA) ∘ v. ``warm``: (Y, lam) of an earlier
     answer of the same rows, each search then starting from it. Returns (X, Y, dist, lam, nit,
-    status, lp0): dist = ‖x* − x̄‖_W = √(yᵀ G y), the search's status (NUMERIC for a non-finite
-    answer), lp0 = log p_k(x̄) in this arithmetic. The verdict is the caller's, in the model's
+    status): dist = ‖x* − x̄‖_W = √(yᵀ G y), the search's status (NUMERIC for a non-finite
+    answer). The verdict is the caller's, in the model's
     own arithmetic (:func:`fastcf._linear.softmax.judge`): the answer's logits are needed
     there anyway, so they are not formed here too.
     """
@@ -505,14 +502,3 @@ def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm
 
 
 _COLD = (np.zeros((0, 0)), np.zeros(0))  # no warm start: (Y0, lam0) of no rows
-
-
-@kernel()
-def log_p_rows(Zbar, ks):
-    """Return log p_k(x̄) of N rows of logits z̄ (``proba_rows``'s lp0, for the BLAS mode)."""
-    N, K = Zbar.shape
-    lp0 = np.empty(N)
-    q = np.empty(K)
-    for n in range(N):
-        _phi, lp0[n] = _log_odds(Zbar[n], ks[n], q)
-    return lp0

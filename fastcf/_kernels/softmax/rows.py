@@ -372,28 +372,27 @@ def answer_status(x, quad, status):
 
 @kernel()
 def _region_row_full(n, X0, A, b, G, ks, margins, tol, max_iter, v, unit, out):
-    """Row n of :func:`region_rows`; ``out`` = (X, Y, dist, nit, status)."""
-    X, Y, dist, nit, status = out
+    """Row n of :func:`region_rows`; ``out`` = (X, dist, nit, status)."""
+    X, dist, nit, status = out
     K, D = A.shape
     part = np.empty((max((D + _CHUNK - 1) // _CHUNK, 1), K))  # the row's chunk sums
     for c in range(part.shape[0]):
         _logits_chunk(X0[n], A, c, part)
-    nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, Y[n])
+    y = np.empty(K)  # the row's dual (no caller reads it: not an output)
+    nit[n], st, quad = _region_fused_row(part, b, G, ks[n], margins[n], tol, max_iter, y)
     dist[n] = math.sqrt(max(quad, 0.0))
     nosums = part[:0]  # 0 rows: no chunk sums (see _expand_chunk)
     for c in range(part.shape[0]):
-        _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
+        _expand_chunk(X0[n], y, A, v, unit, c, X[n], nosums, nosums)
     status[n] = answer_status(X[n], quad, st)
 
 
 @kernel(inline="always")
 def _region_out(args):
-    """Return the outputs of :func:`region_rows`, empty: X, Y, dist, nit, status."""
+    """Return the outputs of :func:`region_rows`, empty: X, dist, nit, status."""
     N, D = args[0].shape  # X0
-    K = args[1].shape[0]  # A
     return (
         np.empty((N, D)),
-        np.empty((N, K)),
         np.empty(N),
         np.empty(N, dtype=np.int64),
         np.empty(N, dtype=np.int64),
@@ -407,7 +406,7 @@ def region_rows(X0, A, b, G, ks, margins, tol, max_iter, v, unit, mode):
     """``region=True`` for N softmax queries in one call (``mode`` 0 or 1 of :func:`row_mode`).
 
     Per row: z̄ = A x̄ + b, :func:`~fastcf._kernels.softmax.region.region_dual` with the row's
-    margin and x* = x̄ + (yᵀA) ∘ v. Returns (X, Y, dist, nit, status), dist = ‖x* − x̄‖_W =
+    margin and x* = x̄ + (yᵀA) ∘ v. Returns (X, dist, nit, status), dist = ‖x* − x̄‖_W =
     √(yᵀ G y), status NUMERIC for a non-finite answer. Rows whose dual is singular come back
     PENDING (their x* is x̄): the caller solves them by
     :func:`fastcf._linear.softmax.region_singular`. The verdict is the caller's, in the model's
