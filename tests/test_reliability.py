@@ -1950,6 +1950,36 @@ def test_boxed_newton_with_every_free_feature_active():
     assert res.x.tolist() == [1e-7, 1.0, 1.0]
 
 
+def test_boxed_newton_whose_step_overflows_is_rejected_without_a_warning():
+    """Soak 2026-11-29 (``linear_few_changes`` softmax, hypothesis seed 1265…719, pre-existing
+    on c89b449): ``enumerate`` of a ``proba=`` query with weights; a node's K-space answer
+    failed, and the input-space λ-search walked λ to ~2e-303, where the gradient is ~1e283.
+    The line search's predicted decrease g·(x_new − x) and the |F|×|F| Newton step overflowed
+    outside any ``np.errstate``: two RuntimeWarnings (errors under ``-W error``, and this
+    suite). A trial whose prediction overflows is rejected and halved, and a step past the
+    doubles is no step, silently. The query itself: τ is met where class 2 wins
+    (BELOW_DECISION), and ``enumerate`` lists successes only."""
+    A = np.array(
+        [
+            [0.0, 0.0, 86.00183347381294, 0.0, 44.14430414478673],
+            [0.0, 0.0, 86.00183347381294, 0.0, 44.14430414478673],
+            [2.7050028910051107e-16, -69.05387890775584, -39.08128504897309, 1e-298, 0.0],
+            [0.0, -4.8359795597853076e-200, 0.0, 39.788569633534784, -62.62565654938768],
+        ]
+    )
+    b = np.array([-4267.4018399690085, 1773.129634883317, -4267.4018399690085, -8520.598987797854])
+    x = np.array([-1e-04, -92249958.30923711, -1.1754943508222875e-30, 1000.0, 6.98e-208])
+    w = np.array([0.38221478780572626, 0.25057513452653446, 0.0357360907, 0.0374761581, 0.0795])
+    tau = 0.4414430414478673
+    ex = LinearExplainer.from_arrays(A, b)
+    res = ex.explain(x, 1, proba=tau, weights=w)
+    assert not res.success and res.status == 7, res.message
+    assert ex.predict_proba(res.x[None])[0, 1] >= tau and ex.predict(res.x[None])[0] != 1
+    for alt in ex.enumerate(x, 1, k=2, proba=tau, weights=w):
+        assert alt.success and ex.predict(alt.x[None])[0] == 1
+        assert ex.predict_proba(alt.x[None])[0, 1] >= tau
+
+
 @pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
 @pytest.mark.parametrize(
     "A",

@@ -138,9 +138,12 @@ def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=F
             xn[~free0] = x0[~free0]
             with np.errstate(over="ignore", invalid="ignore"):
                 # a trial point past the doubles' range (a step ~1/λ at λ ~ e^-700) has an
-                # energy of inf or NaN: rejected below, and the step halved
+                # energy of inf or NaN: rejected below, and the step halved; so is a trial
+                # whose predicted decrease overflows (a step ~3.5e25 long against a gradient
+                # ~1e283 at λ ~ 2e-303: soak 2026-11-29, enumerate of a proba= query whose
+                # K-space answer failed) — the comparisons below are False for −inf and NaN
                 En, gnew, pnew = val_grad(xn)
-            pred = float(g @ (xn - x))
+                pred = float(g @ (xn - x))
             if En <= E + 1e-4 * pred or (
                 abs(pred) <= 64 * eps * Escale and En <= E + 64 * eps * Escale
             ):
@@ -203,9 +206,12 @@ def _direct_step(A, p, lam, wt, g, F):
         return None
     if not np.diag(L).min() ** 2 >= 1e-8:
         return None
-    y = np.linalg.solve(L.T, np.linalg.solve(L, -s * g[idx]))
     d = np.zeros_like(g)
-    d[idx] = s * y
+    with np.errstate(over="ignore", invalid="ignore"):
+        # a gradient ~1e283 at λ ~ 2e-303 (soak 2026-11-29): a step past the doubles is no
+        # step (None: the Woodbury step, whose own checks then decide), not a warning
+        y = np.linalg.solve(L.T, np.linalg.solve(L, -s * g[idx]))
+        d[idx] = s * y
     return d if np.isfinite(d).all() else None
 
 
