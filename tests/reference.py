@@ -502,6 +502,23 @@ def best_subset_brute_force(solve, free, m):
     return best
 
 
+def top_m_free_exact(w, cost, free, m):
+    """The frozen mask keeping free the m free features of largest w_i²/cost_i², in rationals.
+
+    Every double is a rational (``fractions.Fraction``), so the squares and ratios are exact;
+    ties go to the first feature (a stable sort).
+    """
+    from fractions import Fraction
+
+    idx = np.flatnonzero(free).tolist()
+    c = np.ones(len(w)) if cost is None else cost
+    key = {i: Fraction(float(w[i])) ** 2 / Fraction(float(c[i])) ** 2 for i in idx}
+    keep = sorted(idx, key=lambda i: -key[i])[:m]
+    mask = np.ones(len(w), dtype=bool)
+    mask[keep] = False
+    return mask
+
+
 def enumerate_brute_force(solve, free, k, *, in_target, changed, max_changes=None):
     """The alternatives of one query by brute force over all 2^|free| restrictions.
 

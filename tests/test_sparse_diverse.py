@@ -7,11 +7,14 @@ max_changes, and brute force over all 2^D restrictions for enumerate.
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference import (
     best_subset_brute_force,
     enumerate_brute_force,
     linear_cf_cvxpy,
     manhattan_max_changes_milp,
+    top_m_free_exact,
 )
 
 from fastcf import LinearExplainer
@@ -343,3 +346,42 @@ def test_softmax_region_enumerate_with_max_changes_at_large_logits_is_in_order()
     alts = ex.enumerate(x, 0, k=3, region=True, margin=0.0, max_changes=1)
     d = [a.distance for a in alts]
     assert all(d[i] <= d[i + 1] * (1 + 1e-9) for i in range(len(d) - 1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 7), m=st.integers(1, 7))
+def test_top_m_free_is_the_exact_order_of_w2_over_w(seed, d, m):
+    # the closed form of binary Euclidean max_changes keeps the features of largest w_i²/W_i:
+    # compared exactly at every magnitude (the squares underflowed below 1e-154), ties to the
+    # first feature
+    from fastcf._linear.subsets import top_m_free
+
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d) * 10.0 ** rng.integers(-300, 300, size=d)
+    w[rng.random(d) < 0.2] = 0.0
+    tie = rng.random(d) < 0.3  # equal weights (ties of the ratio with equal costs)
+    w[tie] = w[0]
+    cost = None if rng.random() < 0.3 else 10.0 ** rng.uniform(-150, 150, size=d)
+    if cost is not None and rng.random() < 0.5:
+        cost = np.where(rng.random(d) < 0.5, 2.0 * cost[0], cost)
+        w = np.where(cost == 2.0 * cost[0], 2.0 * w[0], w)  # equal ratios, other numbers
+    free = rng.random(d) < 0.8
+    np.testing.assert_array_equal(top_m_free(w, cost, free, m), top_m_free_exact(w, cost, free, m))
+
+
+def test_binary_max_changes_keeps_the_cheaper_of_two_tiny_weights():
+    """Soak 2026-11-29 (``linear_few_changes`` softmax; pre-existing on c89b449): two classes,
+    rows 0 and (5.9e-197, 5.9e-197), x̄ = 0 (a tie), ``region=True, margin=0``, costs (2, 1),
+    ``max_changes=1``. The closed form compared w_i²/W_i, and w² underflowed to 0 for both
+    features: the first, of cost 2, was kept free, an answer twice as far as moving the
+    second; ``enumerate`` then listed 3.0e-111 before 1.5e-111."""
+    A = np.array([[0.0, 0.0], [5.932485279312468e-197] * 2])
+    ex = LinearExplainer.from_arrays(A, np.zeros(2))
+    x, w = np.zeros(2), np.array([2.0, 1.0])
+    kw = dict(region=True, margin=0.0, weights=w, max_changes=1)
+    res = ex.explain(x, 0, **kw)
+    alone = [ex.explain(x, 0, region=True, margin=0.0, weights=w, frozen=[1 - j]) for j in (0, 1)]
+    assert res.success and all(a.success for a in alone)
+    assert res.distance == min(a.distance for a in alone) == alone[1].distance
+    d = [a.distance for a in ex.enumerate(x, 0, k=2, **kw)]
+    assert d == sorted(d) and d[0] == res.distance

@@ -317,8 +317,7 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
     prob = row_problem(ex, X, tidx, q, n) if prob is None else prob
     if q.metric == "euclidean" and q.bnd is None and ex._model.binary:
         # binary, Euclidean, no box: the m free features of largest w_i²/W_i (closed form)
-        W = np.ones(ex.n_features_in_) if q.w is None else q.w * q.w
-        mask = fmask | top_m_free(ex._model.w**2 / W, ~fmask, q.max_changes)
+        mask = fmask | top_m_free(ex._model.w, q.w, ~fmask, q.max_changes)
         val = prob.solve(mask)[1]
         info = {"nodes": 1, "solves": 1, "proven": True}
     else:

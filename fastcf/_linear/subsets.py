@@ -20,7 +20,8 @@ reaches the best answer, that answer is optimal: the certificate is the exhauste
 Binary models with the Euclidean metric and no box need no search: the problem depends on the
 support S only through α(S) = Σ_{i∈S} w_i²/W_i (the 1-D reduction of paper 000, §4: the cost
 of moving the logit by t is t/√α(S)), and every objective decreases in α, so the optimum keeps
-the m features of largest w_i²/W_i free (:func:`top_m_free`).
+the m features of largest w_i²/W_i free (:func:`top_m_free`, which compares |w_i| / cost_i
+exactly).
 
 Alternatives: Lawler's k-best scheme, :func:`fastcf._lawler.lawler` (shared with the tabular
 and tree families).
@@ -89,10 +90,27 @@ class RowProblem:
         return np.abs(sol.x[0] - self.x0) * self.cost
 
 
-def top_m_free(weight2, free, m):
-    """Return the frozen mask that keeps the m free features of largest ``weight2`` free."""
+def top_m_free(w, cost, free, m):
+    """Return the frozen mask that keeps free the m free features of largest w_i²/W_i.
+
+    ``w``: the binary model's weights; ``cost``: the per-feature costs (W = cost², None: ones).
+    Compared as |w_i| / cost_i, exactly and without forming it: each is split into its
+    mantissa and power of two (``np.frexp``), so the ratio's exponent is an integer sum and its
+    mantissa one correctly rounded division in [0.5, 2) — equal ratios tie (the first feature
+    wins), as the squares did where they did not underflow. The squares lost the order below
+    1e-154: w = (5.9e-197, 5.9e-197) with costs (2, 1) made both 0, and the feature of cost 2
+    was kept free, an answer twice as far as the other (soak 2026-11-29).
+    """
     idx = np.flatnonzero(free)
-    keep = idx[np.argsort(-weight2[idx], kind="stable")[:m]]
+    mw, ew = np.frexp(np.abs(w[idx]))
+    if cost is None:
+        mq, eq = np.full(idx.size, 0.5), np.ones(idx.size, dtype=np.int64)
+    else:
+        mq, eq = np.frexp(cost[idx])
+    mr, er = np.frexp(mw / mq)
+    exp = ew.astype(np.int64) - eq + er
+    exp[mw == 0.0] = -(2**40)  # a zero weight moves nothing: last (negated below: no int64.min)
+    keep = idx[np.lexsort((-mr, -exp))[:m]]  # by exponent, then mantissa (stable: first wins)
     fmask = np.ones(free.shape[0], dtype=bool)
     fmask[keep] = False
     return fmask
