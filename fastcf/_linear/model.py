@@ -167,30 +167,11 @@ class _LinearModel:
     def source_tests(self, X, tidx, proba):
         """Return (P0, meets, sure): x̄'s probabilities, p_target(x̄) ≥ τ, and the class test.
 
-        A first kernel (:func:`fastcf._kernels.verdict.softmax_below`) finds the rows whose
-        p_target is below τ beyond any rounding of the model's arithmetic (nearly every row of
-        a ``proba=`` query): ``meets`` is False there, without the model's products, and their
-        rows of P0 are NaN. The others: P0 by the model's own logits (BLAS one row at a time,
-        :meth:`check_logits`; a row's bits do not depend on the rows beside it); ``sure`` (one
-        per True of ``meets``) is :meth:`in_target` of those rows, on the same logits.
+        ``sure`` has one entry per True of ``meets``: :meth:`in_target` of those rows. Each
+        model answers with its own kernels (:meth:`BinaryModel.source_tests`,
+        :meth:`SoftmaxModel.source_tests`).
         """
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        N = X.shape[0]
-        below = _vk.softmax_below(
-            X, self.A, self.b, tidx, math.log(proba), self.gamma, self.max_row_norm,
-            self.max_abs_b,
-        )  # fmt: skip
-        P0 = np.empty((N, self.A.shape[0]))
-        P0.fill(np.nan)
-        meets = np.zeros(N, dtype=bool)
-        if np.count_nonzero(below) == N:  # (a single query's usual case)
-            return P0, meets, np.zeros(0, dtype=bool)
-        rows = np.flatnonzero(~below)
-        with np.errstate(over="ignore", invalid="ignore"):
-            P0[rows] = self.proba_from_logits(self.check_logits(X[rows]))
-        meets[rows] = P0[rows, tidx[rows]] >= proba
-        sure = self.in_target(X[meets], tidx[meets], proba) if meets.any() else np.zeros(0, bool)
-        return P0, meets, sure
+        raise NotImplementedError
 
     def in_target(self, X, tidx, proba=None):
         """Return which rows of ``X`` the model surely puts in ``tidx`` (and p ≥ ``proba``).
@@ -394,6 +375,34 @@ class SoftmaxModel(_LinearModel):
     def rows_proba_pred(self, Z):
         """Return (P, predicted index) of logits ``Z`` (N, K)."""
         return self.proba_from_logits(Z), np.argmax(Z, axis=1)
+
+    def source_tests(self, X, tidx, proba):
+        """Return (P0, meets, sure): see :meth:`_LinearModel.source_tests`.
+
+        A first kernel (:func:`fastcf._kernels.verdict.softmax_below`) finds the rows whose
+        p_target is below τ beyond any rounding of the model's arithmetic (nearly every row of
+        a ``proba=`` query): ``meets`` is False there, without the model's products, and their
+        rows of P0 are NaN. The others: P0 by the model's own logits (BLAS one row at a time,
+        :meth:`check_logits`; a row's bits do not depend on the rows beside it); ``sure`` (one
+        per True of ``meets``) is :meth:`in_target` of those rows, on the same logits.
+        """
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        N = X.shape[0]
+        below = _vk.softmax_below(
+            X, self.A, self.b, tidx, math.log(proba), self.gamma, self.max_row_norm,
+            self.max_abs_b,
+        )  # fmt: skip
+        P0 = np.empty((N, self.A.shape[0]))
+        P0.fill(np.nan)
+        meets = np.zeros(N, dtype=bool)
+        if np.count_nonzero(below) == N:  # (a single query's usual case)
+            return P0, meets, np.zeros(0, dtype=bool)
+        rows = np.flatnonzero(~below)
+        with np.errstate(over="ignore", invalid="ignore"):
+            P0[rows] = self.proba_from_logits(self.check_logits(X[rows]))
+        meets[rows] = P0[rows, tidx[rows]] >= proba
+        sure = self.in_target(X[meets], tidx[meets], proba) if meets.any() else np.zeros(0, bool)
+        return P0, meets, sure
 
     def rounding_need(self, Xs, tidx):
         """Return ``4γ (S_k + max_{j≠k} S_j)`` per row: no rounding of the logits exceeds it.
