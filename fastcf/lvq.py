@@ -26,7 +26,7 @@ import numpy as np
 
 from fastcf._base import BaseExplainer
 from fastcf._confirm import check_verify, confirm
-from fastcf._kernels.lvq_cost import lvq_distances
+from fastcf._kernels.lvq_cost import lvq_distances, lvq_in_target
 from fastcf._lvq import ccp, exact, programs
 from fastcf._lvq.certify import MODE, ccp_fallback, margin_scale_message, raise_margin
 from fastcf._lvq.model import check_read, geometry, omega_from_relevance, read_model
@@ -192,14 +192,15 @@ class LVQExplainer(BaseExplainer):
         return self.prototype_labels_[np.argmin(self.distances(X), axis=1)]
 
     def _in_target(self, X, tidx, proba=None):
-        """Which rows of ``X`` are finite and won by a prototype of class ``tidx`` (eq. 5)."""
-        finite = np.isfinite(X).all(axis=1)
-        Xf = np.ascontiguousarray(np.where(finite[:, None], X, 0.0))
-        # (squared distances beyond the doubles are inf: a warning where the kernel runs as
-        # Python, on a cold start or without Numba's JIT)
-        with np.errstate(over="ignore", invalid="ignore"):
-            dist = lvq_distances(Xf, self.prototypes_, self._geo.omegas, MODE[self.kind])
-        return finite & (self._geo.cls[np.argmin(dist, axis=1)] == tidx)
+        """Which rows of ``X`` are finite and won by a prototype of class ``tidx`` (eq. 5).
+
+        :meth:`predict`'s rule on :meth:`distances`, in one kernel
+        (:func:`~fastcf._kernels.lvq_cost.lvq_in_target`).
+        """
+        return lvq_in_target(
+            np.ascontiguousarray(X, dtype=np.float64), self.prototypes_, self._geo.omegas,
+            MODE[self.kind], self._geo.cls, np.ascontiguousarray(tidx, dtype=np.int64),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ explain
     def explain(

@@ -1016,3 +1016,59 @@ def test_lgmlvq_answer_refused_by_the_model_falls_back_to_a_target_prototype():
     res = ex.explain(np.array([0.0, 0.0, 655360.0, 0.0, 0.0]), 1, metric="manhattan", max_iter=10)
     assert res.success and res.status in (0, 1), res.message
     assert ex.predict(res.x[None])[0] == 1
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("seed", range(4))
+def test_in_target_kernel_is_the_decision_rule_on_its_distances(mode, seed):
+    """``lvq_in_target`` (the verification's test) is ``cls[argmin(lvq_distances)] == tidx`` on
+    finite rows, row for row: ties between copies of a prototype (first wins), distances that
+    overflow to inf (ties at inf) or become NaN (inf − inf under a metric: the first NaN wins,
+    as ``np.argmin``), and rows with a NaN or an infinity (never in the target)."""
+    from fastcf._kernels.lvq_cost import lvq_distances, lvq_in_target
+
+    rng = np.random.default_rng(seed)
+    D, K, n = 3, 6, 400
+    W = rng.standard_normal((K, D))
+    W[3] = W[1]  # two copies of one prototype, of different classes below
+    cls = np.array([0, 1, 2, 0, 1, 2], dtype=np.int64)
+    M = 1 if mode < 2 else K
+    omegas = rng.standard_normal((M, 2, D)) if mode else np.zeros((1, 1, D))
+    omegas[:, 0, :2] = 2.0
+    if mode == 2:  # prototypes 0 and 1 stay finite there: a NaN after finite distances
+        omegas[:2, :, :2] = 0.5
+    X = rng.standard_normal((n, D)) * 10.0 ** rng.integers(-3, 4, size=(n, 1))
+    X[::7] = W[rng.integers(0, K, size=X[::7].shape[0])]  # on a prototype: a tie at 0 or not
+    X[1::11] *= 1e160  # squared distances overflow: inf
+    X[4::19, :2] = (1.7e308, -1.7e308)  # under Ω (row 0 below): inf − inf, a NaN distance
+    X[2::13, rng.integers(0, D)] = np.nan
+    X[3::17, rng.integers(0, D)] = -np.inf
+    tidx = rng.integers(0, 3, size=n).astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        dist = lvq_distances(np.ascontiguousarray(X), W, omegas, mode)
+    want = np.isfinite(X).all(axis=1) & (cls[np.argmin(dist, axis=1)] == tidx)
+    got = lvq_in_target(np.ascontiguousarray(X), W, omegas, mode, cls, tidx)
+    assert np.array_equal(got, want)
+    finite = np.isfinite(X).all(axis=1)
+    assert np.isinf(dist[finite]).any() and got[finite].any() and not got[~finite].any()
+    if mode:
+        assert np.isnan(dist[finite]).any()  # (the NaN rule is exercised)
+    if mode == 2:
+        first = np.isfinite(dist[finite][:, :2]).all(axis=1) & np.isnan(dist[finite]).any(axis=1)
+        assert first.any()
+
+
+@pytest.mark.needs_jit
+@pytest.mark.parametrize("model_cls", [GLVQ, GMLVQ, LGMLVQ])
+def test_in_target_is_the_models_predict(bc, model_cls):
+    """The verification's test of an LVQ explainer is its ``predict`` (and finite rows)."""
+    model = _model(model_cls, "bc", bc)
+    ex = LVQExplainer(model)
+    rng = np.random.default_rng(0)
+    X = np.vstack([bc[1], bc[1][:20] + rng.standard_normal((20, bc[1].shape[1])) * 1e-9])
+    X[::9, 0] = np.nan
+    tidx = rng.integers(0, 2, size=X.shape[0])
+    want = np.isfinite(X).all(axis=1)
+    want[want] &= ex.predict(X[want]) == ex.classes_[tidx[want]]
+    assert np.array_equal(ex._in_target(X, tidx), want)
+    assert want.any() and (~want).any()
