@@ -122,7 +122,11 @@ def test_warmup_trees_compiles_the_tree_kernels():
     assert len(miss_bits.signatures) == 1
     assert len(walk.signatures) == 1 and len(search.signatures) == 1
     assert len(beam_moves.signatures) == 1 and len(beam_next.signatures) == 1
-    assert len(np_sum.signatures) == 1 and len(leaf_sums.signatures) == 1
+    assert len(leaf_sums.signatures) == 1
+    # np_sum is called only from inside the beam's kernels: when those load from a kernel cache
+    # that an earlier process filled (the README's demo, before the tests), it is never compiled
+    # in this process, so it has no signature or the one every query uses, never two
+    assert len(np_sum.signatures) <= 1
 
 
 @pytest.mark.needs_jit

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from reference import boosted_cells_brute_force, categories_brute_force
+from reference import boosted_cells_brute_force, categories_brute_force, xgb_listed_max
 from tree_models import lgb, xgb
 
 from fastcf import Status, TreeExplainer
@@ -80,8 +80,9 @@ def _own_leaves(lib, m, P, forest):
 def test_free_category_equals_the_brute_force(lib, k):
     m, X = _model(lib, k, seed=k)
     ex = TreeExplainer(m)
-    cats = ex._forest.categories.values[1]
-    assert cats.size >= 2 and np.array_equal(cats, np.arange(cats.size))
+    assert ex._forest.categories.values[1].size >= 2
+    # the brute force's categories are those of the training data, not fastcf's own list
+    cats = np.unique(X[:, 1][~np.isnan(X[:, 1])])
     rows = [X[i].copy() for i in range(5)]
     rows[0][1] = 2.7  # category 2 to both
     rows[1][1] = -0.5  # category 0 to LightGBM, no category to XGBoost
@@ -96,9 +97,39 @@ def test_free_category_equals_the_brute_force(lib, k):
                 if res.success:
                     assert m.predict(res.x[None])[0] == target
                     assert res.status == Status.OK
-                    assert res.x[1] == x0[1] or res.x[1] in cats
+                    assert res.x[1] == x0[1] or res.x[1] in ex._forest.categories.values[1]
                     moved += res.x[1] != x0[1]
     assert moved > 0  # some answers change the category
+
+
+def _xgb_one_listed(seed, n_cats=2, listed_class=0):
+    """An XGBoost model whose one categorical feature's splits list only the categories below
+    its largest training category (issue 52: the largest goes left everywhere)."""
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, n_cats, 400).astype(np.float64)
+    X = np.c_[rng.normal(size=400), c]
+    y = (c == n_cats - 1).astype(int)
+    m = xgb(n_estimators=3, max_depth=1, enable_categorical=True, feature_types=["q", "c"],
+            tree_method="hist").fit(X, y)  # fmt: skip
+    return m, X
+
+
+@pytest.mark.parametrize("n_cats", [2, 4])
+def test_xgboost_offers_the_category_that_no_split_lists(n_cats):
+    """A category seen in training and listed by no split goes left at every node; when every
+    smaller category is listed, it is the only way into the target (issue 52, item 1)."""
+    m, X = _xgb_one_listed(0, n_cats)
+    assert xgb_listed_max(m, 1) < n_cats - 1  # the largest training category is listed nowhere
+    ex = TreeExplainer(m)
+    cats = np.unique(X[:, 1])
+    for x0 in ([0.0, 0.0], [1.5, 0.0], [-2.0, float(n_cats - 2)]):
+        x0 = np.asarray(x0)
+        res = ex.explain(x0, 1)
+        ref = categories_brute_force(m, x0, 1, 1, cats)
+        assert math.isfinite(ref)
+        assert res.success and res.status == Status.OK, res.message
+        assert _same(res.distance, ref), (x0, res.distance, ref)
+        assert m.predict(res.x[None])[0] == 1
 
 
 @pytest.mark.parametrize("lib", LIBS)

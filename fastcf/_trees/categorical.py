@@ -32,8 +32,11 @@ goes left, and otherwise the category trunc(float32(v)) goes right iff the node 
     v is NaN                                                   →  the default child
     anything else                                              →  left
 
-XGBoost's categories are the integers 0, 1, …: those of a feature are 0 up to the largest one
-a split lists (a larger one, listed nowhere, goes left everywhere, as the unlisted ones below).
+XGBoost's categories are the integers 0, 1, …: those of a feature are 0 up to one past the
+largest one a split lists. That last one stands for every category no split lists, which goes
+left at every node: when each smaller category is listed by some split, no other category
+routes that way (a model's file does not record which categories its training data held, so
+the smallest such code is offered; ``bounds`` keep an answer within the codes a user allows).
 
 :class:`Categories` holds the category values of each categorical feature and the left set of
 each categorical node, and routes rows (:meth:`Categories.route`, used by

@@ -240,8 +240,11 @@ def _listed(t, pos, feat):
 def _categories(forest, sets):
     """Return the :class:`~fastcf._trees.categorical.Categories` of the categorical splits.
 
-    A feature's categories are 0 up to the largest one a split lists (XGBoost's codes); a
-    node's left set is every category it does not list.
+    A feature's categories are 0 up to one past the largest one a split lists (XGBoost's
+    codes); a node's left set is every category it does not list. The last one stands for
+    "any category no split lists", which goes left at every node of its feature: the categories
+    below it may all be listed somewhere, and then no other offered category routes that way
+    (a model's file does not say which categories its training data held).
     """
     from .categorical import Categories
 
@@ -249,7 +252,7 @@ def _categories(forest, sets):
     for per_tree in sets:
         for _, f, listed in per_tree:
             top[f] = max(top.get(f, 0.0), float(listed.max()) if listed.size else 0.0)
-    values = {f: np.arange(int(m) + 1, dtype=np.float64) for f, m in top.items()}
+    values = {f: np.arange(int(m) + 2, dtype=np.float64) for f, m in top.items()}
     # a node lists the categories that go right
     return Categories.of_trees(
         forest, values, sets, lambda vals, listed: ~np.isin(vals, listed), reader="xgboost"
