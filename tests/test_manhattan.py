@@ -778,6 +778,21 @@ def test_softmax_manhattan_face_optimum_with_classes_at_e_minus_27():
     assert res.distance == pytest.approx(8.0 * np.exp(-25.0), rel=1e-3)
 
 
+def _region_lp_scaled(A, b, x0, k, cost, margin):
+    """``region=True`` under the weighted L1 cost by SciPy's HiGHS, each row (a_k − a_j) scaled
+    to a largest coefficient of 1 (no bounds, nothing frozen). Returns linprog's result."""
+    from scipy.optimize import linprog
+
+    M = A[k] - np.delete(A, k, axis=0)
+    r = margin - ((A[k] @ x0 + b[k]) - (np.delete(A, k, axis=0) @ x0 + np.delete(b, k)))
+    g = np.abs(M).max(axis=1)
+    M, r = M / g[:, None], r / g
+    return linprog(
+        np.concatenate([cost, cost]), A_ub=-np.hstack([M, -M]), b_ub=-r, bounds=(0, None),
+        method="highs",
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("margin", [0.0, 1e-6])
 def test_a_tiny_model_row_is_not_called_infeasible(margin):
     """The dual simplex skips pivots below 1e-11 of a row's largest entry, so a target reached
@@ -789,6 +804,11 @@ def test_a_tiny_model_row_is_not_called_infeasible(margin):
     assert res.success and res.status == 0
     z = A @ res.x  # class 3 (logit 0) strictly above every other, in plain arithmetic
     assert np.all(z[:3] < 0.0)
+    # the reference: the same LP by HiGHS with each row divided by its largest coefficient
+    # (unscaled, HiGHS too drops the 6.8e-12 and says infeasible: cvxpy's manhattan_cvxpy does)
+    ref = _region_lp_scaled(A, np.zeros(4), np.zeros(2), 3, np.ones(2), margin)
+    assert ref.status == 0
+    assert ref.fun <= res.distance <= ref.fun * (1 + 1e-9) + 1e-200
     if margin > 0:  # x₁ ≤ −m/6.755e-12 and x₂ ≤ x₁ − m: the optimum is 2m/6.755e-12 + m
         assert res.distance == pytest.approx(2 * margin / 6.755e-12 + margin, rel=1e-9)
         assert np.all(-z[:3] >= margin * (1 - 1e-9))
@@ -843,3 +863,45 @@ def test_second_opinion_skips_a_row_that_does_not_scale():
     )  # fmt: skip
     assert not found[0] and np.array_equal(Xs[0], X[0])
     assert found[1] and Xs[1, 1] >= 1.0 - 1e-9 and np.isfinite(gap[1])
+
+
+def test_second_opinion_meets_a_row_whose_rhs_is_below_highs_tolerance():
+    """Soak find (docs/scripts/soak_manhattan_region.py): a margin of 1e-6 through a row of
+    1.67 beside one through 1.6e-14 scaled to a right-hand side of 1e-14, below HiGHS's
+    tolerance: its point tied with class 2, the margin was raised and raised again until the
+    box ran out (a false "infeasible"). Each row is now asked past its right-hand side."""
+    A = np.array([[1.5942251937549168e-14, 0.0], [0.0, 1.4080725577404301], [-1.6694540954727066,
+                  1.6694540954727066], [0.0, 0.0]])  # fmt: skip
+    bnd = (np.array([-1e9, -np.inf]), np.array([0.0, 2.0]))
+    ex = LinearExplainer.from_arrays(A, np.zeros(4))
+    res = ex.explain(np.zeros(2), 3, region=True, metric="manhattan", margin=1e-6, bounds=bnd)
+    assert res.success and res.status == 0
+    z = A @ res.x
+    assert np.all(z[:3] <= -1e-6 * (1 - 1e-9)) and np.all(res.x >= bnd[0])
+    # x₁ ≤ −1e-6/1.594e-14, x₂ ≤ x₁ − 1e-6/1.669: 2·1e-6/1.594e-14 + 1e-6/1.669
+    want = 2e-6 / 1.5942251937549168e-14 + 1e-6 / 1.6694540954727066
+    assert res.distance == pytest.approx(want, rel=1e-9)
+
+
+def test_second_opinion_answer_stays_in_the_box():
+    """Soak find: HiGHS's point x̄ + σ(u − v) at a bound rounded past it (−1000.0000000000001
+    for lo = −1000) and was called a success; it is clipped into the box."""
+    A = np.array([
+        [-1.7729792558058905e-11, 3.7451731512067455e-13, 4.1052845544257154e-12,
+         -3.3379547179919579e-11],
+        [-5.7644779354840689e-11, 7.1178945392136018e-13, 7.0101223019217948e-12,
+         -3.8808607630709536e-11],
+        [5.8883627986566059e-02, 1.2745955041290555e00, 1.4848795486398438e00,
+         2.2449588347791893e00],
+        [-1.7653292807998810e-11, -7.9490375998585057e-10, -3.8339230220410935e-11,
+         -3.3423485243716161e-11],
+    ])  # fmt: skip
+    w = np.array([3.4158355757626754e-02, 4.6929077663816632e-01, 1.1178692891063977e-02,
+                  4.6320310606000859e01])  # fmt: skip
+    bnd = (np.array([-np.inf, 0.0, -1e3, -1e9]), np.array([1e9, 1e9, 0.0, 2.0]))
+    ex = LinearExplainer.from_arrays(A, np.zeros(4))
+    res = ex.explain(np.zeros(4), 0, region=True, metric="manhattan", margin=1e-6,
+                     weights=w, bounds=bnd)  # fmt: skip
+    assert res.success and np.all(res.x >= bnd[0]) and np.all(res.x <= bnd[1])
+    z = A @ res.x
+    assert z[0] > z[1:].max()

@@ -109,16 +109,29 @@ def _one(A, x, t, margins, zbar, cost, idx, lo, hi, bounded, r):
     bnds = np.column_stack([np.zeros(2 * idx.size), np.concatenate([up, down])])
     if not (np.isfinite(c).all() and np.isfinite(b_ub).all()) or np.isnan(bnds).any():
         return None
-    res = linprog(
-        c, A_ub=A_ub, b_ub=b_ub, bounds=bnds, method="highs",
-        options={"primal_feasibility_tolerance": _FEAS},
-    )  # fmt: skip
+    # HiGHS meets each scaled row only to _FEAS, absolutely: a row whose right-hand side is
+    # below _FEAS of the largest (1e-14 beside 1: a margin of 1e-6 through a row of 1.67
+    # beside one through 1.6e-14, soak of docs/scripts/soak_manhattan_region.py) was met by a
+    # tie, the margin was raised (verify.region) and raised again, doubling until the box
+    # ran out: a false "infeasible". Each row is first asked 2 _FEAS past its right-hand side,
+    # so that HiGHS's point meets every row; the program as it is only where that one fails
+    # (a box met at a vertex)
+    for lift in (2 * _FEAS, 0.0):
+        res = linprog(
+            c, A_ub=A_ub, b_ub=b_ub - lift, bounds=bnds, method="highs",
+            options={"primal_feasibility_tolerance": _FEAS},
+        )  # fmt: skip
+        if res.status == 0:
+            break
     if res.status != 0:
         return None
     u, v = res.x[: idx.size], res.x[idx.size :]
     xs = x0 + sigma * (u - v)
+    if bounded:  # x̄ + σ(u − v) rounds past a bound it reaches (x = −1000.0000000000001)
+        xs = np.clip(xs, lo[b, idx], hi[b, idx])
     if not np.isfinite(xs).all():
         return None
+    b_ub = b_ub - lift
     ub = np.where(np.isfinite(bnds[:, 1]), bnds[:, 1], 0.0)
     dual = b_ub @ res.ineqlin.marginals + ub @ res.upper.marginals
     return xs, sigma * abs(res.fun - dual)
