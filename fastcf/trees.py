@@ -58,7 +58,8 @@ class TreeExplainer(BaseExplainer):
         ``RandomForestClassifier``, ``ExtraTreesClassifier``, ``GradientBoostingClassifier`` or
         ``HistGradientBoostingClassifier``; XGBoost's ``XGBClassifier`` (``gbtree``:
         ``binary:logistic``, ``multi:softprob``, ``multi:softmax``); LightGBM's
-        ``LGBMClassifier`` (``binary``, ``multiclass``; ``gbdt``, ``dart``, ``goss``, ``rf``);
+        ``LGBMClassifier`` (``binary``, ``cross_entropy``, ``multiclass``; ``gbdt``, ``dart``,
+        ``goss``, ``rf``);
         a bare ``Booster`` of either (``xgboost.train``, ``lightgbm.train``), read as its
         classifier reads it (classes 0 … K−1; :mod:`fastcf._trees.boosters`).
         Binary or multiclass. Each library's own split rule and arithmetic are reproduced (the

@@ -1231,12 +1231,16 @@ def boosted_splits(model):
 
     Each library's rule written from its documentation, independently of fastcf: XGBoost
     ``float32(x) < float32(condition)`` (from the JSON text dump), LightGBM ``x' <= threshold``
-    with x' = 0 for ``|x| <= 1e-35`` (from ``trees_to_dataframe``; zeros to the default side
-    for missing_type Zero), HistGradientBoosting ``x <= num_threshold`` in float64.
+    with x' = 0 for ``|x| <= 1e-35`` (from ``trees_to_dataframe``), HistGradientBoosting ``x <=
+    num_threshold`` in float64. Each ``left`` is monotone (True, then False), so its step is
+    found by bisection; a LightGBM split of missing_type Zero (``zero_as_missing=True``: the
+    band to the default side, which may cross the threshold) is given as three such rules, its
+    steps: the threshold and the band's two edges.
     """
     import json
 
-    name = type(model).__module__.split(".")[0]
+    # (a bare Booster: its fastcf wrap, BoosterClassifier, names the library)
+    name = getattr(model, "library", None) or type(model).__module__.split(".")[0]
     out = []
     if name == "xgboost":
         names = getattr(model, "feature_names_in_", None)
@@ -1256,8 +1260,9 @@ def boosted_splits(model):
         for text in model.get_booster().get_dump(dump_format="json"):
             walk(json.loads(text))
     elif name == "lightgbm":
-        df = model.booster_.trees_to_dataframe()
-        feats = model.booster_.feature_name()
+        booster = getattr(model, "booster_", None) or model._Booster  # (a bare Booster's wrap)
+        df = booster.trees_to_dataframe()
+        feats = booster.feature_name()
         # the dump writes thresholds of 1e300 or more (+inf) as 1e300 (LightGBM's AvoidInf):
         # the rule is known only within ±1e300
         dom = (float(np.nextafter(-1e300, 0.0)), 1e300)
@@ -1265,15 +1270,18 @@ def boosted_splits(model):
         num = df["split_feature"].notna() & (df["decision_type"] != "==")
         for _, r in df[num].iterrows():
             f, t = feats.index(r["split_feature"]), float(r["threshold"])
-            zero = r["missing_type"] == "Zero"
-            dl = r["missing_direction"] == "left"
-
-            def left(x, t=t, zero=zero, dl=dl):
-                if abs(x) <= _LGB_ZERO:
-                    return dl if zero else 0.0 <= t
-                return x <= t
-
-            out.append((f, left, dom))
+            if r["missing_type"] == "Zero":
+                # the band (a NaN too) to the default child: a rule that need not be monotone
+                # (the band across the threshold); its steps lie at the threshold (the band
+                # read as 0) and at the band's two edges, each found as a monotone rule's
+                rules = (
+                    lambda x, t=t: (0.0 if abs(x) <= _LGB_ZERO else x) <= t,
+                    lambda x: x < -_LGB_ZERO,
+                    lambda x: x <= _LGB_ZERO,
+                )
+            else:
+                rules = (lambda x, t=t: (0.0 if abs(x) <= _LGB_ZERO else x) <= t,)
+            out.extend((f, rule, dom) for rule in rules)
     else:  # HistGradientBoostingClassifier
         dom = (-_F64_MAX, _F64_MAX)
         # with categorical features its ColumnTransformer puts them first (feature_idx counts
@@ -1457,7 +1465,8 @@ def tabular_model_brute_force(model, row, grids, cost, target, *, proba=None, ma
         vals[:] = list(grids[c])
         df[c] = pd.Series(vals[idx[:, i]]).astype(row[c].dtype)
         costs += np.array([cost(c, v) for v in vals])[idx[:, i]]
-        changes += np.array([v != row[c].iloc[0] for v in vals], dtype=np.int64)[idx[:, i]]
+        same = [_same_cell(v, row[c].iloc[0]) for v in vals]  # (a missing cell kept: no change)
+        changes += np.array([not t for t in same], dtype=np.int64)[idx[:, i]]
     ok = np.asarray(model.predict(df)) == target
     if proba is not None:
         k = list(model.classes_).index(target)
@@ -1469,6 +1478,12 @@ def tabular_model_brute_force(model, row, grids, cost, target, *, proba=None, ma
     if not np.isfinite(costs[i]):
         return np.inf, None
     return float(costs[i]), df.iloc[[i]]
+
+
+def _same_cell(v, x):
+    """Whether a cell's value v is the row's own x (NaN is NaN's own)."""
+    missing = [isinstance(t, float) and t != t for t in (v, x)]
+    return all(missing) or (not any(missing) and bool(v == x))
 
 
 def tree_split_boundaries(model):

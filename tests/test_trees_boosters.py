@@ -69,3 +69,59 @@ def test_a_booster_of_a_regression_is_refused_saying_why():
     booster = lgb.train({"objective": "regression", "verbose": -1}, lgb.Dataset(X, y), 3)
     with pytest.raises(ValueError, match="regression"):
         fastcf.TreeExplainer(booster)
+
+
+@pytest.mark.parametrize(
+    "objective, why",
+    [
+        ("regression", "a regression objective"),
+        ("huber", "a regression objective"),
+        ("lambdarank", "a ranking objective"),
+        ("cross_entropy_lambda", "not a probability"),
+        ("multiclassova", "do not sum to 1"),
+    ],
+)
+def test_a_lightgbm_booster_of_another_objective_is_refused_saying_what_and_why(objective, why):
+    # issue 52, item 7a: the message names the objective, why it is refused and what is taken
+    X, y = _data(3 if objective == "multiclassova" else 2)
+    params = {"objective": objective, "verbose": -1, "num_leaves": 3}
+    data = lgb.Dataset(X, y)
+    if objective == "multiclassova":
+        params["num_class"] = 3
+    elif objective == "lambdarank":
+        data = lgb.Dataset(X, y, group=[30] * 10)
+    booster = lgb.train(params, data, 2)
+    with pytest.raises(ValueError) as info:
+        fastcf.TreeExplainer(booster)
+    msg = str(info.value)
+    assert f"objective {objective!r}" in msg and why in msg, msg
+    assert "TreeExplainer explains classifiers" in msg and "binary" in msg, msg
+
+
+def test_a_cross_entropy_booster_answers_as_a_binary_classifier():
+    # cross_entropy (xentropy) predicts p = sigmoid(raw score), as binary: class 1 iff p > 0.5
+    from reference import boosted_cells_brute_force
+
+    X, _ = _data(2)
+    soft = 1.0 / (1.0 + np.exp(-2.0 * (X[:, 0] - 0.5 * X[:, 1])))  # labels in [0, 1]
+    params = {"objective": "cross_entropy", "verbose": -1, "num_leaves": 4, "num_threads": 1}
+    booster = lgb.train(params, lgb.Dataset(X, soft), 6)
+    raw = booster.predict(X, raw_score=True)
+    np.testing.assert_allclose(booster.predict(X), 1.0 / (1.0 + np.exp(-raw)), rtol=0, atol=1e-15)
+    ex = fastcf.TreeExplainer(booster)
+    assert ex.model.objective == "cross_entropy" and ex.classes_.tolist() == [0, 1]
+    p = booster.predict(X)
+    np.testing.assert_array_equal(ex.model.predict_proba(X), np.column_stack([1 - p, p]))
+    checked = 0
+    for x0 in X[:5]:
+        target = 1 - int(booster.predict(x0[None])[0] > 0.5)
+        for opts in ({}, {"proba": 0.6}, {"metric": "euclidean"}):
+            res = ex.explain(x0, target, **opts)
+            ref, _ = boosted_cells_brute_force(ex.model, x0, target, **opts)
+            assert np.isclose(res.distance, ref, rtol=1e-9, atol=1e-12), (res.distance, ref)
+            if res.success:
+                q = booster.predict(res.x[None])[0]  # the Booster's own probability
+                assert int(q > 0.5) == target
+                assert (q if target == 1 else 1 - q) >= opts.get("proba", 0.0)
+                checked += 1
+    assert checked >= 10

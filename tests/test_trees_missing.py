@@ -450,3 +450,64 @@ def test_free_categories_infeasible_and_quick_and_tabular_refusal():
     hgbd = HistGradientBoostingClassifier(max_iter=2, categorical_features=["kind"]).fit(df, y)
     with pytest.raises(TypeError, match="native categorical features"):
         TabularExplainer(hgbd, df)
+
+
+def _zero_as_missing():
+    """Data with a quarter of its cells 0.0 and an LGBMClassifier fitted with zero_as_missing."""
+    X, _, y = _data(2, seed=3)
+    rng = np.random.default_rng(3)
+    X[rng.random(X.shape) < 0.25] = 0.0
+    model = _lgb(n_estimators=6, num_leaves=5, zero_as_missing=True, subsample=0.8,
+                 subsample_freq=1).fit(X, y)  # fmt: skip
+    return X, model
+
+
+def test_lightgbm_zero_as_missing_across_the_threshold_against_brute_force():
+    # zero_as_missing=True: a zero (|x| <= 1e-35) and a NaN take the default child; where that
+    # child lies across the threshold (default left with the threshold below the zeros, or
+    # right with it above), the inputs that go left are two intervals (issue 52, item 7c)
+    X, model = _zero_as_missing()
+    rng = np.random.default_rng(3)
+    df = model.booster_.trees_to_dataframe()
+    zero = df[df["missing_type"] == "Zero"]
+    left = zero["missing_direction"] == "left"
+    across = (left & (zero["threshold"] < -parse_lightgbm.ZERO)) | (
+        ~left & (zero["threshold"] > parse_lightgbm.ZERO)
+    )
+    assert across.any()  # the case the parse used to refuse
+    ex = TreeExplainer(model)
+    forest = ex._forest
+    # every row's leaf is LightGBM's own (pred_leaf) on the band, next to it and at NaN
+    Z = parse_lightgbm.ZERO
+    band = [0.0, -0.0, Z, -Z, Z / 2, np.nextafter(Z, 1.0), np.nextafter(-Z, -1.0), np.nan]
+    P = forest.probe(rng, 200)
+    mask = rng.random(P.shape) < 0.4
+    P[mask] = rng.choice(band, size=int(mask.sum()))
+    P = np.vstack([P, np.array(band)[rng.integers(0, len(band), size=(40, 3))]])
+    own = model.predict(P, pred_leaf=True)
+    index = parse_lightgbm._walk_all(model)[-1]  # LightGBM's leaf index of each position
+    mine = forest.leaves(P) - forest.offset[None, :]
+    got = np.column_stack([index[t][mine[:, t]] for t in range(len(index))])
+    np.testing.assert_array_equal(got, own)
+    # the answers: those of the brute force over the cells (the band's edges among them),
+    # zeros and NaN in the queries included
+    Q = X[:6].copy()
+    Q[0, 0], Q[1, 1], Q[2, :2] = 0.0, np.nan, [0.0, -Z]
+    checked = 0
+    for x0 in Q:
+        target = 1 - model.predict(x0[None])[0]
+        for opts in ({}, {"metric": "l0"}):
+            res = ex.explain(x0, target, **opts)
+            ref, _ = boosted_cells_brute_force(model, x0, target, **opts)
+            assert _same(res.distance, ref), (x0, target, opts, res.distance, ref, res.message)
+            if res.success:
+                assert model.predict(res.x[None])[0] == target
+                checked += 1
+    assert checked >= 6
+
+
+def test_lightgbm_zero_band_copies_past_the_node_limit_are_refused(monkeypatch):
+    _, model = _zero_as_missing()
+    monkeypatch.setattr(parse_lightgbm, "MAX_NODES", 8)
+    with pytest.raises(ValueError, match="zero_as_missing splits whose zeros cross"):
+        TreeExplainer(model)

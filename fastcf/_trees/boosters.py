@@ -10,8 +10,9 @@ answer is confirmed by the Booster's own ``predict``:
 * XGBoost (as ``XGBClassifier``): ``binary:logistic`` predicts class 1 iff ``p > 0.5``,
   ``predict_proba`` is ``[1 − p, p]``; ``multi:softprob`` the argmax of the probabilities;
   ``multi:softmax`` the Booster's own labels, its probabilities the softmax of its margins;
-* LightGBM (as ``LGBMClassifier``): ``predict_proba`` is ``[1 − p, p]`` for ``binary``, the
-  Booster's rows for ``multiclass``; ``predict`` their argmax (a tie at 0.5 to class 0).
+* LightGBM (as ``LGBMClassifier``): ``predict_proba`` is ``[1 − p, p]`` for ``binary`` and
+  ``cross_entropy`` (p the sigmoid of the raw score; labels in [0, 1], read as classes 0 and
+  1), the Booster's rows for ``multiclass``; ``predict`` their argmax (a tie at 0.5 to class 0).
 """
 
 from __future__ import annotations
