@@ -101,14 +101,15 @@ class TabularExplainer:
     feature_names_in_ : ndarray of str
         The model's columns, in its order (answers have them).
     kinds_ : dict
-        Column -> ``"numeric"``, ``"integer"``, ``"levels"``, ``"categorical"``, ``"ordinal"``
-        or ``"unused"`` (a column the model drops).
+        Column -> ``"integer"``, ``"numeric"`` (on a decimal grid: ``resolution_``),
+        ``"continuous"`` (no grid: an answer may move it by any amount), ``"levels"``,
+        ``"categorical"``, ``"ordinal"`` or ``"unused"`` (a column the model drops).
     resolution_ : dict
         Numeric column -> its resolution (``None``: continuous; see ``resolution``).
     levels_ : dict
         Column -> the values it may take (see ``levels``).
     mad_ : dict
-        Numeric column -> its MAD in the training data.
+        Numeric column -> its MAD in the training data (the unused ones' too).
     weights_ : dict
         Column -> the cost unit in use.
 
@@ -187,7 +188,7 @@ class TabularExplainer:
         fold = with_levels(fold, X, lv)
         self._schema = Schema(
             X, fold, immutable, increase_only, decrease_only, integer, categorical, weights,
-            resolution, lv,
+            resolution, lv, on_grid=tree,
         )  # fmt: skip
         self._program = (
             TreeProgram(self._schema, splits, model, X) if tree else Program(self._schema)
@@ -235,8 +236,11 @@ class TabularExplainer:
         x : pandas.DataFrame, Series or dict
             The query: one row (a Series, a dict, a one-row DataFrame) or several (a DataFrame,
             answered as a batch). It must hold the model's columns. A cell the model reads may
-            be missing (NaN, None) where the pipeline imputes its column (a ``SimpleImputer``
-            first on every path of the column): the row is explained as the model sees it.
+            be missing where the pipeline imputes its column (a ``SimpleImputer`` first on
+            every path of the column): the row is explained as the model sees it. A missing
+            number is NaN (None and ``pd.NA`` too: the imputer reads them as NaN); a missing
+            label must be NaN: None or ``pd.NA`` in a column of labels is refused, since the
+            imputer (``missing_values=NaN``) leaves them for the encoder as a label.
         target : label or sequence of labels
             The class asked for (one per row, or one for all).
         region : True, optional
@@ -272,6 +276,8 @@ class TabularExplainer:
             A missing cell of an imputed column. ``"impute"``: it starts at the value the
             imputer puts there (what the model uses); the answer may fill it in, a change that
             costs its distance from that value, and where it does not the cell stays missing.
+            The imputer's value (a mean) may lie off the column's grid: an answer that fills
+            the cell puts a grid point there (exact: :mod:`fastcf._tabular.imputed`).
             ``"keep"``: it stays missing (the column is frozen for that row).
         time_limit : float, optional
             Seconds for the exact program of each row, for a pipeline ending in a tree model

@@ -173,7 +173,7 @@ def _check_answers(
             assert set(answers[c]) <= set(X[c].dropna()) | set(rows[c])
         if kind == "unused":
             np.testing.assert_array_equal(answers[c].to_numpy(), rows[c].to_numpy())
-        if kind in ("numeric", "integer"):
+        if kind in ("numeric", "continuous", "integer"):
             lo, hi = X[c].min(), X[c].max()
             if bounds and c in bounds:
                 lo, hi = bounds[c]
@@ -220,7 +220,7 @@ def test_kinds_are_inferred():
     model = PIPES["maxabs+ordinal, shuffled order"].fit(X, y)
     tx = TabularExplainer(model, X)
     assert tx.kinds_ == {
-        "income": "numeric",
+        "income": "continuous",
         "age": "integer",
         "home": "categorical",
         "children": "integer",

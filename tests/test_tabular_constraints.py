@@ -505,3 +505,20 @@ def test_an_answer_column_is_the_cast_of_its_values(dtype, values):
         assert np.array_equal(got.to_numpy(dtype=float), v, equal_nan=True)
     else:
         assert np.asarray(got).dtype == want.dtype
+
+
+def test_a_bound_left_as_none_is_named_in_the_lo_above_hi_error():
+    """A bound the user leaves as None is the training range (widened to hold the row): the
+    error says so, instead of a bare "(198, 79)" whose 79 the user never gave (issue 52)."""
+    model, X = _model("binary", "int64")
+    tx = TabularExplainer(model, X)
+    row = X[model.predict(X) == 0].iloc[[0]]
+    top = max(X.age.max(), row.age.iloc[0])
+    msg = (
+        rf"bounds\['age'\] has lo > hi: 198 > {top} \(the upper bound, not given, is the "
+        "training range widened to hold the row"
+    )
+    with pytest.raises(ValueError, match=msg):
+        tx.explain(row, 1, bounds={"age": (198, None)})
+    with pytest.raises(ValueError, match=r"has lo > hi: 198 > 100$"):
+        tx.explain(row, 1, bounds={"age": (198, 100)})

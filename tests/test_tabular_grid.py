@@ -20,7 +20,13 @@ def test_infer_resolution():
     assert infer_resolution(np.array([3.0, -7.0])) == 1.0
     # float32 holds 27.2 as 27.200000762939453: its own shortest decimal is the value recorded
     assert infer_resolution(np.array([27.2, 3.1], dtype=np.float32), np.float32) == 0.1
-    assert infer_resolution(np.array([27.2, 3.1], dtype=np.float32)) == 0.0
+    # ... and so do doubles that went through float32 (issue 52, item 4: they were continuous)
+    assert infer_resolution(np.array([27.2, 3.1], dtype=np.float32)) == 0.1
+    assert infer_resolution(np.array([27.2, 3.1], dtype=np.float32).astype(np.float64)) == 0.1
+    assert infer_resolution(np.array([12.539999961853027, 26.0])) == 0.01
+    # (not every float32: random ones have more than six decimals as float32 too)
+    r32 = np.random.default_rng(0).normal(size=50).astype(np.float32).astype(np.float64)
+    assert infer_resolution(r32) == 0.0
     assert infer_resolution(np.random.default_rng(0).normal(size=100)) == 0.0
     assert infer_resolution(np.array([0.1234567])) == 0.0  # 7 decimals: continuous
     assert infer_resolution(np.array([np.nan])) == 0.0
@@ -187,3 +193,67 @@ def test_a_column_of_a_few_spread_values_defaults_to_its_levels():
     assert infer_levels(np.repeat(np.arange(6.0), 20), 1.0) is None
     assert infer_levels(np.repeat([6.0, 12.0, 24.0], 30), 1.0).tolist() == [6.0, 12.0, 24.0]
     assert infer_levels(np.array([36.0, 60.0]), 1.0) is None  # too few rows to tell
+
+
+def _f32_data(n=500, seed=0):
+    """Columns recorded to 2 and 1 decimals that went through float32 (12.54 is stored as
+    12.539999961853027), as data read from a float32 source is."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({
+        "rate": np.round(rng.uniform(5, 25, n), 2),
+        "years": np.round(rng.uniform(0, 30, n), 1),
+        "debt": np.round(rng.uniform(0, 50, n), 2),
+    }).astype(np.float32).astype(np.float64)  # fmt: skip
+    y = ((X.rate < 12) & (X.years > 5) | (X.debt < 10)).astype(int)
+    return X, y
+
+
+def _f32_models():
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+    from tree_models import xgb
+
+    X, y = _f32_data()
+    yield "logistic", X, make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    yield "forest", X, RandomForestClassifier(20, max_depth=4, random_state=0).fit(X, y)
+    yield "hgb", X, HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
+    if xgb is not None:
+        yield "xgboost", X, xgb(n_estimators=20, max_depth=3).fit(X, y)
+
+
+def test_float32_rounded_decimals_keep_their_grid():
+    """Doubles that went through float32 are read on the grid they were recorded on: answers
+    move such a column by whole steps (no 1-ulp move "26.0 → 26.0", no value off the grid),
+    and the kinds say which columns are continuous (issue 52, item 4)."""
+    from fastcf._tabular.grid import grid_dtype
+
+    for name, X, model in _f32_models():
+        ex = fastcf.TabularExplainer(model, X)
+        assert ex.resolution_ == {"rate": 0.01, "years": 0.1, "debt": 0.01}, name
+        assert set(ex.kinds_.values()) == {"numeric"}, name
+        rows = X[model.predict(X) == 0].iloc[:15]
+        out = ex.explain(rows, 1)
+        assert out.success.all(), (name, out.message)
+        assert (model.predict(out.x) == 1).all()
+        for c, r in ex.resolution_.items():
+            read = grid_dtype(X[c].to_numpy(), X[c].dtype)
+            for a, b in zip(rows[c], out.x[c], strict=True):
+                assert steps(b, r, read) is not None, (name, c, b)
+                if a != b:  # a whole step at least (float32's rounding of the row aside)
+                    assert abs(b - a) >= r - float(np.spacing(np.float32(a))), (name, c, a, b)
+
+
+def test_continuous_columns_are_marked():
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({
+        "x": rng.normal(size=300), "k": rng.integers(0, 9, 300).astype(float),
+        "d": np.round(rng.uniform(0, 1, 300), 1), "unused": rng.normal(size=300),
+    })  # fmt: skip
+    y = (X.x + X.k / 9 + X.d > 1).astype(int)
+    pre = make_column_transformer((StandardScaler(), ["x", "k", "d"]), remainder="drop")
+    model = make_pipeline(pre, LogisticRegression()).fit(X, y)
+    ex = fastcf.TabularExplainer(model, X)
+    assert ex.kinds_ == {"x": "continuous", "k": "integer", "d": "numeric", "unused": "unused"}
+    assert ex.resolution_ == {"x": None, "k": 1.0, "d": 0.1}
+    # every column of the frame has its MAD (issue 52, item 7: the unused one was a KeyError)
+    assert set(ex.mad_) == set(X.columns)
+    assert ex.mad_["unused"] > 0

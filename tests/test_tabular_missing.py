@@ -177,3 +177,140 @@ def test_missing_option_is_checked(credit):
     X, model, ex = credit
     with pytest.raises(ValueError, match="missing must be"):
         ex.explain(X.iloc[[0]], 1, missing="drop")
+
+
+def _grid_data(seed=0, n=400):
+    """Columns on grids: ``a`` recorded to 0.1, ``b`` to 0.1, ``n`` integers, mean-imputed."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(
+        {
+            "a": np.round(rng.uniform(0, 1, n), 1),
+            "b": np.round(rng.uniform(0, 3, n), 1),
+            "n": rng.integers(0, 11, n).astype(np.float64),
+        }
+    )
+    y = ((X.a + X.b / 3 + X.n / 10 + rng.normal(0, 0.2, n)) > 1.5).astype(int)
+    return X, y
+
+
+def _imputed_models():
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = _grid_data()
+    yield X, make_pipeline(SimpleImputer(), LogisticRegression()).fit(X, y)
+    yield (
+        X,
+        make_pipeline(SimpleImputer(), DecisionTreeClassifier(max_depth=4, random_state=0)).fit(
+            X, y
+        ),
+    )
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["logistic", "tree"])
+@pytest.mark.parametrize(
+    "opts", [{}, {"max_changes": 1}, {"increase_only": ["a"]}, {"missing": "keep"}]
+)
+def test_an_off_grid_imputed_cell_is_answered_exactly_on_the_grid(which, opts):
+    """A mean-imputed cell (0.46…, off the 0.1 grid; 5.1…, not an integer) is no value of the
+    user's: the row is answered (issue 52, item 2: it was refused), the cell either stays
+    missing or takes a grid point, and the cost is the brute force's over every grid point
+    and "still missing", judged by the pipeline's own predict."""
+    from reference import tabular_model_brute_force
+
+    X, model = list(_imputed_models())[which]
+    inc = opts.get("increase_only", [])
+    ex = fastcf.TabularExplainer(model, X, weights={"a": 1.0, "b": 1.0, "n": 0.1},
+                                 increase_only=inc)  # fmt: skip
+    assert ex.resolution_ == {"a": 0.1, "b": 0.1, "n": 1.0}
+    fill = dict(zip(X.columns, model.steps[0][1].statistics_, strict=True))
+    assert round(fill["a"], 1) != fill["a"] and round(fill["n"]) != fill["n"]
+    w = {"a": 1.0, "b": 1.0, "n": 0.1}
+    grids0 = {"a": np.round(np.arange(11) * 0.1, 1), "b": np.round(np.arange(31) * 0.1, 1),
+              "n": np.arange(11.0)}  # fmt: skip
+    checked = moved = 0
+    for i in range(12):
+        row = X.iloc[[i]].copy()
+        row.iloc[0, 0] = np.nan  # a
+        if i % 3 == 0:
+            row.iloc[0, 2] = np.nan  # n too
+        target = 1 - int(model.predict(row)[0])
+        res = ex.explain(
+            row, target, max_changes=opts.get("max_changes"), missing=opts.get("missing", "impute")
+        )
+        grids = {}
+        for c in X.columns:
+            own = row[c].iloc[0]
+            g = list(grids0[c])
+            if c in inc:
+                g = [v for v in g if v >= (fill[c] if np.isnan(own) else own)]
+            grids[c] = [own, *g] if np.isnan(own) else g
+            if np.isnan(own) and "missing" in opts:
+                grids[c] = [own]  # kept missing
+
+        def cost(c, v, row=row):
+            own = row[c].iloc[0]
+            if np.isnan(v):
+                return 0.0
+            return w[c] * abs(v - (fill[c] if np.isnan(own) else own))
+
+        ref, _ = tabular_model_brute_force(
+            model, row, grids, cost, target, max_changes=opts.get("max_changes")
+        )
+        if not np.isfinite(ref):
+            assert not res.success
+            continue
+        assert res.success, res.message
+        assert res.distance == pytest.approx(ref, rel=1e-9, abs=1e-12), (i, res.distance, ref)
+        assert model.predict(res.x)[0] == target
+        for c in ("a", "n"):  # kept missing, or a grid point
+            v = res.x[c].iloc[0]
+            assert np.isnan(v) or v in grids0[c] or not np.isnan(row[c].iloc[0])
+            moved += np.isnan(row[c].iloc[0]) and not np.isnan(v)
+        checked += 1
+    assert checked >= 6
+    if not opts:
+        assert moved > 0  # some answers fill a missing cell in
+    if "missing" in opts:
+        assert moved == 0
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["logistic", "tree"])
+def test_an_off_grid_imputed_cell_in_a_batch_and_kept(which):
+    X, model = list(_imputed_models())[which]
+    ex = fastcf.TabularExplainer(model, X)
+    rows = X.iloc[:6].copy()
+    rows.iloc[:, 0] = np.nan
+    tg = 1 - model.predict(rows)
+    out = ex.explain(rows, tg)
+    assert (out.status != int(Status.INVALID_INPUT)).all(), out.message
+    assert out.success.all()
+    kept = ex.explain(rows, tg, missing="keep")
+    assert kept.success.all()
+    assert kept.x["a"].isna().all()  # the cell stays missing
+    alts = ex.enumerate(rows.iloc[[0]], tg[0], k=3)
+    assert len(alts) >= 1 and all(model.predict(r.x)[0] == tg[0] for r in alts)
+
+
+def test_none_is_missing_in_a_numeric_column_and_refused_in_a_column_of_labels():
+    """What the pipeline does, and what the docs say (issue 52, item 3): ``SimpleImputer``
+    converts a numeric column to floats (None is NaN there) but matches NaN only in a column
+    of labels, where None goes on to the encoder as an unknown label."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": np.round(rng.uniform(0, 1, 300), 1),
+                      "c": rng.choice(["x", "y", "z"], 300)})  # fmt: skip
+    y = ((X.a > 0.5) | (X.c == "z")).astype(int)
+    ct = ColumnTransformer([
+        ("num", SimpleImputer(), ["a"]),
+        ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"),
+                              OneHotEncoder(handle_unknown="ignore")), ["c"]),
+    ])  # fmt: skip
+    model = make_pipeline(ct, LogisticRegression()).fit(X, y)
+    ex = fastcf.TabularExplainer(model, X)
+    for row in ({"a": None, "c": "x"}, {"a": pd.NA, "c": "x"}):
+        res = ex.explain(row, 0)
+        assert res.success and model.predict(res.x)[0] == 0
+    for label in (None, pd.NA):
+        with pytest.raises(ValueError, match="column 'c' of row 0 holds .*use NaN"):
+            ex.explain({"a": 0.2, "c": label}, 1)
+    res = ex.explain({"a": 0.2, "c": np.nan}, 1)  # NaN: the imputer's
+    assert model.predict(res.x)[0] == 1

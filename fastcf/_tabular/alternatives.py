@@ -21,6 +21,7 @@ import numpy as np
 
 from .._lawler import lawler
 from .._status import Status
+from .imputed import solve_row
 from .options import make_query
 from .solve import answers, batch
 
@@ -85,7 +86,7 @@ def row_alternatives(
             s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes, form[2], time_limit,
             plausible,
         )  # fmt: skip
-        ans = prog.solve(x0, k0, q)
+        ans = solve_row(prog, x0, k0, q, row)
         changed = np.zeros(len(s.columns), dtype=bool)
         changed[prog.num_cols] = ans.x != x0
         changed[prog.cat_cols] = ans.k != k0

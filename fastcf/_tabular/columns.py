@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from .._validation import median_absolute_deviation
-from .grid import infer_resolution, steps
+from .grid import grid_dtype, infer_resolution, steps, value
 
 __all__ = ["Schema", "describe", "resolve_names", "dtype_range", "range_text"]
 
@@ -131,14 +131,21 @@ class Schema:
     weights : dict or None
         Column -> cost of a unit change (numeric), of a change (categorical), of a one-rank move
         (ordinal).
+    resolution, levels : dict, optional
+    on_grid : bool, default=False
+        Read a float32-rounded double of a grid column as the grid point it records
+        (12.539999961853027 as 12.54, :meth:`read`): the tree program places values among its
+        grid points, where such a value has no place. The linear programs take the row's value
+        as it is (their steps are read in float32: :func:`.grid.grid_dtype`).
     """
 
     def __init__(
         self, X, fold, immutable, increase_only, decrease_only, integer, categorical, weights,
-        resolution=None, levels=(),
+        resolution=None, levels=(), on_grid=False,
     ):  # fmt: skip
         import pandas as pd
 
+        self.on_grid = on_grid
         cols = list(X.columns)
         self.columns = cols
         self.dtypes = list(X.dtypes)
@@ -184,6 +191,9 @@ class Schema:
         self.num_int = is_int
         self.levels = frozenset(levels)
         self.num_res = _resolutions(resolution, X, num, vals, is_int, ranges, self.levels)
+        # the dtype each numeric column's decimals are read in (float32 for float32-rounded
+        # doubles: grid.grid_dtype), for its grid steps
+        self.num_read = [grid_dtype(vals[:, j], X.dtypes.iloc[c]) for j, c in enumerate(num)]
         with np.errstate(all="ignore"):
             lo = np.array(
                 [
@@ -286,7 +296,11 @@ class Schema:
         x = np.empty(num.size)
         for j, c in enumerate(num):
             v = row[c]
-            if _is_nan(v) and c in fill:
+            # the imputer's value of a missing cell: what the model reads, but no value of the
+            # user's, so neither bound to the column's grid nor integral (issue 52: a mean-
+            # imputed 0.1-grid column was refused); fastcf._tabular.imputed answers such a row
+            imputed = _is_missing(v) and c in fill
+            if imputed:  # (None and pd.NA too: the imputer's float conversion reads them as NaN)
                 v = fill[c]
             try:
                 v = float(v)
@@ -310,18 +324,26 @@ class Schema:
                     f"column {self.columns[c]!r} of row {r!r} holds {v!r}, which its training "
                     f"dtype {dt} cannot hold"
                 )
-            if self.num_int[j] and v != round(v):
+            if self.num_int[j] and v != round(v) and not imputed:
                 raise ValueError(
                     f"column {self.columns[c]!r} is integer (inferred from the training data, "
                     f"or given by integer=), but row {r!r} has {v!r}; pass integer= without it"
                 )
             res = self.num_res[j]
-            if res > 0.0 and res != 1.0 and steps(v, res, self.dtypes[c]) is None:
-                raise ValueError(
-                    f"column {self.columns[c]!r} of row {r!r} holds {v!r}, off its resolution "
-                    f"{res:g} (inferred from the training data, or given by resolution=); "
-                    f"resolution={{{self.columns[c]!r}: None}} makes the column continuous"
-                )
+            if res > 0.0 and res != 1.0 and not imputed:
+                n = steps(v, res, self.num_read[j])
+                if n is None:
+                    raise ValueError(
+                        f"column {self.columns[c]!r} of row {r!r} holds {v!r}, off its "
+                        f"resolution {res:g} (inferred from the training data, or given by "
+                        f"resolution=); resolution={{{self.columns[c]!r}: None}} makes the "
+                        "column continuous"
+                    )
+                if self.on_grid and self.num_read[j] != self.dtypes[c]:
+                    # a float32-rounded double (12.539999961853027) as the decimal it records
+                    # (12.54): the programs count whole steps from grid points; an unchanged
+                    # cell keeps the row's own bits in the answer (frame())
+                    v = value(n, res)
             x[j] = v
         k0 = np.empty(len(self.cat_cols), dtype=np.int64)
         for j, c in enumerate(self.cat_cols):
@@ -342,6 +364,12 @@ class Schema:
                     )
                 v = fill[c]
             k = self.cat_index[j].get(_key(v))
+            if k is None and c in self.levels and _is_missing(row[c]):
+                raise ValueError(
+                    f"column {self.columns[c]!r} of row {r!r} is missing, and its imputer's "
+                    f"value {v!r} is not one of the column's levels {list(self.fold.labels[c])} "
+                    "(levels=): fill it in, or give the column no levels"
+                )
             if k is None and c in self.levels:
                 raise ValueError(
                     f"column {self.columns[c]!r} of row {r!r} holds {v!r}, not one of its levels "
@@ -474,11 +502,16 @@ def describe(s, X):
             kind = "levels"
         elif kind == "numeric":
             j = int(np.searchsorted(fold.numeric, c))
-            kind = "integer" if s.num_int[j] else "numeric"
             r = float(s.num_res[j])
+            kind = "integer" if s.num_int[j] else "numeric" if r > 0.0 else "continuous"
             res[name] = None if r == 0.0 else r
         kinds[name] = kind
     mad = {names[c]: float(m) for c, m in zip(fold.numeric, s.num_mad, strict=True)}
+    for c, name in enumerate(names):  # a numeric column the model does not read: its MAD too
+        if name not in mad and kinds[name] == "unused":
+            v = X.iloc[:, c]
+            if getattr(v.dtype, "kind", "O") in "iubf":
+                mad[name] = _mad(v.to_numpy(dtype=np.float64, na_value=np.nan))
     weights = {names[c]: float(w) for c, w in zip(fold.numeric, s.w_num, strict=True)}
     weights.update({names[c]: float(w) for c, w in zip(fold.cat_cols, s.w_cat, strict=True)})
     return kinds, res, mad, weights

@@ -31,6 +31,7 @@ import numpy as np
 
 __all__ = [
     "infer_resolution",
+    "grid_dtype",
     "decimal_of",
     "steps",
     "step_bounds",
@@ -68,13 +69,55 @@ def _numpy_dtype(dtype):
         return None
 
 
+def grid_dtype(values, dtype=None):
+    """Return the dtype in which a numeric column's values are read as decimals.
+
+    The column's own, except for a float64 column of float32-rounded values (data that went
+    through float32 on its way: 12.54 stored as 12.539999961853027): if every value is a float32
+    and reads to at most :data:`MAX_DECIMALS` decimals as one but not as a double, it is read
+    as float32 (12.54), so that its grid is the one it was recorded on.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = np.array([12.54, 3.1, 0.25], dtype=np.float32).astype(np.float64)
+    >>> grid_dtype(v, v.dtype)
+    dtype('float32')
+    >>> grid_dtype(np.array([12.54, 3.1]), np.dtype(np.float64))
+    dtype('float64')
+    """
+    dt = _numpy_dtype(dtype)
+    if dt is not None and dt != np.float64:
+        return dtype
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0 or np.any(v.astype(np.float32).astype(np.float64) != v):
+        return dtype
+    if _decimals(v, dtype) <= MAX_DECIMALS or _decimals(v, np.float32) > MAX_DECIMALS:
+        return dtype
+    return np.dtype(np.float32)
+
+
+def _decimals(v, dtype):
+    """Return the most decimals of the values (as recorded in ``dtype``), or inf."""
+    d = 0
+    for x in np.unique(v):
+        exp = decimal_of(x, dtype).as_tuple().exponent
+        if not isinstance(exp, int):
+            return math.inf
+        d = max(d, -exp)
+        if d > MAX_DECIMALS:
+            return math.inf
+    return d
+
+
 def infer_resolution(values, dtype=None):
     """Return the resolution of a numeric column's training values (0.0: continuous).
 
     1.0 when every value is an integer; 10⁻ᵈ for the least d ≤ :data:`MAX_DECIMALS` such that
     every value has at most d decimals (as recorded: the shortest decimal of each value in its
-    dtype's precision); 0.0 otherwise. Missing values are ignored; a column without values is
-    continuous.
+    dtype's precision, or in float32 for float32-rounded doubles: :func:`grid_dtype`); 0.0
+    otherwise. Missing values are ignored; a column without values is continuous.
 
     Examples
     --------
@@ -92,14 +135,9 @@ def infer_resolution(values, dtype=None):
         return 0.0
     if np.all(v == np.round(v)) and np.all(np.abs(v) < 2**53):
         return 1.0
-    d = 0
-    for x in np.unique(v):
-        exp = decimal_of(x, dtype).as_tuple().exponent
-        if not isinstance(exp, int):
-            return 0.0
-        d = max(d, -exp)
-        if d > MAX_DECIMALS:
-            return 0.0
+    d = _decimals(v, grid_dtype(v, dtype))
+    if d > MAX_DECIMALS:
+        return 0.0
     return float(Decimal(1).scaleb(-d))
 
 

@@ -147,7 +147,7 @@ class Program:
         x = x0 + delta * self.unit
         for j in np.flatnonzero(self.decimal & (delta != 0.0)):
             r = self.schema.num_res[j]
-            at = steps(x0[j], r, self.schema.dtypes[self.num_cols[j]])
+            at = steps(x0[j], r, self.schema.num_read[j])
             x[j] = value(at + int(delta[j]), r)  # the grid point itself, not x0 + n·r
         return x
 
@@ -197,7 +197,10 @@ class Program:
         n_hi = np.where(ints, np.floor(n_hi), n_hi)
         for j in np.flatnonzero(self.decimal):  # in whole steps, by exact decimal arithmetic
             r = s.num_res[j]
-            at = steps(x0[j], r, s.dtypes[self.num_cols[j]])
+            at = steps(x0[j], r, s.num_read[j])
+            if at is None:  # an imputer's value off the grid, held (fastcf._tabular.imputed)
+                p_hi[j] = n_hi[j] = 0.0
+                continue
             first, last = step_bounds(lo[j], hi[j], r)
             p_lo[j], n_lo[j] = max(0, first - at), max(0, at - last)
             p_hi[j] = 0.0 if direction[j] < 0 or num_frozen[j] else max(0, last - at)

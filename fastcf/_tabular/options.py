@@ -41,6 +41,11 @@ def read_rows(schema, x):
     if not isinstance(x, pd.DataFrame):  # a Series or dict: back to the training dtypes
         frame = frame.copy()
         for c, dt in zip(cols, schema.dtypes, strict=True):
+            if getattr(dt, "kind", "O") not in "iubf" and frame[c].map(_none).any():
+                # None / pd.NA in a column of labels: a cast to a string dtype would make it
+                # NaN, which the imputer fills; the model itself reads it as no category
+                # (SimpleImputer matches NaN only), so read() refuses it, naming the cell
+                continue
             try:
                 cast = frame[c].astype(dt)
             except (TypeError, ValueError, OverflowError):
@@ -48,6 +53,13 @@ def read_rows(schema, x):
             if not _wraps(frame[c], cast):  # a value the dtype cannot hold: read() names it
                 frame[c] = cast
     return frame, single
+
+
+def _none(v):
+    """Tell whether a cell holds None or ``pd.NA`` (not NaN)."""
+    import pandas as pd
+
+    return v is None or v is pd.NA
 
 
 def _wraps(before, after):
@@ -116,12 +128,14 @@ def resolve_box(schema, bounds, x0):
             dlo, dhi = s.num_dlo[j], s.num_dhi[j]
             if lo[j] > dhi or hi[j] < dlo:
                 raise ValueError(
-                    f"bounds[{name!r}] = ({lo[j]:g}, {hi[j]:g}) lies outside the values of "
-                    f"column {name!r}, of dtype {range_text(s.dtypes[c], dlo, dhi)}: no answer "
-                    "could be written in it"
+                    f"bounds[{name!r}] = ({lo[j]:g}, {hi[j]:g}){_defaults(pair)} lies outside "
+                    f"the values of column {name!r}, of dtype "
+                    f"{range_text(s.dtypes[c], dlo, dhi)}: no answer could be written in it"
                 )
             if lo[j] > hi[j]:
-                raise ValueError(f"bounds[{name!r}] has lo > hi: {lo[j]!r} > {hi[j]!r}")
+                raise ValueError(
+                    f"bounds[{name!r}] has lo > hi: {lo[j]:g} > {hi[j]:g}{_defaults(pair)}"
+                )
         elif kind == "ordinal":
             j = int(np.searchsorted(s.cat_cols, c))
             sl = slice(s.cat_start[j], s.cat_start[j + 1])
@@ -143,6 +157,18 @@ def resolve_box(schema, bounds, x0):
                 "columns, and give a categorical column's allowed categories with allowed="
             )
     return lo, hi, rank_ok
+
+
+def _defaults(pair):
+    """Return where a numeric bound's ends that the user left as None come from."""
+    left = [side for side, v in zip(("lower", "upper"), pair, strict=True) if v is None]
+    if not left:
+        return ""
+    ends = " and ".join(f"the {side} bound" for side in left)
+    return (
+        f" ({ends}, not given, {'is' if len(left) == 1 else 'are'} the training range widened "
+        "to hold the row; give both ends to set them)"
+    )
 
 
 def resolve_allowed(schema, allowed, transitions=None):

@@ -18,6 +18,7 @@ from .._progress import rows as progress_rows
 from .._resolve import TABULAR_MARGINS, resolve
 from .._status import BOUNDARY_MESSAGE, Status
 from .fold import check_fold
+from .imputed import solve_row
 from .options import make_query
 from .results import TabularBatch
 
@@ -89,6 +90,7 @@ def answers(
     base, margin, tau = form
     n = frame.shape[0]
     reads, bad, miss = read_all(s, frame, keep_missing)
+    X0 = frame.to_numpy(dtype=object)
     valid = np.ones(n, dtype=bool)
     valid[list(bad)] = False
     XN0 = np.array([r[0] for r in reads]).reshape(n, prog.n_num)
@@ -123,7 +125,7 @@ def answers(
                 plausible, frame.iloc[[i]],
             )  # fmt: skip
             t0 = time.perf_counter()
-            ans = prog.solve(x0, k0, q)
+            ans = solve_row(prog, x0, k0, q, X0[i])
             took = time.perf_counter() - t0
             spent[i] += took
             infos[i] = {**ans.info, "margin": m, "time": took}
