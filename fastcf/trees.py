@@ -42,7 +42,6 @@ from ._trees.missing import Patterns, program
 from ._trees.parse import parse_model
 from ._validation import (
     as_queries,
-    resolve_targets,
 )
 
 __all__ = ["TreeExplainer"]
@@ -131,6 +130,19 @@ class TreeExplainer(BaseExplainer):
         # the leaf tables and programs of the queries' NaN patterns (conditioned forests)
         self._patterns = Patterns(forest, {"leaves": leaf_table, "milp": program})
 
+    def fit_mad(self, X):
+        """Store the per-feature MAD of ``X`` (``weights="mad"``) and the categories it holds.
+
+        As :meth:`fastcf.LinearExplainer.fit_mad` (``X``: the training data, NaN allowed;
+        returns self); an XGBoost model's categorical features then offer the categories of
+        ``X`` only (:meth:`fastcf._trees.categorical.Categories.offer_seen`).
+        """
+        super().fit_mad(X)
+        if self._forest.categories is not None:
+            rows, _, _ = as_queries(X, self.n_features_in_, self.feature_names_in_, name="X")
+            self._forest.categories.offer_seen(rows)
+        return self
+
     def fit_data(self, X):
         """Store what the training data gives the options: its MAD and the regions it lies in.
 
@@ -159,20 +171,13 @@ class TreeExplainer(BaseExplainer):
         >>> ex.fit_data(X).n_data_regions_  # the tree's 3 leaves: x0 <= .5; x1 <= .5; else
         3
         """
-        from ._trees.plausible import fit_regions
+        from ._trees.plausible import fit_data
 
         self.fit_mad(X)
         X, _, _ = as_queries(X, self.n_features_in_, self.feature_names_in_, name="X")
         _answer.check_domain(self._forest, X, "X")
-        X = X[~np.isnan(X).any(axis=1)]  # a row with a missing value is in no numeric box
-        if self._forest.categories is not None or X.shape[0] == 0:
-            self._regions, self.n_data_regions_ = None, None  # (plausible=True refuses them)
-            return self
-        R = model_input(self.model, X)
-        cls = resolve_targets(self.model.predict(R), self.classes_, X.shape[0], "predict")
-        P = np.asarray(self.model.predict_proba(R), dtype=np.float64)
-        self._regions = fit_regions(self._forest, X, cls, P)
-        self.n_data_regions_ = int(self._regions.cls.size)
+        self._regions = fit_data(self, X)  # (None: plausible=True refuses the model)
+        self.n_data_regions_ = None if self._regions is None else int(self._regions.cls.size)
         return self
 
     def _in_target(self, X, tidx, proba=None, memo=None):

@@ -239,7 +239,8 @@ def test_float32_rounded_decimals_keep_their_grid():
             for a, b in zip(rows[c], out.x[c], strict=True):
                 assert steps(b, r, read) is not None, (name, c, b)
                 if a != b:  # a whole step at least (float32's rounding of the row aside)
-                    assert abs(b - a) >= r - float(np.spacing(np.float32(a))), (name, c, a, b)
+                    gap = abs(float(np.spacing(np.float32(a))))  # (np.spacing < 0 below 0)
+                    assert abs(b - a) >= r - gap, (name, c, a, b)
 
 
 def test_continuous_columns_are_marked():
@@ -257,3 +258,26 @@ def test_continuous_columns_are_marked():
     # every column of the frame has its MAD (issue 52, item 7: the unused one was a KeyError)
     assert set(ex.mad_) == set(X.columns)
     assert ex.mad_["unused"] > 0
+
+
+def test_a_float32_row_at_its_training_edge_is_inside_its_bounds():
+    """The default bounds (the training range) of a float32-rounded column are read as its
+    values are (soak find: a training maximum 2.799999952316284 was read as 27.99999952 steps,
+    floor 27, so a row at 2.8 was outside its bounds: moved down for nothing, or called
+    infeasible with max_changes=1)."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": np.round(rng.uniform(0, 2.8, 200), 1),
+                      "b": np.round(rng.uniform(0, 1, 200), 2)})  # fmt: skip
+    X.loc[0, ["a", "b"]] = [2.8, 0.1]
+    X = X.astype(np.float32).astype(np.float64)
+    assert X.a.max() == X.a.iloc[0] != 2.8
+    y = (X.a + 3 * X.b > 3.2).astype(int)
+    model = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    ex = fastcf.TabularExplainer(model, X)
+    row = X.iloc[[0]]
+    wide = ex.explain(row, 1, bounds={"a": (0.0, 2.8)})
+    for res in (ex.explain(row, 1), ex.explain(row, 1, max_changes=1), wide):
+        assert res.success, res.message
+        assert res.x.a.iloc[0] == row.a.iloc[0]  # a stays: only b moves
+        assert res.distance == pytest.approx(wide.distance, rel=1e-12)
+        assert model.predict(res.x)[0] == 1

@@ -132,6 +132,33 @@ def test_xgboost_offers_the_category_that_no_split_lists(n_cats):
         assert m.predict(res.x[None])[0] == 1
 
 
+def test_xgboost_with_its_training_data_offers_only_the_categories_it_holds():
+    """Without data the category past the largest listed one stands for every unlisted one,
+    which may be one the data never held (soak find: code 2 of a model trained on 0 and 1, a
+    cheaper answer no applicant could take); ``fit_mad(X)`` offers the rows' codes only, and
+    the answer is the brute force's over them."""
+    rng = np.random.default_rng(69)
+    x = np.round(rng.normal(size=60), 1)
+    c = rng.integers(0, 2, 60).astype(float)
+    y = ((c == 1).astype(int) + (x > 0.3)) % 2
+    flip = rng.random(60) < 0.1
+    y[flip] = 1 - y[flip]
+    X = np.c_[x, c]
+    m = xgb(n_estimators=2, max_depth=2, enable_categorical=True, feature_types=["q", "c"],
+            tree_method="hist", max_cat_to_onehot=1)  # fmt: skip
+    m.fit(X, y)
+    assert xgb_listed_max(m, 1) == 1.0  # the largest training category is listed
+    x0 = np.array([1.0, 0.0])
+    free = TreeExplainer(m).explain(x0, 1)
+    assert free.success and free.x[1] == 2.0  # valid for the model, but no category of the data
+    assert m.predict(free.x[None])[0] == 1
+    ex = TreeExplainer(m).fit_mad(X)
+    res = ex.explain(x0, 1)
+    ref = categories_brute_force(m, x0, 1, 1, np.array([0.0, 1.0]))
+    assert res.success and res.x[1] in (0.0, 1.0) and _same(res.distance, ref)
+    assert m.predict(res.x[None])[0] == 1
+
+
 @pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("value", [2.7, -0.5, -1.0, 9.0, 2.0**24, 2.0**31, np.nan])
 def test_frozen_category_is_routed_as_the_library_routes_it(lib, value):

@@ -148,11 +148,20 @@ def steps(x, r, dtype=None):
     return int(n) if n == q else None
 
 
-def step_bounds(lo, hi, r):
-    """Return (first, last): the steps of the grid points in ``[lo, hi]`` (±inf kept)."""
+def step_bounds(lo, hi, r, dtype=None):
+    """Return (first, last): the steps of the grid points in ``[lo, hi]`` (±inf kept).
+
+    ``dtype``: the dtype the column's values are read in (:func:`grid_dtype`), which its
+    bounds are read in too: a float32-rounded training maximum 2.799999952316284 is the 2.8 its
+    rows hold, not a bound below their grid point 2.8.
+    """
     R = Decimal(repr(float(r)))
-    first = -math.inf if not math.isfinite(lo) else math.ceil(Decimal(repr(float(lo))) / R)
-    last = math.inf if not math.isfinite(hi) else math.floor(Decimal(repr(float(hi))) / R)
+
+    def read(v):  # (a bound past float32's range is read as the double it is)
+        return decimal_of(v, dtype if abs(v) < float(np.finfo(np.float32).max) else None)
+
+    first = -math.inf if not math.isfinite(lo) else math.ceil(read(lo) / R)
+    last = math.inf if not math.isfinite(hi) else math.floor(read(hi) / R)
     return first, last
 
 

@@ -201,7 +201,7 @@ class Program:
             if at is None:  # an imputer's value off the grid, held (fastcf._tabular.imputed)
                 p_hi[j] = n_hi[j] = 0.0
                 continue
-            first, last = step_bounds(lo[j], hi[j], r)
+            first, last = step_bounds(lo[j], hi[j], r, s.num_read[j])
             p_lo[j], n_lo[j] = max(0, first - at), max(0, at - last)
             p_hi[j] = 0.0 if direction[j] < 0 or num_frozen[j] else max(0, last - at)
             n_hi[j] = 0.0 if direction[j] > 0 or num_frozen[j] else max(0, at - first)

@@ -36,7 +36,9 @@ XGBoost's categories are the integers 0, 1, …: those of a feature are 0 up to 
 largest one a split lists. That last one stands for every category no split lists, which goes
 left at every node: when each smaller category is listed by some split, no other category
 routes that way (a model's file does not record which categories its training data held, so
-the smallest such code is offered; ``bounds`` keep an answer within the codes a user allows).
+the smallest such code is offered; ``bounds`` keep an answer within the codes a user allows, and
+``TreeExplainer.fit_mad``/``fit_data`` offer the codes of the training rows only:
+:meth:`Categories.offer_seen`).
 
 :class:`Categories` holds the category values of each categorical feature and the left set of
 each categorical node, and routes rows (:meth:`Categories.route`, used by
@@ -91,10 +93,31 @@ class Categories:
         self.is_cat[list(self.values)] = True
         self.row = np.full(n_nodes, -1, dtype=np.int64)
         self.row[np.asarray(nodes, dtype=np.int64)] = np.arange(len(nodes))
+        #: the categories an answer may take per feature (:meth:`offer_seen`): all by default
+        self.offered = dict(self.values)
         width = max([1] + [v.size for v in self.values.values()])
         self.left = np.zeros((len(nodes), width), dtype=bool)
         for i, m in enumerate(left):
             self.left[i, : len(m)] = m
+
+    def offer_seen(self, X):
+        """Offer the categories of the training rows ``X`` only (XGBoost's reading).
+
+        An XGBoost model does not record which category codes its training data held, so
+        :attr:`values` ends one past the largest code a split lists: the stand-in for every
+        category no split lists, which may be one the data never held. Given the data, each
+        XGBoost feature offers the codes its rows hold (a code past the last value routes as
+        that stand-in does: :meth:`code`). The other readers' categories are the training
+        data's already (an encoder's ``categories_``, LightGBM's model file).
+        """
+        if self.reader != "xgboost":
+            return
+        for f in self.values:
+            col = np.asarray(X[:, f], dtype=np.float64)
+            v32 = col.astype(np.float32).astype(np.float64)
+            ok = np.isfinite(v32) & (v32 >= 0.0) & (v32 < 2.0**24)
+            seen = np.unique(np.trunc(v32[ok]))
+            self.offered[f] = seen if seen.size else self.values[f]
 
     @classmethod
     def of_trees(cls, forest, values, per_tree, left_of, reader="exact"):
@@ -189,7 +212,7 @@ def _combinations(cats, x0, free, lo, hi, w, metric, names):
 
     choices = []
     for f in free:
-        vals = cats.values[int(f)]
+        vals = cats.offered[int(f)]
         vals = vals[(vals >= lo[f]) & (vals <= hi[f]) & (vals != x0[f])]
         choices.append([x0[f], *vals.tolist()])
     n = int(np.prod([len(c) for c in choices], dtype=np.float64))

@@ -84,6 +84,26 @@ def boxes(forest, X):
         node[inner] = np.where(go, forest.left[nd], forest.right[nd])
 
 
+def fit_data(ex, X):
+    """Return the :class:`Regions` of the training rows ``X`` for ``ex`` (a TreeExplainer).
+
+    Rows with a missing value are left out (they lie in no numeric box); None for a model with
+    categorical features or without complete rows (``plausible=True`` refuses them). Each
+    region's class and probabilities are the model's own (its ``predict`` and
+    ``predict_proba`` on the rows).
+    """
+    from .._confirm import model_input
+    from .._validation import resolve_targets
+
+    X = X[~np.isnan(X).any(axis=1)]
+    if ex._forest.categories is not None or X.shape[0] == 0:
+        return None
+    R = model_input(ex.model, X)
+    cls = resolve_targets(ex.model.predict(R), ex.classes_, X.shape[0], "predict")
+    P = np.asarray(ex.model.predict_proba(R), dtype=np.float64)
+    return fit_regions(ex._forest, X, cls, P)
+
+
 def fit_regions(forest, X, cls, proba=None):
     """Return the :class:`Regions` of the rows ``X`` (N, D), given the model's class of each row.
 
