@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._catalog import SCORE_MODELS, signpost
 from ._fold import (
     AFFINE_STEPS,
     check_scores,
@@ -66,21 +67,7 @@ SUPPORTED_LINEAR = (
     f"whose probabilities are a sigmoid/softmax of its scores: {PROBABILISTIC_LINEAR}"
 )
 
-# classifiers that predict the argmax of coef_ @ x + intercept_ (one row: its sign), read by
-# their coef_ and intercept_ (scikit-learn's LinearClassifierMixin)
-_SCORE_MODELS = frozenset(
-    {
-        "LogisticRegression",
-        "LogisticRegressionCV",
-        "SGDClassifier",
-        "LinearSVC",
-        "RidgeClassifier",
-        "RidgeClassifierCV",
-        "Perceptron",
-        "PassiveAggressiveClassifier",
-        "LinearDiscriminantAnalysis",
-    }
-)
+_SCORE_MODELS = SCORE_MODELS  # (the catalog's: fastcf._catalog)
 
 
 def _check_fitted(est, attr, what):
@@ -223,9 +210,7 @@ def _classifier_arrays(clf):
 
 
 def _signpost(model):
-    """Return :func:`fastcf.dispatch.signpost`'s sentence (which explainer takes the model)."""
-    from .dispatch import signpost
-
+    """Return :func:`fastcf._catalog.signpost`'s sentence (which explainer takes the model)."""
     return signpost(model)
 
 

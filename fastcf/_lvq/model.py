@@ -27,6 +27,8 @@ import numpy as np
 
 from fastcf._validation import as_float_array
 
+from .._catalog import signpost
+
 __all__ = ["Geometry", "geometry", "omega_from_relevance", "read_model"]
 
 
@@ -129,8 +131,6 @@ def read_model(model):
         elif hasattr(model, "omega_"):
             om = model.omega_
         return model.w_, labels, classes, om
-    from ..dispatch import signpost
-
     raise TypeError(
         "LVQExplainer needs a fitted fastcf.lvq model (prototypes_, prototype_labels_), an "
         "sklearn-lvq model (w_, c_w_) or an sklvq model (prototypes_, prototypes_labels_) "

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._catalog import TREE_MODELS, final_step
+
 __all__ = ["is_tree_pipeline", "TreeFold", "fold_trees"]
 
 _BIG = float(np.finfo(np.float64).max)
@@ -40,9 +42,7 @@ _BIG = float(np.finfo(np.float64).max)
 
 def is_tree_pipeline(model):
     """Tell whether ``model`` is a Pipeline (or a model) ending in a tree classifier."""
-    from ..dispatch import _TREES, _final
-
-    return type(_final(model)).__name__ in _TREES
+    return type(final_step(model)).__name__ in TREE_MODELS
 
 
 @dataclass

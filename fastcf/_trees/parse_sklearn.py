@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._catalog import signpost
 from .forest import Argmax, Forest, Identity, Logistic, Sign, Softmax, Tree
 
 __all__ = ["parse", "check", "boundary", "go_left", "RULE", "DOMAIN"]
@@ -143,8 +144,6 @@ def _refuse(model):
             f"model must be a tree classifier ({_SUPPORTED}); got the regressor {name}: "
             "inverse classification needs classes"
         )
-    from ..dispatch import signpost
-
     raise TypeError(f"TreeExplainer takes tree classifiers; got {name}: {signpost(model)}")
 
 
