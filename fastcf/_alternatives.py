@@ -1,10 +1,13 @@
-"""The tree family's alternatives: :meth:`fastcf.TreeExplainer.enumerate`'s scheme.
+"""Alternatives by the explainer's own ``explain``: the ``enumerate`` of trees and LVQ.
 
 Lawler's k-best scheme over restrictions of the query (:func:`fastcf._lawler.lawler`,
 the one scheme of every family): each node is the exact answer of the query with some more
-features frozen, solved by :meth:`fastcf.TreeExplainer.explain`; an answer is returned when its
-set of changed features contains the set of no cheaper answer returned (actionable-recourse's
-flipsets).
+features frozen, solved by the explainer's ``explain`` (:meth:`fastcf.TreeExplainer.explain`,
+:meth:`fastcf.LVQExplainer.explain`); an answer is returned when its set of changed features
+contains the set of no cheaper answer returned (actionable-recourse's flipsets). The linear
+and tabular families run the same scheme over their own programs
+(:mod:`fastcf._linear.alternatives`, :mod:`fastcf._tabular.alternatives`), which share
+work between the nodes.
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ import math
 
 import numpy as np
 
-from .._validation import check_int, resolve_frozen
+from ._validation import check_int, resolve_frozen
 
 __all__ = ["enumerate_answers"]
 
 
 def enumerate_answers(ex, x, target, k, max_nodes, options):
-    """Return :meth:`fastcf.TreeExplainer.enumerate`'s answers (``options``: explain's)."""
+    """Return the answers of ``ex.enumerate`` (``options``: its ``explain``'s)."""
     if k is not None:
         k = check_int(k, "k", lo=1)
     max_nodes = check_int(max_nodes, "max_nodes", lo=1)
@@ -60,7 +63,7 @@ def _row_bounds(bounds, i, X):
 
 def _one(ex, row, target, k, max_nodes, fmask0, bounds, options):
     """Return the alternatives of one query (a list, or a lazy iterator when ``k`` is None)."""
-    from .._lawler import lawler
+    from ._lawler import lawler
 
     x0 = np.asarray(row, dtype=np.float64)
 

@@ -13,7 +13,7 @@ brute force over all 2^D restrictions (tests/test_sparse_diverse.py).
 
 The scheme never looks inside a node's solve; each family passes its own:
 :mod:`fastcf._linear.alternatives`, :mod:`fastcf._tabular.alternatives`,
-:mod:`fastcf._trees.alternatives`.
+:mod:`fastcf._alternatives`.
 """
 
 from __future__ import annotations

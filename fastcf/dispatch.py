@@ -2,95 +2,82 @@
 
 from __future__ import annotations
 
+from ._catalog import (
+    _LVQ_ATTRS,
+    _NOT_YET,
+    COVERS,
+    LINEAR_MODELS,
+    TREE_MODELS,
+    final_step,
+    has_column_transformer,
+    signpost,
+)
+from ._options import split
+
 __all__ = ["signpost", "counterfactual", "explainer_for"]
 
-_LVQ_ATTRS = (("prototypes_",), ("w_", "c_w_"))
 
+def _family(model, X_train):
+    """Return the family (a key of :data:`fastcf._options.FAMILIES`) that answers ``model``.
 
-_TREES = frozenset(
-    {
-        "DecisionTreeClassifier",
-        "ExtraTreeClassifier",
-        "RandomForestClassifier",
-        "ExtraTreesClassifier",
-        "GradientBoostingClassifier",
-        "HistGradientBoostingClassifier",
-        "XGBClassifier",
-        "XGBRFClassifier",
-        "LGBMClassifier",
-        "Booster",  # xgboost.train / lightgbm.train (TreeExplainer reads it as its classifier)
-    }
-)
-# models users reach for that no explainer takes yet, and what to say about them
-_NOT_YET = {
-    "SVC": "a kernel SVM other than kernel='linear' has no affine scores (LinearExplainer takes "
-    "binary SVC(kernel='linear'))",
-    "NuSVC": "a kernel SVM other than kernel='linear' has no affine scores",
-    "KNeighborsClassifier": "a nearest-neighbour classifier's regions are Voronoi cells of the "
-    "training data; no explainer takes them yet",
-    "MLPClassifier": "a neural network's scores are not affine; no explainer takes them",
-}
-#: the one-line list of what fastcf covers, for refusals (the full list: docs/api/index.md)
-COVERS = (
-    "fastcf covers linear classifiers and pipelines of affine steps (LinearExplainer), "
-    "ColumnTransformer pipelines on DataFrames (TabularExplainer(model, X_train)), LVQ models "
-    "(LVQExplainer) and tree ensembles of scikit-learn, XGBoost and LightGBM (TreeExplainer)"
-)
-
-
-def _final(model):
-    steps = getattr(model, "steps", None) if type(model).__name__ == "Pipeline" else None
-    return steps[-1][1] if steps else model
-
-
-def _has_column_transformer(model):
-    steps = getattr(model, "steps", None) if type(model).__name__ == "Pipeline" else None
-    return any(
-        type(s).__name__ == "ColumnTransformer" or _has_column_transformer(s)
-        for _, s in (steps or [])[:-1]
-    )
-
-
-def signpost(model):
-    """Return one sentence: which explainer takes ``model``, or why none does.
-
-    Every explainer's refusal of a model it does not take ends with it, so that a refusal
-    always says what would work (or that nothing in fastcf does, and why).
-
-    Examples
-    --------
-    >>> from sklearn.neighbors import KNeighborsClassifier
-    >>> signpost(KNeighborsClassifier())[:55]
-    'no fastcf explainer takes a KNeighborsClassifier: a nea'
+    Raises the refusal of :func:`explainer_for` when none does (a linear model is tried by
+    :func:`_build`, whose refusal says why).
     """
     if any(all(hasattr(model, a) for a in attrs) for attrs in _LVQ_ATTRS):
-        return "fastcf.LVQExplainer takes this model"
-    name = type(model).__name__
-    if name in _TREES:
-        return f"fastcf.TreeExplainer takes a {name}"
-    if _has_column_transformer(model):
-        return (
-            "this Pipeline encodes DataFrame columns (ColumnTransformer): "
-            "fastcf.TabularExplainer(model, X_train) takes it"
+        return "lvq"
+    if type(model).__name__ in TREE_MODELS:
+        return "trees"
+    final = type(final_step(model)).__name__
+    if X_train is not None and (has_column_transformer(model) or final in TREE_MODELS):
+        return "tabular"
+    if has_column_transformer(model):
+        raise TypeError(
+            "this Pipeline encodes DataFrame columns (ColumnTransformer): explain it with "
+            "fastcf.TabularExplainer(model, X_train), which needs the training DataFrame "
+            "(or pass X_train= here)"
         )
-    final = type(_final(model)).__name__
-    if final in _TREES:
-        return (
-            f"a Pipeline ending in {final}: fastcf.TabularExplainer(model, X_train) takes it "
-            f"on the raw DataFrame columns (fastcf.TreeExplainer takes the fitted {final} itself, "
-            "on the transformed features)"
+    if final in TREE_MODELS:
+        raise TypeError(
+            f"a Pipeline ending in {final}: explain it with fastcf.TabularExplainer(model, "
+            f"X_train) on the raw DataFrame columns, which needs the training DataFrame (or "
+            f"fastcf.TreeExplainer on the fitted {final} itself, on the transformed features; "
+            "or pass X_train= here)"
         )
-    from .adapters import SUPPORTED_LINEAR
-
-    if final in SUPPORTED_LINEAR and final not in ("SVC", "NuSVC"):
-        return "fastcf.LinearExplainer takes this model"
-    why = _NOT_YET.get(final)
-    if why is None:
-        return f"no fastcf explainer takes a {final}. {COVERS}"
-    return f"no fastcf explainer takes a {final}: {why}. {COVERS}"
+    return "linear"
 
 
-def explainer_for(model, X_train=None, **tabular):
+def _build(family, model, X_train, options):
+    """Return the explainer of ``family`` for ``model`` (``options``: its constructor's)."""
+    if family == "lvq":
+        from .lvq import LVQExplainer
+
+        return LVQExplainer(model, **options)
+    if family == "trees":
+        from .trees import TreeExplainer
+
+        return TreeExplainer(model, **options)
+    if family == "tabular":
+        from .tabular import TabularExplainer
+
+        return TabularExplainer(model, X_train, **options)
+    from .linear import LinearExplainer
+
+    try:
+        return LinearExplainer(model, **options)
+    except TypeError as exc:
+        final = type(final_step(model)).__name__
+        why = _NOT_YET.get(final)
+        if why is None and ("pipeline step" in str(exc) or final in LINEAR_MODELS):
+            # a step of a linear pipeline, or a linear model LinearExplainer refused (multilabel,
+            # one-vs-one voting): its own message says what and why
+            raise
+        tail = "" if why is None else f": {why}"
+        raise TypeError(
+            f"fastcf has no explainer for {type(model).__name__}{tail}. {COVERS}."
+        ) from exc
+
+
+def explainer_for(model, X_train=None, **options):
     """Return the explainer that fits ``model``.
 
     Parameters
@@ -104,11 +91,13 @@ def explainer_for(model, X_train=None, **tabular):
         (:class:`~fastcf.TabularExplainer`).
     X_train : pandas.DataFrame, optional
         The training DataFrame: a ``ColumnTransformer`` pipeline, or a pipeline ending in a tree
-        model, then goes to ``TabularExplainer(model, X_train, **tabular)`` (its schema, grids
+        model, then goes to ``TabularExplainer(model, X_train, **options)`` (its schema, grids
         and MAD weights are read from it). Ignored by the other explainers.
-    **tabular
-        :class:`~fastcf.TabularExplainer`'s options (``immutable``, ``increase_only``, …),
-        with ``X_train`` only.
+    **options
+        The chosen explainer's construction options (:class:`~fastcf.TabularExplainer`'s
+        ``immutable``, ``increase_only``, …; :class:`~fastcf.LVQExplainer`'s
+        ``feature_names``), from the one table of options (:mod:`fastcf._options`): one it
+        does not take is a ``TypeError`` naming it.
 
     Returns
     -------
@@ -118,7 +107,8 @@ def explainer_for(model, X_train=None, **tabular):
     ------
     TypeError
         If no explainer takes the model: the message says which explainer would (a
-        ``ColumnTransformer`` pipeline needs ``X_train``), or why none fits.
+        ``ColumnTransformer`` pipeline needs ``X_train``), or why none fits; or for an option
+        the explainer does not take when it is built.
 
     Examples
     --------
@@ -128,57 +118,18 @@ def explainer_for(model, X_train=None, **tabular):
     >>> type(explainer_for(LogisticRegression(max_iter=500).fit(X, y))).__name__
     'LinearExplainer'
     """
-    if tabular and X_train is None:
+    family = _family(model, X_train)
+    build, query = split(family, options, where="explainer_for")
+    if query:
         raise TypeError(
-            f"explainer_for got TabularExplainer options {sorted(tabular)} without X_train"
+            f"explainer_for takes the options of an explainer's construction; {sorted(query)} "
+            "are options of its queries: give them to explain (or use fastcf.counterfactual)"
         )
-    if any(all(hasattr(model, a) for a in attrs) for attrs in _LVQ_ATTRS):
-        from .lvq import LVQExplainer
-
-        return LVQExplainer(model)
-    name = type(model).__name__
-    if name in _TREES:
-        from .trees import TreeExplainer
-
-        return TreeExplainer(model)
-    if X_train is not None and (
-        _has_column_transformer(model) or type(_final(model)).__name__ in _TREES
-    ):
-        from .tabular import TabularExplainer
-
-        return TabularExplainer(model, X_train, **tabular)
-    if _has_column_transformer(model):
-        raise TypeError(
-            "this Pipeline encodes DataFrame columns (ColumnTransformer): explain it with "
-            "fastcf.TabularExplainer(model, X_train), which needs the training DataFrame "
-            "(or pass X_train= here)"
-        )
-    final = type(_final(model)).__name__
-    if final in _TREES:
-        raise TypeError(
-            f"a Pipeline ending in {final}: explain it with fastcf.TabularExplainer(model, "
-            f"X_train) on the raw DataFrame columns, which needs the training DataFrame (or "
-            f"fastcf.TreeExplainer on the fitted {final} itself, on the transformed features; "
-            "or pass X_train= here)"
-        )
-    from .linear import LinearExplainer
-
-    try:
-        return LinearExplainer(model)
-    except TypeError as exc:
-        from .adapters import SUPPORTED_LINEAR
-
-        why = _NOT_YET.get(final)
-        if why is None and ("pipeline step" in str(exc) or final in SUPPORTED_LINEAR):
-            # a step of a linear pipeline, or a linear model LinearExplainer refused (multilabel,
-            # one-vs-one voting): its own message says what and why
-            raise
-        tail = "" if why is None else f": {why}"
-        raise TypeError(f"fastcf has no explainer for {name}{tail}. {COVERS}.") from exc
+    return _build(family, model, X_train, build)
 
 
 def counterfactual(model, x, target, *, X_train=None, **options):
-    """Explain ``x`` with the explainer that fits ``model`` (built per call).
+    """Explain ``x`` with the explainer that fits ``model`` (built per call): the front door.
 
     For repeated queries, build the explainer once (:func:`explainer_for`,
     :class:`~fastcf.LinearExplainer`, :class:`~fastcf.LVQExplainer`,
@@ -190,17 +141,22 @@ def counterfactual(model, x, target, *, X_train=None, **options):
     model : estimator
     x : array_like of shape (D,) or (N, D)
     target : label or array_like of labels
-    X_train : pandas.DataFrame, optional
-        The training DataFrame of a ``ColumnTransformer`` pipeline (or of a pipeline ending in
-        a tree model): the query is then answered by
-        ``TabularExplainer(model, X_train).explain(x, target, **options)``, with ``x`` a
-        DataFrame row.
+    X_train : array_like or pandas.DataFrame, optional
+        The training data. A ``ColumnTransformer`` pipeline (or a pipeline ending in a tree
+        model) is then answered by ``TabularExplainer(model, X_train, ...)``, with ``x`` a
+        DataFrame row; for the other explainers it gives ``weights="mad"`` its MAD
+        (``fit_mad``; a tree model's ``fit_data`` for ``plausible=True``).
     **options
-        Passed to the explainer's ``explain``.
+        Every option of the explainer the model goes to, from the one table of options
+        (:mod:`fastcf._options`): its construction's (``immutable=``, ``increase_only=``,
+        ``levels=``, … of :class:`~fastcf.TabularExplainer`) and its queries' (``region=``,
+        ``proba=``, ``metric=``, ``weights=``, ``bounds=``, ``frozen=``, ``max_changes=``,
+        ``exact=``, ``time_limit=``, …). An option that explainer does not take is a
+        ``TypeError`` that names it, and the explainers that take it or the closest word.
 
     Returns
     -------
-    Counterfactual or CounterfactualBatch
+    Counterfactual or CounterfactualBatch (a tabular one for a DataFrame pipeline)
 
     Examples
     --------
@@ -215,4 +171,12 @@ def counterfactual(model, x, target, *, X_train=None, **options):
     >>> bool(res.success), round(float(model.predict_proba(res.x[None])[0, 1]), 9)
     (True, 0.9)
     """
-    return explainer_for(model, X_train).explain(x, target, **options)
+    family = _family(model, X_train)
+    build, query = split(family, options, where="counterfactual")
+    ex = _build(family, model, X_train, build)
+    if X_train is not None and family != "tabular":
+        if family == "trees" and query.get("plausible"):
+            ex.fit_data(X_train)
+        else:
+            ex.fit_mad(X_train)
+    return ex.explain(x, target, **query)

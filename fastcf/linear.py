@@ -24,7 +24,9 @@ from ._linear.paths import path as _path
 from ._linear.paths import short_path
 from ._linear.route import answer, make_query
 from ._linear.scores import LinearScores, by_columns
+from ._options import check_exact
 from .adapters import check_linear_arrays, check_linear_model, linear_model_arrays
+from .results import mark_exact
 
 __all__ = ["LinearExplainer"]
 
@@ -174,6 +176,8 @@ class LinearExplainer(LinearScores):
         tol=1e-10,
         max_iter=100,
         verify="fold",
+        exact=True,
+        time_limit=None,
     ):
         """Find the closest point that the model puts in ``target``.
 
@@ -239,6 +243,11 @@ class LinearExplainer(LinearScores):
             ``proba=``); one it does not confirm becomes ``success=False`` with status 4. Costs
             one call of the model per batch (~50–200 µs for a pipeline); needs an explainer
             built from a model, not :meth:`from_arrays`.
+        exact : bool, default=True
+        time_limit : float, optional
+            Accepted as every family takes them (:mod:`fastcf._options`): a linear model's
+            queries are answered exactly anyway, in micro- to milliseconds, so ``exact=False``
+            changes nothing and no limit is reached; ``info["exact"]`` is True.
 
         Returns
         -------
@@ -255,12 +264,21 @@ class LinearExplainer(LinearScores):
         >>> res.grad_norm < 1e-12
         True
         """
+        check_exact(exact, time_limit)
+        return mark_exact(self._explain(
+            x, target, lam, proba, region, margin, frozen, weights, bounds, metric, max_changes,
+            method, tol, max_iter, verify,
+        ))  # fmt: skip
+
+    def _explain(
+        self, x, target, lam, proba, region, margin, frozen, weights, bounds, metric,
+        max_changes, method, tol, max_iter, verify,
+    ):  # fmt: skip
         self._check_form(lam, proba, region)
         if check_verify(verify, self.model) == "model":
-            res = self.explain(
-                x, target, lam, proba=proba, region=region, margin=margin, frozen=frozen,
-                weights=weights, bounds=bounds, metric=metric, max_changes=max_changes,
-                method=method, tol=tol, max_iter=max_iter,
+            res = self._explain(
+                x, target, lam, proba, region, margin, frozen, weights, bounds, metric,
+                max_changes, method, tol, max_iter, "fold",
             )  # fmt: skip
             return confirm(self.model, res, self.classes_, proba)
         fast = short_path(
@@ -294,6 +312,8 @@ class LinearExplainer(LinearScores):
         tol=1e-10,
         max_iter=100,
         max_nodes=10_000,
+        exact=True,
+        time_limit=None,
     ):
         """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).
 
@@ -320,6 +340,8 @@ class LinearExplainer(LinearScores):
         max_nodes : int, default=10000
             Restricted problems solved before the enumeration stops (fewer than ``k`` answers
             are returned then).
+        exact, time_limit
+            Accepted, as by :meth:`explain` (each answer is exact).
 
         Returns
         -------
@@ -338,10 +360,12 @@ class LinearExplainer(LinearScores):
         """
         from ._linear.alternatives import enumerate_answers
 
-        return enumerate_answers(
+        check_exact(exact, time_limit)
+        alts = enumerate_answers(
             self, x, target, k, lam, proba, region, margin, frozen, weights, bounds, metric,
             max_changes, tol, max_iter, max_nodes,
         )  # fmt: skip
+        return alts if k is None else mark_exact(alts)
 
     def path(
         self,

@@ -27,11 +27,15 @@ import numpy as np
 from fastcf._base import BaseExplainer
 from fastcf._confirm import check_verify, confirm
 from fastcf._kernels.lvq_cost import lvq_distances, lvq_in_target
-from fastcf._lvq import ccp, exact, programs
-from fastcf._lvq.certify import MODE, ccp_fallback, margin_scale_message, raise_margin
+from fastcf._lvq import route
+from fastcf._lvq.certify import MODE
 from fastcf._lvq.model import check_read, geometry, omega_from_relevance, read_model
 from fastcf._lvq.options import resolve_method, resolve_options
+from fastcf._lvq.sparse import solve_max_changes
+from fastcf._lvq.vocabulary import check_max_changes, check_question
+from fastcf._options import check_exact
 from fastcf._validation import as_float_array, as_queries, check_int, check_scalar
+from fastcf.results import mark_exact
 
 if TYPE_CHECKING:  # imported on first use, see __getattr__ at the end
     from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
@@ -219,6 +223,12 @@ class LVQExplainer(BaseExplainer):
         max_iter=None,
         tol=1e-7,
         verify="fold",
+        region=True,
+        max_changes=None,
+        exact=True,
+        time_limit=None,
+        proba=None,
+        lam=None,
     ):
         """Closest point that the model classifies as ``target`` (Algorithm 1).
 
@@ -260,6 +270,24 @@ class LVQExplainer(BaseExplainer):
         verify : {"fold", "model"}, default="fold"
             As in :meth:`fastcf.LinearExplainer.explain`: ``"model"`` also confirms each success
             with the fitted model's own ``predict`` (an explainer built from a model).
+        region : bool, default=True
+            LVQ's one question, the closest point classified as the target, as every family
+            words it; ``region=False``, ``proba=`` and ``lam=`` (questions of probabilistic
+            models) are refused with a ``ValueError`` naming them.
+        max_changes : int, optional
+            At most this many features change, exactly (GLVQ/GMLVQ; refused for LGMLVQ):
+            Manhattan with a finite box on the free features by one MILP per target prototype
+            (HiGHS), otherwise by a branch-and-bound over frozen sets
+            (:mod:`fastcf._lvq.sparse`). ``info["nodes"]``, ``info["proven"]``.
+        exact : bool, default=True
+            Accepted as by every family: GLVQ/GMLVQ programs are solved exactly either way.
+            ``info["exact"]`` says whether an answer is a certified optimum: False for LGMLVQ
+            (the penalty CCP is a local method) and for an answer stopped by a limit.
+        time_limit : float, optional
+            Seconds for each MILP of ``max_changes`` (status 1 and ``info["proven"]`` False
+            when it stops one); the other programs take no limit.
+        proba, lam : None
+            Refused (see ``region``).
 
         Returns
         -------
@@ -277,6 +305,8 @@ class LVQExplainer(BaseExplainer):
         >>> ex.explain([0.0, 0.0], 1, frozen=[0]).message
         'infeasible: the constraints leave no point classified as the target'
         """
+        check_question(region, proba, lam)
+        check_exact(exact, time_limit)
         check_verify(verify, self.model)
         X, single, names, tidx = self._queries(x, target)
         missing = sorted(set(tidx.tolist()) - set(self._geo.cls.tolist()))
@@ -300,28 +330,62 @@ class LVQExplainer(BaseExplainer):
         method, solver = resolve_method(self.kind, method, solver, metric)
         max_iter = check_int(max_iter, "max_iter", lo=1, allow_none=True)
         tol = check_scalar(tol, "tol", lo=0.0, lo_open=True)
-        geo = self._geo
-        if method == "ldp":
-            nit = 100 if max_iter is None else max_iter
+        max_changes = check_max_changes(max_changes, self.kind)
 
-            def run(Xr, tr, o):
-                return exact.solve_ldp(geo, Xr, tr, o, nit)
+        def solve(Xr, tr, o):
+            return route.solve(self, Xr, tr, o, metric, method, solver, max_iter, tol)
 
-            sol = raise_margin(self, run(X, tidx, opts), X, tidx, opts, run)
-        elif method == "cvxpy":
-
-            def run(Xr, tr, o):
-                return programs.solve_cvxpy(self._cache, geo, Xr, tr, metric, o, solver)
-
-            sol = raise_margin(self, run(X, tidx, opts), X, tidx, opts, run)
+        if max_changes is None:
+            sol = solve(X, tidx, opts)
         else:
-            n_rounds = 200 if max_iter is None else max_iter
-            sol = ccp.solve_ccp(self._cache, geo, X, tidx, metric, opts, solver, n_rounds, tol)
-            sol = ccp_fallback(self, sol, X, tidx, opts, metric)
-        sol = self._verify(sol, tidx)
-        sol = margin_scale_message(self, sol, X, opts.margin)
+            sol = solve_max_changes(self, X, tidx, opts, metric, max_changes, time_limit, solve)
         res = self._package(sol, X, tidx, names, single)
-        return confirm(self.model, res, self.classes_) if verify == "model" else res
+        res = confirm(self.model, res, self.classes_) if verify == "model" else res
+        return mark_exact(res, self.kind != "local")
+
+    def enumerate(self, x, target, k=5, *, max_nodes=1000, **options):
+        """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).
+
+        Up to ``k`` answers in increasing distance such that no answer's set of changed
+        features contains the set of a cheaper answer in the list, as
+        :meth:`fastcf.LinearExplainer.enumerate`: the first is :meth:`explain`'s, each other
+        the answer of the query with some more features frozen (:func:`fastcf._lawler.lawler`).
+        Euclidean answers move every feature the metric sees, so their alternatives differ
+        by one frozen feature at a time; ``metric="manhattan"`` or ``max_changes=`` give
+        few-feature alternatives.
+
+        Parameters
+        ----------
+        x : array-like of shape (D,) or (N, D)
+            One query, or N (one enumeration each).
+        target : label or array-like of N labels
+        k : int or None, default=5
+            The number of answers; ``None`` returns a lazy iterator over all of them.
+        max_nodes : int, default=1000
+            Restricted queries solved (one :meth:`explain` each) before the enumeration stops
+            (fewer than ``k`` answers are returned then).
+        **options
+            :meth:`explain`'s options (``metric``, ``weights``, ``frozen``, ``bounds``,
+            ``max_changes``, ``exact``, ``time_limit``, ...).
+
+        Returns
+        -------
+        list of Counterfactual, or an iterator of Counterfactual when ``k`` is None
+            For N queries, a list of N of those.
+
+        Examples
+        --------
+        >>> from fastcf import LVQExplainer
+        >>> ex = LVQExplainer.from_arrays([[0.0, 0.0], [2.0, 1.0]], [0, 1])
+        >>> alts = ex.enumerate([0.0, 0.0], 1, k=3, metric="manhattan")
+        >>> [(a.changed.tolist(), round(a.distance, 4)) for a in alts]
+        [([0], 1.25), ([1], 2.5)]
+        """
+        from ._alternatives import enumerate_answers
+
+        check_question(options.get("region", True), options.get("proba"), options.get("lam"))
+        check_exact(options.get("exact", True), options.get("time_limit"))
+        return enumerate_answers(self, x, target, k, max_nodes, dict(options))
 
 
 def __getattr__(name):

@@ -29,6 +29,7 @@ __all__ = [
     "STATUS_MESSAGES",
     "Solution",
     "package",
+    "mark_exact",
 ]
 
 #: status code -> message (the table of :mod:`fastcf._status`; ``Status`` keys equal their ints)
@@ -422,6 +423,27 @@ class CounterfactualBatch:
             f"median distance={np.median(self.distance) if n else float('nan'):.6g}, "
             f"max nit={int(np.max(self.nit)) if n else 0})"
         )
+
+
+def mark_exact(res, exact=True):
+    """Return ``res`` (an answer, a batch or a list of them) with ``info["exact"]`` set.
+
+    ``exact``: whether the family's answers are exact optima (to its solver's tolerance) when
+    they succeed; a failed answer is not called exact.
+    """
+    if isinstance(res, list):
+        for r in res:
+            mark_exact(r, exact)
+        return res
+    ok = np.asarray(res.success, dtype=bool) & (np.asarray(res.status) == 0)
+    if isinstance(res.info, list):  # (a tabular batch: one dict per row)
+        for d, o in zip(res.info, ok, strict=True):
+            d["exact"] = bool(exact and o)
+    elif ok.ndim:
+        res.info["exact"] = bool(exact) & ok
+    else:
+        res.info["exact"] = bool(exact and ok)
+    return res
 
 
 class CounterfactualPath:

@@ -33,6 +33,7 @@ from ._tabular.solve import answers, batch, check_fold_on
 from ._tabular.treefold import fold_trees, is_tree_pipeline
 from ._tabular.treeprog import TreeProgram
 from ._validation import check_int
+from .results import mark_exact
 
 __all__ = ["TabularExplainer", "TabularCounterfactual", "TabularBatch"]
 
@@ -228,6 +229,9 @@ class TabularExplainer:
         missing="impute",
         time_limit=None,
         plausible=False,
+        metric="manhattan",
+        frozen=None,
+        exact=True,
     ):
         """Find the cheapest change of the row(s) that the model puts in ``target``.
 
@@ -286,8 +290,8 @@ class TabularExplainer:
             model confirms has ``success=True``, status 1 (``MAXITER``), ``info["gap"]`` its
             relative gap and ``info["bound"]`` a lower bound on the cost (the answer may not
             be the cheapest); without one, ``success=False``. Linear and prototype programs
-            are solved to optimality in milliseconds and take no limit: a ``time_limit`` for
-            them raises a ``ValueError``.
+            are solved to optimality in milliseconds: a ``time_limit`` is accepted and never
+            reached.
         plausible : bool, default=False
             ``True``, for a pipeline ending in a tree model: the answer lies in a region of the
             model (the rows that reach one given leaf in every tree: an interval per numeric
@@ -295,6 +299,15 @@ class TabularExplainer:
             every other option (exact, by enumeration of those regions:
             :mod:`fastcf._tabular.plausible`). No such region in the target: ``success=False``,
             status 2; none within the options: status 3. Other models raise a ``ValueError``.
+        metric : {"manhattan"}, default="manhattan"
+            The cost: a numeric column's move times its weight, plus a changed category's
+            weight (``weights=`` of the constructor); the word every family takes
+            (:mod:`fastcf._options`), any other metric is refused.
+        frozen : list of str, optional
+            Columns held at the row's values for this query, on top of ``immutable``.
+        exact : bool, default=True
+            Accepted as every family takes it: the programs are exact either way, and
+            ``info["exact"]`` says so for every success.
 
         Returns
         -------
@@ -309,8 +322,8 @@ class TabularExplainer:
         ------
         ValueError
             For one row that cannot be read (naming the column), unknown column names,
-            contradictory options, ``proba=`` with a softmax model, or ``time_limit`` for a
-            model that is not a tree model.
+            contradictory options, ``proba=`` with a softmax model, or a metric other than
+            ``"manhattan"``.
 
         Examples
         --------
@@ -328,12 +341,13 @@ class TabularExplainer:
         (True, 0, True)
         """
         r = read_request(self, x, target, region, proba, margin, max_changes, allowed,
-                         transitions, missing, time_limit, plausible)  # fmt: skip
+                         transitions, missing, time_limit, plausible, metric, frozen,
+                         exact)  # fmt: skip
         arrays = answers(
-            self, r.frame, r.tidx, r.form, bounds, r.allow, self._frozen(), r.max_changes, r.keep,
+            self, r.frame, r.tidx, r.form, bounds, r.allow, r.frozen, r.max_changes, r.keep,
             r.time_limit, r.plausible,
         )  # fmt: skip
-        out = batch(self, r.frame, r.tidx, *arrays)
+        out = mark_exact(batch(self, r.frame, r.tidx, *arrays))
         return out[0] if r.single else out
 
     def _frozen(self):
@@ -357,6 +371,9 @@ class TabularExplainer:
         missing="impute",
         time_limit=None,
         plausible=False,
+        metric="manhattan",
+        frozen=None,
+        exact=True,
     ):
         """Up to ``k`` alternative answers for each row, cheapest first (flipsets).
 
@@ -373,7 +390,9 @@ class TabularExplainer:
         k : int or None, default=5
             The number of answers. ``None`` returns a lazy iterator over all of them, as
             :meth:`fastcf.LinearExplainer.enumerate` does.
-        region, proba, margin, bounds, allowed, transitions, max_changes, missing
+        region, proba, margin, bounds, allowed, transitions, max_changes, missing, metric
+            As in :meth:`explain`.
+        frozen, exact
             As in :meth:`explain`.
         time_limit, plausible
             As in :meth:`explain` (``time_limit``: for each program of the enumeration; a
@@ -391,10 +410,14 @@ class TabularExplainer:
         k = None if k is None else check_int(k, "k", lo=1)
         max_nodes = check_int(max_nodes, "max_nodes", lo=1)
         r = read_request(self, x, target, region, proba, margin, max_changes, allowed,
-                         transitions, missing, time_limit, plausible)  # fmt: skip
+                         transitions, missing, time_limit, plausible, metric, frozen,
+                         exact)  # fmt: skip
         out = [
             row_alternatives(self, r.frame.iloc[[i]], r.tidx[i : i + 1], r.form, bounds, r.allow,
-                             r.max_changes, max_nodes, k, r.keep, r.time_limit, r.plausible)
+                             r.max_changes, max_nodes, k, r.keep, r.time_limit, r.plausible,
+                             r.frozen)
             for i in range(r.frame.shape[0])
         ]  # fmt: skip
+        if k is not None:
+            mark_exact(out)
         return out[0] if r.single else out

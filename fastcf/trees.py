@@ -43,6 +43,7 @@ from ._trees.parse import parse_model
 from ._validation import (
     as_queries,
 )
+from .results import mark_exact
 
 __all__ = ["TreeExplainer"]
 
@@ -354,7 +355,7 @@ class TreeExplainer(BaseExplainer):
         sol = _answer.answer(self, X, tidx, names, options, memo)
         sol = self._verify(sol, tidx, options["proba"])
         P = self._probabilities(sol.x, memo)
-        return self._package(sol._replace(proba=P), X, tidx, names, single)
+        return mark_exact(self._package(sol._replace(proba=P), X, tidx, names, single), exact)
 
     def enumerate(self, x, target, k=5, *, max_nodes=1000, **options):
         """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).
@@ -363,7 +364,7 @@ class TreeExplainer(BaseExplainer):
         features contains the set of a cheaper answer in the list (actionable-recourse's
         flipsets), as :meth:`fastcf.LinearExplainer.enumerate`. The first answer is
         :meth:`explain`'s; each alternative is the exact answer of the query with some more
-        features frozen (:mod:`fastcf._trees.alternatives`).
+        features frozen (:mod:`fastcf._alternatives`).
 
         Parameters
         ----------
@@ -394,7 +395,7 @@ class TreeExplainer(BaseExplainer):
         >>> [a.changed_index.tolist() for a in alts]
         [[0], [1]]
         """
-        from ._trees.alternatives import enumerate_answers
+        from ._alternatives import enumerate_answers
 
         return enumerate_answers(self, x, target, k, max_nodes, dict(options))
 

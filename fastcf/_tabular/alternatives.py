@@ -63,20 +63,21 @@ def flipsets(solve, accept, fmask0, max_nodes=1000):
 
 def row_alternatives(
     ex, frame, tidx, form, bounds, allow, max_changes, max_nodes, k, keep, time_limit=None,
-    plausible=False,
+    plausible=False, held=None,
 ):  # fmt: skip
     """Return the alternatives of the one row of ``frame`` (a list of ``k``, or a generator).
 
     ``form``, ``allow``: the explainer's resolved ``(base, margin, tau)`` and allowed moves;
     ``keep``: whether missing cells stay missing (``missing="keep"``); ``time_limit``: seconds
     for each node's tree program (a node it stops keeps its answer, not certified);
-    ``plausible``: every node restricted to the training regions (tree programs).
+    ``plausible``: every node restricted to the training regions (tree programs); ``held``:
+    the columns held for the query (default: the explainer's immutable and unused ones).
     """
     s = ex._schema
     prog = ex._program
     row = frame.to_numpy(dtype=object)[0]
     x0, k0 = s.read(row, frame.index[0])
-    frozen0 = ex._frozen()
+    frozen0 = ex._frozen() if held is None else held
     if keep:
         frozen0 = frozen0 | s.missing(row)
     threshold = form[0] + form[1]

@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from .._options import check_exact
 from .._validation import check_int, check_probability, check_scalar
+from .columns import resolve_names
 from .options import read_rows, resolve_allowed, resolve_targets
 
 __all__ = ["Request", "read_request", "target_form"]
@@ -31,11 +33,29 @@ class Request(NamedTuple):
     keep: bool  # missing="keep"
     time_limit: float | None
     plausible: bool
+    frozen: object  # (D,) bool: the columns held (immutable, unused, and the query's frozen=)
 
 
 def read_request(ex, x, target, region, proba, margin, max_changes, allowed, transitions,
-                 missing, time_limit, plausible):  # fmt: skip
-    """Return the :class:`Request` of a query to the explainer ``ex``."""
+                 missing, time_limit, plausible, metric="manhattan", frozen=None,
+                 exact=True):  # fmt: skip
+    """Return the :class:`Request` of a query to the explainer ``ex``.
+
+    ``metric``, ``frozen`` and ``exact`` are the words every family takes
+    (:mod:`fastcf._options`): the tabular cost is the weighted Manhattan one (``metric`` must
+    say so), ``frozen`` holds columns for this query on top of ``immutable``, and the programs
+    are exact whatever ``exact`` says (and with no ``time_limit`` for a linear or prototype
+    program, which is solved to optimality in milliseconds).
+    """
+    if metric != "manhattan":
+        raise ValueError(
+            f"metric={metric!r}: a tabular answer's cost is the weighted Manhattan one (a "
+            "numeric column's move times its weight, a change of category its weight): "
+            'metric="manhattan" (the default)'
+        )
+    check_exact(exact, None)
+    held = ex._frozen().copy()
+    held[resolve_names(frozen, ex._schema.columns, "frozen")] = True
     frame, single = read_rows(ex._schema, x)
     tidx = resolve_targets(ex.classes_, target, frame.shape[0])
     form = target_form(ex, region, proba, margin)
@@ -46,12 +66,8 @@ def read_request(ex, x, target, region, proba, margin, max_changes, allowed, tra
         raise ValueError(f"missing must be 'impute' or 'keep'; got {missing!r}")
     time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
     folded = ex._program.folded  # a linear or prototype program (not a tree model's)
-    if time_limit is not None and folded:
-        raise ValueError(
-            "time_limit applies to the program of a pipeline ending in a tree model; this "
-            "model's program (linear or prototype) is solved to optimality without one: "
-            "leave time_limit=None"
-        )
+    if folded:
+        time_limit = None  # (solved to optimality in milliseconds: no limit is reached)
     if plausible is not False and plausible is not True:
         raise ValueError(f"plausible must be True or False; got {plausible!r}")
     if plausible and folded:
@@ -60,7 +76,7 @@ def read_request(ex, x, target, region, proba, margin, max_changes, allowed, tra
             "that hold training rows); this model is linear or prototype-based"
         )
     return Request(frame, single, tidx, form, max_changes, allow, missing == "keep", time_limit,
-                   plausible)  # fmt: skip
+                   plausible, held)  # fmt: skip
 
 
 def target_form(ex, region, proba, margin):
