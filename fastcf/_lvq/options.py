@@ -33,6 +33,7 @@ class Options(NamedTuple):
     C: np.ndarray  # (m, D) user rows C x ≤ c
     c: np.ndarray  # (m,)
     margin: float  # ε of eq. 9b
+    boxed: bool = True  # a box was given (False: lo = −inf, hi = +inf everywhere)
 
 
 def parse_constraints(constraints, D):
@@ -78,7 +79,7 @@ def resolve_options(X, D, metric, weights, frozen, bounds, constraints, margin, 
     lo, hi = (np.full(D, -np.inf), np.full(D, np.inf)) if bb is None else bb
     C, c = parse_constraints(constraints, D)
     margin = check_scalar(margin, "margin", lo=0.0)
-    return Options(w, free, lo, hi, C, c, margin)
+    return Options(w, free, lo, hi, C, c, margin, bb is not None)
 
 
 def row_options(opts, a):

@@ -51,12 +51,12 @@ def solve(ex, X, tidx, opts, metric, method, solver, max_iter, tol):
         sol = ccp.solve_ccp(ex._cache, geo, X, tidx, metric, opts, solver, n_rounds, tol)
         sol = ccp_fallback(ex, sol, X, tidx, opts, metric)
     # an answer on a face of the box is formed as x̄ + (lo − x̄), which can round one ulp past
-    # lo: put it on the face, and have the model judge that row again
-    with np.errstate(invalid="ignore"):
-        x = np.clip(sol.x, opts.lo, opts.hi)
-    moved = (x != sol.x).any(axis=1)
-    if moved.any():
-        cert = None if sol.certified is None else sol.certified & ~moved
-        sol = sol._replace(x=x, certified=cert)
+    # lo: put it on the face, and have the model judge that row again (no box: nothing to do)
+    if opts.boxed:
+        x = np.minimum(np.maximum(sol.x, opts.lo), opts.hi)  # (NaN rows stay NaN)
+        moved = (x != sol.x).any(axis=1)
+        if moved.any():
+            cert = None if sol.certified is None else sol.certified & ~moved
+            sol = sol._replace(x=x, certified=cert)
     sol = ex._verify(sol, tidx)
     return margin_scale_message(ex, sol, X, opts.margin)
