@@ -96,7 +96,7 @@ def solve_ccp(
         prototype, ``info["fallback_distance"]`` the distance to the closest target prototype
         that meets the hard constraints (the Suggest step's own answer).
     """
-    w, free, _, _, C, c, eps = opts
+    w, free, C, c, eps = opts.w, opts.free, opts.C, opts.c, opts.margin
     N, D = X.shape
     P, Om, Lams = geo.prototypes, geo.omegas, geo.lams
     Xcf = X.copy()
