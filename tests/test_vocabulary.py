@@ -184,3 +184,15 @@ def test_the_front_door_to_trees_with_plausible():
     with pytest.raises(TypeError, match="explainer_for takes the options of an explainer's "
                                         "construction"):  # fmt: skip
         fastcf.explainer_for(tree, region=True)
+
+
+def test_one_tabular_answer_has_to_frame_as_every_answer():
+    X, model = _credit()
+    row = X[model.predict(X) == 0].iloc[[0]]
+    res = fastcf.TabularExplainer(model, X).explain(row, 1)
+    frame = res.to_frame()
+    assert list(frame.columns) == ["feature", "original", "counterfactual", "cost"]
+    assert list(frame.feature) == list(X.columns)
+    assert frame.cost.sum() == pytest.approx(res.distance, rel=1e-12)
+    moved = frame[frame.original != frame.counterfactual].feature.tolist()
+    assert moved == res.changed

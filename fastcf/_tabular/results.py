@@ -118,6 +118,34 @@ class TabularCounterfactual:
         """Labels of the changed columns, as the DataFrame has them (not their ``str``)."""
         return list(self.changes["column"])
 
+    def to_frame(self):
+        """Return a DataFrame, one row per column: feature, original, counterfactual, cost.
+
+        As :meth:`fastcf.Counterfactual.to_frame` lays out one answer (with every column,
+        changed or not, and its cost instead of a numeric change: a category has none).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from fastcf import TabularExplainer
+        >>> X = pd.DataFrame({"a": np.arange(20.0), "b": np.arange(20.0) % 3})
+        >>> m = LogisticRegression().fit(X, X.a > 9.5)
+        >>> res = TabularExplainer(m, X).explain(X.iloc[[0]], True)
+        >>> list(res.to_frame().columns)
+        ['feature', 'original', 'counterfactual', 'cost']
+        """
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "feature": pd.Series(list(self.x.columns), dtype=object),
+                "original": pd.Series([_plain(v) for v in self.x0.iloc[0]], dtype=object),
+                "counterfactual": pd.Series([_plain(v) for v in self.x.iloc[0]], dtype=object),
+                "cost": np.asarray(self.costs, dtype=np.float64),
+            }
+        )
+
     def __repr__(self) -> str:
         ch = self.changes
         moves = ", ".join(f"{r.column}: {r.before!r} -> {r.after!r}" for r in ch.itertuples())
