@@ -30,6 +30,7 @@ __all__ = [
     "FAMILIES",
     "REFUSED",
     "families_of",
+    "stage_of",
     "split",
     "check_exact",
     "table",
@@ -110,7 +111,7 @@ def families_of(name):
     return opt.families | _BUILD_TOO.get(name, frozenset())
 
 
-def _stage(name, family):
+def stage_of(name, family):
     """Return where ``family`` takes ``name``: "build", "query" or None."""
     if family in _BUILD_TOO.get(name, ()):
         return "build"
@@ -138,7 +139,7 @@ def split(family, options, *, where):
     """
     build, query = {}, {}
     for name, value in options.items():
-        stage = _stage(name, family)
+        stage = stage_of(name, family)
         if stage == "build":
             build[name] = value
         elif stage == "query":
@@ -156,7 +157,7 @@ def _unknown(name, family, where):
             f"{where}: option {name!r} is not one {who} takes (the model is answered by {who}); "
             f"{takers} take it"
         )
-    mine = [n for n in OPTIONS if _stage(n, family) is not None]
+    mine = [n for n in OPTIONS if stage_of(n, family) is not None]
     close = difflib.get_close_matches(name, mine, n=1) or difflib.get_close_matches(
         name, list(OPTIONS), n=1
     )
@@ -196,7 +197,7 @@ def table():
     for name, opt in OPTIONS.items():
         marks = []
         for f in fams:
-            st = _stage(name, f)
+            st = stage_of(name, f)
             if st is None:
                 marks.append("refused" if name in REFUSED.get(f, ()) else "—")
             else:

@@ -12,7 +12,7 @@ from ._catalog import (
     has_column_transformer,
     signpost,
 )
-from ._options import split
+from ._options import split, stage_of
 
 __all__ = ["signpost", "counterfactual", "explainer_for"]
 
@@ -77,6 +77,18 @@ def _build(family, model, X_train, options):
         ) from exc
 
 
+def _tabular_needs_data(options, X_train, where):
+    """Refuse TabularExplainer's construction options given without its training data."""
+    if X_train is not None:
+        return
+    build = sorted(n for n in options if n != "weights" and stage_of(n, "tabular") == "build")
+    if build:
+        raise TypeError(
+            f"{where} got TabularExplainer options {build} without X_train: pass the "
+            "training DataFrame as X_train="
+        )
+
+
 def explainer_for(model, X_train=None, **options):
     """Return the explainer that fits ``model``.
 
@@ -118,6 +130,7 @@ def explainer_for(model, X_train=None, **options):
     >>> type(explainer_for(LogisticRegression(max_iter=500).fit(X, y))).__name__
     'LinearExplainer'
     """
+    _tabular_needs_data(options, X_train, "explainer_for")
     family = _family(model, X_train)
     build, query = split(family, options, where="explainer_for")
     if query:
@@ -171,6 +184,7 @@ def counterfactual(model, x, target, *, X_train=None, **options):
     >>> bool(res.success), round(float(model.predict_proba(res.x[None])[0, 1]), 9)
     (True, 0.9)
     """
+    _tabular_needs_data(options, X_train, "counterfactual")
     family = _family(model, X_train)
     build, query = split(family, options, where="counterfactual")
     ex = _build(family, model, X_train, build)

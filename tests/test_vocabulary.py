@@ -16,7 +16,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 import fastcf
-from fastcf._options import FAMILIES, OPTIONS, REFUSED, _stage, families_of, split, table
+from fastcf._options import FAMILIES, OPTIONS, REFUSED, families_of, split, stage_of, table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,8 +41,8 @@ def test_the_table_is_what_each_explainer_takes(family):
     query options the table gives its family, ``enumerate`` those and ``k``, ``max_nodes``
     (or passes them on), its constructor exactly the build options."""
     cls = _classes()[family]
-    query = {n for n in OPTIONS if _stage(n, family) == "query"}
-    build = {n for n in OPTIONS if _stage(n, family) == "build"}
+    query = {n for n in OPTIONS if stage_of(n, family) == "query"}
+    build = {n for n in OPTIONS if stage_of(n, family) == "build"}
     refused = REFUSED.get(family, set())
     assert _keywords(cls.explain, {"self", "x", "target"}) == query | refused
     enum = inspect.signature(cls.enumerate)
