@@ -34,6 +34,7 @@ __all__ = [
     "grid_dtype",
     "decimal_of",
     "steps",
+    "around",
     "step_bounds",
     "value",
     "with_levels",
@@ -146,6 +147,23 @@ def steps(x, r, dtype=None):
     q = decimal_of(x, dtype) / Decimal(repr(float(r)))
     n = q.to_integral_value()
     return int(n) if n == q else None
+
+
+def around(x, r, dtype=None):
+    """Return (a, c): the grid points of ``r`` just below and above ``x``, or None on the grid.
+
+    Examples
+    --------
+    >>> around(0.5406, 0.1)
+    (0.5, 0.6)
+    >>> around(0.5, 0.1) is None
+    True
+    """
+    q = decimal_of(x, dtype) / Decimal(repr(float(r)))
+    n = q.to_integral_value(rounding="ROUND_FLOOR")
+    if n == q:
+        return None
+    return value(int(n), r), value(int(n) + 1, r)
 
 
 def step_bounds(lo, hi, r, dtype=None):

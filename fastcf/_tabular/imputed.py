@@ -30,12 +30,12 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from decimal import Decimal
 
 import numpy as np
 
 from .._status import Status
-from .grid import decimal_of, value
+from .columns import _is_missing
+from .grid import around
 from .milp import RowAnswer
 
 __all__ = ["off_grid", "solve_row", "MAX_CELLS"]
@@ -54,25 +54,9 @@ def off_grid(prog, x0, row, frozen):
     free, held = [], []
     for j in np.flatnonzero(prog.grid):
         c = int(prog.num_cols[j])
-        if _missing(row[c]) and _below(x0[j], s.num_res[j], s.num_read[j]) is not None:
+        if _is_missing(row[c]) and around(x0[j], s.num_res[j], s.num_read[j]) is not None:
             (held if frozen[c] else free).append(int(j))
     return free, held
-
-
-def _missing(v):
-    from .columns import _is_missing
-
-    return _is_missing(v)
-
-
-def _below(v, r, dtype):
-    """Return (a, c): the grid points of resolution r around v, or None if v is on the grid."""
-    R = Decimal(repr(float(r)))
-    q = decimal_of(v, dtype) / R
-    n = q.to_integral_value(rounding="ROUND_FLOOR")
-    if n == q:
-        return None
-    return value(int(n), r), value(int(n) + 1, r)
 
 
 def _held_value(prog, j, f, a, c):
@@ -121,11 +105,11 @@ def solve_row(prog, x0, k0, q, row):
     options = []
     for j in fixed:  # held by the user or by missing="keep": kept only
         c = int(prog.num_cols[j])
-        options.append([("kept", *_below(x0[j], s.num_res[j], s.num_read[j]))])
+        options.append([("kept", *around(x0[j], s.num_res[j], s.num_read[j]))])
     cells = fixed + cells
     for j in cells[len(fixed) :]:
         c = int(prog.num_cols[j])
-        a, up = _below(x0[j], s.num_res[j], s.num_read[j])
+        a, up = around(x0[j], s.num_res[j], s.num_read[j])
         d = int(s.direction[c])
         cases = [("kept", a, up)]
         if d >= 0:
