@@ -21,7 +21,6 @@ Examples
 from __future__ import annotations
 
 import difflib
-import math
 from typing import NamedTuple
 
 __all__ = [
@@ -32,7 +31,6 @@ __all__ = [
     "families_of",
     "stage_of",
     "split",
-    "check_exact",
     "table",
 ]
 
@@ -163,30 +161,6 @@ def _unknown(name, family, where):
     )
     hint = f"; did you mean {close[0]!r}?" if close else f"; {who} takes {sorted(mine)}"
     return f"{where}: unknown option {name!r}{hint}"
-
-
-def check_exact(exact, time_limit):
-    """Check ``exact=`` and ``time_limit=`` as every family takes them; return them.
-
-    Raises
-    ------
-    TypeError
-        If ``exact`` is not a bool.
-    ValueError
-        If ``time_limit`` is not None or a positive finite number.
-    """
-    if not isinstance(exact, bool):
-        raise TypeError(f"exact must be True or False; got {exact!r}")
-    if time_limit is not None:
-        try:
-            t = float(time_limit)
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"time_limit must be a number of seconds or None; got {time_limit!r}"
-            ) from None
-        if not (math.isfinite(t) and t > 0.0) or isinstance(time_limit, bool):
-            raise ValueError(f"time_limit must be a positive number of seconds; got {time_limit!r}")
-    return exact, time_limit
 
 
 def table():

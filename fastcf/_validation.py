@@ -163,6 +163,24 @@ def as_queries(x, n_features: int, feature_names=None, name: str = "x", allow_na
     return X, single, names
 
 
+def check_exact(exact, time_limit):
+    """Check ``exact=`` and ``time_limit=`` as every family takes them; return them.
+
+    ``exact`` a bool (``TypeError`` otherwise), ``time_limit`` None or a positive finite
+    number of seconds (:func:`check_scalar`).
+
+    Examples
+    --------
+    >>> check_exact(False, 2)
+    (False, 2.0)
+    """
+    if not isinstance(exact, (bool, np.bool_)):
+        raise TypeError(f"exact must be True or False; got {exact!r}")
+    return bool(exact), check_scalar(
+        time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True
+    )
+
+
 def check_scalar(
     value, name: str, *, lo=None, hi=None, lo_open=False, hi_open=False, allow_none=False
 ):

@@ -24,7 +24,7 @@ from ._linear.paths import path as _path
 from ._linear.paths import short_path
 from ._linear.route import answer, make_query
 from ._linear.scores import LinearScores, by_columns
-from ._options import check_exact
+from ._validation import check_exact
 from .adapters import check_linear_arrays, check_linear_model, linear_model_arrays
 from .results import mark_exact
 

@@ -33,8 +33,7 @@ from fastcf._lvq.model import check_read, geometry, omega_from_relevance, read_m
 from fastcf._lvq.options import resolve_method, resolve_options
 from fastcf._lvq.sparse import solve_max_changes
 from fastcf._lvq.vocabulary import check_max_changes, check_question
-from fastcf._options import check_exact
-from fastcf._validation import as_float_array, as_queries, check_int, check_scalar
+from fastcf._validation import as_float_array, as_queries, check_exact, check_int, check_scalar
 from fastcf.results import mark_exact
 
 if TYPE_CHECKING:  # imported on first use, see __getattr__ at the end

@@ -3,7 +3,7 @@
 LVQ asks one question, the closest point classified as the target (``region=True``, Algorithm 1):
 its models have no probabilities, so ``proba=`` and problem (2)'s ``lam=`` have no meaning here
 and are refused by name, as ``region=False`` is (a question with no condition). ``exact=`` and
-``time_limit=`` are checked as every family checks them (:func:`fastcf._options.check_exact`);
+``time_limit=`` are checked as every family checks them (:func:`fastcf._validation.check_exact`);
 ``max_changes=`` needs a metric shared by the prototypes, whose target regions are polytopes.
 """
 

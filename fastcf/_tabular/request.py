@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .._options import check_exact
-from .._validation import check_int, check_probability, check_scalar
+from .._validation import check_exact, check_int, check_probability, check_scalar
 from .columns import resolve_names
 from .options import read_rows, resolve_allowed, resolve_targets
 
