@@ -7,28 +7,24 @@ come) is a :class:`BaseExplainer`:
   (set by :meth:`BaseExplainer.fit_mad`);
 * the same option names in ``explain``: ``frozen``, ``weights``, ``bounds``, ``margin``,
   ``method``, ``tol``, ``max_iter``;
-* one way of reading queries (:meth:`BaseExplainer._queries`), one verification step
-  (:meth:`BaseExplainer._verify`: does the model's own arithmetic put each answer in its target
-  class?) and one way of turning the solvers' :class:`~fastcf.results.Solution` into the public
-  result (:meth:`BaseExplainer._package`, through :func:`fastcf.results.package`).
+* one way of reading queries (:meth:`BaseExplainer._queries`), and the one stage every query
+  passes through (:mod:`fastcf._stage`: read → route → solve → judge → package).
 
-A family supplies ``_in_target(X, tidx, proba)``: which answers its model really classifies as
-the target (and, where ``proba`` is given, with ``p_target >= proba``), in the model's own
-arithmetic.
+A family supplies its steps of the stage: ``_read`` (its query record), ``_solve`` (its route)
+and ``_in_target(X, tidx, proba)``: which answers its model really classifies as the target
+(and, where ``proba`` is given, with ``p_target >= proba``), in the model's own arithmetic.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._status import BOUNDARY_MESSAGE, Status
 from ._validation import (
     as_queries,
     class_index,
     median_absolute_deviation,
     resolve_targets,
 )
-from .results import Solution, package
 
 __all__ = ["BaseExplainer"]
 
@@ -110,49 +106,3 @@ class BaseExplainer:
 
     def _in_target(self, X, tidx, proba=None):  # pragma: no cover - every family overrides it
         raise NotImplementedError
-
-    def _verify(self, sol: Solution, tidx, proba=None) -> Solution:
-        """Return ``sol`` with every success that the model does not confirm made a failure.
-
-        The one verification step: each success that no rounding bound certified already
-        (``sol.certified``) is rechecked by :meth:`_in_target`, the model's own arithmetic; a
-        success that fails becomes status 4 (numerical failure: the answer lies within
-        rounding of the decision boundary).
-        """
-        cert = sol.certified
-        if cert is not None and np.count_nonzero(cert) == cert.shape[0]:
-            return sol  # every row certified (a single query's usual case): nothing to check
-        check = sol.success if cert is None else sol.success & ~cert
-        n_check = np.count_nonzero(check)
-        if n_check == 0:
-            return sol
-        if n_check == check.shape[0]:  # every row (a single query's usual case: no copies)
-            good = self._in_target(sol.x, tidx, proba)
-            if good.all():
-                return sol
-            bad = ~good
-        else:
-            rows = np.flatnonzero(check)
-            good = self._in_target(sol.x[rows], tidx[rows], proba)
-            if good.all():
-                return sol
-            bad = np.zeros(check.shape, dtype=bool)
-            bad[rows[~good]] = True
-        return sol._replace(
-            success=sol.success & ~bad,
-            status=np.where(bad, int(Status.NUMERIC), sol.status),
-            message=[BOUNDARY_MESSAGE if b else m for b, m in zip(bad, sol.message, strict=True)],
-            certified=None,
-        )
-
-    def _package(self, sol: Solution, X, tidx, names, single):
-        """Return the public answer (:func:`fastcf.results.package`).
-
-        An explainer whose model has no probabilities (``_has_proba`` false) reports none, even
-        where its solvers computed the sigmoid/softmax of the scores on the way.
-        """
-        if sol.proba is not None and not self._has_proba:
-            sol = sol._replace(proba=None)
-        # one query: its label by a slice (a view), not a fancy index
-        targets = self.classes_[tidx[0] : tidx[0] + 1] if single else self.classes_[tidx]
-        return package(sol, X, targets, names, single)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._confirm import check_verify, confirm
+from . import _stage
+from ._confirm import check_verify
 from ._linear.paths import path as _path
 from ._linear.paths import short_path
-from ._linear.route import answer, make_query
+from ._linear.route import make_query, solved
 from ._linear.scores import LinearScores, by_columns
 from ._validation import check_exact
 from .adapters import check_linear_arrays, check_linear_model, linear_model_arrays
@@ -265,34 +266,29 @@ class LinearExplainer(LinearScores):
         True
         """
         check_exact(exact, time_limit)
-        return mark_exact(self._explain(
-            x, target, lam, proba, region, margin, frozen, weights, bounds, metric, max_changes,
-            method, tol, max_iter, verify,
-        ))  # fmt: skip
-
-    def _explain(
-        self, x, target, lam, proba, region, margin, frozen, weights, bounds, metric,
-        max_changes, method, tol, max_iter, verify,
-    ):  # fmt: skip
         self._check_form(lam, proba, region)
-        if check_verify(verify, self.model) == "model":
-            res = self._explain(
-                x, target, lam, proba, region, margin, frozen, weights, bounds, metric,
-                max_changes, method, tol, max_iter, "fold",
-            )  # fmt: skip
-            return confirm(self.model, res, self.classes_, proba)
-        fast = short_path(
+        check_verify(verify, self.model)
+        res = short_path(
             self, x, target, lam, proba, region, margin, frozen, weights, bounds, metric,
             max_changes, method, tol, max_iter,
         )  # fmt: skip
-        if fast is not None:
-            return fast
-        X, single, names, tidx = self._queries(x, target)
-        q = make_query(
-            self, X, tidx, names, lam, proba, region, margin, frozen, weights, bounds, metric,
-            max_changes, method, tol, max_iter,
+        if res is not None:  # one common query (the same stage, without reading options)
+            return _stage.finish(self, res, verify, proba)
+        options = dict(
+            lam=lam, proba=proba, region=region, margin=margin, frozen=frozen, weights=weights,
+            bounds=bounds, metric=metric, max_changes=max_changes, method=method, tol=tol,
+            max_iter=max_iter,
         )  # fmt: skip
-        return answer(self, X, tidx, q, names, single)
+        return _stage.run(self, x, target, options, verify=verify)
+
+    # ------------------------------------------------------------------ the stage's steps
+    def _read(self, X, tidx, names, options):
+        """Return the query record of the stage (:func:`fastcf._linear.route.make_query`)."""
+        return make_query(self, X, tidx, names, **options)
+
+    def _solve(self, X, tidx, q):
+        """Route and solve (:func:`fastcf._linear.route.solved`); the stage judges."""
+        return solved(self, X, tidx, q)
 
     def enumerate(
         self,

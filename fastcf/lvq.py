@@ -24,17 +24,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fastcf import _stage
 from fastcf._base import BaseExplainer
-from fastcf._confirm import check_verify, confirm
 from fastcf._kernels.lvq_cost import lvq_distances, lvq_in_target
 from fastcf._lvq import route
-from fastcf._lvq.certify import MODE
+from fastcf._lvq.certify import MODE, margin_scale_message
 from fastcf._lvq.model import check_read, geometry, omega_from_relevance, read_model
 from fastcf._lvq.options import resolve_method, resolve_options
 from fastcf._lvq.sparse import solve_max_changes
 from fastcf._lvq.vocabulary import check_max_changes, check_question
 from fastcf._validation import as_float_array, as_queries, check_exact, check_int, check_scalar
-from fastcf.results import mark_exact
 
 if TYPE_CHECKING:  # imported on first use, see __getattr__ at the end
     from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
@@ -306,8 +305,16 @@ class LVQExplainer(BaseExplainer):
         """
         check_question(region, proba, lam)
         check_exact(exact, time_limit)
-        check_verify(verify, self.model)
-        X, single, names, tidx = self._queries(x, target)
+        options = dict(
+            metric=metric, weights=weights, frozen=frozen, bounds=bounds,
+            constraints=constraints, margin=margin, method=method, solver=solver,
+            max_iter=max_iter, tol=tol, max_changes=max_changes, time_limit=time_limit,
+        )  # fmt: skip
+        return _stage.run(self, x, target, options, verify=verify, exact=self.kind != "local")
+
+    # ------------------------------------------------------------------ the stage's steps
+    def _read(self, X, tidx, names, o):
+        """Return the query record of the stage (:mod:`fastcf._stage`): every option checked."""
         missing = sorted(set(tidx.tolist()) - set(self._geo.cls.tolist()))
         if missing:
             raise ValueError(
@@ -315,32 +322,29 @@ class LVQExplainer(BaseExplainer):
                 "can be classified as it"
             )
         opts = resolve_options(
-            X,
-            self.n_features_in_,
-            metric,
-            weights,
-            frozen,
-            bounds,
-            constraints,
-            margin,
-            self.mad_,
-            self.feature_names_in_,
-        )
-        method, solver = resolve_method(self.kind, method, solver, metric)
-        max_iter = check_int(max_iter, "max_iter", lo=1, allow_none=True)
-        tol = check_scalar(tol, "tol", lo=0.0, lo_open=True)
-        max_changes = check_max_changes(max_changes, self.kind)
+            X, self.n_features_in_, o["metric"], o["weights"], o["frozen"], o["bounds"],
+            o["constraints"], o["margin"], self.mad_, self.feature_names_in_,
+        )  # fmt: skip
+        method, solver = resolve_method(self.kind, o["method"], o["solver"], o["metric"])
+        return route.Query(
+            opts, o["metric"], method, solver,
+            check_int(o["max_iter"], "max_iter", lo=1, allow_none=True),
+            check_scalar(o["tol"], "tol", lo=0.0, lo_open=True),
+            check_max_changes(o["max_changes"], self.kind), o["time_limit"],
+        )  # fmt: skip
 
-        def solve(Xr, tr, o):
-            return route.solve(self, Xr, tr, o, metric, method, solver, max_iter, tol)
+    def _solve(self, X, tidx, q):
+        """Route and solve (:func:`fastcf._lvq.route.solve`, judged and re-aimed there)."""
+        if q.max_changes is None:
+            return route.solve(self, X, tidx, q.opts, q)
+        return solve_max_changes(
+            self, X, tidx, q.opts, q.metric, q.max_changes, q.time_limit,
+            lambda Xr, tr, o: route.solve(self, Xr, tr, o, q),
+        )  # fmt: skip
 
-        if max_changes is None:
-            sol = solve(X, tidx, opts)
-        else:
-            sol = solve_max_changes(self, X, tidx, opts, metric, max_changes, time_limit, solve)
-        res = self._package(sol, X, tidx, names, single)
-        res = confirm(self.model, res, self.classes_) if verify == "model" else res
-        return mark_exact(res, self.kind != "local")
+    def _finish(self, sol, X, tidx, q):
+        """Say so where a refused answer's margin is out of scale with the data."""
+        return margin_scale_message(self, sol, X, q.opts.margin)
 
     def enumerate(self, x, target, k=5, *, max_nodes=1000, **options):
         """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).

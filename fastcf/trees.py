@@ -31,8 +31,12 @@ leaves free (:mod:`fastcf._trees.categorical`).
 
 from __future__ import annotations
 
+from functools import partial
+from typing import NamedTuple
+
 import numpy as np
 
+from . import _stage
 from ._base import BaseExplainer
 from ._confirm import ask, model_input
 from ._trees import answer as _answer
@@ -43,7 +47,17 @@ from ._trees.parse import parse_model
 from ._validation import (
     as_queries,
 )
-from .results import mark_exact
+
+
+class _Run(NamedTuple):
+    """One tree query as the stage carries it (:meth:`TreeExplainer._read`)."""
+
+    options: dict
+    names: object
+    proba: float | None
+    in_target: object  # the judge, keeping the model's probabilities in ``memo``
+    memo: dict
+
 
 __all__ = ["TreeExplainer"]
 
@@ -228,6 +242,7 @@ class TreeExplainer(BaseExplainer):
         method="auto",
         time_limit=None,
         plausible=False,
+        verify="fold",
     ):
         """Find the closest input that the model classifies as ``target``.
 
@@ -288,6 +303,10 @@ class TreeExplainer(BaseExplainer):
             ``method``, ``exact`` and ``time_limit`` do not apply). ``success=False``, status
             2, when no such region is in the target (or meets ``proba``); status 3 when the
             options exclude every one.
+        verify : {"fold", "model"}, default="fold"
+            Who confirms a success: for a tree model both are the model's own ``predict``
+            (and ``predict_proba`` for ``proba=``); ``"model"`` asks it once more after the
+            answer is packaged, as :meth:`fastcf.LinearExplainer.explain` does.
 
         Returns
         -------
@@ -350,12 +369,7 @@ class TreeExplainer(BaseExplainer):
             bounds=bounds, max_changes=max_changes, exact=exact, method=method,
             time_limit=time_limit, plausible=plausible,
         )  # fmt: skip
-        X, single, names, tidx = self._queries(x, target)
-        memo = {}  # the model's probabilities at the rows its predict confirmed while solving
-        sol = _answer.answer(self, X, tidx, names, options, memo)
-        sol = self._verify(sol, tidx, options["proba"])
-        P = self._probabilities(sol.x, memo)
-        return mark_exact(self._package(sol._replace(proba=P), X, tidx, names, single), exact)
+        return _stage.run(self, x, target, options, verify=verify, exact=exact)
 
     def enumerate(self, x, target, k=5, *, max_nodes=1000, **options):
         """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).
@@ -399,7 +413,20 @@ class TreeExplainer(BaseExplainer):
 
         return enumerate_answers(self, x, target, k, max_nodes, dict(options))
 
-    # ------------------------------------------------------------------ the steps
+    # ------------------------------------------------------------------ the stage's steps
+    def _read(self, X, tidx, names, options):
+        """Return the query record of the stage (:mod:`fastcf._stage`): the options, a memo."""
+        memo = {}  # the model's probabilities at the rows its predict confirmed while solving
+        return _Run(options, names, options["proba"], partial(self._in_target, memo=memo), memo)
+
+    def _solve(self, X, tidx, q):
+        """Route and solve (:func:`fastcf._trees.answer.answer`); the stage judges."""
+        return _answer.answer(self, X, tidx, q.names, q.options, q.memo)
+
+    def _finish(self, sol, X, tidx, q):
+        """Report the model's own probabilities at the judged answers."""
+        return sol._replace(proba=self._probabilities(sol.x, q.memo))
+
     def _query(self, X, names, region, proba, metric, weights, frozen, bounds, max_changes):
         """Check the options of a query and return its :class:`TreeQuery`."""
         return _answer.query(

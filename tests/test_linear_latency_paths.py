@@ -207,22 +207,23 @@ COMMON = [
 
 @pytest.mark.parametrize("form", COMMON, ids=str)
 def test_the_short_paths_query_is_the_long_paths(problem, form, monkeypatch):
-    """The short path answers by ``route.answer`` on ``common_query``'s query; the long path by
-    the same ``answer`` on ``make_query``'s. Both queries are recorded and compared field by
-    field: equal queries through the same function are the same answer."""
+    """The short path answers by ``route.answer`` on ``common_query``'s query, the long path by
+    the stage (``fastcf._stage.run``) on ``make_query``'s; both solve by ``route.solved`` and
+    judge and package by the stage. The queries that reach ``solved`` are recorded and compared
+    field by field: equal queries through the same steps are the same answer."""
     from fastcf._linear import route
 
     ex, X = problem
     ex = ex.fit_mad(X)
     seen = []
-    real = route.answer
+    real = route.solved
 
-    def recorded(ex_, X_, tidx, q, names, single):
-        seen.append((X_, tidx, q, names, single))
-        return real(ex_, X_, tidx, q, names, single)
+    def recorded(ex_, X_, tidx, q):
+        seen.append((X_, tidx, q))
+        return real(ex_, X_, tidx, q)
 
-    monkeypatch.setattr(fast, "answer", recorded)  # (each caller's own name of it)
-    monkeypatch.setattr("fastcf.linear.answer", recorded)
+    monkeypatch.setattr(route, "solved", recorded)  # (each caller's own name of it)
+    monkeypatch.setattr("fastcf.linear.solved", recorded)
     args = {"margin": 1e-6, "metric": "euclidean", "method": "auto", "tol": 1e-10, "max_iter": 100}
     args.update(form)
     x = np.ascontiguousarray(X[5])
@@ -231,10 +232,9 @@ def test_the_short_paths_query_is_the_long_paths(problem, form, monkeypatch):
     assert len(seen) == 1  # answered by the short path (common_query)
     long = ex.explain(x[None], [t], **args)  # a batch: the long path (make_query)
     assert len(seen) == 2
-    (X1, t1, q1, n1, s1), (X2, t2, q2, n2, s2) = seen
+    (X1, t1, q1), (X2, t2, q2) = seen
     assert np.array_equal(X1, X2) and X1.dtype == X2.dtype and np.array_equal(t1, t2)
-    assert t1.dtype == t2.dtype and (s1, s2) == (True, False)
-    assert (n1 is None and n2 is None) or list(n1) == list(n2)
+    assert t1.dtype == t2.dtype
     for name, a, b in zip(q1._fields, q1, q2, strict=True):
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             assert type(a) is type(b) and a.dtype == b.dtype, name

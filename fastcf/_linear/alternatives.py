@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 
+from .. import _stage
 from .._validation import check_int
 from .route import make_query, row_problem, solve, sparse_row
 from .verify import keep_source, rows_box, source_meets
@@ -68,7 +69,9 @@ def _one(
         # x̄ already meets τ as the model computes it: x̄ is the only answer (every other
         # answer's changed set contains its empty one)
         sol = keep_source(ex._model, X, tidx, solve(ex, X, tidx, q), q.proba)
-        only = ex._package(ex._verify(sol, tidx, q.proba), X, tidx, names, True)
+        only = _stage.package(
+            ex, _stage.judge(ex._in_target, sol, tidx, q.proba), X, tidx, names, True
+        )
         return iter([only]) if k is None else [only]
     if (
         k is not None
@@ -93,11 +96,11 @@ def _one(
         # the answer, solved in full and judged by the model: None if not a counterfactual
         if q.max_changes is None:
             sol = prob.full(fmask)
-        sol = ex._verify(sol, tidx, q.proba)
+        sol = _stage.judge(ex._in_target, sol, tidx, q.proba)
         return sol if sol.success[0] else None
 
     gen = (
-        ex._package(sol, X, tidx, names, True)
+        _stage.package(ex, sol, X, tidx, names, True)
         for sol in lawler(solve_node, prob.changed, accept, q.fmask, max_nodes)
     )
     if k is None:
@@ -123,7 +126,9 @@ def flipsets(ex, X, tidx, names, q, k, max_nodes):
     )  # fmt: skip
     if sol is None:
         return None
-    sol = ex._verify(sol, np.full(sol.x.shape[0], tidx[0], dtype=np.int64), q.proba)
+    sol = _stage.judge(
+        ex._in_target, sol, np.full(sol.x.shape[0], tidx[0], dtype=np.int64), q.proba
+    )
     if not sol.success.all():
         return None
     if sol.proba is not None and not ex._has_proba:

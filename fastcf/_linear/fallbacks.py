@@ -19,12 +19,12 @@ import math
 import numpy as np
 
 from .._resolve import raise_at_least, raise_log_tau
+from .._stage import replace_rows, take_rows
 from .._status import Status
 from ..results import CounterfactualPath
 from . import boxed as _boxed
 from . import softmax as _softmax
 from .metric import distances, make_metric
-from .verify import replace_rows, take_rows
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as in fastcf._linear.verify)

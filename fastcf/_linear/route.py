@@ -13,7 +13,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _stage
 from .._resolve import ROUNDS
+from .._stage import fail as _fail
+from .._stage import row_info as _row_info
+from .._stage import stack
 from .._status import Status
 from .._validation import (
     check_int,
@@ -25,10 +29,8 @@ from .._validation import (
     resolve_weights,
 )
 from . import solvers as _solvers
-from .verify import fail as _fail
-from .verify import keep_source, rows_box, stack
+from .verify import keep_source, rows_box
 from .verify import region as _region
-from .verify import row_info as _row_info
 
 __all__ = [
     "Query",
@@ -39,6 +41,7 @@ __all__ = [
     "make_query",
     "common_query",
     "answer",
+    "solved",
     "continuous",
     "row_problem",
     "solve",
@@ -162,18 +165,27 @@ def common_query(ex, lam, proba, margin, metric, weights, method, tol, max_iter)
     return Query(form, lams, proba, margin, metric, None, method, tol, max_iter, fmask, w, None)
 
 
-def answer(ex, X, tidx, q, names, single):
-    """Return the public answer of the checked query ``q``: the body of ``explain``.
+def solved(ex, X, tidx, q):
+    """Return the (unjudged) :class:`~fastcf.results.Solution` of the checked query ``q``.
 
     :func:`solve`, then x̄ itself where it already meets ``proba=τ``
-    (:func:`~fastcf._linear.verify.keep_source`), the explainer's verification and its
-    packaging. The long path (``LinearExplainer.explain``, after its checks) and the short path
-    of one common query (:mod:`fastcf._linear.fast`, after its type tests) both answer here.
+    (:func:`~fastcf._linear.verify.keep_source`).
     """
     sol = solve(ex, X, tidx, q)
     if q.form == "proba":  # x̄ itself where the model already meets τ there
         sol = keep_source(ex._model, X, tidx, sol, q.proba)
-    return ex._package(ex._verify(sol, tidx, q.proba), X, tidx, names, single)
+    return sol
+
+
+def answer(ex, X, tidx, q, names, single):
+    """Return the public answer of the checked query ``q``: the stage after its reading.
+
+    :func:`solved`, the judge and the packaging of :mod:`fastcf._stage`. The short path of one
+    common query (:mod:`fastcf._linear.fast`, after its type tests) answers here; the long path
+    (:func:`fastcf._stage.run`) takes the same steps after reading the options.
+    """
+    sol = _stage.judge(ex._in_target, solved(ex, X, tidx, q), tidx, q.proba)
+    return _stage.package(ex, sol, X, tidx, names, single)
 
 
 def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):

@@ -57,7 +57,7 @@ class LinearScores(BaseExplainer):
         self._cache = MetricCache(self._model)
         self.probabilistic_ = bool(probabilistic)
         # answers carry proba only when the probabilities are those of the model
-        # (BaseExplainer._package drops them otherwise; distributed reads it for its columns)
+        # (the stage's package drops them otherwise; distributed reads it for its columns)
         self._has_proba = self.probabilistic_
         self._source = source  # the model's name, for the messages of _check_form
 

@@ -28,11 +28,12 @@ from .._kernels import softmax as _sk
 from .._kernels import verdict as _vk
 from .._kernels.linalg import dot as _dot
 from .._resolve import ROUNDS, raise_at_least, raise_log_tau, resolve
+from .._stage import replace_rows
 from .._status import Status
 from ..results import CounterfactualPath
 from .metric import distances
 from .singular import region_singular, resolve_singular
-from .verify import replace_rows, solution, verdict
+from .verify import solution, verdict
 
 __all__ = ["constrained", "finish", "reduced_lam", "reduced_path", "region_singular"]
 

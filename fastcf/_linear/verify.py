@@ -9,7 +9,7 @@
 * :func:`path_result`: the :class:`~fastcf.results.CounterfactualPath` of a path solved λ by λ.
 
 The final check of every answer (does the model's own arithmetic put it in the target class?) is
-:meth:`fastcf._base.BaseExplainer._verify`, through the model's ``in_target``.
+the judge of the one stage (:func:`fastcf._stage.judge`), through the model's ``in_target``.
 """
 
 from __future__ import annotations
@@ -20,20 +20,18 @@ import numpy as np
 
 from .._kernels import verdict as _vk
 from .._resolve import raise_margin, resolve
+from .._stage import replace_rows, take_rows
 from .._status import Status, message, messages
 from ..results import CounterfactualPath, Solution
 
 __all__ = [
-    "fail",
     "keep_source",
     "margin_rises",
     "source_meets",
     "path_result",
     "region",
-    "row_info",
     "rows_box",
     "solution",
-    "stack",
     "verdict",
 ]
 
@@ -152,96 +150,6 @@ def keep_source(model, X, tidx, sol, proba):
     cert[below] = False
     out["certified"] = cert
     return sol._replace(**out)
-
-
-def replace_rows(sol, idx, sub):
-    """Return ``sol`` with rows ``idx`` replaced by the answers ``sub`` (iterations added)."""
-    fields = {}
-    for key in ("x", "proba", "distance", "success", "status", "lam", "grad_norm"):
-        old = getattr(sol, key)
-        if old is not None:
-            new = old.copy()
-            new[idx] = getattr(sub, key)
-            fields[key] = new
-    if sol.certified is not None or sub.certified is not None:
-        # a replaced row keeps no certificate of the answer it no longer has
-        cert = np.zeros(sol.success.shape[0], dtype=bool)
-        if sol.certified is not None:
-            cert |= sol.certified
-        cert[idx] = False if sub.certified is None else sub.certified
-        fields["certified"] = cert
-    nit = np.array(sol.nit, copy=True)
-    nit[idx] += sub.nit
-    msgs = list(sol.message)
-    for j, i in enumerate(idx):
-        msgs[i] = sub.message[j]
-    if sol.info and sub.info:  # per-row diagnostics follow their rows (gap, n_moved, …)
-        info = dict(sol.info)
-        n = sol.success.shape[0]
-        for key, old in sol.info.items():
-            new = sub.info.get(key)
-            if (
-                isinstance(old, np.ndarray) and old.ndim >= 1 and old.shape[0] == n
-                and isinstance(new, np.ndarray) and new.shape[1:] == old.shape[1:]
-                and new.shape[0] == len(idx)
-            ):  # fmt: skip
-                info[key] = old.copy()
-                info[key][idx] = new
-        fields["info"] = info
-    return sol._replace(nit=nit, message=msgs, **fields)
-
-
-def take_rows(sol, idx):
-    """Return the rows ``idx`` of ``sol`` (per-row diagnostics ``info`` dropped)."""
-    fields = {}
-    for key in ("x", "proba", "distance", "success", "status", "nit", "lam", "grad_norm"):
-        val = getattr(sol, key)
-        fields[key] = None if val is None else val[idx]
-    cert = None if sol.certified is None else sol.certified[idx]
-    msgs = [sol.message[i] for i in idx]
-    return sol._replace(message=msgs, certified=cert, info=None, **fields)
-
-
-def fail(sol, status, text):
-    """Return ``sol`` (one row) as a failure with ``status`` and the message ``text``."""
-    return sol._replace(
-        success=np.zeros(1, dtype=bool),
-        status=np.full(1, int(status), dtype=sol.status.dtype),
-        message=[text],
-        certified=None,
-    )
-
-
-def row_info(info):
-    """Return the diagnostics of a one-row solution as a dict of scalars (arrays of length 1)."""
-    return {
-        k: (v[0] if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == 1 else v)
-        for k, v in (info or {}).items()
-    }
-
-
-def stack(sols):
-    """Return the :class:`~fastcf.results.Solution` of one-row solutions ``sols``, stacked.
-
-    Per-row diagnostics (``info``) become arrays over the rows; the method is the first row's.
-    """
-    first = sols[0]
-    if len(sols) == 1:
-        return first
-    fields = {}
-    for key in ("x", "proba", "distance", "success", "status", "nit", "lam", "grad_norm"):
-        if getattr(first, key) is None:
-            fields[key] = None
-        else:
-            fields[key] = np.concatenate([np.atleast_1d(getattr(s, key)) for s in sols])
-    cert = None
-    if all(s.certified is not None for s in sols):
-        cert = np.concatenate([s.certified for s in sols])
-    infos = [row_info(s.info) for s in sols]
-    keys = set().union(*infos)
-    info = {k: np.asarray([i.get(k) for i in infos]) for k in sorted(keys)}
-    msgs = [m for s in sols for m in s.message]
-    return first._replace(message=msgs, certified=cert, info=info or None, **fields)
 
 
 def rows_box(bnd, idx):

@@ -1,25 +1,25 @@
 """Certifying LVQ answers: the rounding of squared distances, and the repairs of refused answers.
 
-An answer is judged by the model's own arithmetic (:meth:`fastcf.LVQExplainer.predict`); these
-functions make that judgement pass where the problem has an answer: :func:`raise_margin` re-solves
-answers within rounding of a boundary with a margin above the rounding need
-(:func:`rounding_need`), :func:`ccp_fallback` answers with a target prototype where the penalty
-CCP's iterate is refused, and :func:`margin_scale_message` says so where the margin is out of
-scale with the data.
+An answer is judged by the model's own arithmetic (:meth:`fastcf.LVQExplainer.predict`); the
+family's re-aim policies, run by the stage's one loop (:func:`fastcf._stage.settle`), make that
+judgement pass where the problem has an answer: :class:`MarginRaise` re-solves answers within
+rounding of a boundary with a margin above the rounding need (:func:`rounding_need`),
+:class:`PrototypeFallback` answers with a target prototype where the penalty CCP's iterate is
+refused, and :func:`margin_scale_message` says so where the margin is out of scale with the
+data.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import _resolve
+from .. import _resolve, _stage
 from .._kernels.lvq_cost import lvq_distances
-from .._linear.verify import replace_rows
 from .._status import BOUNDARY_MESSAGE
 from . import ccp, programs
 from .options import row_options
 
-__all__ = ["margin_scale_message", "rounding_need", "raise_margin", "ccp_fallback", "MODE"]
+__all__ = ["margin_scale_message", "rounding_need", "MarginRaise", "PrototypeFallback", "MODE"]
 
 #: the kernel's metric mode of each kind of model
 MODE = {"euclidean": 0, "global": 1, "local": 2}
@@ -99,8 +99,19 @@ def rounding_need(ex, X, tidx, X0=None, proto=None):
     return need, d[rows, j] - d[rows, i]
 
 
-def raise_margin(ex, sol, X, tidx, opts, run):
-    """Re-solve the successes that the verification would refuse, with a larger margin.
+class _Policy:
+    """A re-aim policy's judge: the model's own arithmetic (``LVQExplainer._in_target``)."""
+
+    ex: object
+    tidx: np.ndarray
+
+    def judge(self, sol, rows):
+        """Return which of ``rows`` hold a success the model confirms."""
+        return _stage.judged(self.ex._in_target, sol, self.tidx, None, rows)
+
+
+class MarginRaise(_Policy):
+    """The re-aim policy of the exact methods: refused rows solved again with a larger margin.
 
     The margin ε of eq. 9b is in units of squared distance, and at data of scale 10⁵ and
     beyond the default 1e-6 is below the rounding of the distances: the QP's answer sits on
@@ -108,23 +119,23 @@ def raise_margin(ex, sol, X, tidx, opts, run):
     queries at 10⁵; Manhattan answers, at a vertex on the boundary, more). Those rows are
     solved again by ``run(X, tidx, opts)`` (the method's solver) with ε raised to twice the
     rounding need at the answer (:func:`rounding_need`), doubled on each further round
-    (at most :data:`~fastcf._resolve.ROUNDS`), and past the solver's own shortfall
-    (:func:`fastcf._resolve.raise_margin`). A row keeps its first answer
-    where the re-solve fails. Every success is judged here as ``_verify`` would, and
-    returned certified. (At data of scale 10⁻²⁰ the default ε is the problem: reaching it
-    takes a move of ~10¹⁴, where rounding grows faster than any raise; those rows stay
-    refused, said so.)
+    (at most :data:`~fastcf._resolve.ROUNDS`, the stage's budget), and past the solver's own
+    shortfall (:func:`fastcf._resolve.raise_margin`). A row keeps its first answer where the
+    re-solve fails (:func:`fastcf._stage.settle`). (At data of scale 10⁻²⁰ the default ε is
+    the problem: reaching it takes a move of ~10¹⁴, where rounding grows faster than any
+    raise; those rows stay refused, said so by :func:`margin_scale_message`.)
     """
-    margins = np.full(X.shape[0], float(opts.margin))
-    good = ex._in_target(sol.x, tidx)  # the verification's own test (see the return)
 
-    def pick(sol, _r):
-        rows = np.flatnonzero(sol.success & ~good)
-        if rows.size == 0:
-            return rows
+    def __init__(self, ex, X, tidx, opts, run):
+        self.ex, self.X, self.tidx, self.opts, self.run = ex, X, tidx, opts, run
+        self.margins = np.full(X.shape[0], float(opts.margin))
+
+    def aim(self, sol, rows, _r):
+        """Raise the margins of ``rows``; return those with a finite raise."""
+        X, tidx, margins = self.X, self.tidx, self.margins
         with np.errstate(over="ignore", invalid="ignore"):
             proto = sol.info["prototype"][rows] if sol.info else None
-            need, got = rounding_need(ex, sol.x[rows], tidx[rows], X[rows], proto)
+            need, got = rounding_need(self.ex, sol.x[rows], tidx[rows], X[rows], proto)
         # (a floor: at a prototype of the target class equal to one of another class that
         # wins their ties, margin 0 and a need of 0 at x̄ on them); and past the solver's own
         # shortfall: Clarabel meets the constraints to ~1e-10 of the scaled program, which at
@@ -137,64 +148,64 @@ def raise_margin(ex, sol, X, tidx, opts, run):
         margins[rows[finite]] = eps[finite]
         return rows[finite]
 
-    def solve(rows):
-        return [run(X[r : r + 1], tidx[r : r + 1], row_options(opts, r)._replace(
-            margin=float(margins[r]))) for r in rows]  # fmt: skip
-
-    def merge(sol, rows, subs):
-        for r, sub in zip(rows, subs, strict=True):
-            if sub.success[0]:
-                sol = replace_rows(sol, np.array([r]), sub)
-                sol.info["prototype"][r] = sub.info["prototype"][0]
-                good[r] = ex._in_target(sol.x[r : r + 1], tidx[r : r + 1])[0]
-        return sol
-
-    sol = _resolve.resolve(sol, pick, solve, merge)
-    # every success was judged here as ``_verify`` would: it need not judge them again
-    return sol._replace(certified=sol.success & good)
+    def solve(self, rows):
+        """Solve ``rows`` again, one at a time, each at its raised margin."""
+        X, tidx = self.X, self.tidx
+        return _stage.stack([self.run(X[r : r + 1], tidx[r : r + 1], row_options(
+            self.opts, r)._replace(margin=float(self.margins[r]))) for r in rows])  # fmt: skip
 
 
-def ccp_fallback(ex, sol, X, tidx, opts, metric):
-    """Answer with a target prototype where the verification would refuse the CCP's answer.
+class PrototypeFallback(_Policy):
+    """The penalty CCP's re-aim policy: a refused row answered by a target prototype.
 
-    The penalty CCP checks its iterate with the true distances, strictly; the verification
-    with the model's own arithmetic (``predict``, ties to the first prototype). Where the
-    two disagree (an iterate within rounding of a boundary: soak round T, local metrics at
-    x̄ ~ 6·10⁵), the row takes the nearest target prototype, its frozen features kept, that
-    meets the box and the user rows and that the model puts in the target class: status 1,
-    as for the CCP's own fallback to its start point. Otherwise it stays refused.
+    The penalty CCP checks its iterate with the true distances, strictly; the judge with the
+    model's own arithmetic (``predict``, ties to the first prototype). Where the two disagree
+    (an iterate within rounding of a boundary: soak round T, local metrics at x̄ ~ 6·10⁵),
+    the row takes the nearest target prototype, its frozen features kept, that meets the box
+    and the user rows and that the model puts in the target class: status 1, as for the CCP's
+    own fallback to its start point. Otherwise it stays refused. One round.
     """
-    good = ex._in_target(sol.x, tidx)
-    rows = np.flatnonzero(sol.success & ~good)
-    if rows.size == 0:
-        return sol
-    geo = ex._geo
-    x_new, dist, status, msgs = (
-        sol.x.copy(),
-        sol.distance.copy(),
-        sol.status.copy(),
-        list(sol.message),
-    )
-    for r in rows:
-        ro = row_options(opts, r)
-        best, bd = None, np.inf
-        for i in np.flatnonzero(geo.cls == tidx[r]):
-            x = np.where(ro.free, geo.prototypes[i], X[r])
-            if not ccp._meets_hard_constraints(x, ro.lo, ro.hi, ro.C, ro.c):
-                continue
-            if not ex._in_target(x[None], tidx[r : r + 1])[0]:
-                continue
-            d = programs.theta(x - X[r], metric, ro.w)
-            if d < bd:
-                best, bd = (i, x), d
-        if best is not None:
-            x_new[r], dist[r], status[r] = best[1], bd, 1
-            sol.info["prototype"][r] = best[0]
-            msgs[r] = (
-                "the penalty CCP's answer lies within rounding of the decision boundary; the "
-                f"answer is the target prototype p_{best[0]} (frozen features kept)"
-            )
-            good[r] = True
-    return sol._replace(
-        x=x_new, distance=dist, status=status, message=msgs, certified=sol.success & good
-    )
+
+    def __init__(self, ex, X, tidx, opts, metric):
+        self.ex, self.X, self.tidx, self.opts, self.metric = ex, X, tidx, opts, metric
+        self.sol = None
+
+    def aim(self, sol, rows, r):
+        """Aim ``rows`` at the target prototypes (the first round only)."""
+        self.sol = sol
+        return rows if r == 0 else None
+
+    def solve(self, rows):
+        """Return the rows answered by their nearest admissible target prototype."""
+        ex, X, tidx, geo = self.ex, self.X, self.tidx, self.ex._geo
+        sub = _stage.take_rows(self.sol, rows)
+        x_new, dist = sub.x.copy(), sub.distance.copy()
+        status, msgs = sub.status.copy(), list(sub.message)
+        found = np.zeros(rows.size, dtype=bool)
+        proto = np.full(rows.size, -1, dtype=np.int64)
+        for j, r in enumerate(rows):
+            ro = row_options(self.opts, r)
+            best, bd = None, np.inf
+            for i in np.flatnonzero(geo.cls == tidx[r]):
+                x = np.where(ro.free, geo.prototypes[i], X[r])
+                if not ccp._meets_hard_constraints(x, ro.lo, ro.hi, ro.C, ro.c):
+                    continue
+                if not ex._in_target(x[None], tidx[r : r + 1])[0]:
+                    continue
+                d = programs.theta(x - X[r], self.metric, ro.w)
+                if d < bd:
+                    best, bd = (i, x), d
+            if best is not None:
+                found[j], proto[j] = True, best[0]
+                x_new[j], dist[j], status[j] = best[1], bd, 1
+                msgs[j] = (
+                    "the penalty CCP's answer lies within rounding of the decision boundary; "
+                    f"the answer is the target prototype p_{best[0]} (frozen features kept)"
+                )
+        info = dict(sub.info or {})
+        if "prototype" in info:
+            info["prototype"] = np.where(found, proto, info["prototype"])
+        return sub._replace(
+            x=x_new, distance=dist, status=status, message=msgs, success=found,
+            nit=np.zeros_like(sub.nit), certified=None, info=info or None,
+        )  # fmt: skip

@@ -1,23 +1,42 @@
-"""Route → solve → certify: one LVQ query's rows through the solver its method names.
+"""Route → solve → judge and re-aim: one LVQ query's rows through the solver its method names.
 
-:func:`solve` runs the method's solver (:mod:`.exact`, :mod:`.programs`, :mod:`.ccp`), the
-repairs of :mod:`.certify` (a margin raised past rounding, the CCP's fallback), and the one
-verification by the model's own arithmetic; :meth:`fastcf.LVQExplainer.explain` calls it once
-for a plain query, and :mod:`.sparse` once per node of a ``max_changes`` search.
+:func:`solve` runs the method's solver (:mod:`.exact`, :mod:`.programs`, :mod:`.ccp`) and hands
+its answers to the stage's one loop (:func:`fastcf._stage.settle`): the model's own arithmetic
+judges every success, and the family's re-aim policy of :mod:`.certify` solves the refused rows
+again (a margin raised past rounding; the CCP's fallback to a target prototype).
+:meth:`fastcf.LVQExplainer.explain` calls it once for a plain query, and :mod:`.sparse` once per
+node of a ``max_changes`` search.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from .. import _stage
 from . import ccp, exact, programs
-from .certify import ccp_fallback, margin_scale_message, raise_margin
+from .certify import MarginRaise, PrototypeFallback
 
-__all__ = ["solve"]
+__all__ = ["Query", "solve"]
 
 
-def solve(ex, X, tidx, opts, metric, method, solver, max_iter, tol):
-    """Return the verified :class:`~fastcf.results.Solution` of the queries (options checked).
+class Query(NamedTuple):
+    """One LVQ query's checked options (:meth:`fastcf.LVQExplainer._read`)."""
+
+    opts: object  # fastcf._lvq.options.Options
+    metric: str
+    method: str  # "ldp", "cvxpy" or "ccp"
+    solver: str | None
+    max_iter: int | None
+    tol: float
+    max_changes: int | None
+    time_limit: float | None
+    proba: None = None  # (an LVQ model has no probabilities: the judge asks none)
+
+
+def solve(ex, X, tidx, opts, q):
+    """Return the judged :class:`~fastcf.results.Solution` of the queries (options checked).
 
     Parameters
     ----------
@@ -26,37 +45,47 @@ def solve(ex, X, tidx, opts, metric, method, solver, max_iter, tol):
     tidx : ndarray of shape (N,)
         Target class indices.
     opts : fastcf._lvq.options.Options
-    metric : {"euclidean", "manhattan"}
-    method : {"ldp", "cvxpy", "ccp"}
-    solver : str or None
-    max_iter : int or None
-    tol : float
+        The rows' options (``q.opts``, or a node's of a ``max_changes`` search).
+    q : Query
     """
     geo = ex._geo
-    if method == "ldp":
-        nit = 100 if max_iter is None else max_iter
+    if q.method == "ldp":
+        nit = 100 if q.max_iter is None else q.max_iter
 
         def run(Xr, tr, o):
-            return exact.solve_ldp(geo, Xr, tr, o, nit)
+            return _on_box(exact.solve_ldp(geo, Xr, tr, o, nit), o)
 
-        sol = raise_margin(ex, run(X, tidx, opts), X, tidx, opts, run)
-    elif method == "cvxpy":
+        policy = MarginRaise(ex, X, tidx, opts, run)
+    elif q.method == "cvxpy":
 
         def run(Xr, tr, o):
-            return programs.solve_cvxpy(ex._cache, geo, Xr, tr, metric, o, solver)
+            return _on_box(programs.solve_cvxpy(ex._cache, geo, Xr, tr, q.metric, o, q.solver), o)
 
-        sol = raise_margin(ex, run(X, tidx, opts), X, tidx, opts, run)
+        policy = MarginRaise(ex, X, tidx, opts, run)
     else:
-        n_rounds = 200 if max_iter is None else max_iter
-        sol = ccp.solve_ccp(ex._cache, geo, X, tidx, metric, opts, solver, n_rounds, tol)
-        sol = ccp_fallback(ex, sol, X, tidx, opts, metric)
-    # an answer on a face of the box is formed as x̄ + (lo − x̄), which can round one ulp past
-    # lo: put it on the face, and have the model judge that row again (no box: nothing to do)
-    if opts.boxed:
-        x = np.minimum(np.maximum(sol.x, opts.lo), opts.hi)  # (NaN rows stay NaN)
-        moved = (x != sol.x).any(axis=1)
-        if moved.any():
-            cert = None if sol.certified is None else sol.certified & ~moved
-            sol = sol._replace(x=x, certified=cert)
-    sol = ex._verify(sol, tidx)
-    return margin_scale_message(ex, sol, X, opts.margin)
+        n_rounds = 200 if q.max_iter is None else q.max_iter
+
+        def run(Xr, tr, o):
+            return _on_box(
+                ccp.solve_ccp(ex._cache, geo, Xr, tr, q.metric, o, q.solver, n_rounds, q.tol), o
+            )
+
+        policy = PrototypeFallback(ex, X, tidx, opts, q.metric)
+    sol = run(X, tidx, opts)
+    return _stage.settle(sol, policy.judge, policy)
+
+
+def _on_box(sol, opts):
+    """Put an answer that rounded one ulp past a face of the box on the face.
+
+    An answer on a face is formed as x̄ + (lo − x̄), which can round one ulp past lo; the row
+    then loses its certificate and the model judges it again (no box: nothing to do).
+    """
+    if not opts.boxed:
+        return sol
+    x = np.minimum(np.maximum(sol.x, opts.lo), opts.hi)  # (NaN rows stay NaN)
+    moved = (x != sol.x).any(axis=1)
+    if not moved.any():
+        return sol
+    cert = None if sol.certified is None else sol.certified & ~moved
+    return sol._replace(x=x, certified=cert)

@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from fastcf._linear.subsets import RowProblem, best_subset
-from fastcf._linear.verify import stack
+from fastcf._stage import stack
 from fastcf._status import Status
 
 from .options import row_options

@@ -31,7 +31,7 @@ earliest training row (deterministic).
 Each projection is a point of its region whose coordinates are a box end (a boundary or the
 float64 after one) or x̄'s own value, so it reaches the region's leaves in the library's own
 arithmetic; the explainer still confirms every success with the model's own ``predict``
-(:meth:`fastcf._base.BaseExplainer._verify`).
+(:func:`fastcf._stage.judge`).
 """
 
 from __future__ import annotations

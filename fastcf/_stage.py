@@ -1,0 +1,314 @@
+"""The one stage of every query: read → route → solve → judge → package.
+
+Every explainer's ``explain`` (and each answer of ``enumerate`` and of a batch) passes here::
+
+    explain(x, target, **options)
+      read     the rows and targets (``BaseExplainer._queries``), the options into the family's
+               query record (``ex._read``), checked once against the table of
+               :mod:`fastcf._options`
+      route    the family's table of solvers picks the one that answers the record
+      solve    ``ex._solve(X, tidx, q)``: a :class:`~fastcf.results.Solution` of N rows
+      judge    every success, in the arithmetic of the model the user gave (``ex._in_target``:
+               the model's own ``predict``, or fastcf's copy of it where the copy was proven
+               equal to the model when the explainer was built)
+      re-aim   the rows the judge refuses, solved again further inside by the family's policy
+               (``ex._reaim``), judged again: :func:`settle`, one loop and one budget
+      package  one result type, :class:`~fastcf.Counterfactual` or
+               :class:`~fastcf.CounterfactualBatch` (:func:`package`); ``verify="model"``
+               asks the model itself once more (:func:`finish`)
+
+A family supplies its query record (``_read``), its route (``_solve``), its judge
+(``_in_target``) and its re-aim policy (``_reaim``), and nothing else. The row bookkeeping of a
+:class:`~fastcf.results.Solution` that a re-aim needs (:func:`replace_rows`, :func:`take_rows`,
+:func:`stack`, :func:`fail`) lives here too, written once for every family.
+
+Examples
+--------
+The loop of :func:`settle` on a toy family: an "answer" is accepted from 1 on, and each re-aim
+asks for twice as much (one row is refused at first and accepted after one re-aim):
+
+>>> import numpy as np
+>>> from fastcf.results import Solution
+>>> def toy(x):
+...     n = x.shape[0]
+...     return Solution(
+...         x=x[:, None], proba=None, distance=x.copy(), success=np.ones(n, bool),
+...         status=np.zeros(n, np.int64), nit=np.zeros(n, np.int64), method="toy",
+...         message=[""] * n,
+...     )
+>>> class Aim:  # the re-aim policy: twice the last answer
+...     def __init__(self, sol):
+...         self.sol = sol
+...     def aim(self, sol, rows, r):
+...         self.sol = sol
+...         return rows
+...     def solve(self, rows):
+...         return toy(2 * self.sol.x[rows, 0])
+>>> sol = toy(np.array([0.75, 3.0]))
+>>> out = settle(sol, lambda s, rows: s.x[rows, 0] >= 1.0, Aim(sol))
+>>> out.x[:, 0].tolist(), out.success.tolist()
+([1.5, 3.0], [True, True])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._confirm import check_verify, confirm
+from ._resolve import ROUNDS
+from ._status import BOUNDARY_MESSAGE, Status
+from .results import mark_exact
+from .results import package as _package_solution
+
+__all__ = [
+    "ROUNDS",
+    "judged",
+    "judge",
+    "settle",
+    "package",
+    "finish",
+    "run",
+    "replace_rows",
+    "take_rows",
+    "stack",
+    "fail",
+]
+
+_NUMERIC = int(Status.NUMERIC)
+
+
+# ---------------------------------------------------------------------- judge
+def judged(in_target, sol, tidx, proba=None, rows=None):
+    """Return which of ``rows`` (default: all) hold a success the model confirms.
+
+    A row the solver's rounding bound certified already (``sol.certified``) is not asked again;
+    the others are asked of ``in_target(X, tidx, proba)`` (the family's judge: the model's own
+    arithmetic), one call for all.
+    """
+    n = sol.success.shape[0]
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    good = sol.success[rows].copy()
+    ask = good if sol.certified is None else good & ~sol.certified[rows]
+    if ask.any():
+        j = np.flatnonzero(ask)
+        if j.size == rows.size:  # every row (a single query's usual case: no copies)
+            good = np.asarray(in_target(sol.x[rows], tidx[rows], proba), dtype=bool)
+        else:
+            good[j] = in_target(sol.x[rows[j]], tidx[rows[j]], proba)
+    return good
+
+
+def judge(in_target, sol, tidx, proba=None):
+    """Return ``sol`` with every success the model does not confirm made a failure.
+
+    The judgement without re-aim (:func:`settle` with no policy), by ``in_target`` (the
+    family's judge, ``ex._in_target``): a success the model refuses becomes status 4
+    (numerical failure: the answer lies within rounding of the decision boundary). The
+    successes that remain are marked certified, so that judging again is free.
+    """
+    return settle(sol, lambda s, rows: judged(in_target, s, tidx, proba, rows), None)
+
+
+def settle(sol, judge_rows, policy, rounds=ROUNDS):
+    """Judge every success; re-aim the rows the judge refuses; return the final solution.
+
+    The one re-aim loop of every family. Round ``r`` takes the successes the judge refused,
+    asks the family's ``policy`` to aim them further inside (``policy.aim(sol, rows, r)``
+    returns the rows it can re-aim, having set their new aim where its ``solve`` reads it;
+    empty or None ends the loop), solves them (``policy.solve(rows)``: a Solution of those
+    rows) and keeps each new answer that claims success (a row whose re-solve fails keeps its
+    old answer, still refused). After the last round, every success still refused becomes
+    status 4 with the boundary message.
+
+    Parameters
+    ----------
+    sol : Solution
+    judge_rows : callable
+        ``judge_rows(sol, rows) -> bool array``: which of ``rows`` hold a success the model
+        confirms.
+    policy : object or None
+        The family's re-aim policy (``aim``, ``solve``), or None to judge only.
+    rounds : int, default ROUNDS
+
+    Returns
+    -------
+    Solution
+        With ``certified`` set on every success (each was judged).
+    """
+    n = sol.success.shape[0]
+    if n == 0:
+        return sol
+    if sol.certified is not None and sol.certified.all():
+        return sol  # every row certified by a rounding bound (a single query's usual case)
+    good = judge_rows(sol, np.arange(n))
+    for r in range(rounds if policy is not None else 0):
+        rows = np.flatnonzero(sol.success & ~good)
+        if rows.size == 0:
+            break
+        rows = policy.aim(sol, rows, r)
+        if rows is None or len(rows) == 0:
+            break
+        rows = np.asarray(rows, dtype=np.int64)
+        sub = policy.solve(rows)
+        take = np.flatnonzero(sub.success)
+        if take.size == 0:
+            continue
+        idx = rows[take]
+        sol = replace_rows(sol, idx, take_rows(sub, take))
+        good[idx] = judge_rows(sol, idx)
+    bad = sol.success & ~good
+    if bad.any():
+        sol = sol._replace(
+            success=sol.success & ~bad,
+            status=np.where(bad, _NUMERIC, sol.status),
+            message=[BOUNDARY_MESSAGE if b else m for b, m in zip(bad, sol.message, strict=True)],
+        )
+    return sol._replace(certified=sol.success.copy())
+
+
+# ---------------------------------------------------------------------- package
+def package(ex, sol, X, tidx, names, single):
+    """Return the public answer of ``sol``: a Counterfactual, or a CounterfactualBatch.
+
+    An explainer whose model has no probabilities (``_has_proba`` false) reports none, even
+    where its solvers computed the sigmoid/softmax of the scores on the way.
+    """
+    if sol.proba is not None and not ex._has_proba:
+        sol = sol._replace(proba=None)
+    # one query: its label by a slice (a view), not a fancy index
+    targets = ex.classes_[tidx[0] : tidx[0] + 1] if single else ex.classes_[tidx]
+    return _package_solution(sol, X, targets, names, single)
+
+
+def finish(ex, res, verify="fold", proba=None, exact=True):
+    """Return the answer ``res`` confirmed by the model itself (``verify="model"``), marked exact.
+
+    ``verify="model"``: each success is asked once more of the model the user gave, its own
+    ``predict`` (and ``predict_proba`` for ``proba=``), whatever the family's judge already
+    did (:func:`fastcf._confirm.confirm`). ``info["exact"]`` says whether the answer is the
+    exact optimum (:func:`fastcf.results.mark_exact`).
+    """
+    if verify == "model":
+        res = confirm(ex.model, res, ex.classes_, proba)
+    return mark_exact(res, exact)
+
+
+def run(ex, x, target, options, *, verify="fold", exact=True):
+    """Answer ``explain(x, target, **options)`` through the stage: the body of ``explain``.
+
+    ``options``: the family's query options, read by ``ex._read(X, tidx, names, options)``
+    into its query record ``q``; ``ex._solve(X, tidx, q)`` routes and solves it (and re-aims
+    through :func:`settle`); its ``q.proba`` (None without ``proba=``) is the τ the judge asks,
+    and its ``q.in_target`` (where it has one) the judge of this query, else ``ex._in_target``.
+    A family's ``_finish(sol, X, tidx, q)``, where it has one, completes the judged answers
+    (the model's probabilities at them, a message at the data's scale).
+    """
+    check_verify(verify, getattr(ex, "model", None))
+    X, single, names, tidx = ex._queries(x, target)
+    q = ex._read(X, tidx, names, options)
+    sol = ex._solve(X, tidx, q)
+    proba = getattr(q, "proba", None)
+    sol = judge(getattr(q, "in_target", None) or ex._in_target, sol, tidx, proba)
+    sol = ex._finish(sol, X, tidx, q) if hasattr(ex, "_finish") else sol
+    return finish(ex, package(ex, sol, X, tidx, names, single), verify, proba, exact)
+
+
+# ---------------------------------------------------------------------- rows of a Solution
+_ROW_FIELDS = ("x", "proba", "distance", "success", "status", "nit", "lam", "grad_norm")
+
+
+def _per_row(value, n):
+    return isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == n
+
+
+def replace_rows(sol, idx, sub):
+    """Return ``sol`` with rows ``idx`` replaced by the answers ``sub`` (iterations added)."""
+    fields = {}
+    for key in ("x", "proba", "distance", "success", "status", "lam", "grad_norm"):
+        old = getattr(sol, key)
+        if old is not None:
+            new = old.copy()
+            new[idx] = getattr(sub, key)
+            fields[key] = new
+    if sol.certified is not None or sub.certified is not None:
+        # a replaced row keeps no certificate of the answer it no longer has
+        cert = np.zeros(sol.success.shape[0], dtype=bool)
+        if sol.certified is not None:
+            cert |= sol.certified
+        cert[idx] = False if sub.certified is None else sub.certified
+        fields["certified"] = cert
+    nit = np.array(sol.nit, copy=True)
+    nit[idx] += sub.nit
+    msgs = list(sol.message)
+    for j, i in enumerate(idx):
+        msgs[i] = sub.message[j]
+    if sol.info and sub.info:  # per-row diagnostics follow their rows (gap, n_moved, …)
+        info = dict(sol.info)
+        n = sol.success.shape[0]
+        for key, old in sol.info.items():
+            new = sub.info.get(key)
+            if (
+                _per_row(old, n) and isinstance(new, np.ndarray)
+                and new.shape[1:] == old.shape[1:] and new.shape[0] == len(idx)
+            ):  # fmt: skip
+                info[key] = old.copy()
+                info[key][idx] = new
+        fields["info"] = info
+    return sol._replace(nit=nit, message=msgs, **fields)
+
+
+def take_rows(sol, idx):
+    """Return the rows ``idx`` of ``sol`` (its per-row diagnostics ``info`` with them)."""
+    n = sol.success.shape[0]
+    fields = {}
+    for key in _ROW_FIELDS:
+        val = getattr(sol, key)
+        fields[key] = None if val is None else val[idx]
+    cert = None if sol.certified is None else sol.certified[idx]
+    msgs = [sol.message[i] for i in idx]
+    info = None
+    if sol.info:
+        info = {k: v[idx] for k, v in sol.info.items() if _per_row(v, n)} or None
+    return sol._replace(message=msgs, certified=cert, info=info, **fields)
+
+
+def fail(sol, status, text):
+    """Return ``sol`` (one row) as a failure with ``status`` and the message ``text``."""
+    return sol._replace(
+        success=np.zeros(1, dtype=bool),
+        status=np.full(1, int(status), dtype=sol.status.dtype),
+        message=[text],
+        certified=None,
+    )
+
+
+def row_info(info):
+    """Return the diagnostics of a one-row solution as a dict of scalars (arrays of length 1)."""
+    return {
+        k: (v[0] if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == 1 else v)
+        for k, v in (info or {}).items()
+    }
+
+
+def stack(sols):
+    """Return the :class:`~fastcf.results.Solution` of one-row solutions ``sols``, stacked.
+
+    Per-row diagnostics (``info``) become arrays over the rows; the method is the first row's.
+    """
+    first = sols[0]
+    if len(sols) == 1:
+        return first
+    fields = {}
+    for key in _ROW_FIELDS:
+        if getattr(first, key) is None:
+            fields[key] = None
+        else:
+            fields[key] = np.concatenate([np.atleast_1d(getattr(s, key)) for s in sols])
+    cert = None
+    if all(s.certified is not None for s in sols):
+        cert = np.concatenate([s.certified for s in sols])
+    infos = [row_info(s.info) for s in sols]
+    keys = set().union(*infos)
+    info = {k: np.asarray([i.get(k) for i in infos]) for k in sorted(keys)}
+    msgs = [m for s in sols for m in s.message]
+    return first._replace(message=msgs, certified=cert, info=info or None, **fields)

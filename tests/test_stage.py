@@ -1,0 +1,156 @@
+"""The one stage (fastcf._stage): every family's explain goes through it, and its loop.
+
+The loop (:func:`fastcf._stage.settle`) is tested on a toy family whose judge and re-aim are
+known; the families' own re-aim policies are tested by their soaks (tests/test_lvq.py's data at
+scale 10⁵, tests/test_tabular.py's margins). Here: that each family's explain passes through
+the stage's judge and package once, that ``verify=`` means the same in every family, and what
+the loop does with a budget, a failed re-solve and a row the judge never accepts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+
+import fastcf
+from fastcf import _stage
+from fastcf._status import BOUNDARY_MESSAGE, Status
+from fastcf.results import Solution
+
+
+def _toy(x, success=None):
+    n = x.shape[0]
+    return Solution(
+        x=np.asarray(x, dtype=float)[:, None],
+        proba=None,
+        distance=np.abs(x).astype(float),
+        success=np.ones(n, bool) if success is None else np.asarray(success, bool),
+        status=np.zeros(n, np.int64),
+        nit=np.ones(n, np.int64),
+        method="toy",
+        message=["ok"] * n,
+    )
+
+
+class _Doubling:
+    """Re-aim: the answer doubled; records every round's rows."""
+
+    def __init__(self, fail_rows=()):
+        self.sol, self.calls, self.fail_rows = None, [], set(fail_rows)
+
+    def aim(self, sol, rows, r):
+        self.sol = sol
+        self.calls.append((r, rows.tolist()))
+        return rows
+
+    def solve(self, rows):
+        x = 2 * self.sol.x[rows, 0]
+        ok = np.array([r not in self.fail_rows for r in rows.tolist()])
+        return _toy(x, ok)
+
+
+def _judge(sol, rows):
+    return sol.x[rows, 0] >= 1.0
+
+
+def test_settle_re_aims_only_refused_successes_and_judges_them_again():
+    sol = _toy(np.array([0.3, 2.0, 0.6]), success=[True, True, False])
+    policy = _Doubling()
+    out = _stage.settle(sol, _judge, policy)
+    # row 0: 0.3 → 0.6 → 1.2 (two rounds); row 2 never claimed success: never re-aimed
+    assert policy.calls == [(0, [0]), (1, [0])]
+    assert out.x[:, 0].tolist() == [1.2, 2.0, 0.6]
+    assert out.success.tolist() == [True, True, False]
+    assert out.nit.tolist() == [3, 1, 1]  # each re-solve's iterations added
+    assert out.certified.tolist() == [True, True, False]
+
+
+def test_settle_budget_and_the_refused_rows_status():
+    sol = _toy(np.array([1e-9, 5.0]))
+    policy = _Doubling()
+    out = _stage.settle(sol, _judge, policy, rounds=3)
+    assert [r for r, _ in policy.calls] == [0, 1, 2]  # the budget: three rounds, no more
+    assert out.x[0, 0] == 8e-9
+    assert out.success.tolist() == [False, True]
+    assert out.status.tolist() == [int(Status.NUMERIC), 0]
+    assert out.message[0] == BOUNDARY_MESSAGE and out.message[1] == "ok"
+
+
+def test_settle_keeps_the_old_answer_where_the_re_solve_fails():
+    sol = _toy(np.array([0.4, 0.7]))
+    out = _stage.settle(sol, _judge, _Doubling(fail_rows={0}), rounds=2)
+    assert out.x[0, 0] == 0.4  # its re-solves failed: the old answer, refused
+    assert out.status[0] == int(Status.NUMERIC) and not out.success[0]
+    assert out.x[1, 0] == 1.4 and out.success[1]
+
+
+def test_judge_without_policy_asks_only_uncertified_rows():
+    sol = _toy(np.array([0.5, 0.5, 3.0]))._replace(certified=np.array([True, False, False]))
+    asked = []
+
+    def in_target(X, tidx, proba):
+        asked.append(X[:, 0].tolist())
+        return X[:, 0] >= 1.0
+
+    out = _stage.judge(in_target, sol, np.zeros(3, np.int64))
+    assert asked == [[0.5, 3.0]]  # the certified row is not asked again
+    assert out.success.tolist() == [True, False, True]
+    # judged once: judging again asks nothing
+    _stage.judge(in_target, out, np.zeros(3, np.int64))
+    assert len(asked) == 1
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    return X, y
+
+
+def _explainers(iris):
+    X, y = iris
+    lin = fastcf.LinearExplainer(LogisticRegression(max_iter=500).fit(X, y))
+    lvq = fastcf.LVQExplainer.from_arrays([X[y == c].mean(axis=0) for c in range(3)], [0, 1, 2])
+    forest = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    trees = fastcf.TreeExplainer(forest)
+    return {"linear": (lin, {"region": True}), "lvq": (lvq, {}), "trees": (trees, {})}
+
+
+@pytest.mark.parametrize("family", ["linear", "lvq", "trees"])
+def test_every_family_explains_through_the_stage(iris, family, monkeypatch):
+    ex, opts = _explainers(iris)[family]
+    X, _ = iris
+    judged, packaged = [], []
+    real_judge, real_package = _stage.judge, _stage.package
+
+    def judge(*a, **k):
+        judged.append(1)
+        return real_judge(*a, **k)
+
+    def package(*a, **k):
+        packaged.append(1)
+        return real_package(*a, **k)
+
+    monkeypatch.setattr(_stage, "judge", judge)
+    monkeypatch.setattr(_stage, "package", package)
+    res = ex.explain(X[:3], 2, **opts)  # a batch: the long path
+    assert (len(judged), len(packaged)) == (1, 1)
+    assert isinstance(res, fastcf.CounterfactualBatch)
+    assert np.asarray(res.info["exact"]).dtype == bool
+
+
+@pytest.mark.parametrize("family", ["linear", "lvq", "trees"])
+def test_verify_is_one_word_in_every_family(iris, family):
+    ex, opts = _explainers(iris)[family]
+    X, _ = iris
+    with pytest.raises(ValueError, match="verify must be 'fold' or 'model'"):
+        ex.explain(X[0], 2, verify="always", **opts)
+    if ex.model is None:  # built from arrays: no model to ask
+        with pytest.raises(ValueError, match="verify='model' needs the fitted model"):
+            ex.explain(X[0], 2, verify="model", **opts)
+        return
+    res = ex.explain(X[0], 2, verify="model", **opts)
+    assert res.success
+    assert ex.model.predict(res.x[None])[0] == 2
