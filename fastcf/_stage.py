@@ -45,7 +45,9 @@ asks for twice as much (one row is refused at first and accepted after one re-ai
 ...     def solve(self, rows):
 ...         return toy(2 * self.sol.x[rows, 0])
 >>> sol = toy(np.array([0.75, 3.0]))
->>> out = settle(sol, lambda s, rows: s.x[rows, 0] >= 1.0, Aim(sol))
+>>> def accepted(sol, rows):  # the judge (rows None: every row)
+...     return (sol.x[:, 0] if rows is None else sol.x[rows, 0]) >= 1.0
+>>> out = settle(sol, accepted, Aim(sol))
 >>> out.x[:, 0].tolist(), out.success.tolist()
 ([1.5, 3.0], [True, True])
 """
@@ -85,16 +87,19 @@ def judged(in_target, sol, tidx, proba=None, rows=None):
     the others are asked of ``in_target(X, tidx, proba)`` (the family's judge: the model's own
     arithmetic), one call for all.
     """
-    n = sol.success.shape[0]
-    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
-    good = sol.success[rows].copy()
-    ask = good if sol.certified is None else good & ~sol.certified[rows]
-    if ask.any():
-        j = np.flatnonzero(ask)
-        if j.size == rows.size:  # every row (a single query's usual case: no copies)
-            good = np.asarray(in_target(sol.x[rows], tidx[rows], proba), dtype=bool)
-        else:
-            good[j] = in_target(sol.x[rows[j]], tidx[rows[j]], proba)
+    success = sol.success if rows is None else sol.success[rows]
+    cert = sol.certified
+    ask = success if cert is None else success & ~(cert if rows is None else cert[rows])
+    n_ask = np.count_nonzero(ask)
+    if n_ask == 0:
+        return success.copy()
+    if n_ask == ask.shape[0]:  # every row (a single query's usual case: no copies)
+        X, t = (sol.x, tidx) if rows is None else (sol.x[rows], tidx[rows])
+        return np.asarray(in_target(X, t, proba), dtype=bool)
+    good = success.copy()
+    j = np.flatnonzero(ask)
+    idx = j if rows is None else rows[j]
+    good[j] = in_target(sol.x[idx], tidx[idx], proba)
     return good
 
 
@@ -103,10 +108,25 @@ def judge(in_target, sol, tidx, proba=None):
 
     The judgement without re-aim (:func:`settle` with no policy), by ``in_target`` (the
     family's judge, ``ex._in_target``): a success the model refuses becomes status 4
-    (numerical failure: the answer lies within rounding of the decision boundary). The
-    successes that remain are marked certified, so that judging again is free.
+    (numerical failure: the answer lies within rounding of the decision boundary).
     """
-    return settle(sol, lambda s, rows: judged(in_target, s, tidx, proba, rows), None)
+    cert = sol.certified
+    if cert is not None and np.count_nonzero(cert) == cert.shape[0]:
+        return sol  # every row certified by a rounding bound (a single query's usual case)
+    good = judged(in_target, sol, tidx, proba)
+    bad = sol.success & ~good
+    return _refuse(sol, bad) if bad.any() else sol
+
+
+def _refuse(sol, bad):
+    """Return ``sol`` with the rows ``bad`` made failures: status 4, the boundary message."""
+    cert = None if sol.certified is None else sol.certified & ~bad
+    return sol._replace(
+        success=sol.success & ~bad,
+        status=np.where(bad, _NUMERIC, sol.status),
+        message=[BOUNDARY_MESSAGE if b else m for b, m in zip(bad, sol.message, strict=True)],
+        certified=cert,
+    )
 
 
 def settle(sol, judge_rows, policy, rounds=ROUNDS):
@@ -124,8 +144,8 @@ def settle(sol, judge_rows, policy, rounds=ROUNDS):
     ----------
     sol : Solution
     judge_rows : callable
-        ``judge_rows(sol, rows) -> bool array``: which of ``rows`` hold a success the model
-        confirms.
+        ``judge_rows(sol, rows) -> bool array``: which of ``rows`` (None: all) hold a success
+        the model confirms.
     policy : object or None
         The family's re-aim policy (``aim``, ``solve``), or None to judge only.
     rounds : int, default ROUNDS
@@ -138,11 +158,15 @@ def settle(sol, judge_rows, policy, rounds=ROUNDS):
     n = sol.success.shape[0]
     if n == 0:
         return sol
-    if sol.certified is not None and sol.certified.all():
+    cert = sol.certified
+    if cert is not None and np.count_nonzero(cert) == n:
         return sol  # every row certified by a rounding bound (a single query's usual case)
-    good = judge_rows(sol, np.arange(n))
+    good = judge_rows(sol, None)
+    bad = sol.success & ~good
+    if not bad.any():  # (the usual case: every success confirmed)
+        return sol._replace(certified=sol.success.copy())
     for r in range(rounds if policy is not None else 0):
-        rows = np.flatnonzero(sol.success & ~good)
+        rows = np.flatnonzero(bad)
         if rows.size == 0:
             break
         rows = policy.aim(sol, rows, r)
@@ -151,18 +175,13 @@ def settle(sol, judge_rows, policy, rounds=ROUNDS):
         rows = np.asarray(rows, dtype=np.int64)
         sub = policy.solve(rows)
         take = np.flatnonzero(sub.success)
-        if take.size == 0:
-            continue
-        idx = rows[take]
-        sol = replace_rows(sol, idx, take_rows(sub, take))
-        good[idx] = judge_rows(sol, idx)
-    bad = sol.success & ~good
+        if take.size:
+            idx = rows[take]
+            sol = replace_rows(sol, idx, take_rows(sub, take))
+            good[idx] = judge_rows(sol, idx)
+            bad = sol.success & ~good
     if bad.any():
-        sol = sol._replace(
-            success=sol.success & ~bad,
-            status=np.where(bad, _NUMERIC, sol.status),
-            message=[BOUNDARY_MESSAGE if b else m for b, m in zip(bad, sol.message, strict=True)],
-        )
+        sol = _refuse(sol, bad)
     return sol._replace(certified=sol.success.copy())
 
 

@@ -128,11 +128,14 @@ class MarginRaise(_Policy):
 
     def __init__(self, ex, X, tidx, opts, run):
         self.ex, self.X, self.tidx, self.opts, self.run = ex, X, tidx, opts, run
-        self.margins = np.full(X.shape[0], float(opts.margin))
+        self.margins = None  # each row's margin, once a row is re-aimed
 
     def aim(self, sol, rows, _r):
         """Raise the margins of ``rows``; return those with a finite raise."""
-        X, tidx, margins = self.X, self.tidx, self.margins
+        X, tidx = self.X, self.tidx
+        if self.margins is None:
+            self.margins = np.full(X.shape[0], float(self.opts.margin))
+        margins = self.margins
         with np.errstate(over="ignore", invalid="ignore"):
             proto = sol.info["prototype"][rows] if sol.info else None
             need, got = rounding_need(self.ex, sol.x[rows], tidx[rows], X[rows], proto)
