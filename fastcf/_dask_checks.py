@@ -40,9 +40,15 @@ def _check_options(explainer, options):
 def _check_explainer(explainer):
     from ._base import BaseExplainer
 
-    if not isinstance(explainer, BaseExplainer):
-        kinds, got = "LinearExplainer, LVQExplainer, TreeExplainer", type(explainer).__name__
-        raise TypeError(f"explainer must be a fastcf explainer ({kinds}); got {got}")
+    kinds, got = "LinearExplainer, LVQExplainer, TreeExplainer", type(explainer).__name__
+    if not isinstance(explainer, BaseExplainer) or getattr(explainer, "_frames", False):
+        why = ""
+        if getattr(explainer, "_frames", False):  # (answers on DataFrames: not columns yet)
+            why = (
+                "; a TabularExplainer answers on DataFrames, which fastcf.distributed does not "
+                "lay out as columns yet: call its explain on each partition"
+            )
+        raise TypeError(f"explainer must be a fastcf explainer ({kinds}); got {got}{why}")
 
 
 def _output_columns(explainer, data_columns):

@@ -171,6 +171,11 @@ def plot_changes(cf, top=10, *, scale=None, feature_names=None, ax=None):
     ['x1', 'x0']
     """
     top = check_int(top, "top", lo=1)
+    if hasattr(cf, "changes"):  # a tabular answer: DataFrames, categories
+        raise TypeError(
+            "plot_changes draws an answer on numeric features; for one of TabularExplainer "
+            "(a FrameCounterfactual) use plot_recourse(res)"
+        )
     delta = np.asarray(cf.x, dtype=float) - np.asarray(cf.x0, dtype=float)
     if scale is not None:
         scale = np.broadcast_to(np.asarray(scale, dtype=float), delta.shape)
@@ -214,8 +219,8 @@ def plot_recourse(res, top=10, *, ax=None, axes=None):
 
     Parameters
     ----------
-    res : TabularCounterfactual or TabularBatch
-        From :meth:`fastcf.tabular.TabularExplainer.explain`.
+    res : Counterfactual or CounterfactualBatch of a TabularExplainer
+        From :meth:`fastcf.tabular.TabularExplainer.explain` (``x`` a DataFrame).
     top : int, default=10
         Show at most this many columns (those with the largest cost, or changed most often).
     ax : matplotlib Axes, optional
@@ -258,7 +263,8 @@ def plot_recourse(res, top=10, *, ax=None, axes=None):
         return _plot_recourse_batch(res, top, axes)
     if not hasattr(res, "changes"):
         raise TypeError(
-            f"res must be a TabularCounterfactual or TabularBatch; got {type(res).__name__}"
+            "res must be an answer of TabularExplainer.explain (a FrameCounterfactual or "
+            f"FrameCounterfactualBatch, x a DataFrame); got {type(res).__name__}"
         )
     ch = res.changes.sort_values("cost", ascending=False, kind="stable").iloc[:top]
     if ax is None:

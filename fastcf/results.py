@@ -169,6 +169,9 @@ def _short(a, n=4):
 class Counterfactual:
     """The answer to one inverse-classification query.
 
+    Every explainer returns it; :class:`fastcf.TabularExplainer`'s answers are its DataFrame
+    form, :class:`fastcf.tabular.FrameCounterfactual` (``x``, ``x0`` one-row DataFrames).
+
     Attributes
     ----------
     x : ndarray of shape (D,)
@@ -323,6 +326,9 @@ class Counterfactual:
 @dataclass(frozen=True, repr=False, eq=False)
 class CounterfactualBatch:
     """Answers to N queries, with the fields of :class:`Counterfactual` stacked over N.
+
+    :class:`fastcf.TabularExplainer`'s batches are its DataFrame form,
+    :class:`fastcf.tabular.FrameCounterfactualBatch` (``x``, ``x0`` N-row DataFrames).
 
     Attributes
     ----------

@@ -16,26 +16,44 @@ without ``max_changes`` a covering knapsack, solved by an exact branch-and-bound
 (:mod:`fastcf._tabular.knapsack`, sub-millisecond); otherwise solved by HiGHS to a zero gap.
 Every success is then checked by the user's own ``predict`` (and ``predict_proba`` for
 ``proba=``) on the answer DataFrame. See ``docs/tabular.md``.
+
+Its answers are every family's result type, :class:`fastcf.Counterfactual` (one row) and
+:class:`fastcf.CounterfactualBatch` (several), in their DataFrame form
+(:class:`FrameCounterfactual`, :class:`FrameCounterfactualBatch`). ``TabularCounterfactual`` and
+``TabularBatch`` are deprecated aliases of those for one release.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ._base import BaseExplainer
 from ._tabular.alternatives import row_alternatives
 from ._tabular.columns import Schema, describe, resolve_names
 from ._tabular.fold import fold_model
 from ._tabular.grid import resolve_levels, with_levels
 from ._tabular.milp import Program
 from ._tabular.request import read_request
-from ._tabular.results import TabularBatch, TabularCounterfactual
+from ._tabular.results import (
+    DEPRECATED,
+    FrameCounterfactual,
+    FrameCounterfactualBatch,
+    deprecated_alias,
+)
 from ._tabular.solve import answers, batch, check_fold_on
 from ._tabular.treefold import fold_trees, is_tree_pipeline
 from ._tabular.treeprog import TreeProgram
 from ._validation import check_int
 from .results import mark_exact
 
-__all__ = ["TabularExplainer", "TabularCounterfactual", "TabularBatch"]
+__all__ = ["TabularExplainer", "FrameCounterfactual", "FrameCounterfactualBatch"]
+
+
+def __getattr__(name):
+    # TabularCounterfactual, TabularBatch: deprecated aliases of the classes above (one release)
+    if name in DEPRECATED:
+        return deprecated_alias(name, __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _as_frame(X, name):
@@ -49,7 +67,7 @@ def _as_frame(X, name):
     )
 
 
-class TabularExplainer:
+class TabularExplainer(BaseExplainer):
     """Exact recourse for a linear or prototype classifier behind a tabular pipeline.
 
     Parameters
@@ -99,8 +117,12 @@ class TabularExplainer:
     Attributes
     ----------
     classes_ : ndarray
+    n_features_in_ : int
+        The number of the model's columns.
     feature_names_in_ : ndarray of str
         The model's columns, in its order (answers have them).
+    probabilistic_ : bool
+        Whether the model has probabilities (answers then carry ``proba``).
     kinds_ : dict
         Column -> ``"integer"``, ``"numeric"`` (on a decimal grid: ``resolution_``),
         ``"continuous"`` (no grid: an answer may move it by any amount), ``"levels"``,
@@ -110,7 +132,8 @@ class TabularExplainer:
     levels_ : dict
         Column -> the values it may take (see ``levels``).
     mad_ : dict
-        Numeric column -> its MAD in the training data (the unused ones' too).
+        Numeric column -> its MAD in the training data (the unused ones' too): keyed by column,
+        where the array families hold an array (set at construction: there is no ``fit_mad``).
     weights_ : dict
         Column -> the cost unit in use.
 
@@ -126,6 +149,12 @@ class TabularExplainer:
     optimum. A success is returned only when the model's own ``predict`` on the answer DataFrame
     agrees; if rounding defeats the margin, the query is re-solved with a larger one. An
     unsolvable query returns ``success=False`` with the reason in ``message``.
+
+    A :class:`~fastcf._base.BaseExplainer` like every explainer (its ``classes_``,
+    ``n_features_in_``, ``feature_names_in_``, ``mad_``; its judge ``_in_target`` is the
+    pipeline's own ``predict``), it reads its queries, solves, checks and packages its answers
+    on DataFrames (:mod:`fastcf._tabular.solve`): the array steps ``fit_mad`` and ``_queries``
+    raise a ``TypeError`` naming why.
 
     Examples
     --------
@@ -194,16 +223,73 @@ class TabularExplainer:
         self._program = (
             TreeProgram(self._schema, splits, model, X) if tree else Program(self._schema)
         )
-        self.classes_ = fold.classes
+        self._set_classes(fold.classes)
+        self.n_features_in_ = X.shape[1]
         self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
         self.probabilistic_ = fold.probabilistic
+        self._has_proba = bool(fold.probabilistic)  # (answers carry proba)
         self.kinds_, self.resolution_, self.mad_, self.weights_ = describe(self._schema, X)
         self.levels_ = {str(X.columns[c]): v.tolist() for c, v in sorted(lv.items())}
         check_fold_on(self, X)
 
+    #: queries may hold missing cells (imputed by the pipeline, or kept: ``missing=``)
+    _allow_nan = True
+    #: answers on DataFrames (the Dask path of fastcf.distributed takes arrays only)
+    _frames = True
+
     # ------------------------------------------------------------------ set-up
     def _model_input(self, frame):
         return frame if self._frame_input else frame.to_numpy()
+
+    def _array_step(self, step, instead):
+        raise TypeError(
+            f"TabularExplainer does not take {step}: it works on DataFrames of the raw columns "
+            f"({instead})"
+        )
+
+    def fit_mad(self, X):
+        """Not for tabular models: the MAD comes from ``X_train`` at construction.
+
+        Raises
+        ------
+        TypeError
+            Always: ``mad_`` and ``weights_`` are set by ``TabularExplainer(model, X_train)``
+            (build a new explainer for other training data; ``weights=`` sets the cost units).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> X = pd.DataFrame({"a": np.arange(20.0), "b": np.arange(20.0) % 3})
+        >>> tx = TabularExplainer(LogisticRegression().fit(X, X.a > 9.5), X)
+        >>> sorted(tx.mad_)  # set by the constructor, per column
+        ['a', 'b']
+        >>> tx.fit_mad(X)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: TabularExplainer does not take fit_mad: ...
+        """
+        self._array_step(
+            "fit_mad", "mad_ and weights_ come from X_train at construction: build "
+            "TabularExplainer(model, X_train) for other data, or pass weights="
+        )  # fmt: skip
+
+    def _queries(self, x, target):
+        self._array_step("array queries", "fastcf._tabular.request.read_request reads them")
+
+    def _in_target(self, X, tidx, proba=None):
+        """Return which rows of the DataFrame ``X`` the model's own ``predict`` puts in target.
+
+        ``tidx``: target indices into ``classes_``; with ``proba``, ``predict_proba`` must also
+        give the target at least ``proba``.
+        """
+        inp = self._model_input(_as_frame(X, "X")[list(self._schema.columns)])
+        tidx = np.asarray(tidx, dtype=np.int64)
+        ok = np.asarray(self.model.predict(inp)) == self.classes_[tidx]
+        if proba is not None:
+            p = np.asarray(self.model.predict_proba(inp), dtype=np.float64)
+            ok &= p[np.arange(tidx.size), tidx] >= proba
+        return ok
 
     def __repr__(self) -> str:
         counts = {}
@@ -311,12 +397,13 @@ class TabularExplainer:
 
         Returns
         -------
-        TabularCounterfactual or TabularBatch
-            A batch when ``x`` has several rows. A row of a batch that cannot be read (a
-            missing value the model does not impute, an unseen category, a value its dtype
-            cannot hold) is returned unchanged with ``success=False``, status
-            ``INVALID_INPUT`` and a message naming the column and the row's index label; the
-            other rows are answered.
+        FrameCounterfactual or FrameCounterfactualBatch
+            A :class:`fastcf.Counterfactual` (``x`` a one-row DataFrame) or, when ``x`` has
+            several rows, a :class:`fastcf.CounterfactualBatch` (``x`` an N-row DataFrame). A
+            row of a batch that cannot be read (a missing value the model does not impute, an
+            unseen category, a value its dtype cannot hold) is returned unchanged with
+            ``success=False``, status ``INVALID_INPUT`` and a message naming the column and the
+            row's index label; the other rows are answered.
 
         Raises
         ------
@@ -402,7 +489,7 @@ class TabularExplainer:
 
         Returns
         -------
-        list of TabularCounterfactual, or an iterator of them when ``k`` is None
+        list of FrameCounterfactual, or an iterator of them when ``k`` is None
             Empty when the row has no answer (:meth:`explain`'s ``message`` says why). For
             several rows, a list of those, one per row (a row that cannot be read raises its
             ``ValueError`` here: an enumeration has no status to carry it).

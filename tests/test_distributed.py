@@ -408,3 +408,14 @@ def test_import_without_dask_keeps_working():
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert 'pip install "fastcf[dask]"' in out.stdout
+
+
+def test_a_tabular_explainer_is_refused_with_the_reason():
+    """A TabularExplainer is a BaseExplainer, but its answers are DataFrames: refused, named."""
+    from sklearn.linear_model import LogisticRegression
+
+    X = pd.DataFrame({"a": np.arange(20.0), "b": np.arange(20.0) % 3})
+    tx = fastcf.TabularExplainer(LogisticRegression().fit(X, X.a > 9.5), X)
+    data = dd.from_pandas(X, npartitions=2)
+    with pytest.raises(TypeError, match="a TabularExplainer answers on DataFrames"):
+        fdist.explain(tx, data, True)

@@ -195,7 +195,7 @@ def test_plot_recourse_batch_panels_are_its_summary():
     assert heights == batch.success.sum()  # the histogram counts every success once
     median = cost_ax.lines[0].get_xdata()[0]
     assert median == pytest.approx(np.median(batch.distance[batch.success]))
-    with pytest.raises(TypeError, match="TabularCounterfactual"):
+    with pytest.raises(TypeError, match="FrameCounterfactual"):
         plot_recourse(np.zeros(3))
     with pytest.raises(ValueError, match="axes must hold 2"):
         plot_recourse(batch, axes=[share_ax])

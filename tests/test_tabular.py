@@ -29,7 +29,7 @@ from sklearn.preprocessing import (
 from sklearn.svm import LinearSVC
 
 from fastcf.lvq_models import GLVQ, GMLVQ, LGMLVQ
-from fastcf.tabular import TabularBatch, TabularCounterfactual, TabularExplainer
+from fastcf.tabular import FrameCounterfactual, FrameCounterfactualBatch, TabularExplainer
 
 NUMS = ["income", "age", "children", "debt"]
 CATS = ["home", "job", "edu"]
@@ -201,7 +201,7 @@ def test_pipelines_answers_are_valid_rows(name):
     tx = TabularExplainer(model, X, immutable=["age"], increase_only=inc)
     rows = _rejected(model, X)
     res = tx.explain(rows, 1)
-    assert isinstance(res, TabularBatch) and len(res) == len(rows)
+    assert isinstance(res, FrameCounterfactualBatch) and len(res) == len(rows)
     _check_answers(
         tx, model, X, rows, res, 1, immutable=["age"], increase=[] if "ordinal" in name else inc
     )
@@ -209,7 +209,7 @@ def test_pipelines_answers_are_valid_rows(name):
         order = {"low": 0, "mid": 1, "high": 2}
         assert (res.x.edu.map(order).to_numpy() >= rows.edu.map(order).to_numpy()).all()
     one = res[0]
-    assert isinstance(one, TabularCounterfactual)
+    assert isinstance(one, FrameCounterfactual)
     assert one.success and model.predict(one.x)[0] == 1
     assert list(one.changes.columns) == ["column", "before", "after", "cost"]
     assert one.distance == pytest.approx(one.changes.cost.sum(), rel=1e-12)
@@ -259,7 +259,7 @@ def test_softmax_region_and_single_row_forms():
     row = rows.iloc[0]
     for q in (row, row.to_dict(), rows.iloc[[0]]):
         one = tx.explain(q, "hi")
-        assert isinstance(one, TabularCounterfactual)
+        assert isinstance(one, FrameCounterfactual)
         assert one.distance == pytest.approx(res.distance[0], rel=1e-12)
     with pytest.raises(ValueError, match="binary models only"):
         tx.explain(rows.iloc[[0]], "hi", proba=0.6)
@@ -841,7 +841,7 @@ def test_credit_data_recourse_is_valid():
 
 def _subset(res, ok):
     idx = np.flatnonzero(ok)
-    return TabularBatch(
+    return FrameCounterfactualBatch(
         x=res.x.iloc[idx],
         x0=res.x0.iloc[idx],
         target=res.target[idx],
@@ -850,6 +850,9 @@ def _subset(res, ok):
         proba=None if res.proba is None else res.proba[idx],
         status=res.status[idx],
         message=[res.message[i] for i in idx],
+        nit=res.nit[idx],
+        method=res.method,
+        feature_names=res.feature_names,
         costs=res.costs[idx],
         info=[res.info[i] for i in idx],
     )

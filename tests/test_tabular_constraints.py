@@ -23,7 +23,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 from fastcf._status import Status
-from fastcf.tabular import TabularBatch, TabularExplainer
+from fastcf.tabular import FrameCounterfactualBatch, TabularExplainer
 
 ORDER = ["low", "mid", "high"]  # edu's declared order; a default OrdinalEncoder codes high<low<mid
 NUMS = ["income", "age", "children"]
@@ -177,7 +177,7 @@ def test_contradictions_are_infeasible_on_every_path(case, path):
     assert contradicts.sum() == 3 and (~contradicts).sum() == 3
     constraints = {**opts, **query, **extra}
     res = tx.explain(rows, target, **query, **extra)  # a batch
-    assert isinstance(res, TabularBatch) and len(res) == len(rows)
+    assert isinstance(res, FrameCounterfactualBatch) and len(res) == len(rows)
     for i, r in enumerate(res):
         if contradicts[i]:
             assert not r.success and r.status == INFEASIBLE, (r.status, r.message)

@@ -4,7 +4,8 @@
 the answers to a DataFrame and has the user's own ``predict`` (and ``predict_proba`` for
 ``proba=``) judge them (:func:`verify`); rows it refuses are solved again with a larger margin,
 by the steps of :data:`fastcf._resolve.TABULAR_MARGINS`. :func:`batch` packages the arrays as a
-:class:`~fastcf._tabular.results.TabularBatch`, its ``method`` naming the solvers that answered.
+:class:`~fastcf._tabular.results.FrameCounterfactualBatch` (a :class:`fastcf.CounterfactualBatch`),
+its ``method`` naming the solvers that answered.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import time
 import numpy as np
 
 from .._progress import rows as progress_rows
-from .._resolve import TABULAR_MARGINS, resolve
-from .._status import BOUNDARY_MESSAGE, Status
+from .._resolve import TABULAR_MARGINS
+from .._stage import replace_rows, settle
+from .._status import Status
+from ..results import Solution
 from .fold import check_fold
 from .imputed import solve_row
 from .options import make_query
-from .results import TabularBatch
+from .results import FrameCounterfactualBatch, labels, solver_nodes
 
 __all__ = ["answers", "verify", "folded_proba", "batch", "check_fold_on"]
 
@@ -95,31 +98,27 @@ def answers(
     valid[list(bad)] = False
     XN0 = np.array([r[0] for r in reads]).reshape(n, prog.n_num)
     KC0 = np.array([r[1] for r in reads], dtype=np.int64).reshape(n, prog.n_cat)
-    XN = XN0.copy()
-    KC = KC0.copy()
     status = np.zeros(n, dtype=np.int64)
     messages = [""] * n
-    infos = [{} for _ in range(n)]
     for i, text in bad.items():
         status[i] = int(Status.INVALID_INPUT)
         messages[i] = text
-    todo = np.flatnonzero(valid)
-    ok = np.zeros(n, dtype=bool)
-    proba = answers = None
-    m = margin
+    n_num = prog.n_num
     spent = np.zeros(n)  # each row's seconds in its programs so far (for time_limit)
+    margins = np.full(n, margin)
+    P = np.full((n, ex.classes_.size), np.nan) if ex.probabilistic_ else None
+    last = {}  # the answers' frame of the last judgement of every row
 
-    def pick(_state, r):
-        nonlocal m
-        factor, floor = TABULAR_MARGINS[r]
-        m = max(margin * factor, floor)
-        return todo
-
-    def solve(todo_rows):
-        for i in progress_rows(todo_rows, "TabularExplainer"):  # (a line on a terminal if slow)
-            x0, k0 = reads[i]
+    def solve_rows(rows):
+        """Solve ``rows`` at their margins: a Solution whose x is (numeric values, codes)."""
+        x = np.zeros((rows.size, n_num + prog.n_cat))
+        st = np.zeros(rows.size, dtype=np.int64)
+        msgs, infos = [""] * rows.size, np.empty(rows.size, dtype=object)
+        for j, i in zip(range(rows.size), progress_rows(rows, "TabularExplainer"), strict=True):
+            x0, k0 = reads[i]  # (progress_rows: a line on a terminal if slow)
             fz = frozen if miss is None else frozen | miss[i]
             left = None if time_limit is None else max(float(time_limit - spent[i]), 1e-3)
+            m = margins[i]
             q = make_query(
                 s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes, tau, left,
                 plausible, frame.iloc[[i]],
@@ -128,26 +127,47 @@ def answers(
             ans = solve_row(prog, x0, k0, q, X0[i])
             took = time.perf_counter() - t0
             spent[i] += took
-            infos[i] = {**ans.info, "margin": m, "time": took}
-            XN[i], KC[i], status[i] = ans.x, ans.k, ans.status
-            raised = "" if m == margin else f"; margin raised to {m:g}"
-            messages[i] = ans.message + raised
+            infos[j] = {**ans.info, "margin": m, "time": took}
+            x[j, :n_num], x[j, n_num:], st[j] = ans.x, ans.k, ans.status
+            msgs[j] = ans.message + ("" if m == margin else f"; margin raised to {m:g}")
+        return _solution(x, st, msgs, infos)
 
-    def merge(state, _rows, _sub):
-        nonlocal answers, ok, proba, todo
-        answers = s.frame(frame, XN, KC, XN0, KC0)
-        ok, proba = verify(ex, answers, tidx, tau, _answered(status, infos), XN, KC, valid)
-        todo = np.flatnonzero(_answered(status, infos) & ~ok)
-        return state
+    def judge(sol, rows):
+        """Return which of ``rows`` the user's pipeline confirms (:func:`verify`)."""
+        XN, KC = sol.x[:, :n_num], sol.x[:, n_num:].astype(np.int64)
+        last["answers"] = answers = s.frame(frame, XN, KC, XN0, KC0)
+        rows = slice(None) if rows is None else rows  # (None: every row)
+        check = np.zeros(n, dtype=bool)
+        check[rows] = valid[rows]
+        ok, proba = verify(ex, answers, tidx, tau, sol.success, XN, KC, check)
+        if P is not None:
+            P[rows] = proba[rows]
+        return ok[rows]
 
-    resolve(None, pick, solve, merge, rounds=len(TABULAR_MARGINS))
+    class Raise:
+        """The family's re-aim policy: the margins of :data:`TABULAR_MARGINS`, in turn."""
+
+        def aim(self, sol, rows, r):
+            if r + 1 >= len(TABULAR_MARGINS):
+                return None
+            factor, floor = TABULAR_MARGINS[r + 1]
+            margins[rows] = max(margin * factor, floor)
+            return rows
+
+        solve = staticmethod(solve_rows)
+
+    x_start = np.column_stack([XN0, KC0]).astype(np.float64)
+    sol = _solution(x_start, status, messages, np.array([{} for _ in range(n)], dtype=object))
+    todo = np.flatnonzero(valid)
+    sol = replace_rows(sol, todo, solve_rows(todo))
+    sol = settle(sol, judge, Raise(), rounds=len(TABULAR_MARGINS) - 1)
+    XN, KC = sol.x[:, :n_num], sol.x[:, n_num:].astype(np.int64)
+    answers = last.get("answers")
     if answers is None:  # no row could be read
         answers = frame.copy()
-        if ex.probabilistic_:
-            proba = np.full((n, ex.classes_.size), np.nan)
-    for i in todo:  # failed the model's check at every margin
-        status[i] = int(Status.NUMERIC)
-        messages[i] = BOUNDARY_MESSAGE
+    ok, status, messages = sol.success, sol.status, list(sol.message)
+    infos = list(sol.info["row"])
+    proba = P
     costs = np.zeros((n, len(s.columns)))
     for i in range(n):
         x0, k0 = reads[i]
@@ -156,6 +176,20 @@ def answers(
         costs[i, prog.cat_cols] = cc
     cost = np.where(_answered(status, infos), costs.sum(axis=1), math.inf)
     return answers, ok, cost, proba, status, messages, costs, infos
+
+
+def _solution(x, status, messages, infos):
+    """Return rows of tabular answers as a Solution (x: numeric values, then category codes).
+
+    A row holds an answer (``success``, for the judge) where its status is OK or it is a
+    time limit's answer (:func:`_answered`); ``info["row"]``: each row's diagnostics.
+    """
+    n = status.shape[0]
+    return Solution(
+        x=x, proba=None, distance=np.zeros(n), success=_answered(status, list(infos)),
+        status=status, nit=np.zeros(n, dtype=np.int64), method="milp", message=messages,
+        info={"row": infos},
+    )  # fmt: skip
 
 
 def _answered(status, infos):
@@ -217,18 +251,21 @@ def folded_proba(ex, XN, KC):
 
 
 def batch(ex, frame, tidx, answers, ok, cost, proba, status, messages, costs, infos):
-    return TabularBatch(
+    """Return the arrays of :func:`answers` as a :class:`FrameCounterfactualBatch`."""
+    return FrameCounterfactualBatch(
         x=answers,
         x0=frame,
         target=ex.classes_[tidx],
-        success=ok,
-        distance=cost,
         proba=proba,
+        distance=cost,
+        success=ok,
         status=status,
         message=list(messages),
-        costs=costs,
+        nit=solver_nodes(infos),
         method=_method(infos),
+        feature_names=labels(answers.columns),
         info=infos,
+        costs=costs,
     )
 
 
