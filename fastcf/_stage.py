@@ -218,7 +218,8 @@ def run(ex, x, target, options, *, verify="fold", exact=True):
     ``options``: the family's query options, read by ``ex._read(X, tidx, names, options)``
     into its query record ``q``; ``ex._solve(X, tidx, q)`` routes and solves it (and re-aims
     through :func:`settle`); its ``q.proba`` (None without ``proba=``) is the τ the judge asks,
-    and its ``q.in_target`` (where it has one) the judge of this query, else ``ex._in_target``.
+    its ``q.in_target`` (where it has one) the judge of this query, else ``ex._in_target``, and
+    its ``q.reaim`` (where it has one) the re-aim policy that :func:`settle` runs here.
     A family's ``_finish(sol, X, tidx, q)``, where it has one, completes the judged answers
     (the model's probabilities at them, a message at the data's scale).
     """
@@ -227,7 +228,12 @@ def run(ex, x, target, options, *, verify="fold", exact=True):
     q = ex._read(X, tidx, names, options)
     sol = ex._solve(X, tidx, q)
     proba = getattr(q, "proba", None)
-    sol = judge(getattr(q, "in_target", None) or ex._in_target, sol, tidx, proba)
+    in_target = getattr(q, "in_target", None) or ex._in_target
+    policy = getattr(q, "reaim", None)  # (a family whose route does not re-aim itself)
+    if policy is None:
+        sol = judge(in_target, sol, tidx, proba)
+    else:
+        sol = settle(sol, lambda s, rows: judged(in_target, s, tidx, proba, rows), policy)
     sol = ex._finish(sol, X, tidx, q) if hasattr(ex, "_finish") else sol
     return finish(ex, package(ex, sol, X, tidx, names, single), verify, proba, exact)
 

@@ -57,6 +57,30 @@ class _Run(NamedTuple):
     proba: float | None
     in_target: object  # the judge, keeping the model's probabilities in ``memo``
     memo: dict
+    reaim: object  # the re-aim policy (:class:`_Distrust`)
+
+
+class _Distrust:
+    """The tree family's re-aim policy: a refused row solved again without trusting the copy.
+
+    The program prunes with the library's arithmetic (the parsed copy, checked against the
+    model when the explainer was built) before the model confirms a candidate; where the model
+    refuses the answer, the row is solved once more with every candidate confirmed by the
+    model before it prunes (``trust=False``). One round.
+    """
+
+    def __init__(self, ex, X, tidx, names, options, memo):
+        self.ex, self.X, self.tidx, self.names = ex, X, tidx, names
+        self.options, self.memo = options, memo
+
+    def aim(self, sol, rows, r):
+        """Return ``rows`` on the first round (then nothing: the model judged every candidate)."""
+        return rows if r == 0 else None
+
+    def solve(self, rows):
+        """Solve ``rows`` again, each candidate confirmed by the model before it prunes."""
+        o = {**self.options, "trust": False}
+        return _answer.answer(self.ex, self.X[rows], self.tidx[rows], self.names, o, self.memo)
 
 
 __all__ = ["TreeExplainer"]
@@ -417,7 +441,9 @@ class TreeExplainer(BaseExplainer):
     def _read(self, X, tidx, names, options):
         """Return the query record of the stage (:mod:`fastcf._stage`): the options, a memo."""
         memo = {}  # the model's probabilities at the rows its predict confirmed while solving
-        return _Run(options, names, options["proba"], partial(self._in_target, memo=memo), memo)
+        judge = partial(self._in_target, memo=memo)
+        reaim = _Distrust(self, X, tidx, names, options, memo)
+        return _Run(options, names, options["proba"], judge, memo, reaim)
 
     def _solve(self, X, tidx, q):
         """Route and solve (:func:`fastcf._trees.answer.answer`); the stage judges."""

@@ -122,20 +122,22 @@ def test_every_family_explains_through_the_stage(iris, family, monkeypatch):
     ex, opts = _explainers(iris)[family]
     X, _ = iris
     judged, packaged = [], []
-    real_judge, real_package = _stage.judge, _stage.package
+    real_judge, real_settle, real_package = _stage.judge, _stage.settle, _stage.package
 
-    def judge(*a, **k):
-        judged.append(1)
-        return real_judge(*a, **k)
+    def counted(real, into):
+        def step(*a, **k):
+            into.append(real.__name__)
+            return real(*a, **k)
 
-    def package(*a, **k):
-        packaged.append(1)
-        return real_package(*a, **k)
+        return step
 
-    monkeypatch.setattr(_stage, "judge", judge)
-    monkeypatch.setattr(_stage, "package", package)
+    monkeypatch.setattr(_stage, "judge", counted(real_judge, judged))
+    monkeypatch.setattr(_stage, "settle", counted(real_settle, judged))
+    monkeypatch.setattr(_stage, "package", counted(real_package, packaged))
     res = ex.explain(X[:3], 2, **opts)  # a batch: the long path
-    assert (len(judged), len(packaged)) == (1, 1)
+    # judged (with or without a re-aim policy: LVQ's route settles, then the stage judges
+    # what is certified already), packaged once
+    assert judged and set(judged) <= {"judge", "settle"} and len(packaged) == 1
     assert isinstance(res, fastcf.CounterfactualBatch)
     assert np.asarray(res.info["exact"]).dtype == bool
 
@@ -153,3 +155,36 @@ def test_verify_is_one_word_in_every_family(iris, family):
     res = ex.explain(X[0], 2, verify="model", **opts)
     assert res.success
     assert ex.model.predict(res.x[None])[0] == 2
+
+
+def test_trees_re_aim_a_refused_answer_without_trusting_the_copy(iris, monkeypatch):
+    """The tree program prunes with its parsed copy; where the model refuses the answer, the
+    stage's judge refuses it and the family's re-aim (``trees._Distrust``) solves the row again
+    with every candidate confirmed by the model (``trust=False``)."""
+    from fastcf import trees as trees_module
+    from fastcf._trees import answer as tree_answer
+
+    X, y = iris
+    forest = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    ex = fastcf.TreeExplainer(forest)
+    real = trees_module.TreeExplainer._in_target
+    calls = {"n": 0}
+
+    def refuses_twice(self, Xq, tidx, proba=None, memo=None):
+        calls["n"] += 1
+        if calls["n"] <= 2:  # the program's confirmation and the stage's judge: refused
+            return np.zeros(Xq.shape[0], dtype=bool)
+        return real(self, Xq, tidx, proba, memo)
+
+    trusts = []
+    real_answer = tree_answer.answer
+
+    def recorded(ex_, Xq, tidx, names, options, memo=None):
+        trusts.append(options.get("trust", True))
+        return real_answer(ex_, Xq, tidx, names, options, memo)
+
+    monkeypatch.setattr(trees_module.TreeExplainer, "_in_target", refuses_twice)
+    monkeypatch.setattr(tree_answer, "answer", recorded)
+    res = ex.explain(X[0], 2)
+    assert trusts == [True, False]  # solved, refused, solved again without trust
+    assert res.success and forest.predict(res.x[None])[0] == 2

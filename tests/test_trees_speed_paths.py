@@ -159,8 +159,8 @@ def test_each_stage_alone_keeps_the_optimum(forest, switch, monkeypatch):
             def confirm(x, t=int(tidx[0])):
                 return bool(ex._in_target(x[None], np.array([t]))[0])
 
-            a = prog.solve(Xq[0], int(tidx[0]), q.lo[0], q.hi[0], q, confirm,
-                           trust=switch != "distrust")  # fmt: skip
+            q = q._replace(trust=switch != "distrust")
+            a = prog.solve(Xq[0], int(tidx[0]), q.lo[0], q.hi[0], q, confirm)
             ref, _ = tree_cells_brute_force(model, x0, target)
             assert _same(a.distance, ref), (a.distance, ref, a.message)
 

@@ -355,6 +355,9 @@ class TreeProgram(Program):
                 return self.confirm(*self.decode(x, orders, coords), q, (x0, k0))
 
             ans = prog.solve(xc, int(q.target), lo, hi, tq, confirm)
+            if not ans.confirmed:  # the pipeline refused the trusted incumbent (rare): this
+                # plan again, every candidate confirmed before it prunes
+                ans = prog.solve(xc, int(q.target), lo, hi, tq._replace(trust=False), confirm)
             runs += ans.runs
             nodes += ans.nodes
             if ans.status not in (int(Status.INFEASIBLE), int(Status.UNREACHABLE)):

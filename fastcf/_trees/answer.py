@@ -65,7 +65,7 @@ def answer(ex, X, tidx, names, options, memo=None):
     q = query(ex, X, names, o["region"], o["proba"], o["metric"], o["weights"], o["frozen"],
               o["bounds"], o["max_changes"])  # fmt: skip
     limit = check_scalar(o["time_limit"], "time_limit", lo=0.0, lo_open=True, allow_none=True)
-    q = q._replace(time_limit=limit)
+    q = q._replace(time_limit=limit, trust=bool(o.get("trust", True)))
     if plausible is not False:
         return _plausible(ex, X, tidx, q, plausible)
     if method == "auto":
@@ -236,7 +236,8 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
         nit=np.array([a.runs for a in answers], dtype=np.int64),
         method="milp" if exact else "incumbent",
         message=[a.message for a in answers],
-        certified=success.copy(),  # each success was confirmed by the model's predict
+        # each success the model's predict confirmed (an unconfirmed one: for the judge)
+        certified=success & np.array([a.confirmed for a in answers], dtype=bool),
         info={
             "gap": np.array([a.gap for a in answers], dtype=np.float64),
             "bound": np.array([a.bound for a in answers], dtype=np.float64),

@@ -99,6 +99,7 @@ class Answer(NamedTuple):
     gap: float  # relative gap between the answer and the bound (0: proven optimal)
     bound: float  # a lower bound on the distance
     nodes: int  # branch-and-bound nodes, all runs
+    confirmed: bool = True  # a success the model's predict confirmed (False: for the judge)
 
 
 class Program(Structure):
@@ -216,15 +217,17 @@ class Program(Structure):
             return self._answer(inc, x0, q, 0, lb, 0, None)
         return self._answer(inc, x0, q, 0, lb, 0, {"kind": "quick", "limit": False})
 
-    def solve(self, x0, t, lo, hi, q, confirm, plain=False, trust=True) -> Answer:
+    def solve(self, x0, t, lo, hi, q, confirm, plain=False) -> Answer:
         """Answer one query: x̄ ``x0`` (D,), target index ``t``, box ``lo``/``hi`` (D,).
 
         ``confirm(x) -> bool``: the model's own verdict on a candidate (its ``predict``, and
         ``predict_proba`` for ``proba=``). ``plain``: the full program, without incumbent,
-        reductions or cutoff (the baseline of the benchmarks). ``trust``: prune with the
+        reductions or cutoff (the baseline of the benchmarks). ``q.trust``: prune with the
         incumbent before the model confirms it (the library's arithmetic, checked against the
         model when the explainer was built, already accepts it); it is confirmed when it is
-        the answer, and if the model refused it the query is solved again with ``trust=False``.
+        the answer, and if the model refused it the answer says so (``confirmed=False``): the
+        stage's judge refuses it and the family's re-aim solves the query again with
+        ``trust=False`` (:class:`fastcf.trees._Distrust`).
         """
         begin = time.perf_counter()
         if plain:
@@ -237,14 +240,15 @@ class Program(Structure):
             alive[self.b_leaf[miss]] = False
             red = Reduced(c.ka, c.kb, alive, np.zeros(self.forest.n_trees, bool), 0.0, False)
         else:
-            inc, C, c, points, lforms = self.start(x0, t, lo, hi, q, None if trust else confirm)
+            inc, C, c, points, lforms = self.start(x0, t, lo, hi, q, None if q.trust else confirm)
             rho = C * (1.0 - CUTOFF) if inc is not None else math.inf
             red = None if inc is not None and C == 0.0 else reduce(self, c, rho, lforms)
 
         def incumbent_answer(runs, bound, nodes, out):
-            if trust and not confirm(inc):  # pragma: no cover - the parsed copy is checked
-                return self.solve(x0, t, lo, hi, q, confirm, trust=False)
-            return self._answer(inc, x0, q, runs, bound, nodes, out)
+            ans = self._answer(inc, x0, q, runs, bound, nodes, out)
+            if q.trust and not confirm(inc):  # (the parsed copy is checked: rare)
+                return ans._replace(confirmed=False)
+            return ans
 
         if red is None:  # x̄ itself
             return incumbent_answer(0, 0.0, 0, None)
@@ -256,7 +260,7 @@ class Program(Structure):
             br = branch(self, c, points, x0, rho, lforms, accept, q, budget, deadline)
             searched = br.nodes
             # (trust: a new answer is confirmed with the incumbent's, at the end)
-            ok = br.x is None or trust or confirm(br.x)
+            ok = br.x is None or q.trust or confirm(br.x)
             if br.x is not None and ok:
                 inc, C = br.x, br.cost
             if br.done and ok and inc is not None:

@@ -34,6 +34,9 @@ class TreeQuery(NamedTuple):
     proba: float | None
     time_limit: float | None
     constrained: bool  # frozen/bounds/max_changes/proba given: no answer is "infeasible"
+    #: prune with the parsed copy before the model confirms (False: the stage's re-aim of an
+    #: answer the model refused, every candidate confirmed before it prunes)
+    trust: bool = True
 
 
 def coord_cost(d, w, metric):
