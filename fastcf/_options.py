@@ -84,7 +84,7 @@ OPTIONS = {
     "solver": _o("query", "lvq", "a cvxpy solver name"),
     "tol": _o("query", "linear lvq", "the solver's tolerance"),
     "max_iter": _o("query", "linear lvq", "the solver's iteration limit"),
-    "verify": _o("query", "linear lvq trees", '"fold" or "model": who confirms a success'),
+    "verify": _o("query", "all", '"fold" or "model": who confirms a success'),
     # ---- the explainer (construction)
     "immutable": _o("build", "tabular", "columns that never change"),
     "increase_only": _o("build", "tabular", "columns that may only increase"),

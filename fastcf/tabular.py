@@ -318,6 +318,7 @@ class TabularExplainer(BaseExplainer):
         metric="manhattan",
         frozen=None,
         exact=True,
+        verify="fold",
     ):
         """Find the cheapest change of the row(s) that the model puts in ``target``.
 
@@ -394,6 +395,10 @@ class TabularExplainer(BaseExplainer):
         exact : bool, default=True
             Accepted as every family takes it: the programs are exact either way, and
             ``info["exact"]`` says so for every success.
+        verify : {"fold", "model"}, default="fold"
+            Who confirms a success: for a tabular model both are the pipeline's own
+            ``predict`` (and ``predict_proba`` for ``proba=``) on the answer DataFrame, the
+            word every family takes (:mod:`fastcf._options`).
 
         Returns
         -------
@@ -429,7 +434,7 @@ class TabularExplainer(BaseExplainer):
         """
         r = read_request(self, x, target, region, proba, margin, max_changes, allowed,
                          transitions, missing, time_limit, plausible, metric, frozen,
-                         exact)  # fmt: skip
+                         exact, verify)  # fmt: skip
         arrays = answers(
             self, r.frame, r.tidx, r.form, bounds, r.allow, r.frozen, r.max_changes, r.keep,
             r.time_limit, r.plausible,
@@ -461,6 +466,7 @@ class TabularExplainer(BaseExplainer):
         metric="manhattan",
         frozen=None,
         exact=True,
+        verify="fold",
     ):
         """Up to ``k`` alternative answers for each row, cheapest first (flipsets).
 
@@ -479,7 +485,7 @@ class TabularExplainer(BaseExplainer):
             :meth:`fastcf.LinearExplainer.enumerate` does.
         region, proba, margin, bounds, allowed, transitions, max_changes, missing, metric
             As in :meth:`explain`.
-        frozen, exact
+        frozen, exact, verify
             As in :meth:`explain`.
         time_limit, plausible
             As in :meth:`explain` (``time_limit``: for each program of the enumeration; a
@@ -498,7 +504,7 @@ class TabularExplainer(BaseExplainer):
         max_nodes = check_int(max_nodes, "max_nodes", lo=1)
         r = read_request(self, x, target, region, proba, margin, max_changes, allowed,
                          transitions, missing, time_limit, plausible, metric, frozen,
-                         exact)  # fmt: skip
+                         exact, verify)  # fmt: skip
         out = [
             row_alternatives(self, r.frame.iloc[[i]], r.tidx[i : i + 1], r.form, bounds, r.allow,
                              r.max_changes, max_nodes, k, r.keep, r.time_limit, r.plausible,

@@ -188,3 +188,16 @@ def test_trees_re_aim_a_refused_answer_without_trusting_the_copy(iris, monkeypat
     res = ex.explain(X[0], 2)
     assert trusts == [True, False]  # solved, refused, solved again without trust
     assert res.success and forest.predict(res.x[None])[0] == 2
+
+
+def test_verify_is_one_word_in_the_tabular_family():
+    import pandas as pd
+
+    X = pd.DataFrame({"a": np.arange(20.0), "b": np.arange(20.0) % 3})
+    model = LogisticRegression().fit(X, X.a > 9.5)
+    tx = fastcf.TabularExplainer(model, X)
+    with pytest.raises(ValueError, match="verify must be 'fold' or 'model'"):
+        tx.explain(X.iloc[[0]], True, verify="always")
+    res = tx.explain(X.iloc[[0]], True, verify="model")
+    assert res.success and bool(model.predict(res.x)[0])
+    assert tx.enumerate(X.iloc[[0]], True, k=1, verify="model")[0].success

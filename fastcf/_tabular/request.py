@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from .._confirm import check_verify
 from .._validation import check_exact, check_int, check_probability, check_scalar
 from .columns import resolve_names
 from .options import read_rows, resolve_allowed, resolve_targets
@@ -37,14 +38,15 @@ class Request(NamedTuple):
 
 def read_request(ex, x, target, region, proba, margin, max_changes, allowed, transitions,
                  missing, time_limit, plausible, metric="manhattan", frozen=None,
-                 exact=True):  # fmt: skip
+                 exact=True, verify="fold"):  # fmt: skip
     """Return the :class:`Request` of a query to the explainer ``ex``.
 
-    ``metric``, ``frozen`` and ``exact`` are the words every family takes
+    ``metric``, ``frozen``, ``exact`` and ``verify`` are the words every family takes
     (:mod:`fastcf._options`): the tabular cost is the weighted Manhattan one (``metric`` must
-    say so), ``frozen`` holds columns for this query on top of ``immutable``, and the programs
+    say so), ``frozen`` holds columns for this query on top of ``immutable``, the programs
     are exact whatever ``exact`` says (and with no ``time_limit`` for a linear or prototype
-    program, which is solved to optimality in milliseconds).
+    program, which is solved to optimality in milliseconds), and the judge is the pipeline's
+    own ``predict`` whatever ``verify`` says.
     """
     if metric != "manhattan":
         raise ValueError(
@@ -53,6 +55,7 @@ def read_request(ex, x, target, region, proba, margin, max_changes, allowed, tra
             'metric="manhattan" (the default)'
         )
     check_exact(exact, None)
+    check_verify(verify, ex.model)
     held = ex._frozen().copy()
     held[resolve_names(frozen, ex._schema.columns, "frozen")] = True
     frame, single = read_rows(ex._schema, x)
