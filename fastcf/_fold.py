@@ -28,9 +28,14 @@ parameters, not only which attributes exist. ``tests/test_fold.py`` checks every
 step's own ``transform`` over the parameters that change its arithmetic.
 
 A fold is only as good as this table, so an explainer built from a fitted model checks it once
-against the model itself (:func:`check_scores`): the folded scores against the model's
-``decision_function`` (and the folded probabilities against ``predict_proba``) on probe rows, and
-refuses the model, naming its steps, where they differ by more than rounding.
+against the model itself (:func:`check_scores`, the one check of every fold, LinearExplainer's and
+TabularExplainer's): the folded scores against the model's ``decision_function`` (and the folded
+probabilities against ``predict_proba``) on probe rows, and refuses the model, naming its steps,
+where they differ by more than rounding. "Rounding" is one rule, :func:`tolerance`: a bound on
+what the model's step-by-step arithmetic and the fold's can each round, in units of the size of
+the terms the steps add up (:class:`Terms`, the chain ``|A| |M_L| ⋯ |M_1| |x| + …``, which the
+fold computes beside the scores) and of the precision the model computes in
+(:func:`rounding_eps`: float32 where its columns are).
 """
 
 from __future__ import annotations
@@ -49,6 +54,10 @@ __all__ = [
     "pipeline_parts",
     "rounding_eps",
     "term_scale",
+    "Terms",
+    "tolerance",
+    "step_name",
+    "check_fitted",
 ]
 
 #: the steps :func:`step_map` folds, for messages and docs
@@ -169,15 +178,33 @@ class Affine:
         return out if self.offset is None else out + self.offset
 
 
-def _name(step):
+def step_name(step):
+    """Return a step's name for messages: its class name, or the string (``"passthrough"``)."""
     return step if isinstance(step, str) else type(step).__name__
 
 
-def _fitted(step, attr, where):
-    if getattr(step, attr, None) is None and not hasattr(step, attr):
+def check_fitted(step, attr, where):
+    """Raise ``NotFittedError`` naming ``where`` if ``step`` has no fitted attribute ``attr``.
+
+    Parameters
+    ----------
+    step : estimator
+    attr : str
+        An attribute ``fit`` sets (``"scale_"``, ``"categories_"``, ...).
+    where : str
+        Where the step sits, for the message.
+
+    Examples
+    --------
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> check_fitted(StandardScaler(), "scale_", "step 'sc'")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    sklearn.exceptions.NotFittedError: step 'sc': StandardScaler is not fitted; call fit first
+    """
+    if not hasattr(step, attr):
         from sklearn.exceptions import NotFittedError
 
-        raise NotFittedError(f"{where}: {_name(step)} is not fitted; call fit first")
+        raise NotFittedError(f"{where}: {step_name(step)} is not fitted; call fit first")
 
 
 def _vec(v, n, default):
@@ -200,7 +227,7 @@ def _select(n, select):
 def _check_n(step, n, where):
     n_fit = getattr(step, "n_features_in_", None)
     if n_fit is not None and n_fit != n:
-        raise TypeError(f"{where}: {_name(step)} was fitted on {n_fit} features; it gets {n}")
+        raise TypeError(f"{where}: {step_name(step)} was fitted on {n_fit} features; it gets {n}")
 
 
 def step_map(step, n, where="pipeline step"):
@@ -237,13 +264,13 @@ def step_map(step, n, where="pipeline step"):
     """
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return _diag(n, np.ones(n))
-    name = _name(step)
+    name = step_name(step)
     if isinstance(step, str):
         raise TypeError(f"{where}: unknown step {step!r}; supported: {AFFINE_STEPS}")
     _check_n(step, n, where)
     if name in ("StandardScaler", "RobustScaler"):
         # (f − center) / scale, each part only where the step's parameters use it
-        _fitted(step, "n_features_in_", where)
+        check_fitted(step, "n_features_in_", where)
         if name == "StandardScaler":
             center = step.mean_ if step.with_mean else None
             scale = step.scale_ if step.with_std else None
@@ -255,17 +282,17 @@ def step_map(step, n, where="pipeline step"):
         center = None if center is None else _vec(center, n, 0.0)
         return _diag(n, 1.0 / _vec(scale, n, 1.0), center=center)
     if name == "MinMaxScaler":
-        _fitted(step, "scale_", where)
+        check_fitted(step, "scale_", where)
         if step.clip:
             raise TypeError(
                 f"{where}: MinMaxScaler(clip=True) is not affine; refit with clip=False"
             )
         return _diag(n, _vec(step.scale_, n, 1.0), offset=_vec(step.min_, n, 0.0))
     if name == "MaxAbsScaler":
-        _fitted(step, "scale_", where)
+        check_fitted(step, "scale_", where)
         return _diag(n, _vec(step.scale_, n, 1.0), divide=True)
     if name in ("PCA", "TruncatedSVD"):
-        _fitted(step, "components_", where)
+        check_fitted(step, "components_", where)
         C = np.array(step.components_, dtype=np.float64)
         center = None
         if name == "PCA":
@@ -286,7 +313,7 @@ def step_map(step, n, where="pipeline step"):
             center = np.asarray(step.mean_, dtype=np.float64)
         return Affine(n_in=n, n_out=C.shape[0], matrix=C, center=center)
     if name == "SimpleImputer":
-        _fitted(step, "statistics_", where)
+        check_fitted(step, "statistics_", where)
         stats = np.asarray(step.statistics_)
         keep = np.ones(n, dtype=bool)
         if stats.dtype.kind == "f" and not getattr(step, "keep_empty_features", False):
@@ -352,7 +379,7 @@ def _maps(steps, n_in):
     maps = []
     n = n_in
     for name, step in steps:
-        where = f"pipeline step {name!r} ({_name(step)})"
+        where = f"pipeline step {name!r} ({step_name(step)})"
         if n is None:
             n = getattr(step, "n_features_in_", None)
             if n is None:
@@ -371,8 +398,50 @@ def _maps(steps, n_in):
     return maps, n
 
 
-def fold_scores(steps, A, b, n_in):
-    """Return ``(A', b')``: scores ``A f + b`` of the last step's output as scores of raw input.
+@dataclass(frozen=True)
+class Terms:
+    """The size of the terms a model adds up on a row ``x``, ``T(x) = A |x| + b``, and its depth.
+
+    The pipeline computes its scores step by step, ``a_k (M_L (⋯ (M_1 (x − c_1) + o_1) ⋯) − c_L)
+    + o_L) + b_k``, and each step rounds relative to the size of *its* terms, which the fold's
+    cancellations can hide (a whitening PCA divides by √variance and its components cancel in the
+    folded A; a MinMaxScaler of data far from 0 adds an offset that cancels the scaled value). T
+    is the same chain with every matrix, center and offset replaced by its absolute value,
+    ``|a_k| |M_L| ⋯ |M_1| |x| + …``: it bounds the magnitude of every intermediate term of every
+    step, and :func:`tolerance` allows a few units of roundoff of it per layer.
+
+    Attributes
+    ----------
+    A : ndarray of shape (K, D)
+        ``|A| |M_L| ⋯ |M_1|``, non-negative.
+    b : ndarray of shape (K,)
+        The chain's constant part, ``|b| + |A| (|o_L| + |M_L| |c_L|) + …``, non-negative.
+    depth : int
+        The layers of the model that round: each step with arithmetic (a selection only copies
+        its input) and the classifier.
+    width : int
+        The longest sum a layer computes: at most the largest number of features in or out of
+        any layer.
+    """
+
+    A: np.ndarray
+    b: np.ndarray
+    depth: int = 1
+    width: int = 1
+
+    @classmethod
+    def of_classifier(cls, A, b):
+        """Return the terms of a bare classifier's scores ``A f + b``: ``|A| |f| + |b|``."""
+        A = np.abs(np.asarray(A, dtype=np.float64))
+        return cls(A, np.abs(np.asarray(b, dtype=np.float64)), 1, max(A.shape[1], 1))
+
+    def scale(self, X):
+        """Return ``T`` on the rows of ``X`` (n, D), shape (n, K)."""
+        return np.abs(np.asarray(X, dtype=np.float64)) @ self.A.T + self.b
+
+
+def fold_scores(steps, A, b, n_in, terms=None):
+    """Return ``(A', b', terms')``: scores ``A f + b`` of the last step's output, of raw input.
 
     Parameters
     ----------
@@ -382,6 +451,16 @@ def fold_scores(steps, A, b, n_in):
     b : ndarray of shape (K,)
     n_in : int or None
         The number of raw input features (None: the first step's ``n_features_in_``).
+    terms : Terms, optional
+        The terms of ``A f + b`` (default :meth:`Terms.of_classifier`; a classifier that is
+        itself folded, a OneVsRestClassifier of pipelines, passes its own).
+
+    Returns
+    -------
+    A' : ndarray of shape (K, n_in)
+    b' : ndarray of shape (K,)
+    terms' : Terms
+        The size of the terms the pipeline adds up (the same chain, in absolute values).
 
     Raises
     ------
@@ -392,36 +471,25 @@ def fold_scores(steps, A, b, n_in):
     if n is not None and n != A.shape[1]:
         last = maps[-1][0] if maps else "the input"
         raise TypeError(f"the classifier reads {A.shape[1]} features; {last} makes {n}")
+    terms = Terms.of_classifier(A, b) if terms is None else terms
+    At, bt, depth, width = terms.A, terms.b, terms.depth, terms.width
     for _, m in reversed(maps):
         A, b = m.fold(A, b)
-    return np.ascontiguousarray(A, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64)
+        At, bt = m.magnitude().fold(At, bt)
+        depth += m.select is None  # a selection copies: no rounding
+        width = max(width, m.n_in, m.n_out)
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    return A, b, Terms(np.asarray(At, np.float64), np.asarray(bt, np.float64), depth, width)
 
 
 def term_scale(steps, A, b, n_in, X):
     """Return the size of the terms the pipeline adds up on rows ``X``, shape (n, K).
 
-    The pipeline computes ``A (M_L (… (M_1 (x − c_1) + o_1) …) − c_L) + o_L) + b`` step by step,
-    and each step rounds relative to the size of *its* terms, which a fold's cancellations can
-    hide (a whitening PCA divides by √variance and its components cancel in ``A'``). So the
-    scale is the same chain with every matrix, center and offset replaced by its absolute value,
-    ``|A| |M_L| ⋯ |M_1| |x| + …``: it bounds the magnitude of every intermediate term, and the
-    rounding of the model's arithmetic is a few units of roundoff times it.
-
-    Parameters
-    ----------
-    steps : list of (name, step)
-    A : ndarray of shape (K, n_out)
-        The classifier's own coefficients (before folding).
-    b : ndarray of shape (K,)
-    n_in : int or None
-    X : ndarray of shape (n, D)
-        The raw rows.
+    :class:`Terms` of the pipeline whose classifier has scores ``A f + b`` (its own
+    coefficients, before folding), on the raw rows ``X`` (n, D).
     """
-    maps, _ = _maps(steps, n_in)
-    A, b = np.abs(A), np.abs(b)
-    for _, m in reversed(maps):
-        A, b = m.magnitude().fold(A, b)
-    return np.abs(X) @ A.T + b
+    return fold_scores(steps, np.atleast_2d(A), np.atleast_1d(b), n_in)[2].scale(X)
 
 
 def probe_rows(steps, n, rows=None, k=64, seed=0):
@@ -439,7 +507,7 @@ def probe_rows(steps, n, rows=None, k=64, seed=0):
             return R
     loc, spread = np.zeros(n), np.ones(n)
     first = steps[0][1] if steps else None
-    name = _name(first) if first is not None else ""
+    name = step_name(first) if first is not None else ""
 
     def _get(attr):
         v = getattr(first, attr, None)
@@ -497,28 +565,85 @@ def rounding_eps(steps, R):
     return eps
 
 
+def tolerance(T, eps, depth, width):
+    """Return how far a fold's scores may lie from the model's own by rounding alone.
+
+    ``(2·depth + 1) · (width + 2) · eps · T``, the one rule of every fold's check.
+
+    Each layer of the model computes ``y = M (f − c) + o`` (the classifier: ``A f + b``) with
+    sums of at most ``width`` products, so its computed ``y`` is off by at most
+    ``γ_{width+2} (|M| (|f| + |c|) + |o|)``, with ``γ_k = k u / (1 − k u)`` and u the unit
+    roundoff of its precision (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1:
+    any order of summation, blocked BLAS and FMA included). Carried to the scores by the later
+    layers' ``|M|``, each layer's error is at most ``γ_{width+2} T`` (T: :class:`Terms`, the
+    chain of absolute values), so the model's scores are within ``depth · γ_{width+2} T`` of
+    the exact ones. The fold composes the same maps (``depth − 1`` products, each rounding
+    relative to the same chain) and evaluates ``A' x + b'`` once (``|A'| |x| + |b'| ≤ T``):
+    within ``depth · γ_{width+2} T`` as well. The two differ by at most
+    ``2 depth γ_{width+2} T ≈ depth (width + 2) eps T`` (eps = 2u); the rule allows twice that
+    and one layer more (second-order terms, the product of a tabular level, a float64 input the
+    steps round to float32). It is a bound, not an estimate: a fold the check refuses differs
+    from the model by more than any rounding of these steps can make.
+
+    Parameters
+    ----------
+    T : ndarray
+        The size of the terms of each score (:meth:`Terms.scale`).
+    eps : float
+        Machine epsilon of the precision the model computes in (:func:`rounding_eps`).
+    depth, width : int
+        :attr:`Terms.depth`, :attr:`Terms.width`.
+
+    Returns
+    -------
+    ndarray
+        Shaped as ``T``.
+
+    Examples
+    --------
+    >>> float(tolerance(1.0, 2.0**-52, depth=2, width=3)) / 2.0**-52
+    25.0
+    """
+    rule = (2.0 * depth + 1.0) * (width + 2.0) * eps
+    return rule * np.asarray(T, dtype=np.float64) + np.finfo(np.float64).tiny
+
+
 def check_scores(
-    model, A, b, R, *, probabilistic, steps=(), scale=None, factor=1.0, what="the folded model"
-):
-    """Check the scores ``A x + b`` against the model's own on rows ``R``; refuse where they differ.
+    model, R, s, T, *, depth, width, steps=(), names=None, probabilistic=False, factor=1.0,
+    proto_class=None, what="the folded model",
+):  # fmt: skip
+    """Check a fold's scores against the model's own on rows ``R``; refuse beyond rounding.
+
+    The one check of every fold: :func:`fastcf.adapters.check_linear_model` (LinearExplainer)
+    and :func:`fastcf._tabular.fold.check_fold` (TabularExplainer, prototype models included)
+    both call it, with the scores and the :class:`Terms` of their own fold; the tolerance is
+    :func:`tolerance`'s, in the precision the model computes in (:func:`rounding_eps`).
 
     Parameters
     ----------
     model : estimator
         The fitted model the user gave (a classifier or a Pipeline ending in one).
-    A, b : ndarray
-        The folded scores (one row: ``classes[1]`` iff the score > 0).
-    R : ndarray of shape (n, D) or DataFrame
-        Probe rows in the model's input format.
-    probabilistic : bool
-        Whether ``predict_proba`` should be the sigmoid/softmax of the scores; checked too.
+    R : ndarray or DataFrame of shape (n, D)
+        The rows, in the model's input format.
+    s : ndarray of shape (n, K)
+        The fold's scores on ``R`` (one column: ``classes[1]`` iff the score > 0). A prototype
+        model: one column per prototype, ``−d_p(x)`` up to a term common to every prototype.
+    T : ndarray of shape (n, K)
+        The size of the terms of each score (of each prototype's distance).
+    depth, width : int
+        Of the fold (:class:`Terms`).
     steps : list of (name, step)
-        The preprocessing steps, named in the message.
-    scale : ndarray of shape (n, K), optional
-        The size of the largest term of each score (rounding is judged relative to it);
-        default ``|R| |A|ᵀ + |b|``.
+        The preprocessing steps (the precision the model computes in is theirs).
+    names : str, optional
+        The steps, for the message (default: the names of ``steps``).
+    probabilistic : bool, default=False
+        Whether ``predict_proba`` should be the sigmoid/softmax of the scores; checked too.
     factor : float, default=1.0
         The scores are ``factor`` times the model's ``decision_function``.
+    proto_class : ndarray of int, optional
+        A prototype model: the class of each column of ``s``. Its ``decision_function`` is
+        ``d_0 − d_1`` (binary) or ``−d_c`` per class, ``d_c`` the distance to the class's nearest
+        prototype.
     what : str
         What is checked, for the message.
 
@@ -527,32 +652,25 @@ def check_scores(
     TypeError
         If the scores (or probabilities) differ by more than rounding.
     """
-    if R.shape[0] == 0:
+    n = R.shape[0]
+    if n == 0:
         return
-    X = R.to_numpy(dtype=np.float64) if hasattr(R, "to_numpy") else np.asarray(R, np.float64)
-    if not hasattr(R, "columns") and getattr(model, "feature_names_in_", None) is not None:
-        import pandas as pd  # a model fitted on a DataFrame warns on bare arrays
-
-        R = pd.DataFrame(X, columns=list(model.feature_names_in_))
-    s = X @ A.T + b
-    if scale is None:
-        scale = np.abs(X) @ np.abs(A).T + np.abs(b)
+    s = np.asarray(s, dtype=np.float64).reshape(n, -1)
+    T = np.asarray(T, dtype=np.float64).reshape(n, -1)
+    if names is None:
+        names = ", ".join(step_name(st) for _, st in steps) or "none"
     eps = rounding_eps(steps, R)
-    width = max(A.shape[1], 1)
-    # rounding: the model and the fold sum the same terms in other orders and groupings (each
-    # step rounds), so allow a few ulps of the largest term per feature, floored at 64
-    tol = (64.0 + 4.0 * width) * eps * (scale + np.abs(s)) + np.finfo(np.float64).tiny
-    names = ", ".join(_name(st) for _, st in steps) or "none"
     if hasattr(model, "decision_function"):
-        d = np.asarray(model.decision_function(R), dtype=np.float64).reshape(X.shape[0], -1)
-        d = d * factor
+        d = np.asarray(model.decision_function(R), dtype=np.float64).reshape(n, -1) * factor
+        if proto_class is not None:
+            s, T = _class_scores(s, T, proto_class, d)
         if d.shape != s.shape:
             raise TypeError(
                 f"{what}: the model's decision_function has shape {d.shape}; the fold gives "
                 f"{s.shape}"
             )
         _refuse_where(
-            np.abs(d - s) > tol, d, s, names,
+            np.abs(d - s) > tolerance(T, eps, depth, width), d, s, names,
             f"{what} does not reproduce the model's decision_function (score",
         )  # fmt: skip
     if probabilistic and hasattr(model, "predict_proba"):
@@ -565,12 +683,27 @@ def check_scores(
         else:
             e = np.exp(s - s.max(axis=1, keepdims=True))
             q = e / e.sum(axis=1, keepdims=True)
-        # p is a smooth function of the scores with slope ≤ 1/2: the scores' rounding bounds it
-        ptol = tol.max(axis=1, keepdims=True) + 1e3 * eps
+        # p is a smooth function of the scores with slope ≤ 1/2: the scores' rounding bounds it,
+        # and the exp and the normalisation round each probability by a few eps
+        ptol = tolerance(T, eps, depth, width).max(axis=1, keepdims=True) + 1e3 * eps
         _refuse_where(
             np.abs(p - q) > ptol, p, q, names,
             f"{what}: the model's predict_proba is not the sigmoid/softmax of its scores (p =",
         )  # fmt: skip
+
+
+def _class_scores(s, T, proto_class, d):
+    """Return a prototype model's per-prototype scores as its ``decision_function``, and terms.
+
+    The fold's best score per class is ``xᵀΛx − d_c`` (``xᵀΛx`` common to all classes): binary
+    ``d_0 − d_1`` is ``best_1 − best_0``; multiclass ``−d_c`` is ``best_c − best_0 − d_0``, with
+    the model's own ``d_0``. Each entry is then off by the rounding of two prototypes' distances
+    (the model's and the fold's): at most twice the largest of the row's terms.
+    """
+    n_classes = int(np.max(proto_class)) + 1 if d.shape[1] == 1 else d.shape[1]
+    best = np.column_stack([s[:, proto_class == c].max(axis=1) for c in range(n_classes)])
+    s = best[:, 1:2] - best[:, :1] if d.shape[1] == 1 else best - best[:, :1] + d[:, :1]
+    return s, np.broadcast_to(2.0 * T.max(axis=1, keepdims=True), s.shape)
 
 
 def _refuse_where(bad, got, want, names, head):

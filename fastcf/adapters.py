@@ -35,11 +35,11 @@ import numpy as np
 from ._catalog import SCORE_MODELS, signpost
 from ._fold import (
     AFFINE_STEPS,
+    Terms,
     check_scores,
     fold_scores,
     pipeline_parts,
     probe_rows,
-    term_scale,
 )
 from ._validation import as_float_array
 
@@ -47,6 +47,8 @@ __all__ = [
     "check_linear_arrays",
     "check_linear_model",
     "linear_model_arrays",
+    "linear_model_fold",
+    "score_factor",
     "SUPPORTED_LINEAR",
     "PROBABILISTIC_LINEAR",
 ]
@@ -167,10 +169,10 @@ def _ovr_arrays(clf):
             "a multilabel OneVsRestClassifier predicts a set of labels per sample, not one class: "
             "no fastcf explainer takes multilabel models"
         )
-    rows, offsets, probs = [], [], []
+    rows, offsets, probs, terms = [], [], [], []
     for i, est in enumerate(clf.estimators_):
         try:
-            A, b, _, p = _classifier_arrays(est)
+            A, b, _, p, t = _classifier_arrays(est)
         except TypeError as exc:
             raise TypeError(
                 f"OneVsRestClassifier: estimator {i} ({type(est).__name__}) is not supported: {exc}"
@@ -183,24 +185,37 @@ def _ovr_arrays(clf):
         rows.append(A[0])
         offsets.append(b[0])
         probs.append(p)
+        terms.append(t)
     # predict: argmax of the estimators' decision functions (ties to the first, as np.argmax);
     # binary (one estimator): classes_[1] iff its score > 0. predict_proba normalises the
     # estimators' probabilities: the estimator's own sigmoid when binary, not a softmax else
     probabilistic = len(rows) == 1 and probs[0]
-    return np.vstack(rows), np.asarray(offsets), np.asarray(clf.classes_), probabilistic
+    # each estimator's terms (an estimator may be a pipeline, folded on its own)
+    stacked = Terms(
+        np.vstack([t.A for t in terms]),
+        np.concatenate([t.b for t in terms]),
+        max(t.depth for t in terms),
+        max(t.width for t in terms),
+    )
+    return (
+        np.vstack(rows), np.asarray(offsets), np.asarray(clf.classes_), probabilistic, stacked,
+    )  # fmt: skip
 
 
 def _classifier_arrays(clf):
-    """Return (A, b, classes, probabilistic) of a classifier, or of a Pipeline ending in one."""
+    """Return (A, b, classes, probabilistic, terms) of a classifier, or of a Pipeline ending in one.
+
+    ``terms``: the :class:`~fastcf._fold.Terms` of its scores (the size of the terms it adds up).
+    """
     name = type(clf).__name__
     if name == "Pipeline":
-        return _pipeline_arrays(clf)
-    if name in _SCORE_MODELS:
-        return _linear_classifier_arrays(clf, name)
-    if name in ("SVC", "NuSVC"):
-        return _svc_arrays(clf, name)
+        return linear_model_fold(clf)
     if name == "OneVsRestClassifier":
         return _ovr_arrays(clf)
+    if name in _SCORE_MODELS or name in ("SVC", "NuSVC"):
+        arrays = _linear_classifier_arrays if name in _SCORE_MODELS else _svc_arrays
+        A, b, classes, probabilistic = arrays(clf, name)
+        return A, b, classes, probabilistic, Terms.of_classifier(A, b)
     if name == "OneVsOneClassifier":
         raise TypeError(
             "OneVsOneClassifier predicts by one-vs-one voting, not the argmax of affine scores; "
@@ -214,12 +229,41 @@ def _signpost(model):
     return signpost(model)
 
 
-def _pipeline_arrays(model):
-    """Return (A, b, classes, probabilistic) of a Pipeline, its affine steps folded in."""
+def linear_model_fold(model):
+    """Return ``(A, b, classes, probabilistic, terms)`` of a model, a Pipeline's steps folded in.
+
+    The one fold of a model: the scores of its classifier composed with its steps' maps
+    (:func:`fastcf._fold.fold_scores`), beside the size of the terms the model adds up to compute
+    them (``terms``, a :class:`~fastcf._fold.Terms`: the scale of its rounding, from its own
+    coefficients). A bare classifier (no steps) is its own arrays.
+
+    Parameters
+    ----------
+    model : estimator
+        As :func:`linear_model_arrays` takes.
+
+    Returns
+    -------
+    A, b, classes, probabilistic
+        As :func:`linear_model_arrays` returns them.
+    terms : Terms
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X = np.array([[100.0, 1.0], [101.0, 3.0], [102.0, 2.0], [103.0, 5.0]]); y = [0, 0, 1, 1]
+    >>> pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    >>> A, b, classes, probabilistic, terms = linear_model_fold(pipe)
+    >>> terms.depth, bool(np.all(terms.scale(X) >= np.abs(X) @ np.abs(A).T + np.abs(b)))
+    (2, True)
+    """
     steps, clf = pipeline_parts(model)
-    A, b, classes, probabilistic = _classifier_arrays(clf)
-    A, b = fold_scores(steps, A, b, getattr(model, "n_features_in_", None))
-    return A, b, classes, probabilistic
+    A, b, classes, probabilistic, terms = _classifier_arrays(clf)
+    A, b, terms = fold_scores(steps, A, b, getattr(model, "n_features_in_", None), terms)
+    return A, b, classes, probabilistic, terms
 
 
 def check_linear_arrays(A, b, classes=None, feature_names=None):
@@ -277,8 +321,11 @@ def check_linear_arrays(A, b, classes=None, feature_names=None):
     return A, b, classes, feature_names
 
 
-def linear_model_arrays(model):
+def linear_model_arrays(model, *, with_terms=False):
     """Return ``(A, b, classes, feature_names, probabilistic)`` of a fitted linear classifier.
+
+    ``with_terms``: also the size of the terms the model adds up (the :class:`~fastcf._fold.Terms`
+    of :func:`linear_model_fold`, last), for :func:`check_linear_model` without a second fold.
 
     Parameters
     ----------
@@ -323,9 +370,8 @@ def linear_model_arrays(model):
     >>> np.allclose(X @ A.T + b, svm.decision_function(X)[:, None]), probabilistic
     (True, False)
     """
+    A, b, classes, probabilistic, terms = linear_model_fold(model)
     steps, clf = pipeline_parts(model)
-    A, b, classes, probabilistic = _classifier_arrays(clf)
-    A, b = fold_scores(steps, A, b, getattr(model, "n_features_in_", None))
     names = getattr(model, "feature_names_in_", None)
     if names is None and steps:
         names = getattr(steps[0][1], "feature_names_in_", None)
@@ -333,7 +379,8 @@ def linear_model_arrays(model):
         names = getattr(clf, "feature_names_in_", None) if not steps else None
     if names is not None:
         names = np.asarray([str(n) for n in names], dtype=object)
-    return np.ascontiguousarray(A), np.ascontiguousarray(b), classes, names, bool(probabilistic)
+    out = (np.ascontiguousarray(A), np.ascontiguousarray(b), classes, names, bool(probabilistic))
+    return out + (terms,) if with_terms else out
 
 
 def model_name(model):
@@ -381,11 +428,17 @@ def not_probabilistic(source, asked):
     )
 
 
-def _score_factor(clf):
+def score_factor(clf):
     """Return the factor between fastcf's scores and the classifier's ``decision_function``.
 
     2 for a two-class LogisticRegression(multi_class="multinomial") (scikit-learn < 1.8), whose
     scores :func:`_linear_classifier_arrays` doubles; 1 otherwise.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> score_factor(LogisticRegression().fit([[0.0], [1.0]], [0, 1]))
+    1.0
     """
     name = type(clf).__name__
     if name in ("LogisticRegression", "LogisticRegressionCV") and hasattr(clf, "classes_"):
@@ -394,7 +447,7 @@ def _score_factor(clf):
     return 1.0
 
 
-def check_linear_model(model, A, b, probabilistic, rows=None):
+def check_linear_model(model, A, b, probabilistic, rows=None, terms=None):
     """Check folded scores ``A x + b`` against the fitted model itself, once.
 
     The scores must reproduce the model's own ``decision_function`` (and, when
@@ -409,11 +462,15 @@ def check_linear_model(model, A, b, probabilistic, rows=None):
         Its folded scores (:func:`linear_model_arrays`).
     probabilistic : bool
     rows : array_like of shape (n, D), optional
+    terms : Terms, optional
+        The size of the model's terms, as :func:`linear_model_fold` returns it beside the scores
+        (default: folded again from the model).
 
     Raises
     ------
     TypeError
-        If they differ by more than rounding (the message names the pipeline's steps).
+        If they differ by more than rounding (:func:`fastcf._fold.tolerance`; the message names
+        the pipeline's steps).
 
     Examples
     --------
@@ -428,19 +485,26 @@ def check_linear_model(model, A, b, probabilistic, rows=None):
     TypeError: the folded model (LogisticRegression) does not reproduce the model's ...
     """
     steps, clf = pipeline_parts(model)
+    if terms is None:  # the model's own terms: the scale of its rounding
+        terms = linear_model_fold(model)[4]
     n = A.shape[1]
     # at most ~2²² numbers of probe rows (a 10⁵-feature model gets 32 rows)
     k = int(min(64, max(8, (1 << 22) // max(n, 1))))
     R = probe_rows(steps, n, rows=rows, k=k)
-    A0, b0, _, _ = _classifier_arrays(clf)  # the classifier's own terms, for the rounding scale
+    X = R.to_numpy(dtype=np.float64) if hasattr(R, "to_numpy") else np.asarray(R, np.float64)
+    if not hasattr(R, "columns") and getattr(model, "feature_names_in_", None) is not None:
+        import pandas as pd  # a model fitted on a DataFrame warns on bare arrays
+
+        R = pd.DataFrame(X, columns=list(model.feature_names_in_))
     check_scores(
         model,
-        A,
-        b,
         R,
-        probabilistic=probabilistic,
+        X @ A.T + b,
+        terms.scale(X),
+        depth=terms.depth,
+        width=max(terms.width, n),
         steps=steps,
-        scale=term_scale(steps, A0, b0, n, R),
-        factor=_score_factor(clf),
+        probabilistic=probabilistic,
+        factor=score_factor(clf),
         what=f"the folded model ({model_name(model)})",
     )

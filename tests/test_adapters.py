@@ -123,3 +123,28 @@ def test_pandas_feature_names_and_to_frame():
         ex.explain(bad, 1, proba=0.9)
     batch = ex.explain(X.iloc[:5], 1, region=True)
     assert batch.feature_names is not None and len(batch.to_frame()) == 5
+
+
+def test_one_vs_rest_of_pipelines_is_judged_on_each_estimators_terms():
+    """A OneVsRestClassifier of pipelines: each estimator is folded with the size of its own
+    terms (whitening on data far from 0), so the check does not refuse it for its rounding;
+    a folded coefficient 1e-6 off is still refused."""
+    from fastcf.adapters import check_linear_model, linear_model_fold
+
+    rng = np.random.default_rng(3)
+    X = 1e5 + 10.0 ** rng.uniform(-3, 3, 6) * rng.standard_normal((150, 6))
+    y = np.digitize(X[:, 0] - X[:, 0].mean(), [-1e-3, 1e-3])
+    inner = make_pipeline(StandardScaler(), PCA(whiten=True), LogisticRegression(max_iter=2000))
+    model = fit_quiet(OneVsRestClassifier(inner), X, y)
+    ex = LinearExplainer(model).fit_mad(X)
+    assert ex.coef_.shape == (3, 6)
+    A, b, _, prob, terms = linear_model_fold(model)
+    assert terms.depth == 3 and terms.A.shape == A.shape
+    assert np.all(terms.scale(X) >= np.abs(X) @ np.abs(A).T + np.abs(b))
+    k, j = np.unravel_index(np.argmax(np.abs(A) * np.abs(X).max(axis=0)), A.shape)
+    A2 = A.copy()
+    A2[k, j] *= 1 + 1e-6
+    check_linear_model(model, A, b, prob, rows=X, terms=terms)  # (the terms of the same fold)
+    for given in (None, terms):
+        with pytest.raises(TypeError, match="does not reproduce"):
+            check_linear_model(model, A2, b, prob, rows=X, terms=given)

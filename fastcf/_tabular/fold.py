@@ -35,7 +35,13 @@ Anything else raises a ``TypeError`` that names the step. An encoder must receiv
 (an imputer before it is fine); a column both encoded and used as a number is refused. The fold
 is checked once against the model's own ``decision_function`` on training rows
 (:func:`check_fold`), so a step whose arithmetic is not what this module assumes is refused
-rather than explained wrongly.
+rather than explained wrongly. The check is the one of every fold
+(:func:`fastcf._fold.check_scores`, with its one rounding rule :func:`fastcf._fold.tolerance`):
+beside each expression the walk keeps the size of the terms the steps add up to compute it
+(:class:`FoldTerms`), so the rounding allowed is that of the steps' own arithmetic.
+
+:class:`Raw`, :class:`Walk` and :func:`apply_step` are shared with the tree fold
+(:mod:`fastcf._tabular.treefold`), which walks the same steps for the columns' kinds.
 """
 
 from __future__ import annotations
@@ -44,10 +50,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._fold import AFFINE_STEPS, pipeline_parts, rounding_eps, step_map
-from ..adapters import linear_model_arrays
+from .._fold import (
+    AFFINE_STEPS,
+    check_fitted,
+    check_scores,
+    pipeline_parts,
+    step_map,
+    step_name,
+)
+from ..adapters import linear_model_fold, score_factor
 
-__all__ = ["Fold", "fold_model", "check_fold", "SUPPORTED_STEPS"]
+__all__ = [
+    "Fold",
+    "FoldTerms",
+    "fold_model",
+    "check_fold",
+    "SUPPORTED_STEPS",
+    "Raw",
+    "Walk",
+    "apply_step",
+]
 
 SUPPORTED_STEPS = (
     f"{AFFINE_STEPS}, OneHotEncoder, OrdinalEncoder, 'drop', ColumnTransformer and Pipeline of "
@@ -60,7 +82,7 @@ _ENCODERS = ("OneHotEncoder", "OrdinalEncoder")
 _NO_FILL = object()  # a raw column that no imputer has filled on its way
 
 
-class _Raw:
+class Raw:
     """A raw column of the input DataFrame, untouched so far (but perhaps imputed).
 
     ``fill``: the value a ``SimpleImputer`` on the way puts in a missing cell (the column is
@@ -78,17 +100,119 @@ class _Lin:
     """An affine expression ``const + Σ coef[key] · var[key]`` over the program's variables.
 
     Keys: ``("num", c)`` for numeric column c, ``("cat", c, k)`` for category k of column c.
+
+    Beside it, the size of the terms the steps add up to compute it (:class:`FoldTerms`):
+    ``mconst + Σ mag[key] · |var[key]|``, the same chain in absolute values (an encoder's 0/1
+    or code is exact: its own size), and ``depth``, the steps that rounded it.
     """
 
-    __slots__ = ("coef", "const")
+    __slots__ = ("coef", "const", "mag", "mconst", "depth")
 
-    def __init__(self, coef, const):
+    def __init__(self, coef, const, mag=None, mconst=None, depth=0):
         self.coef = coef
         self.const = float(const)
+        self.mag = {k: abs(v) for k, v in coef.items()} if mag is None else mag
+        self.mconst = abs(self.const) if mconst is None else float(mconst)
+        self.depth = depth
 
-    def scaled(self, s, t):
-        """Return ``s · self + t``."""
-        return _Lin({k: s * v for k, v in self.coef.items()}, s * self.const + t)
+    def scaled(self, s, t, t_size):
+        """Return ``s · self + t``; ``t_size``: the size of the terms that make up ``t``."""
+        a = abs(s)
+        return _Lin(
+            {k: s * v for k, v in self.coef.items()},
+            s * self.const + t,
+            {k: a * v for k, v in self.mag.items()},
+            a * self.mconst + t_size,
+            self.depth + 1,
+        )
+
+
+@dataclass(frozen=True)
+class FoldTerms:
+    """The size of the terms a tabular model adds up, as a map of its program's variables.
+
+    The tabular side of :class:`fastcf._fold.Terms`: each feature the classifier reads is
+    ``F_i(v) = Σ_j E[i, j] |v_j| + c[i]``, the chain of the steps' absolute values (a numeric
+    column's value ``|x_c|``, a category's indicator 0 or 1: an encoder's output is exact), in
+    the variables' layout of the fold (``numeric``, ``cat_cols``, ``cat_start``, kept as they
+    were folded: :func:`fastcf._tabular.grid.with_levels` later turns a numeric column into an
+    ordinal block, read back here). A linear classifier's scores have terms
+    ``|A| F + |b|``. A prototype model computes the distance ``‖Ω (f − w_p)‖²`` of the features
+    f (``Ω`` = I for GLVQ): its own rounding is relative to ``‖|Ω| a_p‖²`` with
+    ``a_p = |f| + |w_p|``, and it carries the steps' rounding of f (relative to F) by its
+    gradient ``2 Λ (f − w_p)``: so its terms are ``2 (|Ω| a_p)ᵀ (|Ω| F) + ‖|Ω| a_p‖²``, which
+    also bound the fold's (``2 |Λ w_p|ᵀ F + |w_p|ᵀ |Λ| |w_p|``). f is the features' value, from
+    the fold's own expressions (``Ef``, ``cf``).
+
+    Attributes
+    ----------
+    numeric, cat_cols, cat_start : ndarray of int
+        The variables' layout when folded.
+    E : ndarray of shape (n_features, n_vars)
+    c : ndarray of shape (n_features,)
+    A, b : ndarray or None
+        ``|A|``, ``|b|`` of a linear classifier.
+    omega, protos : ndarray or None
+        ``|Ω|`` (None: the identity) and ``|W|`` of a prototype model.
+    depth, width : int
+        The layers that round (steps and the classifier) and the longest sum of one.
+    Ef, cf : ndarray or None
+        A prototype model: the features ``f = Ef v + cf`` (signed), shaped as ``E`` and ``c``.
+    """
+
+    numeric: np.ndarray
+    cat_cols: np.ndarray
+    cat_start: np.ndarray
+    E: np.ndarray
+    c: np.ndarray
+    A: np.ndarray | None
+    b: np.ndarray | None
+    omega: np.ndarray | None
+    protos: np.ndarray | None
+    depth: int
+    width: int
+    Ef: np.ndarray | None = None
+    cf: np.ndarray | None = None
+
+    def variables(self, fold, V):
+        """Return the rows ``V`` of ``fold``'s variables in this layout (the values, signed)."""
+        V = np.asarray(V, dtype=np.float64)
+        same = np.array_equal(fold.numeric, self.numeric) and np.array_equal(
+            fold.cat_cols, self.cat_cols
+        )
+        if same and np.array_equal(fold.cat_start, self.cat_start):
+            return V
+        n_now, n_num = fold.numeric.size, self.numeric.size
+        block = {int(c): j for j, c in enumerate(fold.cat_cols)}
+        now = {int(c): j for j, c in enumerate(fold.numeric)}
+
+        def cols(c):
+            j = block[int(c)]
+            return slice(n_now + fold.cat_start[j], n_now + fold.cat_start[j + 1])
+
+        U = np.zeros((V.shape[0], n_num + int(self.cat_start[-1])))
+        for j, c in enumerate(self.numeric):
+            # a numeric column given levels= is an ordinal block: its value, the level it picks
+            x = V[:, now[int(c)]] if int(c) in now else V[:, cols(c)] @ fold.labels[int(c)]
+            U[:, j] = x
+        for j, c in enumerate(self.cat_cols):
+            U[:, n_num + self.cat_start[j] : n_num + self.cat_start[j + 1]] = V[:, cols(c)]
+        return U
+
+    def scale(self, fold, V):
+        """Return the size of the terms of each score on the rows ``V``, shape (n, K).
+
+        A prototype model: of each prototype's distance, shape (n, P).
+        """
+        U = self.variables(fold, V)
+        F = np.abs(U) @ self.E.T + self.c
+        if self.protos is None:
+            return F @ self.A.T + self.b
+        f = np.abs(U @ self.Ef.T + self.cf)
+        a = f[:, None, :] + self.protos[None, :, :]  # a_p = |f| + |w_p|: (n, P, n_features)
+        if self.omega is not None:
+            a, F = a @ self.omega.T, F @ self.omega.T
+        return 2.0 * np.einsum("npr,nr->np", a, F) + np.einsum("npr,npr->np", a, a)
 
 
 @dataclass
@@ -125,6 +249,9 @@ class Fold:
         statistic of the ``SimpleImputer`` (missing values NaN/None, no ``add_indicator``) that
         every path of the column through the steps passes before any other step. A column
         absent here cannot be missing in a query row.
+    terms : FoldTerms or None
+        The size of the terms the model adds up (the scale of its rounding, for
+        :func:`check_fold`); None for a fold without scores (a tree model's).
     """
 
     kinds: dict
@@ -140,9 +267,10 @@ class Fold:
     steps: list = field(default_factory=list)
     proto_class: np.ndarray | None = None
     fill: dict = field(default_factory=dict)
+    terms: FoldTerms | None = None
 
 
-class _Walk:
+class Walk:
     """The state of one fold: column kinds and labels, found while walking the steps."""
 
     def __init__(self, X, ordered):
@@ -153,6 +281,7 @@ class _Walk:
         self.ranks = {}
         self.steps = []
         self.fills = {}  # column position -> the fill of each path that reads it
+        self.width = X.shape[1]  # the longest sum of a step so far (FoldTerms.width)
 
     def consume(self, f):
         """Record how a path that reads raw column ``f`` fills its missing cells."""
@@ -199,13 +328,9 @@ def _is_numeric_dtype(dtype):
     return pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype)
 
 
-def _name(step):
-    return step if isinstance(step, str) else type(step).__name__
-
-
-def _apply(step, feats, walk, where):
-    """Return the features that ``step`` makes of ``feats`` (a list of _Raw / _Lin)."""
-    name = _name(step)
+def apply_step(step, feats, walk, where):
+    """Return the features that ``step`` makes of ``feats`` (a list of Raw / _Lin)."""
+    name = step_name(step)
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return feats
     if isinstance(step, str) and step == "drop":
@@ -215,7 +340,7 @@ def _apply(step, feats, walk, where):
     walk.steps.append(name)
     if name == "Pipeline":
         for sub_name, sub in step.steps:
-            feats = _apply(sub, feats, walk, f"{where} > step {sub_name!r} ({_name(sub)})")
+            feats = apply_step(sub, feats, walk, f"{where} > step {sub_name!r} ({step_name(sub)})")
         return feats
     if name == "ColumnTransformer":
         return _column_transformer(step, feats, walk, where)
@@ -233,7 +358,7 @@ def _affine(step, feats, walk, where):
     if m.select is not None:  # raw columns pass a selection as they are (an imputer, an encoder)
         fills = _imputer_fills(step, len(feats))
         return [
-            (_Raw(feats[j].col, fills[j]) if fills is not None and isinstance(feats[j], _Raw)
+            (Raw(feats[j].col, fills[j]) if fills is not None and isinstance(feats[j], Raw)
              and feats[j].fill is _NO_FILL else feats[j]) if j >= 0 else _Lin({}, 0.0)
             for j in m.select
         ]  # fmt: skip
@@ -242,19 +367,29 @@ def _affine(step, feats, walk, where):
         return feats  # the identity (FunctionTransformer()): raw columns stay raw
     lins = [walk.numeric(f, where) for f in feats]
     shift = m.shift
+    # the size of the terms of the shift: |offset| + |M| |center| (the step's own arithmetic)
+    shift_size = m.magnitude().shift
+    walk.width = max(walk.width, m.n_in, m.n_out)
     if m.scale is not None:
         s = 1.0 / m.scale if m.divide else m.scale
-        return [f.scaled(si, ti) for f, si, ti in zip(lins, s, shift, strict=True)]
+        return [
+            f.scaled(si, ti, ui) for f, si, ti, ui in zip(lins, s, shift, shift_size, strict=True)
+        ]
     out = []
-    for row, c in zip(m.matrix, shift, strict=True):
-        coef, const = {}, float(c)
+    for row, c, u in zip(m.matrix, shift, shift_size, strict=True):
+        coef, const, mag, mconst, depth = {}, float(c), {}, float(u), 0
         for c_i, f in zip(row, lins, strict=True):
             if c_i == 0.0:
                 continue
             const += c_i * f.const
             for key, v in f.coef.items():
                 coef[key] = coef.get(key, 0.0) + c_i * v
-        out.append(_Lin(coef, const))
+            a = abs(c_i)
+            mconst += a * f.mconst
+            for key, v in f.mag.items():
+                mag[key] = mag.get(key, 0.0) + a * v
+            depth = max(depth, f.depth)
+        out.append(_Lin(coef, const, mag, mconst, depth + 1))
     return out
 
 
@@ -265,7 +400,7 @@ def _imputer_fills(step, n):
     sentinel such as -1 is a value the query may hold) or that adds indicator columns (a
     missing cell then changes a feature the fold holds at 0).
     """
-    if _name(step) != "SimpleImputer" or getattr(step, "add_indicator", False):
+    if step_name(step) != "SimpleImputer" or getattr(step, "add_indicator", False):
         return None
     if not _missing(step.missing_values):
         return None
@@ -286,15 +421,8 @@ def _same(a, b):
         return a is b
 
 
-def _fitted(step, attr, where):
-    if not hasattr(step, attr):
-        from sklearn.exceptions import NotFittedError
-
-        raise NotFittedError(f"{where}: {type(step).__name__} is not fitted; call fit first")
-
-
 def _column_transformer(ct, feats, walk, where):
-    _fitted(ct, "transformers_", where)
+    check_fitted(ct, "transformers_", where)
     index = getattr(ct, "_transformer_to_input_indices", None)
     if index is None:  # pragma: no cover - scikit-learn < 1.1
         raise TypeError(f"{where}: this scikit-learn's ColumnTransformer is too old (< 1.2)")
@@ -310,10 +438,10 @@ def _column_transformer(ct, feats, walk, where):
         if sl.stop == sl.start:
             continue
         sub = [feats[i] for i in index[tname]]
-        res = _apply(trans, sub, walk, f"{where} > transformer {tname!r} ({_name(trans)})")
+        res = apply_step(trans, sub, walk, f"{where} > transformer {tname!r} ({step_name(trans)})")
         if len(res) != sl.stop - sl.start:
             raise TypeError(
-                f"{where} > transformer {tname!r}: {_name(trans)} makes {sl.stop - sl.start} "
+                f"{where} > transformer {tname!r}: {step_name(trans)} makes {sl.stop - sl.start} "
                 f"features, the fold {len(res)}; this step is not supported"
             )
         out[sl] = res
@@ -334,10 +462,10 @@ def _probe_frame(step, values_per_col):
 
 def _encoder(step, name, feats, walk, where):
     """Return the expressions of an encoder's outputs over its columns' indicators."""
-    _fitted(step, "categories_", where)
+    check_fitted(step, "categories_", where)
     cols = []
     for f in feats:
-        if not isinstance(f, _Raw):
+        if not isinstance(f, Raw):
             raise TypeError(
                 f"{where}: {name} must receive raw columns (an imputer before it is fine), not "
                 "the output of a numeric step"
@@ -437,25 +565,25 @@ def fold_model(model, X):
         clf_name, clf = model.steps[-1]
     else:
         pre, clf_name, clf = [], "classifier", model
-    proto_class = None
+    proto_class = omega = terms = None
     if _is_lvq(clf):
-        A, b, classes, proto_class = _prototype_scores(clf, clf_name)
+        A, b, classes, proto_class, omega = _prototype_scores(clf, clf_name)
         probabilistic = False
     else:
         try:
-            A, b, classes, _, probabilistic = linear_model_arrays(clf)
+            A, b, classes, probabilistic, terms = linear_model_fold(clf)
         except TypeError as exc:
             raise TypeError(
-                f"the classifier {clf_name!r} ({_name(clf)}) is not supported: {exc}"
+                f"the classifier {clf_name!r} ({step_name(clf)}) is not supported: {exc}"
             ) from exc
     ordered = {}
     for i, dt in enumerate(X.dtypes):
         if isinstance(dt, pd.CategoricalDtype) and dt.ordered:
             ordered[i] = list(dt.categories)
-    walk = _Walk(X, ordered)
-    feats = [_Raw(i) for i in range(X.shape[1])]
+    walk = Walk(X, ordered)
+    feats = [Raw(i) for i in range(X.shape[1])]
     for name, step in pre:
-        feats = _apply(step, feats, walk, f"pipeline step {name!r} ({_name(step)})")
+        feats = apply_step(step, feats, walk, f"pipeline step {name!r} ({step_name(step)})")
     feats = [walk.numeric(f, f"the classifier {clf_name!r}") for f in feats]
     if len(feats) != A.shape[1]:
         raise TypeError(
@@ -473,12 +601,29 @@ def fold_model(model, X):
             pos[("cat", int(c), k)] = n_num + int(cat_start[j]) + k
     E = np.zeros((len(feats), n_num + int(cat_start[-1])))
     const = np.zeros(len(feats))
+    E_size, c_size = np.zeros_like(E), np.zeros(len(feats))  # FoldTerms: the sizes of the terms
     for i, f in enumerate(feats):
         const[i] = f.const
+        c_size[i] = f.mconst
         for key, v in f.coef.items():
             E[i, pos[key]] += v
+        for key, v in f.mag.items():
+            E_size[i, pos[key]] += v
     G = np.ascontiguousarray(A @ E)
     g = np.ascontiguousarray(A @ const + b)
+    depth = max((f.depth for f in feats), default=0)
+    width = max(walk.width, E.shape[0], E.shape[1], 1)
+    if terms is not None:  # a linear classifier (perhaps itself folded): its own terms
+        depth, width = depth + terms.depth, max(width, terms.width)
+        scales = (terms.A, terms.b, None, None)
+    else:  # a prototype model: Ω (f − w_p), then its squared norm
+        depth, width = depth + 2, max(width, 0 if omega is None else omega.shape[0])
+        absolute = None if omega is None else np.abs(omega)
+        scales = (None, None, absolute, np.abs(np.asarray(clf.prototypes_, dtype=np.float64)))
+    fold_terms = FoldTerms(
+        numeric, cat_cols, cat_start, E_size, c_size, *scales, depth, width,
+        *((E, const) if proto_class is not None else ()),
+    )  # fmt: skip
     return Fold(
         kinds=walk.kinds,
         labels=walk.labels,
@@ -493,6 +638,7 @@ def fold_model(model, X):
         steps=walk.steps,
         proto_class=proto_class,
         fill=walk.fill(),
+        terms=fold_terms,
     )
 
 
@@ -503,20 +649,21 @@ def _is_lvq(clf):
 
 
 def _prototype_scores(clf, clf_name):
-    """Return ``(A, b, classes, proto_class)``: affine prototype scores of a GLVQ/GMLVQ model.
+    """Return ``(A, b, classes, proto_class, omega)``: the prototype scores of a GLVQ/GMLVQ.
 
     ``d_p(x) = (x − w_p)ᵀΛ(x − w_p) = xᵀΛx − (2Λw_p)ᵀx + w_pᵀΛw_p`` with Λ = ΩᵀΩ (the identity
     for GLVQ): the nearest prototype has the largest ``s_p = (2Λw_p)ᵀx − w_pᵀΛw_p``, an affine
     function of x, since ``xᵀΛx`` is common to every prototype.
     """
-    where = f"the classifier {clf_name!r} ({_name(clf)})"
-    _fitted(clf, "prototypes_", where)
+    where = f"the classifier {clf_name!r} ({step_name(clf)})"
+    check_fitted(clf, "prototypes_", where)
     if type(clf).__name__ == "LGMLVQ":
         raise TypeError(
             f"{where} is not supported: its local matrices make the class boundaries quadratic, "
             "not linear; explain it with fastcf.lvq.LVQExplainer (continuous features)"
         )
     W = np.asarray(clf.prototypes_, dtype=np.float64)
+    omega = None  # (GLVQ: Ω = I)
     if type(clf).__name__ == "GMLVQ":
         omega = np.asarray(clf.omega_, dtype=np.float64)
         LW = (W @ omega.T) @ omega  # rows Λ w_p
@@ -526,11 +673,17 @@ def _prototype_scores(clf, clf_name):
     b = -np.einsum("pd,pd->p", W, LW)
     classes = np.asarray(clf.classes_)
     proto_class = np.searchsorted(classes, np.asarray(clf.prototype_labels_)).astype(np.int64)
-    return A, b, classes, proto_class
+    return A, b, classes, proto_class, omega
 
 
 def check_fold(fold, model, X, V):
     """Check the folded scores against the model's ``decision_function`` on rows ``X``.
+
+    The one check of every fold (:func:`fastcf._fold.check_scores`): the scores ``V Gᵀ + g``
+    against ``decision_function`` (a prototype model: the best score of each class), and the
+    probabilities against ``predict_proba`` where the fold says they are the sigmoid/softmax of
+    the scores, within :func:`fastcf._fold.tolerance` of the size of the terms the model adds up
+    (``fold.terms``) in the precision it computes in (float32 where its columns are).
 
     Parameters
     ----------
@@ -546,32 +699,25 @@ def check_fold(fold, model, X, V):
     TypeError
         If the scores differ by more than rounding: some step is not what the fold assumes.
     """
-    if X.shape[0] == 0 or not hasattr(model, "decision_function"):
+    if X.shape[0] == 0:
         return
-    d = np.asarray(model.decision_function(X), dtype=np.float64).reshape(X.shape[0], -1)
-    s = V @ fold.G.T + fold.g
-    if fold.proto_class is not None:
-        # the model's decision_function: binary d_0 − d_1, else −d_c, d_c the class's nearest
-        # prototype; the fold's best score per class is xᵀΛx − d_c (xᵀΛx common to all)
-        best = np.column_stack(
-            [s[:, fold.proto_class == c].max(axis=1) for c in range(fold.classes.size)]
-        )
-        s = best[:, 1:2] - best[:, :1] if d.shape[1] == 1 else best - best[:, :1] + d[:, :1]
-    if d.shape != s.shape:
-        raise TypeError(
-            f"the model's decision_function has shape {d.shape}; the fold gives {s.shape}"
-        )
-    # rounding: a few ulps of the largest term of each score
-    scale = np.abs(V) @ np.abs(fold.G.T) + np.abs(fold.g) + 1.0
-    if fold.proto_class is not None:
-        scale = scale.max(axis=1, keepdims=True) + np.abs(d).max(axis=1, keepdims=True)
-    err = np.abs(d - s) / scale
-    # a few thousand ulps of the model's own precision: float32 columns stay float32 through
-    # scikit-learn's scalers (7e-8 relative), which is rounding, not a step the fold misreads
-    steps, _ = pipeline_parts(model)
-    if not err.max() <= max(1e-9, 4096 * rounding_eps(steps, X)):
-        raise TypeError(
-            "the folded pipeline does not reproduce the model's decision_function (relative "
-            f"error {err.max():.2g}); one of its steps ({', '.join(fold.steps) or 'none'}) does "
-            "something this fold does not model"
-        )
+    V = np.asarray(V, dtype=np.float64)
+    if fold.terms is not None:
+        T, depth, width = fold.terms.scale(fold, V), fold.terms.depth, fold.terms.width
+    else:  # (a Fold made by hand: the size of its own terms)
+        T, depth, width = np.abs(V) @ np.abs(fold.G.T) + np.abs(fold.g), 1, V.shape[1]
+    steps, clf = pipeline_parts(model)
+    check_scores(
+        model,
+        X,
+        V @ fold.G.T + fold.g,
+        T,
+        depth=depth,
+        width=max(width, V.shape[1]),
+        steps=steps,
+        names=", ".join(fold.steps) or "none",
+        probabilistic=fold.probabilistic,
+        factor=score_factor(clf),
+        proto_class=fold.proto_class,
+        what="the folded pipeline",
+    )

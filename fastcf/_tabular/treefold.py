@@ -200,8 +200,9 @@ def fold_trees(model, X):
     """
     import pandas as pd
 
+    from .._fold import step_name
     from .._trees.parse import parse_model
-    from .fold import Fold, _apply, _name, _Raw, _Walk
+    from .fold import Fold, Raw, Walk, apply_step
 
     if type(model).__name__ == "Pipeline":
         pre_steps, (clf_name, clf) = model.steps[:-1], model.steps[-1]
@@ -211,11 +212,11 @@ def fold_trees(model, X):
         forest = parse_model(clf)
     except (TypeError, ValueError) as exc:
         raise TypeError(
-            f"the classifier {clf_name!r} ({_name(clf)}) is not supported: {exc}"
+            f"the classifier {clf_name!r} ({step_name(clf)}) is not supported: {exc}"
         ) from exc
     if forest.categories is not None:  # set splits: TreeExplainer answers them, not this fold
         raise TypeError(
-            f"the classifier {clf_name!r} ({_name(clf)}) is not supported: its native "
+            f"the classifier {clf_name!r} ({step_name(clf)}) is not supported: its native "
             "categorical features (categorical_features=, categorical_feature=, "
             "enable_categorical=) split by sets of categories; encode "
             "the columns in the pipeline (OneHotEncoder, OrdinalEncoder) instead, or explain "
@@ -226,10 +227,10 @@ def fold_trees(model, X):
         for i, dt in enumerate(X.dtypes)
         if isinstance(dt, pd.CategoricalDtype) and dt.ordered
     }
-    walk = _Walk(X, ordered)
-    feats = [_Raw(i) for i in range(X.shape[1])]
+    walk = Walk(X, ordered)
+    feats = [Raw(i) for i in range(X.shape[1])]
     for name, step in pre_steps:
-        feats = _apply(step, feats, walk, f"pipeline step {name!r} ({_name(step)})")
+        feats = apply_step(step, feats, walk, f"pipeline step {name!r} ({step_name(step)})")
     if len(feats) != forest.n_features:
         raise TypeError(
             f"the classifier {clf_name!r} reads {forest.n_features} features; the steps before "
@@ -241,7 +242,7 @@ def fold_trees(model, X):
     fup = np.ones(len(feats), dtype=bool)
     affine = {}  # numeric feature -> (slope, intercept) of its map, in exact arithmetic
     for j, f in enumerate(feats):
-        if isinstance(f, _Raw):
+        if isinstance(f, Raw):
             f = walk.numeric(f, where)
         cols = {key[1] for key in f.coef}
         if len(cols) > 1:
