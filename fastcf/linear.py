@@ -100,13 +100,14 @@ class LinearExplainer(LinearScores):
         # (every solver), rows with a padded stride in 1.6 — a row-major call either way there
         est = model.steps[-1][1] if hasattr(model, "steps") else model
         columns = by_columns(getattr(est, "coef_", None), default=True)
-        A, b, classes, names, probabilistic = linear_model_arrays(model)
+        A, b, classes, names, probabilistic, terms = linear_model_arrays(model, with_terms=True)
         # the fold is checked against the model itself, once (and again on fit_mad's rows)
-        check_linear_model(model, A, b, probabilistic)
+        check_linear_model(model, A, b, probabilistic, terms=terms)
         self._init_arrays(
             A, b, classes, names, probabilistic, source=model_name(model), columns=columns
         )
         self.model = model
+        self._terms = terms  # the size of the model's terms (fit_mad's check: no second fold)
 
     @classmethod
     def from_arrays(cls, A, b, classes=None, feature_names=None, *, probabilistic=True):

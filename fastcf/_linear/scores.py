@@ -66,7 +66,10 @@ class LinearScores(BaseExplainer):
         if self.model is not None:
             rows = X[:64]
             rows = rows.toarray() if hasattr(rows, "toarray") else rows
-            check_linear_model(self.model, self.coef_, self.intercept_, self.probabilistic_, rows)
+            check_linear_model(
+                self.model, self.coef_, self.intercept_, self.probabilistic_, rows,
+                terms=getattr(self, "_terms", None),
+            )  # fmt: skip
 
     def _check_form(self, lam, proba, region):
         """Raise ``TypeError`` if the model cannot answer this form of query.
