@@ -12,13 +12,17 @@ Every explainer's ``explain`` (and each answer of ``enumerate`` and of a batch) 
                the model's own ``predict``, or fastcf's copy of it where the copy was proven
                equal to the model when the explainer was built)
       re-aim   the rows the judge refuses, solved again further inside by the family's policy
-               (``ex._reaim``), judged again: :func:`settle`, one loop and one budget
+               (an object with ``aim`` and ``solve``: the query record's ``reaim``, or the one
+               the family's route hands to :func:`settle`), judged again: one loop, one budget
       package  one result type, :class:`~fastcf.Counterfactual` or
                :class:`~fastcf.CounterfactualBatch` (:func:`package`); ``verify="model"``
                asks the model itself once more (:func:`finish`)
 
 A family supplies its query record (``_read``), its route (``_solve``), its judge
-(``_in_target``) and its re-aim policy (``_reaim``), and nothing else. The row bookkeeping of a
+(``_in_target``) and its re-aim policy, and nothing else. (The tabular family reads DataFrame
+rows and packages DataFrame answers itself, and runs its judge and policy through
+:func:`settle`; the linear solvers still keep their own rounding loops inside the route:
+``docs/architecture.md`` says which.) The row bookkeeping of a
 :class:`~fastcf.results.Solution` that a re-aim needs (:func:`replace_rows`, :func:`take_rows`,
 :func:`stack`, :func:`fail`) lives here too, written once for every family.
 
@@ -69,6 +73,7 @@ __all__ = [
     "settle",
     "package",
     "finish",
+    "finish_each",
     "run",
     "replace_rows",
     "take_rows",
@@ -210,6 +215,19 @@ def finish(ex, res, verify="fold", proba=None, exact=True):
     if verify == "model":
         res = confirm(ex.model, res, ex.classes_, proba)
     return mark_exact(res, exact)
+
+
+def finish_each(ex, answers, verify="fold", proba=None, exact=True):
+    """Return :func:`finish` of every answer of an enumeration (a list, nested lists, or lazy).
+
+    A list (of answers, or of one list per query) is finished answer by answer; an iterator
+    (``enumerate(..., k=None)``) is finished as it is consumed.
+    """
+    if isinstance(answers, list):
+        return [finish_each(ex, a, verify, proba, exact) for a in answers]
+    if hasattr(answers, "success"):  # one answer
+        return finish(ex, answers, verify, proba, exact)
+    return (finish_each(ex, a, verify, proba, exact) for a in answers)
 
 
 def run(ex, x, target, options, *, verify="fold", exact=True):

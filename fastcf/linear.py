@@ -27,7 +27,6 @@ from ._linear.route import make_query, solved
 from ._linear.scores import LinearScores, by_columns
 from ._validation import check_exact
 from .adapters import check_linear_arrays, check_linear_model, linear_model_arrays
-from .results import mark_exact
 
 __all__ = ["LinearExplainer"]
 
@@ -311,6 +310,7 @@ class LinearExplainer(LinearScores):
         max_nodes=10_000,
         exact=True,
         time_limit=None,
+        verify="fold",
     ):
         """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).
 
@@ -339,6 +339,10 @@ class LinearExplainer(LinearScores):
             are returned then).
         exact, time_limit
             Accepted, as by :meth:`explain` (each answer is exact).
+        verify : {"fold", "model"}, default="fold"
+            As in :meth:`explain`: ``"model"`` asks the model's own ``predict`` (and
+            ``predict_proba`` for ``proba=``) about every answer; one it refuses is kept in
+            its place as a failure (status 4).
 
         Returns
         -------
@@ -358,11 +362,12 @@ class LinearExplainer(LinearScores):
         from ._linear.alternatives import enumerate_answers
 
         check_exact(exact, time_limit)
+        check_verify(verify, self.model)
         alts = enumerate_answers(
             self, x, target, k, lam, proba, region, margin, frozen, weights, bounds, metric,
             max_changes, tol, max_iter, max_nodes,
         )  # fmt: skip
-        return alts if k is None else mark_exact(alts)
+        return _stage.finish_each(self, alts, verify, proba)
 
     def path(
         self,

@@ -201,3 +201,17 @@ def test_verify_is_one_word_in_the_tabular_family():
     res = tx.explain(X.iloc[[0]], True, verify="model")
     assert res.success and bool(model.predict(res.x)[0])
     assert tx.enumerate(X.iloc[[0]], True, k=1, verify="model")[0].success
+
+
+def test_linear_enumerate_takes_verify_and_marks_every_answer(iris):
+    X, y = iris
+    model = LogisticRegression(max_iter=500).fit(X, y)
+    ex = fastcf.LinearExplainer(model)
+    with pytest.raises(ValueError, match="verify must be 'fold' or 'model'"):
+        ex.enumerate(X[0], 2, k=2, region=True, verify="always")
+    alts = ex.enumerate(X[0], 2, k=3, region=True, metric="manhattan", verify="model")
+    assert alts and all(a.success for a in alts)
+    assert all(model.predict(a.x[None])[0] == 2 for a in alts)
+    lazy = ex.enumerate(X[0], 2, k=None, region=True, metric="manhattan", verify="model")
+    first = next(lazy)
+    assert first.info["exact"] and np.array_equal(first.x, alts[0].x)
