@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import BaseExplainer
 from ._tabular.alternatives import row_alternatives
 from ._tabular.columns import Schema, describe, resolve_names
 from ._tabular.fold import fold_model
 from ._tabular.grid import resolve_levels, with_levels
 from ._tabular.milp import Program
+from ._tabular.protocol import FrameExplainer, as_frame
 from ._tabular.request import read_request
 from ._tabular.results import (
     DEPRECATED,
@@ -56,18 +56,7 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _as_frame(X, name):
-    import pandas as pd
-
-    if isinstance(X, pd.DataFrame):
-        return X
-    raise TypeError(
-        f"{name} must be a pandas DataFrame of the raw columns the model was fitted on; got "
-        f"{type(X).__name__}"
-    )
-
-
-class TabularExplainer(BaseExplainer):
+class TabularExplainer(FrameExplainer):
     """Exact recourse for a linear or prototype classifier behind a tabular pipeline.
 
     Parameters
@@ -194,7 +183,7 @@ class TabularExplainer(BaseExplainer):
         resolution=None,
         levels=None,
     ):
-        X = _as_frame(X_train, "X_train")
+        X = as_frame(X_train, "X_train")
         names = getattr(model, "feature_names_in_", None)
         if names is not None:
             missing = [str(c) for c in names if c not in X.columns]
@@ -231,65 +220,6 @@ class TabularExplainer(BaseExplainer):
         self.kinds_, self.resolution_, self.mad_, self.weights_ = describe(self._schema, X)
         self.levels_ = {str(X.columns[c]): v.tolist() for c, v in sorted(lv.items())}
         check_fold_on(self, X)
-
-    #: queries may hold missing cells (imputed by the pipeline, or kept: ``missing=``)
-    _allow_nan = True
-    #: answers on DataFrames (the Dask path of fastcf.distributed takes arrays only)
-    _frames = True
-
-    # ------------------------------------------------------------------ set-up
-    def _model_input(self, frame):
-        return frame if self._frame_input else frame.to_numpy()
-
-    def _array_step(self, step, instead):
-        raise TypeError(
-            f"TabularExplainer does not take {step}: it works on DataFrames of the raw columns "
-            f"({instead})"
-        )
-
-    def fit_mad(self, X):
-        """Not for tabular models: the MAD comes from ``X_train`` at construction.
-
-        Raises
-        ------
-        TypeError
-            Always: ``mad_`` and ``weights_`` are set by ``TabularExplainer(model, X_train)``
-            (build a new explainer for other training data; ``weights=`` sets the cost units).
-
-        Examples
-        --------
-        >>> import numpy as np, pandas as pd
-        >>> from sklearn.linear_model import LogisticRegression
-        >>> X = pd.DataFrame({"a": np.arange(20.0), "b": np.arange(20.0) % 3})
-        >>> tx = TabularExplainer(LogisticRegression().fit(X, X.a > 9.5), X)
-        >>> sorted(tx.mad_)  # set by the constructor, per column
-        ['a', 'b']
-        >>> tx.fit_mad(X)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        TypeError: TabularExplainer does not take fit_mad: ...
-        """
-        self._array_step(
-            "fit_mad", "mad_ and weights_ come from X_train at construction: build "
-            "TabularExplainer(model, X_train) for other data, or pass weights="
-        )  # fmt: skip
-
-    def _queries(self, x, target):
-        self._array_step("array queries", "fastcf._tabular.request.read_request reads them")
-
-    def _in_target(self, X, tidx, proba=None):
-        """Return which rows of the DataFrame ``X`` the model's own ``predict`` puts in target.
-
-        ``tidx``: target indices into ``classes_``; with ``proba``, ``predict_proba`` must also
-        give the target at least ``proba``.
-        """
-        inp = self._model_input(_as_frame(X, "X")[list(self._schema.columns)])
-        tidx = np.asarray(tidx, dtype=np.int64)
-        ok = np.asarray(self.model.predict(inp)) == self.classes_[tidx]
-        if proba is not None:
-            p = np.asarray(self.model.predict_proba(inp), dtype=np.float64)
-            ok &= p[np.arange(tidx.size), tidx] >= proba
-        return ok
 
     def __repr__(self) -> str:
         counts = {}
