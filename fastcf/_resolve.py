@@ -1,19 +1,20 @@
-"""The one re-solve step of every family: answers the model refuses, solved again further inside.
+"""The re-aim formulas of every family: how far inside an answer the model refuses is aimed again.
 
 Every answer is judged in the arithmetic of the model the user gave. A solver aims at the target
 region's boundary plus a margin (or at p_target = τ), and its answer, formed in floating point,
 can land a rounding error short: on the boundary, or an ulp below τ. Such rows are solved again,
-aimed further inside, a bounded number of times. This module is the one place that says how:
+aimed further inside, a bounded number of times. The loop that does it is written once, in the
+stage (:func:`fastcf._stage.reaim`, and :func:`fastcf._stage.settle` around it); this module is
+the one place that says how far each round aims:
 
-* :func:`resolve`: the loop, the same at every call site (none inside another's solve step);
-* :data:`ROUNDS`: how many re-solves a row gets;
+* :data:`ROUNDS`: how many re-solves a row gets (the stage's one budget);
 * :func:`raise_margin`: the margin sequence (twice the rounding need at the answer, at least
   double the margin the answer fell short of, past the solver's own shortfall, above a floor);
 * :func:`raise_log_tau`, :func:`raise_at_least`: the sequence of τ for ``proba=τ``;
 * :data:`TABULAR_MARGINS`: the tabular family's sequence, whose judge is the user's pipeline
   (a black box to the rounding analysis: no rounding need to raise to, fixed steps instead).
 
-What differs between the call sites is only which rows a round picks and how each family
+What differs between the families is only which rows a round picks and how each family
 measures its rounding need (the logits' bound of
 :meth:`fastcf._linear.model._LinearModel.need_of_norm`, the squared distances' of
 :func:`fastcf._lvq.certify.rounding_need`): the rules of a round stay beside the solver whose
@@ -29,7 +30,6 @@ import numpy as np
 __all__ = [
     "ROUNDS",
     "TABULAR_MARGINS",
-    "resolve",
     "raise_margin",
     "raise_log_tau",
     "raise_at_least",
@@ -42,47 +42,6 @@ ROUNDS = 4
 TABULAR_MARGINS = ((1.0, 0.0), (1e2, 1e-6), (1e4, 1e-4))
 
 _EPS = float(np.finfo(float).eps)
-
-
-def resolve(state, pick, solve, merge, rounds=ROUNDS):
-    """Re-solve the rows a round picks, at most ``rounds`` times; return the final state.
-
-    Parameters
-    ----------
-    state : object
-        The answers so far (a :class:`~fastcf.results.Solution`, or a family's arrays).
-    pick : callable
-        ``pick(state, r) -> rows``: the rows round ``r`` solves again (an integer array; empty
-        or None ends the loop). It sets the rows' new margin (or τ) where ``solve`` reads it.
-    solve : callable
-        ``solve(rows) -> sub``: the answers of those rows.
-    merge : callable
-        ``merge(state, rows, sub) -> state``: the state with the rows' new answers (a family
-        may keep a row's old answer where it is already certain and the new one failed).
-    rounds : int, default ROUNDS
-
-    Returns
-    -------
-    object
-        The state after the last round.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> x = np.array([0.5, 2.0, 3.0])  # "answers": a row is refused while below 1
-    >>> def pick(x, r):
-    ...     return np.flatnonzero(x < 1.0)
-    >>> def merge(x, rows, sub):
-    ...     x = x.copy(); x[rows] = sub; return x
-    >>> resolve(x, pick, lambda rows: 2 * x[rows] + 0.5, merge)
-    array([1.5, 2. , 3. ])
-    """
-    for r in range(rounds):
-        rows = pick(state, r)
-        if rows is None or len(rows) == 0:
-            break
-        state = merge(state, rows, solve(rows))
-    return state
 
 
 def raise_margin(margin, need, floor, *, doubled=False, short=None):

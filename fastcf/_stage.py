@@ -21,10 +21,11 @@ Every explainer's ``explain`` (and each answer of ``enumerate`` and of a batch) 
 A family supplies its query record (``_read``), its route (``_solve``), its judge
 (``_in_target``) and its re-aim policy, and nothing else. (The tabular family reads DataFrame
 rows and packages DataFrame answers itself, and runs its judge and policy through
-:func:`settle`; the linear solvers still keep their own rounding loops inside the route:
-``docs/architecture.md`` says which.) The row bookkeeping of a
-:class:`~fastcf.results.Solution` that a re-aim needs (:func:`replace_rows`, :func:`take_rows`,
-:func:`stack`, :func:`fail`) lives here too, written once for every family.
+:func:`settle`. The linear solvers re-aim inside their route, in their own arithmetic — a
+certified rounding bound of fastcf's copy of the model, on the solver's arrays with warm
+starts — through the same loop, :func:`reaim`: ``docs/architecture.md`` says which.) The row
+bookkeeping of a :class:`~fastcf.results.Solution` that a re-aim needs (:func:`replace_rows`,
+:func:`take_rows`, :func:`stack`, :func:`fail`) lives here too, written once for every family.
 
 Examples
 --------
@@ -71,10 +72,12 @@ __all__ = [
     "judged",
     "judge",
     "settle",
+    "reaim",
     "package",
     "finish",
     "finish_each",
     "run",
+    "answer",
     "replace_rows",
     "take_rows",
     "stack",
@@ -167,27 +170,80 @@ def settle(sol, judge_rows, policy, rounds=ROUNDS):
     if cert is not None and np.count_nonzero(cert) == n:
         return sol  # every row certified by a rounding bound (a single query's usual case)
     good = judge_rows(sol, None)
-    bad = sol.success & ~good
-    if not bad.any():  # (the usual case: every success confirmed)
+    if not (sol.success & ~good).any():  # (the usual case: every success confirmed)
         return sol._replace(certified=sol.success.copy())
-    for r in range(rounds if policy is not None else 0):
-        rows = np.flatnonzero(bad)
-        if rows.size == 0:
-            break
-        rows = policy.aim(sol, rows, r)
-        if rows is None or len(rows) == 0:
-            break
-        rows = np.asarray(rows, dtype=np.int64)
-        sub = policy.solve(rows)
-        take = np.flatnonzero(sub.success)
-        if take.size:
-            idx = rows[take]
-            sol = replace_rows(sol, idx, take_rows(sub, take))
-            good[idx] = judge_rows(sol, idx)
-            bad = sol.success & ~good
+    if policy is not None:
+
+        def pick(state, r):
+            s, g = state
+            rows = np.flatnonzero(s.success & ~g)
+            if rows.size == 0:
+                return rows
+            rows = policy.aim(s, rows, r)
+            return None if rows is None else np.asarray(rows, dtype=np.int64)
+
+        def merge(state, rows, sub):
+            s, g = state
+            take = np.flatnonzero(sub.success)  # a failed re-solve keeps the old answer
+            if take.size:
+                idx = rows[take]
+                s = replace_rows(s, idx, take_rows(sub, take))
+                g[idx] = judge_rows(s, idx)
+            return s, g
+
+        sol, good = reaim((sol, good), pick, policy.solve, merge, rounds)
+    bad = sol.success & ~good
     if bad.any():
         sol = _refuse(sol, bad)
     return sol._replace(certified=sol.success.copy())
+
+
+def reaim(state, pick, solve, merge, rounds=ROUNDS):
+    """Re-solve the rows a round picks, at most ``rounds`` times; return the final state.
+
+    The one re-aim loop of the library: :func:`settle` runs it with the family's judge and
+    policy, and the linear solvers run it inside their own arithmetic (their judge is
+    fastcf's copy of the model and its rounding bound, their state the solver's arrays, warm
+    starts included). The rules of a round (how far it aims) are the formulas of
+    :mod:`fastcf._resolve`.
+
+    Parameters
+    ----------
+    state : object
+        The answers so far (a :class:`~fastcf.results.Solution`, or a family's arrays).
+    pick : callable
+        ``pick(state, r) -> rows``: the rows round ``r`` solves again (an integer array; empty
+        or None ends the loop). It sets the rows' new margin (or τ) where ``solve`` reads it.
+    solve : callable
+        ``solve(rows) -> sub``: the answers of those rows.
+    merge : callable
+        ``merge(state, rows, sub) -> state``: the state with the rows' new answers (a family
+        may keep a row's old answer where it is already certain and the new one failed).
+    rounds : int, default ROUNDS
+        The budget: re-solves of a row.
+
+    Returns
+    -------
+    object
+        The state after the last round.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([0.5, 2.0, 3.0])  # "answers": a row is refused while below 1
+    >>> def pick(x, r):
+    ...     return np.flatnonzero(x < 1.0)
+    >>> def merge(x, rows, sub):
+    ...     x = x.copy(); x[rows] = sub; return x
+    >>> reaim(x, pick, lambda rows: 2 * x[rows] + 0.5, merge)
+    array([1.5, 2. , 3. ])
+    """
+    for r in range(rounds):
+        rows = pick(state, r)
+        if rows is None or len(rows) == 0:
+            break
+        state = merge(state, rows, solve(rows))
+    return state
 
 
 # ---------------------------------------------------------------------- package
@@ -233,27 +289,47 @@ def finish_each(ex, answers, verify="fold", proba=None, exact=True):
 def run(ex, x, target, options, *, verify="fold", exact=True):
     """Answer ``explain(x, target, **options)`` through the stage: the body of ``explain``.
 
-    ``options``: the family's query options, read by ``ex._read(X, tidx, names, options)``
-    into its query record ``q``; ``ex._solve(X, tidx, q)`` routes and solves it (and re-aims
-    through :func:`settle`); its ``q.proba`` (None without ``proba=``) is the τ the judge asks,
-    its ``q.in_target`` (where it has one) the judge of this query, else ``ex._in_target``, and
-    its ``q.reaim`` (where it has one) the re-aim policy that :func:`settle` runs here.
-    A family's ``_finish(sol, X, tidx, q)``, where it has one, completes the judged answers
-    (the model's probabilities at them, a message at the data's scale).
+    Read: ``ex._queries(x, target)`` (the rows, whether one was given, the feature names, the
+    target indices), then ``ex._read(X, tidx, names, options)``: the family's query options
+    into its query record ``q``. Then :func:`answer`: route, solve, judge, re-aim, package.
     """
     check_verify(verify, getattr(ex, "model", None))
     X, single, names, tidx = ex._queries(x, target)
     q = ex._read(X, tidx, names, options)
+    return answer(ex, X, tidx, names, single, q, verify=verify, exact=exact)
+
+
+def answer(ex, X, tidx, names, single, q, *, verify="fold", exact=True):
+    """Answer the read query ``q`` of rows ``X``: route, solve, judge, re-aim, package.
+
+    ``ex._solve(X, tidx, q)`` routes and solves it. The judge: ``q.judge_rows(sol, rows)``
+    where the record has one (a family that judges whole answers: the tabular family asks its
+    pipeline of a DataFrame), else ``q.in_target`` or ``ex._in_target`` row by row; its
+    ``q.proba`` (None without ``proba=``) is the τ that judge asks. The re-aim: ``q.reaim``
+    (where it has one) is the policy :func:`settle` runs, for ``q.rounds`` rounds (default
+    :data:`ROUNDS`). A family's ``_finish(sol, X, tidx, q)``, where it has one, completes the
+    judged answers (the model's probabilities at them, a message at the data's scale); its
+    record's ``q.package(sol)``, where it has one, makes its public answer (DataFrame views),
+    else :func:`package`. Last, :func:`finish`.
+    """
     sol = ex._solve(X, tidx, q)
     proba = getattr(q, "proba", None)
-    in_target = getattr(q, "in_target", None) or ex._in_target
     policy = getattr(q, "reaim", None)  # (a family whose route does not re-aim itself)
-    if policy is None:
-        sol = judge(in_target, sol, tidx, proba)
+    judge_rows = getattr(q, "judge_rows", None)
+    if judge_rows is None:
+        in_target = getattr(q, "in_target", None) or ex._in_target
+        if policy is None:
+            sol = judge(in_target, sol, tidx, proba)
+        else:
+            sol = settle(sol, lambda s, rows: judged(in_target, s, tidx, proba, rows), policy)
     else:
-        sol = settle(sol, lambda s, rows: judged(in_target, s, tidx, proba, rows), policy)
+        sol = settle(sol, judge_rows, policy, getattr(q, "rounds", ROUNDS))
     sol = ex._finish(sol, X, tidx, q) if hasattr(ex, "_finish") else sol
-    return finish(ex, package(ex, sol, X, tidx, names, single), verify, proba, exact)
+    own = getattr(q, "package", None)
+    res = own(sol) if own is not None else package(ex, sol, X, tidx, names, single)
+    if own is not None and single:
+        res = res[0]
+    return finish(ex, res, verify, proba, exact)
 
 
 # ---------------------------------------------------------------------- rows of a Solution

@@ -36,7 +36,8 @@ import warnings
 
 import numpy as np
 
-from .._resolve import raise_log_tau, resolve
+from .._resolve import raise_log_tau
+from .._stage import reaim
 from .._status import Status
 from .metric import distances, row_box
 from .reference import softmax_energy
@@ -423,7 +424,7 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
 
 
 def _proba_row(model, x0, k, v, wt, box, proba):
-    """``proba=τ`` of one row in a box, re-solved (:mod:`fastcf._resolve`) where it is short.
+    """``proba=τ`` of one row in a box, re-solved (:func:`fastcf._stage.reaim`) where it is short.
 
     Judged in the model's arithmetic (the bisection's is NumPy's A @ x): short of τ, again for
     log τ raised by twice the shortfall; p_k ≥ τ but the class within rounding of its boundary
@@ -472,7 +473,7 @@ def _proba_row(model, x0, k, v, wt, box, proba):
     def merge(state, _rows, sub):
         return (*sub[:3], state[3] + sub[3])
 
-    return resolve(proba_bounded_one(model, x0, k, v, wt, box, proba), pick, solve, merge)
+    return reaim(proba_bounded_one(model, x0, k, v, wt, box, proba), pick, solve, merge)
 
 
 def _region_fallback(model, x0, k, m, margin, box, D_rows, c):

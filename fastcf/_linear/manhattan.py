@@ -67,7 +67,8 @@ import math
 import numpy as np
 
 from .._kernels import l1 as _l1
-from .._resolve import ROUNDS, raise_at_least, raise_log_tau, resolve
+from .._resolve import ROUNDS, raise_at_least, raise_log_tau
+from .._stage import reaim
 from .._status import Status
 from ..results import Solution
 from .binary import finish as _binary_finish
@@ -410,7 +411,7 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter, rounds=R
         nit[redo] += sub[1]
         return state
 
-    resolve(None, pick, solve, merge, rounds)
+    reaim(None, pick, solve, merge, rounds)
     # the LP's feasibility tolerance, relative to the largest |rhs| of a row in logits (what
     # verify.region raises a margin past, computing the rows' rhs only for the rows it raises)
     info = {
@@ -439,7 +440,7 @@ def _softmax_lam(model, X, tidx, cost, free, bnd, lams, max_iter):
 
 
 def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
-    """``proba=τ`` of a softmax model, with the re-solve step of :mod:`fastcf._resolve`.
+    """``proba=τ`` of a softmax model, re-solved by the stage's loop (:func:`fastcf._stage.reaim`).
 
     Rows that rounding leaves an ulp short of τ (in the row kernels' or BLAS's probabilities)
     are re-solved for a τ a few ulps higher (at most ``ROUNDS`` times).
@@ -500,7 +501,7 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
         nit[redo] += sub[2]
         return state
 
-    resolve(None, pick, solve, merge)
+    reaim(None, pick, solve, merge)
     info = {"gap": gap, "n_moved": np.count_nonzero(Xs != X, axis=1)}
     return _softmax_finish(
         model, X, Xs, tidx, cost, free, nit, status, lamv, None, _DUAL_METHOD, proba, info

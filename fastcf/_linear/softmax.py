@@ -27,8 +27,8 @@ import numpy as np
 from .._kernels import softmax as _sk
 from .._kernels import verdict as _vk
 from .._kernels.linalg import dot as _dot
-from .._resolve import ROUNDS, raise_at_least, raise_log_tau, resolve
-from .._stage import replace_rows
+from .._resolve import ROUNDS, raise_at_least, raise_log_tau
+from .._stage import reaim, replace_rows
 from .._status import Status
 from ..results import CounterfactualPath
 from .metric import distances
@@ -234,7 +234,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
         p[idx] = P[idx, tidx[idx]]
         return state
 
-    resolve(None, pick, solve, merge)
+    reaim(None, pick, solve, merge)
     status[status == _PENDING] = _NUMERIC  # still short of τ after the re-solves
     # (τ at or below p_k(x̄) as the model computes it, not as the search does: the explainer's
     # verify.keep_source puts x̄ itself there)

@@ -19,8 +19,8 @@ import math
 import numpy as np
 
 from .._kernels import verdict as _vk
-from .._resolve import raise_margin, resolve
-from .._stage import replace_rows, take_rows
+from .._resolve import raise_margin
+from .._stage import reaim, replace_rows, take_rows
 from .._status import Status, message, messages
 from ..results import CounterfactualPath, Solution
 
@@ -294,7 +294,7 @@ def region(model, X, tidx, bnd, margin, constrained):
             idx, sub = idx[~keep], take_rows(sub, np.flatnonzero(~keep))
         return replace_rows(sol, idx, sub)
 
-    return resolve(constrained(X, tidx, bnd, margins), pick, solve, merge)
+    return reaim(constrained(X, tidx, bnd, margins), pick, solve, merge)
 
 
 def path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, method, names):
