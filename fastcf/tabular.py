@@ -27,20 +27,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _stage
 from ._tabular.alternatives import row_alternatives
 from ._tabular.columns import Schema, describe, resolve_names
 from ._tabular.fold import fold_model
 from ._tabular.grid import resolve_levels, with_levels
 from ._tabular.milp import Program
 from ._tabular.protocol import FrameExplainer, as_frame
-from ._tabular.request import read_request
+from ._tabular.request import read_options, read_request
 from ._tabular.results import (
     DEPRECATED,
     FrameCounterfactual,
     FrameCounterfactualBatch,
     deprecated_alias,
 )
-from ._tabular.solve import answers, batch, check_fold_on
+from ._tabular.solve import Rows, check_fold_on
 from ._tabular.treefold import fold_trees, is_tree_pipeline
 from ._tabular.treeprog import TreeProgram
 from ._validation import check_int
@@ -141,9 +142,11 @@ class TabularExplainer(FrameExplainer):
 
     A :class:`~fastcf._base.BaseExplainer` like every explainer (its ``classes_``,
     ``n_features_in_``, ``feature_names_in_``, ``mad_``; its judge ``_in_target`` is the
-    pipeline's own ``predict``), it reads its queries, solves, checks and packages its answers
-    on DataFrames (:mod:`fastcf._tabular.solve`): the array steps ``fit_mad`` and ``_queries``
-    raise a ``TypeError`` naming why.
+    pipeline's own ``predict``), its ``explain`` passes through the one stage of every family
+    (:func:`fastcf._stage.run`) on DataFrames: its rows read as a DataFrame, its options into
+    a query record (:class:`fastcf._tabular.solve.Rows`) that solves, judges and re-aims
+    them, its answers packaged with DataFrame views. The array step ``fit_mad`` raises a
+    ``TypeError`` naming why.
 
     Examples
     --------
@@ -362,15 +365,25 @@ class TabularExplainer(FrameExplainer):
         >>> bool(res.success), int(res.status), bool(rf.predict(res.x)[0])
         (True, 0, True)
         """
-        r = read_request(self, x, target, region, proba, margin, max_changes, allowed,
-                         transitions, missing, time_limit, plausible, metric, frozen,
-                         exact, verify)  # fmt: skip
-        arrays = answers(
-            self, r.frame, r.tidx, r.form, bounds, r.allow, r.frozen, r.max_changes, r.keep,
-            r.time_limit, r.plausible,
-        )  # fmt: skip
-        out = mark_exact(batch(self, r.frame, r.tidx, *arrays))
-        return out[0] if r.single else out
+        options = {
+            "region": region, "proba": proba, "margin": margin, "bounds": bounds,
+            "allowed": allowed, "transitions": transitions, "max_changes": max_changes,
+            "missing": missing, "time_limit": time_limit, "plausible": plausible,
+            "metric": metric, "frozen": frozen, "exact": exact, "verify": verify,
+        }  # fmt: skip
+        # (the judge is the pipeline's own predict whatever verify says, and the programs are
+        # exact: the stage's own verify and exact are its defaults)
+        return _stage.run(self, x, target, options)
+
+    def _read(self, frame, tidx, names, options):
+        """Return the query record (:class:`~fastcf._tabular.solve.Rows`) of the read rows."""
+        r = read_options(self, frame, False, tidx, options)
+        return Rows(self, frame, tidx, r.form, options["bounds"], r.allow, r.frozen,
+                    r.max_changes, r.keep, r.time_limit, r.plausible)  # fmt: skip
+
+    def _solve(self, frame, tidx, q):
+        """Return the first answers of the query record ``q`` (each row's program)."""
+        return q.first()
 
     def _frozen(self):
         s = self._schema
@@ -432,9 +445,12 @@ class TabularExplainer(FrameExplainer):
         """
         k = None if k is None else check_int(k, "k", lo=1)
         max_nodes = check_int(max_nodes, "max_nodes", lo=1)
-        r = read_request(self, x, target, region, proba, margin, max_changes, allowed,
-                         transitions, missing, time_limit, plausible, metric, frozen,
-                         exact, verify)  # fmt: skip
+        r = read_request(
+            self, x, target, region=region, proba=proba, margin=margin,
+            max_changes=max_changes, allowed=allowed, transitions=transitions, missing=missing,
+            time_limit=time_limit, plausible=plausible, metric=metric, frozen=frozen,
+            exact=exact, verify=verify,
+        )  # fmt: skip
         out = [
             row_alternatives(self, r.frame.iloc[[i]], r.tidx[i : i + 1], r.form, bounds, r.allow,
                              r.max_changes, max_nodes, k, r.keep, r.time_limit, r.plausible,

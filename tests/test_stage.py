@@ -190,6 +190,37 @@ def test_trees_re_aim_a_refused_answer_without_trusting_the_copy(iris, monkeypat
     assert res.success and forest.predict(res.x[None])[0] == 2
 
 
+def test_tabular_explains_through_the_stage(monkeypatch):
+    """A DataFrame query passes the same steps: read (rows, options), solve, the judge and
+    re-aim loop (its pipeline's own predict), package (DataFrame views), finish."""
+    import pandas as pd
+
+    X = pd.DataFrame({"a": np.arange(40.0) % 11, "b": np.arange(40.0) % 3})
+    model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0)
+    model.fit(X, X.a + X.b > 7.5)
+    tx = fastcf.TabularExplainer(model, X)
+    steps = []
+    for name in ("run", "answer", "settle", "finish"):
+        real = getattr(_stage, name)
+
+        def step(*a, _real=real, _name=name, **k):
+            steps.append(_name)
+            return _real(*a, **k)
+
+        monkeypatch.setattr(_stage, name, step)
+    rows = X[~model.predict(X)].iloc[:3]
+    res = tx.explain(rows, True)
+    assert steps == ["run", "answer", "settle", "finish"]
+    assert isinstance(res, fastcf.CounterfactualBatch) and isinstance(res.x, pd.DataFrame)
+    assert res.success.all() and model.predict(res.x).all()
+    assert all(info["exact"] is True for info in res.info)  # (one dict per row)
+    steps.clear()
+    one = tx.explain(rows.iloc[0], True)  # one row: one answer, its x a one-row DataFrame
+    assert steps == ["run", "answer", "settle", "finish"]
+    assert isinstance(one, fastcf.Counterfactual) and one.x.shape == (1, 2)
+    assert one.distance == res.distance[0]
+
+
 def test_verify_is_one_word_in_the_tabular_family():
     import pandas as pd
 

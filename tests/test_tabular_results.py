@@ -282,8 +282,10 @@ def test_explainer_is_a_base_explainer(setup):
     assert tx._has_proba and tx._allow_nan
     with pytest.raises(TypeError, match="X_train at construction"):
         tx.fit_mad(X)
-    with pytest.raises(TypeError, match="array queries"):
-        tx._queries(rows.to_numpy(), 1)
+    with pytest.raises(TypeError, match="x must be a DataFrame"):
+        tx._queries(rows.to_numpy(), 1)  # the stage's first step reads DataFrame rows
+    frame, single, _, tidx = tx._queries(rows, 1)
+    assert frame is rows and not single and tidx.tolist() == [1] * len(rows)
     batch = tx.explain(rows, 1)  # the model's own verdict, as the answers carry it
     tidx = np.ones(len(rows), dtype=np.int64)
     np.testing.assert_array_equal(tx._in_target(batch.x, tidx), batch.success)

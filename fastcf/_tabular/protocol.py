@@ -2,8 +2,8 @@
 
 :class:`FrameExplainer` is the :class:`~fastcf._base.BaseExplainer` of the tabular family
 (:class:`fastcf.TabularExplainer`): its judge ``_in_target`` is the pipeline's own ``predict``
-on a DataFrame of the raw columns, and the array steps (``fit_mad``, ``_queries``) raise a
-``TypeError`` that names what to do instead.
+on a DataFrame of the raw columns, its queries (``_queries``) are DataFrame rows, and the
+array step ``fit_mad`` raises a ``TypeError`` that names what to do instead.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._base import BaseExplainer
+from .options import read_rows, resolve_targets
 
 __all__ = ["FrameExplainer", "as_frame"]
 
@@ -74,7 +75,14 @@ class FrameExplainer(BaseExplainer):
         )  # fmt: skip
 
     def _queries(self, x, target):
-        self._array_step("array queries", "fastcf._tabular.request.read_request reads them")
+        """Return (frame, single, None, tidx): the query rows in the model's columns.
+
+        ``x`` a DataFrame (rows), a Series or a dict (one row); ``tidx`` the target class
+        indices, one per row. The stage's first step (:func:`fastcf._stage.run`), as
+        :meth:`fastcf._base.BaseExplainer._queries` is for arrays.
+        """
+        frame, single = read_rows(self._schema, x)
+        return frame, single, None, resolve_targets(self.classes_, target, frame.shape[0])
 
     def _in_target(self, X, tidx, proba=None):
         """Return which rows of the DataFrame ``X`` the model's own ``predict`` puts in target.

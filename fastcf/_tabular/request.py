@@ -16,9 +16,9 @@ from typing import NamedTuple
 from .._confirm import check_verify
 from .._validation import check_exact, check_int, check_probability, check_scalar
 from .columns import resolve_names
-from .options import read_rows, resolve_allowed, resolve_targets
+from .options import resolve_allowed
 
-__all__ = ["Request", "read_request", "target_form"]
+__all__ = ["Request", "read_request", "read_options", "target_form"]
 
 
 class Request(NamedTuple):
@@ -36,40 +36,54 @@ class Request(NamedTuple):
     frozen: object  # (D,) bool: the columns held (immutable, unused, and the query's frozen=)
 
 
-def read_request(ex, x, target, region, proba, margin, max_changes, allowed, transitions,
-                 missing, time_limit, plausible, metric="manhattan", frozen=None,
-                 exact=True, verify="fold"):  # fmt: skip
+def read_request(ex, x, target, **options):
     """Return the :class:`Request` of a query to the explainer ``ex``.
 
-    ``metric``, ``frozen``, ``exact`` and ``verify`` are the words every family takes
-    (:mod:`fastcf._options`): the tabular cost is the weighted Manhattan one (``metric`` must
-    say so), ``frozen`` holds columns for this query on top of ``immutable``, the programs
-    are exact whatever ``exact`` says (and with no ``time_limit`` for a linear or prototype
-    program, which is solved to optimality in milliseconds), and the judge is the pipeline's
-    own ``predict`` whatever ``verify`` says.
+    The rows and targets as the explainer reads them (``ex._queries``), then
+    :func:`read_options`.
     """
+    frame, single, _, tidx = ex._queries(x, target)
+    return read_options(ex, frame, single, tidx, options)
+
+
+def read_options(ex, frame, single, tidx, options):
+    """Return the :class:`Request` of the read rows ``frame`` and the query's ``options``.
+
+    ``options``: the keywords of :meth:`~fastcf.TabularExplainer.explain` (``region``,
+    ``proba``, ``margin``, ``max_changes``, ``allowed``, ``transitions``, ``missing``,
+    ``time_limit``, ``plausible``, ``metric``, ``frozen``, ``exact``, ``verify``; the others
+    are not read here). ``metric``, ``frozen``, ``exact`` and ``verify`` are the words every
+    family takes (:mod:`fastcf._options`): the tabular cost is the weighted Manhattan one
+    (``metric`` must say so), ``frozen`` holds columns for this query on top of
+    ``immutable``, the programs are exact whatever ``exact`` says (and with no ``time_limit``
+    for a linear or prototype program, which is solved to optimality in milliseconds), and
+    the judge is the pipeline's own ``predict`` whatever ``verify`` says.
+    """
+    o = {**_DEFAULTS, **options}
+    metric = o["metric"]
     if metric != "manhattan":
         raise ValueError(
             f"metric={metric!r}: a tabular answer's cost is the weighted Manhattan one (a "
             "numeric column's move times its weight, a change of category its weight): "
             'metric="manhattan" (the default)'
         )
-    check_exact(exact, None)
-    check_verify(verify, ex.model)
+    check_exact(o["exact"], None)
+    check_verify(o["verify"], ex.model)
     held = ex._frozen().copy()
-    held[resolve_names(frozen, ex._schema.columns, "frozen")] = True
-    frame, single = read_rows(ex._schema, x)
-    tidx = resolve_targets(ex.classes_, target, frame.shape[0])
-    form = target_form(ex, region, proba, margin)
+    held[resolve_names(o["frozen"], ex._schema.columns, "frozen")] = True
+    form = target_form(ex, o["region"], o["proba"], o["margin"])
+    max_changes = o["max_changes"]
     if max_changes is not None:
         max_changes = check_int(max_changes, "max_changes", lo=0)
-    allow = resolve_allowed(ex._schema, allowed, transitions)
+    allow = resolve_allowed(ex._schema, o["allowed"], o["transitions"])
+    missing = o["missing"]
     if not (isinstance(missing, str) and missing in ("impute", "keep")):
         raise ValueError(f"missing must be 'impute' or 'keep'; got {missing!r}")
-    time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
+    time_limit = check_scalar(o["time_limit"], "time_limit", lo=0.0, lo_open=True, allow_none=True)
     folded = ex._program.folded  # a linear or prototype program (not a tree model's)
     if folded:
         time_limit = None  # (solved to optimality in milliseconds: no limit is reached)
+    plausible = o["plausible"]
     if plausible is not False and plausible is not True:
         raise ValueError(f"plausible must be True or False; got {plausible!r}")
     if plausible and folded:
@@ -79,6 +93,14 @@ def read_request(ex, x, target, region, proba, margin, max_changes, allowed, tra
         )
     return Request(frame, single, tidx, form, max_changes, allow, missing == "keep", time_limit,
                    plausible, held)  # fmt: skip
+
+
+#: the options of a tabular query that :func:`read_options` reads, and their defaults
+_DEFAULTS = {
+    "region": None, "proba": None, "margin": 1e-6, "max_changes": None, "allowed": None,
+    "transitions": None, "missing": "impute", "time_limit": None, "plausible": False,
+    "metric": "manhattan", "frozen": None, "exact": True, "verify": "fold",
+}  # fmt: skip
 
 
 def target_form(ex, region, proba, margin):

@@ -1,6 +1,6 @@
 """The tabular family's solve step: every row's program, its decoding, and the model's check.
 
-:func:`answers` solves each row's mixed-integer program (:mod:`fastcf._tabular.milp`), decodes
+:class:`Rows` solves each row's mixed-integer program (:mod:`fastcf._tabular.milp`), decodes
 the answers to a DataFrame and has the user's own ``predict`` (and ``predict_proba`` for
 ``proba=``) judge them (:func:`verify`); rows it refuses are solved again with a larger margin,
 by the steps of :data:`fastcf._resolve.TABULAR_MARGINS`. :func:`batch` packages the arrays as a
@@ -25,7 +25,7 @@ from .imputed import solve_row
 from .options import make_query
 from .results import FrameCounterfactualBatch, labels, solver_nodes
 
-__all__ = ["answers", "verify", "folded_proba", "batch", "check_fold_on"]
+__all__ = ["Rows", "answers", "verify", "folded_proba", "batch", "check_fold_on"]
 
 
 def check_fold_on(ex, X):
@@ -75,107 +75,145 @@ def read_all(s, frame, keep_missing):
     return reads, bad, miss
 
 
-def answers(
-    ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_missing=False,
-    time_limit=None, plausible=False,
-):  # fmt: skip
-    """Solve, decode and verify every row; return the arrays of a batch.
+class Rows:
+    """One tabular query's rows through the stage: its first solve, judge and re-aim policy.
 
-    ``allowed`` is the resolved ``(mask, given, moves)`` of :func:`resolve_allowed`. A row that
-    cannot be read (:func:`read_all`) is returned as it is, with status INVALID_INPUT and the
-    reason; the others are answered. ``time_limit``: seconds for each row's tree programs, all
-    its solves together (a re-solve at a raised margin gets what the earlier ones left, at
-    least a millisecond); a row it stops with an answer has status MAXITER and
-    ``info["stopped"]`` (an answer the model is asked to confirm, like a status-0 one).
+    The tabular family's record of a query (:func:`fastcf._stage.answer` reads it):
+    :meth:`first` solves every row that can be read (a row that cannot is kept as it is, with
+    status INVALID_INPUT and the reason); :meth:`judge_rows` asks the user's own ``predict``
+    (and ``predict_proba`` for ``proba=``) of the answers as a DataFrame (:func:`verify`);
+    :meth:`aim` and :meth:`solve` are the re-aim policy, the margins of
+    :data:`~fastcf._resolve.TABULAR_MARGINS` in turn (``rounds`` of them after the first);
+    :meth:`arrays` decodes the judged answers (the answers' frame, costs, probabilities).
+
+    ``allowed`` is the resolved ``(mask, given, moves)`` of :func:`resolve_allowed`.
+    ``time_limit``: seconds for each row's tree programs, all its solves together (a re-solve
+    at a raised margin gets what the earlier ones left, at least a millisecond); a row it stops
+    with an answer has status MAXITER and ``info["stopped"]`` (an answer the model is asked to
+    confirm, like a status-0 one).
     """
-    s = ex._schema
-    prog = ex._program
-    base, margin, tau = form
-    n = frame.shape[0]
-    reads, bad, miss = read_all(s, frame, keep_missing)
-    X0 = frame.to_numpy(dtype=object)
-    valid = np.ones(n, dtype=bool)
-    valid[list(bad)] = False
-    XN0 = np.array([r[0] for r in reads]).reshape(n, prog.n_num)
-    KC0 = np.array([r[1] for r in reads], dtype=np.int64).reshape(n, prog.n_cat)
-    status = np.zeros(n, dtype=np.int64)
-    messages = [""] * n
-    for i, text in bad.items():
-        status[i] = int(Status.INVALID_INPUT)
-        messages[i] = text
-    n_num = prog.n_num
-    spent = np.zeros(n)  # each row's seconds in its programs so far (for time_limit)
-    margins = np.full(n, margin)
-    P = np.full((n, ex.classes_.size), np.nan) if ex.probabilistic_ else None
-    last = {}  # the answers' frame of the last judgement of every row
 
-    def solve_rows(rows):
+    #: re-solves of a refused row after its first solve: one per further margin
+    rounds = len(TABULAR_MARGINS) - 1
+    #: the judge asks τ itself (``proba=``): the stage asks no probability of its own
+    proba = None
+
+    def __init__(
+        self, ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_missing=False,
+        time_limit=None, plausible=False,
+    ):  # fmt: skip
+        self.ex, self.frame, self.tidx = ex, frame, tidx
+        self.base, self.margin, self.tau = form
+        self.options = (bounds, allowed, frozen, max_changes, time_limit, plausible)
+        self.prog = ex._program
+        n = frame.shape[0]
+        self.reads, self.bad, self.miss = read_all(ex._schema, frame, keep_missing)
+        self.X0 = frame.to_numpy(dtype=object)
+        self.valid = np.ones(n, dtype=bool)
+        self.valid[list(self.bad)] = False
+        self.XN0 = np.array([r[0] for r in self.reads]).reshape(n, self.prog.n_num)
+        self.KC0 = np.array([r[1] for r in self.reads], dtype=np.int64).reshape(n, self.prog.n_cat)
+        self.spent = np.zeros(n)  # each row's seconds in its programs so far (for time_limit)
+        self.margins = np.full(n, self.margin)
+        self.P = np.full((n, ex.classes_.size), np.nan) if ex.probabilistic_ else None
+        self.answers = None  # the answers' frame of the last judgement of every row
+        self.reaim = self  # (the re-aim policy: aim, solve)
+
+    def first(self):
+        """Return every row's first answer (a row that cannot be read: as it is, and why)."""
+        n = self.frame.shape[0]
+        status = np.zeros(n, dtype=np.int64)
+        messages = [""] * n
+        for i, text in self.bad.items():
+            status[i] = int(Status.INVALID_INPUT)
+            messages[i] = text
+        x_start = np.column_stack([self.XN0, self.KC0]).astype(np.float64)
+        infos = np.array([{} for _ in range(n)], dtype=object)
+        sol = _solution(x_start, status, messages, infos)
+        todo = np.flatnonzero(self.valid)
+        return replace_rows(sol, todo, self.solve(todo))
+
+    def solve(self, rows):
         """Solve ``rows`` at their margins: a Solution whose x is (numeric values, codes)."""
+        s, prog, n_num = self.ex._schema, self.prog, self.prog.n_num
+        bounds, allowed, frozen, max_changes, time_limit, plausible = self.options
         x = np.zeros((rows.size, n_num + prog.n_cat))
         st = np.zeros(rows.size, dtype=np.int64)
         msgs, infos = [""] * rows.size, np.empty(rows.size, dtype=object)
         for j, i in zip(range(rows.size), progress_rows(rows, "TabularExplainer"), strict=True):
-            x0, k0 = reads[i]  # (progress_rows: a line on a terminal if slow)
-            fz = frozen if miss is None else frozen | miss[i]
-            left = None if time_limit is None else max(float(time_limit - spent[i]), 1e-3)
-            m = margins[i]
+            x0, k0 = self.reads[i]  # (progress_rows: a line on a terminal if slow)
+            fz = frozen if self.miss is None else frozen | self.miss[i]
+            left = None if time_limit is None else max(float(time_limit - self.spent[i]), 1e-3)
+            m = self.margins[i]
             q = make_query(
-                s, x0, k0, tidx[i], base + m, bounds, allowed, fz, max_changes, tau, left,
-                plausible, frame.iloc[[i]],
+                s, x0, k0, self.tidx[i], self.base + m, bounds, allowed, fz, max_changes,
+                self.tau, left, plausible, self.frame.iloc[[i]],
             )  # fmt: skip
             t0 = time.perf_counter()
-            ans = solve_row(prog, x0, k0, q, X0[i])
+            ans = solve_row(prog, x0, k0, q, self.X0[i])
             took = time.perf_counter() - t0
-            spent[i] += took
+            self.spent[i] += took
             infos[j] = {**ans.info, "margin": m, "time": took}
             x[j, :n_num], x[j, n_num:], st[j] = ans.x, ans.k, ans.status
-            msgs[j] = ans.message + ("" if m == margin else f"; margin raised to {m:g}")
+            msgs[j] = ans.message + ("" if m == self.margin else f"; margin raised to {m:g}")
         return _solution(x, st, msgs, infos)
 
-    def judge(sol, rows):
-        """Return which of ``rows`` the user's pipeline confirms (:func:`verify`)."""
+    def judge_rows(self, sol, rows):
+        """Return which of ``rows`` (None: all) the user's pipeline confirms (:func:`verify`)."""
+        n_num, n = self.prog.n_num, self.frame.shape[0]
         XN, KC = sol.x[:, :n_num], sol.x[:, n_num:].astype(np.int64)
-        last["answers"] = answers = s.frame(frame, XN, KC, XN0, KC0)
-        rows = slice(None) if rows is None else rows  # (None: every row)
+        self.answers = answers = self.ex._schema.frame(self.frame, XN, KC, self.XN0, self.KC0)
+        rows = slice(None) if rows is None else rows
         check = np.zeros(n, dtype=bool)
-        check[rows] = valid[rows]
-        ok, proba = verify(ex, answers, tidx, tau, sol.success, XN, KC, check)
-        if P is not None:
-            P[rows] = proba[rows]
+        check[rows] = self.valid[rows]
+        ok, proba = verify(self.ex, answers, self.tidx, self.tau, sol.success, XN, KC, check)
+        if self.P is not None:
+            self.P[rows] = proba[rows]
         return ok[rows]
 
-    class Raise:
-        """The family's re-aim policy: the margins of :data:`TABULAR_MARGINS`, in turn."""
+    def aim(self, sol, rows, r):
+        """Aim ``rows`` at the next margin of :data:`TABULAR_MARGINS` (None after the last)."""
+        if r + 1 >= len(TABULAR_MARGINS):
+            return None
+        factor, floor = TABULAR_MARGINS[r + 1]
+        self.margins[rows] = max(self.margin * factor, floor)
+        return rows
 
-        def aim(self, sol, rows, r):
-            if r + 1 >= len(TABULAR_MARGINS):
-                return None
-            factor, floor = TABULAR_MARGINS[r + 1]
-            margins[rows] = max(margin * factor, floor)
-            return rows
+    def arrays(self, sol):
+        """Return the arrays of a batch of the judged answers ``sol``."""
+        prog, n = self.prog, self.frame.shape[0]
+        XN, KC = sol.x[:, : prog.n_num], sol.x[:, prog.n_num :].astype(np.int64)
+        answers = self.answers
+        if answers is None:  # no row could be read
+            answers = self.frame.copy()
+        ok, status, messages = sol.success, sol.status, list(sol.message)
+        infos = list(sol.info["row"])
+        costs = np.zeros((n, len(self.ex._schema.columns)))
+        for i in range(n):
+            x0, k0 = self.reads[i]
+            cn, cc = prog.distance(x0, k0, XN[i], KC[i])
+            costs[i, prog.num_cols] = cn
+            costs[i, prog.cat_cols] = cc
+        cost = np.where(_answered(status, infos), costs.sum(axis=1), math.inf)
+        return answers, ok, cost, self.P, status, messages, costs, infos
 
-        solve = staticmethod(solve_rows)
+    def package(self, sol):
+        """Return the judged answers ``sol`` as a :class:`FrameCounterfactualBatch`."""
+        return batch(self.ex, self.frame, self.tidx, *self.arrays(sol))
 
-    x_start = np.column_stack([XN0, KC0]).astype(np.float64)
-    sol = _solution(x_start, status, messages, np.array([{} for _ in range(n)], dtype=object))
-    todo = np.flatnonzero(valid)
-    sol = replace_rows(sol, todo, solve_rows(todo))
-    sol = settle(sol, judge, Raise(), rounds=len(TABULAR_MARGINS) - 1)
-    XN, KC = sol.x[:, :n_num], sol.x[:, n_num:].astype(np.int64)
-    answers = last.get("answers")
-    if answers is None:  # no row could be read
-        answers = frame.copy()
-    ok, status, messages = sol.success, sol.status, list(sol.message)
-    infos = list(sol.info["row"])
-    proba = P
-    costs = np.zeros((n, len(s.columns)))
-    for i in range(n):
-        x0, k0 = reads[i]
-        cn, cc = prog.distance(x0, k0, XN[i], KC[i])
-        costs[i, prog.num_cols] = cn
-        costs[i, prog.cat_cols] = cc
-    cost = np.where(_answered(status, infos), costs.sum(axis=1), math.inf)
-    return answers, ok, cost, proba, status, messages, costs, infos
+
+def answers(
+    ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_missing=False,
+    time_limit=None, plausible=False,
+):  # fmt: skip
+    """Solve, decode and judge every row (the stage's judge and re-aim); return batch arrays.
+
+    :class:`Rows` through :func:`fastcf._stage.settle`, for a caller that wants the arrays
+    (``enumerate``'s accepted answers).
+    """
+    r = Rows(ex, frame, tidx, form, bounds, allowed, frozen, max_changes, keep_missing,
+             time_limit, plausible)  # fmt: skip
+    return r.arrays(settle(r.first(), r.judge_rows, r, r.rounds))
 
 
 def _solution(x, status, messages, infos):
