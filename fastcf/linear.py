@@ -273,7 +273,7 @@ class LinearExplainer(LinearScores):
             max_changes, method, tol, max_iter,
         )  # fmt: skip
         if res is not None:  # one common query (the same stage, without reading options)
-            return _stage.finish(self, res, verify, proba)
+            return res if verify == "fold" else _stage.finish(self, res, verify, proba)
         options = dict(
             lam=lam, proba=proba, region=region, margin=margin, frozen=frozen, weights=weights,
             bounds=bounds, metric=metric, max_changes=max_changes, method=method, tol=tol,

@@ -180,12 +180,12 @@ def solved(ex, X, tidx, q):
 def answer(ex, X, tidx, q, names, single):
     """Return the public answer of the checked query ``q``: the stage after its reading.
 
-    :func:`solved`, the judge and the packaging of :mod:`fastcf._stage`. The short path of one
-    common query (:mod:`fastcf._linear.fast`, after its type tests) answers here; the long path
-    (:func:`fastcf._stage.run`) takes the same steps after reading the options.
+    :func:`fastcf._stage.answer` (route and solve by :func:`solved`, the judge, the packaging,
+    ``info["exact"]``). The short path of one common query (:mod:`fastcf._linear.fast`, after
+    its type tests) answers here; the long path (:func:`fastcf._stage.run`) takes the same
+    steps after reading the options.
     """
-    sol = _stage.judge(ex._in_target, solved(ex, X, tidx, q), tidx, q.proba)
-    return _stage.package(ex, sol, X, tidx, names, single)
+    return _stage.answer(ex, X, tidx, names, single, q)
 
 
 def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
