@@ -5,7 +5,15 @@ first ``python -m fastcf demo`` sat silent for most of a minute. :func:`compile_
 to Numba's compile events (``numba.core.event``, "numba:compile": one per kernel and signature
 actually compiled, none for a kernel loaded from the cache) and, while a compilation runs, says
 every few seconds how many kernels have compiled and which one is compiling now. It is used by
-the command line (``demo``, ``warmup``, ``bench``); library calls print nothing.
+the command line (``demo``, ``warmup``, ``bench``), on standard output.
+
+A library call says so too, on standard error (:func:`notice_compiles`, installed when the
+kernels are first imported): once fastcf's kernels have compiled for :data:`NOTICE_AFTER`
+seconds, one line, then one every :data:`NOTICE_EVERY` seconds while they compile — how many
+have compiled, which one is compiling, for how long — so that a first query on a fresh install
+is never a silent wait of many seconds. A call whose kernels load from the on-disk cache
+compiles nothing and prints nothing; ``FASTCF_PROGRESS=0`` silences it; inside
+:func:`compile_progress` (the command line's own lines) it stays silent.
 
 :func:`rows` draws a progress line for a batch of slow rows (the tabular and tree families'
 programs), on a terminal only, once the batch has run a few seconds.
@@ -19,7 +27,13 @@ import sys
 import threading
 import time
 
-__all__ = ["compile_progress", "rows"]
+__all__ = ["compile_progress", "notice_compiles", "rows", "NOTICE_AFTER", "NOTICE_EVERY"]
+
+#: seconds of compiling before a library call says so on standard error (short compiles, a
+#: kernel or two of a warm family, pass without a word)
+NOTICE_AFTER = 2.0
+#: seconds between two of its lines
+NOTICE_EVERY = 5.0
 
 
 class _Compiles:
@@ -122,6 +136,9 @@ def compile_progress(out=None, every=4.0, why="the kernel cache is empty", idle=
 
     thread = threading.Thread(target=watch, name="fastcf-progress", daemon=True)
     streams = (sys.stdout, sys.stderr)
+    notice = _NOTICE
+    if notice is not None:  # (its own lines instead of the library's)
+        notice.muted += 1
     if idle is not None:
         sys.stdout, sys.stderr = (_Stamped(s, stamp) for s in streams)
     try:
@@ -133,8 +150,109 @@ def compile_progress(out=None, every=4.0, why="the kernel cache is empty", idle=
                 stop.set()
                 thread.join()
     finally:
+        if notice is not None:
+            notice.muted -= 1
         if idle is not None:
             sys.stdout, sys.stderr = streams
+
+
+class _Notice:
+    """The library's lines on standard error while fastcf's kernels compile.
+
+    One process-wide listener of Numba's compile events; a watcher thread, started by the first
+    compilation and ended once nothing has compiled for a second, prints the lines.
+    """
+
+    def __init__(self, stream=None):
+        self.state = _Compiles()
+        self.stream = stream  # (None: sys.stderr at the time of writing)
+        self.muted = 0  # compile_progress blocks open (the command line speaks instead)
+        self.thread = None
+        self.said = False
+        self.lock = threading.Lock()
+
+    def on_event(self, event):
+        disp = (event.data or {}).get("dispatcher")
+        func = getattr(disp, "py_func", None)
+        if func is None or not getattr(func, "__module__", "").startswith("fastcf"):
+            return  # (the user's own Numba functions, and Numba's overloads: not fastcf's)
+        self.state.notify(event)
+        if event.is_start:
+            with self.lock:
+                if self.thread is None or not self.thread.is_alive():
+                    self.thread = threading.Thread(
+                        target=self.watch, name="fastcf-compile-notice", daemon=True
+                    )
+                    self.thread.start()
+
+    def line(self, began, done, current):
+        head = "" if self.said else (
+            " for their first use (the on-disk cache keeps them for later runs; "
+            "`python -m fastcf warmup` compiles them all ahead of time)"
+        )  # fmt: skip
+        self.said = True
+        now = "" if current is None else f", now {current}"
+        return (
+            f"fastcf: compiling kernels{head}: {done} compiled{now} "
+            f"({time.monotonic() - began:.0f} s so far)"
+        )
+
+    def watch(self):
+        began = time.monotonic()  # this burst of compilations (the thread's life)
+        last = -math.inf  # when the last line was written
+        idle_since = None
+        while True:
+            time.sleep(0.1)
+            with self.state.lock:
+                since, done, current = self.state.since, self.state.done, self.state.current
+            now = time.monotonic()
+            if since is None:
+                idle_since = now if idle_since is None else idle_since
+                if now - idle_since > 1.0:
+                    with self.lock:  # (a compilation starting now starts a new watcher)
+                        if self.state.since is None:
+                            self.thread = None
+                            return
+                continue
+            idle_since = None
+            if self.muted or now - since < NOTICE_AFTER or now - last < NOTICE_EVERY:
+                continue
+            stream = sys.stderr if self.stream is None else self.stream
+            try:
+                stream.write(self.line(began, done, current) + "\n")
+                stream.flush()
+            except (OSError, ValueError):  # a closed stream: say nothing
+                pass
+            last = now
+
+
+_NOTICE = None
+
+
+def notice_compiles():
+    """Have library calls say on standard error when fastcf's kernels compile (once a process).
+
+    Installed when the kernels are first imported (:mod:`fastcf._kernels`); does nothing with
+    ``FASTCF_PROGRESS=0`` or where Numba has no compile events. Returns the process's notice
+    (None when off).
+    """
+    global _NOTICE
+    import os
+
+    if _NOTICE is not None or os.environ.get("FASTCF_PROGRESS", "1").strip() == "0":
+        return _NOTICE
+    try:
+        from numba.core import event
+    except ImportError:  # pragma: no cover - every supported Numba has it
+        return None
+    notice = _Notice()
+    listener = type("_NoticeListener", (event.Listener,), {
+        "on_start": lambda self, e: notice.on_event(e),
+        "on_end": lambda self, e: notice.on_event(e),
+    })()  # fmt: skip
+    event.register("numba:compile", listener)
+    _NOTICE = notice
+    return notice
 
 
 class _Stamp:

@@ -46,6 +46,7 @@ import warnings
 import numba
 import numpy as np
 
+from .._progress import notice_compiles
 from . import _tier
 
 __all__ = ["kernel", "REASSOC"]
@@ -57,6 +58,7 @@ _OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": Fa
 #: code, so results stay deterministic; they differ from a sequential sum by rounding only.
 REASSOC = {"reassoc"}
 _warned_nocache = False
+notice_compiles()  # a first call that compiles says so on standard error (FASTCF_PROGRESS=0: not)
 
 
 def kernel(signature=None, **overrides):
