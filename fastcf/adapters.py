@@ -161,6 +161,32 @@ def _svc_arrays(clf, name):
     return A, b, classes, False
 
 
+def _dual_terms(clf, b):
+    """Return the :class:`~fastcf._fold.Terms` of a linear SVM's dual sum ``Σ_i α_i ⟨s_i, x⟩ + b``.
+
+    libsvm computes each kernel value ``⟨s_i, x⟩`` (a sum of D products) and then their
+    weighted sum over the support vectors: two layers, whose terms are bounded by
+    ``|α|ᵀ |S| |x| + |b|`` — far larger than the primal ``|coef_| |x|`` where the support
+    vectors' terms cancel (:mod:`fastcf._linear.dual`).
+    """
+    S = np.abs(
+        np.asarray(
+            clf.support_vectors_.toarray()
+            if hasattr(clf.support_vectors_, "toarray")
+            else clf.support_vectors_,
+            dtype=np.float64,
+        )
+    )
+    alpha = np.abs(
+        np.asarray(
+            clf.dual_coef_.toarray() if hasattr(clf.dual_coef_, "toarray") else clf.dual_coef_,
+            dtype=np.float64,
+        )
+    )
+    A = alpha @ S  # (1, D)
+    return Terms(A, np.abs(np.asarray(b, dtype=np.float64)), 2, max(S.shape[0], S.shape[1], 1))
+
+
 def _ovr_arrays(clf):
     """Return (A, b, classes, probabilistic) of a OneVsRestClassifier: a row per estimator."""
     _check_fitted(clf, "estimators_", "OneVsRestClassifier")
@@ -212,10 +238,12 @@ def _classifier_arrays(clf):
         return linear_model_fold(clf)
     if name == "OneVsRestClassifier":
         return _ovr_arrays(clf)
-    if name in _SCORE_MODELS or name in ("SVC", "NuSVC"):
-        arrays = _linear_classifier_arrays if name in _SCORE_MODELS else _svc_arrays
-        A, b, classes, probabilistic = arrays(clf, name)
+    if name in _SCORE_MODELS:
+        A, b, classes, probabilistic = _linear_classifier_arrays(clf, name)
         return A, b, classes, probabilistic, Terms.of_classifier(A, b)
+    if name in ("SVC", "NuSVC"):
+        A, b, classes, probabilistic = _svc_arrays(clf, name)
+        return A, b, classes, probabilistic, _dual_terms(clf, b)
     if name == "OneVsOneClassifier":
         raise TypeError(
             "OneVsOneClassifier predicts by one-vs-one voting, not the argmax of affine scores; "

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _stage
 from ._confirm import check_verify
+from ._linear.dual import dual_scores
 from ._linear.paths import path as _path
 from ._linear.paths import short_path
 from ._linear.route import make_query, solved
@@ -106,6 +107,7 @@ class LinearExplainer(LinearScores):
             A, b, classes, names, probabilistic, source=model_name(model), columns=columns
         )
         self.model = model
+        self._copy_judges = not dual_scores(model)  # (an SVM's dual sum: the model judges)
         self._terms = terms  # the size of the model's terms (fit_mad's check: no second fold)
 
     @classmethod

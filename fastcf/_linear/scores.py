@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._base import BaseExplainer
+from .._confirm import model_input
 from .._validation import as_queries
 from ..adapters import check_linear_model
+from .dual import DualGap
 from .metric import MetricCache
 from .model import make_model
 
@@ -158,5 +160,21 @@ class LinearScores(BaseExplainer):
         X, _, _ = as_queries(X, self.n_features_in_, name="X")
         return self.classes_[self._model.predict_index(self._model.model_logits(X))]
 
+    #: fastcf's copy of the scores computes the model's own arithmetic (its rounding bound
+    #: certifies an answer): False for a linear-kernel SVM, whose dual sum it does not
+    #: (:mod:`fastcf._linear.dual`): the model's own ``predict`` judges those
+    _copy_judges = True
+
     def _in_target(self, X, tidx, proba=None):
+        if not self._copy_judges:  # (proba= is refused: an SVM has no probabilities here)
+            return (
+                np.asarray(self.model.predict(model_input(self.model, X)))
+                == self.classes_[np.asarray(tidx, dtype=np.int64)]
+            )
         return self._model.in_target(X, tidx, proba)
+
+    def _policy(self, X, tidx, q):
+        """Return the stage's re-aim policy of the query record ``q`` (None: the copy judges)."""
+        if self._copy_judges or q.form != "region":
+            return None
+        return DualGap(self, X, tidx, q)
