@@ -65,8 +65,12 @@ def _build(family, model, X_train, options):
     try:
         return LinearExplainer(model, **options)
     except TypeError as exc:
-        final = type(final_step(model)).__name__
-        why = _NOT_YET.get(final)
+        last = final_step(model)
+        final = type(last).__name__
+        # (a linear-kernel SVM that LinearExplainer refused, e.g. a multiclass one: not the
+        # sentence of the kernel SVMs, its own)
+        linear_svm = final in ("SVC", "NuSVC") and getattr(last, "kernel", None) == "linear"
+        why = None if linear_svm else _NOT_YET.get(final)
         if why is None and ("pipeline step" in str(exc) or final in LINEAR_MODELS):
             # a step of a linear pipeline, or a linear model LinearExplainer refused (multilabel,
             # one-vs-one voting): its own message says what and why

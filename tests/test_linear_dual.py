@@ -88,3 +88,17 @@ def test_one_vs_rest_svms_and_bounds():
         if "bounds" in opts:
             ok = res.x[res.success]
             assert ((ok >= lo) & (ok <= hi)).all()
+
+
+def test_the_front_door_gives_a_multiclass_linear_svm_its_own_reason():
+    # it said "a kernel SVM other than kernel='linear' has no affine scores" of a linear one
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    svc = SVC(kernel="linear").fit(X, y)
+    for build in (fastcf.explainer_for, fastcf.LinearExplainer):
+        with pytest.raises(TypeError, match="one-vs-one voting") as info:
+            build(svc)
+        assert "other than kernel='linear'" not in str(info.value)
+    with pytest.raises(TypeError, match="other than kernel='linear'"):
+        fastcf.explainer_for(SVC(kernel="rbf").fit(X, y))
