@@ -546,3 +546,20 @@ def test_bounds_that_leave_the_row_out_count_as_changes():
         else:
             assert not res.success and res.status == int(Status.INFEASIBLE), m
     assert not tx.explain(row, target, bounds=box, max_changes=1).success
+
+
+def test_two_scalers_before_a_forest_are_taken():
+    # the bisection of the raw boundaries probed ±1.8e308: the first scaler (a column of
+    # spread 0.01) overflowed to inf, and the second refused it ("Input X contains infinity")
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(0, 0.01, 200), "b": rng.normal(0, 1, 200)})
+    y = (X.a / 0.01 + X.b > 0).astype(int)
+    model = make_pipeline(
+        StandardScaler(), StandardScaler(), RandomForestClassifier(5, max_depth=3, random_state=0)
+    ).fit(X, y)
+    tx = fastcf.TabularExplainer(model, X)
+    rows = X[model.predict(X) == 0].iloc[:5]
+    res = tx.explain(rows, 1)
+    assert res.success.all() and (model.predict(res.x) == 1).all()

@@ -146,6 +146,9 @@ def raw_boundaries(probe, col, feat, b, up, guess=None):
         dt = probe.X.dtypes.iloc[col[i]]
         if getattr(dt, "kind", "O") == "f" and dt.itemsize < 8:
             top[i] = float(np.finfo(dt).max)
+    for c in np.unique(col):  # and no more than the pipeline's steps take
+        on = col == c
+        top[on] = _finite_top(probe, int(c), float(top[on].min()))
 
     def q(x):  # the predicate, true then false as x grows
         cols = {}
@@ -183,6 +186,22 @@ def raw_boundaries(probe, col, feat, b, up, guess=None):
         lo = np.where(act & t, mid, lo)
         hi = np.where(act & ~t, mid, hi)
     return _unkey(lo), side
+
+
+def _finite_top(probe, c, top):
+    """Return the largest ``t ≤ top`` (in steps of 2⁻³²) that column ``c``'s transform takes at ±t.
+
+    A step's output can overflow to ±inf at ±1.8e308 (a scaler of a column of spread below 1),
+    and a later step refuses infinite input (two scalers in a row raised "Input X contains
+    infinity"): the model itself cannot predict there, and the bisection stays inside.
+    """
+    while top > 1.0:
+        try:
+            probe.transform({c: [-top, top]})
+            return top
+        except ValueError:
+            top *= 2.0**-32
+    return top
 
 
 def fold_trees(model, X):
