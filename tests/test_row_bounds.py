@@ -197,3 +197,28 @@ def test_distributed_frame_splits_the_boxes_with_the_partitions(kind, as_dask):
     assert np.array_equal(out.iloc[:, : Xq.shape[1]].to_numpy(), ref.x)
     assert np.array_equal(out["status"].to_numpy(), ref.status)
     assert np.array_equal(out["distance"].to_numpy(), ref.distance)
+
+
+def test_a_box_holding_the_unconstrained_answer_is_answered_far_from_the_origin():
+    # the projected Newton method of the box failed numerically (status 4) at x̄ ~ 2e5 whose
+    # logits cancel; the unconstrained answer lies in the box, so it is the boxed one
+    # (found by docs/scripts/soak_zoo.py: a multinomial pipeline, two features used)
+    A = np.array([
+        [-0.009253445681684605, -0.0030650996711833554],
+        [-0.0005033243111956958, 0.00021444080505430654],
+        [0.009756769992880302, 0.0028506588661290472],
+    ])  # fmt: skip
+    b = np.array([-2001.7372000173602, -109.2004369630162, 2110.9376369803767])
+    x0 = np.array([-216764.92572759558, 912.658931918472])
+    lo = np.array([-216879.66536625067, 813.3290415520114])
+    hi = np.array([-216440.26939009727, 1344.6070431801554])
+    ex = LinearExplainer.from_arrays(A, b)
+    free = ex.explain(x0, 2, region=True)
+    assert free.success and np.all((free.x >= lo) & (free.x <= hi))
+    boxed = ex.explain(x0, 2, region=True, bounds=(lo, hi))
+    assert boxed.success and int(boxed.status) == 0
+    np.testing.assert_allclose(boxed.distance, free.distance, rtol=1e-9)
+    # the same problem shifted to the origin, where the box's own solver answers
+    shifted = LinearExplainer.from_arrays(A, b + A @ x0)
+    ref = shifted.explain(np.zeros(2), 2, region=True, bounds=(lo - x0, hi - x0))
+    np.testing.assert_allclose(boxed.distance, ref.distance, rtol=1e-9)
