@@ -867,3 +867,25 @@ def test_credit_demo():
     text = "\n".join(lines)
     assert out["valid"] and out["immutable_kept"] and out["alternatives"] == 3
     assert "cheapest recourse" in text and "alternatives" in text and "Amount" in text
+
+
+def test_the_re_aim_clears_the_rounding_of_huge_scores(monkeypatch):
+    # a model whose scores are ~1e17 (a diverged SGDClassifier found by docs/scripts/soak_zoo.py
+    # had coefficients ~1e17): the fixed margin steps (at most 1e-2) stay below an ulp of the
+    # scores and every answer was refused (status 4); the re-aim now clears their rounding
+    from sklearn.linear_model import LogisticRegression
+
+    from fastcf._tabular import solve
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(1e3, 50, 200), "b": rng.normal(0, 1, 200)})
+    y = (X.a - 1e3 + 40 * X.b > 0).astype(int)
+    model = LogisticRegression().fit(X, y)
+    model.coef_ = model.coef_ * 1e15
+    model.intercept_ = model.intercept_ * 1e15
+    tx = TabularExplainer(model, X)
+    rows = X[model.predict(X) == 0].iloc[:10]
+    res = tx.explain(rows, 1)
+    assert res.success.all() and (model.predict(res.x) == 1).all()
+    monkeypatch.setattr(solve.Rows, "_rounding", lambda self, sol, rows: None)  # the old steps
+    assert (tx.explain(rows, 1).status == 4).sum() >= 5

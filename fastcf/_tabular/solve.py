@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from .._fold import tolerance
 from .._progress import rows as progress_rows
 from .._resolve import TABULAR_MARGINS
 from .._stage import replace_rows, settle
@@ -24,6 +25,8 @@ from .fold import check_fold
 from .imputed import solve_row
 from .options import make_query
 from .results import FrameCounterfactualBatch, labels, solver_nodes
+
+_EPS = float(np.finfo(np.float64).eps)
 
 __all__ = ["Rows", "answers", "verify", "folded_proba", "batch", "check_fold_on"]
 
@@ -172,12 +175,37 @@ class Rows:
         return ok[rows]
 
     def aim(self, sol, rows, r):
-        """Aim ``rows`` at the next margin of :data:`TABULAR_MARGINS` (None after the last)."""
+        """Aim ``rows`` at the next margin of :data:`TABULAR_MARGINS` (None after the last).
+
+        For a linear or prototype program, at least four times the rounding the model's scores
+        can carry at the refused answer (:func:`fastcf._fold.tolerance` of the size of its
+        terms, ``fold.terms``), doubled each round: on a model whose scores are ~1e21 the
+        fixed steps (at most 1e-2) stay below an ulp of them.
+        """
         if r + 1 >= len(TABULAR_MARGINS):
             return None
         factor, floor = TABULAR_MARGINS[r + 1]
-        self.margins[rows] = max(self.margin * factor, floor)
+        m = np.full(rows.size, max(self.margin * factor, floor))
+        need = self._rounding(sol, rows)
+        if need is not None:
+            m = np.maximum(m, 4.0 * need * 2.0**r)
+        self.margins[rows] = m
         return rows
+
+    def _rounding(self, sol, rows):
+        """Return the scores' rounding at the answers of ``rows`` (None: a tree program)."""
+        fold = self.ex._schema.fold
+        if not self.prog.folded or fold.terms is None:
+            return None
+        n_num = self.prog.n_num
+        V = np.array([
+            variables(self.ex, sol.x[i, :n_num], sol.x[i, n_num:].astype(np.int64)) for i in rows
+        ])  # fmt: skip
+        t = fold.terms
+        with np.errstate(over="ignore", invalid="ignore"):
+            T = t.scale(fold, V)
+            need = tolerance(T, _EPS, t.depth, max(t.width, V.shape[1])).max(axis=1)
+        return np.where(np.isfinite(need), need, 0.0)
 
     def arrays(self, sol):
         """Return the arrays of a batch of the judged answers ``sol``."""
