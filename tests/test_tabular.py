@@ -889,3 +889,22 @@ def test_the_re_aim_clears_the_rounding_of_huge_scores(monkeypatch):
     assert res.success.all() and (model.predict(res.x) == 1).all()
     monkeypatch.setattr(solve.Rows, "_rounding", lambda self, sol, rows: None)  # the old steps
     assert (tx.explain(rows, 1).status == 4).sum() >= 5
+
+
+def test_an_answer_at_a_bound_is_the_bound_not_an_ulp_past_it(monkeypatch):
+    # x̄ + (lo − x̄) rounds one ulp below lo: the answer left the box the user gave
+    # (docs/scripts/soak_zoo.py, a RidgeClassifier after PCA); it is now the bound itself
+    from fastcf._tabular import imputed, solve
+
+    x0, lo = 10147.564035130803, -13398.022053590232
+    assert (lo - x0) + x0 < lo
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.uniform(-20000, 20000, 300), "b": rng.uniform(-1, 1, 300)})
+    y = (-X.a / 1e4 + X.b > 1.5).astype(int)
+    model = LogisticRegression(C=100, max_iter=1000).fit(X, y)
+    tx = TabularExplainer(model, X, weights={"a": 1e-6, "b": 1.0})
+    row = pd.DataFrame({"a": [x0], "b": [0.0]})
+    res = tx.explain(row, 1, bounds={"a": (lo, 20000.0)})
+    assert res.success and res.x.a.iloc[0] == lo and model.predict(res.x)[0] == 1
+    monkeypatch.setattr(solve, "solve_row", imputed._solve_row)  # (the answer as formed)
+    assert tx.explain(row, 1, bounds={"a": (lo, 20000.0)}).x.a.iloc[0] < lo
