@@ -241,9 +241,12 @@ class LinearExplainer(LinearScores):
             raised τ), and ``nit`` counts the iterations of all of them.
         verify : {"fold", "model"}, default="fold"
             ``"fold"``: each success is certified with the explainer's folded scores, which were
-            checked against the model when the explainer was built. ``"model"``: each success
-            is also confirmed by the fitted model's own ``predict`` (and ``predict_proba`` for
-            ``proba=``); one it does not confirm becomes ``success=False`` with status 4. Costs
+            checked against the model when the explainer was built (a linear-kernel SVM, whose
+            dual sum rounds otherwise, has its own ``predict`` judge every answer, and a
+            refused one solved again further inside: :mod:`fastcf._linear.dual`). ``"model"``:
+            each success is also confirmed by the fitted model's own ``predict`` (and
+            ``predict_proba`` for ``proba=``); one it does not confirm becomes
+            ``success=False`` with status 4. Costs
             one call of the model per batch (~50–200 µs for a pipeline); needs an explainer
             built from a model, not :meth:`from_arrays`.
         exact : bool, default=True
