@@ -156,8 +156,12 @@ def _reference(kind, model, X, x0, target, opts, free=None):
     rlo[pin] = rhi[pin] = x0[pin]
     if kind.endswith("-cat"):  # over the categories the model knows (a missing one stays)
         cats = np.unique(X[:, _CAT][np.isfinite(X[:, _CAT])]) if np.isfinite(x0[_CAT]) else []
-        if kind == "xgb-cat":  # XGBoost's: 0 up to the largest a split lists (the parse's rule)
-            cats = [c for c in cats if c <= xgb_listed_max(model, _CAT)]
+        if kind == "xgb-cat":
+            # XGBoost's: 0 up to one past the largest a split lists (the parse's rule since
+            # issue 52: that last category stands for every one no split lists, which goes
+            # left at every node; the reference stopped at the largest listed one)
+            top = xgb_listed_max(model, _CAT)
+            cats = sorted({float(c) for c in cats if c <= top + 1} | {top + 1.0})
         return categories_brute_force(
             model, x0, target, _CAT, cats, w=float(w[_CAT]), metric=opts["metric"],
             max_changes=opts.get("max_changes"), lo=rlo, hi=rhi, weights=w,
