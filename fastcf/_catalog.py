@@ -18,6 +18,7 @@ __all__ = [
     "LINEAR_MODELS",
     "SCORE_MODELS",
     "COVERS",
+    "dual_scores",
 ]
 
 _LVQ_ATTRS = (("prototypes_",), ("w_", "c_w_"))
@@ -121,3 +122,27 @@ SCORE_MODELS = frozenset(
 )
 #: the final steps LinearExplainer reads (SVC and NuSVC with kernel="linear" only)
 LINEAR_MODELS = SCORE_MODELS | {"SVC", "NuSVC", "OneVsRestClassifier"}
+
+
+def dual_scores(model):
+    """Return whether ``model`` (a fitted linear classifier or pipeline) scores by a dual sum.
+
+    The final step of a pipeline, or an estimator of a ``OneVsRestClassifier``, is an ``SVC``
+    or ``NuSVC`` (those ``LinearExplainer`` takes have a linear kernel): libsvm decides by
+    ``Σ_i α_i y_i ⟨s_i, x⟩ + b`` over its support vectors, not by ``coef_ @ x + intercept_``,
+    and rounds otherwise (:mod:`fastcf._linear.dual`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.svm import SVC, LinearSVC
+    >>> X, y = np.array([[0.0], [1.0], [2.0], [3.0]]), np.array([0, 0, 1, 1])
+    >>> dual_scores(SVC(kernel="linear").fit(X, y)), dual_scores(LinearSVC().fit(X, y))
+    (True, False)
+    """
+    while type(model).__name__ == "Pipeline":
+        model = model.steps[-1][1]
+    name = type(model).__name__
+    if name == "OneVsRestClassifier":
+        return any(dual_scores(e) for e in getattr(model, "estimators_", ()))
+    return name in ("SVC", "NuSVC")

@@ -16,36 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._catalog import dual_scores
 from .._confirm import model_input
 from .._stage import stack
 from .route import solved
 from .verify import rows_box
 
-__all__ = ["dual_scores", "DualGap"]
-
-_DUAL = ("SVC", "NuSVC")
-
-
-def dual_scores(model):
-    """Return whether ``model`` (a fitted linear classifier or pipeline) scores by a dual sum.
-
-    The final step of a pipeline, or each estimator of a ``OneVsRestClassifier``, is an
-    ``SVC`` or ``NuSVC`` (those ``LinearExplainer`` takes have a linear kernel).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.svm import SVC, LinearSVC
-    >>> X, y = np.array([[0.0], [1.0], [2.0], [3.0]]), np.array([0, 0, 1, 1])
-    >>> dual_scores(SVC(kernel="linear").fit(X, y)), dual_scores(LinearSVC().fit(X, y))
-    (True, False)
-    """
-    while type(model).__name__ == "Pipeline":
-        model = model.steps[-1][1]
-    name = type(model).__name__
-    if name == "OneVsRestClassifier":
-        return any(dual_scores(e) for e in getattr(model, "estimators_", ()))
-    return name in _DUAL
+__all__ = ["dual_scores", "DualGap"]  # (dual_scores: the catalog's, fastcf._catalog)
 
 
 class DualGap:

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from .._catalog import dual_scores
 from .._progress import rows as progress_rows
 from .._resolve import TABULAR_MARGINS
 from .._stage import replace_rows, settle
@@ -190,7 +191,12 @@ class Rows:
         rounding. Always true for tree and prototype programs (the model's own check stands).
         """
         fold = self.ex._schema.fold
-        if not self.prog.folded or fold.terms is None or fold.proto_class is not None:
+        if (
+            not self.prog.folded
+            or fold.terms is None
+            or fold.proto_class is not None
+            or dual_scores(self.ex.model)
+        ):  # (a linear SVM's dual sum is libsvm's, row by row: its verdict is its own)
             return np.ones(rows.size, dtype=bool)
         V = self._variables(sol, rows)
         need = self._rounding(sol, rows, V)
