@@ -92,9 +92,10 @@ def solve_row(prog, x0, k0, q, row):
     ans = _solve_row(prog, x0, k0, q, row)
     if ans.status != int(Status.OK) and not ans.info.get("stopped"):
         return ans
-    with np.errstate(invalid="ignore"):
-        below = (ans.x < q.lo) & (q.lo - ans.x <= 4.0 * np.spacing(np.abs(q.lo)))
-        above = (ans.x > q.hi) & (ans.x - q.hi <= 4.0 * np.spacing(np.abs(q.hi)))
+    free = ~np.asarray(getattr(prog, "grid", np.zeros(ans.x.shape, bool)), dtype=bool)
+    with np.errstate(invalid="ignore"):  # (a grid or integer column keeps its grid point)
+        below = free & (ans.x < q.lo) & (q.lo - ans.x <= 4.0 * np.spacing(np.abs(q.lo)))
+        above = free & (ans.x > q.hi) & (ans.x - q.hi <= 4.0 * np.spacing(np.abs(q.hi)))
     if not (below.any() or above.any()):
         return ans
     x = np.where(below, q.lo, np.where(above, q.hi, ans.x))
