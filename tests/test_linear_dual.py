@@ -102,3 +102,13 @@ def test_the_front_door_gives_a_multiclass_linear_svm_its_own_reason():
         assert "other than kernel='linear'" not in str(info.value)
     with pytest.raises(TypeError, match="other than kernel='linear'"):
         fastcf.explainer_for(SVC(kernel="rbf").fit(X, y))
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+def test_svm_alternatives_are_judged_by_the_svm_itself(metric):
+    X, y = _offset_data(0)
+    svc = SVC(kernel="linear", max_iter=20000).fit(X, y)
+    ex = fastcf.LinearExplainer(svc)
+    for x in X[svc.predict(X) == 0][:5]:
+        for a in ex.enumerate(x, 1, k=3, region=True, metric=metric):
+            assert a.success and svc.predict(a.x[None])[0] == 1

@@ -69,9 +69,7 @@ def _one(
         # x̄ already meets τ as the model computes it: x̄ is the only answer (every other
         # answer's changed set contains its empty one)
         sol = keep_source(ex._model, X, tidx, solve(ex, X, tidx, q), q.proba)
-        only = _stage.package(
-            ex, _stage.judge(ex._in_target, sol, tidx, q.proba), X, tidx, names, True
-        )
+        only = _stage.package(ex, _judge(ex, sol, tidx, q.proba), X, tidx, names, True)
         return iter([only]) if k is None else [only]
     if (
         k is not None
@@ -96,7 +94,7 @@ def _one(
         # the answer, solved in full and judged by the model: None if not a counterfactual
         if q.max_changes is None:
             sol = prob.full(fmask)
-        sol = _stage.judge(ex._in_target, sol, tidx, q.proba)
+        sol = _judge(ex, sol, tidx, q.proba)
         return sol if sol.success[0] else None
 
     gen = (
@@ -106,6 +104,16 @@ def _one(
     if k is None:
         return gen
     return list(itertools.islice(gen, k))
+
+
+def _judge(ex, sol, tidx, proba):
+    """Return the stage's judge of ``sol``; none certified by a copy that is no judge (an SVM).
+
+    (:mod:`fastcf._linear.dual`: the model's own ``predict`` judges each answer there.)
+    """
+    if not ex._copy_judges:
+        sol = sol._replace(certified=None)
+    return _stage.judge(ex._in_target, sol, tidx, proba)
 
 
 def flipsets(ex, X, tidx, names, q, k, max_nodes):
@@ -126,9 +134,7 @@ def flipsets(ex, X, tidx, names, q, k, max_nodes):
     )  # fmt: skip
     if sol is None:
         return None
-    sol = _stage.judge(
-        ex._in_target, sol, np.full(sol.x.shape[0], tidx[0], dtype=np.int64), q.proba
-    )
+    sol = _judge(ex, sol, np.full(sol.x.shape[0], tidx[0], dtype=np.int64), q.proba)
     if not sol.success.all():
         return None
     if sol.proba is not None and not ex._has_proba:
