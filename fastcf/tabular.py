@@ -385,10 +385,6 @@ class TabularExplainer(FrameExplainer):
         """Return the first answers of the query record ``q`` (each row's program)."""
         return q.first()
 
-    def _frozen(self):
-        s = self._schema
-        return s.frozen | np.array([k == "unused" for k in s.kind], dtype=bool)
-
     def enumerate(
         self,
         x,

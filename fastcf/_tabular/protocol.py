@@ -84,6 +84,11 @@ class FrameExplainer(BaseExplainer):
         frame, single = read_rows(self._schema, x)
         return frame, single, None, resolve_targets(self.classes_, target, frame.shape[0])
 
+    def _frozen(self):
+        """Return the columns every query holds: ``immutable`` ones and those the model ignores."""
+        s = self._schema
+        return s.frozen | np.array([k == "unused" for k in s.kind], dtype=bool)
+
     def _in_target(self, X, tidx, proba=None):
         """Return which rows of the DataFrame ``X`` the model's own ``predict`` puts in target.
 

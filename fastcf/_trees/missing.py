@@ -129,25 +129,25 @@ def _collapse(forest: Forest, t: int, mask, x) -> Tree:
     start = int(fo.offset[t])
     stop = int(fo.offset[t + 1]) if t + 1 < fo.n_trees else fo.is_leaf.size
 
-    def resolve(i):
+    def skip_masked(i):  # down the masked splits, to the node x reaches first
         while not fo.is_leaf[i] and mask[fo.feature[i]]:
             left = _goes_left(fo, i, x[fo.feature[i]])
             i = int(fo.left[i]) if left else int(fo.right[i])
         return i
 
-    order, stack = [], [resolve(start)]
+    order, stack = [], [skip_masked(start)]
     while stack:  # depth first from the (resolved) root, left child first
         i = stack.pop()
         order.append(i)
         if not fo.is_leaf[i]:
-            stack.append(resolve(int(fo.right[i])))
-            stack.append(resolve(int(fo.left[i])))
+            stack.append(skip_masked(int(fo.right[i])))
+            stack.append(skip_masked(int(fo.left[i])))
     order = np.asarray(order, dtype=np.int64)
     pos = np.full(stop - start, -1, dtype=np.int64)
     pos[order - start] = np.arange(order.size)
     leaf = fo.is_leaf[order]
-    kids_l = np.array([resolve(int(fo.left[i])) if not fo.is_leaf[i] else -1 for i in order])
-    kids_r = np.array([resolve(int(fo.right[i])) if not fo.is_leaf[i] else -1 for i in order])
+    kids_l = np.array([skip_masked(int(fo.left[i])) if not fo.is_leaf[i] else -1 for i in order])
+    kids_r = np.array([skip_masked(int(fo.right[i])) if not fo.is_leaf[i] else -1 for i in order])
     return Tree(
         feature=fo.feature[order],
         threshold=fo.threshold[order],
