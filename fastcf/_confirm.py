@@ -3,10 +3,13 @@
 fastcf certifies each answer with its own copy of the model (the folded scores ``A x + b``, the
 prototypes), which is checked against the model once when the explainer is built
 (:func:`fastcf._fold.check_scores`). ``verify="model"`` adds one call of the model's own
-``predict`` (and ``predict_proba`` for ``proba=``) per query batch on the answers that succeeded,
-and turns every success the model does not confirm into ``success=False`` with status 4: the
-answer lies within the two computations' rounding of the decision boundary (or of τ). Its cost is
-that call: about 50–200 µs for a scikit-learn pipeline, more than a single linear query itself.
+``predict`` per query batch on the answers that succeeded (and, for ``proba=``, one call of its
+``predict_proba`` per answer: a user checks one answer alone, and a batch call can round a row's
+``p`` otherwise), and turns every success the model does not confirm into ``success=False`` with
+status 4: the answer lies within the two computations' rounding of the decision boundary (or of
+τ). Its cost is that call: about 50–200 µs for a scikit-learn pipeline, more than a single linear
+query itself. (The linear family asks the model for ``proba=`` in its judge, which re-aims what
+the model refuses: :class:`fastcf._linear.dual.FoldGap`.)
 """
 
 from __future__ import annotations
@@ -181,10 +184,15 @@ def confirm(model, res, classes, proba=None):
     R = model_input(model, X[rows])
     ok = np.asarray(model.predict(R), dtype=object) == targets[rows]
     if proba is not None:
-        p = np.asarray(model.predict_proba(R), dtype=np.float64)
+        # each answer alone, as a user checks one: a batch call can round a row's p otherwise
+        # (a pipeline's steps by the rows they are given with), and an answer sits at p = τ
         index = {c: i for i, c in enumerate(np.asarray(classes).tolist())}
         col = np.array([index[t] for t in np.asarray(targets[rows]).tolist()], dtype=np.int64)
-        ok &= p[np.arange(rows.size), col] >= proba
+        p = np.array([
+            float(np.asarray(model.predict_proba(R[i : i + 1]), dtype=np.float64)[0, col[i]])
+            for i in range(rows.size)
+        ])  # fmt: skip
+        ok &= p >= proba
     if ok.all():
         return res
     bad = np.zeros(success.shape, dtype=bool)

@@ -307,9 +307,11 @@ def answer(ex, X, tidx, names, single, q, *, verify="fold", exact=True):
     pipeline of a DataFrame), else ``q.in_target`` or ``ex._in_target`` row by row; its
     ``q.proba`` (None without ``proba=``) is the τ that judge asks. The re-aim: ``q.reaim``
     (where it has one) is the policy :func:`settle` runs, for ``q.rounds`` rounds (default
-    :data:`ROUNDS`). An explainer whose copy of the model does not compute the model's own
-    arithmetic (``ex._copy_judges`` false: a linear SVM) has every answer judged by its
-    ``_in_target`` (no certificate of the copy trusted) and re-aimed by ``ex._policy``. A
+    :data:`ROUNDS`). A family's ``ex._review(sol, X, tidx, q, verify)``, where it has one,
+    withdraws the copy's certificates that do not stand (``(sol, policy, judge)``: a linear
+    SVM's dual sum, a pipeline's ``proba=`` at huge scores, ``verify="model"`` there): those
+    answers are judged by ``judge`` (default its ``_in_target``) and re-aimed by that
+    policy. A
     family's ``_finish(sol, X, tidx, q)``, where it has one, completes the judged answers (the
     model's probabilities at them, a message at the data's scale); its record's
     ``q.package(sol)``, where it has one, makes its public answer (DataFrame views), else
@@ -318,15 +320,18 @@ def answer(ex, X, tidx, names, single, q, *, verify="fold", exact=True):
     sol = ex._solve(X, tidx, q)
     proba = getattr(q, "proba", None)
     policy = getattr(q, "reaim", None)  # (a family whose route does not re-aim itself)
-    if not getattr(ex, "_copy_judges", True):
-        # fastcf's copy does not compute the model's arithmetic (a linear SVM's dual sum): no
-        # answer is certified by the copy's bound, the model judges each, and the family's
-        # policy re-aims the refused ones
-        sol = sol._replace(certified=None)
-        policy = ex._policy(X, tidx, q)
+    review = getattr(ex, "_review", None)
+    if review is not None:
+        # where fastcf's copy does not compute the model's arithmetic (a linear SVM's dual sum,
+        # a pipeline's τ at huge scores): those answers lose the copy's certificate, the
+        # family's judge asks them, and the family's policy re-aims the refused ones
+        sol, own, strict = review(sol, X, tidx, q, verify)
+        policy = own if own is not None else policy
+    else:
+        strict = None
     judge_rows = getattr(q, "judge_rows", None)
     if judge_rows is None:
-        in_target = getattr(q, "in_target", None) or ex._in_target
+        in_target = strict or getattr(q, "in_target", None) or ex._in_target
         if policy is None:
             sol = judge(in_target, sol, tidx, proba)
         else:

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _stage
 from ._confirm import check_verify
+from ._fold import pipeline_parts, probe_rows, rounding_eps
 from ._linear.dual import dual_scores
 from ._linear.paths import path as _path
 from ._linear.paths import short_path
@@ -109,6 +110,10 @@ class LinearExplainer(LinearScores):
         self.model = model
         self._copy_judges = not dual_scores(model)  # (an SVM's dual sum: the model judges)
         self._terms = terms  # the size of the model's terms (fit_mad's check: no second fold)
+        steps = pipeline_parts(model)[0]
+        if steps or terms.depth > 1:  # (a pipeline: its scores lie from the copy's by up to
+            # the fold's tolerance; a bare model's are the copy's bits)
+            self._set_fold(terms, rounding_eps(steps, probe_rows(steps, self.n_features_in_, k=2)))
 
     @classmethod
     def from_arrays(cls, A, b, classes=None, feature_names=None, *, probabilistic=True):
@@ -273,10 +278,12 @@ class LinearExplainer(LinearScores):
         check_exact(exact, time_limit)
         self._check_form(lam, proba, region)
         check_verify(verify, self.model)
-        res = short_path(
-            self, x, target, lam, proba, region, margin, frozen, weights, bounds, metric,
-            max_changes, method, tol, max_iter,
-        )  # fmt: skip
+        res = None
+        if verify == "fold" or proba is None:  # (verify="model"'s τ is the stage's judge)
+            res = short_path(
+                self, x, target, lam, proba, region, margin, frozen, weights, bounds, metric,
+                max_changes, method, tol, max_iter,
+            )  # fmt: skip
         if res is not None:  # one common query (the same stage, without reading options)
             return res if verify == "fold" else _stage.finish(self, res, verify, proba)
         options = dict(

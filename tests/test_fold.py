@@ -493,3 +493,61 @@ def test_standardized_two_component_whitening_is_folded_and_a_drift_refused(D):
     coef[np.unravel_index(np.argmax(np.abs(coef)), coef.shape)] *= 1 + 1e-6
     with pytest.raises(TypeError, match="does not reproduce"):
         check_linear_model(pipe, A, b, prob, rows=X)
+
+
+def _huge_logit_pipeline():
+    """A pipeline whose scores (~1e12) the fold cancels: a column far from 0, barely spread.
+
+    The zoo's case (``docs/scripts/soak_zoo.py --seed 1 --case 1937``): MaxAbsScaler maps the
+    last column, -3.08e5 ± 0.12, to -1 ± 4e-7, and the LDA's weights there are ~5e7 per unit.
+    """
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    rng = np.random.default_rng(1)  # (before the fix: 5 of 15 answers below τ, each metric)
+    loc = np.array([-3.7e2, 9.69e4, 74.5, -3.08e5])
+    spread = np.array([4.2e3, 7.0, 1.27, 0.118])
+    X = loc + spread * rng.standard_normal((200, 4))
+    s = ((X - loc) / spread) @ rng.standard_normal(4)
+    y = np.digitize(s, np.quantile(s, [1 / 3, 2 / 3]))
+    pipe = make_pipeline(
+        SelectPercentile(percentile=50), MaxAbsScaler(), LinearDiscriminantAnalysis(solver="lsqr")
+    ).fit(X, y)
+    return pipe, X
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "euclidean"])
+def test_proba_on_huge_logits_is_met_by_the_pipeline_itself(metric):
+    """proba=τ holds in the pipeline's own predict_proba, not only in the copy's arithmetic.
+
+    The copy's p is within the fold check's tolerance of the pipeline's (~1e-4 in p here): an
+    answer at the copy's τ was 0.89983 by the pipeline (a false success). Now the judge asks
+    the pipeline where the copy's p clears τ by less than that tolerance, and re-aims.
+    """
+    pipe, X = _huge_logit_pipeline()
+    ex = fastcf.explainer_for(pipe)
+    rows = X[:15]
+    target = (pipe.predict(rows) + 1) % 3
+    res = ex.explain(rows, target, proba=0.9, metric=metric)
+    assert res.success.sum() >= 10
+    for x, t, ok in zip(res.x, target, res.success, strict=True):
+        if ok:
+            assert pipe.predict(x[None])[0] == t
+            assert pipe.predict_proba(x[None])[0, t] >= 0.9 - 1e-12
+    for i in np.flatnonzero(res.success)[:4]:  # one row alone: the same
+        one = ex.explain(rows[i], target[i], proba=0.9, metric=metric)
+        assert one.success and pipe.predict_proba(one.x[None])[0, target[i]] >= 0.9 - 1e-12
+
+
+def test_verify_model_proba_holds_for_the_batch_and_each_row_alone():
+    """verify="model" with proba=: the pipeline's p ≥ τ of the batch and of every row alone."""
+    pipe, X = _huge_logit_pipeline()
+    ex = fastcf.explainer_for(pipe)
+    rows = X[20:32]
+    target = (pipe.predict(rows) + 2) % 3
+    res = ex.explain(rows, target, proba=0.8, verify="model")
+    ok = res.success
+    assert ok.sum() >= 8
+    t = target[ok]
+    assert (pipe.predict_proba(res.x[ok])[np.arange(ok.sum()), t] >= 0.8).all()
+    for x, ti in zip(res.x[ok], t, strict=True):
+        assert pipe.predict_proba(x[None])[0, ti] >= 0.8

@@ -107,13 +107,15 @@ def _one(
 
 
 def _judge(ex, sol, tidx, proba):
-    """Return the stage's judge of ``sol``; none certified by a copy that is no judge (an SVM).
+    """Return the stage's judge of ``sol``; none certified by a copy that is no judge.
 
-    (:mod:`fastcf._linear.dual`: the model's own ``predict`` judges each answer there.)
+    (:mod:`fastcf._linear.dual`: an SVM's own ``predict`` judges each answer there, and a
+    pipeline's ``proba=`` answers must clear τ by the fold's tolerance.)
     """
-    if not ex._copy_judges:
+    trust, in_target = ex._judge_all(proba)
+    if not trust:
         sol = sol._replace(certified=None)
-    return _stage.judge(ex._in_target, sol, tidx, proba)
+    return _stage.judge(in_target, sol, tidx, proba)
 
 
 def flipsets(ex, X, tidx, names, q, k, max_nodes):

@@ -1,4 +1,4 @@
-"""Models whose scores are not computed as fastcf computes them: a linear-kernel SVM's dual sum.
+"""Models whose scores are not computed as fastcf computes them: an SVM's dual sum, a pipeline.
 
 A binary ``SVC``/``NuSVC(kernel="linear")`` (alone, in a pipeline, or inside a
 ``OneVsRestClassifier``) decides by libsvm's dual sum ``Σ_i α_i y_i ⟨s_i, x⟩ + b`` over its
@@ -10,6 +10,14 @@ stage asks the model's own ``predict`` (:meth:`fastcf.LinearExplainer._in_target
 certified by the copy's bound), and a success the model refuses is solved again aimed further
 inside by the gap the two arithmetics showed at that answer (:class:`DualGap`, run by
 :func:`fastcf._stage.settle`).
+
+A pipeline's steps compute its scores through intermediate terms the fold cancels (a scaler of
+data far from 0, a whitening PCA): its scores may lie from the copy's by the fold check's
+tolerance (:func:`fastcf._fold.tolerance`), which at scores ~10¹² is ~10⁻³ — far above the
+copy's own rounding. The class is certified against it (a margin); ``proba=τ`` is judged by it
+too: an answer whose copy's ``p`` clears τ by less than the tolerance's reach in ``p`` (beyond
+the floor any evaluation may round, :data:`TAU_FLOOR`) is asked of the pipeline itself, one row
+at a time, and solved again at a τ raised past the gap it showed (:class:`FoldGap`).
 """
 
 from __future__ import annotations
@@ -22,7 +30,13 @@ from .._stage import stack
 from .route import solved
 from .verify import rows_box
 
-__all__ = ["dual_scores", "DualGap"]  # (dual_scores: the catalog's, fastcf._catalog)
+__all__ = ["dual_scores", "DualGap", "FoldGap", "TAU_FLOOR"]
+
+#: how far below τ another evaluation of a pipeline's ``predict_proba`` may round an answer's
+#: ``p`` (``docs/reliability.md``): where the fold's tolerance reaches further, the judge asks
+#: the pipeline. (The tolerance is a worst case, ~100× the differences seen: at 1e-12 the
+#: pipeline would be asked about every answer of an ordinary scaled pipeline, 10× its cost.)
+TAU_FLOOR = 1e-9  # (dual_scores: the catalog's, fastcf._catalog)
 
 
 class DualGap:
@@ -68,4 +82,50 @@ class DualGap:
             qi = self.q._replace(margin=float(self.margins[i]), bnd=rows_box(self.q.bnd, [i]))
             sub = solved(self.ex, self.X[i : i + 1], self.tidx[i : i + 1], qi)
             subs.append(sub._replace(certified=None))
+        return stack(subs)
+
+
+class FoldGap:
+    """Re-aim of ``proba=`` answers whose ``p`` clears τ by less than the fold's tolerance.
+
+    Round ``r`` re-solves a refused row at ``τ + 2^(r+1) g``, ``g`` the gap between the copy's
+    ``p`` and the pipeline's own (one row alone) at the refused answer, plus its shortfall; a row
+    whose raised τ is not below 1 is not re-aimed (it stays refused, status 4).
+
+    Parameters
+    ----------
+    ex : LinearExplainer
+        Built from a pipeline.
+    X, tidx : ndarray
+        The query rows and their target indices.
+    q : fastcf._linear.route.Query
+        The query's record (``form == "proba"``).
+    strict : bool, default=False
+        ``verify="model"``: the gap to the model's ``p`` of the batch too
+        (:meth:`fastcf.LinearExplainer._own_proba`).
+    """
+
+    def __init__(self, ex, X, tidx, q, strict=False):
+        self.ex, self.X, self.tidx, self.q, self.strict = ex, X, tidx, q, strict
+        self.taus = np.full(X.shape[0], float(q.proba))
+
+    def aim(self, sol, rows, r):
+        """Raise the refused ``rows``' τ past the gap at their answers; return them."""
+        x = np.asarray(sol.x[rows], dtype=np.float64)
+        own = self.ex._own_proba(x, self.tidx[rows], self.strict)
+        m = self.ex._model
+        ours = m.proba_from_logits(m.check_logits(x))[np.arange(rows.size), self.tidx[rows]]
+        gap = np.abs(ours - own) + np.maximum(float(self.q.proba) - own, 0.0)
+        raised = np.maximum(self.taus[rows], float(self.q.proba) + gap * 2.0 ** (r + 1))
+        ok = np.isfinite(raised) & (raised < 1.0) & (raised > self.taus[rows])
+        self.taus[rows] = np.where(ok, raised, self.taus[rows])
+        return rows[ok]
+
+    def solve(self, rows):
+        """Solve ``rows`` at their raised τ (unjudged)."""
+        subs = []
+        for i in rows:
+            qi = self.q._replace(proba=float(self.taus[i]), bnd=rows_box(self.q.bnd, [i]))
+            sub = solved(self.ex, self.X[i : i + 1], self.tidx[i : i + 1], qi)
+            subs.append(sub._replace(certified=None))  # (judged again at the original τ)
         return stack(subs)

@@ -8,13 +8,15 @@ of the fold against the fitted model on training rows, and scikit-learn's ``deci
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .._base import BaseExplainer
 from .._confirm import model_input
 from .._validation import as_queries
 from ..adapters import check_linear_model
-from .dual import DualGap
+from .dual import TAU_FLOOR, DualGap, FoldGap
 from .metric import MetricCache
 from .model import make_model
 
@@ -165,16 +167,135 @@ class LinearScores(BaseExplainer):
     #: (:mod:`fastcf._linear.dual`): the model's own ``predict`` judges those
     _copy_judges = True
 
-    def _in_target(self, X, tidx, proba=None):
+    #: the size of a pipeline's terms and the unit roundoff of its steps (``None``: a bare
+    #: model, whose scores the copy computes bit for bit): set by ``LinearExplainer``
+    _fold_terms = None
+    _fold_eps = 0.0
+
+    def _set_fold(self, terms, eps):
+        """Record a pipeline's terms and precision: its ``proba=`` answers are judged by them."""
+        from .._fold import tolerance
+
+        self._fold_terms, self._fold_eps = terms, float(eps)
+        self._fold_At = np.ascontiguousarray(terms.A.T, dtype=np.float64)
+        width = max(terms.width, self.n_features_in_)
+        # half the rule of tolerance() per unit of T (and its tiny), rounded up
+        self._fold_half = 0.5 * float(tolerance(1.0, eps, terms.depth, width)) * (1 + 1e-12)
+
+    def _in_target(self, X, tidx, proba=None, strict=False, fold=False):
         if not self._copy_judges:  # (proba= is refused: an SVM has no probabilities here)
             return (
                 np.asarray(self.model.predict(model_input(self.model, X)))
                 == self.classes_[np.asarray(tidx, dtype=np.int64)]
             )
-        return self._model.in_target(X, tidx, proba)
+        good = self._model.in_target(X, tidx, proba)
+        if proba is None or not good.any() or not (strict or fold):
+            return good
+        # a pipeline: where p clears τ by less than the reach of the fold's tolerance, the
+        # pipeline itself is asked (FoldGap re-aims what it refuses); ``strict``
+        # (verify="model"): the model is asked about every answer, of the batch and alone
+        rows = np.flatnonzero(good)
+        Xr = np.asarray(X, dtype=np.float64)[rows]
+        t = np.asarray(tidx, dtype=np.int64)[rows]
+        if strict:
+            near = np.ones(rows.size, dtype=bool)
+        else:
+            g = self._tau_slack(Xr)
+            near = g > 0.0  # (an ordinary pipeline: none, the copy's verdict stands)
+            if near.any():
+                j = np.flatnonzero(near)
+                p = self._model.proba_from_logits(self._model.check_logits(Xr[j]))
+                near[j] = p[np.arange(j.size), t[j]] - float(proba) < g[j]
+        if near.any():
+            own = self._own_proba(Xr[near], t[near], strict)
+            good[rows[near]] = own >= float(proba)
+        return good
 
-    def _policy(self, X, tidx, q):
-        """Return the stage's re-aim policy of the query record ``q`` (None: the copy judges)."""
-        if self._copy_judges or q.form != "region":
-            return None
-        return DualGap(self, X, tidx, q)
+    def _own_proba(self, X, tidx, batch=False):
+        """Return the model's own ``predict_proba`` of each row alone, at its target.
+
+        One call per row: the bits a user's check of one answer gets (a batch call can round a
+        row differently, by up to the fold's tolerance). ``batch``: the smaller of that and the
+        row's ``p`` in one call of all the rows, where the model's ``predict`` of that call also
+        puts the row in its target (else 0).
+        """
+        col = np.array([self._class_index[c] for c in self.classes_[tidx].tolist()], np.int64)
+        out = np.empty(X.shape[0])
+        for i in range(X.shape[0]):
+            P = self.model.predict_proba(model_input(self.model, X[i : i + 1]))
+            out[i] = float(np.asarray(P, dtype=np.float64)[0, col[i]])
+        if batch and X.shape[0]:
+            R = model_input(self.model, X)
+            P = np.asarray(self.model.predict_proba(R), dtype=np.float64)
+            out = np.minimum(out, P[np.arange(X.shape[0]), col])
+            out[np.asarray(self.model.predict(R)) != self.classes_[tidx]] = 0.0
+        return out
+
+    def _tau_slack(self, X):
+        """Return how far a pipeline's ``p`` may lie below the copy's, less :data:`TAU_FLOOR`.
+
+        A bound (a worst case: at scores ~10¹² it can reach 10⁻², where the two differ by
+        10⁻⁴): beyond it the copy's ``p`` decides; within it the pipeline is asked. The fold
+        check proved the pipeline's scores within ``tolerance(T(x))`` of the copy's
+        (:func:`fastcf._fold.tolerance`, the check's own rule); a probability moves by at most
+        half the largest score's move (``|∂p_t/∂z| ≤ 2 p_t (1 − p_t) ≤ 1/2``). 0 where that is
+        within the floor the docs allow any evaluation.
+        """
+        T = np.abs(X) @ self._fold_At
+        T += self._fold_terms.b
+        top = T.max(axis=1) if T.shape[1] > 1 else T[:, 0]
+        g = top * self._fold_half - TAU_FLOOR
+        return np.maximum(g, 0.0, out=g)
+
+    def _tau_slack_row(self, x):
+        """Return :meth:`_tau_slack` of one row ``x`` (D,), a float."""
+        T = np.abs(x) @ self._fold_At
+        b = self._fold_terms.b
+        top = float((T + b).max()) if T.shape[0] > 1 else float(T[0]) + float(b[0])
+        return top * self._fold_half - TAU_FLOOR
+
+    def _review(self, sol, X, tidx, q, verify="fold"):
+        """Return ``(sol, policy, judge)``: ``sol`` without the certificates that do not stand.
+
+        A linear SVM's dual sum (``_copy_judges`` false): no certificate stands, the model
+        judges, :class:`DualGap` re-aims ``region=True``. A pipeline's ``proba=``: where the
+        fold's tolerance may reach past :data:`TAU_FLOOR` in ``p`` at an answer
+        (:meth:`_tau_slack`: one product with the terms per answer), its certificate is
+        withdrawn: the judge asks ``p`` to clear τ by that tolerance (else the pipeline),
+        :class:`FoldGap` re-aims. ``proba=`` with ``verify="model"``: the model judges every
+        answer (of the batch and alone), :class:`FoldGap` re-aims. Else the copy's
+        certificates stand and the route re-aims by itself (``policy`` None). ``judge``: the
+        stage's judge where it is not ``_in_target``.
+        """
+        if verify == "model" and q.form == "proba" and self._copy_judges:
+            strict = partial(self._in_target, strict=True)
+            return sol._replace(certified=None), FoldGap(self, X, tidx, q, True), strict
+        if not self._copy_judges:
+            policy = DualGap(self, X, tidx, q) if q.form == "region" else None
+            return sol._replace(certified=None), policy, None
+        if q.form != "proba" or self._fold_terms is None:
+            return sol, None, None
+        if sol.success.shape[0] == 1:  # (a single query: scalars, ~3 µs)
+            if not sol.success[0] or self._tau_slack_row(sol.x[0]) <= 0.0:
+                return sol, None, None
+        far = sol.success.copy()
+        if far.all():
+            far = self._tau_slack(sol.x) > 0.0
+        elif far.any():
+            far[far] = self._tau_slack(sol.x[far]) > 0.0
+        if not far.any():  # (an ordinary pipeline: the copy's verdicts stand)
+            return sol, None, None
+        if sol.certified is not None:
+            sol = sol._replace(certified=sol.certified & ~far)
+        return sol, FoldGap(self, X, tidx, q), partial(self._in_target, fold=True)
+
+    def _judge_all(self, proba):
+        """Return ``(trust, judge)`` of answers without a re-aim (``enumerate``'s).
+
+        ``trust``: whether the copy's certificates stand; ``judge``: the ``in_target`` that
+        judges the others (a pipeline's ``proba=``: with the fold's tolerance, as
+        :meth:`_review`).
+        """
+        if proba is not None and self._fold_terms is not None and self._copy_judges:
+            return False, partial(self._in_target, fold=True)
+        return self._copy_judges, self._in_target
