@@ -191,12 +191,9 @@ class Rows:
         rounding. Always true for tree and prototype programs (the model's own check stands).
         """
         fold = self.ex._schema.fold
-        if (
-            not self.prog.folded
-            or fold.terms is None
-            or fold.proto_class is not None
-            or dual_scores(self.ex.model)
-        ):  # (a linear SVM's dual sum is libsvm's, row by row: its verdict is its own)
+        if self.prog.folded and dual_scores(self.ex.model):
+            return self._alone(rows)
+        if not self.prog.folded or fold.terms is None or fold.proto_class is not None:
             return np.ones(rows.size, dtype=bool)
         V = self._variables(sol, rows)
         need = self._rounding(sol, rows, V)
@@ -212,6 +209,22 @@ class Rows:
                 z[np.arange(rows.size), t] = -np.inf
                 gap = own - z.max(axis=1)
             return gap > 2.0 * need
+
+    def _alone(self, rows):
+        """Return which answers of ``rows`` the pipeline puts in the target, each asked alone.
+
+        A linear SVM's dual sum has no rounding bound fastcf's copy computes (libsvm's own
+        arithmetic decides), and the steps before it round a row differently alone and in a
+        batch (a whitening PCA: BLAS): a batch answer ``predict`` confirmed within the batch was
+        in the other class alone (``docs/scripts/soak_zoo.py``). Each answer is asked as a
+        user checks one; the refused ones are re-aimed.
+        """
+        ex = self.ex
+        want = ex.classes_[self.tidx[rows]]
+        if rows.size == 1 and self.frame.shape[0] == 1:
+            return np.ones(1, dtype=bool)  # (the batch was this one row: asked already)
+        got = [ex.model.predict(ex._model_input(self.answers.iloc[[i]]))[0] for i in rows]
+        return np.asarray(got, dtype=object) == np.asarray(want, dtype=object)
 
     def _variables(self, sol, rows):
         """Return the program variables (values, category indicators) of the answers."""
