@@ -1996,3 +1996,15 @@ def beam_round(beam, cand, oks, ms, moves, m0, rate, width, best, best_cost):
         if len(nxt) == width:
             break
     return nxt, best, best_cost
+
+
+def soak_zoo():
+    """Return ``docs/scripts/soak_zoo.py`` as a module: its cases rebuild the zoo's findings."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parents[1] / "docs" / "scripts" / "soak_zoo.py"
+    spec = importlib.util.spec_from_file_location("soak_zoo", path)
+    zoo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(zoo)
+    return zoo

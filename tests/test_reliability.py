@@ -2479,3 +2479,36 @@ def test_softmax_proba_boxed_out_of_reach_is_certified():
     hi[1] = 3e20
     res = ex.explain(x0, 4, proba=0.5, frozen=[0], bounds=(lo, hi))
     assert res.success and ex.predict_proba(res.x[None])[0, 4] >= 0.5
+
+
+def test_max_changes_answer_keeps_its_support_and_a_failed_node_is_no_answer():
+    """The pipeline zoo's case (seed 0, case 5692): a 3-class Perceptron after PCA and a
+    scaler, ``region=True``, Euclidean, a box, ``max_changes=2``. The search's lean root solve
+    failed numerically and kept x̄ (distance 0): it was taken for an answer with no change,
+    and the answer solved in full with every feature free moved 4 (an interior point's 1e-7
+    on three). Now a failed node is no answer (its lean solve is redone in full first), and
+    the answer is solved with everything outside its support frozen."""
+    from reference import soak_zoo
+    from sklearn.base import clone
+    from sklearn.pipeline import make_pipeline
+
+    import fastcf
+
+    zoo = soak_zoo()
+    case = zoo.make_case(0, 5692, 0.05)
+    X, y = case["X"], case["y"]
+    pipe = make_pipeline(*[clone(s) for s in case["steps"]], clone(case["model"])).fit(X, y)
+    ex = fastcf.explainer_for(pipe)
+    x0 = X[103]
+    lo = np.array([19903.97026928754, -6947.375232371946, -2424.221310615551, 68583.34655775999,
+                   634.053538214542])  # fmt: skip
+    hi = np.array([39101.115717439374, 5929.627348011902, 2935.9664766724586, 68583.37779745557,
+                   10096.427371418307])  # fmt: skip
+    free = ex.explain(x0, 1, region=True, bounds=(lo, hi))
+    assert free.success and np.count_nonzero(free.x != x0) == 4
+    for m in (1, 2, 4):
+        res = ex.explain(x0, 1, region=True, bounds=(lo, hi), max_changes=m)
+        assert res.success and np.count_nonzero(res.x != x0) <= m, (m, res.message)
+        assert pipe.predict(res.x[None])[0] == 1
+        if m == 4:  # every feature may change: the answer without max_changes
+            assert res.distance <= free.distance * (1 + 1e-6)

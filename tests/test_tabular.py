@@ -949,13 +949,9 @@ def test_a_dual_svm_batch_answer_is_the_target_for_a_row_alone_too():
     # by the pipeline itself; asked of the batch, it confirmed an answer that it puts in the
     # other class alone (the PCA rounds a row differently in a batch). Each answer is now asked
     # alone too, and re-aimed where it is refused
-    import importlib.util
-    import pathlib
+    from reference import soak_zoo
 
-    path = pathlib.Path(__file__).parents[1] / "docs" / "scripts" / "soak_zoo.py"
-    spec = importlib.util.spec_from_file_location("soak_zoo", path)
-    zoo = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(zoo)
+    zoo = soak_zoo()
     zoo.FULL_OPTS = True
     case = zoo.make_case(0, 1523, 0.05)
     case["seed0"] = 0

@@ -288,7 +288,9 @@ def row_problem(ex, X, tidx, q, n):
 
     def solve(fmask):
         sol = continuous(ex, Xn, tn, q, fmask, lams, bnd, lean=True)
-        if careful and int(sol.status[0]) in (_OK, _NUMERIC):
+        if int(sol.status[0]) == _NUMERIC:  # (the lean solvers failed: every fallback)
+            return continuous(ex, Xn, tn, q, fmask, lams, bnd)
+        if careful and int(sol.status[0]) == _OK:
             d = float(sol.distance[0])
             bound = model.need_of_norm(nx0 + d / wmin) * (1 + 1e-9)
             if not q.margin > bound:  # (NaN or inf: not cleared)
@@ -342,7 +344,15 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
         if P is not None:
             P = ex._model.proba_from_logits(ex._model.model_logits(x0))
         sol = sol._replace(x=x0, proba=P, distance=np.zeros(1))
-    if not math.isfinite(val) and int(sol.status[0]) == _OK:
+    failed = info.get("failed_nodes", 0)
+    if not math.isfinite(val) and failed:
+        sol = _fail(
+            sol,
+            Status.NUMERIC,
+            f"max_changes: {failed} solve(s) of the branch-and-bound failed numerically; no "
+            f"answer changing at most {q.max_changes} features was found",
+        )
+    elif not math.isfinite(val) and int(sol.status[0]) == _OK:
         sol = _fail(
             sol,
             Status.INFEASIBLE,
@@ -350,10 +360,13 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
             "features (increase max_changes, or free features / widen bounds)",
         )
     elif not info["proven"]:
-        sol = _fail(
-            sol,
-            Status.MAXITER,
-            "max_changes: node limit of the branch-and-bound "
-            "reached; the answer is the best found, not proven optimal",
+        why = (
+            f"{failed} solve(s) of the branch-and-bound failed numerically"
+            if failed
+            else "node limit of the branch-and-bound reached"
         )
+        sol = _fail(
+            sol, Status.MAXITER, f"max_changes: {why}; the answer is the best found, not proven "
+            "optimal",
+        )  # fmt: skip
     return sol._replace(info={**_row_info(sol.info), **info}), val, mask

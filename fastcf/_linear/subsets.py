@@ -40,6 +40,7 @@ from .._status import Status
 __all__ = ["RowProblem", "best_subset", "top_m_free"]
 
 _HARD = (int(Status.UNREACHABLE), int(Status.INFEASIBLE))  # nothing with more frozen helps
+_OK = int(Status.OK)
 
 
 class RowProblem:
@@ -68,6 +69,7 @@ class RowProblem:
         self.cost = cost
         self._memo = {}
         self.solves = 0
+        self.failures = 0  # node solves that failed (numerically, at a limit): not proven empty
 
     def solve(self, fmask):
         """Return (sol, value) of the row with ``fmask`` frozen (memoised)."""
@@ -76,7 +78,11 @@ class RowProblem:
         if hit is None:
             sol = self._solve(fmask)
             self.solves += 1
-            bad = int(sol.status[0]) in _HARD or not np.isfinite(sol.x[0]).all()
+            st = int(sol.status[0])
+            bad = st in _HARD or not np.isfinite(sol.x[0]).all()
+            if st != _OK and not bad:  # (failed, not proven empty: no answer, no bound)
+                self.failures += 1
+                bad = True
             hit = (sol, math.inf if bad else float(self._objective(sol)))
             self._memo[key] = hit
         return hit
@@ -140,22 +146,29 @@ def best_subset(prob, fmask0, m, max_nodes=20_000):
     value : float
         The objective of the best answer found (``inf``: no answer with ≤ m changes).
     mask : ndarray of bool, shape (D,)
-        Its frozen features (``fmask0`` when there is none): ``prob.full(mask)`` is the answer.
+        Every feature but the answer's support frozen (``fmask0`` when there is no answer):
+        ``prob.full(mask)`` is the answer. (Not the node's own mask: solved in full, the node
+        could move other free features by the rounding of another solver — an interior
+        point's 1e-7 — past ``m`` changes; the optimum restricted to its support is the same.)
     info : dict
         ``nodes`` (branch-and-bound nodes), ``solves`` (continuous solves) and ``proven``
         (the tree was exhausted: the answer is optimal, or none exists).
     """
     root, rval = prob.solve(fmask0)
-    info = {"nodes": 1, "solves": prob.solves, "proven": True}
-    if not math.isfinite(rval) or np.count_nonzero(prob.changed(root)) <= m:
+    info = {"nodes": 1, "solves": prob.solves, "proven": not prob.failures}
+    if not math.isfinite(rval):
+        if prob.failures:
+            info["failed_nodes"] = prob.failures
         return rval, fmask0, info
+    if np.count_nonzero(prob.changed(root)) <= m:
+        return rval, fmask0 | ~prob.changed(root), info  # (its support: see below)
     best, best_val = None, math.inf  # best: the frozen mask of the best answer
 
     def consider(fmask):
         nonlocal best, best_val
         sol, val = prob.solve(fmask)
         if val < best_val and np.count_nonzero(prob.changed(sol)) <= m:
-            best, best_val = fmask, val
+            best, best_val = fmask | ~prob.changed(sol), val
 
     def rounding(sol, Z, inset):
         # the committed features plus the largest other moves: an answer with ≤ m changes
@@ -181,7 +194,7 @@ def best_subset(prob, fmask0, m, max_nodes=20_000):
         S = prob.changed(sol) & ~Z
         if np.count_nonzero(S) <= m:  # the relaxation's answer is feasible: the node's optimum
             if bound < best_val:
-                best, best_val = Z, bound
+                best, best_val = Z | ~S, bound
             continue
         nodes += 1
         if nodes > max_nodes:
@@ -206,6 +219,9 @@ def best_subset(prob, fmask0, m, max_nodes=20_000):
             heapq.heappush(heap, (val2, -int(inset.sum()), next(tie), Z2, inset, sol2))
     info["nodes"] = nodes
     info["solves"] = prob.solves
+    if prob.failures:  # a node that failed is no proof: the tree is not exhausted
+        info["proven"] = False
+        info["failed_nodes"] = prob.failures
     if best is None:
         return math.inf, fmask0, info
     return best_val, best, info
