@@ -8,7 +8,7 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[1] / "fastcf"
 
 #: the bottom layer: read by every other, importing nothing of fastcf
-BOTTOM = {"fastcf._catalog", "fastcf._options", "fastcf._status"}
+BOTTOM = {"fastcf._catalog", "fastcf._options", "fastcf._status", "fastcf._threads"}
 #: the top: the front door and what drives it, imported by nothing but each other and the
 #: package's lazy exports
 TOP = {"fastcf.dispatch", "fastcf.__main__", "fastcf.bench", "fastcf._warmup"}

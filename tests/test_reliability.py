@@ -753,7 +753,8 @@ def test_batch_equals_single(name):
 @pytest.mark.parallel
 @pytest.mark.parametrize("name", ["binary", "softmax", "lvq"])
 def test_parallel_batch_equals_serial_chunks(name):
-    # 5 000 rows take the parallel kernels (LVQ switches at 4 096 rows); chunks of 500 do not
+    # 5 000 rows run on the batch threads in chunks of their own; batches of 500 too, in
+    # other chunks: the rows' bits do not depend on them
     ex, D, K, opts = _thread_cases()[name]
     rng = np.random.default_rng(13)
     X = rng.normal(size=(5000, D))
@@ -762,6 +763,51 @@ def test_parallel_batch_equals_serial_chunks(name):
     parts = [ex.explain(X[i : i + 500], T[i : i + 500], **opts) for i in range(0, 5000, 500)]
     np.testing.assert_array_equal(big.x, np.concatenate([p.x for p in parts]))
     np.testing.assert_array_equal(big.status, np.concatenate([p.status for p in parts]))
+
+
+@pytest.mark.needs_jit
+@pytest.mark.parallel
+@pytest.mark.parametrize("name", ["binary", "softmax", "lvq"])
+def test_batch_threads_give_the_same_bits_whatever_their_number(name):
+    from fastcf import _threads
+
+    ex, D, K, opts = _thread_cases()[name]
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(3000, D))
+    T = rng.integers(0, K, size=3000)
+    with _threads.limit(1):
+        ref = ex.explain(X, T, **opts)
+    for n in (2, 3, 7):
+        with _threads.limit(n):
+            res = ex.explain(X, T, **opts)
+        np.testing.assert_array_equal(res.x, ref.x)
+        np.testing.assert_array_equal(res.status, ref.status)
+
+
+def test_batch_threads_cover_every_row_once_and_raise_a_chunks_error():
+    from fastcf import _threads
+
+    seen = np.zeros(1001, dtype=np.int64)
+
+    def fill(lo, hi):
+        seen[lo:hi] += 1
+
+    _threads.run(fill, 1001, 3)
+    assert (seen == 1).all()
+
+    def boom(lo, hi):
+        if lo > 0:
+            raise RuntimeError("chunk failed")
+
+    with pytest.raises(RuntimeError, match="chunk failed"):
+        _threads.run(boom, 100, 2)
+    assert _threads.jobs(10, 16) == 1  # too few rows to start a thread
+    with _threads.limit(2):
+        assert _threads.jobs(10_000, 16) == 2
+    with pytest.raises(ValueError, match="n_jobs"):
+        _threads.check_n_jobs(0)
+    with pytest.raises(TypeError, match="n_jobs"):
+        _threads.check_n_jobs(1.5)
 
 
 # ------------------------------------------------------------------------------ determinism

@@ -36,7 +36,7 @@ Where each algorithm lives:
   one loop per batch, so that a single query does not pay a NumPy call per test.
 - :mod:`.linalg` — small dense linear algebra: Cholesky, LU, dot products, KKT-inverse
   updates, NNLS and LDP.
-- :mod:`._batch` — N queries row by row: the serial and the parallel kernel of a row kernel.
+- :mod:`._batch` — N queries row by row: the serial kernel and the chunk kernel of a row kernel.
 """
 
 import functools
@@ -73,16 +73,17 @@ def kernel(signature=None, **overrides):
         calls it (the root φ of the logistic family used to be compiled by every import of
         :mod:`fastcf.linear`, softmax models included).
     **overrides
-        Changes to the house options (e.g. ``parallel=True`` for batch kernels).
+        Changes to the house options (e.g. ``_nrt=False`` for inner loops).
 
     Notes
     -----
     Compile time is what a process with an empty cache pays on its first call
     (``docs/scripts/compile_times.py`` measures it per kernel). ``parallel=True`` is several
     times costlier to compile than the same loop serial (each ``prange`` loop becomes a gufunc
-    that links and compiles the code it calls again), so each batch kernel has a serial twin
-    for single queries, both made from one row kernel by :func:`._batch.batch` and picked per
-    call: same row code, same bits.
+    that links and compiles the code it calls again): no kernel of fastcf uses it. A batch
+    kernel is a serial loop over a chunk of rows, run on Python threads (the GIL released:
+    :mod:`fastcf._threads`), made from one row kernel by :func:`._batch.batch` with a twin
+    for single queries: same row code, same bits.
 
     ``_nrt=False`` (Numba's switch for its runtime) is for inner loops that allocate nothing
     and only borrow the arrays their caller holds: Numba then emits no reference counting in

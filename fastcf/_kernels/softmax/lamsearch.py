@@ -406,8 +406,8 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None, a
     ``warm``: (Y, lam) of an earlier search on the same rows (for a slightly higher τ: the ulp
     re-solve of :func:`fastcf._linear.softmax.constrained`), each row's search then starting
     from its solution; rows with a λ that is not finite and positive start cold.
-    ``parallel``: over the rows, in a ``parallel=True`` kernel; otherwise a serial kernel (the
-    same row code, so the same bits, and a first call that compiles several times faster).
+    ``parallel``: over the rows, on the batch threads; otherwise in the calling thread (the
+    same row code, so the same bits).
     ``aim``: :func:`aim_ulps` of the answers' D (the default is that of D ≤ 4096).
     """
     aim = float(aim)

@@ -180,7 +180,7 @@ _region = batch(_region_batch_row, _region_batch_out)
 def region_batch(Zbar, G, ks, margins, tol, max_iter, parallel):
     """region_dual for N queries: returns (Y, nit, status) with y = −ν, y_k = Σ ν.
 
-    ``parallel``: over the rows, in a ``parallel=True`` kernel; otherwise a serial kernel (the
-    same row code, so the same bits, and a first call that compiles several times faster).
+    ``parallel``: over the rows, on the batch threads; otherwise in the calling thread (the
+    same row code, so the same bits).
     """
     return _region(parallel, Zbar, G, ks, margins, tol, max_iter)

@@ -77,12 +77,10 @@ def _sum_chunks(part, b, z):
         z[j] = acc + b[j]
 
 
-# Each row function below has a serial and a parallel kernel (:func:`fastcf._kernels._batch.batch`)
-# behind a plain Python function that picks one: a single query (mode 0, the common case) then
-# compiles only the serial kernel. Compiling a ``parallel=True`` kernel costs several times more
-# (each prange loop becomes a gufunc of its own that links and compiles the whole row code
-# again), and the serial kernel runs the same row code, so the answers have the same bits in
-# every mode.
+# Each row function below has a serial kernel and a chunk kernel run on the batch threads
+# (:func:`fastcf._kernels._batch.batch`) behind a plain Python function that picks one: a single
+# query (mode 0, the common case) then compiles only the serial kernel. Both run the same row
+# code, so the answers have the same bits in every mode.
 
 
 @kernel()

@@ -1,0 +1,127 @@
+"""The batch threads: chunks of a batch's rows run at once on Python threads.
+
+fastcf's kernels release the GIL (``nogil=True``), so Python threads that each call a kernel on
+their own rows run in parallel. A batch kernel (:func:`fastcf._kernels._batch.batch`) is split
+into chunks of consecutive rows, each written by the same compiled row code into its rows of
+one shared output: an answer has the same bits whatever the number of threads or chunks. This
+replaces Numba's ``parallel=True`` kernels, whose compilation cost several times that of the
+serial code (each ``prange`` loop a gufunc compiled again: 58 of the 203 CPU seconds of
+``warmup()``).
+
+How many threads: ``n_jobs`` where a caller set it (:func:`limit`), else Numba's thread count
+(``numba.get_num_threads()``: every core by default, ``NUMBA_NUM_THREADS`` or
+``numba.set_num_threads`` to change it), and never more than one per ``min_rows`` rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import threading
+
+__all__ = ["jobs", "run", "limit", "check_n_jobs"]
+
+_N_JOBS = contextvars.ContextVar("fastcf_n_jobs", default=None)
+_POOL = None
+_POOL_SIZE = 0
+_LOCK = threading.Lock()
+#: chunks per thread: rows of unequal cost (a λ-search that takes longer) even out
+_CHUNKS_PER_JOB = 2
+
+
+def check_n_jobs(n_jobs):
+    """Return ``n_jobs`` checked: None, or an int ≥ 1, or −1 (every core); else raise."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
+        raise TypeError(f"n_jobs must be None or an int; got {n_jobs!r}")
+    if n_jobs == -1:
+        return os.cpu_count() or 1
+    if n_jobs < 1:
+        raise ValueError(f"n_jobs must be -1 or at least 1; got {n_jobs}")
+    return n_jobs
+
+
+@contextlib.contextmanager
+def limit(n_jobs):
+    """Run the batches inside the block on ``n_jobs`` threads (None: the default).
+
+    Examples
+    --------
+    >>> from fastcf import _threads
+    >>> with _threads.limit(1):
+    ...     _threads.jobs(10_000, 16)
+    1
+    """
+    token = _N_JOBS.set(check_n_jobs(n_jobs))
+    try:
+        yield
+    finally:
+        _N_JOBS.reset(token)
+
+
+def jobs(n, min_rows):
+    """Return the threads a batch of ``n`` rows runs on (1: the calling thread alone)."""
+    want = _N_JOBS.get()
+    if want is None:
+        import numba
+
+        want = numba.get_num_threads()
+    return max(1, min(int(want), n // max(int(min_rows), 1)))
+
+
+_FORK_HOOK = False
+
+
+def _pool(size):
+    """Return the batch threads' pool, of at least ``size`` threads (made on first use)."""
+    global _POOL, _POOL_SIZE, _FORK_HOOK
+    from concurrent.futures import ThreadPoolExecutor  # (imported by the first batch only)
+
+    with _LOCK:
+        if _POOL is None or _POOL_SIZE < size:
+            old = _POOL
+            _POOL = ThreadPoolExecutor(max_workers=size, thread_name_prefix="fastcf-batch")
+            _POOL_SIZE = size
+            if old is not None:
+                old.shutdown(wait=False)
+            if not _FORK_HOOK:  # (installed with the first pool: none in a process without)
+                os.register_at_fork(after_in_child=_forget_pool)
+                _FORK_HOOK = True
+        return _POOL
+
+
+def _forget_pool():  # a forked child has none of its parent's threads
+    global _POOL, _POOL_SIZE, _LOCK
+    _POOL, _POOL_SIZE, _LOCK = None, 0, threading.Lock()
+
+
+def run(fn, n, n_threads):
+    """Call ``fn(lo, hi)`` on consecutive chunks of ``range(n)``, on ``n_threads`` threads.
+
+    The calling thread is one of them: each thread takes the next chunk not taken until none
+    is left. Returns when every chunk is done; raises the first exception a chunk raised.
+    """
+    chunks = min(n, n_threads * _CHUNKS_PER_JOB)
+    bounds = [n * i // chunks for i in range(chunks + 1)]
+    todo = iter(range(chunks))  # (a range iterator's next is atomic: one thread takes a chunk)
+
+    def work():
+        for i in todo:
+            fn(bounds[i], bounds[i + 1])
+
+    pool = _pool(n_threads - 1)
+    futures = [pool.submit(work) for _ in range(n_threads - 1)]
+    error = None
+    try:
+        work()
+    except BaseException as exc:  # (wait for the others first: they write into the output)
+        error = exc
+    for f in futures:
+        try:
+            f.result()
+        except BaseException as exc:
+            error = error if error is not None else exc
+    if error is not None:
+        raise error
