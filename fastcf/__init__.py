@@ -36,9 +36,9 @@ _EXPORTS = {
     "explainer_for": "fastcf.dispatch",
     "check_gradient": "fastcf.gradcheck",
     "GradientCheck": "fastcf.gradcheck",
-    "compile_first": "fastcf._kernels._tier",
-    "wait_for_kernels": "fastcf._kernels._tier",
-    "set_tiered": "fastcf._kernels._tier",
+    "compile_first": "fastcf._deprecated",
+    "wait_for_kernels": "fastcf._deprecated",
+    "set_tiered": "fastcf._deprecated",
 }
 _SUBMODULES = {
     "adapters",

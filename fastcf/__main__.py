@@ -140,7 +140,9 @@ def demo(argv=None) -> int:
     t0 = time.perf_counter()
     for fn in timed.values():
         fn()
-    fastcf.wait_for_kernels()
+    from ._kernels import _tier
+
+    _tier.wait_for_kernels()  # (tiered execution only: deprecated)
     t_wait = time.perf_counter() - t0
     t_one = median_time(timed["one"], 200)
     t_lam = median_time(timed["lam"], 200)
@@ -180,7 +182,9 @@ def demo(argv=None) -> int:
     )
     targets = (digits.predict(Xd) + 1) % 10
     batch = exd.explain(Xd, targets, lam=0.01)
-    fastcf.wait_for_kernels()
+    from ._kernels import _tier
+
+    _tier.wait_for_kernels()  # (tiered execution only: deprecated)
     t_dig = median_time(lambda: exd.explain(Xd, targets, lam=0.01), 3)
     print(
         f"  all 1797 digits to the next class, λ = 0.01: {1e3 * t_dig:.1f} ms "
@@ -244,6 +248,10 @@ def main(argv=None) -> int:
     w.add_argument(
         "families", nargs="*", help="logistic softmax lvq svm trees gradcheck (default: all)"
     )
+    w.add_argument(
+        "--jobs", type=int, default=None,
+        help="families compiled at once, one process each (default: every core)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     from ._progress import compile_progress
 
@@ -252,12 +260,21 @@ def main(argv=None) -> int:
         with compile_progress(idle=4.0):
             return demo()
     if args.command == "warmup":
-        from ._warmup import warmup
+        import os
+
+        from ._warmup import warmup, warmup_processes
 
         t0 = time.perf_counter()
-        print("fastcf warmup: compiling the kernels into Numba's cache")
-        with compile_progress(why="compiling every kernel ahead of time"):
-            warmup(args.families or None, verbose=True)
+        families = args.families or None
+        jobs = (os.cpu_count() or 1) if args.jobs is None else max(1, args.jobs)
+        n = len(families) if families else 6
+        if jobs > 1 and n > 1:
+            print(f"fastcf warmup: compiling the kernels into Numba's cache ({jobs} processes)")
+            warmup_processes(families, jobs=jobs, verbose=True)
+        else:
+            print("fastcf warmup: compiling the kernels into Numba's cache")
+            with compile_progress(why="compiling every kernel ahead of time"):
+                warmup(families, verbose=True)
         print(f"done in {time.perf_counter() - t0:.1f} s")
         return 0
     import os

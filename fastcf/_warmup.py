@@ -24,12 +24,16 @@ import warnings
 
 import numpy as np
 
-__all__ = ["warmup", "FAMILIES"]
+__all__ = ["warmup", "warmup_processes", "FAMILIES"]
 
 FAMILIES = ("logistic", "softmax", "lvq", "svm", "trees", "gradcheck")
+#: the families, costliest to compile first (wall seconds in a process of their own on an empty
+#: cache, 2 cores, 2026-11-29: softmax 102, logistic 30, lvq 21, trees 18, svm 11): the order
+#: :func:`warmup_processes` starts them in, so that the last to finish is a short one
+_BY_COST = ("softmax", "logistic", "lvq", "trees", "svm", "gradcheck")
 
 
-def _logistic():
+def _logistic(metrics=("euclidean", "manhattan")):
     from .linear import LinearExplainer
 
     ex = LinearExplainer.from_arrays(np.array([[1.0, -2.0, 0.5]]), np.array([0.1]))
@@ -38,15 +42,16 @@ def _logistic():
     box = (np.full(3, -5.0), np.full(3, 5.0))
     for opts in ({}, {"bounds": box}, {"weights": np.array([1.0, 2.0, 3.0]), "frozen": [2]}):
         for form in ({"lam": 0.1}, {"proba": 0.8}, {"region": True}):
-            ex.explain(x, 1, **form, **opts)
-            ex.explain(X, 1, **form, **opts)
-            ex.explain(x, 1, **form, **opts, metric="manhattan")
-            ex.explain(X, 1, **form, **opts, metric="manhattan")
-        ex.enumerate(x, 1, k=2, region=True, metric="manhattan", **opts)  # its Lawler kernel
-    ex.path(x, 1, np.logspace(1, -2, 5))
+            for metric in metrics:
+                ex.explain(x, 1, **form, **opts, metric=metric)
+                ex.explain(X, 1, **form, **opts, metric=metric)
+        if "manhattan" in metrics:
+            ex.enumerate(x, 1, k=2, region=True, metric="manhattan", **opts)  # its Lawler kernel
+    if "euclidean" in metrics:
+        ex.path(x, 1, np.logspace(1, -2, 5))
 
 
-def _softmax():
+def _softmax(metrics=("euclidean", "manhattan"), wide=True):
     from .linear import LinearExplainer
 
     rng = np.random.default_rng(0)
@@ -56,12 +61,14 @@ def _softmax():
     box = (np.full(4, -10.0), np.full(4, 10.0))
     for opts in ({}, {"bounds": box}, {"weights": np.array([1.0, 2.0, 3.0, 4.0]), "frozen": [3]}):
         for form in ({"lam": 0.1}, {"proba": 0.8}, {"region": True}):
-            ex.explain(x, 2, **form, **opts)
-            ex.explain(X, 2, **form, **opts)
-            ex.explain(x, 2, **form, **opts, metric="manhattan")
-            ex.explain(X, 2, **form, **opts, metric="manhattan")
-    ex.path(x, 2, np.logspace(1, -2, 5))
-    ex.path(x, 2, np.logspace(1, -2, 5), bounds=box)
+            for metric in metrics:
+                ex.explain(x, 2, **form, **opts, metric=metric)
+                ex.explain(X, 2, **form, **opts, metric=metric)
+    if "euclidean" in metrics:
+        ex.path(x, 2, np.logspace(1, -2, 5))
+        ex.path(x, 2, np.logspace(1, -2, 5), bounds=box)
+    if not wide:
+        return
     # one query large enough (D·K ≥ 2¹⁸) for the BLAS mode (rows.row_mode): its products run on
     # BLAS and its K-space parts on kernels of their own, compiled for such queries only
     D = 1 << 16
@@ -136,6 +143,19 @@ _RUNNERS = {
     "trees": _trees,
     "gradcheck": _gradcheck,
 }
+#: a family's parts, for :func:`warmup_processes` (one process each): together, the family
+_PARTS = {
+    "softmax": {
+        "softmax:manhattan": lambda: _softmax(("manhattan",), wide=False),
+        "softmax:euclidean": lambda: _softmax(("euclidean",), wide=False),
+        "softmax:wide": lambda: _softmax((), wide=True),
+    },
+    "logistic": {
+        "logistic:manhattan": lambda: _logistic(("manhattan",)),
+        "logistic:euclidean": lambda: _logistic(("euclidean",)),
+    },
+}
+_RUNNERS.update({part: run for parts in _PARTS.values() for part, run in parts.items()})
 
 
 def warmup(families=None, verbose: bool = False) -> dict:
@@ -161,7 +181,7 @@ def warmup(families=None, verbose: bool = False) -> dict:
     ['gradcheck']
     """
     families = FAMILIES if families is None else tuple(families)
-    unknown = sorted(set(families) - set(FAMILIES))
+    unknown = sorted(set(families) - set(_RUNNERS))  # (a family's part too: _PARTS)
     if unknown:
         raise ValueError(f"families must be among {FAMILIES}; got {unknown}")
     from ._kernels._tier import compile_first
@@ -176,4 +196,73 @@ def warmup(families=None, verbose: bool = False) -> dict:
             times[name] = time.perf_counter() - t0
             if verbose:
                 print(f"  {name:<10} {times[name]:7.2f} s", flush=True)
+    return times
+
+
+def warmup_processes(families=None, jobs=None, verbose=False) -> dict:
+    """Fill Numba's cache with every kernel of ``families``, one process per family at a time.
+
+    Numba compiles under one lock per process, so :func:`warmup` uses one core; here up to
+    ``jobs`` processes (default: every core) each run :func:`warmup` for one family or one
+    part of one (softmax's Manhattan, Euclidean and BLAS-mode queries; logistic's two
+    metrics: ``python -m fastcf warmup --jobs 1 PART``), costliest first, into the same on-disk
+    cache (``NUMBA_CACHE_DIR`` as this process sees it; Numba writes its cache files whole, by
+    renaming, so processes that compile one shared kernel at once both leave a valid file).
+    The kernels are in the cache afterwards, not in this process: a process that wants them
+    loaded calls :func:`warmup` (which then loads them in seconds).
+
+    Parameters
+    ----------
+    families : sequence of str, optional
+        As :func:`warmup`; all by default.
+    jobs : int, optional
+        Processes at once (default ``os.cpu_count()``).
+    verbose : bool, default=False
+        Print each family's line as it finishes.
+
+    Returns
+    -------
+    dict
+        Wall seconds per family, in its own process.
+
+    Raises
+    ------
+    RuntimeError
+        If a family's process fails (its standard error is in the message).
+    """
+    import os
+    import subprocess
+    import sys
+
+    families = FAMILIES if families is None else tuple(families)
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"families must be among {FAMILIES}; got {unknown}")
+    jobs = (os.cpu_count() or 1) if jobs is None else int(jobs)
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1; got {jobs}")
+    todo = [p for f in _BY_COST if f in families for p in _PARTS.get(f, (f,))]
+    running, times = {}, {}
+    while todo or running:
+        while todo and len(running) < jobs:
+            fam = todo.pop(0)
+            cmd = [sys.executable, "-m", "fastcf", "warmup", "--jobs", "1", fam]
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=dict(os.environ, FASTCF_PROGRESS="0"),
+            )  # fmt: skip
+            running[fam] = (proc, time.perf_counter())
+        time.sleep(0.05)
+        for fam, (proc, t0) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            out, err = proc.communicate()
+            del running[fam]
+            if proc.returncode != 0:
+                for other, _ in running.values():
+                    other.kill()
+                raise RuntimeError(f"warmup of {fam!r} failed:\n{err[-3000:]}")
+            times[fam] = time.perf_counter() - t0
+            if verbose:
+                print(f"  {fam:<18} {times[fam]:7.2f} s (its own process)", flush=True)
     return times

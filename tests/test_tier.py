@@ -425,3 +425,52 @@ def test_a_fork_during_a_background_compilation_does_not_hang_the_child(tmp_path
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "[2000, 2000]"
+
+
+def test_the_public_tiered_names_are_deprecated():
+    # issue 54: tiered execution does not give every family a first answer within 1.5 s (a
+    # tree ensemble's took 34 s as Python), so its public names say it goes
+    import fastcf
+
+    with pytest.warns(FutureWarning, match="deprecated"):
+        previous = fastcf.set_tiered(None)
+    assert previous is None or isinstance(previous, bool)
+    with pytest.warns(FutureWarning, match="python -m fastcf warmup"):
+        with fastcf.compile_first():
+            pass
+    with pytest.warns(FutureWarning, match="deprecated"):
+        assert fastcf.wait_for_kernels(timeout=5)
+
+
+_ENV_DEPRECATED = r"""
+import warnings
+import numpy as np
+from fastcf._kernels import _tier, kernel
+
+@kernel(cache=False)
+def total(x):
+    s = 0.0
+    for v in x:
+        s += v
+    return s
+
+_tier._cold = True  # (run as Python at once)
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    assert total(np.arange(4.0)) == 6.0
+    assert total(np.arange(5.0)) == 10.0
+print(sum("deprecated" in str(w.message) for w in seen))
+"""
+
+
+def test_tiered_execution_by_the_environment_says_once_that_it_is_deprecated(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-c", _ENV_DEPRECATED],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env=dict(os.environ, FASTCF_TIERED="1", NUMBA_CACHE_DIR=str(tmp_path)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "1"

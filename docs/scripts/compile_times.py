@@ -90,6 +90,46 @@ def _setup_svm():
     return lambda: enumerate_svms(X, y, k=5)
 
 
+def _setup_forest():
+    import numpy as np
+    from sklearn.ensemble import RandomForestClassifier
+
+    from fastcf import TreeExplainer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 8))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    model = RandomForestClassifier(50, max_depth=5, random_state=0).fit(X, y)
+    ex = TreeExplainer(model)
+    k = 1 - int(model.predict(X[:1])[0])
+    return lambda: ex.explain(X[0], k)
+
+
+def _setup_tabular():
+    import numpy as np
+    import pandas as pd
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from fastcf import TabularExplainer
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({
+        "age": rng.integers(18, 80, 300), "income": rng.normal(50, 15, 300).round(1),
+        "job": rng.choice(["a", "b", "c"], 300),
+    })  # fmt: skip
+    y = ((X.income > 50) ^ (X.job == "b")).astype(int)
+    pre = make_column_transformer((OneHotEncoder(), ["job"]), remainder="passthrough")
+    model = make_pipeline(pre, RandomForestClassifier(50, max_depth=5, random_state=0))
+    model.fit(X, y)
+    ex = TabularExplainer(model, X)
+    row = X.iloc[[0]]
+    k = 1 - int(model.predict(row)[0])
+    return lambda: ex.explain(row, k)
+
+
 SCENARIOS = {
     "logistic explain(x, 1, lam=0.1)": _setup_logistic,
     "softmax explain(x, k, lam=0.01)": _softmax({"lam": 0.01}),
@@ -98,6 +138,8 @@ SCENARIOS = {
     "softmax path(x, k)": _softmax("path"),
     "LVQ (GLVQ) explain(x, t)": _setup_lvq,
     "SVM enumerate_svms(X, y, k=5)": _setup_svm,
+    "random forest (50 trees) explain(x, t)": _setup_forest,
+    "tabular pipeline (forest) explain(row, t)": _setup_tabular,
 }
 WARMUP = "warmup()"
 

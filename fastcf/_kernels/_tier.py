@@ -414,6 +414,27 @@ def _await_load(job):
             break
 
 
+#: the deprecation of tiered execution (issue 54), said once per process at its first tiered
+#: miss and by every call of its public names (:mod:`fastcf._deprecated`)
+TIERED_MESSAGE = (
+    "tiered execution (FASTCF_TIERED=1, fastcf.set_tiered, compile_first, wait_for_kernels) is "
+    "deprecated and will be removed in the next release: it does not give every family a fast "
+    "first answer (a tree ensemble's first query took 34 s as Python). Fill the kernel cache "
+    "ahead of time with `python -m fastcf warmup` instead"
+)
+_said = False
+
+
+def _say_deprecated():
+    """Warn once per process that tiered execution is deprecated (its first tiered miss)."""
+    global _said
+    if not _said:
+        _said = True
+        import warnings
+
+        warnings.warn(TIERED_MESSAGE, FutureWarning, stacklevel=4)
+
+
 def _on_miss(disp, *args, **kws):
     """Replace ``disp._compile_for_args``: return what Numba's dispatcher then calls."""
     from numba.core.dispatcher import OmittedArg
@@ -432,6 +453,7 @@ def _on_miss(disp, *args, **kws):
     overload = disp.overloads.get(argtypes)
     if overload is not None:  # compiled by the worker since the dispatch
         return overload.entry_point
+    _say_deprecated()
     job = _submit(disp, argtypes)
     _await_load(job)
     if job.done.is_set() and job.error is None:
