@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -2558,3 +2559,58 @@ def test_max_changes_answer_keeps_its_support_and_a_failed_node_is_no_answer():
         assert pipe.predict(res.x[None])[0] == 1
         if m == 4:  # every feature may change: the answer without max_changes
             assert res.distance <= free.distance * (1 + 1e-6)
+
+
+def test_region_box_euclidean_answers_where_the_step_is_read_back_from_a_large_x():
+    """The pipeline zoo's RidgeClassifier (seed 1, case 560, folded): region=True, Euclidean, a
+    box, x̄ ~ 3.6e5. Clarabel's answer and every fallback's met the margin rows exactly, but the
+    step read back from the answer (x − x̄, x a double) came out 2e-10 short of the rows'
+    64ε test, and each was refused: a numerical failure where Manhattan answered."""
+    from fastcf import LinearExplainer
+
+    A = np.array([
+        [1.8305599404014636, -0.00015127746076670982, 0.11563969285959878, 0.5049582845490811],
+        [-0.07963732482971067, 1.3919415251140926e-05, 0.001757961384836015, 0.1611472093520801],
+        [-1.750922615571753, 0.00013735804551556866, -0.11739765424443495, -0.6661054939011614],
+    ])  # fmt: skip
+    b = np.array([-853902.7398442117, -30941.02273977596, 884842.7625839879])
+    x0 = np.array([363899.99673879327, 591.1157929894881, -15.523621629759393, 371838.9974788618])
+    lo = np.array([363899.98670921905, -4509.56523989101, -24.043085184916976, 371837.14334112627])
+    hi = np.array([363900.00383572327, 5828.517107061778, 2.8746162993926063, 371839.80497278634])
+    ex = LinearExplainer.from_arrays(A, b)
+    res = ex.explain(x0, 1, region=True, bounds=(lo, hi))
+    assert res.success, res.message
+    assert np.all((res.x >= lo) & (res.x <= hi)) and ex.predict(res.x[None])[0] == 1
+    z = exact_logits(A, b, res.x)
+    assert z[1] > max(z[0], z[2])
+    # the optimum: SLSQP from the answer finds nothing closer (the same distance to 1e-7)
+    from scipy.optimize import minimize
+
+    D = np.array([A[1] - A[0], A[1] - A[2]])
+    c = 1e-6 - (D @ x0 + np.array([b[1] - b[0], b[1] - b[2]]))
+    ref = minimize(
+        lambda d: d @ d, res.x - x0, method="SLSQP",
+        constraints=[{"type": "ineq", "fun": lambda d: D @ d - c}],
+        bounds=list(zip(lo - x0, hi - x0, strict=True)), options={"ftol": 1e-16, "maxiter": 500},
+    )  # fmt: skip
+    assert res.distance <= np.sqrt(ref.fun) * (1 + 1e-7)
+
+
+def test_region_box_euclidean_last_resort_is_the_exact_least_distance_program():
+    """The zoo's diverged SGDClassifier (seed 0, case 3655; scores ~1e12 after two scalers):
+    Clarabel and the active-set fallbacks failed on 4 of 6 answers and called them infeasible
+    while a training row of the target lay in the box. The least-distance program solved
+    exactly by the dual NNLS (the LVQ family's QP) answers them."""
+    from reference import soak_zoo
+
+    zoo = soak_zoo()
+    zoo.FULL_OPTS = True
+    case = zoo.make_case(0, 3655, 0.05)
+    case["seed0"] = 0
+    tally = zoo.Tally(verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zoo.run_array(tally, case)
+    (key,) = [k for k in tally.count if "array" in k]
+    assert tally.count[key]["successes"] == tally.count[key]["answers"] == 6
+    assert tally.count[key]["false successes"] == 0
