@@ -2008,3 +2008,25 @@ def soak_zoo():
     zoo = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(zoo)
     return zoo
+
+
+def zoo_counts(seed, case, path):
+    """Return the pipeline zoo's tally of one case on one path (``"array"``, ``"tabular"``).
+
+    The case is run as ``soak_zoo.py --seed SEED --case CASE`` runs it (every option drawn;
+    the array path first, since it draws the options the tabular path reads).
+    """
+    import warnings
+
+    zoo = soak_zoo()
+    zoo.FULL_OPTS = True
+    c = zoo.make_case(seed, case, 0.05)
+    c["seed0"] = seed
+    tally = zoo.Tally(verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zoo.run_array(tally, c)
+        if path == "tabular":
+            zoo.run_tabular(tally, c)
+    (key,) = [k for k in tally.count if f"[{path}]" in k]
+    return tally.count[key]

@@ -1426,7 +1426,6 @@ def test_softmax_region_singular_rows_of_1e_minus_108_warn_nothing():
     ``region_singular``'s h = c / ‖R_a‖ overflow with a RuntimeWarning (an error under the test
     suite's filters); that is now a numerical failure of that solve, silently, and the query
     goes on to the other solvers."""
-    import warnings
 
     A = np.array([[-1.070616885773627e-108], [0.0], [1.0]])
     ex = LinearExplainer.from_arrays(A, np.zeros(3))
@@ -1726,7 +1725,6 @@ def test_input_space_retry_scales_back_inf_and_huge_lam():
     λ = inf, and scaling λ back by the power of 2 as inf · (s · s) with s · s = 0 raised
     "invalid value" (NaN); it is scaled by ldexp now. The row was a numerical failure; since
     round Q it is x̄ with the documented BELOW_DECISION (τ met, the class only a tie)."""
-    import warnings
 
     ex = LinearExplainer.from_arrays(np.array([[1e-300], [0.0], [0.0]]), np.zeros(3))
     with warnings.catch_warnings():
@@ -2381,7 +2379,6 @@ def test_boxed_polish_compares_costs_without_overflow():
     Clarabel's step (δ ~ 10²⁷) compared Σ wt δ² of two steps: both overflowed, with a
     ``RuntimeWarning`` (and inf ≤ inf would take either). The costs are compared as scaled norms
     now. The query's answer is then a numerical failure, said so."""
-    import warnings
 
     A = np.array([[-1.0, 0.0], [0.0, 1.0], [1.30609165e-48, 0.0]])
     ex = LinearExplainer.from_arrays(A, np.zeros(3))
@@ -2601,16 +2598,8 @@ def test_region_box_euclidean_last_resort_is_the_exact_least_distance_program():
     Clarabel and the active-set fallbacks failed on 4 of 6 answers and called them infeasible
     while a training row of the target lay in the box. The least-distance program solved
     exactly by the dual NNLS (the LVQ family's QP) answers them."""
-    from reference import soak_zoo
+    from reference import zoo_counts
 
-    zoo = soak_zoo()
-    zoo.FULL_OPTS = True
-    case = zoo.make_case(0, 3655, 0.05)
-    case["seed0"] = 0
-    tally = zoo.Tally(verbose=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        zoo.run_array(tally, case)
-    (key,) = [k for k in tally.count if "array" in k]
-    assert tally.count[key]["successes"] == tally.count[key]["answers"] == 6
-    assert tally.count[key]["false successes"] == 0
+    counts = zoo_counts(0, 3655, "array")
+    assert counts["successes"] == counts["answers"] == 6
+    assert counts["false successes"] == 0

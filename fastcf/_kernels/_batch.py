@@ -89,25 +89,27 @@ class Batch:
         ``alloc(*args)``: the outputs, empty.
     """
 
-    __slots__ = ("serial", "parallel", "alloc")
+    __slots__ = ("serial", "parallel", "alloc", "min_rows")
 
-    def __init__(self, serial, parallel, alloc):
+    def __init__(self, serial, parallel, alloc, min_rows=16):
         self.serial = serial
         self.parallel = parallel
         self.alloc = alloc
+        self.min_rows = min_rows
 
     def __call__(self, parallel, *args):
         """Solve the N queries of ``args``: on the batch threads if ``parallel``, else serially.
 
         Each row is the same row code either way (the same bits, whatever the threads and the
-        chunks: no row reads another's). A batch of fewer than :data:`_MIN_THREADED` rows per
-        thread runs serially (starting threads would cost more).
+        chunks: no row reads another's). A batch of fewer than ``min_rows`` rows per thread
+        runs in the calling thread: handing chunks to threads costs ~25 µs and a dispatch of
+        the chunk kernel per chunk, more than cheap rows save.
         """
         if not parallel:
             return self.serial(*args)
         out = self.alloc(*args)
         n = out[0].shape[0]
-        jobs = threads.jobs(n, _MIN_THREADED)
+        jobs = threads.jobs(n, self.min_rows)
         if jobs <= 1:
             self.parallel(0, n, out, *args)
             return out
@@ -138,7 +140,7 @@ def _make(template, row_kernel, alloc_kernel, suffix, **options):
     return kernel(**options)(func)
 
 
-def batch(row_kernel, alloc_kernel):
+def batch(row_kernel, alloc_kernel, min_rows=_MIN_THREADED):
     """Return the serial and the parallel kernel of a row kernel, as a :class:`Batch`.
 
     Parameters
@@ -147,6 +149,10 @@ def batch(row_kernel, alloc_kernel):
         ``row(n, *args, out)``: solve query n, write row n of ``out``. Not ``inline="always"``.
     alloc_kernel : kernel
         ``alloc(args)``: the outputs ``out``, a tuple of arrays, the first with N rows.
+    min_rows : int
+        Rows per thread below which a batch runs in the calling thread: higher for rows of
+        a fraction of a microsecond (a binary model's closed forms), where threads pay only
+        for thousands of rows.
     """
     if getattr(row_kernel, "targetoptions", {}).get("inline", "never") != "never":
         raise ValueError("a row kernel of batch() cannot be inline='always' (see _batch)")
@@ -154,4 +160,5 @@ def batch(row_kernel, alloc_kernel):
         _make(_serial, row_kernel, alloc_kernel, "serial"),
         _make(_rows, row_kernel, alloc_kernel, "parallel"),
         _make(_alloc, row_kernel, alloc_kernel, "alloc"),
+        min_rows,
     )

@@ -77,12 +77,7 @@ class DualGap:
 
     def solve(self, rows):
         """Solve ``rows`` at their raised margins (unjudged; no row certified by the copy)."""
-        subs = []
-        for i in rows:
-            qi = self.q._replace(margin=float(self.margins[i]), bnd=rows_box(self.q.bnd, [i]))
-            sub = solved(self.ex, self.X[i : i + 1], self.tidx[i : i + 1], qi)
-            subs.append(sub._replace(certified=None))
-        return stack(subs)
+        return _each(self, rows, "margin", self.margins)
 
 
 class FoldGap:
@@ -122,10 +117,19 @@ class FoldGap:
         return rows[ok]
 
     def solve(self, rows):
-        """Solve ``rows`` at their raised τ (unjudged)."""
-        subs = []
-        for i in rows:
-            qi = self.q._replace(proba=float(self.taus[i]), bnd=rows_box(self.q.bnd, [i]))
-            sub = solved(self.ex, self.X[i : i + 1], self.tidx[i : i + 1], qi)
-            subs.append(sub._replace(certified=None))  # (judged again at the original τ)
-        return stack(subs)
+        """Solve ``rows`` at their raised τ (unjudged: judged again at the original τ)."""
+        return _each(self, rows, "proba", self.taus)
+
+
+def _each(policy, rows, field, values):
+    """Solve each of ``rows`` alone with the query's ``field`` set to its own value (unjudged).
+
+    The two policies' re-solve: the query record with that row's aim and box, no certificate
+    of the copy kept (the stage's judge asks each again).
+    """
+    q, subs = policy.q, []
+    for i in rows:
+        qi = q._replace(**{field: float(values[i])}, bnd=rows_box(q.bnd, [i]))
+        sub = solved(policy.ex, policy.X[i : i + 1], policy.tidx[i : i + 1], qi)
+        subs.append(sub._replace(certified=None))
+    return stack(subs)
