@@ -111,6 +111,9 @@ class FoldGap:
         m = self.ex._model
         ours = m.proba_from_logits(m.check_logits(x))[np.arange(rows.size), self.tidx[rows]]
         gap = np.abs(ours - own) + np.maximum(float(self.q.proba) - own, 0.0)
+        # at least a few ulps of τ: a gap of 1e-16 raised τ by less than the solvers' own
+        # rounding, and the row stayed refused (verify="model", the zoo: 6e-14 short alone)
+        gap = np.maximum(gap, 64 * np.finfo(float).eps)
         raised = np.maximum(self.taus[rows], float(self.q.proba) + gap * 2.0 ** (r + 1))
         ok = np.isfinite(raised) & (raised < 1.0) & (raised > self.taus[rows])
         self.taus[rows] = np.where(ok, raised, self.taus[rows])
