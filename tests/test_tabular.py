@@ -952,3 +952,29 @@ def test_a_dual_svm_batch_answer_is_the_target_for_a_row_alone_too():
     counts = zoo_counts(0, 1523, "tabular")
     assert counts["successes"] >= 6
     assert counts["false successes"] == 0
+
+
+def test_a_diverged_fit_with_scores_of_1e20_is_answered():
+    # the pipeline zoo's case (seed 1, case 656): a ColumnTransformer and an SGDClassifier
+    # whose fit diverged (weights ~1e16, scores ~1e20). HiGHS refused the program ("Empty"):
+    # its score rows were past its largest matrix value, their bounds past its infinity. Rows
+    # scaled by powers of 2 are the same inequalities, which it solves
+    from reference import soak_zoo
+    from sklearn.base import clone
+
+    zoo = soak_zoo()
+    case = zoo.make_case(1, 656, 0.05)
+    X, y = case["X"], case["y"]
+    cols = [f"c{j}" for j in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=cols)
+    model = make_pipeline(
+        ColumnTransformer([("num", "passthrough", cols)]), clone(case["model"])
+    ).fit(frame, y)
+    assert np.abs(model[-1].coef_).max() > 1e15
+    tx = TabularExplainer(model, frame)
+    bounds = {c: (float(frame[c].min()), float(frame[c].max())) for c in ("c1", "c3")}
+    row = frame.iloc[[196]]
+    for kw in ({}, {"bounds": bounds}):
+        res = tx.explain(row, 1, **kw)
+        assert res.success, res.message
+        assert model.predict(res.x)[0] == 1

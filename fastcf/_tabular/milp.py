@@ -350,6 +350,7 @@ class Program:
                     rows.append(score[t] - score[j])
                     rlo.append(q.threshold - (const[t] - const[j]))
                     rhi.append(math.inf)
+        _scale_rows(rows, rlo, rhi)
         for j in range(n_cat):
             r = np.zeros(nv)
             r[2 * n_num + s.cat_start[j] : 2 * n_num + s.cat_start[j + 1]] = 1.0
@@ -450,3 +451,25 @@ class Program:
         if why:  # a column that cannot meet its own constraints, whatever the model
             msg = f"infeasible: the constraints contradict each other: {why}"
         return RowAnswer(x0.copy(), k0.copy(), math.inf, int(Status.INFEASIBLE), msg, {})
+
+
+def _scale_rows(rows, rlo, rhi):
+    """Scale the score rows (in place) by powers of 2 to a largest coefficient in [1/2, 1).
+
+    A diverged fit (an SGDClassifier with weights ~1e16 and scores ~1e20: the pipeline zoo)
+    handed HiGHS rows past its largest accepted matrix value and bounds it reads as infinite;
+    it refused the program ("Empty") while rows of the target lay in the box. Scaled by a power
+    of 2 the coefficients are the same doubles up to the exponent, each row's inequality the
+    same set (its bounds scaled with it), and HiGHS's absolute feasibility tolerance relative
+    to the row.
+    """
+    for i, r in enumerate(rows):
+        top = float(np.abs(r).max()) if r.size else 0.0
+        if not (0.0 < top < math.inf):
+            continue
+        e = math.frexp(top)[1]
+        if e == 0:
+            continue
+        rows[i] = np.ldexp(r, -e)
+        rlo[i] = math.ldexp(rlo[i], -e) if math.isfinite(rlo[i]) else rlo[i]
+        rhi[i] = math.ldexp(rhi[i], -e) if math.isfinite(rhi[i]) else rhi[i]
