@@ -40,7 +40,10 @@ from .._status import Status
 __all__ = ["RowProblem", "best_subset", "top_m_free"]
 
 _HARD = (int(Status.UNREACHABLE), int(Status.INFEASIBLE))  # nothing with more frozen helps
-_OK = int(Status.OK)
+#: a node's solve that failed: its x̄ (or a partial step) is no answer and its value no bound
+#: (NOT_TARGET, BELOW_DECISION, MAXITER answers are answers of their form: ``lam=``'s optimum
+#: need not be the target)
+_FAILED = (int(Status.NUMERIC), int(Status.SOLVER_FAILED), int(Status.PENDING))
 
 
 class RowProblem:
@@ -80,7 +83,7 @@ class RowProblem:
             self.solves += 1
             st = int(sol.status[0])
             bad = st in _HARD or not np.isfinite(sol.x[0]).all()
-            if st != _OK and not bad:  # (failed, not proven empty: no answer, no bound)
+            if st in _FAILED and not bad:  # (failed, not proven empty: no answer, no bound)
                 self.failures += 1
                 bad = True
             hit = (sol, math.inf if bad else float(self._objective(sol)))
