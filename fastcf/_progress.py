@@ -136,9 +136,8 @@ def compile_progress(out=None, every=4.0, why="the kernel cache is empty", idle=
 
     thread = threading.Thread(target=watch, name="fastcf-progress", daemon=True)
     streams = (sys.stdout, sys.stderr)
-    notice = _NOTICE
-    if notice is not None:  # (its own lines instead of the library's)
-        notice.muted += 1
+    global _MUTED
+    _MUTED += 1  # (its own lines instead of the library's: also a notice made inside the block)
     if idle is not None:
         sys.stdout, sys.stderr = (_Stamped(s, stamp) for s in streams)
     try:
@@ -150,8 +149,7 @@ def compile_progress(out=None, every=4.0, why="the kernel cache is empty", idle=
                 stop.set()
                 thread.join()
     finally:
-        if notice is not None:
-            notice.muted -= 1
+        _MUTED -= 1
         if idle is not None:
             sys.stdout, sys.stderr = streams
 
@@ -166,7 +164,6 @@ class _Notice:
     def __init__(self, stream=None):
         self.state = _Compiles()
         self.stream = stream  # (None: sys.stderr at the time of writing)
-        self.muted = 0  # compile_progress blocks open (the command line speaks instead)
         self.thread = None
         self.said = False
         self.lock = threading.Lock()
@@ -215,7 +212,7 @@ class _Notice:
                             return
                 continue
             idle_since = None
-            if self.muted or now - since < NOTICE_AFTER or now - last < NOTICE_EVERY:
+            if _MUTED or now - since < NOTICE_AFTER or now - last < NOTICE_EVERY:
                 continue
             stream = sys.stderr if self.stream is None else self.stream
             try:
@@ -227,6 +224,10 @@ class _Notice:
 
 
 _NOTICE = None
+#: compile_progress blocks open (the command line speaks): the library's notice is silent. A
+#: count of the module, not of the notice: the demo opens its block before any kernel is
+#: imported, when there is no notice yet, and the notice made later printed beside its lines
+_MUTED = 0
 
 
 def notice_compiles():

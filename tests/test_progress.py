@@ -156,6 +156,20 @@ def test_the_notice_ignores_other_compiles_and_is_muted_by_the_command_line(monk
     assert err.getvalue() == ""
 
 
+def test_a_notice_made_inside_the_command_line_block_is_muted_too(monkeypatch):
+    # the demo opens its block before any kernel is imported: the library's notice, made at
+    # that import, printed its lines beside the demo's own (CI's log, 2026-11-29)
+    monkeypatch.setattr(_progress, "NOTICE_AFTER", 0.0)
+    monkeypatch.setattr(_progress, "NOTICE_EVERY", 0.1)
+    err = io.StringIO()
+    with compile_progress(out=lambda text: None, every=60.0):
+        notice = _progress._Notice(stream=err)
+        _compile(notice, "fastcf._kernels.fake", 0.4)
+    assert err.getvalue() == ""
+    _compile(notice, "fastcf._kernels.fake", 0.4)  # after the block: the library speaks
+    assert "fastcf: compiling kernels" in err.getvalue()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing compiles")
 def test_a_first_query_on_an_empty_cache_is_never_silent(tmp_path):
