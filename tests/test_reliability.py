@@ -2580,9 +2580,8 @@ def test_region_box_euclidean_last_resort_is_the_exact_least_distance_program():
     Clarabel and the active-set fallbacks failed on 4 of 6 answers and called them infeasible
     while a training row of the target lay in the box. The least-distance program solved
     exactly by the dual NNLS (the LVQ family's QP) answers them."""
-    from reference import zoo_counts
-
     import sklearn
+    from reference import zoo_counts
 
     if tuple(int(v) for v in sklearn.__version__.split(".")[:2]) < (1, 7):
         pytest.xfail(
