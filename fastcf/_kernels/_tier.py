@@ -91,6 +91,8 @@ _counts = {"interpreted": 0, "raised": 0, "background": 0, "failed": 0, "fallbac
 _cold = False
 #: the process-wide setting of :func:`set_tiered`; None: the environment variable decides
 _setting: bool | None = None
+#: set when the interpreter exits: the worker takes no further job
+_exiting = False
 
 
 def _env_on() -> bool:
@@ -248,6 +250,8 @@ def _work():
     global _cold, _worker
     _local.worker = True  # its own misses (none expected) compile in the foreground
     while True:
+        if _exiting:
+            return
         try:
             job = _queue.get(timeout=_IDLE)
         except queue.Empty:
@@ -257,6 +261,8 @@ def _work():
                         _worker = None
                     return
             continue
+        if job is None:  # (put by _stop)
+            return
         try:
             init = getattr(job.disp, "_compilation_chain_init_hook", None)
             if init is not None:
@@ -284,10 +290,39 @@ def _submit(disp, argtypes) -> _Job:
             _queue.put(job)
             if _worker is None:
                 _guard_forks()
-                # a daemon: a process that ends while a kernel compiles does not wait for it
+                _guard_exit()
+                # a daemon, stopped at exit by _stop (after its compilation in progress)
                 _worker = threading.Thread(target=_work, name="fastcf-compile", daemon=True)
                 _worker.start()
     return job
+
+
+_exit_guarded = False
+
+
+def _guard_exit():
+    """Make the interpreter's exit wait for the worker's compilation in progress.
+
+    A daemon thread inside LLVM while the process exits can run into LLVM's static
+    destructors (CI, 2026-11-29: a script that forked a pool while kernels compiled in the
+    background ended with SIGSEGV once; not reproduced). At exit the worker takes no further
+    job, and the exit waits for the one it is compiling (``atexit`` runs before finalisation).
+    """
+    global _exit_guarded
+    if not _exit_guarded:
+        import atexit
+
+        atexit.register(_stop)
+        _exit_guarded = True
+
+
+def _stop():
+    global _exiting
+    _exiting = True
+    worker = _worker
+    if worker is not None and worker is not threading.current_thread():
+        _queue.put(None)  # (wakes a worker waiting for a job)
+        worker.join()
 
 
 _fork_guarded = False
