@@ -2579,14 +2579,47 @@ def test_region_box_euclidean_last_resort_is_the_exact_least_distance_program():
     """The zoo's diverged SGDClassifier (seed 0, case 3655; scores ~1e12 after two scalers):
     Clarabel and the active-set fallbacks failed on 4 of 6 answers and called them infeasible
     while a training row of the target lay in the box. The least-distance program solved
-    exactly by the dual NNLS (the LVQ family's QP) answers them."""
-    import sklearn
+    exactly by the dual NNLS (the LVQ family's QP) answers them. scikit-learn 1.6 fits the
+    model otherwise: there the NNLS names the exact active set (both margin rows, two bounds) but
+    meets the rows only to ~1e-10 of the unit-row program (5.6e4 short of a margin of 6.1e11),
+    and the polish's equality QP needs its refinement step (0.019 short, against 8ε = 0.0099)."""
     from reference import zoo_counts
 
-    if tuple(int(v) for v in sklearn.__version__.split(".")[:2]) < (1, 7):
-        pytest.xfail(
-            "open: scikit-learn 1.6 fits this case's SGDClassifier otherwise, and 2 of its 6 "
-            "answers still fail where the zoo finds a witness (the lowest-versions CI stage)"
-        )
     counts = zoo_counts(0, 3655, "array")  # (4 false failures before)
     assert counts["false successes"] == 0 and counts["false failures"] == 0
+
+
+def test_region_polish_refines_the_equality_step_of_an_exact_active_set():
+    """The same case's boxed least-distance program as scikit-learn 1.6 fits it, whatever the
+    installed version: the margin rows and the box of its query (row 53, target 2). The NNLS
+    names the exact active set (both margin rows, x₁ at its lower bound, x₀ at its upper one)
+    but its step is 5.6e4 short of the first row (c = 6.1e11); the polish's normal equations
+    (condition 242) left the exact step 0.019 short, beyond their 8ε check (0.0099), and the
+    query was called infeasible. Refined once, the step meets the rows to rounding."""
+    from fastcf._linear.boxed import _meets_rows, _region_ldp
+
+    x0 = np.array([
+        1.2248663175457605e-01, 1.1749612590393581e03, -2.8489474701126287e00,
+        -6.1144021746086338e-02, 1.8810326400131648e03,
+    ])  # fmt: skip
+    M = np.array([
+        [7.1132220204594538e14, 6.8571937329817101e10, 5.0566551268673291e11,
+         1.6060613779598431e10, -2.3984877026065097e09],
+        [-5.8261563755147781e13, -8.5039310579717484e10, -1.9871006531438959e11,
+         -4.3683384178085640e10, -3.5613170349565010e09],
+    ])  # fmt: skip
+    c = np.array([6.1380271858008203e11, 1.7911396280418125e12])
+    lo = np.array([
+        1.1895879592231055e-01, 1.1701767748145201e03, -7.0128335955186918e00,
+        -2.4505935152320760e01, 2.7738584954678072e02,
+    ])  # fmt: skip
+    hi = np.array([
+        1.2641525380724131e-01, 1.1836586448749783e03, 4.1878607056115325e-01,
+        2.6561059015482343e01, 2.5478302815125885e03,
+    ])  # fmt: skip
+    x = _region_ldp(x0, M, c, np.ones(5), np.ones(5, dtype=bool), lo, hi)
+    assert x is not None
+    assert np.all((x >= lo) & (x <= hi)) and _meets_rows(M, c, x - x0, x)
+    assert x[0] == hi[0] and x[1] == lo[1]  # the active set's bounds
+    # the optimum (the active set's equality QP in 60 digits: 24.174929878181223859)
+    assert abs(np.linalg.norm(x - x0) - 24.174929878181224) <= 1e-12 * 24.17
