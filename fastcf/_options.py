@@ -85,6 +85,7 @@ OPTIONS = {
     "tol": _o("query", "linear lvq", "the solver's tolerance"),
     "max_iter": _o("query", "linear lvq", "the solver's iteration limit"),
     "verify": _o("query", "all", '"fold" or "model": who confirms a success'),
+    "n_jobs": _o("query", "all", "threads of a batch: None (every core), k, or -1 (every core)"),
     # ---- the explainer (construction)
     "immutable": _o("build", "tabular", "columns that never change"),
     "increase_only": _o("build", "tabular", "columns that may only increase"),

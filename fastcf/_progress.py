@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 
-__all__ = ["compile_progress", "notice_compiles", "rows", "NOTICE_AFTER", "NOTICE_EVERY"]
+__all__ = ["compile_progress", "notice_compiles", "rows", "Tally", "NOTICE_AFTER", "NOTICE_EVERY"]
 
 #: seconds of compiling before a library call says so on standard error (short compiles, a
 #: kernel or two of a warm family, pass without a word)
@@ -279,42 +279,82 @@ class _Stamped:
         return getattr(self._stream, name)
 
 
+class Tally:
+    """A batch's progress line, ticked by whichever thread finished a row.
+
+    The line (``desc: 120/500 rows, 38.0/s, ~10 s left``) appears on ``stream`` (standard
+    error) once the batch has run ``delay`` seconds, is redrawn at most every ``every`` seconds
+    and erased by :meth:`close`: a batch of a few milliseconds shows nothing, and nothing is
+    written where standard error is not a terminal (a log, a notebook's captured stream, a
+    service) or with ``FASTCF_PROGRESS=0``. The batch threads (:func:`fastcf._threads.each`)
+    tick it from several threads at once.
+
+    Examples
+    --------
+    >>> t = Tally(3, "doctest")
+    >>> for _ in range(3):
+    ...     t.tick()
+    >>> t.done
+    3
+    >>> t.close()
+    """
+
+    def __init__(self, n, desc, *, delay=2.0, every=0.5, stream=None):
+        import os
+
+        self.n, self.desc, self.delay, self.every = n, desc, delay, every
+        self.stream = sys.stderr if stream is None else stream
+        isatty = getattr(self.stream, "isatty", None)
+        on = os.environ.get("FASTCF_PROGRESS", "1").strip() != "0"
+        self.on = bool(on and isatty is not None and isatty())
+        self.done = 0
+        self.t0 = time.monotonic()
+        self.last = -math.inf
+        self.width = 0
+        self._lock = threading.Lock()
+
+    def tick(self):
+        """Count one row done (from any thread), and redraw the line when it is due."""
+        with self._lock:
+            self.done += 1
+            if not self.on:
+                return
+            now = time.monotonic()
+            if now - self.t0 < self.delay or now - self.last < self.every:
+                return
+            rate = self.done / (now - self.t0)
+            text = (
+                f"{self.desc}: {self.done}/{self.n} rows, {rate:.1f}/s, "
+                f"~{(self.n - self.done) / rate:.0f} s left"
+            )
+            self.stream.write("\r" + text.ljust(self.width))
+            self.stream.flush()
+            self.width = max(self.width, len(text))
+            self.last = now
+
+    def close(self):
+        """Erase the line, if one was drawn."""
+        with self._lock:
+            if self.width:
+                self.stream.write("\r" + " " * self.width + "\r")
+                self.stream.flush()
+                self.width = 0
+
+
 def rows(seq, desc, *, delay=2.0, every=0.5, stream=None):
     """Yield the items of ``seq`` (a sized sequence), with a progress line on a terminal.
 
-    The line (``desc: 120/500 rows, 38.0/s, ~10 s left``) appears on ``stream`` (standard
-    error) once the loop has run ``delay`` seconds, is redrawn at most every ``every`` seconds
-    and erased at the end: a batch of a few milliseconds shows nothing, and nothing is written
-    where standard error is not a terminal (a log, a notebook's captured stream, a service) or
-    with ``FASTCF_PROGRESS=0``.
+    The line of a :class:`Tally`, ticked after each item.
 
     Examples
     --------
     >>> [i for i in rows(range(3), "doctest")]
     [0, 1, 2]
     """
-    import os
-
-    stream = sys.stderr if stream is None else stream
-    isatty = getattr(stream, "isatty", None)
-    on = os.environ.get("FASTCF_PROGRESS", "1").strip() != "0"
-    if not (on and isatty is not None and isatty()):
-        yield from seq
-        return
-    n = len(seq)
-    t0 = time.monotonic()
-    last = -math.inf
-    width = 0
-    for i, item in enumerate(seq):
-        yield item
-        now = time.monotonic()
-        if now - t0 >= delay and now - last >= every:
-            rate = (i + 1) / (now - t0)
-            text = f"{desc}: {i + 1}/{n} rows, {rate:.1f}/s, ~{(n - i - 1) / rate:.0f} s left"
-            stream.write("\r" + text.ljust(width))
-            stream.flush()
-            width = max(width, len(text))
-            last = now
-    if width:
-        stream.write("\r" + " " * width + "\r")
-        stream.flush()
+    tally = Tally(len(seq), desc, delay=delay, every=every, stream=stream)
+    try:
+        for item in seq:
+            yield item
+            tally.tick()
+    finally:
+        tally.close()

@@ -64,6 +64,7 @@ import numpy as np
 from ._confirm import check_verify, confirm
 from ._resolve import ROUNDS
 from ._status import BOUNDARY_MESSAGE, Status
+from ._threads import limit
 from .results import mark_exact
 from .results import package as _package_solution
 
@@ -286,17 +287,19 @@ def finish_each(ex, answers, verify="fold", proba=None, exact=True):
     return (finish_each(ex, a, verify, proba, exact) for a in answers)
 
 
-def run(ex, x, target, options, *, verify="fold", exact=True):
+def run(ex, x, target, options, *, verify="fold", exact=True, n_jobs=None):
     """Answer ``explain(x, target, **options)`` through the stage: the body of ``explain``.
 
     Read: ``ex._queries(x, target)`` (the rows, whether one was given, the feature names, the
     target indices), then ``ex._read(X, tidx, names, options)``: the family's query options
-    into its query record ``q``. Then :func:`answer`: route, solve, judge, re-aim, package.
+    into its query record ``q``. Then :func:`answer`: route, solve, judge, re-aim, package,
+    the batch's rows on ``n_jobs`` threads (:func:`fastcf._threads.limit`).
     """
     check_verify(verify, getattr(ex, "model", None))
-    X, single, names, tidx = ex._queries(x, target)
-    q = ex._read(X, tidx, names, options)
-    return answer(ex, X, tidx, names, single, q, verify=verify, exact=exact)
+    with limit(n_jobs):
+        X, single, names, tidx = ex._queries(x, target)
+        q = ex._read(X, tidx, names, options)
+        return answer(ex, X, tidx, names, single, q, verify=verify, exact=exact)
 
 
 def answer(ex, X, tidx, names, single, q, *, verify="fold", exact=True):

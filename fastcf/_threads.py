@@ -15,12 +15,11 @@ How many threads: ``n_jobs`` where a caller set it (:func:`limit`), else Numba's
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import os
 import threading
 
-__all__ = ["jobs", "run", "limit", "check_n_jobs"]
+__all__ = ["jobs", "run", "each", "limit", "check_n_jobs"]
 
 _N_JOBS = contextvars.ContextVar("fastcf_n_jobs", default=None)
 _POOL = None
@@ -44,9 +43,11 @@ def check_n_jobs(n_jobs):
     return n_jobs
 
 
-@contextlib.contextmanager
-def limit(n_jobs):
-    """Run the batches inside the block on ``n_jobs`` threads (None: the default).
+class limit:  # noqa: N801 - used as a function: ``with limit(n_jobs):``
+    """Run the batches inside the block on ``n_jobs`` threads (None: as outside the block).
+
+    Checks ``n_jobs`` at once (:func:`check_n_jobs`); with None it costs nothing (a single
+    query's path takes it).
 
     Examples
     --------
@@ -55,11 +56,23 @@ def limit(n_jobs):
     ...     _threads.jobs(10_000, 16)
     1
     """
-    token = _N_JOBS.set(check_n_jobs(n_jobs))
-    try:
-        yield
-    finally:
-        _N_JOBS.reset(token)
+
+    __slots__ = ("n_jobs", "token")
+
+    def __init__(self, n_jobs):
+        self.n_jobs = check_n_jobs(n_jobs)
+        self.token = None
+
+    def __enter__(self):
+        if self.n_jobs is not None:
+            self.token = _N_JOBS.set(self.n_jobs)
+        return self
+
+    def __exit__(self, *exc):
+        if self.token is not None:
+            _N_JOBS.reset(self.token)
+            self.token = None
+        return False
 
 
 def jobs(n, min_rows):
@@ -98,13 +111,14 @@ def _forget_pool():  # a forked child has none of its parent's threads
     _POOL, _POOL_SIZE, _LOCK = None, 0, threading.Lock()
 
 
-def run(fn, n, n_threads):
+def run(fn, n, n_threads, chunks=None):
     """Call ``fn(lo, hi)`` on consecutive chunks of ``range(n)``, on ``n_threads`` threads.
 
     The calling thread is one of them: each thread takes the next chunk not taken until none
-    is left. Returns when every chunk is done; raises the first exception a chunk raised.
+    is left. ``chunks``: how many (default :data:`_CHUNKS_PER_JOB` per thread). Returns when
+    every chunk is done; raises the first exception a chunk raised.
     """
-    chunks = min(n, n_threads * _CHUNKS_PER_JOB)
+    chunks = min(n, n_threads * _CHUNKS_PER_JOB if chunks is None else chunks)
     bounds = [n * i // chunks for i in range(chunks + 1)]
     todo = iter(range(chunks))  # (a range iterator's next is atomic: one thread takes a chunk)
 
@@ -126,3 +140,38 @@ def run(fn, n, n_threads):
             error = error if error is not None else exc
     if error is not None:
         raise error
+
+
+def each(fn, n, min_rows=1, progress=None):
+    """Return ``[fn(i) for i in range(n)]``, the rows answered on the batch threads.
+
+    For batches whose rows are Python calls of milliseconds (the tree family's programs):
+    each row is a chunk of its own, taken by the next free thread (rows of very different
+    costs keep both cores busy), each answer written to its own place, so the answers are the
+    serial ones whatever the number of threads. ``fn`` must be safe to call from several
+    threads at once. ``progress``: ticked after each row, closed at the end (the batch's line
+    on a terminal: :class:`fastcf._progress.Tally`).
+
+    Examples
+    --------
+    >>> each(lambda i: i * i, 5)
+    [0, 1, 4, 9, 16]
+    """
+    out = [None] * n
+
+    def chunk(lo, hi):
+        for i in range(lo, hi):
+            out[i] = fn(i)
+            if progress is not None:
+                progress.tick()
+
+    n_threads = jobs(n, min_rows)
+    try:
+        if n_threads == 1:
+            chunk(0, n)
+        else:
+            run(chunk, n, n_threads, chunks=n)
+    finally:
+        if progress is not None:
+            progress.close()
+    return out

@@ -27,6 +27,7 @@ from ._linear.paths import path as _path
 from ._linear.paths import short_path
 from ._linear.route import make_query, solved
 from ._linear.scores import LinearScores, by_columns
+from ._threads import limit
 from ._validation import check_exact
 from .adapters import check_linear_arrays, check_linear_model, linear_model_arrays
 
@@ -186,6 +187,7 @@ class LinearExplainer(LinearScores):
         verify="fold",
         exact=True,
         time_limit=None,
+        n_jobs=None,
     ):
         """Find the closest point that the model puts in ``target``.
 
@@ -259,6 +261,11 @@ class LinearExplainer(LinearScores):
             Accepted as every family takes them (:mod:`fastcf._options`): a linear model's
             queries are answered exactly anyway, in micro- to milliseconds, so ``exact=False``
             changes nothing and no limit is reached; ``info["exact"]`` is True.
+        n_jobs : int, optional
+            Threads for a batch's rows: None (the default) uses every core (Numba's thread
+            count, ``NUMBA_NUM_THREADS``), ``k`` at most k threads, ``-1`` every core. The
+            answers are the same bits on any number of threads. A single query, and a batch
+            too small to gain from threads, runs on the calling thread.
 
         Returns
         -------
@@ -280,10 +287,11 @@ class LinearExplainer(LinearScores):
         check_verify(verify, self.model)
         res = None
         if verify == "fold" or proba is None:  # (verify="model"'s τ is the stage's judge)
-            res = short_path(
-                self, x, target, lam, proba, region, margin, frozen, weights, bounds, metric,
-                max_changes, method, tol, max_iter,
-            )  # fmt: skip
+            with limit(n_jobs):
+                res = short_path(
+                    self, x, target, lam, proba, region, margin, frozen, weights, bounds,
+                    metric, max_changes, method, tol, max_iter,
+                )  # fmt: skip
         if res is not None:  # one common query (the same stage, without reading options)
             return res if verify == "fold" else _stage.finish(self, res, verify, proba)
         options = dict(
@@ -291,7 +299,7 @@ class LinearExplainer(LinearScores):
             bounds=bounds, metric=metric, max_changes=max_changes, method=method, tol=tol,
             max_iter=max_iter,
         )  # fmt: skip
-        return _stage.run(self, x, target, options, verify=verify)
+        return _stage.run(self, x, target, options, verify=verify, n_jobs=n_jobs)
 
     # ------------------------------------------------------------------ the stage's steps
     def _read(self, X, tidx, names, options):

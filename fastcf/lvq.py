@@ -225,6 +225,7 @@ class LVQExplainer(BaseExplainer):
         max_changes=None,
         exact=True,
         time_limit=None,
+        n_jobs=None,
         proba=None,
         lam=None,
     ):
@@ -284,6 +285,12 @@ class LVQExplainer(BaseExplainer):
         time_limit : float, optional
             Seconds for each MILP of ``max_changes`` (status 1 and ``info["proven"]`` False
             when it stops one); the other programs take no limit.
+        n_jobs : int, optional
+            Threads for a batch's rows: None (the default) uses every core (Numba's thread
+            count, ``NUMBA_NUM_THREADS``), ``k`` at most k threads, ``-1`` every core. The
+            answers are the same bits on any number of threads (a row stopped by
+            ``time_limit`` excepted: it depends on the clock). A single query runs on the
+            calling thread.
         proba, lam : None
             Refused (see ``region``).
 
@@ -310,7 +317,9 @@ class LVQExplainer(BaseExplainer):
             constraints=constraints, margin=margin, method=method, solver=solver,
             max_iter=max_iter, tol=tol, max_changes=max_changes, time_limit=time_limit,
         )  # fmt: skip
-        return _stage.run(self, x, target, options, verify=verify, exact=self.kind != "local")
+        return _stage.run(
+            self, x, target, options, verify=verify, exact=self.kind != "local", n_jobs=n_jobs
+        )
 
     # ------------------------------------------------------------------ the stage's steps
     def _read(self, X, tidx, names, o):

@@ -247,6 +247,7 @@ class TabularExplainer(FrameExplainer):
         max_changes=None,
         missing="impute",
         time_limit=None,
+        n_jobs=None,
         plausible=False,
         metric="manhattan",
         frozen=None,
@@ -312,6 +313,11 @@ class TabularExplainer(FrameExplainer):
             be the cheapest); without one, ``success=False``. Linear and prototype programs
             are solved to optimality in milliseconds: a ``time_limit`` is accepted and never
             reached.
+        n_jobs : int, optional
+            Accepted as every family takes it (:mod:`fastcf._options`): a tabular batch's rows
+            are answered in the calling thread, as the threads gained nothing (a row's time is
+            mostly Python: the pipeline's ``predict`` on one-row DataFrames). Checked: None,
+            an int ≥ 1, or -1.
         plausible : bool, default=False
             ``True``, for a pipeline ending in a tree model: the answer lies in a region of the
             model (the rows that reach one given leaf in every tree: an interval per numeric
@@ -373,7 +379,7 @@ class TabularExplainer(FrameExplainer):
         }  # fmt: skip
         # (the judge is the pipeline's own predict whatever verify says, and the programs are
         # exact: the stage's own verify and exact are its defaults)
-        return _stage.run(self, x, target, options)
+        return _stage.run(self, x, target, options, n_jobs=n_jobs)
 
     def _read(self, frame, tidx, names, options):
         """Return the query record (:class:`~fastcf._tabular.solve.Rows`) of the read rows."""

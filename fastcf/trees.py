@@ -265,6 +265,7 @@ class TreeExplainer(BaseExplainer):
         exact=True,
         method="auto",
         time_limit=None,
+        n_jobs=None,
         plausible=False,
         verify="fold",
     ):
@@ -319,6 +320,12 @@ class TreeExplainer(BaseExplainer):
             Seconds for the mixed-integer program of each query. Stopped with an answer the
             model confirms: ``success=True``, status 1, ``info["gap"]`` its relative gap and
             ``info["bound"]`` a lower bound on the distance; without one: ``success=False``.
+        n_jobs : int, optional
+            Threads for a batch's rows: None (the default) uses every core (Numba's thread
+            count, ``NUMBA_NUM_THREADS``), ``k`` at most k threads, ``-1`` every core. The
+            answers are the same bits on any number of threads (a row stopped by
+            ``time_limit`` excepted: it depends on the clock). A single query runs on the
+            calling thread.
         plausible : bool, default=False
             ``True``: the answer lies in a region of the model (the box of a combination of
             one leaf per tree, where the model is constant) that holds a training row given to
@@ -339,8 +346,7 @@ class TreeExplainer(BaseExplainer):
             ``gap`` (0 when proven optimal), ``bound``,
             ``nodes`` (branch-and-bound nodes); ``nit`` counts the programs solved (1 plus one
             per cut of a near-tie; 0 when the incumbent is proven optimal without one, and for
-            the leaf enumeration). Ensemble batches are solved one row after another in this
-            first version.
+            the leaf enumeration). An ensemble's batch solves its rows on ``n_jobs`` threads.
 
         Raises
         ------
@@ -393,7 +399,7 @@ class TreeExplainer(BaseExplainer):
             bounds=bounds, max_changes=max_changes, exact=exact, method=method,
             time_limit=time_limit, plausible=plausible,
         )  # fmt: skip
-        return _stage.run(self, x, target, options, verify=verify, exact=exact)
+        return _stage.run(self, x, target, options, verify=verify, exact=exact, n_jobs=n_jobs)
 
     def enumerate(self, x, target, k=5, *, max_nodes=1000, **options):
         """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).

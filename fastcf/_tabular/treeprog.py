@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
 from collections import OrderedDict
 from decimal import Decimal
@@ -151,12 +152,30 @@ class TreeProgram(Program):
             self.default.append(self._order(allowed[np.argsort(key[allowed], kind="stable")], j))
             self.rank.append(r)
         self._cache = OrderedDict()
-        self.verdicts = Verdicts()  # the model's verdicts on the row being solved
+        self._lock = threading.RLock()  # (the batch threads share the program: fastcf._threads)
+        self._local = threading.local()  # each thread's verdicts on the row it solves
         # for plausible=True: its regions, found on the first such query (a copy: the user's
         # frame may change after the explainer is built)
         self._train = X.copy()
         self._regions = None
         self.check(X)
+
+    @property
+    def verdicts(self):
+        """The model's verdicts on the row this thread is solving (:class:`Verdicts`)."""
+        v = getattr(self._local, "verdicts", None)
+        if v is None:
+            v = self._local.verdicts = Verdicts()
+        return v
+
+    def __getstate__(self):  # (a lock and a thread's state do not pickle: the Dask path)
+        state = self.__dict__.copy()
+        del state["_lock"], state["_local"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock, self._local = threading.RLock(), threading.local()
 
     # ------------------------------------------------------------------ orders and forests
     def _order(self, first, j):
@@ -167,20 +186,22 @@ class TreeProgram(Program):
 
     def program(self, orders):
         """Return (program, coords) of a tuple of block orders (built once, then cached)."""
-        hit = self._cache.get(orders)
-        if hit is not None:
-            self._cache.move_to_end(orders)
-            return hit
-        firsts = [_n_first(self.rank[j], o) for j, o in enumerate(orders)]
-        coords = [
-            _coords(self.rank[j], o, n) for j, (o, n) in enumerate(zip(orders, firsts, strict=True))
-        ]
-        forest, above = self._forest(orders, coords)
-        out = (_GridProgram(forest, above), coords)
-        self._cache[orders] = out
-        if len(self._cache) > CACHE:
-            self._cache.popitem(last=False)
-        return out
+        with self._lock:
+            hit = self._cache.get(orders)
+            if hit is not None:
+                self._cache.move_to_end(orders)
+                return hit
+            firsts = [_n_first(self.rank[j], o) for j, o in enumerate(orders)]
+            coords = [
+                _coords(self.rank[j], o, n)
+                for j, (o, n) in enumerate(zip(orders, firsts, strict=True))
+            ]
+            forest, above = self._forest(orders, coords)
+            out = (_GridProgram(forest, above), coords)
+            self._cache[orders] = out
+            if len(self._cache) > CACHE:
+                self._cache.popitem(last=False)
+            return out
 
     def _forest(self, orders, coords):
         """Return (Forest, above) of the tree model over the program's variables."""
@@ -332,8 +353,9 @@ class TreeProgram(Program):
         if q.plausible:  # the training regions (fastcf._tabular.plausible)
             from . import plausible
 
-            if self._regions is None:
-                self._regions = plausible.fit_regions(self, self._train)
+            with self._lock:
+                if self._regions is None:
+                    self._regions = plausible.fit_regions(self, self._train)
             return plausible.solve(self, self._regions, x0, k0, q, prep)
         nlo, nhi = self._box(x0, prep)
         w = np.concatenate(

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._progress import rows
+from .._progress import Tally
 from .._status import Status, messages
+from .._threads import each
 from .._validation import (
     check_int,
     check_probability,
@@ -194,7 +195,7 @@ def leaves(ex, X, tidx, q, missing=None, values=None):
 
 
 def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None, memo=None):
-    """Answer an ensemble: the program of each row (one after another), or the quick search.
+    """Answer an ensemble: the program of each row (on the batch threads), or the quick search.
 
     ``plain``: the full program without incumbent, reductions or cutoff (the baseline of
     ``asv_bench/benchmarks/bench_trees.py``). ``missing``: the (N, D) mask of the features
@@ -203,8 +204,10 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
     the forest conditioned on its pattern, and confirmed with its NaN back. ``memo``: as
     :func:`answer`'s.
     """
-    answers = []
-    for i in rows(range(X.shape[0]), "TreeExplainer"):  # (a line on a terminal if slow)
+    if ex._program is None and X.shape[0] and (missing is None or not missing.any(axis=1).all()):
+        ex._program = Program(ex._forest)  # (before the threads: built once)
+
+    def one(i):
         t = int(tidx[i])
         qi, nan = q, None
         if missing is not None and missing[i].any():
@@ -212,20 +215,18 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
             program = ex._patterns.get("milp", missing[i], values[i])
             qi = q._replace(constrained=True)  # "infeasible", not "unreachable"
         else:
-            if ex._program is None:
-                ex._program = Program(ex._forest)
             program = ex._program
 
-        def confirm(x, t=t, nan=nan):
+        def confirm(x):
             if nan is not None:
                 x = np.where(nan, np.nan, x)
             return bool(ex._in_target(x[None], np.array([t]), q.proba, memo)[0])
 
         args = (X[i], t, q.lo[i], q.hi[i], qi, confirm)
-        if exact:
-            answers.append(program.solve(*args, plain=plain))
-        else:
-            answers.append(program.quick(*args))
+        return program.solve(*args, plain=plain) if exact else program.quick(*args)
+
+    # each row a program of milliseconds, on the batch threads (fastcf._threads: n_jobs=)
+    answers = each(one, X.shape[0], progress=Tally(X.shape[0], "TreeExplainer"))
     success = np.array([a.success for a in answers], dtype=bool)
     return Solution(
         x=np.array([a.x for a in answers]).reshape(X.shape),

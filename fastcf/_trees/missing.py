@@ -30,6 +30,7 @@ routing; the program's bounds already fix those features, so it is not done.)
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -215,20 +216,31 @@ class Patterns:
         self.forest = forest
         self.makers = makers
         self._cache: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()  # (the batch threads ask at once: fastcf._threads)
 
     def get(self, kind, mask, x):
         """Return the solver of ``kind`` for the inputs equal to x on ``mask``."""
         key = (kind, _key(np.asarray(mask, dtype=bool), np.asarray(x, np.float64)).tobytes())
-        hit = self._cache.get(key)
-        if hit is None:
-            fo = condition(self.forest, mask, x) if np.any(mask) else self.forest
-            hit = self.makers[kind](fo)
-            self._cache[key] = hit
-            while len(self._cache) > MAX_PATTERNS:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(key)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is None:
+                fo = condition(self.forest, mask, x) if np.any(mask) else self.forest
+                hit = self.makers[kind](fo)
+                self._cache[key] = hit
+                while len(self._cache) > MAX_PATTERNS:
+                    self._cache.popitem(last=False)
+            else:
+                self._cache.move_to_end(key)
         return hit
+
+    def __getstate__(self):  # (a lock does not pickle: the Dask path ships explainers)
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
 
 class Constant:
