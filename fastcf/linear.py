@@ -17,6 +17,8 @@ the model and the dispatch; the solvers live in :mod:`fastcf._linear`, one modul
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from . import _stage
@@ -30,6 +32,8 @@ from ._linear.scores import LinearScores, by_columns
 from ._threads import limit
 from ._validation import check_exact
 from .adapters import check_linear_arrays, check_linear_model, linear_model_arrays
+
+_UNLIMITED = contextlib.nullcontext()  # (n_jobs=None: the threads as outside the call)
 
 __all__ = ["LinearExplainer"]
 
@@ -287,7 +291,7 @@ class LinearExplainer(LinearScores):
         check_verify(verify, self.model)
         res = None
         if verify == "fold" or proba is None:  # (verify="model"'s τ is the stage's judge)
-            with limit(n_jobs):
+            with limit(n_jobs) if n_jobs is not None else _UNLIMITED:  # (None: no cost)
                 res = short_path(
                     self, x, target, lam, proba, region, margin, frozen, weights, bounds,
                     metric, max_changes, method, tol, max_iter,
