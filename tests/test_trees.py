@@ -377,6 +377,28 @@ def test_time_limit_reports_a_gap_or_an_optimum():
         assert res.status in (Status.OK, Status.MAXITER)
 
 
+def test_a_time_limit_spent_by_the_quick_search_starts_no_program():
+    """Issue 54 (latency bounds): a 300-tree forest of depth 10 with time_limit=0.5 took
+    0.75-2.3 s, its program built and handed to HiGHS after the limit had passed. Past the
+    limit, the quick search's answer (the model's own verdict on it) is the answer: status
+    MAXITER, no program solved, no bound claimed."""
+    X, y = _data(2, n_features=6, seed=4, n=300)
+    rf = RandomForestClassifier(n_estimators=30, max_depth=4, random_state=0).fit(X, y)
+    ex = TreeExplainer(rf)
+    T = 1 - rf.predict(X[:8])
+    full = ex.explain(X[:8], T)
+    res = ex.explain(X[:8], T, time_limit=1e-9)
+    assert full.success.all() and res.success.all()
+    assert (rf.predict(res.x) == T).all()
+    assert (res.nit == 0).all()  # (no program: nit counts the programs solved)
+    assert (res.distance >= full.distance * (1 - RTOL)).all()
+    late = res.status == Status.MAXITER
+    assert late.any()  # (x̄'s own answers aside, every row stops at the limit)
+    for i in np.flatnonzero(late):
+        assert "the program was not started" in res.message[i]
+        assert res.info["bound"][i] == 0.0 and res.info["gap"][i] == 1.0
+
+
 def test_unreachable_and_infeasible():
     X, y = _data(3, seed=2)
     tree = DecisionTreeClassifier(max_depth=1, random_state=0).fit(X, y)  # two leaves

@@ -28,6 +28,7 @@ it is returned.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -332,12 +333,14 @@ class Search:
                 best, best_cost = g, cg
         return best
 
-    def run(self, P, reduce_at=None):
+    def run(self, P, reduce_at=None, deadline=math.inf):
         """Return a point the library's arithmetic puts in the target (and τ), or None.
 
         ``P``: projections of x̄ onto leaf boxes (n, D), cheapest first. ``reduce_at(C)``: the
         reductions at cutoff C (:func:`~fastcf._trees.reduce.reduce`), which narrow the beam
-        search once a first answer of cost C is known (None: no beam search).
+        search once a first answer of cost C is known (None: no beam search). ``deadline``
+        (``time.perf_counter()``): past it, the beam search is skipped (the query's
+        ``time_limit``).
         """
         x0, q = self.x0, self.q
         if self.exact(self.base):
@@ -372,7 +375,7 @@ class Search:
             return None
         best = min(found, key=lambda x: cost_of(x, x0, q))
         best = self._repair(best)
-        if self.width and reduce_at is not None:
+        if self.width and reduce_at is not None and time.perf_counter() < deadline:
             red = reduce_at(cost_of(best, x0, q))
             if red.empty:  # pragma: no cover - best itself costs no more
                 return best

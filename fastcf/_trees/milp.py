@@ -176,19 +176,20 @@ class Program(Structure):
         )
         return P
 
-    def start(self, x0, t, lo, hi, q, confirm):
+    def start(self, x0, t, lo, hi, q, confirm, deadline=math.inf):
         """Return (inc, C, c, points, lforms): the incumbent (or None) and the query's data.
 
         ``C``: the incumbent's cost; ``c``: the query's :class:`~fastcf._trees.reduce.Costs`;
         ``points``: every interval's point; ``lforms``: the per-leaf forms. ``confirm``: the
-        model's verdict on the incumbent (None: not asked here).
+        model's verdict on the incumbent (None: not asked here). ``deadline``: the query's
+        time limit (``time.perf_counter()``), past which the search skips its beam.
         """
         c, points = self._costs(x0, lo, hi, q)
         lforms = self._leaf_forms(self._forms(t, q))
         leaf_cost = self._leaf_costs(x0, lo, hi, q)
         P = self._projections(x0, lo, hi, leaf_cost, lforms)
         inc = Search(self, x0, t, q, c, points).run(
-            P, lambda rho: reduce(self, c, rho, lforms, margins=False)
+            P, lambda rho: reduce(self, c, rho, lforms, margins=False), deadline
         )
         if inc is not None and confirm is not None and not confirm(inc):
             inc = None
@@ -240,7 +241,10 @@ class Program(Structure):
             alive[self.b_leaf[miss]] = False
             red = Reduced(c.ka, c.kb, alive, np.zeros(self.forest.n_trees, bool), 0.0, False)
         else:
-            inc, C, c, points, lforms = self.start(x0, t, lo, hi, q, None if q.trust else confirm)
+            deadline = math.inf if q.time_limit is None else begin + q.time_limit
+            inc, C, c, points, lforms = self.start(
+                x0, t, lo, hi, q, None if q.trust else confirm, deadline
+            )
             rho = C * (1.0 - CUTOFF) if inc is not None else math.inf
             red = None if inc is not None and C == 0.0 else reduce(self, c, rho, lforms)
 
@@ -252,10 +256,30 @@ class Program(Structure):
 
         if red is None:  # x̄ itself
             return incumbent_answer(0, 0.0, 0, None)
+
+        def out_of_time(nodes):
+            # the answer of a query whose time limit passed before the program: the incumbent
+            # (not certified), or a failure; None while time is left
+            if q.time_limit is None or time.perf_counter() - begin < q.time_limit:
+                return None
+            if inc is not None:
+                said = "the quick search's answer; the program was not started"
+                out = {"kind": "none", "limit": True, "own": True, "text": said}
+                return incumbent_answer(0, 0.0, nodes, out)
+            return self._fail(
+                x0, Status.MAXITER, "time limit reached before any answer was found (the quick "
+                "search found none; the program was not started)", 0, 0.0, nodes, q,
+            )  # fmt: skip
+
+        # a time limit spent by the quick search: its answer, not a program of no time left
+        # (a 300-tree forest of depth 10 with time_limit=0.5 took 0.75-2.3 s: the program was
+        # built and handed to HiGHS after the limit had passed)
+        late = None if plain or red.empty else out_of_time(0)  # (empty: proven optimal)
+        if late is not None:
+            return late
         searched = 0  # nodes of the branch and bound
         budget = BUDGET if self.budget is None else self.budget
         if not plain and not red.empty and budget:
-            deadline = math.inf if q.time_limit is None else begin + q.time_limit
             accept = partial(self._accepts_x, t=t, q=q)
             br = branch(self, c, points, x0, rho, lforms, accept, q, budget, deadline)
             searched = br.nodes
@@ -270,6 +294,9 @@ class Program(Structure):
             if ok and inc is not None and C * (1.0 - CUTOFF) < rho:
                 rho = C * (1.0 - CUTOFF)
                 red = reduce(self, c, rho, lforms)
+        late = None if plain or red.empty else out_of_time(searched)
+        if late is not None:
+            return late
         if not plain and not red.empty and self.tighten:
             left = (
                 math.inf if q.time_limit is None else q.time_limit - (time.perf_counter() - begin)
@@ -424,9 +451,10 @@ class Program(Structure):
                 f"closest (relative gap to the bound {gap:.3g})", runs, gap, b, nodes,
             )  # fmt: skip
         why = "time limit reached" if out["limit"] else "the MILP solver stopped"
+        said = out["text"] if out.get("own") else f"HiGHS: {out['text']}"
         return Answer(
             x, dist, True, int(Status.MAXITER),
-            f"{why} (HiGHS: {out['text']}): the answer is classified as the target but may not "
+            f"{why} ({said}): the answer is classified as the target but may not "
             f"be the closest (relative gap {gap:.3g})", runs, gap, b, nodes,
         )  # fmt: skip
 
