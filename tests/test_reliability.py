@@ -2589,6 +2589,31 @@ def test_region_box_euclidean_last_resort_is_the_exact_least_distance_program():
     assert counts["false successes"] == 0 and counts["false failures"] == 0
 
 
+#: zoo seed 0 case 3655 as scikit-learn 1.6 fits it, query row 53, target 2: x̄, the margin
+#: rows M (the target's row minus the others'), what they need c, and the query's box
+_CASE_3655 = (
+    np.array([
+        1.2248663175457605e-01, 1.1749612590393581e03, -2.8489474701126287e00,
+        -6.1144021746086338e-02, 1.8810326400131648e03,
+    ]),
+    np.array([
+        [7.1132220204594538e14, 6.8571937329817101e10, 5.0566551268673291e11,
+         1.6060613779598431e10, -2.3984877026065097e09],
+        [-5.8261563755147781e13, -8.5039310579717484e10, -1.9871006531438959e11,
+         -4.3683384178085640e10, -3.5613170349565010e09],
+    ]),
+    np.array([6.1380271858008203e11, 1.7911396280418125e12]),
+    np.array([
+        1.1895879592231055e-01, 1.1701767748145201e03, -7.0128335955186918e00,
+        -2.4505935152320760e01, 2.7738584954678072e02,
+    ]),
+    np.array([
+        1.2641525380724131e-01, 1.1836586448749783e03, 4.1878607056115325e-01,
+        2.6561059015482343e01, 2.5478302815125885e03,
+    ]),
+)  # fmt: skip
+
+
 def test_region_polish_refines_the_equality_step_of_an_exact_active_set():
     """The same case's boxed least-distance program as scikit-learn 1.6 fits it, whatever the
     installed version: the margin rows and the box of its query (row 53, target 2). The NNLS
@@ -2598,28 +2623,31 @@ def test_region_polish_refines_the_equality_step_of_an_exact_active_set():
     query was called infeasible. Refined once, the step meets the rows to rounding."""
     from fastcf._linear.boxed import _meets_rows, _region_ldp
 
-    x0 = np.array([
-        1.2248663175457605e-01, 1.1749612590393581e03, -2.8489474701126287e00,
-        -6.1144021746086338e-02, 1.8810326400131648e03,
-    ])  # fmt: skip
-    M = np.array([
-        [7.1132220204594538e14, 6.8571937329817101e10, 5.0566551268673291e11,
-         1.6060613779598431e10, -2.3984877026065097e09],
-        [-5.8261563755147781e13, -8.5039310579717484e10, -1.9871006531438959e11,
-         -4.3683384178085640e10, -3.5613170349565010e09],
-    ])  # fmt: skip
-    c = np.array([6.1380271858008203e11, 1.7911396280418125e12])
-    lo = np.array([
-        1.1895879592231055e-01, 1.1701767748145201e03, -7.0128335955186918e00,
-        -2.4505935152320760e01, 2.7738584954678072e02,
-    ])  # fmt: skip
-    hi = np.array([
-        1.2641525380724131e-01, 1.1836586448749783e03, 4.1878607056115325e-01,
-        2.6561059015482343e01, 2.5478302815125885e03,
-    ])  # fmt: skip
-    x = _region_ldp(x0, M, c, np.ones(5), np.ones(5, dtype=bool), lo, hi)
-    assert x is not None
+    x0, M, c, lo, hi = _CASE_3655
+    x, feasible = _region_ldp(x0, M, c, np.ones(5), np.ones(5, dtype=bool), lo, hi)
+    assert feasible and x is not None
     assert np.all((x >= lo) & (x <= hi)) and _meets_rows(M, c, x - x0, x)
     assert x[0] == hi[0] and x[1] == lo[1]  # the active set's bounds
     # the optimum (the active set's equality QP in 60 digits: 24.174929878181223859)
     assert abs(np.linalg.norm(x - x0) - 24.174929878181224) <= 1e-12 * 24.17
+
+
+def test_region_box_a_feasible_query_the_last_resort_misses_is_no_infeasible(monkeypatch):
+    """The same rows as a bare model (A_2 = 0, A_j = −M_j): Clarabel calls the query
+    infeasible and the active-set fallbacks fail. Without the polish (as where it falls
+    short), the exact least-distance program's step misses the rows by rounding (~1e-10 of
+    the unit rows): the program found them feasible in the box, so the row is a numerical
+    failure, never "infeasible" (it was status 3, a false reason)."""
+    from fastcf._linear import boxed
+    from fastcf._status import Status
+
+    x0, M, c, lo, hi = _CASE_3655
+    A = np.vstack([-M[0], -M[1], np.zeros(5)])
+    b = np.array([M[0] @ x0 + c[0], M[1] @ x0 + c[1], 0.0])
+    ex = LinearExplainer.from_arrays(A, b)
+    res = ex.explain(x0, 2, region=True, bounds=(lo, hi))
+    assert res.success and np.argmax(A @ res.x + b) == 2  # (with the polish: answered)
+    monkeypatch.setattr(boxed, "_polish_region", lambda d, *args: d)
+    res = ex.explain(x0, 2, region=True, bounds=(lo, hi))
+    assert not res.success
+    assert res.status == Status.NUMERIC, res.message

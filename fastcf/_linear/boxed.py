@@ -412,7 +412,11 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
         # else the primal active set with the box as rows (soak round Q)
         xf = _region_fallback(model, X[n], k, m, margins[n], box, D_rows, c)
         if xf is None:
-            xf = _region_ldp(X[n], D_rows, c, wt, free, lo, hi)
+            xf, feasible = _region_ldp(X[n], D_rows, c, wt, free, lo, hi)
+            if feasible and st_n == Status.INFEASIBLE:
+                # the exact program found the rows feasible in the box, its step short of
+                # them by rounding: a numerical failure, not Clarabel's "infeasible"
+                st_n = Status.NUMERIC
         if xf is None:
             status[n] = st_n
         else:
@@ -511,7 +515,10 @@ def _region_fallback(model, x0, k, m, margin, box, D_rows, c):
 
 
 def _region_ldp(x0, D_rows, c, wt, free, lo, hi):
-    """Return the boxed ``region=True`` answer by the exact least-distance program, or None.
+    """Return ``(x, feasible)``: the answer by the exact least-distance program, or None.
+
+    ``feasible``: whether that program found the margin rows feasible in the box (an answer
+    short of them by rounding is None, a numerical failure, not an infeasible query).
 
     min Σ wt δ² s.t. D_rows δ ≥ c, lo ≤ x̄ + δ ≤ hi, δ = 0 off ``free``: in u = √wt δ on the
     free features a least-distance program ``min ½‖u‖² s.t. G u ≥ h`` with unit rows (the
@@ -527,7 +534,7 @@ def _region_ldp(x0, D_rows, c, wt, free, lo, hi):
 
     F = np.flatnonzero(free)
     if F.size == 0:
-        return None
+        return None, False
     s = np.sqrt(wt[F])
     dlo, dhi = lo[F] - x0[F], hi[F] - x0[F]
     rows, rhs = [D_rows[:, F] / s], [c]
@@ -540,11 +547,11 @@ def _region_ldp(x0, D_rows, c, wt, free, lo, hi):
         norm = np.sqrt((G * G).sum(axis=1))
         keep = norm > 0.0
         if (~keep & (h > 0.0)).any() or not (np.isfinite(G).all() and np.isfinite(h).all()):
-            return None
+            return None, False
         G, h = np.ascontiguousarray(G[keep] / norm[keep, None]), h[keep] / norm[keep]
     u, lam, _it, status = ldp(G, h, 50 * (G.shape[0] + F.size) + 100)
     if status != 0 or not np.isfinite(u).all():
-        return None
+        return None, False
     d = np.zeros_like(x0)
     d[F] = u / s
     # its multipliers name the active set, on which the polish of Clarabel's answers makes the
@@ -558,7 +565,7 @@ def _region_ldp(x0, D_rows, c, wt, free, lo, hi):
     d = _polish_region(d, D_rows, c, wt, free, lo - x0, hi - x0, (y[:nm], ylo, yhi))
     x = np.clip(x0 + d, lo, hi)
     x[~free] = x0[~free]
-    return x if _meets_rows(D_rows, c, x - x0, x) else None
+    return (x if _meets_rows(D_rows, c, x - x0, x) else None), True
 
 
 def _meets_rows(D_rows, c, d, x):
