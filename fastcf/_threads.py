@@ -1,12 +1,12 @@
 """The batch threads: chunks of a batch's rows run at once on Python threads.
 
-fastcf's kernels release the GIL (``nogil=True``), so Python threads that each call a kernel on
-their own rows run in parallel. A batch kernel (:func:`fastcf._kernels._batch.batch`) is split
-into chunks of consecutive rows, each written by the same compiled row code into its rows of
-one shared output: an answer has the same bits whatever the number of threads or chunks. This
-replaces Numba's ``parallel=True`` kernels, whose compilation cost several times that of the
-serial code (each ``prange`` loop a gufunc compiled again: 58 of the 203 CPU seconds of
-``warmup()``).
+fastcf's batch chunk kernels release the GIL (``nogil=True``), so Python threads that each call
+one on their own rows run in parallel. A batch kernel (:func:`fastcf._kernels._batch.batch`)
+is split into chunks of consecutive rows, each written by the same compiled row code into its
+rows of one shared output: an answer has the same bits whatever the number of threads or
+chunks. This replaces Numba's ``parallel=True`` kernels, whose compilation cost several times
+that of the serial code (each ``prange`` loop a gufunc compiled again: 58 of the 203 CPU
+seconds of ``warmup()``).
 
 How many threads: ``n_jobs`` where a caller set it (:func:`limit`), else Numba's thread count
 (``numba.get_num_threads()``: every core by default, ``NUMBA_NUM_THREADS`` or

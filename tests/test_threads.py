@@ -227,3 +227,18 @@ def test_the_progress_line_counts_rows_ticked_from_several_threads():
     assert "demo: 4000/4000 rows" in term.getvalue()
     tally.close()
     assert term.getvalue().endswith("\r")
+
+
+def test_the_gil_is_released_where_the_time_goes():
+    """The rule of ``fastcf._kernels._RELEASE_GIL``: a batch's chunk kernels (which the batch
+    threads run at once) and the kernels of milliseconds release the GIL; the microsecond
+    kernels of a single query keep it (a release per call made two threads sharing an
+    explainer hand the GIL over at each call)."""
+    from fastcf._kernels import logistic, tree_search, verdict
+
+    if not hasattr(verdict.binary_judge, "targetoptions"):
+        pytest.skip("NUMBA_DISABLE_JIT=1: no compiled kernels")
+    assert tree_search.search.targetoptions["nogil"] is True
+    assert verdict.binary_judge.targetoptions["nogil"] is False
+    assert logistic._project.serial.targetoptions["nogil"] is False
+    assert logistic._project.parallel.targetoptions["nogil"] is True

@@ -1,7 +1,8 @@
 """Numba kernels: arrays and scalars in, arrays, scalars and integer status codes out.
 
 Every kernel is created through :func:`kernel`, a single decorator factory that fixes the house
-options (on-disk cache, GIL released, NumPy error model, no fastmath). When Numba cannot cache a
+options (on-disk cache, NumPy error model, no fastmath; the GIL released by the kernels that
+run for milliseconds: :data:`_RELEASE_GIL`). When Numba cannot cache a
 function (for example because the package directory and ``NUMBA_CACHE_DIR`` are not writable), the
 kernel is compiled without the on-disk cache and one warning says so: slower cold starts, same
 results. A kernel compiles on its first call with new argument types (or loads from the cache),
@@ -51,7 +52,18 @@ from . import _tier
 
 __all__ = ["kernel", "REASSOC"]
 
-_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": False}
+_OPTIONS = {"cache": True, "nogil": False, "error_model": "numpy", "fastmath": False}
+
+#: the modules whose kernels run for milliseconds (a tree ensemble's search and moves, the SVM's
+#: SMO, LVQ's QP): they release the GIL (``nogil=True``), so other threads run meanwhile. The
+#: others run for microseconds inside a single query and keep it: with two threads, each
+#: release and re-acquisition of the GIL was a hand-over between them, and two threads asking
+#: single linear queries of one explainer answered 0.42-0.69x of one thread's queries per second
+#: (0.90-1.07x holding it; ``docs/service.md``). A batch's chunk kernels release it
+#: (:mod:`._batch`: the batch threads run them at once).
+_RELEASE_GIL = (
+    "fastcf._kernels.tree_", "fastcf._kernels.smo", "fastcf._kernels.lvq_qp",
+)  # fmt: skip
 
 #: for reductions only (dot products, sums of squares): lets LLVM reorder the sum into SIMD
 #: lanes. No flag that assumes away NaN/inf/signed zeros. The order is fixed by the compiled
@@ -81,9 +93,9 @@ def kernel(signature=None, **overrides):
     (``docs/scripts/compile_times.py`` measures it per kernel). ``parallel=True`` is several
     times costlier to compile than the same loop serial (each ``prange`` loop becomes a gufunc
     that links and compiles the code it calls again): no kernel of fastcf uses it. A batch
-    kernel is a serial loop over a chunk of rows, run on Python threads (the GIL released:
-    :mod:`fastcf._threads`), made from one row kernel by :func:`._batch.batch` with a twin
-    for single queries: same row code, same bits.
+    kernel is a serial loop over a chunk of rows, run on Python threads (the GIL released by
+    that chunk kernel: :mod:`fastcf._threads`), made from one row kernel by
+    :func:`._batch.batch` with a twin for single queries: same row code, same bits.
 
     ``_nrt=False`` (Numba's switch for its runtime) is for inner loops that allocate nothing
     and only borrow the arrays their caller holds: Numba then emits no reference counting in
@@ -93,15 +105,16 @@ def kernel(signature=None, **overrides):
     the time (measured with ``perf``). Numba compiles such a function's callees with the same
     flag, so they must not allocate either (it then refuses to compile, loudly).
     """
-    options = dict(_OPTIONS, **overrides)
 
     def decorate(func):
-        disp = _compile(func)
+        options = dict(_OPTIONS, nogil=func.__module__.startswith(_RELEASE_GIL))
+        options.update(overrides)
+        disp = _compile(func, options)
         if not hasattr(disp, "overloads"):  # NUMBA_DISABLE_JIT=1: the Python function itself
             return _ieee(disp)
         return _tier.install(disp)
 
-    def _compile(func):
+    def _compile(func, options):
         global _warned_nocache
         try:
             if signature is None:

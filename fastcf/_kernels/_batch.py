@@ -158,7 +158,7 @@ def batch(row_kernel, alloc_kernel, min_rows=_MIN_THREADED):
         raise ValueError("a row kernel of batch() cannot be inline='always' (see _batch)")
     return Batch(
         _make(_serial, row_kernel, alloc_kernel, "serial"),
-        _make(_rows, row_kernel, alloc_kernel, "parallel"),
+        _make(_rows, row_kernel, alloc_kernel, "parallel", nogil=True),  # (threads run it)
         _make(_alloc, row_kernel, alloc_kernel, "alloc"),
         min_rows,
     )
