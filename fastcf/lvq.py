@@ -286,11 +286,11 @@ class LVQExplainer(BaseExplainer):
             Seconds for each MILP of ``max_changes`` (status 1 and ``info["proven"]`` False
             when it stops one); the other programs take no limit.
         n_jobs : int, optional
-            Threads for a batch's rows: None (the default) uses every core (Numba's thread
-            count, ``NUMBA_NUM_THREADS``), ``k`` at most k threads, ``-1`` every core. The
-            answers are the same bits on any number of threads (a row stopped by
-            ``time_limit`` excepted: it depends on the clock). A single query runs on the
-            calling thread.
+            Threads for a batch: None (the default) every core (Numba's thread count,
+            ``NUMBA_NUM_THREADS``), ``k`` at most k, ``-1`` every core. The exact Euclidean
+            path of GLVQ and GMLVQ (the dual QP kernel) runs a batch's rows on them, with the
+            same bits on any number; the rows of the cvxpy programs (Manhattan, LGMLVQ,
+            ``max_changes``) are solved one after another.
         proba, lam : None
             Refused (see ``region``).
 

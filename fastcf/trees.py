@@ -321,11 +321,11 @@ class TreeExplainer(BaseExplainer):
             model confirms: ``success=True``, status 1, ``info["gap"]`` its relative gap and
             ``info["bound"]`` a lower bound on the distance; without one: ``success=False``.
         n_jobs : int, optional
-            Threads for a batch's rows: None (the default) uses every core (Numba's thread
-            count, ``NUMBA_NUM_THREADS``), ``k`` at most k threads, ``-1`` every core. The
-            answers are the same bits on any number of threads (a row stopped by
-            ``time_limit`` excepted: it depends on the clock). A single query runs on the
-            calling thread.
+            Threads for an ensemble's batch: None (the default) every core (Numba's thread
+            count, ``NUMBA_NUM_THREADS``), ``k`` at most k, ``-1`` every core. Each thread
+            takes the next row not yet taken (rows of very different costs keep every core
+            busy); the answers are those of one thread, bit for bit, but for a row stopped
+            by ``time_limit`` (it depends on the clock).
         plausible : bool, default=False
             ``True``: the answer lies in a region of the model (the box of a combination of
             one leaf per tree, where the model is constant) that holds a training row given to
