@@ -116,15 +116,24 @@ def run(fn, n, n_threads, chunks=None):
 
     The calling thread is one of them: each thread takes the next chunk not taken until none
     is left. ``chunks``: how many (default :data:`_CHUNKS_PER_JOB` per thread). Returns when
-    every chunk is done; raises the first exception a chunk raised.
+    every chunk is done; raises the first exception a chunk raised (or a ``KeyboardInterrupt``
+    in the calling thread), once the chunks already started have finished: no chunk starts
+    after it (a tree batch of minutes stopped by Ctrl-C does not run its other rows first).
     """
     chunks = min(n, n_threads * _CHUNKS_PER_JOB if chunks is None else chunks)
     bounds = [n * i // chunks for i in range(chunks + 1)]
     todo = iter(range(chunks))  # (a range iterator's next is atomic: one thread takes a chunk)
+    failed = threading.Event()
 
     def work():
         for i in todo:
-            fn(bounds[i], bounds[i + 1])
+            if failed.is_set():
+                return
+            try:
+                fn(bounds[i], bounds[i + 1])
+            except BaseException:
+                failed.set()
+                raise
 
     pool = _pool(n_threads - 1)
     futures = [pool.submit(work) for _ in range(n_threads - 1)]
@@ -132,6 +141,7 @@ def run(fn, n, n_threads, chunks=None):
     try:
         work()
     except BaseException as exc:  # (wait for the others first: they write into the output)
+        failed.set()
         error = exc
     for f in futures:
         try:

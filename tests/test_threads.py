@@ -12,6 +12,7 @@ same_bits_whatever_their_number``). Speed is measured by
 import io
 import pickle
 import threading
+import time
 
 import numpy as np
 import pandas as pd
@@ -206,6 +207,18 @@ def test_each_raises_a_rows_error_after_the_others_finish():
     with _threads.limit(2), pytest.raises(RuntimeError, match="row 7 failed"):
         _threads.each(row, 40)
     assert done.max() == 1  # (no row twice)
+    # no row starts after the failure: the other thread stops too (a Ctrl-C of a long batch)
+    slow = np.zeros(40, dtype=np.int64)
+
+    def late(i):
+        if i == 0:
+            raise KeyboardInterrupt
+        time.sleep(0.002)
+        slow[i] += 1
+
+    with _threads.limit(2), pytest.raises(KeyboardInterrupt):
+        _threads.each(late, 40)
+    assert slow.sum() < 39  # (the other thread had 39 rows of 2 ms to run otherwise)
 
 
 class _Terminal(io.StringIO):
