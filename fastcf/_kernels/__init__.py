@@ -58,8 +58,8 @@ _OPTIONS = {"cache": True, "nogil": False, "error_model": "numpy", "fastmath": F
 #: SMO, LVQ's QP): they release the GIL (``nogil=True``), so other threads run meanwhile. The
 #: others run for microseconds inside a single query and keep it: with two threads, each
 #: release and re-acquisition of the GIL was a hand-over between them, and two threads asking
-#: single linear queries of one explainer answered 0.42-0.69x of one thread's queries per second
-#: (0.90-1.07x holding it; ``docs/service.md``). A batch's chunk kernels release it
+#: single linear queries of one explainer answered 0.49-0.57x of one thread's queries per second
+#: (0.69-0.88x holding it; ``docs/service.md``). A batch's chunk kernels release it
 #: (:mod:`._batch`: the batch threads run them at once).
 _RELEASE_GIL = (
     "fastcf._kernels.tree_", "fastcf._kernels.smo", "fastcf._kernels.lvq_qp",
