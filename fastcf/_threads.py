@@ -19,7 +19,7 @@ import contextvars
 import os
 import threading
 
-__all__ = ["jobs", "run", "each", "limit", "check_n_jobs"]
+__all__ = ["jobs", "run", "each", "limit", "check_n_jobs", "Shared"]
 
 _N_JOBS = contextvars.ContextVar("fastcf_n_jobs", default=None)
 _POOL = None
@@ -185,3 +185,25 @@ def each(fn, n, min_rows=1, progress=None):
         if progress is not None:
             progress.close()
     return out
+
+
+class Shared:
+    """A base for objects the threads share: a lock and per-thread state, remade by a pickle.
+
+    :meth:`_init_shared` makes ``_lock`` (reentrant) and ``_local`` (``threading.local``);
+    neither pickles, so a pickle (the Dask path ships explainers) drops them and an unpickled
+    copy makes its own.
+    """
+
+    def _init_shared(self):
+        self._lock, self._local = threading.RLock(), threading.local()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_lock", None)
+        state.pop("_local", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._init_shared()

@@ -253,23 +253,19 @@ class LinearExplainer(LinearScores):
         verify : {"fold", "model"}, default="fold"
             ``"fold"``: each success is certified with the explainer's folded scores, which were
             checked against the model when the explainer was built (a linear-kernel SVM, whose
-            dual sum rounds otherwise, has its own ``predict`` judge every answer, and a
-            refused one solved again further inside: :mod:`fastcf._linear.dual`). ``"model"``:
-            each success is also confirmed by the fitted model's own ``predict`` (and
-            ``predict_proba`` for ``proba=``); one it does not confirm becomes
-            ``success=False`` with status 4. Costs
-            one call of the model per batch (~50–200 µs for a pipeline); needs an explainer
-            built from a model, not :meth:`from_arrays`.
+            dual sum rounds otherwise, has its own ``predict`` judge every answer, and a refused
+            one solved again further inside: :mod:`fastcf._linear.dual`). ``"model"``: each
+            success is also confirmed by the fitted model's own ``predict`` (and
+            ``predict_proba`` for ``proba=``); one it does not confirm becomes ``success=False``
+            with status 4. Costs one call of the model per batch (~50–200 µs for a pipeline);
+            needs an explainer built from a model, not :meth:`from_arrays`.
         exact : bool, default=True
         time_limit : float, optional
-            Accepted as every family takes them (:mod:`fastcf._options`): a linear model's
-            queries are answered exactly anyway, in micro- to milliseconds, so ``exact=False``
-            changes nothing and no limit is reached; ``info["exact"]`` is True.
+            Accepted as every family takes them (:mod:`fastcf._options`): linear queries are
+            exact anyway, in micro- to milliseconds; ``info["exact"]`` is True.
         n_jobs : int, optional
-            Threads for a batch's rows: None (the default) uses every core (Numba's thread
-            count, ``NUMBA_NUM_THREADS``), ``k`` at most k threads, ``-1`` every core. The
-            answers are the same bits on any number of threads. A single query, and a batch
-            too small to gain from threads, runs on the calling thread.
+            Threads for a batch: None every core (``NUMBA_NUM_THREADS``), ``k``, or ``-1``;
+            the same bits on any number. A single query runs on the calling thread.
 
         Returns
         -------
@@ -289,15 +285,14 @@ class LinearExplainer(LinearScores):
         check_exact(exact, time_limit)
         self._check_form(lam, proba, region)
         check_verify(verify, self.model)
-        res = None
         if verify == "fold" or proba is None:  # (verify="model"'s τ is the stage's judge)
             with limit(n_jobs) if n_jobs is not None else _UNLIMITED:  # (None: no cost)
                 res = short_path(
                     self, x, target, lam, proba, region, margin, frozen, weights, bounds,
                     metric, max_changes, method, tol, max_iter,
                 )  # fmt: skip
-        if res is not None:  # one common query (the same stage, without reading options)
-            return res if verify == "fold" else _stage.finish(self, res, verify, proba)
+            if res is not None:  # one common query (the same stage, without reading options)
+                return res if verify == "fold" else _stage.finish(self, res, verify, proba)
         options = dict(
             lam=lam, proba=proba, region=region, margin=margin, frozen=frozen, weights=weights,
             bounds=bounds, metric=metric, max_changes=max_changes, method=method, tol=tol,

@@ -305,19 +305,15 @@ class TabularExplainer(FrameExplainer):
             the cell puts a grid point there (exact: :mod:`fastcf._tabular.imputed`).
             ``"keep"``: it stays missing (the column is frozen for that row).
         time_limit : float, optional
-            Seconds for the exact program of each row, for a pipeline ending in a tree model
-            (as :meth:`fastcf.TreeExplainer.explain`'s; a row re-solved at a raised margin gets
-            what its earlier solves left, not the limit again): a row it stops with an answer the
-            model confirms has ``success=True``, status 1 (``MAXITER``), ``info["gap"]`` its
-            relative gap and ``info["bound"]`` a lower bound on the cost (the answer may not
-            be the cheapest); without one, ``success=False``. Linear and prototype programs
-            are solved to optimality in milliseconds: a ``time_limit`` is accepted and never
-            reached.
+            Seconds for the exact program of each row of a pipeline ending in a tree model (as
+            :meth:`fastcf.TreeExplainer.explain`'s; a row re-solved at a raised margin gets what
+            its earlier solves left): a row stopped with an answer the model confirms has
+            ``success=True``, status 1 (``MAXITER``), ``info["gap"]`` its relative gap and
+            ``info["bound"]`` a lower bound on the cost; without one, ``success=False``. Linear
+            and prototype programs, exact in milliseconds, accept it and never reach it.
         n_jobs : int, optional
-            Accepted as every family takes it (:mod:`fastcf._options`): a tabular batch's rows
-            are answered in the calling thread, as the threads gained nothing (a row's time is
-            mostly Python: the pipeline's ``predict`` on one-row DataFrames). Checked: None,
-            an int ≥ 1, or -1.
+            Accepted (:mod:`fastcf._options`), checked, and unused: a row's time is mostly
+            Python (the pipeline's ``predict``), so a batch runs in the calling thread.
         plausible : bool, default=False
             ``True``, for a pipeline ending in a tree model: the answer lies in a region of the
             model (the rows that reach one given leaf in every tree: an interval per numeric
@@ -335,9 +331,8 @@ class TabularExplainer(FrameExplainer):
             Accepted as every family takes it: the programs are exact either way, and
             ``info["exact"]`` says so for every success.
         verify : {"fold", "model"}, default="fold"
-            Who confirms a success: for a tabular model both are the pipeline's own
-            ``predict`` (and ``predict_proba`` for ``proba=``) on the answer DataFrame, the
-            word every family takes (:mod:`fastcf._options`).
+            Who confirms a success: either way the pipeline's own ``predict`` (and
+            ``predict_proba`` for ``proba=``) on the answer DataFrame.
 
         Returns
         -------

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
 import time
 from collections import OrderedDict
 from decimal import Decimal
@@ -47,6 +46,7 @@ from decimal import Decimal
 import numpy as np
 
 from .._status import Status
+from .._threads import Shared
 from .._trees.forest import Forest, Tree
 from .._trees.milp import Program as ForestProgram
 from .._trees.query import TreeQuery
@@ -111,7 +111,7 @@ def _snap(beta, r):
     return value(n, r), value(n + 1, r)
 
 
-class TreeProgram(Program):
+class TreeProgram(Shared, Program):
     """The tabular program of a pipeline ending in a tree model (see the module docstring).
 
     Parameters
@@ -152,8 +152,7 @@ class TreeProgram(Program):
             self.default.append(self._order(allowed[np.argsort(key[allowed], kind="stable")], j))
             self.rank.append(r)
         self._cache = OrderedDict()
-        self._lock = threading.RLock()  # (the batch threads share the program: fastcf._threads)
-        self._local = threading.local()  # each thread's verdicts on the row it solves
+        self._init_shared()  # (a lock; each thread's verdicts on the row it solves)
         # for plausible=True: its regions, found on the first such query (a copy: the user's
         # frame may change after the explainer is built)
         self._train = X.copy()
@@ -167,15 +166,6 @@ class TreeProgram(Program):
         if v is None:
             v = self._local.verdicts = Verdicts()
         return v
-
-    def __getstate__(self):  # (a lock and a thread's state do not pickle: the Dask path)
-        state = self.__dict__.copy()
-        del state["_lock"], state["_local"]
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock, self._local = threading.RLock(), threading.local()
 
     # ------------------------------------------------------------------ orders and forests
     def _order(self, first, j):

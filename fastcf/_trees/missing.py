@@ -30,11 +30,11 @@ routing; the program's bounds already fix those features, so it is not done.)
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 
 import numpy as np
 
+from .._threads import Shared
 from .forest import Forest, Tree
 
 __all__ = [
@@ -204,7 +204,7 @@ def groups(C, X):
         yield C[i], X[i], has[inv == k]
 
 
-class Patterns:
+class Patterns(Shared):
     """The solvers of each NaN pattern, built on first use from the conditioned forest.
 
     ``makers`` maps a kind (``"leaves"``, ``"milp"``) to the function building its solver (a
@@ -216,7 +216,7 @@ class Patterns:
         self.forest = forest
         self.makers = makers
         self._cache: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()  # (the batch threads ask at once: fastcf._threads)
+        self._init_shared()  # (a lock: the batch threads ask at once)
 
     def get(self, kind, mask, x):
         """Return the solver of ``kind`` for the inputs equal to x on ``mask``."""
@@ -232,15 +232,6 @@ class Patterns:
             else:
                 self._cache.move_to_end(key)
         return hit
-
-    def __getstate__(self):  # (a lock does not pickle: the Dask path ships explainers)
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
 
 class Constant:
