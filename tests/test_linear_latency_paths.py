@@ -1,6 +1,6 @@
 """The short path of one common query (``fastcf._linear.fast``): ``lam=``, ``proba=``, ``region=``.
 
-It answers by the long path's own body (``route.answer``) on the query ``route.common_query``
+It answers by the long path's own body (``_stage.answer``) on the query ``route.common_query``
 builds: that query must be the one ``make_query`` builds from the same arguments (compared field
 by field), and the answers are then the long path's, bit for bit, with its guarantees: the
 rounding re-solves of ``region=True`` at huge logits, the ulp re-solve loop of ``proba=``, the
@@ -207,7 +207,7 @@ COMMON = [
 
 @pytest.mark.parametrize("form", COMMON, ids=str)
 def test_the_short_paths_query_is_the_long_paths(problem, form, monkeypatch):
-    """The short path answers by ``route.answer`` on ``common_query``'s query, the long path by
+    """The short path answers by ``_stage.answer`` on ``common_query``'s query, the long path by
     the stage (``fastcf._stage.run``) on ``make_query``'s; both solve by ``route.solved`` and
     judge and package by the stage. The queries that reach ``solved`` are recorded and compared
     field by field: equal queries through the same steps are the same answer."""

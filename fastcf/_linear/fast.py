@@ -5,8 +5,8 @@ The common query: one finite float64 x̄ with a known target, one form (``lam=λ
 bounds or ``max_changes``). Its arguments are checked by type tests only (:func:`plain_query`,
 :func:`one_query`); the query is then the one :func:`fastcf._linear.route.make_query`
 would build (:func:`~fastcf._linear.route.common_query`), answered by the long path's own body
-(:func:`~fastcf._linear.route.answer`: the route, ``verify.region``'s rounds, ``keep_source``,
-the verification, the packaging). So the short path's answer is the long path's by construction:
+(:func:`fastcf._stage.answer`: the route, ``verify.region``'s rounds, ``keep_source``, the
+judge, the packaging). So the short path's answer is the long path's by construction:
 the same functions on the same query; what it skips is the validation of arguments that the
 type tests already settle (``tests/test_linear_latency_paths.py`` compares the two queries
 field by field, and the answers bit for bit).
@@ -22,7 +22,8 @@ import math
 import numpy as np
 
 from .._kernels.linalg import dot as _dot
-from .route import METRICS, answer, common_query
+from .._stage import answer
+from .route import METRICS, common_query
 
 __all__ = ["one_query", "plain_query"]
 
@@ -88,4 +89,4 @@ def one_query(ex, x, target, lam, proba, margin, metric, weights, method, tol, m
         return None
     q = common_query(ex, lam, proba, margin, metric, weights, method, tol, max_iter)
     tidx = np.array([plain[0]], dtype=np.int64)
-    return answer(ex, x[None, :], tidx, q, ex.feature_names_in_, True)
+    return answer(ex, x[None, :], tidx, ex.feature_names_in_, True, q)

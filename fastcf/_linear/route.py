@@ -13,7 +13,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _stage
 from .._resolve import ROUNDS
 from .._stage import fail as _fail
 from .._stage import row_info as _row_info
@@ -40,7 +39,6 @@ __all__ = [
     "options",
     "make_query",
     "common_query",
-    "answer",
     "solved",
     "continuous",
     "row_problem",
@@ -177,17 +175,6 @@ def solved(ex, X, tidx, q):
     return sol
 
 
-def answer(ex, X, tidx, q, names, single):
-    """Return the public answer of the checked query ``q``: the stage after its reading.
-
-    :func:`fastcf._stage.answer` (route and solve by :func:`solved`, the judge, the packaging,
-    ``info["exact"]``). The short path of one common query (:mod:`fastcf._linear.fast`, after
-    its type tests) answers here; the long path (:func:`fastcf._stage.run`) takes the same
-    steps after reading the options.
-    """
-    return _stage.answer(ex, X, tidx, names, single, q)
-
-
 def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
     """Solve the rows ``X`` of query ``q`` with the features of ``fmask`` frozen.
 
@@ -216,7 +203,7 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
         if q.form == "lam":
             return _l1.lam_l1(model, X, tidx, cost, free, bnd, lams, q.tol, q.max_iter)
 
-        def solve(Xr, tr, br, pr, mr):
+        def solve_rows(Xr, tr, br, pr, mr):
             # region=True: verify.region's rounds are the only re-solves (rounds=0 here: the
             # LP's own shortfall loop would run inside each of them)
             return _l1.constrained_l1(
@@ -231,12 +218,12 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
             margins = _margins(X, q)
             return _solvers.constrained(model, X, tidx, m, bnd, q.proba, margins, q.tol, q.max_iter)
 
-        def solve(Xr, tr, br, pr, mr):
+        def solve_rows(Xr, tr, br, pr, mr):
             return _solvers.constrained(model, Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
 
     if q.form == "region":
         return _region(
-            model, X, tidx, bnd, q.margin, lambda Xr, tr, br, mr: solve(Xr, tr, br, None, mr)
+            model, X, tidx, bnd, q.margin, lambda Xr, tr, br, mr: solve_rows(Xr, tr, br, None, mr)
         )
     if q.form == "proba" and model.proba_as_region(q.proba):
         # region=True at margin logit τ, with verify.region's raises; the verdict still
@@ -247,10 +234,10 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
             tidx,
             bnd,
             model.theta(q.proba),
-            lambda Xr, tr, br, mr: solve(Xr, tr, br, q.proba, mr),
+            lambda Xr, tr, br, mr: solve_rows(Xr, tr, br, q.proba, mr),
         )
     if q.form == "proba":
-        return solve(X, tidx, bnd, q.proba, None)
+        return solve_rows(X, tidx, bnd, q.proba, None)
     if q.method in REDUCED:
         return _solvers.lam(model, X, tidx, m, bnd, lams, q.tol, q.max_iter)
     # scipy.optimize is imported there, not at start-up (most of the import time)
@@ -286,7 +273,7 @@ def row_problem(ex, X, tidx, q, n):
         nx0 = math.sqrt(float(X[n] @ X[n]))
     wmin = 1.0 if q.w is None else float(q.w.min())
 
-    def solve(fmask):
+    def lean(fmask):
         sol = continuous(ex, Xn, tn, q, fmask, lams, bnd, lean=True)
         if int(sol.status[0]) == _NUMERIC:  # (the lean solvers failed: every fallback)
             return continuous(ex, Xn, tn, q, fmask, lams, bnd)
@@ -307,7 +294,7 @@ def row_problem(ex, X, tidx, q, n):
         reg = lams[0] * d if q.metric == "manhattan" else 0.5 * lams[0] * d * d
         return reg - ex._model.log_proba_target(sol.x, tn)[0]
 
-    return RowProblem(solve, X[n], objective, cost, full)
+    return RowProblem(lean, X[n], objective, cost, full)
 
 
 def solve(ex, X, tidx, q):
