@@ -12,8 +12,9 @@ import numpy as np
 
 from .. import _stage
 from .._validation import check_int
+from .metric import row_box
 from .route import make_query, row_problem, solve, sparse_row
-from .verify import keep_source, rows_box, source_meets
+from .verify import keep_source, source_meets
 
 __all__ = ["enumerate_answers", "flipsets"]
 
@@ -131,7 +132,7 @@ def flipsets(ex, X, tidx, names, q, k, max_nodes):
 
     cost = np.ones(ex.n_features_in_) if q.w is None else q.w
     sol = binary_flipsets(
-        ex._model, X, tidx, cost, ~q.fmask, rows_box(q.bnd, [0]), q.proba, q.margin, k,
+        ex._model, X, tidx, cost, ~q.fmask, row_box(q.bnd, [0]), q.proba, q.margin, k,
         max_nodes,
     )  # fmt: skip
     if sol is None:

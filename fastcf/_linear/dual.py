@@ -27,8 +27,8 @@ import numpy as np
 from .._catalog import dual_scores
 from .._confirm import model_input
 from .._stage import stack
+from .metric import row_box
 from .route import solved
-from .verify import rows_box
 
 __all__ = ["dual_scores", "DualGap", "FoldGap", "TAU_FLOOR"]
 
@@ -132,7 +132,7 @@ def _each(policy, rows, field, values):
     """
     q, subs = policy.q, []
     for i in rows:
-        qi = q._replace(**{field: float(values[i])}, bnd=rows_box(q.bnd, [i]))
+        qi = q._replace(**{field: float(values[i])}, bnd=row_box(q.bnd, [i]))
         sub = solved(policy.ex, policy.X[i : i + 1], policy.tidx[i : i + 1], qi)
         subs.append(sub._replace(certified=None))
     return stack(subs)

@@ -40,7 +40,11 @@ class _Metric(NamedTuple):
 
 
 def row_box(bnd, n):
-    """Return the box of query row ``n``: ``bnd`` is None, (lo, hi) of shape (D,) or (N, D)."""
+    """Return the box of query row ``n`` (an int) or rows ``n`` (indices).
+
+    ``bnd``: None, one box (lo, hi) of shape (D,) shared by every row (returned as it is), or
+    one box per row, of shape (N, D) (sliced).
+    """
     if bnd is None or bnd[0].ndim == 1:
         return bnd
     return bnd[0][n], bnd[1][n]

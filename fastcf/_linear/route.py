@@ -28,7 +28,8 @@ from .._validation import (
     resolve_weights,
 )
 from . import solvers as _solvers
-from .verify import keep_source, rows_box
+from .metric import row_box
+from .verify import keep_source
 from .verify import region as _region
 
 __all__ = [
@@ -257,7 +258,7 @@ def row_problem(ex, X, tidx, q, n):
 
     Xn, tn = X[n : n + 1], tidx[n : n + 1]
     lams = None if q.lams is None else q.lams[n : n + 1]
-    bnd = rows_box(q.bnd, [n])
+    bnd = row_box(q.bnd, [n])
     cost = np.ones(ex.n_features_in_) if q.w is None else q.w
 
     # Softmax region=True: a node solved lean at a margin within rounding of its need

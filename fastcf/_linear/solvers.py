@@ -23,7 +23,7 @@ from . import binary as _binary
 from . import boxed as _boxed
 from . import fallbacks as _fb
 from . import softmax as _softmax
-from .verify import rows_box
+from .metric import row_box
 
 _NUMERIC = int(Status.NUMERIC)
 
@@ -76,7 +76,7 @@ def _inside_box(model, sol, X, tidx, m, bnd, proba, margins, tol, max_iter):
         return sol
     mr = None if margins is None else margins[rows]
     sub = constrained(model, X[rows], tidx[rows], m, None, proba, mr, tol, max_iter)
-    lo, hi = rows_box(bnd, rows)
+    lo, hi = row_box(bnd, rows)
     inside = sub.success & np.all((sub.x >= lo) & (sub.x <= hi), axis=1)
     if not inside.any():
         return sol

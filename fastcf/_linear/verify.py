@@ -23,6 +23,7 @@ from .._resolve import raise_margin
 from .._stage import reaim, replace_rows, take_rows
 from .._status import Status, message, messages
 from ..results import CounterfactualPath, Solution
+from .metric import row_box
 
 __all__ = [
     "keep_source",
@@ -30,7 +31,6 @@ __all__ = [
     "source_meets",
     "path_result",
     "region",
-    "rows_box",
     "solution",
     "verdict",
 ]
@@ -152,13 +152,6 @@ def keep_source(model, X, tidx, sol, proba):
     return sol._replace(**out)
 
 
-def rows_box(bnd, idx):
-    """Return the box of query rows ``idx``: a shared box as it is, per-row boxes sliced."""
-    if bnd is None or bnd[0].ndim == 1:
-        return bnd
-    return bnd[0][idx], bnd[1][idx]
-
-
 def _rhs_scale(model, X, tidx, margins):
     """Return each row's largest ``|margin − (z̄_t − z̄_j)|``, j ≠ t, in logits.
 
@@ -265,7 +258,7 @@ def region(model, X, tidx, bnd, margin, constrained):
     def solve(idx):
         # a per-row box goes with its rows (the whole (N, D) box would pair row idx[0] with
         # box 0)
-        sub = constrained(X[idx], tidx[idx], rows_box(bnd, idx), margins[idx])
+        sub = constrained(X[idx], tidx[idx], row_box(bnd, idx), margins[idx])
         # x̄'s need can exceed every margin the box allows where the answer's logits are far
         # smaller than x̄'s (w = (1e-9, −0.5), x̄ = (1, 0), the corner (0, 0) with ζ = 8e-89 in
         # a box [0, 1] × [−6e-119, 0]: soak round R, seed 359): where that made the row
@@ -275,7 +268,7 @@ def region(model, X, tidx, bnd, margin, constrained):
             j = np.flatnonzero(again)
             margins[idx[j]] = own[j]
             sub = replace_rows(
-                sub, j, constrained(X[idx[j]], tidx[idx[j]], rows_box(bnd, idx[j]), own[j])
+                sub, j, constrained(X[idx[j]], tidx[idx[j]], row_box(bnd, idx[j]), own[j])
             )
         return sub
 
