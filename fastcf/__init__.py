@@ -27,6 +27,7 @@ _EXPORTS = {
     "LinearExplainer": "fastcf.linear",
     "Status": "fastcf._status",
     "LVQExplainer": "fastcf.lvq",
+    "NetExplainer": "fastcf.net",
     "TabularExplainer": "fastcf.tabular",
     "TreeExplainer": "fastcf.trees",
     "SVMEnumerator": "fastcf.svm_enum",

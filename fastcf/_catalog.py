@@ -45,13 +45,13 @@ _NOT_YET = {
     "NuSVC": "a kernel SVM other than kernel='linear' has no affine scores",
     "KNeighborsClassifier": "a nearest-neighbour classifier's regions are Voronoi cells of the "
     "training data; no explainer takes them yet",
-    "MLPClassifier": "a neural network's scores are not affine; no explainer takes them",
 }
 #: the one-line list of what fastcf covers, for refusals (the full list: docs/api/index.md)
 COVERS = (
     "fastcf covers linear classifiers and pipelines of affine steps (LinearExplainer), "
     "ColumnTransformer pipelines on DataFrames (TabularExplainer(model, X_train)), LVQ models "
-    "(LVQExplainer) and tree ensembles of scikit-learn, XGBoost and LightGBM (TreeExplainer)"
+    "(LVQExplainer), tree ensembles of scikit-learn, XGBoost and LightGBM (TreeExplainer) and "
+    "ReLU networks, MLPClassifier and pipelines of affine steps ending in one (NetExplainer)"
 )
 
 

@@ -1,19 +1,20 @@
 """The one table of options: every word an explainer takes, who takes it, and when.
 
 Each family's explainer (:class:`~fastcf.LinearExplainer`, :class:`~fastcf.LVQExplainer`,
-:class:`~fastcf.TreeExplainer`, :class:`~fastcf.TabularExplainer`) takes the same word for the
-same question; :data:`OPTIONS` declares each word once: whether it is given when the explainer
-is built (``"build"``) or with each query (``"query"``, to ``explain`` and ``enumerate``), and
-which families take it. The front door (:func:`fastcf.counterfactual`) splits a user's options
-by it and names a misspelled one with the closest valid word; a test holds the table against
-the explainers' own signatures, so it cannot drift from the code.
+:class:`~fastcf.TreeExplainer`, :class:`~fastcf.TabularExplainer`,
+:class:`~fastcf.NetExplainer`) takes the same word for the same question; :data:`OPTIONS`
+declares each word once: whether it is given when the explainer is built (``"build"``) or with
+each query (``"query"``, to ``explain`` and ``enumerate``), and which families take it. The
+front door (:func:`fastcf.counterfactual`) splits a user's options by it and names a misspelled
+one with the closest valid word; a test holds the table against the explainers' own
+signatures, so it cannot drift from the code.
 
 This module imports nothing of fastcf: it is the bottom layer that every other may read.
 
 Examples
 --------
 >>> sorted(families_of("exact"))
-['linear', 'lvq', 'tabular', 'trees']
+['linear', 'lvq', 'net', 'tabular', 'trees']
 >>> split("linear", {"region": True, "metric": "manhattan"}, where="counterfactual")
 ({}, {'region': True, 'metric': 'manhattan'})
 """
@@ -40,6 +41,7 @@ FAMILIES = {
     "lvq": "LVQExplainer",
     "trees": "TreeExplainer",
     "tabular": "TabularExplainer",
+    "net": "NetExplainer",
 }
 
 _ALL = frozenset(FAMILIES)
@@ -62,12 +64,12 @@ def _o(stage, families, doc):
 OPTIONS = {
     # ---- the question
     "region": _o("query", "all", "the closest point classified as the target"),
-    "proba": _o("query", "linear trees tabular", "p_target(x) >= τ (probabilistic models)"),
+    "proba": _o("query", "linear trees tabular net", "p_target(x) >= τ (probabilistic models)"),
     "lam": _o("query", "linear", "λ of problem (2): min λ/2‖x − x̄‖² − log p_target(x)"),
-    "margin": _o("query", "linear lvq tabular", "margin on the scores (logits, distances)"),
+    "margin": _o("query", "linear lvq tabular net", "margin on the scores (logits, distances)"),
     # ---- the cost
     "metric": _o("query", "all", '"euclidean", "manhattan" (trees: "l0" too)'),
-    "weights": _o("query", "linear lvq trees", 'cost of a unit change per feature, or "mad"'),
+    "weights": _o("query", "linear lvq trees net", 'cost of a unit change per feature, or "mad"'),
     # ---- what may move
     "frozen": _o("query", "all", "features (columns) that keep their value"),
     "bounds": _o("query", "all", "a box: (lo, hi) arrays, or {column: (lo, hi)} (tabular)"),

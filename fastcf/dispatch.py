@@ -28,6 +28,8 @@ def _family(model, X_train):
     if type(model).__name__ in TREE_MODELS:
         return "trees"
     final = type(final_step(model)).__name__
+    if final == "MLPClassifier" and not has_column_transformer(model):
+        return "net"
     if X_train is not None and (has_column_transformer(model) or final in TREE_MODELS):
         return "tabular"
     if has_column_transformer(model):
@@ -60,6 +62,10 @@ def _build(family, model, X_train, options):
         from .tabular import TabularExplainer
 
         return TabularExplainer(model, X_train, **options)
+    if family == "net":
+        from .net import NetExplainer
+
+        return NetExplainer(model, **options)
     from .linear import LinearExplainer
 
     try:
@@ -193,8 +199,8 @@ def counterfactual(model, x, target, *, X_train=None, **options):
     build, query = split(family, options, where="counterfactual")
     ex = _build(family, model, X_train, build)
     if X_train is not None and family != "tabular":
-        if family == "trees" and query.get("plausible"):
-            ex.fit_data(X_train)
+        if (family == "trees" and query.get("plausible")) or family == "net":
+            ex.fit_data(X_train)  # (a network's: the box of its queries, and the MAD)
         else:
             ex.fit_mad(X_train)
     return ex.explain(x, target, **query)

@@ -2030,3 +2030,85 @@ def zoo_counts(seed, case, path):
             zoo.run_tabular(tally, c)
     (key,) = [k for k in tally.count if f"[{path}]" in k]
     return tally.count[key]
+
+
+def relu_net_brute_force(
+    coefs, intercepts, x0, target, margin, w, lo, hi, *, binary, metric="manhattan",
+    max_changes=None, relu=True,
+):  # fmt: skip
+    """Exact network counterfactual by one linear program per activation pattern (tiny nets).
+
+    ``coefs``/``intercepts``: scikit-learn's ``MLPClassifier.coefs_``/``intercepts_`` (layer
+    matrices of shape (n_in, n_out)). Every pattern of the hidden ReLUs (2^H of them) is a
+    polytope where the network is affine; each is solved by ``scipy.optimize.linprog`` for
+    ``min Σ w |x − x̄|`` with the target's logits ahead by ``margin`` (binary: the one logit
+    ≥ margin for target 1, ≤ −margin for target 0). With ``metric="l0"`` or ``max_changes``,
+    every set of changed features (a subset of at most ``max_changes``) is tried too, the others
+    pinned at x̄; the L0 cost is Σ w over the set that changed. Returns ``(cost, x)`` (inf, None
+    when nothing is feasible). Independent of fastcf: the layers are composed here from the
+    scikit-learn arrays.
+    """
+    import itertools
+
+    from scipy.optimize import linprog
+
+    Ws = [np.asarray(c, dtype=np.float64).T for c in coefs]
+    bs = [np.asarray(i, dtype=np.float64) for i in intercepts]
+    D = x0.shape[0]
+    sizes = [W.shape[0] for W in Ws[:-1]]
+    H = sum(sizes)
+    best = (math.inf, None)
+    subsets = [None]
+    if metric == "l0" or max_changes is not None:
+        m = D if max_changes is None else max_changes
+        subsets = [s for r in range(m + 1) for s in itertools.combinations(range(D), r)]
+    patterns = itertools.product([False, True], repeat=H) if relu else [()]
+    for bits in patterns:
+        # compose the affine maps of this pattern: z_l = A x + c
+        A, c = np.eye(D), np.zeros(D)
+        rows_ub, rhs_ub = [], []
+        k = 0
+        for W, b in zip(Ws[:-1], bs[:-1], strict=True):
+            A, c = W @ A, W @ c + b
+            if relu:
+                on = np.array(bits[k : k + W.shape[0]])
+                k += W.shape[0]
+                for j in range(W.shape[0]):
+                    if on[j]:
+                        rows_ub.append(-A[j])
+                        rhs_ub.append(c[j])  # noqa: E702
+                    else:
+                        rows_ub.append(A[j])
+                        rhs_ub.append(-c[j])  # noqa: E702
+                A, c = A * on[:, None], c * on
+        Z_A, Z_c = Ws[-1] @ A, Ws[-1] @ c + bs[-1]
+        if binary:
+            s = 1.0 if target == 1 else -1.0
+            rows_ub.append(-s * Z_A[0])
+            rhs_ub.append(s * Z_c[0] - margin)  # noqa: E702
+        else:
+            for j in range(Z_A.shape[0]):
+                if j != target:
+                    rows_ub.append(-(Z_A[target] - Z_A[j]))
+                    rhs_ub.append((Z_c[target] - Z_c[j]) - margin)
+        Ax = np.array(rows_ub)
+        bx = np.array(rhs_ub)
+        Al = np.block([[Ax, np.zeros((Ax.shape[0], D))], [np.eye(D), -np.eye(D)],
+                       [-np.eye(D), -np.eye(D)]])  # fmt: skip
+        bl = np.concatenate([bx, x0, -x0])
+        for sub in subsets:
+            blo, bhi = lo.copy(), hi.copy()
+            if sub is not None:
+                pin = np.ones(D, dtype=bool)
+                pin[list(sub)] = False
+                blo[pin], bhi[pin] = x0[pin], x0[pin]
+            box = list(zip(blo, bhi, strict=True)) + [(0, None)] * D
+            res = linprog(np.concatenate([np.zeros(D), w]), A_ub=Al, b_ub=bl, bounds=box,
+                          method="highs")  # fmt: skip
+            if res.status != 0:
+                continue
+            x = res.x[:D]
+            cost = float(w @ np.abs(x - x0)) if metric == "manhattan" else float(w[list(sub)].sum())
+            if cost < best[0]:
+                best = (cost, x)
+    return best

@@ -27,6 +27,7 @@ def _classes():
         "lvq": fastcf.LVQExplainer,
         "trees": fastcf.TreeExplainer,
         "tabular": fastcf.TabularExplainer,
+        "net": fastcf.NetExplainer,
     }
 
 
@@ -59,7 +60,8 @@ def test_every_family_takes_the_shared_words():
     for word in ("region", "metric", "bounds", "frozen", "max_changes", "exact", "time_limit"):
         assert families_of(word) == set(FAMILIES), word
     assert families_of("weights") == set(FAMILIES)  # (tabular's at construction)
-    assert families_of("proba") == {"linear", "trees", "tabular"}  # (LVQ has no probabilities)
+    # (LVQ has no probabilities)
+    assert families_of("proba") == {"linear", "trees", "tabular", "net"}
 
 
 def test_the_docs_carry_the_table():

@@ -1,0 +1,236 @@
+"""A network query's options, and each row's exact answer.
+
+:func:`query` checks the options once into a :class:`NetQuery` (the box each row lives in: the
+user's ``bounds=`` ∩ the training data's range from ``fit_data``, x̄ always inside, frozen
+features pinned to x̄). :func:`answer` solves each row: the mixed-integer program over the
+unstable neurons (:mod:`.program`) with the neurons' bounds over the row's box (:mod:`.bounds`),
+then the linear program inside the answer's activation pattern; the stage judges every answer
+with the model's own ``predict`` and re-aims refused rows at a larger margin
+(:class:`RaiseMargin`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._progress import Tally
+from .._status import Status, message
+from .._threads import each
+from .._validation import (
+    check_int,
+    check_probability,
+    check_scalar,
+    resolve_bounds,
+    resolve_frozen,
+    resolve_weights,
+)
+from ..results import Solution
+from .bounds import budget_first_layer, interval, linear_bounds
+from .incumbent import incumbent
+from .program import Program, output_rows, solve_milp, solve_pattern
+
+__all__ = ["NetQuery", "METRICS", "query", "answer", "RaiseMargin", "distance"]
+
+METRICS = ("manhattan", "l0")
+
+
+class NetQuery(NamedTuple):
+    """One network query's checked options (:func:`query`)."""
+
+    metric: str
+    w: np.ndarray  # (D,) per-feature costs
+    lo: np.ndarray  # (N, D) each row's box (frozen features pinned)
+    hi: np.ndarray
+    max_changes: int | None
+    proba: float | None
+    margin: np.ndarray  # (N,) the margin on the logits each row aims at
+    time_limit: float | None
+
+
+def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, max_changes,
+          time_limit):  # fmt: skip
+    """Check the options of a query and return its :class:`NetQuery`."""
+    if proba is None and not region:
+        raise ValueError(
+            "region=False asks for no condition: networks answer region=True (classified as "
+            "the target) or proba=τ (and p_target >= τ)"
+        )
+    if metric == "euclidean":
+        raise ValueError(
+            "metric='euclidean' is not answered exactly for networks yet (the program would be "
+            "a mixed-integer quadratic one, which HiGHS does not solve): use metric='manhattan' "
+            "(the default) or 'l0'"
+        )
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
+    if proba is not None:
+        proba = check_probability(proba, "proba")
+        if not ex._net.binary:
+            raise ValueError(
+                "proba= on a multiclass network is not answered yet (p_target >= τ is not a "
+                "linear condition on K > 2 logits): use region=True with margin= (the logit "
+                "gap z_target − z_j)"
+            )
+    margin = check_scalar(margin, "margin", lo=0.0)
+    if max_changes is not None:
+        max_changes = check_int(max_changes, "max_changes", lo=1)
+    time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
+    D = ex.n_features_in_
+    fmask = resolve_frozen(frozen, D, names)
+    w = resolve_weights(weights, D, ex.mad_)
+    w = np.ones(D) if w is None else w
+    bnd = resolve_bounds(bounds, D, X, per_row=True)
+    lo = np.full(X.shape, -np.inf)
+    hi = np.full(X.shape, np.inf)
+    if bnd is not None:
+        lo, hi = np.maximum(lo, bnd[0]), np.minimum(hi, bnd[1])
+    if ex.data_box_ is not None:  # the training data's range, stretched to hold x̄
+        dlo, dhi = ex.data_box_
+        lo = np.maximum(lo, np.minimum(dlo, X))
+        hi = np.minimum(hi, np.maximum(dhi, X))
+    lo[:, fmask] = X[:, fmask]
+    hi[:, fmask] = X[:, fmask]
+    open_ = ~(np.isfinite(lo) & np.isfinite(hi))
+    if open_.any():
+        r, c = np.argwhere(open_)[0]
+        raise ValueError(
+            f"a network is answered over a finite box, and feature {c} (row {r}) has none: "
+            "call fit_data(X_train) (the training data's range) or pass bounds=(lo, hi)"
+        )
+    theta = 0.0 if proba is None else math.log(proba) - math.log1p(-proba)
+    margins = np.full(X.shape[0], max(margin, theta))
+    return NetQuery(metric, w, lo, hi, max_changes, proba, margins, time_limit)
+
+
+def distance(x, x0, w, metric):
+    """Return the cost of moving ``x0`` to ``x``: ``Σ w |x − x̄|`` or ``Σ w [x ≠ x̄]``."""
+    d = x - x0
+    return float(w @ np.abs(d)) if metric == "manhattan" else float(w @ (d != 0))
+
+
+class _Row(NamedTuple):
+    x: np.ndarray
+    distance: float
+    success: bool
+    status: int
+    message: str
+    gap: float
+    bound: float
+    nodes: int
+
+
+def _row(net, x0, t, lo, hi, q, margin, rows=None):
+    """Return the :class:`_Row` of one query row (see the module docstring)."""
+    G, g = output_rows(net, t, margin)
+    xi, ci = (
+        (None, np.inf)
+        if q.max_changes is not None
+        else incumbent(net, rows, x0, lo, hi, q.w, G, g, q.metric)
+    )
+    # the optimum costs at most ci: the neurons' bounds over the box ∩ that L1 ball
+    budget = ci * (1 + 1e-9) if q.metric == "manhattan" else np.inf
+    if net.relu:
+        ls, us = linear_bounds(net.W, net.b, x0, q.w, lo, hi, budget)
+    else:
+        first = None
+        if np.isfinite(budget):
+            first = budget_first_layer(net.W[0], net.b[0], x0, q.w, lo, hi, budget)
+        ls, us = interval(net.W, net.b, lo, hi, net.relu, first)
+    prog = Program(net, x0, lo, hi, q.w, q.metric, q.max_changes, (ls, us))
+    r = solve_milp(prog, G, g, time_limit=q.time_limit, start=xi)
+    if r.x is None and xi is not None and r.status != "failed":
+        # the cutoff left nothing cheaper than the incumbent (up to HiGHS's tolerance): it is
+        # the optimum where the search was complete
+        st = Status.OK if r.status == "infeasible" else Status.MAXITER
+        return _Row(
+            xi,
+            ci,
+            True,
+            int(st),
+            "milp: optimal (the incumbent)",
+            0.0 if st == 0 else (ci - r.bound) / ci if ci > 0 else 0.0,
+            ci if st == 0 else r.bound,
+            r.nodes,
+        )
+    if r.x is None:
+        if r.status == "infeasible":
+            st, text = (
+                Status.INFEASIBLE,
+                (
+                    "infeasible: no point of the box (bounds=, or the training data's range from "
+                    "fit_data) that the options leave free is classified as the target"
+                ),
+            )
+        elif r.status == "time_limit":
+            st, text = Status.MAXITER, "time_limit reached before any answer was found"
+        else:
+            st, text = Status.SOLVER_FAILED, message(Status.SOLVER_FAILED)
+        return _Row(x0.copy(), 0.0, False, int(st), text, math.inf, r.bound, r.nodes)
+    x = solve_pattern(net, net.pattern(r.x), x0, lo, hi, q.w, G, g, q.metric, r.changed)
+    if x is None:  # (the pattern's polytope missed by rounding: the program's own point)
+        x = r.x
+    d = distance(x, x0, q.w, q.metric)
+    if r.status == "optimal":
+        return _Row(x, d, True, int(Status.OK), "milp: optimal", 0.0, r.bound, r.nodes)
+    gap = (d - r.bound) / d if d > 0 else 0.0
+    text = f"time_limit: the best answer found, {gap:.2%} above the bound (not proven optimal)"
+    return _Row(x, d, True, int(Status.MAXITER), text, max(gap, 0.0), r.bound, r.nodes)
+
+
+def answer(ex, X, tidx, q):
+    """Return the (unjudged) :class:`~fastcf.results.Solution` of the rows ``X``."""
+    net = ex._net
+
+    rows = ex._data
+
+    def one(i):
+        return _row(net, X[i], int(tidx[i]), q.lo[i], q.hi[i], q, float(q.margin[i]), rows)
+
+    rows = each(one, X.shape[0], progress=Tally(X.shape[0], "NetExplainer"))
+    success = np.array([r.success for r in rows], dtype=bool)
+    return Solution(
+        x=np.array([r.x for r in rows]).reshape(X.shape),
+        proba=None,
+        distance=np.array([r.distance for r in rows], dtype=np.float64),
+        success=success,
+        status=np.array([r.status for r in rows], dtype=np.int64),
+        nit=np.ones(X.shape[0], dtype=np.int64),
+        method="milp",
+        message=[r.message for r in rows],
+        info={
+            "gap": np.array([r.gap for r in rows], dtype=np.float64),
+            "bound": np.array([r.bound for r in rows], dtype=np.float64),
+            "nodes": np.array([r.nodes for r in rows], dtype=np.int64),
+        },
+    )
+
+
+class RaiseMargin:
+    """The network family's re-aim policy: a refused row solved again at a larger margin.
+
+    The program's answer meets the target's margin in fastcf's float64 copy of the logits, to
+    the linear program's tolerance; the model's own ``predict`` can still refuse an answer on
+    the boundary (a tie of logits, a probability that rounds to 1/2). Such a row is solved
+    again with its margin raised to 100 times the last one, at least 1e-6 times the scale of its
+    logits, for up to :data:`~fastcf._resolve.ROUNDS` rounds.
+    """
+
+    def __init__(self, ex, X, tidx, q):
+        self.ex, self.X, self.tidx, self.q = ex, X, tidx, q
+
+    def aim(self, sol, rows, r):
+        """Raise the margins of ``rows``; return them."""
+        Z = self.ex._net.logits(sol.x[rows])
+        scale = np.abs(Z).max(axis=1)
+        m = self.q.margin
+        m[rows] = np.maximum(100.0 * np.maximum(m[rows], 1e-9), 1e-6 * scale)
+        return rows
+
+    def solve(self, rows):
+        """Solve ``rows`` again at their raised margins."""
+        q = self.q
+        sub = q._replace(lo=q.lo[rows], hi=q.hi[rows], margin=q.margin[rows])
+        return answer(self.ex, self.X[rows], self.tidx[rows], sub)

@@ -1,0 +1,152 @@
+"""Bounds on every hidden neuron's pre-activation over a query's box.
+
+Interval arithmetic, layer by layer: for ``z = W h + b`` with ``l ≤ h ≤ u``,
+``W⁺ l + W⁻ u + b ≤ z ≤ W⁺ u + W⁻ l + b`` (``W⁺``, ``W⁻``: the positive and negative parts),
+and ``max(l, 0) ≤ ReLU(z) ≤ max(u, 0)``. A neuron whose bounds keep one sign is *stable*: its
+ReLU is affine over the whole box and the program needs no binary variable for it.
+
+With a *budget* (the weighted L1 cost c of an answer already known, so that the optimum lies in
+``{x : Σ w_i |x_i − x̄_i| ≤ c}``), the first layer's bounds are exact over the box ∩ that ball:
+``max a·x`` there is a fractional knapsack (take the features by |a_i| / w_i, each up to its room
+in the box, until the budget is spent), which leaves many more neurons stable near x̄.
+
+The bounds are widened by a relative 1e-9 (and an absolute ``1e-9 · scale``) so that the
+rounding of the products never makes a neuron look stable that is not.
+
+Examples
+--------
+>>> import numpy as np
+>>> W = [np.array([[1.0, -1.0]]), np.array([[1.0]])]
+>>> b = [np.array([0.0]), np.array([0.0])]
+>>> l, u = interval(W, b, np.array([0.0, 0.0]), np.array([1.0, 2.0]), relu=True)
+>>> float(l[0][0]) < -1.99, float(u[0][0]) > 0.99
+(True, True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["interval", "budget_first_layer", "widen", "linear_bounds"]
+
+
+def widen(lo, hi):
+    """Return ``(lo, hi)`` widened by a relative 1e-9 of their scale (rounding of the sums)."""
+    pad = 1e-9 * (np.abs(lo) + np.abs(hi)) + 1e-12
+    return lo - pad, hi + pad
+
+
+def _affine(W, b, lo, hi):
+    Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+    return Wp @ lo + Wn @ hi + b, Wp @ hi + Wn @ lo + b
+
+
+def interval(W, b, lo, hi, relu=True, first=None):
+    """Return the bounds (lists ``l``, ``u``) of each hidden layer's pre-activations.
+
+    Parameters
+    ----------
+    W, b : sequences of arrays
+        The network's layers (:class:`~fastcf._net.model.Net`), the logits' layer last (not
+        bounded here).
+    lo, hi : ndarray of shape (D,)
+        The box of the inputs (finite).
+    relu : bool
+        Hidden activation ReLU (True) or the identity.
+    first : (l, u), optional
+        Bounds of the first layer computed otherwise (:func:`budget_first_layer`), intersected
+        with the box's.
+    """
+    ls, us = [], []
+    hl, hu = lo, hi
+    for i, (Wi, bi) in enumerate(zip(W[:-1], b[:-1], strict=True)):
+        zl, zu = widen(*_affine(Wi, bi, hl, hu))
+        if i == 0 and first is not None:
+            zl, zu = np.maximum(zl, first[0]), np.minimum(zu, first[1])
+        ls.append(zl)
+        us.append(zu)
+        hl, hu = (np.maximum(zl, 0.0), np.maximum(zu, 0.0)) if relu else (zl, zu)
+    return ls, us
+
+
+def budget_first_layer(W0, b0, x0, w, lo, hi, budget):
+    """Return the bounds of ``W0 x + b0`` over the box ∩ ``{Σ w_i |x_i − x̄_i| ≤ budget}``.
+
+    Each neuron's maximum is a fractional knapsack from x̄ (which must lie in the box): the
+    features in decreasing |a_i| / w_i, each moved to its end of the box in a's direction, until
+    the budget is spent; its minimum likewise. Widened as :func:`widen`.
+    """
+    up = np.where(W0 > 0, hi - x0, x0 - lo)  # room in the direction that raises a·x
+    dn = np.where(W0 > 0, x0 - lo, hi - x0)  # room in the direction that lowers it
+    base = W0 @ x0 + b0
+    return widen(
+        base - _knapsack(np.abs(W0), w, dn, budget), base + _knapsack(np.abs(W0), w, up, budget)
+    )
+
+
+def _knapsack(G, w, room, budget):
+    """Return max Σ_i G_i m_i s.t. 0 ≤ m_i ≤ room_i, Σ w_i m_i ≤ budget, for every row of G."""
+    ratio = G / w
+    order = np.argsort(-ratio, axis=1, kind="stable")
+    Gs = np.take_along_axis(G, order, axis=1)
+    cost = np.take_along_axis(room, order, axis=1) * w[order]  # budget to use each feature up
+    gain = Gs * np.take_along_axis(room, order, axis=1)
+    spent = np.cumsum(cost, axis=1)
+    before = spent - cost
+    full = spent <= budget
+    out = np.where(full, gain, 0.0).sum(axis=1)
+    # the first feature that the budget cannot take whole: its fraction
+    part = np.argmin(full, axis=1)
+    rows = np.flatnonzero(~full.all(axis=1))
+    if rows.size:
+        j = part[rows]
+        left = budget - before[rows, j]
+        out[rows] += Gs[rows, j] * left / w[order[rows, j]]
+    return out
+
+
+def _maximize(L, x0, w, lo, hi, budget):
+    """Return ``max L x`` for each row of ``L`` over the box ∩ ``Σ w |x − x̄| ≤ budget``."""
+    if not np.isfinite(budget):
+        return np.maximum(L, 0.0) @ hi + np.minimum(L, 0.0) @ lo
+    up = np.where(L > 0, hi - x0, x0 - lo)
+    return L @ x0 + _knapsack(np.abs(L), w, up, budget)
+
+
+def linear_bounds(W, b, x0, w, lo, hi, budget=np.inf):
+    """Return the bounds (lists ``l``, ``u``) of each hidden layer's pre-activations, by CROWN.
+
+    Layer by layer, each neuron's pre-activation is bounded above by a linear function of x,
+    found backward through the earlier layers (Zhang et al., NeurIPS 2018): where the
+    coefficient of a ReLU's output is positive its upper relaxation ``h ≤ s (z − l)``
+    (``s = u / (u − l)``) replaces it, where negative its lower one ``h ≥ α z`` (α = 1 where
+    ``u ≥ −l``, else 0); a stable neuron is exact. That linear function is maximised over the
+    box ∩ the L1 ball of radius ``budget`` around x̄ (a fractional knapsack, or the box's
+    corners without a budget); the lower bound likewise, with the signs turned. ReLU networks
+    only (an identity layer is affine: :func:`interval` with a budget is then as tight for
+    the first layer). Widened as :func:`widen`.
+    """
+    ls, us = [], []
+    slopes = []  # per layer: (s, t, a) of the upper relaxation s z + t and the lower a z
+    for k, (Wk, bk) in enumerate(zip(W[:-1], b[:-1], strict=True)):
+        bounds = []
+        for sign in (1.0, -1.0):
+            lam, const = sign * Wk, sign * bk
+            for m in range(k - 1, -1, -1):
+                s, t, a = slopes[m]
+                pos, neg = np.maximum(lam, 0.0), np.minimum(lam, 0.0)
+                coef = pos * s + neg * a  # the relaxed coefficients of z_m
+                const = const + pos @ t + coef @ b[m]
+                lam = coef @ W[m]
+            bounds.append(_maximize(lam, x0, w, lo, hi, budget) + const)
+        zl, zu = widen(-bounds[1], bounds[0])
+        ls.append(zl)
+        us.append(zu)
+        unstable = (zl < 0) & (zu > 0)
+        on = zl >= 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.where(unstable, zu / (zu - zl), on.astype(np.float64))
+        t = np.where(unstable, -s * zl, 0.0)
+        a = np.where(unstable, (zu >= -zl).astype(np.float64), on.astype(np.float64))
+        slopes.append((s, t, a))
+    return ls, us

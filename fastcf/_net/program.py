@@ -1,0 +1,345 @@
+"""The exact programs of one query: a mixed-integer program, then a linear program in one pattern.
+
+For a network with hidden pre-activations ``z = W h + b`` bounded by ``l ≤ z ≤ u`` over the
+query's box (:mod:`.bounds`), the program has the input x, the cost variables t, and one
+variable y per hidden neuron (its output); a neuron is
+
+* *stable off* (u ≤ 0): y = 0;
+* *stable on* (l ≥ 0), or any neuron of an identity layer: y = z;
+* *unstable* (l < 0 < u): y ≥ 0, y ≥ z, y ≤ z − l (1 − a), y ≤ u a with a binary a — the
+  big-M form of y = max(z, 0), exact at a ∈ {0, 1} (Tjeng et al., ICLR 2019).
+
+The target's constraint is on the logits of the last layer: ``z_t − z_j ≥ margin`` for every
+other class j (K classes), or ``± z ≥ θ`` for a binary model's one logit. The cost: Manhattan
+``Σ w_i t_i`` with ``t_i ≥ |x_i − x̄_i|``; L0 ``Σ w_i s_i`` with s binary and
+``|x_i − x̄_i| ≤ M_i s_i`` (M_i: the room of the box); ``max_changes=k`` adds such s with
+``Σ s_i ≤ k``. HiGHS solves it to a zero gap (:func:`solve_milp`).
+
+A mixed-integer answer satisfies its constraints only within HiGHS's tolerances (an a = 1e-7
+lets a little of z leak through an "off" ReLU), so it is not returned as it is: the linear
+program inside its activation pattern (:func:`solve_pattern`) — where the network is affine
+(:meth:`~fastcf._net.model.Net.affine`), each neuron's side a linear constraint of x — finds the
+closest point of that pattern's polytope. The program's answer lies in the polytope, so this one
+costs no more; and it is a point of the network itself, not of a relaxation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import Bounds, LinearConstraint, linprog
+
+__all__ = ["Program", "MilpResult", "solve_milp", "solve_pattern", "output_rows"]
+
+
+class MilpResult(NamedTuple):
+    """What :func:`solve_milp` found."""
+
+    x: np.ndarray | None  # the program's input part (None: no feasible point found)
+    changed: np.ndarray | None  # (D,) bool: features the program lets change (L0 / max_changes)
+    cost: float  # its objective (inf without x)
+    bound: float  # HiGHS's lower bound on the optimum
+    status: str  # "optimal", "infeasible", "time_limit", "failed"
+    nodes: int
+
+
+def output_rows(net, t, margin):
+    """Return ``(G, g)``: the target's constraint on the last hidden layer h, ``G h ≥ g``.
+
+    K classes: ``(W_t − W_j) h ≥ margin − (b_t − b_j)`` for every j ≠ t. One logit: class 1 iff
+    the logit is > 0 (logistic > 1/2), so target 1 asks ``W h ≥ margin − b`` and target 0
+    ``−W h ≥ margin + b``.
+    """
+    W, b = net.W[-1], net.b[-1]
+    if net.binary:
+        s = 1.0 if t == 1 else -1.0
+        return s * W, np.array([margin - s * b[0]])
+    others = np.array([j for j in range(W.shape[0]) if j != t], dtype=np.int64)
+    return W[t] - W[others], margin - (b[t] - b[others])
+
+
+class Program:
+    """The mixed-integer program of one query row (see the module docstring).
+
+    Parameters
+    ----------
+    net : Net
+    x0 : ndarray of shape (D,)
+        The query x̄ (inside the box).
+    lo, hi : ndarray of shape (D,)
+        The box (finite; a frozen feature has lo = hi = x̄).
+    w : ndarray of shape (D,)
+        Per-feature costs.
+    metric : {"manhattan", "l0"}
+    max_changes : int or None
+    bounds : (ls, us)
+        Each hidden layer's pre-activation bounds over the box (:mod:`.bounds`).
+    """
+
+    def __init__(self, net, x0, lo, hi, w, metric, max_changes, bounds):
+        self.net, self.x0, self.lo, self.hi, self.w = net, x0, lo, hi, w
+        self.metric, self.max_changes = metric, max_changes
+        self.ls, self.us = bounds
+
+    def columns(self, x):
+        """Return the program's column values at input ``x`` (a point of the network).
+
+        t = |x − x̄| (Manhattan), s = [x ≠ x̄] (L0, ``max_changes``), each neuron's output y
+        and each unstable neuron's a = [z > 0]: the layout of :meth:`build`.
+        """
+        net, x0 = self.net, self.x0
+        D = x0.shape[0]
+        parts = [x]
+        if self.metric == "manhattan":
+            parts.append(np.abs(x - x0))
+        if self.metric == "l0" or self.max_changes is not None:
+            parts.append((x != x0).astype(np.float64))
+        ys, as_ = [], []
+        for z, zl, zu in zip(net.hidden(x[None]), self.ls, self.us, strict=True):
+            z = z[0]
+            if net.relu:
+                ys.append(np.maximum(z, 0.0))
+                as_.append((z[(zl < 0) & (zu > 0)] > 0).astype(np.float64))
+            else:
+                ys.append(z)
+        del D
+        return np.concatenate(parts + ys + as_)
+
+    def build(self, G, g, cutoff=math.inf):
+        """Return (c, integrality, Bounds, [LinearConstraint]) of the program, and the layout."""
+        net, x0, lo, hi, w = self.net, self.x0, self.lo, self.hi, self.w
+        D = x0.shape[0]
+        sizes = [W.shape[0] for W in net.W[:-1]]
+        H = sum(sizes)
+        unstable = [
+            (zl < 0) & (zu > 0) if net.relu else np.zeros(zl.shape, dtype=bool)
+            for zl, zu in zip(self.ls, self.us, strict=True)
+        ]
+        n_a = int(sum(m.sum() for m in unstable))
+        sparse_changes = self.metric == "l0" or self.max_changes is not None
+        n_s = D if sparse_changes else 0
+        n_t = D if self.metric == "manhattan" else 0
+        # layout: x | t | s | y (every hidden neuron) | a (the unstable ones)
+        ix, it, is_, iy = 0, D, D + n_t, D + n_t + n_s
+        ia = iy + H
+        n = ia + n_a
+        c = np.zeros(n)
+        integ = np.zeros(n)
+        lb, ub = np.empty(n), np.empty(n)
+        lb[:D], ub[:D] = lo, hi
+        room = np.maximum(hi - x0, x0 - lo)
+        if n_t:
+            c[it : it + D] = w
+            lb[it : it + D], ub[it : it + D] = 0.0, room
+        if n_s:
+            if self.metric == "l0":
+                c[is_ : is_ + D] = w
+            integ[is_ : is_ + D] = 1
+            lb[is_ : is_ + D], ub[is_ : is_ + D] = 0.0, np.where(room > 0, 1.0, 0.0)
+        integ[ia:] = 1
+        lb[ia:], ub[ia:] = 0.0, 1.0
+        rows, cols, vals, rlo, rhi = [], [], [], [], []
+        r = 0
+
+        def add(cidx, cval, low, high):
+            nonlocal r
+            rows.extend([r] * len(cidx))
+            cols.extend(cidx)
+            vals.extend(cval)
+            rlo.append(low)
+            rhi.append(high)
+            r += 1
+
+        for i in range(D):
+            if n_t:  # t_i ≥ ±(x_i − x̄_i)
+                add([it + i, ix + i], [1.0, -1.0], -x0[i], np.inf)
+                add([it + i, ix + i], [1.0, 1.0], x0[i], np.inf)
+            if n_s and room[i] > 0:  # |x_i − x̄_i| ≤ M_i s_i
+                add([ix + i, is_ + i], [1.0, -(hi[i] - x0[i])], -np.inf, x0[i])
+                add([ix + i, is_ + i], [1.0, x0[i] - lo[i]], x0[i], np.inf)
+        if self.max_changes is not None:
+            add(list(range(is_, is_ + D)), [1.0] * D, -np.inf, float(self.max_changes))
+        prev = list(range(ix, ix + D))  # the variables of the layer's input h
+        ya, aa = iy, ia
+        for W, b, lw, up in zip(net.W[:-1], net.b[:-1], self.ls, self.us, strict=True):
+            cur = list(range(ya, ya + W.shape[0]))
+            for j in range(W.shape[0]):
+                nz = np.flatnonzero(W[j])
+                wc = [prev[k] for k in nz]
+                wv = list(W[j, nz])
+                y = cur[j]
+                if net.relu and up[j] <= 0:  # stable off: y = 0
+                    lb[y], ub[y] = 0.0, 0.0
+                elif not net.relu or lw[j] >= 0:  # y = z = W h + b
+                    lb[y], ub[y] = (lw[j], up[j]) if not net.relu else (max(lw[j], 0.0), up[j])
+                    add(wc + [y], wv + [-1.0], -b[j], -b[j])
+                else:  # unstable: y ≥ z, y ≤ z − l (1 − a), y ≤ u a, y ≥ 0
+                    lb[y], ub[y] = 0.0, up[j]
+                    add(wc + [y], wv + [-1.0], -np.inf, -b[j])
+                    add(wc + [y, aa], [-v for v in wv] + [1.0, -lw[j]], -np.inf, b[j] - lw[j])
+                    add([y, aa], [1.0, -up[j]], -np.inf, 0.0)
+                    aa += 1
+            prev, ya = cur, ya + W.shape[0]
+        for k in range(G.shape[0]):  # the target: G h ≥ g
+            nz = np.flatnonzero(G[k])
+            add([prev[j] for j in nz], list(G[k, nz]), g[k], np.inf)
+        if math.isfinite(cutoff):
+            cidx = np.flatnonzero(c)
+            add(list(cidx), list(c[cidx]), -np.inf, cutoff)
+        A = sparse.csr_array((vals, (rows, cols)), shape=(r, n))
+        cons = [LinearConstraint(A, np.array(rlo), np.array(rhi))] if r else []
+        return c, integ, Bounds(lb, ub), cons, (D, n_t, n_s, is_)
+
+
+#: this family's HiGHS options (:func:`fastcf._highs.highs`): the sub-MIP and jump heuristics
+#: look for answers the incumbent already gives (measured on a 32×32 network: most of the time
+#: of a one-node program)
+_OPTIONS = (
+    ("mip_heuristic_run_rins", False),
+    ("mip_heuristic_run_rens", False),
+    ("mip_heuristic_run_root_reduced_cost", False),
+    ("mip_heuristic_run_feasibility_jump", False),
+    ("mip_detect_symmetry", False),
+)
+
+
+def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None):
+    """Solve ``prog`` with the target's rows ``G h ≥ g``; return a :class:`MilpResult`.
+
+    ``cutoff``: only answers costing less than this (HiGHS's ``objective_bound``: an answer
+    already known costs it); ``time_limit``: seconds for HiGHS (None: none); ``start``: a
+    valid input x in the program's box that meets the target, handed to HiGHS as its first
+    solution (:meth:`Program.columns`).
+    """
+    import highspy
+
+    from .._highs import highs
+
+    c, integ, bnds, cons, (D, _n_t, n_s, is_) = prog.build(G, g)
+    n = c.shape[0]
+    A = cons[0].A.tocsr() if cons else sparse.csr_array((0, n))
+    A.sum_duplicates()
+    lp = highspy.HighsLp()
+    lp.num_col_ = n
+    lp.num_row_ = A.shape[0]
+    lp.col_cost_ = c
+    lp.col_lower_ = bnds.lb
+    lp.col_upper_ = bnds.ub
+    lp.row_lower_ = cons[0].lb if cons else np.zeros(0)
+    lp.row_upper_ = cons[0].ub if cons else np.zeros(0)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    lp.integrality_ = [
+        highspy.HighsVarType.kInteger if v else highspy.HighsVarType.kContinuous for v in integ
+    ]
+    h = highs("net", _OPTIONS)
+    h.clearSolver()
+    h.passModel(lp)
+    h.setOptionValue("objective_bound", float(cutoff) if math.isfinite(cutoff) else math.inf)
+    h.setOptionValue("time_limit", math.inf if time_limit is None else float(time_limit))
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(prog.columns(start))
+        sol.value_valid = True
+        h.setSolution(sol)
+    h.run()
+    S = highspy.HighsModelStatus
+    st = h.getModelStatus()
+    info = h.getInfo()
+    nodes = int(info.mip_node_count)
+    have = int(info.primal_solution_status) == 2
+    bound = float(info.mip_dual_bound)
+    bound = bound if math.isfinite(bound) else -math.inf
+    if not have:
+        if st in (S.kInfeasible, S.kObjectiveBound):
+            what = "infeasible"  # (below the cutoff: nothing)
+        elif st in (S.kTimeLimit, S.kInterrupt, S.kIterationLimit, S.kSolutionLimit):
+            what = "time_limit"
+        else:
+            what = "failed"
+        return MilpResult(None, None, math.inf, bound, what, nodes)
+    v = np.asarray(h.getSolution().col_value)
+    x = np.clip(v[:D], prog.lo, prog.hi)
+    changed = v[is_ : is_ + D] > 0.5 if n_s else None
+    what = "optimal" if st == S.kOptimal else "time_limit"
+    cost = float(info.objective_function_value)
+    return MilpResult(x, changed, cost, cost if what == "optimal" else bound, what, nodes)
+
+
+def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=None):
+    """Return the closest point of the activation ``pattern``'s polytope meeting the target.
+
+    Inside the pattern the network is affine (:meth:`~fastcf._net.model.Net.affine`): each
+    hidden neuron that is on asks ``z(x) ≥ 0``, each that is off ``z(x) ≤ 0``, and the target's
+    rows ``G z_out``-form become ``G_out`` on the last hidden layer's affine map. ``movable``
+    (a bool mask): the features that may change (the others stay at x̄), for L0 and
+    ``max_changes``, whose changed set the mixed-integer program chose. Manhattan: an LP in
+    (x, t); L0 (cost fixed by ``movable``): the closest point in Manhattan terms among those.
+
+    Returns
+    -------
+    x : ndarray of shape (D,) or None
+        None where the polytope holds no such point (as HiGHS finds it).
+    """
+    D = x0.shape[0]
+    pre, _ = net.affine(pattern)
+    lo = lo.copy()
+    hi = hi.copy()
+    if movable is not None:
+        lo[~movable] = x0[~movable]
+        hi[~movable] = x0[~movable]
+    A_ub, b_ub = [], []
+    for (A, c), on in zip(pre, pattern, strict=True):
+        if not net.relu:
+            continue
+        # on: −(A x + c) ≤ 0; off: A x + c ≤ 0
+        sgn = np.where(on, -1.0, 1.0)
+        A_ub.append(sgn[:, None] * A)
+        b_ub.append(-sgn * c)
+    # the target on the last hidden layer's output h = M x + m (M, m: the pattern's map)
+    if pre:
+        Al, cl = pre[-1]
+        if net.relu:
+            on = pattern[-1]
+            Al, cl = Al * on[:, None], cl * on
+    else:
+        Al, cl = np.eye(D), np.zeros(D)
+    A_ub.append(-(G_out @ Al))
+    b_ub.append(-(g_out - G_out @ cl))
+    Ax = np.vstack(A_ub)
+    bx = np.concatenate(b_ub)
+    # variables (x, t): t ≥ ±(x − x̄); min Σ w t
+    eye = np.eye(D)
+    A = np.block([[Ax, np.zeros((Ax.shape[0], D))], [eye, -eye], [-eye, -eye]])
+    b = np.concatenate([bx, x0, -x0])
+    cost = np.concatenate([np.zeros(D), w])
+    bnds = list(zip(lo, hi, strict=True)) + [(0.0, None)] * D
+    res = linprog(cost, A_ub=A, b_ub=b, bounds=bnds, method="highs")
+    if res.status != 0 or res.x is None:
+        return None
+    return snap(net, np.clip(res.x[:D], lo, hi), x0, lo, hi, G_out, g_out)
+
+
+def snap(net, x, x0, lo, hi, G, g):
+    """Return ``x`` with the features an LP moved only by its rounding put back at x̄.
+
+    A feature the optimum leaves alone (t_i = 0) comes out of the basis solve as x̄_i plus a
+    few ulps; such a move (at most 1e-9 of the feature's scale |x̄_i| + (hi_i − lo_i)) is no
+    change. The features are put back together where the copy still meets the target's rows
+    ``G h ≥ g`` (else ``x`` is returned as it is).
+    """
+    tiny = (x != x0) & (np.abs(x - x0) <= 1e-9 * (np.abs(x0) + (hi - lo)))
+    if not tiny.any():
+        return x
+    y = np.where(tiny, x0, x)
+    h = y[None]
+    for W, b in zip(net.W[:-1], net.b[:-1], strict=True):
+        h = h @ W.T + b
+        if net.relu:
+            h = np.maximum(h, 0.0)
+    return y if bool(np.all(h @ G.T >= g)) else x

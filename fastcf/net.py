@@ -1,0 +1,251 @@
+"""Inverse classification for ReLU networks: the closest input a network puts in a class.
+
+:class:`NetExplainer` reads a fitted scikit-learn ``MLPClassifier`` with ReLU (or identity)
+hidden layers into float64 layers (:mod:`fastcf._net.model`) and answers each query exactly: a
+mixed-integer program over the neurons whose sign the query's box leaves open, the others fixed
+(:mod:`fastcf._net.program`, solved by HiGHS to a zero gap), then a linear program inside the
+answer's activation pattern, where the network is affine, so that the answer is a point of the
+network and not of the program's relaxation. Every success is judged by the model's own
+``predict`` (and ``predict_proba`` for ``proba=``); a refused one is solved again at a larger
+margin.
+
+The inputs live in a finite box: ``bounds=``, or the training data's range (:meth:`fit_data`),
+in which each neuron's pre-activation is bounded (:mod:`fastcf._net.bounds`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _stage
+from ._base import BaseExplainer
+from ._confirm import ask, model_input
+from ._net import answer as _answer
+from ._net.model import read_network
+from ._validation import as_queries
+
+__all__ = ["NetExplainer"]
+
+
+class _Run(NamedTuple):
+    """One network query as the stage carries it (:meth:`NetExplainer._read`)."""
+
+    q: object  # the NetQuery
+    proba: float | None
+    reaim: object  # the re-aim policy (:class:`fastcf._net.answer.RaiseMargin`)
+
+
+class NetExplainer(BaseExplainer):
+    """Exact counterfactuals of ReLU networks (scikit-learn ``MLPClassifier``).
+
+    Parameters
+    ----------
+    model : MLPClassifier
+        Fitted, with ``activation="relu"`` or ``"identity"``; binary or multiclass. It is read,
+        never changed.
+
+    Attributes
+    ----------
+    model : MLPClassifier
+        The model given.
+    classes_ : ndarray
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str or None
+    mad_ : ndarray or None
+        Set by :meth:`fit_mad` or :meth:`fit_data` (for ``weights="mad"``).
+    data_box_ : (lo, hi) or None
+        The training data's range per feature, set by :meth:`fit_data`: the box of queries that
+        give no ``bounds=`` (stretched to hold each query x̄).
+
+    Raises
+    ------
+    TypeError
+        ``model`` is not an ``MLPClassifier``.
+    ValueError
+        It is not fitted, its hidden activation is ``tanh`` or ``logistic`` (not piecewise
+        linear: no exact program), or it is multilabel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.neural_network import MLPClassifier
+    >>> from fastcf import NetExplainer
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(300, 2)); y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    >>> mlp = MLPClassifier((8,), max_iter=2000, random_state=0).fit(X, y)
+    >>> ex = NetExplainer(mlp).fit_data(X)
+    >>> x = np.array([0.5, -0.5])
+    >>> res = ex.explain(x, 1 - mlp.predict(x[None])[0])
+    >>> bool(res.success), res.method, bool(mlp.predict(res.x[None])[0] != mlp.predict(x[None])[0])
+    (True, 'milp', True)
+    """
+
+    _has_proba = True
+    data_box_ = None
+    _data = None  # the training rows (fit_data): the incumbents' candidates
+
+    def __init__(self, model):
+        self._net = read_network(model)
+        self.model = model
+        self._set_classes(model.classes_)
+        self.n_features_in_ = int(self._net.W[0].shape[1])
+        names = getattr(model, "feature_names_in_", None)
+        self.feature_names_in_ = None if names is None else np.asarray(names, dtype=object)
+
+    def fit_data(self, X):
+        """Store the training data's range (the queries' default box) and its MAD.
+
+        Parameters
+        ----------
+        X : array_like of shape (N, D)
+            Training data (finite).
+
+        Returns
+        -------
+        self
+        """
+        self.fit_mad(X)
+        X, _, _ = as_queries(X, self.n_features_in_, self.feature_names_in_, name="X")
+        if X.shape[0] == 0:
+            raise ValueError("X must hold at least one row")
+        self.data_box_ = (X.min(axis=0), X.max(axis=0))
+        self._data = X.copy()
+        return self
+
+    def _in_target(self, X, tidx, proba=None):
+        """Which rows of X the model's own ``predict`` puts in their target (and ``p >= τ``)."""
+        label, P = ask(self.model, model_input(self.model, X), proba=proba is not None)
+        ok = np.asarray(label) == self.classes_[tidx]
+        if proba is not None:
+            ok &= np.asarray(P, dtype=np.float64)[np.arange(X.shape[0]), tidx] >= proba
+        return ok
+
+    def explain(
+        self,
+        x,
+        target,
+        *,
+        region=True,
+        proba=None,
+        margin=1e-6,
+        metric="manhattan",
+        weights=None,
+        frozen=None,
+        bounds=None,
+        max_changes=None,
+        exact=True,
+        time_limit=None,
+        n_jobs=None,
+        verify="fold",
+    ):
+        """Find the closest input that the network classifies as ``target``.
+
+        Parameters
+        ----------
+        x : array_like of shape (D,) or (N, D)
+            The source instance(s); pandas Series/DataFrame keep their feature names.
+        target : label or array_like of N labels
+            Class label(s) as in ``classes_``.
+        region : bool, default=True
+            The answer is classified as the target: its logit exceeds every other by
+            ``margin`` (binary: the one logit is ≥ ``margin``, or ≤ −``margin`` for the
+            first class).
+        proba : float, optional
+            τ ∈ (0, 1), binary models: also ``predict_proba(x)[target] >= τ`` (the logit
+            beyond logit τ: exact). A multiclass network refuses it (not yet answered).
+        margin : float, default=1e-6
+            The logit margin aimed at; raised for the rows the model's own ``predict``
+            refuses (an answer on a tie).
+        metric : {"manhattan", "l0"}, default="manhattan"
+            ``Σ w_i |x_i − x̄_i|``, or ``Σ w_i [x_i ≠ x̄_i]``. ``"euclidean"`` is refused (a
+            mixed-integer quadratic program).
+        weights : array_like of shape (D,) or "mad", optional
+            Per-feature costs w (ones by default); ``"mad"``: 1/MAD from :meth:`fit_data`.
+        frozen : sequence of int or str, optional
+            Features that must not change (indices or feature names).
+        bounds : (lo, hi), optional
+            The box: scalars, arrays of shape (D,) or (N, D). Without it, the training data's
+            range (:meth:`fit_data`); without either, a ValueError.
+        max_changes : int, optional
+            At most this many features change (exact: a binary variable per feature).
+        exact : bool, default=True
+            Accepted for the shared vocabulary: the answer is always the exact program's
+            (``info["exact"]`` says so).
+        time_limit : float, optional
+            Seconds for each row's program: stopped with an answer, ``success=True``, status
+            1, ``info["gap"]`` its relative gap and ``info["bound"]`` a lower bound on the
+            distance; without one, ``success=False``.
+        n_jobs : int, optional
+            Threads of a batch (as :meth:`fastcf.TreeExplainer.explain`).
+        verify : {"fold", "model"}, default="fold"
+            Both ask the model's own ``predict``; ``"model"`` asks once more after packaging.
+
+        Returns
+        -------
+        Counterfactual or CounterfactualBatch
+            ``info``: ``gap`` (0 when proven optimal), ``bound`` (a lower bound on the
+            distance), ``nodes`` (branch-and-bound nodes), ``exact``.
+
+        Raises
+        ------
+        ValueError
+            An option out of its range (named), no finite box, ``metric="euclidean"``,
+            ``proba=`` on a multiclass network.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.neural_network import MLPClassifier
+        >>> X = np.random.default_rng(1).uniform(0, 1, size=(200, 3))
+        >>> mlp = MLPClassifier((6,), max_iter=2000, random_state=0).fit(X, X.sum(1) > 1.5)
+        >>> ex = NetExplainer(mlp)
+        >>> res = ex.explain([0.2, 0.2, 0.2], True, bounds=(0, 1), max_changes=1)
+        >>> bool(res.success), len(res.changed_index), bool(res.info["gap"] == 0)
+        (True, 1, True)
+        """
+        options = dict(
+            region=region, proba=proba, margin=margin, metric=metric, weights=weights,
+            frozen=frozen, bounds=bounds, max_changes=max_changes, time_limit=time_limit,
+        )  # fmt: skip
+        return _stage.run(self, x, target, options, verify=verify, exact=True, n_jobs=n_jobs)
+
+    def enumerate(self, x, target, k=5, *, max_nodes=1000, **options):
+        """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).
+
+        As :meth:`fastcf.TreeExplainer.enumerate`: up to ``k`` answers in increasing
+        distance, none of whose changed features contains those of a cheaper one; each is the
+        exact answer of the query with some more features frozen.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.neural_network import MLPClassifier
+        >>> X = np.random.default_rng(1).uniform(0, 1, size=(200, 3))
+        >>> mlp = MLPClassifier((6,), max_iter=2000, random_state=0).fit(X, X.sum(1) > 1.5)
+        >>> alts = NetExplainer(mlp).fit_data(X).enumerate([0.2, 0.2, 0.2], True, k=2)
+        >>> len(alts), bool(alts[0].distance <= alts[1].distance)
+        (2, True)
+        """
+        from ._alternatives import enumerate_answers
+
+        return enumerate_answers(self, x, target, k, max_nodes, dict(options))
+
+    # ------------------------------------------------------------------ the stage's steps
+    def _read(self, X, tidx, names, options):
+        """Return the query record of the stage: the checked query, its re-aim policy."""
+        o = options
+        q = _answer.query(self, X, names, o["region"], o["proba"], o["margin"], o["metric"],
+                          o["weights"], o["frozen"], o["bounds"], o["max_changes"],
+                          o["time_limit"])  # fmt: skip
+        return _Run(q, q.proba, _answer.RaiseMargin(self, X, tidx, q))
+
+    def _solve(self, X, tidx, run):
+        """Route and solve (:func:`fastcf._net.answer.answer`); the stage judges."""
+        return _answer.answer(self, X, tidx, run.q)
+
+    def _finish(self, sol, X, tidx, run):
+        """Report the model's own probabilities at the judged answers."""
+        P = np.asarray(self.model.predict_proba(model_input(self.model, sol.x)), dtype=np.float64)
+        return sol._replace(proba=P)

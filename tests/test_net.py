@@ -1,0 +1,233 @@
+"""NetExplainer: exact counterfactuals of ReLU networks (scikit-learn MLPClassifier).
+
+Exactness against the brute force over every activation pattern (one linear program each,
+``reference.relu_net_brute_force``) on networks of at most 8 hidden neurons; validity by the
+model's own ``predict``; the refusals.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from reference import relu_net_brute_force
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neural_network import MLPClassifier
+
+from fastcf import NetExplainer
+
+
+def _mlp(hidden, D, K, seed, activation="relu", n=120):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, D))
+    # a non-linear labelling, so that the network's regions matter
+    score = np.sin(3 * X[:, 0]) + X[:, -1] * X[:, 0] + 0.3 * rng.normal(size=n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, K + 1)[1:-1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mlp = MLPClassifier(hidden, activation=activation, max_iter=300, random_state=seed)
+        mlp.fit(X, y)
+    return mlp, X
+
+
+CASES = [((4,), 2, 2), ((6,), 3, 2), ((3, 3), 2, 3), ((8,), 2, 3), ((4, 2), 3, 2), ((5,), 4, 4)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("hidden,D,K", CASES, ids=str)
+def test_explain_equals_the_brute_force_over_every_pattern(hidden, D, K, seed):
+    mlp, X = _mlp(hidden, D, K, seed)
+    ex = NetExplainer(mlp)
+    rng = np.random.default_rng(100 + seed)
+    lo, hi = -np.ones(D) * 1.5, np.ones(D) * 1.5
+    w = rng.uniform(0.5, 2.0, size=D)
+    compared = 0  # answers compared with the reference (a feasible one, or infeasibility)
+    for i in range(4):
+        x0 = X[i]
+        for t in range(len(mlp.classes_)):
+            if mlp.predict(x0[None])[0] == t:
+                continue
+            res = ex.explain(x0, mlp.classes_[t], weights=w, bounds=(lo, hi))
+            cost, _ = relu_net_brute_force(
+                mlp.coefs_, mlp.intercepts_, x0, t, 1e-6, w, lo, hi, binary=K == 2
+            )
+            compared += 1
+            if not np.isfinite(cost):
+                assert not res.success and res.status == 3
+                continue
+            assert res.success, res.message
+            assert mlp.predict(res.x[None])[0] == mlp.classes_[t]
+            assert np.all(res.x >= lo) and np.all(res.x <= hi)
+            assert res.distance == pytest.approx(float(w @ np.abs(res.x - x0)), rel=1e-12)
+            assert res.distance == pytest.approx(cost, rel=1e-6, abs=1e-9)
+            assert res.info["gap"] == 0.0
+    assert compared > 0
+
+
+@pytest.mark.parametrize("metric,max_changes", [("l0", None), ("manhattan", 1), ("l0", 2)])
+@pytest.mark.parametrize("hidden,D,K", [((4,), 3, 2), ((3, 2), 3, 3)], ids=str)
+def test_sparse_costs_equal_the_brute_force(hidden, D, K, metric, max_changes):
+    mlp, X = _mlp(hidden, D, K, 7)
+    ex = NetExplainer(mlp).fit_data(X)
+    lo, hi = ex.data_box_
+    w = np.array([1.0, 2.0, 0.5])
+    for i in range(5):
+        x0 = X[i]
+        t = (int(np.flatnonzero(mlp.classes_ == mlp.predict(x0[None])[0])[0]) + 1) % K
+        res = ex.explain(x0, mlp.classes_[t], weights=w, metric=metric, max_changes=max_changes)
+        cost, _ = relu_net_brute_force(
+            mlp.coefs_,
+            mlp.intercepts_,
+            x0,
+            t,
+            1e-6,
+            w,
+            np.minimum(lo, x0),
+            np.maximum(hi, x0),
+            binary=K == 2,
+            metric=metric,
+            max_changes=max_changes,
+        )
+        if not np.isfinite(cost):
+            assert not res.success
+            continue
+        assert res.success and mlp.predict(res.x[None])[0] == mlp.classes_[t]
+        changed = np.flatnonzero(res.x != x0)
+        if max_changes is not None:
+            assert changed.size <= max_changes
+        assert res.distance == pytest.approx(cost, rel=1e-6, abs=1e-9)
+
+
+def test_frozen_features_and_proba_of_a_binary_network():
+    mlp, X = _mlp((6,), 3, 2, 3)
+    ex = NetExplainer(mlp).fit_data(X)
+    x0 = X[np.flatnonzero(mlp.predict(X) == 0)[0]]
+    res = ex.explain(x0, 1, frozen=[1], proba=0.8)
+    assert res.success
+    assert res.x[1] == x0[1]
+    assert mlp.predict_proba(res.x[None])[0, 1] >= 0.8
+    assert res.proba[1] == mlp.predict_proba(res.x[None])[0, 1]
+    lo, hi = ex.data_box_
+    theta = np.log(0.8 / 0.2)
+    cost, _ = relu_net_brute_force(
+        mlp.coefs_,
+        mlp.intercepts_,
+        x0,
+        1,
+        theta,
+        np.ones(3),
+        np.minimum(lo, x0),
+        np.maximum(hi, x0),
+        binary=True,
+    )  # (frozen: the reference's box pins it)
+    lo2, hi2 = np.minimum(lo, x0), np.maximum(hi, x0)
+    lo2[1] = hi2[1] = x0[1]
+    cost, _ = relu_net_brute_force(
+        mlp.coefs_, mlp.intercepts_, x0, 1, theta, np.ones(3), lo2, hi2, binary=True
+    )
+    assert res.distance == pytest.approx(cost, rel=1e-6)
+
+
+def test_a_batch_answers_as_its_rows_and_enumerate_runs():
+    mlp, X = _mlp((5,), 3, 3, 11)
+    ex = NetExplainer(mlp).fit_data(X)
+    targets = [(int(np.flatnonzero(mlp.classes_ == p)[0]) + 1) % 3 for p in mlp.predict(X[:4])]
+    batch = ex.explain(X[:4], targets)
+    for i in range(4):
+        one = ex.explain(X[i], targets[i])
+        assert bool(batch.success[i]) == bool(one.success)
+        np.testing.assert_array_equal(batch.x[i], one.x)
+    alts = ex.enumerate(X[0], targets[0], k=3)
+    assert len(alts) >= 1
+    assert all(mlp.predict(a.x[None])[0] == targets[0] for a in alts)
+    assert all(a.distance <= b.distance for a, b in zip(alts[:-1], alts[1:], strict=True))
+
+
+def test_time_limit_reports_a_bound_or_fails_honestly():
+    mlp, X = _mlp((16, 16), 4, 2, 5, n=300)
+    ex = NetExplainer(mlp).fit_data(X)
+    x0 = X[0]
+    t = 1 - mlp.predict(x0[None])[0]
+    full = ex.explain(x0, t)
+    quick = ex.explain(x0, t, time_limit=1e-4)
+    if quick.success:
+        assert mlp.predict(quick.x[None])[0] == t
+        assert quick.status in (0, 1)
+        assert quick.info["bound"] <= full.distance * (1 + 1e-9) + 1e-12
+        assert quick.distance >= full.distance * (1 - 1e-9)
+    else:
+        assert quick.status == 1 and "time_limit" in quick.message
+
+
+def test_refusals_name_what_is_wrong():
+    mlp, X = _mlp((4,), 2, 2, 0)
+    with pytest.raises(ValueError, match="activation='tanh'"):
+        NetExplainer(_mlp((4,), 2, 2, 0, activation="tanh")[0])
+    with pytest.raises(ValueError, match="not fitted"):
+        NetExplainer(MLPClassifier())
+    with pytest.raises(TypeError, match="MLPClassifier"):
+        NetExplainer(object())
+    ex = NetExplainer(mlp)
+    with pytest.raises(ValueError, match="finite box"):
+        ex.explain(X[0], 1)
+    with pytest.raises(ValueError, match="euclidean"):
+        ex.explain(X[0], 1, bounds=(-1, 1), metric="euclidean")
+    with pytest.raises(ValueError, match="3 features but the model expects 2"):
+        ex.explain(np.zeros(3), 1, bounds=(-1, 1))
+    with pytest.raises(ValueError, match="margin"):
+        ex.explain(X[0], 1, bounds=(-1, 1), margin=-1.0)
+    multi, Xm = _mlp((4,), 2, 3, 0)
+    with pytest.raises(ValueError, match="multiclass"):
+        NetExplainer(multi).explain(Xm[0], 1, bounds=(-1, 1), proba=0.5)
+
+
+def test_an_unreachable_target_in_the_box_is_infeasible():
+    mlp, X = _mlp((4,), 2, 2, 1)
+    ex = NetExplainer(mlp)
+    x0 = X[0]
+    t = 1 - mlp.predict(x0[None])[0]
+    res = ex.explain(x0, t, bounds=(x0, x0))  # nothing may move
+    assert not res.success and res.status == 3
+    np.testing.assert_array_equal(res.x, x0)
+
+
+def test_a_scaled_pipeline_is_answered_on_the_raw_features():
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3)) * [1.0, 100.0, 0.01] + [5.0, -300.0, 0.0]
+    y = ((X[:, 0] - 5) * (X[:, 1] + 300) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        pipe = make_pipeline(StandardScaler(), MLPClassifier((5,), max_iter=500, random_state=0))
+        pipe.fit(X, y)
+    ex = NetExplainer(pipe).fit_data(X)
+    sc, mlp = pipe[0], pipe[-1]
+    # the network on raw features, folded by hand: W (x − μ) / σ
+    coefs = [mlp.coefs_[0] / sc.scale_[:, None]] + list(mlp.coefs_[1:])
+    inter = [mlp.intercepts_[0] - (sc.mean_ / sc.scale_) @ mlp.coefs_[0]] + list(
+        mlp.intercepts_[1:]
+    )
+    w = 1.0 / ex.mad_
+    lo, hi = ex.data_box_
+    for i in range(4):
+        x0 = X[i]
+        t = 1 - int(pipe.predict(x0[None])[0])
+        res = ex.explain(x0, t, weights="mad")
+        cost, _ = relu_net_brute_force(coefs, inter, x0, t, 1e-6, w, lo, hi, binary=True)
+        assert res.success and pipe.predict(res.x[None])[0] == t
+        assert res.distance == pytest.approx(cost, rel=1e-6)
+
+
+def test_the_front_door_routes_a_network_and_takes_the_training_box():
+    import fastcf
+
+    mlp, X = _mlp((4,), 2, 2, 2)
+    assert type(fastcf.explainer_for(mlp)).__name__ == "NetExplainer"
+    x0 = X[0]
+    t = 1 - int(mlp.predict(x0[None])[0])
+    res = fastcf.counterfactual(mlp, x0, t, X_train=X, max_changes=1)
+    assert res.success and mlp.predict(res.x[None])[0] == t
+    assert np.count_nonzero(res.x != x0) <= 1
+    with pytest.raises(ValueError, match="activation='tanh'"):
+        fastcf.explainer_for(_mlp((4,), 2, 2, 0, activation="tanh")[0])
