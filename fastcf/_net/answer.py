@@ -180,16 +180,23 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None):
     return _Row(x, d, True, int(Status.MAXITER), text, max(gap, 0.0), r.bound, r.nodes)
 
 
-def answer(ex, X, tidx, q):
-    """Return the (unjudged) :class:`~fastcf.results.Solution` of the rows ``X``."""
-    net = ex._net
+def answer(ex, X, tidx, q, keep_source=True):
+    """Return the (unjudged) :class:`~fastcf.results.Solution` of the rows ``X``.
 
-    rows = ex._data
+    ``keep_source``: a row x̄ that the model's own ``predict`` already puts in the target (and
+    at ``p_target >= τ`` for ``proba=``) is answered by x̄ itself, the closest such point.
+    """
+    net = ex._net
+    data = ex._data
+    n = X.shape[0]
+    there = ex._in_target(X, tidx, q.proba) if keep_source and n else np.zeros(n, dtype=bool)
 
     def one(i):
-        return _row(net, X[i], int(tidx[i]), q.lo[i], q.hi[i], q, float(q.margin[i]), rows)
+        if there[i]:
+            return _Row(X[i].copy(), 0.0, True, int(Status.OK), _SOURCE, 0.0, 0.0, 0)
+        return _row(net, X[i], int(tidx[i]), q.lo[i], q.hi[i], q, float(q.margin[i]), data)
 
-    rows = each(one, X.shape[0], progress=Tally(X.shape[0], "NetExplainer"))
+    rows = each(one, n, progress=Tally(n, "NetExplainer"))
     success = np.array([r.success for r in rows], dtype=bool)
     return Solution(
         x=np.array([r.x for r in rows]).reshape(X.shape),
@@ -197,9 +204,10 @@ def answer(ex, X, tidx, q):
         distance=np.array([r.distance for r in rows], dtype=np.float64),
         success=success,
         status=np.array([r.status for r in rows], dtype=np.int64),
-        nit=np.ones(X.shape[0], dtype=np.int64),
+        nit=np.ones(n, dtype=np.int64),
         method="milp",
         message=[r.message for r in rows],
+        certified=there & success,  # (the model's own predict said so)
         info={
             "gap": np.array([r.gap for r in rows], dtype=np.float64),
             "bound": np.array([r.bound for r in rows], dtype=np.float64),
@@ -208,14 +216,19 @@ def answer(ex, X, tidx, q):
     )
 
 
+_SOURCE = "the model already classifies the source as the target: x̄ itself"
+
+
 class RaiseMargin:
     """The network family's re-aim policy: a refused row solved again at a larger margin.
 
     The program's answer meets the target's margin in fastcf's float64 copy of the logits, to
     the linear program's tolerance; the model's own ``predict`` can still refuse an answer on
-    the boundary (a tie of logits, a probability that rounds to 1/2). Such a row is solved
-    again with its margin raised to 100 times the last one, at least 1e-6 times the scale of its
-    logits, for up to :data:`~fastcf._resolve.ROUNDS` rounds.
+    the boundary (a tie of logits, a probability that rounds to 1/2, logits so large that their
+    rounding exceeds the margin). Such a row is solved again with its margin raised to 10 times
+    the last one, and at least 1e-12 times the size of the terms its logits add up
+    (``|W| |h| + |b|`` of the last layer at the answer), for up to
+    :data:`~fastcf._resolve.ROUNDS` rounds.
     """
 
     def __init__(self, ex, X, tidx, q):
@@ -223,14 +236,19 @@ class RaiseMargin:
 
     def aim(self, sol, rows, r):
         """Raise the margins of ``rows``; return them."""
-        Z = self.ex._net.logits(sol.x[rows])
-        scale = np.abs(Z).max(axis=1)
+        net = self.ex._net
+        h = sol.x[rows]
+        for W, b in zip(net.W[:-1], net.b[:-1], strict=True):
+            h = h @ W.T + b
+            if net.relu:
+                h = np.maximum(h, 0.0)
+        terms = (np.abs(h) @ np.abs(net.W[-1]).T + np.abs(net.b[-1])).max(axis=1)
         m = self.q.margin
-        m[rows] = np.maximum(100.0 * np.maximum(m[rows], 1e-9), 1e-6 * scale)
+        m[rows] = np.maximum(10.0 * np.maximum(m[rows], 1e-9), 1e-12 * terms)
         return rows
 
     def solve(self, rows):
         """Solve ``rows`` again at their raised margins."""
         q = self.q
         sub = q._replace(lo=q.lo[rows], hi=q.hi[rows], margin=q.margin[rows])
-        return answer(self.ex, self.X[rows], self.tidx[rows], sub)
+        return answer(self.ex, self.X[rows], self.tidx[rows], sub, keep_source=False)
