@@ -21,7 +21,7 @@ import os
 import warnings
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from reference import relu_net_brute_force
 from sklearn.exceptions import ConvergenceWarning
@@ -91,6 +91,8 @@ def problems(draw):
 @given(problems())
 def test_fuzz_net_explain_equals_the_brute_force(problem):
     mlp, x0, lo, hi, w, t, frozen, metric, max_changes = problem
+    note(f"coefs={[c.tolist() for c in mlp.coefs_]!r}")
+    note(f"intercepts={[c.tolist() for c in mlp.intercepts_]!r} w={w.tolist()!r}")
     ex = NetExplainer(mlp)
     label = mlp.classes_[t]
     res = ex.explain(x0, label, bounds=(lo, hi), weights=w, frozen=frozen, metric=metric,
@@ -115,8 +117,22 @@ def test_fuzz_net_explain_equals_the_brute_force(problem):
             # (the brute force at margin 1e-6: an answer re-aimed at a larger margin costs more)
             # (below it is no error: a point within HiGHS's tolerance of the margin that the
             # model itself classifies as the target, e.g. on a tie it gives the first class)
-            assert res.distance <= cost * (1 + 1e-6) + 1e-9
+            assert res.distance <= cost * (1 + 1e-6) + 1e-9, (
+                res.distance,
+                cost,
+                res.x,
+                xr,
+                mlp.coefs_,
+                mlp.intercepts_,
+            )
     else:
         # no false failure: the reference's point (at margin 1e-6, to the LP's tolerance) is
         # not one the model itself puts in the target either
-        assert xr is None or mlp.predict(xr[None])[0] != label, (res.status, res.message, cost)
+        assert xr is None or mlp.predict(xr[None])[0] != label, (
+            res.status,
+            res.message,
+            cost,
+            xr,
+            mlp.coefs_,
+            mlp.intercepts_,
+        )

@@ -30,7 +30,7 @@ from .._validation import (
 from ..results import Solution
 from .bounds import budget_first_layer, interval, linear_bounds
 from .incumbent import incumbent
-from .program import Program, output_rows, solve_milp, solve_pattern
+from .program import Program, output_rows, solve_milp, solve_pattern, ties_differ
 
 __all__ = ["NetQuery", "METRICS", "query", "answer", "RaiseMargin", "distance"]
 
@@ -122,17 +122,23 @@ class _Row(NamedTuple):
     nodes: int
 
 
-def _row(net, x0, t, lo, hi, q, margin, rows=None):
-    """Return the :class:`_Row` of one query row (see the module docstring)."""
+def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False):
+    """Return the :class:`_Row` of one query row (see the module docstring).
+
+    ``plain``: the plain big-M program (no incumbent, the box's interval bounds, HiGHS's
+    default heuristics), the baseline of ``asv_bench/benchmarks/bench_net.py``.
+    """
     G, g = output_rows(net, t, margin)
     xi, ci = (
         (None, np.inf)
-        if q.max_changes is not None
+        if q.max_changes is not None or plain
         else incumbent(net, rows, x0, lo, hi, q.w, G, g, q.metric)
     )
     # the optimum costs at most ci: the neurons' bounds over the box ∩ that L1 ball
     budget = ci * (1 + 1e-9) if q.metric == "manhattan" else np.inf
-    if net.relu:
+    if plain:
+        ls, us = interval(net.W, net.b, lo, hi, net.relu)
+    elif net.relu:
         ls, us = linear_bounds(net.W, net.b, x0, q.w, lo, hi, budget)
     else:
         first = None
@@ -140,7 +146,12 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None):
             first = budget_first_layer(net.W[0], net.b[0], x0, q.w, lo, hi, budget)
         ls, us = interval(net.W, net.b, lo, hi, net.relu, first)
     prog = Program(net, x0, lo, hi, q.w, q.metric, q.max_changes, (ls, us))
-    r = solve_milp(prog, G, g, time_limit=q.time_limit, start=xi)
+    r = solve_milp(prog, G, g, time_limit=q.time_limit, start=xi, plain=plain)
+    if r.status == "infeasible" and xi is None and q.proba is None and ties_differ(net, t):
+        # nothing beyond the margin: a target reachable only on a tie, which the model's rule
+        # gives to the first class (the judge then asks the model itself)
+        G, g = output_rows(net, t, margin, ties=True)
+        r = solve_milp(prog, G, g, time_limit=q.time_limit, plain=plain)
     if r.x is None and xi is not None and r.status != "failed":
         # the cutoff left nothing cheaper than the incumbent (up to HiGHS's tolerance): it is
         # the optimum where the search was complete
@@ -170,8 +181,9 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None):
             st, text = Status.SOLVER_FAILED, message(Status.SOLVER_FAILED)
         return _Row(x0.copy(), 0.0, False, int(st), text, math.inf, r.bound, r.nodes)
     x = solve_pattern(net, net.pattern(r.x), x0, lo, hi, q.w, G, g, q.metric, r.changed)
-    if x is None:  # (the pattern's polytope missed by rounding: the program's own point)
-        x = r.x
+    if x is None:  # (the pattern's polytope missed by rounding: the program's own point,
+        # its unchanged features exactly x̄'s)
+        x = r.x if r.changed is None else np.where(r.changed, r.x, x0)
     d = distance(x, x0, q.w, q.metric)
     if r.status == "optimal":
         return _Row(x, d, True, int(Status.OK), "milp: optimal", 0.0, r.bound, r.nodes)
@@ -180,11 +192,12 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None):
     return _Row(x, d, True, int(Status.MAXITER), text, max(gap, 0.0), r.bound, r.nodes)
 
 
-def answer(ex, X, tidx, q, keep_source=True):
+def answer(ex, X, tidx, q, keep_source=True, plain=False):
     """Return the (unjudged) :class:`~fastcf.results.Solution` of the rows ``X``.
 
     ``keep_source``: a row x̄ that the model's own ``predict`` already puts in the target (and
     at ``p_target >= τ`` for ``proba=``) is answered by x̄ itself, the closest such point.
+    ``plain``: as :func:`_row`'s.
     """
     net = ex._net
     data = ex._data
@@ -194,7 +207,8 @@ def answer(ex, X, tidx, q, keep_source=True):
     def one(i):
         if there[i]:
             return _Row(X[i].copy(), 0.0, True, int(Status.OK), _SOURCE, 0.0, 0.0, 0)
-        return _row(net, X[i], int(tidx[i]), q.lo[i], q.hi[i], q, float(q.margin[i]), data)
+        m = float(q.margin[i])
+        return _row(net, X[i], int(tidx[i]), q.lo[i], q.hi[i], q, m, data, plain)
 
     rows = each(one, n, progress=Tally(n, "NetExplainer"))
     success = np.array([r.success for r in rows], dtype=bool)

@@ -30,9 +30,9 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, linprog
+from scipy.optimize import Bounds, LinearConstraint
 
-__all__ = ["Program", "MilpResult", "solve_milp", "solve_pattern", "output_rows"]
+__all__ = ["Program", "MilpResult", "solve_milp", "solve_pattern", "output_rows", "ties_differ"]
 
 
 class MilpResult(NamedTuple):
@@ -46,19 +46,29 @@ class MilpResult(NamedTuple):
     nodes: int
 
 
-def output_rows(net, t, margin):
+def output_rows(net, t, margin, ties=False):
     """Return ``(G, g)``: the target's constraint on the last hidden layer h, ``G h ≥ g``.
 
     K classes: ``(W_t − W_j) h ≥ margin − (b_t − b_j)`` for every j ≠ t. One logit: class 1 iff
     the logit is > 0 (logistic > 1/2), so target 1 asks ``W h ≥ margin − b`` and target 0
-    ``−W h ≥ margin + b``.
+    ``−W h ≥ margin + b``. ``ties``: the margin only where the model's rule needs one — a tie
+    goes to the first class (``argmax``; a logistic of exactly 1/2 is class 0), so the classes
+    after the target (and, binary, target 0) are asked ``≥ 0``: the program of a target that is
+    reachable only on a tie.
     """
     W, b = net.W[-1], net.b[-1]
     if net.binary:
         s = 1.0 if t == 1 else -1.0
-        return s * W, np.array([margin - s * b[0]])
+        m = 0.0 if ties and t == 0 else margin
+        return s * W, np.array([m - s * b[0]])
     others = np.array([j for j in range(W.shape[0]) if j != t], dtype=np.int64)
-    return W[t] - W[others], margin - (b[t] - b[others])
+    m = np.where(others > t, 0.0, margin) if ties else margin
+    return W[t] - W[others], m - (b[t] - b[others])
+
+
+def ties_differ(net, t):
+    """Tell whether :func:`output_rows` with ``ties=True`` asks less than without."""
+    return t == 0 if net.binary else t < net.W[-1].shape[0] - 1
 
 
 class Program:
@@ -196,8 +206,11 @@ class Program:
 
 #: this family's HiGHS options (:func:`fastcf._highs.highs`): the sub-MIP and jump heuristics
 #: look for answers the incumbent already gives (measured on a 32×32 network: most of the time
-#: of a one-node program)
+#: of a one-node program); one thread (HiGHS's second worker cost a (20,) network's query 3×
+#: its CPU time, 90 against 27 ms, on the shared 2-core machine; the batch threads of
+#: :mod:`fastcf._threads` use the cores)
 _OPTIONS = (
+    ("threads", 1),
     ("mip_heuristic_run_rins", False),
     ("mip_heuristic_run_rens", False),
     ("mip_heuristic_run_root_reduced_cost", False),
@@ -206,13 +219,13 @@ _OPTIONS = (
 )
 
 
-def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None):
+def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None, plain=False):
     """Solve ``prog`` with the target's rows ``G h ≥ g``; return a :class:`MilpResult`.
 
     ``cutoff``: only answers costing less than this (HiGHS's ``objective_bound``: an answer
     already known costs it); ``time_limit``: seconds for HiGHS (None: none); ``start``: a
     valid input x in the program's box that meets the target, handed to HiGHS as its first
-    solution (:meth:`Program.columns`).
+    solution (:meth:`Program.columns`); ``plain``: HiGHS at its default options.
     """
     import highspy
 
@@ -237,7 +250,7 @@ def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None):
     lp.integrality_ = [
         highspy.HighsVarType.kInteger if v else highspy.HighsVarType.kContinuous for v in integ
     ]
-    h = highs("net", _OPTIONS)
+    h = highs("net-plain") if plain else highs("net", _OPTIONS)
     h.clearSolver()
     h.passModel(lp)
     h.setOptionValue("objective_bound", float(cutoff) if math.isfinite(cutoff) else math.inf)
@@ -266,6 +279,8 @@ def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None):
     v = np.asarray(h.getSolution().col_value)
     x = np.clip(v[:D], prog.lo, prog.hi)
     changed = v[is_ : is_ + D] > 0.5 if n_s else None
+    if changed is not None:  # (a feature the program keeps is x̄'s, not x̄ ± its tolerance)
+        x = np.where(changed, x, prog.x0)
     what = "optimal" if st == S.kOptimal else "time_limit"
     cost = float(info.objective_function_value)
     return MilpResult(x, changed, cost, cost if what == "optimal" else bound, what, nodes)
@@ -319,10 +334,38 @@ def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=Non
     b = np.concatenate([bx, x0, -x0])
     cost = np.concatenate([np.zeros(D), w])
     bnds = list(zip(lo, hi, strict=True)) + [(0.0, None)] * D
-    res = linprog(cost, A_ub=A, b_ub=b, bounds=bnds, method="highs")
-    if res.status != 0 or res.x is None:
+    v = _lp(cost, A, b, bnds)
+    if v is None:
         return None
-    return snap(net, np.clip(res.x[:D], lo, hi), x0, lo, hi, G_out, g_out)
+    return snap(net, np.clip(v[:D], lo, hi), x0, lo, hi, G_out, g_out)
+
+
+def _lp(cost, A, b, bnds):
+    """Return the optimum of ``min cost·v, A v ≤ b, bnds`` by HiGHS (None: not optimal)."""
+    import highspy
+
+    from .._highs import highs
+
+    lp = highspy.HighsLp()
+    n = cost.shape[0]
+    lp.num_col_, lp.num_row_ = n, A.shape[0]
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.array([-np.inf if a is None else a for a, _ in bnds], dtype=np.float64)
+    lp.col_upper_ = np.array([np.inf if c is None else c for _, c in bnds], dtype=np.float64)
+    lp.row_lower_ = np.full(A.shape[0], -np.inf)
+    lp.row_upper_ = b
+    M = sparse.csr_array(A)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = M.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = M.indices.astype(np.int32)
+    lp.a_matrix_.value_ = M.data.astype(np.float64)
+    h = highs("net-lp", (("threads", 1),))
+    h.clearSolver()
+    h.passModel(lp)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    return np.asarray(h.getSolution().col_value)
 
 
 def snap(net, x, x0, lo, hi, G, g):
