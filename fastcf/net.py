@@ -171,8 +171,12 @@ class NetExplainer(BaseExplainer):
         max_changes : int, optional
             At most this many features change (exact: a binary variable per feature).
         exact : bool, default=True
-            Accepted for the shared vocabulary: the answer is always the exact program's
-            (``info["exact"]`` says so).
+            ``False``: the fast valid answer alone (the nearest training rows of the target
+            walked to the boundary, each solved in its activation pattern; needs
+            :meth:`fit_data`), with a certified lower bound on the distance in
+            ``info["bound"]`` (the program's linear relaxation): status 0 when the bound proves
+            it optimal, else 1. Without candidates (no :meth:`fit_data`, or ``max_changes``)
+            the exact program answers.
         time_limit : float, optional
             Seconds for each row's program: stopped with an answer, ``success=True``, status
             1, ``info["gap"]`` its relative gap and ``info["bound"]`` a lower bound on the
@@ -208,8 +212,9 @@ class NetExplainer(BaseExplainer):
         options = dict(
             region=region, proba=proba, margin=margin, metric=metric, weights=weights,
             frozen=frozen, bounds=bounds, max_changes=max_changes, time_limit=time_limit,
+            exact=exact,
         )  # fmt: skip
-        return _stage.run(self, x, target, options, verify=verify, exact=True, n_jobs=n_jobs)
+        return _stage.run(self, x, target, options, verify=verify, exact=exact, n_jobs=n_jobs)
 
     def enumerate(self, x, target, k=5, *, max_nodes=1000, **options):
         """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).
@@ -238,7 +243,7 @@ class NetExplainer(BaseExplainer):
         o = options
         q = _answer.query(self, X, names, o["region"], o["proba"], o["margin"], o["metric"],
                           o["weights"], o["frozen"], o["bounds"], o["max_changes"],
-                          o["time_limit"])  # fmt: skip
+                          o["time_limit"], o["exact"])  # fmt: skip
         return _Run(q, q.proba, _answer.RaiseMargin(self, X, tidx, q))
 
     def _solve(self, X, tidx, run):

@@ -231,3 +231,28 @@ def test_the_front_door_routes_a_network_and_takes_the_training_box():
     assert np.count_nonzero(res.x != x0) <= 1
     with pytest.raises(ValueError, match="activation='tanh'"):
         fastcf.explainer_for(_mlp((4,), 2, 2, 0, activation="tanh")[0])
+
+
+def test_exact_false_is_a_valid_answer_with_a_certified_bound():
+    mlp, X = _mlp((8, 4), 3, 2, 6, n=300)
+    ex = NetExplainer(mlp).fit_data(X)
+    seen = 0
+    for i in range(6):
+        x0 = X[i]
+        t = 1 - int(mlp.predict(x0[None])[0])
+        best = ex.explain(x0, t)
+        quick = ex.explain(x0, t, exact=False)
+        assert quick.success and mlp.predict(quick.x[None])[0] == t
+        assert quick.info["exact"] is False
+        assert quick.info["bound"] <= best.distance * (1 + 1e-9) + 1e-12
+        assert quick.distance >= best.distance * (1 - 1e-9)
+        if quick.status == 0:
+            assert quick.distance == pytest.approx(best.distance, rel=1e-9)
+        else:
+            assert quick.status == 1 and quick.info["gap"] > 0
+        seen += 1
+    assert seen == 6
+    # without candidates (no fit_data), the exact program answers
+    bare = NetExplainer(mlp).explain(X[0], 1 - int(mlp.predict(X[:1])[0]), bounds=(-1, 1),
+                                     exact=False)  # fmt: skip
+    assert bare.success and bare.status == 0

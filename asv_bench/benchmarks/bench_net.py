@@ -13,7 +13,8 @@ Per query, alternately in the same process (``fastcf.bench.common.alternate``):
 * ``plain`` — the plain big-M program of the same query on the same HiGHS at a zero gap: every
   neuron's interval bounds over the box, no incumbent, HiGHS's default heuristics
   (``fastcf._net.answer.answer(..., plain=True)``), with a time limit of ``PLAIN_LIMIT``
-  seconds (a query stopped there counts at the limit: its ratio is then a lower bound).
+  seconds (a query stopped there counts at the limit: its ratio is then a lower bound);
+* ``incumbent`` — ``explain(exact=False)``: the valid answer alone, with its certified bound.
 
 ``python asv_bench/benchmarks/bench_net.py [n_queries] [model ...]`` prints the medians, the
 95th percentiles and the ratios plain / exact, and checks that both find the same distance.
@@ -70,9 +71,13 @@ def measure(name, n_queries=N_QUERIES, repeat=1):
     exact = [partial(ex.explain, Q[i], T[i], weights="mad") for i in range(len(Q))]
     base = [partial(plain, ex, Q[i], T[i]) for i in range(len(Q))]
     fast, slow = alternate([exact, base], repeat, warm="first")
+    quick = [partial(ex.explain, Q[i], T[i], weights="mad", exact=False) for i in range(len(Q))]
+    inc = [f() for f in quick]
     return {
         "exact": fast,
         "plain": slow,
+        "incumbent": per_query(quick, 1),
+        "inc_ratio": np.array([r.distance for r in inc]),
         "predict": per_query([partial(model.predict, Q[i : i + 1]) for i in range(len(Q))], 3),
         "d_exact": np.array([f().distance for f in exact]),
         "d_plain": np.array([f() for f in base]),
@@ -120,12 +125,14 @@ def _report(name, n_queries):
     ratio = m["plain"] / m["exact"]
     same = np.isclose(m["d_exact"], m["d_plain"], rtol=1e-6, atol=1e-9)
     print(f"\n{name}: {n_queries} queries ({time.perf_counter() - t0:.0f} s)")
-    for key in ("exact", "plain", "predict"):
+    for key in ("exact", "plain", "incumbent", "predict"):
         v = m[key] * 1e3
         print(f"  {key:8s} median {np.median(v):9.1f} ms  p95 {np.percentile(v, 95):9.1f} ms"
               f"  max {v.max():9.1f} ms")  # fmt: skip
     print(f"  plain / exact: median {np.median(ratio):.2f}, min {ratio.min():.2f}, "
           f"max {ratio.max():.2f}; same distance {int(same.sum())}/{same.size}")  # fmt: skip
+    cost = m["inc_ratio"] / m["d_exact"]
+    print(f"  incumbent cost / optimum: median {np.median(cost):.3f}, max {cost.max():.3f}")
 
 
 if __name__ == "__main__":

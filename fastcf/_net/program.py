@@ -219,13 +219,14 @@ _OPTIONS = (
 )
 
 
-def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None, plain=False):
+def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None, plain=False, relax=False):
     """Solve ``prog`` with the target's rows ``G h ≥ g``; return a :class:`MilpResult`.
 
     ``cutoff``: only answers costing less than this (HiGHS's ``objective_bound``: an answer
     already known costs it); ``time_limit``: seconds for HiGHS (None: none); ``start``: a
     valid input x in the program's box that meets the target, handed to HiGHS as its first
-    solution (:meth:`Program.columns`); ``plain``: HiGHS at its default options.
+    solution (:meth:`Program.columns`); ``plain``: HiGHS at its default options; ``relax``:
+    the linear relaxation (every binary in [0, 1]), whose optimum is the result's ``bound``.
     """
     import highspy
 
@@ -247,9 +248,10 @@ def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None, plain=F
     lp.a_matrix_.start_ = A.indptr.astype(np.int32)
     lp.a_matrix_.index_ = A.indices.astype(np.int32)
     lp.a_matrix_.value_ = A.data.astype(np.float64)
-    lp.integrality_ = [
-        highspy.HighsVarType.kInteger if v else highspy.HighsVarType.kContinuous for v in integ
-    ]
+    if not relax:
+        lp.integrality_ = [
+            highspy.HighsVarType.kInteger if v else highspy.HighsVarType.kContinuous for v in integ
+        ]
     h = highs("net-plain") if plain else highs("net", _OPTIONS)
     h.clearSolver()
     h.passModel(lp)
@@ -261,6 +263,10 @@ def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None, plain=F
         sol.value_valid = True
         h.setSolution(sol)
     h.run()
+    if relax:
+        ok = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        val = float(h.getInfo().objective_function_value) if ok else -math.inf
+        return MilpResult(None, None, math.inf, val, "relaxed", 0)
     S = highspy.HighsModelStatus
     st = h.getModelStatus()
     info = h.getInfo()
