@@ -331,6 +331,40 @@ def test_softmax_region_at_a_tie_keeps_max_changes_and_the_flipset_rule_regressi
         assert not any(prev <= s for prev in sets[:i]), sets
 
 
+def test_softmax_region_enumerate_checks_the_rule_on_the_answers_returned_regression():
+    """Soak of test_fuzz_linear_few_changes[softmax] (--hypothesis-seed=507, long profile).
+
+    enumerate's node solve (lean: the LP with its own re-solve rounds) changed features {3, 4}
+    at the root, while the answer returned (solved in full, as explain: verify.region keeps the
+    first LP answer, its margin 1 far above the rounding need) changed {4} only. The scheme
+    recorded {3, 4}, so the child with feature 3 frozen gave {4} again: the same answer twice.
+    The brute force over all 2^5 restrictions (explain with each frozen set) has one answer.
+    """
+    a = -6.2961612084449655e001
+    A = np.array([
+        [a, a, a, 6.1001287344977451e000, -9.9999000000000009e001],
+        [a, a, a, a, 1.0e002],
+        [a, a, a, -6.9156510028991268e-215, -6.9478193522844909e-213],
+        [a, a, a, 6.6504032887859751e001, a],
+        [a, 4.6845734000941683e-033, -3.3486430598558080e001, -7.5527640354340562e001, a],
+    ])  # fmt: skip
+    b = np.array([-0.0772970920914506, 0.01620139382914247, -0.06182793207679679,
+                  -0.00963830802444405, -0.03818661524272157])  # fmt: skip
+    x = np.array([1.856023260701256e10, -5.488069416712807e-69, -1e11, 1e-289, 6.103515625e06])
+    w = np.array([1.0, 6.4590877022444415, 9.507143390172715, 3.9906929114730856, 3.03327619481009])
+    opts = dict(region=True, margin=1.0, weights=w, metric="manhattan", bounds=(x - np.inf, x + 1))
+    ex = LinearExplainer.from_arrays(A, b)
+    alts = ex.enumerate(x, 0, k=4, **opts)
+    sets = [frozenset(np.flatnonzero(a.x != x).tolist()) for a in alts]
+    assert all(a.success for a in alts)
+    for i, s in enumerate(sets):
+        assert not any(prev <= s for prev in sets[:i]), sets
+    first = ex.explain(x, 0, **opts)
+    assert alts[0].distance == first.distance and sets[0] == {4}
+    assert not ex.explain(x, 0, frozen=[4], **opts).success  # {4} is the only answer
+    assert len(alts) == 1
+
+
 def test_softmax_region_enumerate_with_max_changes_at_large_logits_is_in_order():
     """Soak round M, seed 11542: moving feature i alone by δ lifts z_0 − z_2 by (a_0i + 1) δ
     and z_0 − z_1 by a_0i δ, so its cost is the larger of 6.375e6 / (a_0i + 1) and

@@ -98,9 +98,12 @@ def _one(
         sol = _judge(ex, sol, tidx, q.proba)
         return sol if sol.success[0] else None
 
+    # the answer returned is solved again in full (accept) unless max_changes= solved it so:
+    # the flipset rule is checked on its changed set
+    returned = prob.changed if q.max_changes is None else None
     gen = (
         _stage.package(ex, sol, X, tidx, names, True)
-        for sol in lawler(solve_node, prob.changed, accept, q.fmask, max_nodes)
+        for sol in lawler(solve_node, prob.changed, accept, q.fmask, max_nodes, returned)
     )
     if k is None:
         return gen
