@@ -171,12 +171,12 @@ class NetExplainer(BaseExplainer):
         max_changes : int, optional
             At most this many features change (exact: a binary variable per feature).
         exact : bool, default=True
-            ``False``: the fast valid answer alone (the nearest training rows of the target
-            walked to the boundary, each solved in its activation pattern; needs
-            :meth:`fit_data`), with a certified lower bound on the distance in
-            ``info["bound"]`` (the program's linear relaxation): status 0 when the bound proves
-            it optimal, else 1. Without candidates (no :meth:`fit_data`, or ``max_changes``)
-            the exact program answers.
+            ``False``: the fast valid answer alone (Manhattan: the steepest single-feature
+            moves from x̄; and the nearest training rows of the target from :meth:`fit_data`
+            walked to the boundary; each solved in its activation pattern), with a certified
+            lower bound on the distance in ``info["bound"]`` (the program's linear
+            relaxation): status 0 when the bound proves it optimal, else 1. Without one (L0
+            without training rows, ``max_changes``) the exact program answers.
         time_limit : float, optional
             Seconds for each row's program: stopped with an answer, ``success=True``, status
             1, ``info["gap"]`` its relative gap and ``info["bound"]`` a lower bound on the

@@ -252,7 +252,12 @@ def test_exact_false_is_a_valid_answer_with_a_certified_bound():
             assert quick.status == 1 and quick.info["gap"] > 0
         seen += 1
     assert seen == 6
-    # without candidates (no fit_data), the exact program answers
-    bare = NetExplainer(mlp).explain(X[0], 1 - int(mlp.predict(X[:1])[0]), bounds=(-1, 1),
-                                     exact=False)  # fmt: skip
-    assert bare.success and bare.status == 0
+    # without training rows (no fit_data): the greedy moves from x̄ (Manhattan); with L0, no
+    # incumbent: the exact program answers
+    t0 = 1 - int(mlp.predict(X[:1])[0])
+    bare = NetExplainer(mlp).explain(X[0], t0, bounds=(-1, 1), exact=False)
+    full = NetExplainer(mlp).explain(X[0], t0, bounds=(-1, 1))
+    assert bare.success and mlp.predict(bare.x[None])[0] == t0
+    assert bare.info["bound"] <= full.distance * (1 + 1e-9) <= bare.distance * (1 + 2e-9)
+    l0 = NetExplainer(mlp).explain(X[0], t0, bounds=(-1, 1), exact=False, metric="l0")
+    assert l0.success and l0.status == 0 and l0.message == "milp: optimal"

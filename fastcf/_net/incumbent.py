@@ -1,6 +1,8 @@
 """A fast valid answer of a network query: its cost bounds the search (:mod:`.answer`).
 
-From the training rows (:meth:`fastcf.NetExplainer.fit_data`) with the query's frozen features
+Manhattan: from x̄, the steepest single-feature moves inside each activation pattern up to the
+target (:func:`_greedy`), then the closest point of the pattern it reached. And from the training
+rows (:meth:`fastcf.NetExplainer.fit_data`) with the query's frozen features
 set to x̄'s and clipped into its box, those that fastcf's copy of the network puts in the target
 by the margin; the nearest of them, x_r, is walked back toward x̄ along the segment by bisection
 to a point still in the target, and that point's activation pattern is solved exactly (the
@@ -28,23 +30,29 @@ def meets(net, X, G, g):
     return np.all(h @ G.T >= g, axis=1)
 
 
-def incumbent(net, rows, x0, lo, hi, w, G, g, metric, starts=4, steps=30, walks=8):
+def incumbent(net, rows, x0, lo, hi, w, G, g, metric, starts=2, steps=24, walks=4):
     """Return ``(x, cost)`` of a valid answer in the box (``None, inf`` where none is found).
 
-    The ``starts`` nearest candidates are each bisected and solved in their pattern; the best
-    is then improved by a walk over adjacent patterns (:func:`_walk`).
+    The greedy path (Manhattan), and the ``starts`` nearest training candidates each bisected
+    and solved in their pattern; the best is then improved by a walk over adjacent patterns
+    (:func:`_walk`).
     """
-    if rows is None or rows.shape[0] == 0:
-        return None, np.inf
-    pinned = lo == hi
-    C = np.clip(rows, lo, hi)
-    C[:, pinned] = x0[pinned]
-    ok = meets(net, C, G, g)
-    if not ok.any():
-        return None, np.inf
-    C = C[ok]
-    cost = _cost(C, x0, w, metric)
     best, best_cost = None, np.inf
+    if metric == "manhattan":
+        x = _greedy(net, x0, lo, hi, w, G, g)
+        if x is not None:
+            y = _solve(net, x, x0, lo, hi, w, G, g, metric)
+            best = x if y is None else y
+            best_cost = float(_cost(best[None], x0, w, metric)[0])
+    C = np.empty((0, x0.shape[0]))
+    if rows is not None and rows.shape[0]:
+        pinned = lo == hi
+        C = np.clip(rows, lo, hi)
+        C[:, pinned] = x0[pinned]
+        C = C[meets(net, C, G, g)]
+    if best is None and C.shape[0] == 0:
+        return None, np.inf
+    cost = _cost(C, x0, w, metric)
     for j in np.argsort(cost, kind="stable")[:starts]:
         x = _bisect(net, x0, C[j], G, g, steps)
         y = _solve(net, x, x0, lo, hi, w, G, g, metric)
@@ -56,6 +64,52 @@ def incumbent(net, rows, x0, lo, hi, w, G, g, metric, starts=4, steps=30, walks=
     if metric == "manhattan" and walks:
         best, best_cost = _walk(net, best, best_cost, x0, lo, hi, w, G, g, walks)
     return best, best_cost
+
+
+def _greedy(net, x0, lo, hi, w, G, g, steps=64):
+    """Return a point in the target reached from x̄ by the steepest single-feature moves.
+
+    Inside the current activation pattern the target's rows ``G h(x) ≥ g`` are affine in x;
+    the row furthest from being met is raised along the feature of largest slope per unit
+    cost (|∂/∂x_i| / w_i) that has room in the box, up to the first of: the row met, the box's
+    end, or a neuron changing sign (the pattern's boundary, where the slopes change). None if
+    no step helps within ``steps`` moves.
+    """
+    x = x0.copy()
+    for _ in range(steps):
+        pattern = net.pattern(x)
+        pre, (Ao, co) = net.affine(pattern)
+        # the target's rows on the input, inside this pattern: G (M x + m) ≥ g
+        if pre:
+            Al, cl = pre[-1]
+            if net.relu:
+                Al, cl = Al * pattern[-1][:, None], cl * pattern[-1]
+        else:
+            Al, cl = np.eye(x.shape[0]), np.zeros(x.shape[0])
+        R, r = G @ Al, g - G @ cl  # rows R x ≥ r
+        short = r - R @ x
+        k = int(np.argmax(short))
+        if short[k] <= 0:
+            return x
+        grad = R[k]
+        room = np.where(grad > 0, hi - x, x - lo)
+        score = np.where(room > 0, np.abs(grad) / w, 0.0)
+        i = int(np.argmax(score))
+        if score[i] <= 0:
+            return None
+        d = np.sign(grad[i])
+        step = min(room[i], short[k] / abs(grad[i]))
+        # the pattern's boundary along e_i: the first neuron whose z crosses zero
+        for A, c in pre if net.relu else ():
+            z = A @ x + c
+            dz = A[:, i] * d
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(z * dz < 0, -z / dz, np.inf)
+            t = t[t > 1e-15 * (1.0 + abs(x[i]))]
+            if t.size:
+                step = min(step, float(t.min()) * (1 + 1e-12))
+        x[i] = np.clip(x[i] + d * step, lo[i], hi[i])
+    return x if meets(net, x[None], G, g)[0] else None
 
 
 def _cost(X, x0, w, metric):
