@@ -905,3 +905,30 @@ def test_second_opinion_answer_stays_in_the_box():
     assert res.success and np.all(res.x >= bnd[0]) and np.all(res.x <= bnd[1])
     z = A @ res.x
     assert z[0] > z[1:].max()
+
+
+def test_a_max_changes_node_whose_move_overflows_costs_inf_silently():
+    """A node that may move only a feature whose rows are ~1e-299 needs a move of ~1e300: its
+    distance overflowed in a matmul (a RuntimeWarning, an error here; found by a helper's fuzz
+    beside the seed-507 soak). It is inf, silently, and the enumeration answers."""
+    A = np.array([
+        [2.5402107670525908e1, 9.759544059409086e1, 9.0210348971725331e-299,
+         -8.9246562089406424e1, 1.5649955238009605e1, 6.5178690116568205e1],
+        [2.9020035783537491e1, -1.9786395563637281e1, -1.0e2, 7.9206335156899414e1, -1.0e2,
+         8.2025856002159216e1],
+        [0.0] * 6,
+        [5.2566414081247074e-299, 2.7713290373159793e1, 1.7118451635442721e1,
+         4.9888639203484345e1, -2.6588599502591848e1, -2.5075579548128111e1],
+    ])  # fmt: skip
+    b = np.array([9.2873448600992123e-202, -3.1233684702519707e-2, -5.2777533219197585e-2,
+                  6.8047125636222935e-2])  # fmt: skip
+    x = np.array([249599.63713823384, 955618.8032992785, 561130.3803889996, -64339.11781895696,
+                  -362504.0877629093, 0.0])  # fmt: skip
+    w = np.array([2246.039034370335, 1370.5035377155568, 2990.1635792315524, 5865.588225356442,
+                  7704.538828876163, 4486.531585648787])  # fmt: skip
+    ex = LinearExplainer.from_arrays(A, b)
+    alts = ex.enumerate(x, 2, k=4, region=True, margin=1.0, weights=w, metric="manhattan",
+                        max_changes=1, bounds=(x - np.inf, x + 1.0))  # fmt: skip
+    for a in alts:
+        assert a.success and np.isfinite(a.distance) and a.changed_index.size <= 1
+        assert ex.predict(a.x[None])[0] == 2

@@ -288,8 +288,13 @@ def _binary_lam(model, X, tidx, cost, free, bnd, lams):
 
 # ---------------------------------------------------------------------------- softmax
 def _distance(X, Xs, cost, free):
-    """Σ_free c_i |x_i − x̄_i| per row (a frozen feature does not move: its term is 0)."""
-    return np.abs(Xs - X) @ cost
+    """Σ_free c_i |x_i − x̄_i| per row (a frozen feature does not move: its term is 0).
+
+    inf, silently, where the sum overflows: a move of ~1e300 along a feature whose rows are
+    ~1e-299 (a max_changes node that may move only it), an answer no cheaper than any other.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.abs(Xs - X) @ cost
 
 
 def _margin_short(Z, tidx, margins):
