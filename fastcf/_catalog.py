@@ -48,10 +48,9 @@ _NOT_YET = {
 }
 #: the one-line list of what fastcf covers, for refusals (the full list: docs/api/index.md)
 COVERS = (
-    "fastcf covers linear classifiers and pipelines of affine steps (LinearExplainer), "
-    "ColumnTransformer pipelines on DataFrames (TabularExplainer(model, X_train)), LVQ models "
-    "(LVQExplainer), tree ensembles of scikit-learn, XGBoost and LightGBM (TreeExplainer) and "
-    "ReLU networks, MLPClassifier and pipelines of affine steps ending in one (NetExplainer)"
+    "fastcf covers linear classifiers and affine pipelines (LinearExplainer), ColumnTransformer "
+    "pipelines on DataFrames (TabularExplainer(model, X_train)), LVQ models (LVQExplainer), "
+    "scikit-learn, XGBoost and LightGBM trees (TreeExplainer) and ReLU MLPs (NetExplainer)"
 )
 
 
