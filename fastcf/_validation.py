@@ -24,6 +24,7 @@ __all__ = [
     "resolve_frozen",
     "resolve_weights",
     "resolve_bounds",
+    "row_boxes",
     "median_absolute_deviation",
 ]
 
@@ -475,4 +476,22 @@ def resolve_bounds(bounds, n_features: int, X: np.ndarray, *, per_row: bool = Fa
             f"the source x lies outside bounds at feature {c} (row {r}): x={X[r, c]!r}, "
             f"lo={lo[b]!r}, hi={hi[b]!r}; widen the bounds or move x inside them"
         )
+    return lo, hi
+
+
+def row_boxes(X, bnd, fmask, lo=-np.inf, hi=np.inf):
+    """Return each query row's box (lo, hi), both of shape (N, D), frozen features pinned.
+
+    The user's box ``bnd`` (:func:`resolve_bounds`, per row or shared; None: none) intersected
+    with a family's own ``lo``/``hi`` (scalars, (D,) or (N, D): the range a model reads, the
+    training data's), and each frozen feature (``fmask``) pinned at the row's value: the box
+    of the tree and network families' programs.
+    """
+    lo = np.array(np.broadcast_to(lo, X.shape), dtype=np.float64)
+    hi = np.array(np.broadcast_to(hi, X.shape), dtype=np.float64)
+    if bnd is not None:
+        np.maximum(lo, bnd[0], out=lo)
+        np.minimum(hi, bnd[1], out=hi)
+    lo[:, fmask] = X[:, fmask]
+    hi[:, fmask] = X[:, fmask]
     return lo, hi

@@ -26,6 +26,7 @@ from .._validation import (
     resolve_bounds,
     resolve_frozen,
     resolve_weights,
+    row_boxes,
 )
 from ..results import Solution
 from .bounds import budget_first_layer, interval, linear_bounds
@@ -84,16 +85,10 @@ def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, 
     w = resolve_weights(weights, D, ex.mad_)
     w = np.ones(D) if w is None else w
     bnd = resolve_bounds(bounds, D, X, per_row=True)
-    lo = np.full(X.shape, -np.inf)
-    hi = np.full(X.shape, np.inf)
-    if bnd is not None:
-        lo, hi = np.maximum(lo, bnd[0]), np.minimum(hi, bnd[1])
+    dlo, dhi = -np.inf, np.inf
     if ex.data_box_ is not None:  # the training data's range, stretched to hold x̄
-        dlo, dhi = ex.data_box_
-        lo = np.maximum(lo, np.minimum(dlo, X))
-        hi = np.minimum(hi, np.maximum(dhi, X))
-    lo[:, fmask] = X[:, fmask]
-    hi[:, fmask] = X[:, fmask]
+        dlo, dhi = np.minimum(ex.data_box_[0], X), np.maximum(ex.data_box_[1], X)
+    lo, hi = row_boxes(X, bnd, fmask, dlo, dhi)
     open_ = ~(np.isfinite(lo) & np.isfinite(hi))
     if open_.any():
         r, c = np.argwhere(open_)[0]

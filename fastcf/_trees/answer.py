@@ -29,6 +29,7 @@ from .._validation import (
     resolve_bounds,
     resolve_frozen,
     resolve_weights,
+    row_boxes,
 )
 from ..results import Solution
 from .categorical import explain_free, free_categories
@@ -106,13 +107,7 @@ def query(ex, X, names, region, proba, metric, weights, frozen, bounds, max_chan
     w = resolve_weights(weights, D, ex.mad_)
     w = np.ones(D) if w is None else w
     bnd = resolve_bounds(bounds, D, X, per_row=True)
-    lo = np.full(X.shape, dlo)
-    hi = np.full(X.shape, dhi)
-    if bnd is not None:
-        lo = np.maximum(lo, bnd[0])
-        hi = np.minimum(hi, bnd[1])
-    lo[:, fmask] = X[:, fmask]
-    hi[:, fmask] = X[:, fmask]
+    lo, hi = row_boxes(X, bnd, fmask, dlo, dhi)
     constrained = bool(fmask.any()) or bnd is not None or max_changes is not None
     return TreeQuery(metric, w, lo, hi, max_changes, proba, None, constrained or proba is not None)
 
