@@ -261,3 +261,16 @@ def test_exact_false_is_a_valid_answer_with_a_certified_bound():
     assert bare.info["bound"] <= full.distance * (1 + 1e-9) <= bare.distance * (1 + 2e-9)
     l0 = NetExplainer(mlp).explain(X[0], t0, bounds=(-1, 1), exact=False, metric="l0")
     assert l0.success and l0.status == 0 and l0.message == "milp: optimal"
+
+
+def test_a_network_query_after_a_tree_program_in_the_same_process():
+    """HiGHS's task scheduler is one per process, made by its first run: a network program that
+    asked another thread count than a tree program solved before it failed ("the external
+    solver failed"; the doctests of fastcf/bench/trees.py then fastcf/net.py)."""
+    from fastcf.bench.trees import plain_answer, tree_problem
+
+    model, tex, Q, T = tree_problem(n_rows=300, n_trees=3, depth=2, n_queries=1)
+    plain_answer(tex, Q[0], T[0])  # the full tree program: HiGHS runs
+    mlp, X = _mlp((4,), 2, 2, 0)
+    res = NetExplainer(mlp).fit_data(X).explain(X[0], 1 - int(mlp.predict(X[:1])[0]))
+    assert res.success and res.status == 0

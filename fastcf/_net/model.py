@@ -14,7 +14,7 @@ Examples
 >>> import numpy as np
 >>> from sklearn.neural_network import MLPClassifier
 >>> X = np.random.default_rng(0).normal(size=(60, 2)); y = (X[:, 0] > 0).astype(int)
->>> mlp = MLPClassifier((4,), max_iter=300, random_state=0).fit(X, y)
+>>> mlp = MLPClassifier((4,), solver="lbfgs", max_iter=2000, random_state=0).fit(X, y)
 >>> net = read_network(mlp)
 >>> net.binary, [W.shape for W in net.W]
 (True, [(4, 2), (1, 4)])

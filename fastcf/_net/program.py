@@ -206,11 +206,11 @@ class Program:
 
 #: this family's HiGHS options (:func:`fastcf._highs.highs`): the sub-MIP and jump heuristics
 #: look for answers the incumbent already gives (measured on a 32×32 network: most of the time
-#: of a one-node program); one thread (HiGHS's second worker cost a (20,) network's query 3×
-#: its CPU time, 90 against 27 ms, on the shared 2-core machine; the batch threads of
-#: :mod:`fastcf._threads` use the cores)
+#: of a one-node program). HiGHS's ``threads`` is left alone: its task scheduler is one per
+#: process, made by the first run, and a later instance asking another count fails its run
+#: (a tree program solved first made every network program "failed"); one thread would have cut
+#: a (20,) network's query from ~90 to ~27 ms of CPU (its second worker spins)
 _OPTIONS = (
-    ("threads", 1),
     ("mip_heuristic_run_rins", False),
     ("mip_heuristic_run_rens", False),
     ("mip_heuristic_run_root_reduced_cost", False),
@@ -365,7 +365,7 @@ def _lp(cost, A, b, bnds):
     lp.a_matrix_.start_ = M.indptr.astype(np.int32)
     lp.a_matrix_.index_ = M.indices.astype(np.int32)
     lp.a_matrix_.value_ = M.data.astype(np.float64)
-    h = highs("net-lp", (("threads", 1),))
+    h = highs("net-lp")
     h.clearSolver()
     h.passModel(lp)
     h.run()
