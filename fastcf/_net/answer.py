@@ -256,11 +256,7 @@ class RaiseMargin:
     def aim(self, sol, rows, r):
         """Raise the margins of ``rows``; return them."""
         net = self.ex._net
-        h = sol.x[rows]
-        for W, b in zip(net.W[:-1], net.b[:-1], strict=True):
-            h = h @ W.T + b
-            if net.relu:
-                h = np.maximum(h, 0.0)
+        h = net.last_hidden(sol.x[rows])
         terms = (np.abs(h) @ np.abs(net.W[-1]).T + np.abs(net.b[-1])).max(axis=1)
         m = self.q.margin
         m[rows] = np.maximum(10.0 * np.maximum(m[rows], 1e-9), 1e-12 * terms)

@@ -22,12 +22,7 @@ __all__ = ["incumbent", "meets"]
 
 def meets(net, X, G, g):
     """Return which rows of ``X`` the copy puts in the target by the margin: ``G h ≥ g``."""
-    h = np.asarray(X, dtype=np.float64)
-    for W, b in zip(net.W[:-1], net.b[:-1], strict=True):
-        h = h @ W.T + b
-        if net.relu:
-            np.maximum(h, 0.0, out=h)
-    return np.all(h @ G.T >= g, axis=1)
+    return net.meets(X, G, g)
 
 
 def incumbent(net, rows, x0, lo, hi, w, G, g, metric, starts=2, steps=24, walks=4):

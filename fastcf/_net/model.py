@@ -56,14 +56,26 @@ class Net(NamedTuple):
             h = np.maximum(z, 0.0) if self.relu else z
         return out
 
-    def logits(self, X):
-        """Return the logits at the rows of ``X``: shape (N, 1) binary, (N, K) otherwise."""
+    def last_hidden(self, X):
+        """Return the output of the last hidden layer at the rows of ``X`` (the logits' input)."""
         h = np.asarray(X, dtype=np.float64)
         for W, b in zip(self.W[:-1], self.b[:-1], strict=True):
             h = h @ W.T + b
             if self.relu:
                 np.maximum(h, 0.0, out=h)
-        return h @ self.W[-1].T + self.b[-1]
+        return h
+
+    def logits(self, X):
+        """Return the logits at the rows of ``X``: shape (N, 1) binary, (N, K) otherwise."""
+        return self.last_hidden(X) @ self.W[-1].T + self.b[-1]
+
+    def meets(self, X, G, g):
+        """Return which rows of ``X`` meet the target's rows ``G h ≥ g``.
+
+        ``h``: the last hidden layer's output; ``G``, ``g``: from
+        :func:`fastcf._net.program.output_rows`.
+        """
+        return np.all(self.last_hidden(X) @ G.T >= g, axis=1)
 
     def pattern(self, x):
         """Return the activation pattern at ``x``: one bool array per hidden layer (z > 0)."""

@@ -386,9 +386,4 @@ def snap(net, x, x0, lo, hi, G, g):
     if not tiny.any():
         return x
     y = np.where(tiny, x0, x)
-    h = y[None]
-    for W, b in zip(net.W[:-1], net.b[:-1], strict=True):
-        h = h @ W.T + b
-        if net.relu:
-            h = np.maximum(h, 0.0)
-    return y if bool(np.all(h @ G.T >= g)) else x
+    return y if bool(net.meets(y[None], G, g)[0]) else x
