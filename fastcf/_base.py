@@ -104,5 +104,14 @@ class BaseExplainer:
         tidx = resolve_targets(target, self.classes_, X.shape[0], index=self._class_index)
         return X, single, names, tidx
 
+    @property
+    def _asked(self):
+        """The object whose ``predict``/``predict_proba`` are the model's own verdicts.
+
+        The model itself, but where it has no such methods (a PyTorch network: its adapter,
+        :class:`fastcf._net.pytorch.TorchJudge`).
+        """
+        return self.model
+
     def _in_target(self, X, tidx, proba=None):  # pragma: no cover - every family overrides it
         raise NotImplementedError

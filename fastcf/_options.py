@@ -97,6 +97,7 @@ OPTIONS = {
     "resolution": _o("build", "tabular", "{column: grid step or None}"),
     "levels": _o("build", "tabular", "{column: values it may take}"),
     "feature_names": _o("build", "lvq", "the features' names"),
+    "classes": _o("build", "net", "the labels of a PyTorch network's outputs"),
 }
 #: tabular's cost weights are given when it is built ({column: w}); the others' with each query
 _BUILD_TOO = {"weights": frozenset({"tabular"})}

@@ -270,7 +270,7 @@ def finish(ex, res, verify="fold", proba=None, exact=True):
     exact optimum (:func:`fastcf.results.mark_exact`).
     """
     if verify == "model":
-        res = confirm(ex.model, res, ex.classes_, proba)
+        res = confirm(ex._asked, res, ex.classes_, proba)
     return mark_exact(res, exact)
 
 

@@ -12,6 +12,7 @@ from ._catalog import (
     has_column_transformer,
     signpost,
 )
+from ._net.pytorch import is_torch
 from ._options import split, stage_of
 
 __all__ = ["signpost", "counterfactual", "explainer_for"]
@@ -27,6 +28,8 @@ def _family(model, X_train):
         return "lvq"
     if type(model).__name__ in TREE_MODELS:
         return "trees"
+    if is_torch(model):
+        return "net"
     final = type(final_step(model)).__name__
     if final == "MLPClassifier" and not has_column_transformer(model):
         return "net"

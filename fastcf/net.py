@@ -1,13 +1,16 @@
 """Inverse classification for ReLU networks: the closest input a network puts in a class.
 
 :class:`NetExplainer` reads a fitted scikit-learn ``MLPClassifier`` with ReLU (or identity)
-hidden layers into float64 layers (:mod:`fastcf._net.model`) and answers each query exactly: a
+hidden layers, or a PyTorch ``nn.Sequential`` of ``Linear`` and ``ReLU`` layers
+(:mod:`fastcf._net.pytorch`), into float64 layers (:mod:`fastcf._net.model`) and answers each
+query exactly: a
 mixed-integer program over the neurons whose sign the query's box leaves open, the others fixed
 (:mod:`fastcf._net.program`, solved by HiGHS to a zero gap), then a linear program inside the
 answer's activation pattern, where the network is affine, so that the answer is a point of the
 network and not of the program's relaxation. Every success is judged by the model's own
-``predict`` (and ``predict_proba`` for ``proba=``); a refused one is solved again at a larger
-margin.
+``predict`` (and ``predict_proba`` for ``proba=``; a PyTorch model's own forward pass, in its
+own dtype); a refused one is solved again at a larger margin. A model that computes in float32
+is aimed, from the first answer, beyond a proven bound of its rounding over the query's box.
 
 The inputs live in a finite box: ``bounds=``, or the training data's range (:meth:`fit_data`),
 in which each neuron's pre-activation is bounded (:mod:`fastcf._net.bounds`).
@@ -24,6 +27,7 @@ from ._base import BaseExplainer
 from ._confirm import ask, model_input
 from ._net import answer as _answer
 from ._net.model import read_network
+from ._net.pytorch import is_torch, read_torch
 from ._validation import as_queries
 
 __all__ = ["NetExplainer"]
@@ -38,13 +42,21 @@ class _Run(NamedTuple):
 
 
 class NetExplainer(BaseExplainer):
-    """Exact counterfactuals of ReLU networks (scikit-learn ``MLPClassifier``).
+    """Exact counterfactuals of ReLU networks (scikit-learn ``MLPClassifier``, PyTorch).
 
     Parameters
     ----------
-    model : MLPClassifier
-        Fitted, with ``activation="relu"`` or ``"identity"``; binary or multiclass. It is read,
-        never changed.
+    model : MLPClassifier or torch.nn.Sequential
+        A fitted ``MLPClassifier`` with ``activation="relu"`` or ``"identity"`` (alone or after
+        a pipeline of affine steps), binary or multiclass; or a PyTorch ``nn.Sequential`` of
+        ``Linear`` layers with ``ReLU`` between them, ending in a ``Linear`` layer of logits
+        (one logit: binary, class 1 iff the logit is > 0; K logits: the first largest), on the
+        CPU, in any floating dtype (PyTorch is imported only for such a model). It is read,
+        never changed: a PyTorch model's own forward pass (under ``torch.no_grad()``, on rows
+        cast to its dtype) judges every answer.
+    classes : array_like, optional
+        PyTorch models only: the labels of the classes (K, or 2 for one logit); 0 … K−1 by
+        default. A scikit-learn model carries its own ``classes_``.
 
     Attributes
     ----------
@@ -62,10 +74,12 @@ class NetExplainer(BaseExplainer):
     Raises
     ------
     TypeError
-        ``model`` is not an ``MLPClassifier``.
+        ``model`` is not an ``MLPClassifier`` nor an ``nn.Sequential``, or a layer is not one of
+        those above (named).
     ValueError
         It is not fitted, its hidden activation is ``tanh`` or ``logistic`` (not piecewise
-        linear: no exact program), or it is multilabel.
+        linear: no exact program), it is multilabel; a PyTorch model ends in ReLU, is on
+        another device, has Dropout in training mode; ``classes`` does not fit it.
 
     Examples
     --------
@@ -80,19 +94,34 @@ class NetExplainer(BaseExplainer):
     >>> res = ex.explain(x, 1 - mlp.predict(x[None])[0])
     >>> bool(res.success), res.method, bool(mlp.predict(res.x[None])[0] != mlp.predict(x[None])[0])
     (True, 'milp', True)
+
+    PyTorch networks: :mod:`fastcf._net.pytorch` and the networks page.
     """
 
     _has_proba = True
     data_box_ = None
     _data = None  # the training rows (fit_data): the incumbents' candidates
 
-    def __init__(self, model):
-        self._net = read_network(model)
+    def __init__(self, model, classes=None):
+        if is_torch(model):
+            self._net, self._judge = read_torch(model, classes)
+            names = None
+        else:
+            if classes is not None:
+                raise ValueError(
+                    "classes= names a PyTorch model's outputs; a scikit-learn model carries its "
+                    "own classes_"
+                )
+            self._net, self._judge = read_network(model), model
+            names = getattr(model, "feature_names_in_", None)
         self.model = model
-        self._set_classes(model.classes_)
+        self._set_classes(self._judge.classes_)
         self.n_features_in_ = int(self._net.W[0].shape[1])
-        names = getattr(model, "feature_names_in_", None)
         self.feature_names_in_ = None if names is None else np.asarray(names, dtype=object)
+
+    @property
+    def _asked(self):
+        return self._judge
 
     def fit_data(self, X):
         """Store the training data's range (the queries' default box) and its MAD.
@@ -116,7 +145,7 @@ class NetExplainer(BaseExplainer):
 
     def _in_target(self, X, tidx, proba=None):
         """Which rows of X the model's own ``predict`` puts in their target (and ``p >= τ``)."""
-        label, P = ask(self.model, model_input(self.model, X), proba=proba is not None)
+        label, P = ask(self._judge, model_input(self._judge, X), proba=proba is not None)
         ok = np.asarray(label) == self.classes_[tidx]
         if proba is not None:
             ok &= np.asarray(P, dtype=np.float64)[np.arange(X.shape[0]), tidx] >= proba
@@ -256,5 +285,6 @@ class NetExplainer(BaseExplainer):
 
     def _finish(self, sol, X, tidx, run):
         """Report the model's own probabilities at the judged answers."""
-        P = np.asarray(self.model.predict_proba(model_input(self.model, sol.x)), dtype=np.float64)
+        P = self._judge.predict_proba(model_input(self._judge, sol.x))
+        P = np.asarray(P, dtype=np.float64)
         return sol._replace(proba=P)

@@ -48,6 +48,7 @@ class NetQuery(NamedTuple):
     max_changes: int | None
     proba: float | None
     margin: np.ndarray  # (N,) the margin on the logits each row aims at
+    theta: float  # the logit the question asks: 0, or logit τ for proba=τ
     time_limit: float | None
     exact: bool = True  # False: the incumbent with a certified bound (no program)
 
@@ -97,8 +98,16 @@ def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, 
             "call fit_data(X_train) (the training data's range) or pass bounds=(lo, hi)"
         )
     theta = 0.0 if proba is None else math.log(proba) - math.log1p(-proba)
-    margins = np.full(X.shape[0], max(margin, theta))
-    return NetQuery(metric, w, lo, hi, max_changes, proba, margins, time_limit, bool(exact))
+    net = ex._net
+    floor = np.zeros(X.shape[0])
+    if net.unit > 2.0**-53:
+        # a model computing in less than float64 (PyTorch's float32): aim beyond its rounding,
+        # proven over each row's box (:meth:`fastcf._net.model.Net.rounding`), so that the
+        # model's own forward pass agrees with the program's float64 on the first answer
+        floor = np.array([net.rounding(a, b) for a, b in zip(lo, hi, strict=True)])
+    margins = np.maximum(margin, theta + floor)
+    return NetQuery(metric, w, lo, hi, max_changes, proba, margins, max(theta, 0.0), time_limit,
+                    bool(exact))  # fmt: skip
 
 
 def distance(x, x0, w, metric):
@@ -244,10 +253,11 @@ class RaiseMargin:
     The program's answer meets the target's margin in fastcf's float64 copy of the logits, to
     the linear program's tolerance; the model's own ``predict`` can still refuse an answer on
     the boundary (a tie of logits, a probability that rounds to 1/2, logits so large that their
-    rounding exceeds the margin). Such a row is solved again with its margin raised to 10 times
-    the last one, and at least 1e-12 times the size of the terms its logits add up
-    (``|W| |h| + |b|`` of the last layer at the answer), for up to
-    :data:`~fastcf._resolve.ROUNDS` rounds.
+    rounding exceeds the margin). Such a row is solved again with its margin's excess over the
+    logit the question asks (0; logit τ for ``proba=τ``) raised to 10 times the last one, and
+    at least ~9000 unit roundoffs of the model's arithmetic (1e-12 in float64) times the size
+    of the terms its logits add up (``|W| |h| + |b|`` of the last layer at the answer), for up
+    to :data:`~fastcf._resolve.ROUNDS` rounds.
     """
 
     def __init__(self, ex, X, tidx, q):
@@ -258,8 +268,10 @@ class RaiseMargin:
         net = self.ex._net
         h = net.last_hidden(sol.x[rows])
         terms = (np.abs(h) @ np.abs(net.W[-1]).T + np.abs(net.b[-1])).max(axis=1)
-        m = self.q.margin
-        m[rows] = np.maximum(10.0 * np.maximum(m[rows], 1e-9), 1e-12 * terms)
+        m, base = self.q.margin, self.q.theta
+        # the excess over the logit the question asks (0, or logit τ for proba=) grows
+        excess = np.maximum(10.0 * np.maximum(m[rows] - base, 1e-9), 9e3 * net.unit * terms)
+        m[rows] = base + excess
         return rows
 
     def solve(self, rows):

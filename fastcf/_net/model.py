@@ -41,6 +41,7 @@ class Net(NamedTuple):
     b: tuple  # the biases
     relu: bool  # hidden layers: ReLU (True) or the identity (False)
     binary: bool  # one logit (two classes)
+    unit: float = 2.0**-53  # the unit roundoff of the model's own arithmetic (float32: 2**-24)
 
     @property
     def n_hidden(self):
@@ -76,6 +77,34 @@ class Net(NamedTuple):
         :func:`fastcf._net.program.output_rows`.
         """
         return np.all(self.last_hidden(X) @ G.T >= g, axis=1)
+
+    def rounding(self, lo, hi):
+        """Return a bound on how far the model's own arithmetic moves a logit gap over a box.
+
+        For every x in [lo, hi] and every pair of logits, the gap ``z_k − z_j`` the model
+        computes in its own precision (``unit``: the input cast to it, then each layer's sums
+        and ReLU) lies within the returned value of the exact gap: the standard forward error
+        bound of a dot product, ``|fl(w·h + b) − (w·h + b)| ≤ γ_{n+1} (|w|·|h| + |b|)`` with
+        ``γ_m = m u / (1 − m u)`` (whatever the order of the sums), carried through the layers
+        (``|W|`` times the error of the layer below; ReLU is 1-Lipschitz), the magnitudes
+        ``|h|`` bounded by interval arithmetic over the box.
+        """
+        u = self.unit
+        lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+        a = np.maximum(np.abs(lo), np.abs(hi))  # |h| over the box
+        e = u * a  # the input cast to the model's dtype
+        last = len(self.W) - 1
+        for i, (W, b) in enumerate(zip(self.W, self.b, strict=True)):
+            m = W.shape[1] + 1
+            gamma = m * u / (1.0 - m * u)
+            aW = np.abs(W)
+            e = aW @ e + gamma * (aW @ (a + e) + np.abs(b))
+            c, r = W @ ((lo + hi) / 2) + b, aW @ ((hi - lo) / 2)
+            lo, hi = c - r, c + r
+            if i < last and self.relu:
+                lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+            a = np.maximum(np.abs(lo), np.abs(hi))
+        return float(2.0 * e.max())
 
     def pattern(self, x):
         """Return the activation pattern at ``x``: one bool array per hidden layer (z > 0)."""
