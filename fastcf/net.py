@@ -187,9 +187,10 @@ class NetExplainer(BaseExplainer):
         margin : float, default=1e-6
             The logit margin aimed at; raised for the rows the model's own ``predict``
             refuses (an answer on a tie).
-        metric : {"manhattan", "l0"}, default="manhattan"
-            ``Σ w_i |x_i − x̄_i|``, or ``Σ w_i [x_i ≠ x̄_i]``. ``"euclidean"`` is refused (a
-            mixed-integer quadratic program).
+        metric : {"manhattan", "l0", "euclidean"}, default="manhattan"
+            ``Σ w_i |x_i − x̄_i|``, ``Σ w_i [x_i ≠ x̄_i]``, or ``sqrt(Σ (w_i (x_i − x̄_i))²)``
+            (an own branch-and-bound over the activation patterns with convex quadratic
+            relaxations: :mod:`fastcf._net.euclid`; not with ``max_changes``).
         weights : array_like of shape (D,) or "mad", optional
             Per-feature costs w (ones by default); ``"mad"``: 1/MAD from :meth:`fit_data`.
         frozen : sequence of int or str, optional
@@ -224,8 +225,8 @@ class NetExplainer(BaseExplainer):
         Raises
         ------
         ValueError
-            An option out of its range (named), no finite box, ``metric="euclidean"``,
-            ``proba=`` on a multiclass network.
+            An option out of its range (named), no finite box, ``metric="euclidean"`` with
+            ``max_changes``, ``proba=`` on a multiclass network.
 
         Examples
         --------

@@ -2041,7 +2041,8 @@ def relu_net_brute_force(
     ``coefs``/``intercepts``: scikit-learn's ``MLPClassifier.coefs_``/``intercepts_`` (layer
     matrices of shape (n_in, n_out)). Every pattern of the hidden ReLUs (2^H of them) is a
     polytope where the network is affine; each is solved by ``scipy.optimize.linprog`` for
-    ``min Σ w |x − x̄|`` with the target's logits ahead by ``margin`` (binary: the one logit
+    ``min Σ w |x − x̄|`` (``metric="euclidean"``: ``min Σ (w (x − x̄))²``, a QP by cvxpy and
+    Clarabel) with the target's logits ahead by ``margin`` (binary: the one logit
     ≥ margin for target 1, ≤ −margin for target 0). With ``metric="l0"`` or ``max_changes``,
     every set of changed features (a subset of at most ``max_changes``) is tried too, the others
     pinned at x̄; the L0 cost is Σ w over the set that changed. Returns ``(cost, x)`` (inf, None
@@ -2102,6 +2103,27 @@ def relu_net_brute_force(
                 pin = np.ones(D, dtype=bool)
                 pin[list(sub)] = False
                 blo[pin], bhi[pin] = x0[pin], x0[pin]
+            if metric == "euclidean":  # a QP per pattern (cvxpy), the weights on d: Σ (w d)²
+                import cvxpy as cp
+
+                # (in d = x − x̄, so that the solver's relative tolerance is on the distance
+                # itself, and at tight tolerances)
+                d = cp.Variable(D)
+                prob = cp.Problem(
+                    cp.Minimize(cp.sum_squares(cp.multiply(w, d))),
+                    [Ax @ d <= bx - Ax @ x0, d >= blo - x0, d <= bhi - x0],
+                )
+                try:
+                    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-14, tol_gap_rel=1e-12,
+                               tol_feas=1e-12)  # fmt: skip
+                except cp.SolverError:
+                    continue
+                if prob.status in ("optimal", "optimal_inaccurate") and d.value is not None:
+                    x = np.clip(x0 + d.value, blo, bhi)
+                    cost = float(np.sqrt(np.sum((w * (x - x0)) ** 2)))
+                    if cost < best[0]:
+                        best = (cost, x)
+                continue
             box = list(zip(blo, bhi, strict=True)) + [(0, None)] * D
             res = linprog(np.concatenate([np.zeros(D), w]), A_ub=Al, b_ub=bl, bounds=box,
                           method="highs")  # fmt: skip

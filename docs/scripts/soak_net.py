@@ -4,7 +4,8 @@ Not run in CI. Random tiny ReLU networks (1–2 hidden layers, at most 8 hidden 
 features, 2–3 classes), scikit-learn ``MLPClassifier`` models with their weights replaced by
 random ones of scale 10^U(−1, 1) and PyTorch ``nn.Sequential`` models in float64 and float32,
 with random boxes, per-feature weights 10^U(−1, 1), and at random a frozen feature,
-``max_changes``, ``metric="l0"`` or (binary) ``proba=``. Each example asks every entry point:
+``max_changes``, ``metric="l0"``, ``metric="euclidean"`` or (binary) ``proba=``. Each
+example asks every entry point:
 
 * ``explain`` of the single query;
 * ``explain`` of a batch (the query among two others);
@@ -132,7 +133,11 @@ def case(rng):
         opts["max_changes"] = int(rng.integers(1, D))
     elif u < 0.4:
         opts["metric"] = "l0"
-    elif u < 0.55 and binary:
+    elif u < 0.55:
+        opts["metric"] = "euclidean"
+        if rng.random() < 0.3:
+            opts["frozen"] = [int(rng.integers(D))]
+    elif u < 0.7 and binary:
         opts["proba"] = float(rng.uniform(0.55, 0.95))
     meta = dict(kind=kind, dtype=str(dtype), binary=binary, D=D, K=2 if binary else len(biases[-1]))
     return model, coefs, biases, binary, judge, X, opts, meta

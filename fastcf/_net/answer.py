@@ -30,12 +30,13 @@ from .._validation import (
 )
 from ..results import Solution
 from .bounds import budget_first_layer, interval, linear_bounds
+from .euclid import answer_row
 from .incumbent import incumbent
 from .program import Program, output_rows, solve_milp, solve_pattern, ties_differ
 
 __all__ = ["NetQuery", "METRICS", "query", "answer", "RaiseMargin", "distance"]
 
-METRICS = ("manhattan", "l0")
+METRICS = ("manhattan", "l0", "euclidean")
 
 
 class NetQuery(NamedTuple):
@@ -61,12 +62,6 @@ def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, 
             "region=False asks for no condition: networks answer region=True (classified as "
             "the target) or proba=τ (and p_target >= τ)"
         )
-    if metric == "euclidean":
-        raise ValueError(
-            "metric='euclidean' is not answered exactly for networks yet (the program would be "
-            "a mixed-integer quadratic one, which HiGHS does not solve): use metric='manhattan' "
-            "(the default) or 'l0'"
-        )
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
     if proba is not None:
@@ -80,6 +75,12 @@ def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, 
     margin = check_scalar(margin, "margin", lo=0.0)
     if max_changes is not None:
         max_changes = check_int(max_changes, "max_changes", lo=1)
+        if metric == "euclidean":
+            raise ValueError(
+                "max_changes with metric='euclidean' is not answered for networks yet (a "
+                "binary variable per feature in the Euclidean branch-and-bound): use "
+                "metric='manhattan' or 'l0' with max_changes"
+            )
     time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
     D = ex.n_features_in_
     fmask = resolve_frozen(frozen, D, names)
@@ -111,8 +112,13 @@ def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, 
 
 
 def distance(x, x0, w, metric):
-    """Return the cost of moving ``x0`` to ``x``: ``Σ w |x − x̄|`` or ``Σ w [x ≠ x̄]``."""
+    """Return the cost of moving ``x0`` to ``x`` (d = x − x̄) in ``metric``.
+
+    ``Σ w |d|``, ``sqrt(Σ (w d)²)`` or ``Σ w [d ≠ 0]``.
+    """
     d = x - x0
+    if metric == "euclidean":
+        return float(np.sqrt(np.sum((w * d) ** 2)))
     return float(w @ np.abs(d)) if metric == "manhattan" else float(w @ (d != 0))
 
 
@@ -134,6 +140,8 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False):
     default heuristics), the baseline of ``asv_bench/benchmarks/bench_net.py``.
     """
     G, g = output_rows(net, t, margin)
+    if q.metric == "euclidean" and not plain:
+        return _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g)
     xi, ci = (
         (None, np.inf)
         if q.max_changes is not None or plain
@@ -182,13 +190,7 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False):
         )
     if r.x is None:
         if r.status == "infeasible":
-            st, text = (
-                Status.INFEASIBLE,
-                (
-                    "infeasible: no point of the box (bounds=, or the training data's range from "
-                    "fit_data) that the options leave free is classified as the target"
-                ),
-            )
+            st, text = Status.INFEASIBLE, _INFEASIBLE
         elif r.status == "time_limit":
             st, text = Status.MAXITER, "time_limit reached before any answer was found"
         else:
@@ -204,6 +206,32 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False):
     gap = (d - r.bound) / d if d > 0 else 0.0
     text = f"time_limit: the best answer found, {gap:.2%} above the bound (not proven optimal)"
     return _Row(x, d, True, int(Status.MAXITER), text, max(gap, 0.0), r.bound, r.nodes)
+
+
+def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g):
+    """Return the :class:`_Row` of a Euclidean query row (:mod:`.euclid`'s branch-and-bound)."""
+    x, d, what, gap, bound, nodes = answer_row(
+        net, x0, lo, hi, q.w, G, g, rows, exact=q.exact, time_limit=q.time_limit
+    )
+    if x is None and what == "infeasible" and q.proba is None and ties_differ(net, t):
+        G, g = output_rows(net, t, margin, ties=True)  # (a target reachable only on a tie)
+        x, d, what, gap, bound, nodes = answer_row(
+            net, x0, lo, hi, q.w, G, g, rows, exact=q.exact, time_limit=q.time_limit
+        )
+    if x is None:
+        if what == "infeasible":
+            st, text = Status.INFEASIBLE, _INFEASIBLE
+        else:
+            st, text = Status.MAXITER, "time_limit reached before any answer was found"
+        return _Row(x0.copy(), 0.0, False, int(st), text, math.inf, bound, nodes)
+    if what == "optimal":
+        return _Row(x, d, True, int(Status.OK), "branch-and-bound: optimal", 0.0, bound, nodes)
+    text = (
+        f"incumbent: a valid answer, at most {gap:.2%} above the optimum (exact=False)"
+        if what == "incumbent"
+        else f"time_limit: the best answer found, {gap:.2%} above the bound (not proven optimal)"
+    )
+    return _Row(x, d, True, int(Status.MAXITER), text, gap, bound, nodes)
 
 
 def answer(ex, X, tidx, q, keep_source=True, plain=False):
@@ -245,6 +273,10 @@ def answer(ex, X, tidx, q, keep_source=True, plain=False):
 
 
 _SOURCE = "the model already classifies the source as the target: x̄ itself"
+_INFEASIBLE = (
+    "infeasible: no point of the box (bounds=, or the training data's range from fit_data) "
+    "that the options leave free is classified as the target"
+)
 
 
 class RaiseMargin:

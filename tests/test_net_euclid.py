@@ -1,0 +1,135 @@
+"""NetExplainer with metric="euclidean": the own branch-and-bound over activation patterns.
+
+Exactness against the brute force over every activation pattern with one convex QP each
+(``reference.relu_net_brute_force(metric="euclidean")``: cvxpy/Clarabel at tight tolerances,
+in d = x − x̄): the answer costs no more than the reference's at fastcf's margin (1e-6) and no
+less than the reference's at margin 0 (1e-6 relative). Validity by the model's own ``predict``.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from reference import relu_net_brute_force
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neural_network import MLPClassifier
+
+from fastcf import NetExplainer
+
+
+def _mlp(hidden, D, K, seed, activation="relu", n=120):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, D))
+    score = np.sin(3 * X[:, 0]) + X[:, -1] * X[:, 0] + 0.3 * rng.normal(size=n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, K + 1)[1:-1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mlp = MLPClassifier(hidden, activation=activation, max_iter=300, random_state=seed)
+        mlp.fit(X, y)
+    return mlp, X
+
+
+def _between(res, mlp, x0, t, w, lo, hi, frozen=()):
+    """Assert the answer against the references at margin 1e-6 and 0; return whether compared."""
+    lo, hi = lo.copy(), hi.copy()
+    for f in frozen:
+        lo[f] = hi[f] = x0[f]
+    args = dict(binary=len(mlp.classes_) == 2, metric="euclidean", relu=mlp.activation == "relu")
+    top, _ = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, t, 1e-6, w, lo, hi, **args)
+    if not np.isfinite(top):
+        assert not res.success and res.status == 3, res.message
+        return False
+    assert res.success, res.message
+    assert mlp.predict(res.x[None])[0] == mlp.classes_[t]
+    assert np.all(res.x >= lo) and np.all(res.x <= hi)
+    assert res.distance == pytest.approx(np.sqrt(np.sum((w * (res.x - x0)) ** 2)), rel=1e-12)
+    assert res.distance <= top * (1 + 1e-6) + 1e-12
+    low, _ = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, t, 0.0, w, lo, hi, **args)
+    assert res.distance >= low * (1 - 1e-6) - 1e-12
+    assert res.info["gap"] == 0 and res.status == 0
+    return True
+
+
+# (the reference solves a QP per activation pattern with cvxpy: at most 6 hidden neurons)
+CASES = [((4,), 2, 2), ((6,), 3, 2), ((3, 3), 2, 3), ((5,), 2, 3), ((4, 2), 3, 2), ((4,), 4, 4)]
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("hidden,D,K", CASES, ids=str)
+def test_euclidean_equals_the_brute_force_over_every_pattern(hidden, D, K, seed):
+    mlp, X = _mlp(hidden, D, K, seed)
+    ex = NetExplainer(mlp)
+    rng = np.random.default_rng(100 + seed)
+    lo, hi = -np.ones(D) * 1.5, np.ones(D) * 1.5
+    w = rng.uniform(0.5, 2.0, size=D)
+    for i in range(2):
+        x0 = X[i]
+        for t in range(len(mlp.classes_)):
+            if mlp.predict(x0[None])[0] == t:
+                continue
+            res = ex.explain(x0, mlp.classes_[t], weights=w, bounds=(lo, hi), metric="euclidean")
+            _between(res, mlp, x0, t, w, lo, hi)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_euclidean_with_frozen_features_and_training_rows(seed):
+    mlp, X = _mlp((5, 3), 3, 2, seed)
+    ex = NetExplainer(mlp).fit_data(X)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    w = np.array([1.0, 0.3, 3.0])
+    answered = 0
+    for x0 in X[:4]:
+        t = 1 - int(mlp.predict(x0[None])[0])
+        res = ex.explain(x0, t, weights=w, frozen=[1], metric="euclidean")
+        answered += _between(res, mlp, x0, t, w, lo, hi, frozen=[1])
+        if res.success:
+            assert res.x[1] == x0[1]
+    assert answered
+
+
+def test_identity_hidden_layers():
+    mlp, X = _mlp((4, 3), 3, 3, 0, activation="identity")
+    ex = NetExplainer(mlp)
+    lo, hi = -np.ones(3) * 2, np.ones(3) * 2
+    w = np.array([1.0, 2.0, 0.5])
+    for x0 in X[:3]:
+        t = (int(mlp.predict(x0[None])[0]) + 1) % 3
+        res = ex.explain(x0, t, weights=w, bounds=(lo, hi), metric="euclidean")
+        _between(res, mlp, x0, t, w, lo, hi)
+
+
+def test_exact_false_gives_a_valid_answer_with_a_certified_bound():
+    mlp, X = _mlp((8, 8), 4, 2, 1)
+    ex = NetExplainer(mlp).fit_data(X)
+    Q = X[:10]
+    T = 1 - mlp.predict(Q)
+    fast = ex.explain(Q, T, metric="euclidean", exact=False)
+    full = ex.explain(Q, T, metric="euclidean")
+    assert fast.success.all() and full.success.all()
+    assert (mlp.predict(fast.x) == T).all()
+    assert np.all(fast.distance >= full.distance * (1 - 1e-6))
+    assert np.all(fast.info["bound"] <= full.distance * (1 + 1e-6))
+    assert set(fast.status.tolist()) <= {0, 1}
+    assert np.all(fast.info["gap"][fast.status == 0] == 0)
+
+
+def test_time_limit_and_enumerate():
+    mlp, X = _mlp((16, 16), 4, 3, 2)
+    ex = NetExplainer(mlp).fit_data(X)
+    x0 = X[0]
+    t = mlp.classes_[(int(mlp.predict(x0[None])[0]) + 1) % 3]
+    res = ex.explain(x0, t, metric="euclidean", time_limit=1e-6)
+    if res.success:  # the first answer, not proven optimal
+        assert res.status == 1 and res.info["bound"] <= res.distance
+        assert mlp.predict(res.x[None])[0] == t
+    else:
+        assert "time_limit" in res.message
+    alts = ex.enumerate(x0, t, k=3, metric="euclidean")
+    assert alts and all(mlp.predict(a.x[None])[0] == t for a in alts)
+    assert all(a.distance <= b.distance * (1 + 1e-9) for a, b in zip(alts, alts[1:], strict=False))
+
+
+def test_euclidean_refuses_max_changes():
+    mlp, X = _mlp((4,), 2, 2, 0)
+    with pytest.raises(ValueError, match="max_changes with metric='euclidean'"):
+        NetExplainer(mlp).explain(X[0], 1, bounds=(-2, 2), metric="euclidean", max_changes=1)
