@@ -520,13 +520,13 @@ the training rows). Written by `docs/scripts/net_peers.py` (its docstring has th
   check (DiCE with `total_CFs=4`: the cheapest of its four); the ratio is over the queries both
   answered. fastcf: {proven} of {n} answers proven optimal (status 0), largest reported gap
   {gap:.1e}.
-* DiCE's gradient method minimises its own loss (a hinge loss on the logit, aiming at a logit of
-  1, + 0.5 × its weighted L1 distance ÷ the number of inputs − a diversity term for several
-  answers) by Adam from the query, then keeps a point that its model puts in class 1 (the one
-  nearest to probability 0.5 among those it met) and moves inputs back toward the query
-  (post-hoc sparsity): its answers are not meant to be the cheapest, and its cost is not
-  expected to be minimal. The `dice-k1` and `dice-k4` rows weight its distance with the judge's
-  1/MAD (the same cost as fastcf); the last row with DiCE's own default weights.
+* DiCE's gradient method minimises its own loss (a hinge loss on the logit, which aims at a logit
+  of 1, + 0.5 × its weighted L1 distance ÷ the number of inputs − 1 × a diversity term when it
+  gives several answers) by Adam from the query, clipped to the box, then rounds to 2 decimals and
+  moves the inputs that changed by less than a small quantile back toward the query (post-hoc
+  sparsity): its answers are not meant to be the cheapest, and its cost is not expected to be
+  minimal. Every DiCE row here weights its distance with the judge's 1/MAD (the same cost as
+  fastcf); its answers per query are the gradient's points and the post-hoc ones.
 {fail_lines}
 * Time: wall time of one query after one untimed warm-up query, each method in its own process,
   one process at a time, one PyTorch thread. fastcf: from the normalised row to the answer,
