@@ -182,8 +182,9 @@ class NetExplainer(BaseExplainer):
             ``margin`` (binary: the one logit is ≥ ``margin``, or ≤ −``margin`` for the
             first class).
         proba : float, optional
-            τ ∈ (0, 1), binary models: also ``predict_proba(x)[target] >= τ`` (the logit
-            beyond logit τ: exact). A multiclass network refuses it (not yet answered).
+            τ ∈ (0, 1): also ``predict_proba(x)[target] >= τ``. Binary: the logit beyond
+            logit τ (exact); multiclass: tangent cuts of log-sum-exp until the answer meets τ
+            (:mod:`fastcf._net.proba`; exact for a margin of 1e-6 on log(1/τ)).
         margin : float, default=1e-6
             The logit margin aimed at; raised for the rows the model's own ``predict``
             refuses (an answer on a tie).
@@ -226,7 +227,7 @@ class NetExplainer(BaseExplainer):
         ------
         ValueError
             An option out of its range (named), no finite box, ``metric="euclidean"`` with
-            ``max_changes``, ``proba=`` on a multiclass network.
+            ``max_changes``.
 
         Examples
         --------

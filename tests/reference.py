@@ -5,6 +5,7 @@ they may use fastcf only to read a model's arrays, never its solvers.
 """
 
 import math
+import warnings
 
 import numpy as np
 
@@ -2133,4 +2134,74 @@ def relu_net_brute_force(
             cost = float(w @ np.abs(x - x0)) if metric == "manhattan" else float(w[list(sub)].sum())
             if cost < best[0]:
                 best = (cost, x)
+    return best
+
+
+def relu_net_proba_brute_force(coefs, intercepts, x0, target, tau, w, lo, hi, *, margin=0.0,
+                               slack=0.0, metric="manhattan"):  # fmt: skip
+    """Exact multiclass ``p_target ≥ τ`` counterfactual of a tiny ReLU network, by patterns.
+
+    For every activation pattern of the hidden ReLUs, one convex program (cvxpy, Clarabel at
+    tight tolerances, in d = x − x̄): ``min Σ w |d|`` (or ``Σ (w d)²``) over the pattern's
+    polytope and the box, with ``log Σ_j exp(z_j − z_t) ≤ log(1/τ) − slack`` (softmax_t ≥ τ)
+    and ``z_t − z_j ≥ margin`` for every j ≠ t. Returns ``(cost, x)`` (inf, None when
+    nothing is feasible). Independent of fastcf: the layers are composed here from the
+    scikit-learn arrays.
+    """
+    import itertools
+
+    import cvxpy as cp
+
+    Ws = [np.asarray(c, dtype=np.float64).T for c in coefs]
+    bs = [np.asarray(i, dtype=np.float64) for i in intercepts]
+    D = x0.shape[0]
+    H = sum(W.shape[0] for W in Ws[:-1])
+    best = (math.inf, None)
+    for bits in itertools.product([False, True], repeat=H):
+        A, c = np.eye(D), np.zeros(D)
+        rows, rhs = [], []
+        k = 0
+        for W, b in zip(Ws[:-1], bs[:-1], strict=True):
+            A, c = W @ A, W @ c + b
+            on = np.array(bits[k : k + W.shape[0]])
+            k += W.shape[0]
+            s = np.where(on, -1.0, 1.0)  # on: −(A x + c) ≤ 0; off: A x + c ≤ 0
+            rows.append(s[:, None] * A)
+            rhs.append(-s * c)
+            A, c = A * on[:, None], c * on
+        ZA, Zc = Ws[-1] @ A, Ws[-1] @ c + bs[-1]
+        d = cp.Variable(D)
+        x = x0 + d
+        z = ZA @ x + Zc
+        others = [j for j in range(ZA.shape[0]) if j != target]
+        cons = [
+            np.vstack(rows) @ x <= np.concatenate(rhs),
+            x >= lo,
+            x <= hi,
+            cp.log_sum_exp(z - z[target]) <= -math.log(tau) - slack,
+        ]
+        cons += [z[target] - z[j] >= margin for j in others]
+        cost = (
+            cp.sum(cp.multiply(w, cp.abs(d)))
+            if metric == "manhattan"
+            else cp.sum_squares(cp.multiply(w, d))
+        )
+        prob = cp.Problem(cp.Minimize(cost), cons)
+        try:
+            with warnings.catch_warnings():  # (an infeasible pattern's "may be inaccurate")
+                warnings.simplefilter("ignore")
+                prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-10,
+                           tol_feas=1e-10)  # fmt: skip
+        except cp.SolverError:
+            continue
+        if prob.status not in ("optimal", "optimal_inaccurate") or d.value is None:
+            continue
+        xv = np.clip(x0 + d.value, lo, hi)
+        val = (
+            float(w @ np.abs(xv - x0))
+            if metric == "manhattan"
+            else float(np.sqrt(np.sum((w * (xv - x0)) ** 2)))
+        )
+        if val < best[0]:
+            best = (val, xv)
     return best

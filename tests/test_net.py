@@ -175,9 +175,8 @@ def test_refusals_name_what_is_wrong():
         ex.explain(np.zeros(3), 1, bounds=(-1, 1))
     with pytest.raises(ValueError, match="margin"):
         ex.explain(X[0], 1, bounds=(-1, 1), margin=-1.0)
-    multi, Xm = _mlp((4,), 2, 3, 0)
-    with pytest.raises(ValueError, match="multiclass"):
-        NetExplainer(multi).explain(Xm[0], 1, bounds=(-1, 1), proba=0.5)
+    with pytest.raises(ValueError, match="proba"):
+        ex.explain(X[0], 1, bounds=(-1, 1), proba=1.0)
 
 
 def test_an_unreachable_target_in_the_box_is_infeasible():

@@ -29,6 +29,7 @@ from .._validation import (
     row_boxes,
 )
 from ..results import Solution
+from . import proba as _proba
 from .bounds import budget_first_layer, interval, linear_bounds
 from .euclid import answer_row
 from .incumbent import incumbent
@@ -66,12 +67,6 @@ def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, 
         raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
     if proba is not None:
         proba = check_probability(proba, "proba")
-        if not ex._net.binary:
-            raise ValueError(
-                "proba= on a multiclass network is not answered yet (p_target >= τ is not a "
-                "linear condition on K > 2 logits): use region=True with margin= (the logit "
-                "gap z_target − z_j)"
-            )
     margin = check_scalar(margin, "margin", lo=0.0)
     if max_changes is not None:
         max_changes = check_int(max_changes, "max_changes", lo=1)
@@ -133,13 +128,16 @@ class _Row(NamedTuple):
     nodes: int
 
 
-def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False):
+def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None):
     """Return the :class:`_Row` of one query row (see the module docstring).
 
     ``plain``: the plain big-M program (no incumbent, the box's interval bounds, HiGHS's
-    default heuristics), the baseline of ``asv_bench/benchmarks/bench_net.py``.
+    default heuristics), the baseline of ``asv_bench/benchmarks/bench_net.py``. ``cuts``:
+    more rows ``G h ≥ g`` of the target (:mod:`.proba`'s tangents).
     """
     G, g = output_rows(net, t, margin)
+    if cuts is not None:
+        G, g = np.vstack([G, cuts[0]]), np.concatenate([g, cuts[1]])
     if q.metric == "euclidean" and not plain:
         return _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g)
     xi, ci = (
@@ -234,6 +232,23 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g):
     return _Row(x, d, True, int(Status.MAXITER), text, gap, bound, nodes)
 
 
+def _proba_row(net, x0, t, lo, hi, q, margin, rows, plain):
+    """Return the :class:`_Row` of a multiclass ``proba=`` row: :mod:`.proba`'s cut loop."""
+    slack = max(margin - q.theta, 1e-6)
+    G, g = np.zeros((0, net.W[-1].shape[1])), np.zeros(0)
+    for _ in range(_proba.ROUNDS):
+        r = _row(net, x0, t, lo, hi, q, margin, rows, plain, (G, g))
+        if not r.success or _proba.p_target(net, r.x, t) >= q.proba:
+            return r
+        Gc, gc = _proba.cut(net, t, q.proba, r.x, slack)
+        G, g = np.vstack([G, Gc]), np.concatenate([g, gc])
+    text = (
+        f"numerical failure: p_target >= {q.proba} not reached after {_proba.ROUNDS} tangent "
+        "cuts of the softmax (ask a smaller proba=, or region=True)"
+    )
+    return _Row(x0.copy(), 0.0, False, int(Status.NUMERIC), text, math.inf, r.bound, r.nodes)
+
+
 def answer(ex, X, tidx, q, keep_source=True, plain=False):
     """Return the (unjudged) :class:`~fastcf.results.Solution` of the rows ``X``.
 
@@ -250,6 +265,8 @@ def answer(ex, X, tidx, q, keep_source=True, plain=False):
         if there[i]:
             return _Row(X[i].copy(), 0.0, True, int(Status.OK), _SOURCE, 0.0, 0.0, 0)
         m = float(q.margin[i])
+        if q.proba is not None and not net.binary:
+            return _proba_row(net, X[i], int(tidx[i]), q.lo[i], q.hi[i], q, m, data, plain)
         return _row(net, X[i], int(tidx[i]), q.lo[i], q.hi[i], q, m, data, plain)
 
     rows = each(one, n, progress=Tally(n, "NetExplainer"))

@@ -105,15 +105,24 @@ def _knapsack(G, w, room, budget):
     return out
 
 
-def _maximize(L, x0, w, lo, hi, budget):
-    """Return ``max L x`` for each row of ``L`` over the box ∩ ``Σ w |x − x̄| ≤ budget``."""
+def _maximize(L, x0, w, lo, hi, budget, radius=np.inf):
+    """Return an upper bound of ``L x`` for each row of ``L`` over the box ∩ the balls.
+
+    The box ∩ ``Σ w |x − x̄| ≤ budget``: exact (a fractional knapsack); with a finite
+    ``radius``, also the least of that and the maximum over the ellipsoid
+    ``Σ (w (x − x̄))² ≤ radius²``, ``L x̄ + radius ‖L / w‖₂`` (a feature of weight 0 is free).
+    """
     if not np.isfinite(budget):
-        return np.maximum(L, 0.0) @ hi + np.minimum(L, 0.0) @ lo
-    up = np.where(L > 0, hi - x0, x0 - lo)
-    return L @ x0 + _knapsack(np.abs(L), w, up, budget)
+        out = np.maximum(L, 0.0) @ hi + np.minimum(L, 0.0) @ lo
+    else:
+        up = np.where(L > 0, hi - x0, x0 - lo)
+        out = L @ x0 + _knapsack(np.abs(L), w, up, budget)
+    if np.isfinite(radius) and np.all(w > 0):
+        out = np.minimum(out, L @ x0 + radius * np.sqrt(((L / w) ** 2).sum(axis=1)))
+    return out
 
 
-def linear_bounds(W, b, x0, w, lo, hi, budget=np.inf):
+def linear_bounds(W, b, x0, w, lo, hi, budget=np.inf, radius=np.inf):
     """Return the bounds (lists ``l``, ``u``) of each hidden layer's pre-activations, by CROWN.
 
     Layer by layer, each neuron's pre-activation is bounded above by a linear function of x,
@@ -122,7 +131,8 @@ def linear_bounds(W, b, x0, w, lo, hi, budget=np.inf):
     (``s = u / (u − l)``) replaces it, where negative its lower one ``h ≥ α z`` (α = 1 where
     ``u ≥ −l``, else 0); a stable neuron is exact. That linear function is maximised over the
     box ∩ the L1 ball of radius ``budget`` around x̄ (a fractional knapsack, or the box's
-    corners without a budget); the lower bound likewise, with the signs turned. ReLU networks
+    corners without a budget; and within ``radius`` in weighted Euclidean terms, where finite:
+    :func:`_maximize`); the lower bound likewise, with the signs turned. ReLU networks
     only (an identity layer is affine: :func:`interval` with a budget is then as tight for
     the first layer). Widened as :func:`widen`.
     """
@@ -138,7 +148,7 @@ def linear_bounds(W, b, x0, w, lo, hi, budget=np.inf):
                 coef = pos * s + neg * a  # the relaxed coefficients of z_m
                 const = const + pos @ t + coef @ b[m]
                 lam = coef @ W[m]
-            bounds.append(_maximize(lam, x0, w, lo, hi, budget) + const)
+            bounds.append(_maximize(lam, x0, w, lo, hi, budget, radius) + const)
         zl, zu = widen(-bounds[1], bounds[0])
         ls.append(zl)
         us.append(zu)
