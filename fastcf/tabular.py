@@ -33,6 +33,7 @@ from ._tabular.columns import Schema, describe, resolve_names
 from ._tabular.fold import fold_model
 from ._tabular.grid import resolve_levels, with_levels
 from ._tabular.milp import Program
+from ._tabular.netprog import NetProgram, is_net_fold
 from ._tabular.protocol import FrameExplainer, as_frame
 from ._tabular.request import read_options, read_request
 from ._tabular.results import (
@@ -212,9 +213,12 @@ class TabularExplainer(FrameExplainer):
             X, fold, immutable, increase_only, decrease_only, integer, categorical, weights,
             resolution, lv, on_grid=tree,
         )  # fmt: skip
-        self._program = (
-            TreeProgram(self._schema, splits, model, X) if tree else Program(self._schema)
-        )
+        if tree:
+            self._program = TreeProgram(self._schema, splits, model, X)
+        elif is_net_fold(fold):  # a network: its neurons in the program (checked on X)
+            self._program = NetProgram(self._schema, model, X)
+        else:
+            self._program = Program(self._schema)
         self._set_classes(fold.classes)
         self.n_features_in_ = X.shape[1]
         self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
