@@ -31,11 +31,15 @@ ColumnTransformer (any column order, overlaps,   each transformer on its columns
 remainder), Pipeline                             ColumnTransformer's ``output_indices_``
 ==============================================  ============================================
 
-Anything else raises a ``TypeError`` that names the step. An encoder must receive raw columns
-(an imputer before it is fine); a column both encoded and used as a number is refused. The fold
-is checked once against the model's own ``decision_function`` on training rows
-(:func:`check_fold`), so a step whose arithmetic is not what this module assumes is refused
-rather than explained wrongly. The check is the one of every fold
+Anything else raises a ``TypeError`` that names the step. A final ``MLPClassifier`` (ReLU or
+identity hidden layers) is folded like a linear classifier up to its first layer: ``G v + g``
+are then its first hidden layer's pre-activations and ``Fold.net`` its layers
+(:mod:`fastcf._tabular.netprog` writes the rest of the network into the program). An encoder
+must receive raw columns (an imputer before it is fine); a column both encoded and used as a
+number is refused. The fold is checked once against the model's own ``decision_function`` on
+training rows (:func:`check_fold`; a network's by
+:meth:`~fastcf._tabular.netprog.NetProgram.check`), so a step whose arithmetic is not what this
+module assumes is refused rather than explained wrongly. The check is the one of every fold
 (:func:`fastcf._fold.check_scores`, with its one rounding rule :func:`fastcf._fold.tolerance`):
 beside each expression the walk keeps the size of the terms the steps add up to compute it
 (:class:`FoldTerms`), so the rounding allowed is that of the steps' own arithmetic.
