@@ -112,8 +112,10 @@ def explainer_for(model, X_train=None, **options):
         (:class:`~fastcf.LinearExplainer`), an LVQ model (fastcf's own, sklearn-lvq's or sklvq's:
         :class:`~fastcf.LVQExplainer`), a tree classifier or ensemble of scikit-learn,
         XGBoost or LightGBM (:class:`~fastcf.TreeExplainer`), or, with ``X_train``, a pipeline
-        that encodes DataFrame columns (``ColumnTransformer``) or ends in a tree model
-        (:class:`~fastcf.TabularExplainer`).
+        that encodes DataFrame columns (``ColumnTransformer``; ending in a linear model, a tree
+        model or a ReLU ``MLPClassifier``) or ends in a tree model
+        (:class:`~fastcf.TabularExplainer`); a ReLU ``MLPClassifier`` alone or after affine steps
+        (:class:`~fastcf.NetExplainer`).
     X_train : pandas.DataFrame, optional
         The training DataFrame: a ``ColumnTransformer`` pipeline, or a pipeline ending in a tree
         model, then goes to ``TabularExplainer(model, X_train, **options)`` (its schema, grids
@@ -126,7 +128,7 @@ def explainer_for(model, X_train=None, **options):
 
     Returns
     -------
-    LinearExplainer, LVQExplainer, TreeExplainer or TabularExplainer
+    LinearExplainer, LVQExplainer, TreeExplainer, NetExplainer or TabularExplainer
 
     Raises
     ------

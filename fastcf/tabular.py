@@ -15,7 +15,10 @@ each query is one mixed-integer linear program (:mod:`fastcf._tabular.milp`): fo
 without ``max_changes`` a covering knapsack, solved by an exact branch-and-bound
 (:mod:`fastcf._tabular.knapsack`, sub-millisecond); otherwise solved by HiGHS to a zero gap.
 Every success is then checked by the user's own ``predict`` (and ``predict_proba`` for
-``proba=``) on the answer DataFrame. See ``docs/tabular.md``.
+``proba=``) on the answer DataFrame. A pipeline ending in a tree model is answered by the tree
+program over the raw columns (:mod:`fastcf._tabular.treeprog`), one ending in a ReLU
+``MLPClassifier`` by the same mixed-integer program with the network's neurons after the fold
+of its first layer (:mod:`fastcf._tabular.netprog`). See ``docs/tabular.md``.
 
 Its answers are every family's result type, :class:`fastcf.Counterfactual` (one row) and
 :class:`fastcf.CounterfactualBatch` (several), in their DataFrame form
@@ -33,6 +36,7 @@ from ._tabular.columns import Schema, describe, resolve_names
 from ._tabular.fold import fold_model
 from ._tabular.grid import resolve_levels, with_levels
 from ._tabular.milp import Program
+from ._tabular.netprog import NetProgram, is_net_fold
 from ._tabular.protocol import FrameExplainer, as_frame
 from ._tabular.request import read_options, read_request
 from ._tabular.results import (
@@ -71,7 +75,9 @@ class TabularExplainer(FrameExplainer):
         of these), ending in a classifier :class:`fastcf.LinearExplainer` accepts or in
         fastcf's ``GLVQ``/``GMLVQ`` (one program per prototype of the target: their regions
         are polyhedra), or in a tree model :class:`fastcf.TreeExplainer` takes (its splits
-        pushed onto the raw columns: :mod:`fastcf._tabular.treefold`; ``margin`` is unused);
+        pushed onto the raw columns: :mod:`fastcf._tabular.treefold`; ``margin`` is unused),
+        or in an ``MLPClassifier`` with ReLU or identity hidden layers (its neurons in the
+        program: :mod:`fastcf._tabular.netprog`; ``tanh`` and ``logistic`` are refused);
         or such a classifier alone. Anything else raises a ``TypeError`` naming the step.
     X_train : pandas.DataFrame
         The training data (raw columns): it gives the categories an answer may take, the
@@ -212,9 +218,12 @@ class TabularExplainer(FrameExplainer):
             X, fold, immutable, increase_only, decrease_only, integer, categorical, weights,
             resolution, lv, on_grid=tree,
         )  # fmt: skip
-        self._program = (
-            TreeProgram(self._schema, splits, model, X) if tree else Program(self._schema)
-        )
+        if tree:
+            self._program = TreeProgram(self._schema, splits, model, X)
+        elif is_net_fold(fold):  # a network: its neurons in the program (checked on X)
+            self._program = NetProgram(self._schema, model, X)
+        else:
+            self._program = Program(self._schema)
         self._set_classes(fold.classes)
         self.n_features_in_ = X.shape[1]
         self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
@@ -305,7 +314,8 @@ class TabularExplainer(FrameExplainer):
             the cell puts a grid point there (exact: :mod:`fastcf._tabular.imputed`).
             ``"keep"``: it stays missing (the column is frozen for that row).
         time_limit : float, optional
-            Seconds for the exact program of each row of a pipeline ending in a tree model (as
+            Seconds for the exact program of each row of a pipeline ending in a tree model or
+            a network (as
             :meth:`fastcf.TreeExplainer.explain`'s; a row re-solved at a raised margin gets what
             its earlier solves left): a row stopped with an answer the model confirms has
             ``success=True``, status 1 (``MAXITER``), ``info["gap"]`` its relative gap and

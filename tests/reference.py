@@ -4,6 +4,7 @@ Each section belongs to one model family. Keep the references independent of fas
 they may use fastcf only to read a model's arrays, never its solvers.
 """
 
+import itertools
 import math
 import warnings
 
@@ -2204,4 +2205,55 @@ def relu_net_proba_brute_force(coefs, intercepts, x0, target, tau, w, lo, hi, *,
         )
         if val < best[0]:
             best = (val, xv)
+
+
+def tabular_net_brute_force(pipe, row, grids, cost, continuous, target, *, margin=1e-6):
+    """Tabular recourse on a pipeline ending in a ReLU ``MLPClassifier``, by enumeration.
+
+    Every combination of the discrete columns' values (``grids``: ``{col: values}``, the
+    others held at x̄; ``cost(col, v)`` their cost) times every activation pattern of the
+    network: for each combination, the preprocessing's map of the ``continuous`` columns
+    (``{col: (lo, hi, w)}``: their box and the cost of a unit move) is read by probing the
+    pipeline's own ``transform`` (affine in them: scalers), composed into the network's first
+    layer, and :func:`relu_net_brute_force` solves one LP per pattern for the cheapest move of
+    those columns with the target's logits ahead by ``margin``. Returns ``(cost, x)``, x the
+    answer as a one-row DataFrame (``(inf, None)`` if none). Independent of fastcf.
+    """
+    import pandas as pd
+
+    pre, mlp = pipe[:-1], pipe[-1]
+    cols = list(grids)
+    cont = list(continuous)
+    assert not set(cols) & set(cont), "a column is either on a grid or continuous"
+    t = list(mlp.classes_).index(target)
+    binary = len(mlp.classes_) == 2
+    x0c = np.array([float(row[c].iloc[0]) for c in cont])
+    lo = np.array([continuous[c][0] for c in cont], dtype=np.float64) - x0c
+    hi = np.array([continuous[c][1] for c in cont], dtype=np.float64) - x0c
+    w = np.array([continuous[c][2] for c in cont], dtype=np.float64)
+    best = (math.inf, None)
+    for combo in itertools.product(*(grids[c] for c in cols)):
+        base = row.copy()
+        for c, v in zip(cols, combo, strict=True):
+            base[c] = pd.Series([v], index=row.index).astype(row[c].dtype)
+        fixed = sum(cost(c, v) for c, v in zip(cols, combo, strict=True))
+        if fixed >= best[0]:
+            continue
+        probe = pd.concat([base] * (len(cont) + 1), ignore_index=True)
+        for i, c in enumerate(cont):
+            probe.loc[i + 1, c] = probe.loc[i + 1, c] + 1.0
+        F = np.asarray(pre.transform(probe), dtype=np.float64)
+        M = (F[1:] - F[0]).T  # (features, continuous): the map of a unit move of each
+        W1 = np.asarray(mlp.coefs_[0], dtype=np.float64).T
+        coefs = [(W1 @ M).T] + list(mlp.coefs_[1:])
+        intercepts = [W1 @ F[0] + mlp.intercepts_[0]] + list(mlp.intercepts_[1:])
+        c_cost, d = relu_net_brute_force(
+            coefs, intercepts, np.zeros(len(cont)), t if not binary else int(t), margin, w, lo,
+            hi, binary=binary, relu=mlp.activation == "relu",
+        )  # fmt: skip
+        if fixed + c_cost < best[0]:
+            x = base.copy()
+            for i, c in enumerate(cont):
+                x[c] = x0c[i] + d[i]
+            best = (fixed + c_cost, x)
     return best

@@ -31,11 +31,15 @@ ColumnTransformer (any column order, overlaps,   each transformer on its columns
 remainder), Pipeline                             ColumnTransformer's ``output_indices_``
 ==============================================  ============================================
 
-Anything else raises a ``TypeError`` that names the step. An encoder must receive raw columns
-(an imputer before it is fine); a column both encoded and used as a number is refused. The fold
-is checked once against the model's own ``decision_function`` on training rows
-(:func:`check_fold`), so a step whose arithmetic is not what this module assumes is refused
-rather than explained wrongly. The check is the one of every fold
+Anything else raises a ``TypeError`` that names the step. A final ``MLPClassifier`` (ReLU or
+identity hidden layers) is folded like a linear classifier up to its first layer: ``G v + g``
+are then its first hidden layer's pre-activations and ``Fold.net`` its layers
+(:mod:`fastcf._tabular.netprog` writes the rest of the network into the program). An encoder
+must receive raw columns (an imputer before it is fine); a column both encoded and used as a
+number is refused. The fold is checked once against the model's own ``decision_function`` on
+training rows (:func:`check_fold`; a network's by
+:meth:`~fastcf._tabular.netprog.NetProgram.check`), so a step whose arithmetic is not what this
+module assumes is refused rather than explained wrongly. The check is the one of every fold
 (:func:`fastcf._fold.check_scores`, with its one rounding rule :func:`fastcf._fold.tolerance`):
 beside each expression the walk keeps the size of the terms the steps add up to compute it
 (:class:`FoldTerms`), so the rounding allowed is that of the steps' own arithmetic.
@@ -52,6 +56,7 @@ import numpy as np
 
 from .._fold import (
     AFFINE_STEPS,
+    Terms,
     check_fitted,
     check_scores,
     pipeline_parts,
@@ -252,6 +257,11 @@ class Fold:
     terms : FoldTerms or None
         The size of the terms the model adds up (the scale of its rounding, for
         :func:`check_fold`); None for a fold without scores (a tree model's).
+    net : Net or None
+        For a pipeline ending in an ``MLPClassifier`` (ReLU or identity hidden layers): its
+        layers (:class:`fastcf._net.model.Net`). ``G v + g`` are then not class scores but the
+        pre-activations of its first hidden layer, over the program's variables (the steps
+        folded into ``W₁ f + b₁``); the layers after the first are ``net.W[1:]``.
     """
 
     kinds: dict
@@ -268,6 +278,7 @@ class Fold:
     proto_class: np.ndarray | None = None
     fill: dict = field(default_factory=dict)
     terms: FoldTerms | None = None
+    net: object = None  # a network (MLPClassifier): its layers; G, g are its first layer's
 
 
 class Walk:
@@ -565,10 +576,14 @@ def fold_model(model, X):
         clf_name, clf = model.steps[-1]
     else:
         pre, clf_name, clf = [], "classifier", model
-    proto_class = omega = terms = None
+    proto_class = omega = terms = net = None
     if _is_lvq(clf):
         A, b, classes, proto_class, omega = _prototype_scores(clf, clf_name)
         probabilistic = False
+    elif type(clf).__name__ == "MLPClassifier":
+        net = _network(clf, clf_name)
+        A, b, classes, probabilistic = net.W[0], net.b[0], np.asarray(clf.classes_), True
+        terms = Terms.of_classifier(A, b)  # (its first layer's terms)
     else:
         try:
             A, b, classes, probabilistic, terms = linear_model_fold(clf)
@@ -639,7 +654,30 @@ def fold_model(model, X):
         proto_class=proto_class,
         fill=walk.fill(),
         terms=fold_terms,
+        net=net,
     )
+
+
+def _network(clf, clf_name):
+    """Return the :class:`~fastcf._net.model.Net` of an ``MLPClassifier`` (its own layers).
+
+    Its first layer is folded with the steps before it like a linear classifier's scores.
+
+    Raises
+    ------
+    TypeError
+        Its hidden activation is not ReLU or the identity (``tanh`` and ``logistic`` are smooth:
+        no exact program), it is multilabel, not fitted, or its weights are not finite.
+    """
+    from .._net.model import read_network
+
+    try:
+        return read_network(clf)
+    except (TypeError, ValueError) as exc:
+        text = str(exc).replace("NetExplainer", "TabularExplainer")
+        raise TypeError(
+            f"the classifier {clf_name!r} ({step_name(clf)}) is not supported: {text}"
+        ) from exc
 
 
 def _is_lvq(clf):

@@ -86,10 +86,10 @@ def read_options(ex, frame, single, tidx, options):
     plausible = o["plausible"]
     if plausible is not False and plausible is not True:
         raise ValueError(f"plausible must be True or False; got {plausible!r}")
-    if plausible and folded:
+    if plausible and (folded or getattr(ex._program, "network", False)):
         raise ValueError(
             "plausible=True is answered for pipelines ending in a tree model (their regions "
-            "that hold training rows); this model is linear or prototype-based"
+            "that hold training rows); this model is linear, prototype-based or a network"
         )
     return Request(frame, single, tidx, form, max_changes, allow, missing == "keep", time_limit,
                    plausible, held)  # fmt: skip
@@ -117,7 +117,7 @@ def target_form(ex, region, proba, margin):
         from ..adapters import model_name, not_probabilistic
 
         raise TypeError(not_probabilistic(model_name(ex.model), "proba= was asked"))
-    if ex._program.K > 1 and ex._program.folded:
+    if ex._program.K > 1 and (ex._program.folded or getattr(ex._program, "network", False)):
         raise ValueError(
             "proba= is answered for binary models only (a linear constraint on the score); "
             "for a softmax model p_target ≥ τ is not linear: use region=True (with margin=)"

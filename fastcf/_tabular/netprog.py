@@ -1,0 +1,407 @@
+"""The exact program of a tabular query on a ReLU network: big-M neurons over the raw columns.
+
+A pipeline ending in an ``MLPClassifier`` (ReLU or identity hidden layers) is folded like a
+linear one (:mod:`fastcf._tabular.fold`), but only up to the network's first layer: the
+pre-activations of its first hidden layer are affine scores ``G v + g`` of the program's
+variables v (numeric values, category indicators). The program of one row is the tabular
+program of :mod:`fastcf._tabular.milp` — the moves ``p_j, n_j`` of the numeric columns in
+steps of their grids (integer variables for integer and decimal columns), one 0/1 indicator
+``δ_{c,k}`` per category, ``Σ_k δ_{c,k} = 1``, the box, frozen, monotone and allowed
+categories, ``max_changes`` — with the network written after it as in :mod:`fastcf._net.program`:
+
+* the network reads ``u = (Δ, δ)``, the moves in steps and the indicators: its first layer is
+  ``[G_num · unit, G_ind] u + (g + G_num x̄)``, its other layers the classifier's own;
+* each hidden neuron with pre-activation bounds ``l ≤ z ≤ u`` over the row's box is stable off
+  (``y = 0``), stable on or of an identity layer (``y = z``), or unstable: ``y ≥ 0``,
+  ``y ≥ z``, ``y ≤ z − l (1 − a)``, ``y ≤ u a`` with a binary a (exact at a ∈ {0, 1});
+* the target's rows ``G_out h_L ≥ g_out`` on the last hidden layer
+  (:func:`fastcf._net.program.output_rows`; binary: the one logit past ``±θ``, θ the margin, or
+  ``max(logit τ, 0) + margin`` for ``proba=τ``; K classes: ``z_t − z_j ≥ margin``).
+
+The neurons' bounds come from the row's box: a numeric column's room in steps (the box must be
+finite: the default one, the training range, is), a block of indicators its allowed categories.
+The first layer's are exact over the box (a block contributes the least and the largest of its
+allowed categories' columns: one indicator is 1), the later ones interval arithmetic
+(:func:`fastcf._net.bounds.interval`) intersected, for ReLU layers, with the linear bounds of
+:func:`fastcf._net.bounds.linear_bounds`.
+
+HiGHS solves it to a zero gap. Its answer meets the ReLUs' constraints within HiGHS's
+tolerances only (an a of 1e-7 lets a little of z through an "off" neuron), so the moves of the
+continuous columns are solved again as the linear program inside the answer's activation
+pattern, where the network is affine (:func:`fastcf._net.program.solve_pattern`), with the grid
+columns and categories held at the program's values (integral there, and read exactly): the
+answer is a point of the network, at the optimum's cost. The pipeline's own ``predict`` (and
+``predict_proba`` for ``proba=``) then judges it (:mod:`fastcf._tabular.solve`), and a refused
+row is solved again at a larger margin.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._highs import highs
+from .._net.bounds import interval, linear_bounds, widen
+from .._net.model import Net
+from .._net.program import output_rows, solve_pattern
+from .._status import Status
+from .milp import Program, RowAnswer
+
+__all__ = ["NetProgram", "is_net_fold"]
+
+
+def is_net_fold(fold):
+    """Tell whether ``fold`` is that of a pipeline ending in a network."""
+    return getattr(fold, "net", None) is not None
+
+
+class NetProgram(Program):
+    """The tabular program of a pipeline ending in a ReLU network (see the module docstring).
+
+    Parameters
+    ----------
+    schema : Schema
+        Its fold's ``G``, ``g`` are the first hidden layer's pre-activations, ``fold.net`` the
+        network.
+    model : estimator
+        The user's pipeline (checked against the fold on training rows).
+    X : pandas.DataFrame
+        The training data (model columns).
+    """
+
+    folded = False  # no affine class scores: the pipeline's own predict_proba gives proba
+    network = True  # proba= for binary models only; no plausible=
+
+    def __init__(self, schema, model, X):
+        super().__init__(schema)
+        net = schema.fold.net
+        self.net = net
+        self.K = int(net.W[-1].shape[0])  # the logits (1: binary)
+        self.model = model
+        self.check(X)
+
+    # ------------------------------------------------------------------ the row's network
+    def row_net(self, x0):
+        """Return the :class:`Net` of the row x̄ over ``u = (Δ in steps, δ)``."""
+        net = self.net
+        W0 = np.hstack([self.G_step, self.G_ind])
+        b0 = self.g + self.G_num @ x0
+        return Net((W0, *net.W[1:]), (b0, *net.b[1:]), net.relu, net.binary)
+
+    def _bounds(self, rnet, lo, hi, d_hi):
+        """Return each hidden layer's pre-activation bounds over the box ``lo ≤ u ≤ hi``."""
+        n_num, s = self.n_num, self.schema
+        if len(rnet.W) == 1:
+            return [], []
+        W0, b0 = rnet.W[0], rnet.b[0]
+        Wn = W0[:, :n_num]
+        fl = np.maximum(Wn, 0.0) @ lo[:n_num] + np.minimum(Wn, 0.0) @ hi[:n_num] + b0
+        fu = np.maximum(Wn, 0.0) @ hi[:n_num] + np.minimum(Wn, 0.0) @ lo[:n_num] + b0
+        for j in range(self.n_cat):  # one indicator of each block is 1: its allowed columns
+            cols = s.cat_start[j] + np.flatnonzero(d_hi[s.cat_start[j] : s.cat_start[j + 1]] > 0)
+            block = W0[:, n_num + cols]
+            fl = fl + block.min(axis=1)
+            fu = fu + block.max(axis=1)
+        ls, us = interval(rnet.W, rnet.b, lo, hi, rnet.relu, first=widen(fl, fu))
+        if rnet.relu and len(rnet.W) > 2:
+            D = lo.shape[0]
+            cl, cu = linear_bounds(rnet.W, rnet.b, np.zeros(D), np.ones(D), lo, hi)
+            ls = [np.maximum(a, b) for a, b in zip(ls, cl, strict=True)]
+            us = [np.minimum(a, b) for a, b in zip(us, cu, strict=True)]
+        return ls, us
+
+    # ------------------------------------------------------------------ one query
+    def solve(self, x0, k0, q):
+        """Return the :class:`~fastcf._tabular.milp.RowAnswer` of one row.
+
+        ``q.threshold``: the margin on the logits (binary: ``max(logit τ, 0) + margin`` for
+        ``proba=τ``); ``q.time_limit``: seconds for HiGHS (an answer it stops with has status
+        MAXITER and ``info["stopped"]``).
+        """
+        if q.plausible:  # (refused by the request already; a guard for direct callers)
+            raise ValueError("plausible=True is answered for pipelines ending in a tree model")
+        prep = self._prepare(x0, k0, q)
+        if isinstance(prep, RowAnswer):
+            return prep
+        p_lo, p_hi, n_lo, n_hi, d_hi = prep
+        dlo, dhi = p_lo - n_hi, p_hi - n_lo  # the moves' box, in steps
+        open_ = ~(np.isfinite(dlo) & np.isfinite(dhi))
+        if open_.any():
+            j = int(np.flatnonzero(open_)[0])
+            raise ValueError(
+                f"a pipeline ending in a network is answered over a finite box, and column "
+                f"{self.schema.columns[self.num_cols[j]]!r} has an infinite bound (the default "
+                "bounds, the training range, are finite)"
+            )
+        rnet = self.row_net(x0)
+        lo = np.concatenate([dlo, np.zeros(self.n_ind)])
+        hi = np.concatenate([dhi, d_hi])
+        bounds = self._bounds(rnet, lo, hi, d_hi)
+        G, g = output_rows(rnet, int(q.target), float(q.threshold))
+        r = self._milp_net(x0, k0, q, prep, rnet, bounds, G, g)
+        if isinstance(r, RowAnswer):
+            return r
+        v, st, info = r
+        u = self._pattern(rnet, v, lo, hi, G, g)
+        delta = u[: self.n_num]
+        delta[np.abs(delta) * self.w_step <= 1e-13] = 0.0
+        x = self.move(x0, delta)
+        k = self._categories(u[self.n_num :])
+        cn, cc = self.distance(x0, k0, x, k)
+        cost = float(cn.sum() + cc.sum())
+        if st == "optimal":
+            msg = "exact (MILP over the network's neurons, then its activation pattern; HiGHS)"
+            return RowAnswer(x, k, cost, int(Status.OK), msg, info)
+        bound = min(info["bound"], cost)
+        gap = (cost - bound) / cost if cost > 0 else 0.0
+        info.update(gap=gap, bound=bound, stopped=True)
+        msg = (
+            "time limit reached: the answer is classified as the target but may not be the "
+            f"closest (relative gap {gap:.3g})"
+        )
+        return RowAnswer(x, k, cost, int(Status.MAXITER), msg, info)
+
+    def _categories(self, d):
+        """Return the category index of each block of the indicators ``d``."""
+        s = self.schema
+        return np.array(
+            [int(np.argmax(d[s.cat_start[j] : s.cat_start[j + 1]])) for j in range(self.n_cat)],
+            dtype=np.int64,
+        )
+
+    def _pattern(self, rnet, v, lo, hi, G, g):
+        """Return ``u`` of the program's answer, its continuous moves re-solved in its pattern.
+
+        The grid columns' moves (rounded) and the categories (one-hot) are held; the continuous
+        columns move within their box, as the linear program of the activation pattern of the
+        program's point (:func:`~fastcf._net.program.solve_pattern`). Where that program finds
+        nothing (the pattern's polytope missed by rounding), the program's own point.
+        """
+        n_num = self.n_num
+        delta = np.where(self.grid, np.round(v[:n_num]), v[:n_num])
+        d = np.zeros(self.n_ind)
+        d[self.schema.cat_start[:-1] + self._categories(v[n_num:])] = 1.0
+        u = np.concatenate([delta, d])
+        free = np.zeros(u.shape[0], dtype=bool)
+        free[:n_num] = ~self.grid & (lo[:n_num] < hi[:n_num])
+        if not free.any():
+            return u
+        plo, phi = np.where(free, lo, u), np.where(free, hi, u)
+        u0 = np.where(free, 0.0, u)  # (the row itself: no move)
+        w = np.concatenate([self.w_step, np.zeros(self.n_ind)])
+        y = solve_pattern(rnet, rnet.pattern(u), u0, plo, phi, w, G, g, "manhattan")
+        return u if y is None else np.where(free, y, u)
+
+    def _milp_net(self, x0, k0, q, prep, rnet, bounds, G, g):
+        """Return ``(v, status, info)`` of the row's MILP (v: the moves, then the indicators).
+
+        ``status``: "optimal", or "stopped" (HiGHS's time limit, with an answer). A row without
+        an answer: its :class:`RowAnswer` (infeasible, time limit, failure).
+        """
+        import highspy
+        from scipy import sparse
+
+        s = self.schema
+        n_num, n_ind, n_cat = self.n_num, self.n_ind, self.n_cat
+        p_lo, p_hi, n_lo, n_hi, d_hi = prep
+        ls, us = bounds
+        m = q.max_changes
+        zcols = np.flatnonzero((p_hi > 0) | (n_hi > 0)) if m is not None else np.zeros(0, int)
+        n_z = zcols.size
+        relu = rnet.relu
+        sizes = [W.shape[0] for W in rnet.W[:-1]]
+        unstable = [
+            (zl < 0) & (zu > 0) if relu else np.zeros(zl.shape, dtype=bool)
+            for zl, zu in zip(ls, us, strict=True)
+        ]
+        H, n_a = int(sum(sizes)), int(sum(int(a.sum()) for a in unstable))
+        iz = 2 * n_num + n_ind
+        iy = iz + n_z
+        ia = iy + H
+        nv = ia + n_a
+        cost = np.zeros(nv)
+        cost[:n_num] = cost[n_num : 2 * n_num] = self.w_step
+        cost[2 * n_num : iz] = self.costs(x0, k0)
+        lb, ub = np.zeros(nv), np.zeros(nv)
+        lb[:iz] = np.concatenate([p_lo, n_lo, np.zeros(n_ind)])
+        ub[:iz] = np.concatenate([p_hi, n_hi, d_hi])
+        ub[iz:iy] = 1.0
+        ub[ia:] = 1.0
+        integ = np.zeros(nv, dtype=bool)
+        integ[:n_num] = integ[n_num : 2 * n_num] = self.grid
+        integ[2 * n_num : iy] = True
+        integ[ia:] = True
+        rows, cols, vals, rlo, rhi = [], [], [], [], []
+
+        def add(ci, cv, low, high):
+            r = len(rlo)
+            rows.extend([r] * len(ci))
+            cols.extend(ci)
+            vals.extend(cv)
+            rlo.append(low)
+            rhi.append(high)
+
+        for j in range(n_cat):  # one category per encoded column
+            ci = list(range(2 * n_num + s.cat_start[j], 2 * n_num + s.cat_start[j + 1]))
+            add(ci, [1.0] * len(ci), 1.0, 1.0)
+        if m is not None:  # (the box is finite: p_hi, n_hi are the big-Ms)
+            own = s.cat_start[:-1] + k0
+            for i, j in enumerate(zcols):
+                add([j, iz + i], [1.0, -p_hi[j]], -math.inf, 0.0)
+                add([n_num + j, iz + i], [1.0, -n_hi[j]], -math.inf, 0.0)
+            ci = list(range(iz, iz + n_z)) + [2 * n_num + int(o) for o in own]
+            add(ci, [1.0] * n_z + [-1.0] * n_cat, -math.inf, float(m - n_cat))
+
+        def expand(prev, wrow):
+            """Return (columns, values) of ``wrow · h`` over the program's columns."""
+            nz = np.flatnonzero(wrow)
+            ci, cv = [], []
+            for k in nz:
+                for c, f in prev[k]:
+                    ci.append(c)
+                    cv.append(f * wrow[k])
+            return ci, cv
+
+        # the network's input u = (p − n, δ): each entry a list of (column, factor)
+        prev = [[(j, 1.0), (n_num + j, -1.0)] for j in range(n_num)]
+        prev += [[(2 * n_num + k, 1.0)] for k in range(n_ind)]
+        y, a = iy, ia
+        for W, b, lw, up in zip(rnet.W[:-1], rnet.b[:-1], ls, us, strict=True):
+            cur = []
+            for j in range(W.shape[0]):
+                ci, cv = expand(prev, W[j])
+                if relu and up[j] <= 0:  # stable off: y = 0
+                    lb[y] = ub[y] = 0.0
+                elif not relu or lw[j] >= 0:  # y = z
+                    lb[y], ub[y] = (max(lw[j], 0.0), up[j]) if relu else (lw[j], up[j])
+                    add(ci + [y], cv + [-1.0], -b[j], -b[j])
+                else:  # unstable: y ≥ z, y ≤ z − l (1 − a), y ≤ u a, y ≥ 0
+                    lb[y], ub[y] = 0.0, up[j]
+                    add(ci + [y], cv + [-1.0], -math.inf, -b[j])
+                    add(ci + [y, a], [-v for v in cv] + [1.0, -lw[j]], -math.inf, b[j] - lw[j])
+                    add([y, a], [1.0, -up[j]], -math.inf, 0.0)
+                    a += 1
+                cur.append([(y, 1.0)])
+                y += 1
+            prev = cur
+        for k in range(G.shape[0]):  # the target: G h ≥ g
+            ci, cv = expand(prev, G[k])
+            add(ci, cv, g[k], math.inf)
+        A = sparse.csr_array((vals, (rows, cols)), shape=(len(rlo), nv))
+        A.sum_duplicates()
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = nv, A.shape[0]
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, lb, ub
+        lp.row_lower_, lp.row_upper_ = np.array(rlo), np.array(rhi)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = A.indices.astype(np.int32)
+        lp.a_matrix_.value_ = A.data.astype(np.float64)
+        lp.integrality_ = [
+            highspy.HighsVarType.kInteger if t else highspy.HighsVarType.kContinuous for t in integ
+        ]
+        h = highs("tabular-net")
+        h.clearSolver()
+        h.passModel(lp)
+        limit = math.inf if q.time_limit is None else float(q.time_limit)
+        h.setOptionValue("time_limit", limit)
+        h.run()
+        S = highspy.HighsModelStatus
+        st = h.getModelStatus()
+        text = h.modelStatusToString(st)
+        hinfo = h.getInfo()
+        bound = float(hinfo.mip_dual_bound)
+        info = {
+            "solver": "HiGHS",
+            "highs_status": text,
+            "nodes": int(hinfo.mip_node_count),
+            "unstable": n_a,
+            "bound": bound if math.isfinite(bound) else 0.0,
+        }
+        have = int(hinfo.primal_solution_status) == 2
+        if have and st in (S.kOptimal, S.kTimeLimit, S.kInterrupt, S.kIterationLimit):
+            v = np.asarray(h.getSolution().col_value)
+            u = np.concatenate([v[:n_num] - v[n_num : 2 * n_num], v[2 * n_num : iz]])
+            return u, "optimal" if st == S.kOptimal else "stopped", info
+        if st in (S.kInfeasible, S.kUnboundedOrInfeasible):
+            ans = self._infeasible(x0, k0, None)
+            return ans._replace(message=ans.message + f" (HiGHS: {text})", info=info)
+        if st in (S.kTimeLimit, S.kInterrupt, S.kIterationLimit):
+            return RowAnswer(
+                x0.copy(), k0.copy(), math.inf, int(Status.MAXITER),
+                "time limit reached before any answer was found", info,
+            )  # fmt: skip
+        return RowAnswer(
+            x0.copy(), k0.copy(), math.inf, int(Status.SOLVER_FAILED),
+            f"the MILP solver failed (HiGHS: {text})", info,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ the check
+    def check(self, X, n=200):
+        """Check the fold against the pipeline's own steps and probabilities on training rows.
+
+        The first hidden layer's pre-activations from the fold (``G v + g``) against the
+        classifier's first layer on the steps' own ``transform``, within a relative 1e-9 of the
+        size of their terms; and the network's probabilities (fastcf's copy) against the
+        pipeline's ``predict_proba`` within 1e-6.
+
+        Raises
+        ------
+        TypeError
+            Naming the pipeline's steps, where they disagree.
+        """
+        from .._fold import pipeline_parts
+
+        s = self.schema
+        fold = s.fold
+        sample = X.iloc[:: max(1, X.shape[0] // n)]
+        V, keep = [], []
+        for i in range(sample.shape[0]):
+            try:
+                x0, k0 = s.read(sample.iloc[i].to_numpy(dtype=object), i)
+            except ValueError:
+                continue
+            ind = np.zeros(self.n_ind)
+            ind[s.cat_start[:-1] + k0] = 1.0
+            V.append(np.concatenate([x0, ind]))
+            keep.append(i)
+        if not keep:
+            return
+        V = np.asarray(V)
+        rows = sample.iloc[keep]
+        steps, clf = pipeline_parts(self.model)
+        inp = (
+            rows if getattr(self.model, "feature_names_in_", None) is not None else rows.to_numpy()
+        )
+        T = inp
+        for _, step in steps:
+            if step is not None and not (isinstance(step, str) and step == "passthrough"):
+                T = step.transform(T)
+        T = np.asarray(T.toarray() if hasattr(T, "toarray") else T, dtype=np.float64)
+        want = T @ self.net.W[0].T + self.net.b[0]
+        got = V @ fold.G.T + fold.g
+        scale = fold.terms.scale(fold, V)
+        bad = ~(np.abs(got - want) <= 1e-9 * scale + 1e-300)
+        err = None
+        if bad.any():
+            r, j = np.argwhere(bad)[0]
+            err = f"first-layer neuron {j}: {got[r, j]!r} where the pipeline has {want[r, j]!r}"
+        else:
+            z = Net((fold.G, *self.net.W[1:]), (fold.g, *self.net.b[1:]), self.net.relu,
+                    self.net.binary).logits(V)  # fmt: skip
+            if self.net.binary:
+                P = 1.0 / (1.0 + np.exp(-np.clip(z[:, 0], -700, 700)))
+                P = np.column_stack([1.0 - P, P])
+            else:
+                e = np.exp(z - z.max(axis=1, keepdims=True))
+                P = e / e.sum(axis=1, keepdims=True)
+            diff = float(np.abs(P - self.model.predict_proba(inp)).max(initial=0.0))
+            if not diff <= 1e-6:
+                err = f"its probabilities differ by {diff:.3g}"
+        if err is not None:
+            raise TypeError(
+                "the pipeline folded into its network's first layer does not reproduce the "
+                f"pipeline ({err}); one of its steps ({', '.join(fold.steps) or 'none'}) does "
+                "something this fold does not model"
+            )

@@ -1,0 +1,354 @@
+"""TabularExplainer on ColumnTransformer pipelines ending in a ReLU MLPClassifier.
+
+Exactness against two references written apart from fastcf (tests/reference.py): the model's
+own ``predict`` over every combination of the columns' grid values
+(:func:`tabular_model_brute_force`), and, for a continuous column, one linear program per
+activation pattern and combination of the discrete columns' values
+(:func:`tabular_net_brute_force`).
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import tabular_model_brute_force, tabular_net_brute_force
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neural_network import MLPClassifier
+from tree_models import EDU, W, tabular_cost, tabular_data, tabular_grids, tabular_pipe
+
+import fastcf
+from fastcf import Status
+
+
+def _fit(classes=2, hidden=(4,), activation="relu", seed=0, n=240):
+    X, y = tabular_data(n, seed, classes, cuts=(4.5,) if classes == 2 else (3.5, 5.0))
+    mlp = MLPClassifier(
+        hidden, activation=activation, solver="lbfgs", max_iter=3000, random_state=seed
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = tabular_pipe(mlp).fit(X, y)
+    return X, model
+
+
+@pytest.fixture(scope="module", params=[(2, (4,)), (3, (4,)), (2, (3, 2)), (3, (3, 3))])
+def fitted(request):
+    classes, hidden = request.param
+    X, model = _fit(classes, hidden)
+    return X, model, fastcf.TabularExplainer(model, X, weights=W)
+
+
+def _targets(model, row):
+    p = model.predict(row)[0]
+    return [t for t in model.classes_ if t != p]
+
+
+def _own_cost(res, row):
+    cost = tabular_cost(row)
+    return sum(cost(c, res.x[c].iloc[0]) for c in W)
+
+
+def _check(model, res, row, target, ref, proba=None):
+    """A success is the target under the pipeline's predict, costs what it says, is optimal."""
+    value, _ = ref
+    if not np.isfinite(value):
+        assert not res.success
+        assert res.status == Status.INFEASIBLE, res.message
+        return
+    assert res.success, res.message
+    assert res.status == Status.OK
+    assert model.predict(res.x)[0] == target
+    if proba is not None:
+        k = list(model.classes_).index(target)
+        assert model.predict_proba(res.x)[0, k] >= proba
+    assert res.distance == pytest.approx(_own_cost(res, row), rel=1e-9, abs=1e-12)
+    assert res.distance == pytest.approx(value, rel=1e-7, abs=1e-9)
+
+
+def _is_answer_row(X, res):
+    """Integer columns integral, the categories seen in training, the dtypes kept."""
+    x = res.x
+    assert list(x.dtypes) == list(X.dtypes)
+    assert float(x.n.iloc[0]).is_integer()
+    assert round(float(x.d.iloc[0]) * 10) == pytest.approx(float(x.d.iloc[0]) * 10, abs=1e-9)
+    assert x.job.iloc[0] in set(X.job)
+    assert x.edu.iloc[0] in EDU
+
+
+def test_exact_on_the_grid(fitted):
+    """Every column on its grid: the brute force over every grid combination agrees."""
+    X, model, tx = fitted
+    for i in range(8):
+        row = X.iloc[[i]]
+        for t in _targets(model, row):
+            res = tx.explain(row, t)
+            ref = tabular_model_brute_force(model, row, tabular_grids(X, row), tabular_cost(row), t)
+            _check(model, res, row, t, ref)
+            _is_answer_row(X, res)
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_exact_identity_activation(classes):
+    X, model = _fit(classes, (4,), activation="identity")
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    for i in range(5):
+        row = X.iloc[[i]]
+        for t in _targets(model, row):
+            res = tx.explain(row, t)
+            ref = tabular_model_brute_force(model, row, tabular_grids(X, row), tabular_cost(row), t)
+            _check(model, res, row, t, ref)
+
+
+@pytest.mark.parametrize("classes,hidden", [(2, (4,)), (3, (3,)), (2, (2, 2))])
+def test_exact_continuous_column(classes, hidden):
+    """A continuous column: one LP per activation pattern and discrete combination agrees."""
+    X, model = _fit(classes, hidden)
+    tx = fastcf.TabularExplainer(model, X, weights=W, resolution={"d": None})
+    assert tx.kinds_["d"] == "continuous"
+    for i in range(5):
+        row = X.iloc[[i]]
+        n0 = int(row.n.iloc[0])
+        lo_d, hi_d = min(X.d.min(), row.d.iloc[0]), max(X.d.max(), row.d.iloc[0])
+        grids = tabular_grids(X, row, fixed=["edu"])
+        grids["n"] = list(range(n0 - 2, n0 + 3))  # (the box of bounds=: past the training range)
+        del grids["d"]  # (the continuous column: the reference's LPs move it)
+        for t in _targets(model, row):
+            res = tx.explain(row, t, bounds={"n": ("-2", "+2")}, frozen=["edu"])
+            ref = tabular_net_brute_force(
+                model, row, grids, tabular_cost(row), {"d": (lo_d, hi_d, W["d"])}, t
+            )
+            if not np.isfinite(ref[0]):
+                assert not res.success
+                continue
+            assert res.success, res.message
+            assert model.predict(res.x)[0] == t
+            assert res.distance == pytest.approx(_own_cost(res, row), rel=1e-9)
+            # (the margin 1e-6 on the logits: the two optima agree to its order)
+            assert res.distance == pytest.approx(ref[0], rel=1e-5, abs=1e-6)
+
+
+def test_constraints_against_brute_force():
+    """immutable, increase/decrease-only, bounds, allowed, transitions, frozen, max_changes."""
+    X, model = _fit(2, (4,))
+    tx = fastcf.TabularExplainer(
+        model, X, weights=W, immutable=["job"], increase_only=["edu"], decrease_only=["d"]
+    )
+    tx2 = fastcf.TabularExplainer(model, X, weights=W)
+    checked = 0
+    for i in range(10):
+        row = X.iloc[[i]]
+        t = _targets(model, row)[0]
+        g = tabular_grids(X, row, fixed=["job"])
+        d0, e0 = row.d.iloc[0], EDU.index(row.edu.iloc[0])
+        g["d"] = [v for v in g["d"] if v <= d0]
+        g["edu"] = EDU[e0:]
+        ref = tabular_model_brute_force(model, row, g, tabular_cost(row), t)
+        _check(model, tx.explain(row, t), row, t, ref)
+        # bounds on n (absolute and relative), and allowed categories of job
+        n0 = int(row.n.iloc[0])
+        g = tabular_grids(X, row)
+        g["n"] = list(range(max(0, n0 - 3), n0 + 2))
+        g["job"] = sorted({"b", "d", row.job.iloc[0]})
+        res = tx2.explain(
+            row, t, bounds={"n": ("-3", n0 + 1)}, allowed={"job": ["b", "d", row.job.iloc[0]]}
+        )
+        _check(model, res, row, t, tabular_model_brute_force(model, row, g, tabular_cost(row), t))
+        # transitions: from the row's job only to "c"; edu frozen for this query
+        g = tabular_grids(X, row, fixed=["edu"])
+        g["job"] = sorted({"c", row.job.iloc[0]})
+        jobs = sorted(set(X.job))
+        res = tx2.explain(row, t, transitions={"job": {j: ["c"] for j in jobs}}, frozen=["edu"])
+        _check(model, res, row, t, tabular_model_brute_force(model, row, g, tabular_cost(row), t))
+        # max_changes
+        for m in (1, 2):
+            res = tx2.explain(row, t, max_changes=m)
+            ref = tabular_model_brute_force(
+                model, row, tabular_grids(X, row), tabular_cost(row), t, max_changes=m
+            )
+            _check(model, res, row, t, ref)
+            if res.success:
+                assert int((res.x.iloc[0] != row.iloc[0]).sum()) <= m
+        checked += 1
+    assert checked == 10
+
+
+def test_immutable_row_outside_allowed_is_refused_with_reason():
+    X, model = _fit(2, (4,))
+    tx = fastcf.TabularExplainer(model, X, weights=W, immutable=["job"])
+    row = X.iloc[[0]]
+    t = _targets(model, row)[0]
+    other = sorted(set(X.job) - {row.job.iloc[0]})
+    res = tx.explain(row, t, allowed={"job": other})
+    assert not res.success and res.status == Status.INFEASIBLE
+    assert "'job' is immutable" in res.message
+
+
+def test_unreachable_target_is_infeasible():
+    """Everything held but one column that cannot reach: success=False, status INFEASIBLE."""
+    X, model = _fit(2, (4,))
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    for i in range(20):
+        row = X.iloc[[i]]
+        t = _targets(model, row)[0]
+        g = tabular_grids(X, row, fixed=["n", "d", "job"])
+        ref = tabular_model_brute_force(model, row, g, tabular_cost(row), t)
+        res = tx.explain(row, t, frozen=["n", "d", "job"])
+        _check(model, res, row, t, ref)
+        if not np.isfinite(ref[0]):
+            assert "infeasible" in res.message
+            return
+    pytest.skip("every row could reach its target by its edu alone")
+
+
+@pytest.mark.parametrize("tau", [0.6, 0.9])
+def test_proba_binary(tau):
+    X, model = _fit(2, (4,))
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    for i in range(6):
+        row = X.iloc[[i]]
+        t = _targets(model, row)[0]
+        res = tx.explain(row, t, proba=tau)
+        ref = tabular_model_brute_force(
+            model, row, tabular_grids(X, row), tabular_cost(row), t, proba=tau
+        )
+        _check(model, res, row, t, ref, proba=tau)
+        if res.success:
+            k = list(model.classes_).index(t)
+            assert res.proba[k] == pytest.approx(model.predict_proba(res.x)[0, k])
+
+
+def test_proba_multiclass_refused():
+    X, model = _fit(3, (4,))
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    with pytest.raises(ValueError, match="binary models only"):
+        tx.explain(X.iloc[[0]], 1, proba=0.6)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "logistic"])
+def test_smooth_activations_refused(activation):
+    X, model = _fit(2, (3,), activation=activation)
+    with pytest.raises(TypeError, match="not piecewise linear.*TabularExplainer answers exactly"):
+        fastcf.TabularExplainer(model, X)
+
+
+def test_plausible_refused():
+    X, model = _fit(2, (3,))
+    tx = fastcf.TabularExplainer(model, X)
+    with pytest.raises(ValueError, match="tree model.*network"):
+        tx.explain(X.iloc[[0]], 1, plausible=True)
+
+
+def test_infinite_bound_refused():
+    X, model = _fit(2, (3,))
+    tx = fastcf.TabularExplainer(model, X, resolution={"d": None})
+    row = X.iloc[[0]]
+    with pytest.raises(ValueError, match="finite box.*'d'"):
+        tx.explain(row, _targets(model, row)[0], bounds={"d": (None, np.inf)})
+
+
+def test_batch_time_limit_and_enumerate():
+    X, model = _fit(2, (4,))
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    rows = X.iloc[:6]
+    targets = [1 - int(p) for p in model.predict(rows)]
+    batch = tx.explain(rows, targets, time_limit=30.0)
+    assert batch.x.shape == rows.shape
+    for i in range(6):
+        one = tx.explain(rows.iloc[[i]], targets[i])
+        assert batch.success[i] == one.success
+        assert batch.distance[i] == pytest.approx(one.distance, rel=1e-9)
+        assert not batch.success[i] or model.predict(batch.x.iloc[[i]])[0] == targets[i]
+    row = X.iloc[[0]]
+    t = _targets(model, row)[0]
+    alts = tx.enumerate(row, t, k=3)
+    assert alts and alts[0].distance == pytest.approx(tx.explain(row, t).distance)
+    costs = [a.distance for a in alts]
+    assert costs == sorted(costs)
+    for a in alts:
+        assert model.predict(a.x)[0] == t
+
+
+def test_front_door_and_explainer_for():
+    X, model = _fit(2, (4,))
+    ex = fastcf.explainer_for(model, X_train=X, immutable=["job"])
+    assert isinstance(ex, fastcf.TabularExplainer)
+    row = X.iloc[[3]]
+    t = _targets(model, row)[0]
+    res = fastcf.counterfactual(model, row, t, X_train=X, immutable=["job"], weights=W)
+    assert res.success and model.predict(res.x)[0] == t
+    assert res.x.job.iloc[0] == row.job.iloc[0]
+    ref = tabular_model_brute_force(
+        model, row, tabular_grids(X, row, fixed=["job"]), tabular_cost(row), t
+    )
+    _check(model, res, row, t, ref)
+
+
+def test_imputed_and_levels():
+    """A SimpleImputer in front of a column, and a column kept at its levels."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(1)
+    n = 300
+    X = pd.DataFrame(
+        {
+            "income": rng.integers(20, 80, n).astype(float),
+            "term": rng.choice([36, 60], n),
+            "home": rng.choice(["rent", "own", "parents"], n),
+        }
+    )
+    y = ((X.income / 10 - (X.term == 60) * 2 + (X.home == "own") * 1.5) > 4.5).astype(int)
+    pre = make_column_transformer(
+        (make_pipeline(SimpleImputer(), StandardScaler()), ["income"]),
+        (StandardScaler(), ["term"]),
+        (OneHotEncoder(), ["home"]),
+    )
+    mlp = MLPClassifier((4,), solver="lbfgs", max_iter=3000, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = make_pipeline(pre, mlp).fit(X, y)
+    tx = fastcf.TabularExplainer(model, X)
+    assert tx.kinds_["term"] == "levels"
+    row = X[model.predict(X) == 0].iloc[[0]].copy()
+    res = tx.explain(row, 1)
+    assert res.success and model.predict(res.x)[0] == 1
+    assert res.x.term.iloc[0] in (36, 60)
+    row.loc[:, "income"] = np.nan  # imputed: the model reads the training mean
+    res = tx.explain(row, 1)
+    assert res.success and model.predict(res.x)[0] == 1
+
+
+def test_bad_fold_is_refused():
+    """A step that does not do what the fold assumes: refused at construction."""
+    X, model = _fit(2, (3,))
+    tx = fastcf.TabularExplainer(model, X)
+    tx._program.net.W[0][0, 0] += 1.0  # (fastcf's copy of the first layer, made wrong)
+    with pytest.raises(TypeError, match="does not reproduce the pipeline"):
+        tx._program.check(X)
+
+
+@settings(max_examples=6)
+@given(
+    seed=st.integers(0, 10_000),
+    classes=st.sampled_from([2, 3]),
+    hidden=st.sampled_from([(2,), (4,), (6,), (2, 2), (3, 2)]),
+    max_changes=st.sampled_from([None, 1, 2]),
+)
+def test_fuzz_small_pipelines(seed, classes, hidden, max_changes):
+    """Random small pipelines and rows: every answer valid and the brute force's optimum."""
+    X, model = _fit(classes, hidden, seed=seed % 50, n=160)
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    rng = np.random.default_rng(seed)
+    for i in rng.choice(X.shape[0], 2, replace=False):
+        row = X.iloc[[int(i)]]
+        for t in _targets(model, row):
+            res = tx.explain(row, t, max_changes=max_changes)
+            ref = tabular_model_brute_force(
+                model, row, tabular_grids(X, row), tabular_cost(row), t, max_changes=max_changes
+            )
+            _check(model, res, row, t, ref)
