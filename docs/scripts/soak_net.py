@@ -4,8 +4,8 @@ Not run in CI. Random tiny ReLU networks (1–2 hidden layers, at most 8 hidden 
 features, 2–3 classes), scikit-learn ``MLPClassifier`` models with their weights replaced by
 random ones of scale 10^U(−1, 1) and PyTorch ``nn.Sequential`` models in float64 and float32,
 with random boxes, per-feature weights 10^U(−1, 1), and at random a frozen feature,
-``max_changes``, ``metric="l0"``, ``metric="euclidean"`` or (binary) ``proba=``. Each
-example asks every entry point:
+``max_changes``, ``metric="l0"``, ``metric="euclidean"`` or ``proba=``. Each example asks
+every entry point:
 
 * ``explain`` of the single query;
 * ``explain`` of a batch (the query among two others);
@@ -13,9 +13,11 @@ example asks every entry point:
 * the front door ``fastcf.counterfactual(model, x, t, bounds=..., ...)``.
 
 Reference: ``reference.relu_net_brute_force`` (one linear program per activation pattern, and
-per support for L0/``max_changes``), at the margin fastcf aims at (1e-6 on the logits; logit
-τ for ``proba=``; for a float32 model, the proven bound of its rounding, ``Net.rounding``) and
-at margin 0 (fastcf's answer is never below that one's cost).
+per support for L0/``max_changes``; a QP for Euclidean; ``relu_net_proba_brute_force``, one
+exponential-cone program per pattern, for a multiclass ``proba=``), at the margin fastcf
+aims at (1e-6 on the logits; logit τ for ``proba=``; for a float32 model, the proven bound of
+its rounding, ``Net.rounding``) and at margin 0 (fastcf's answer is never below that one's
+cost).
 
 Counted per entry point:
 
@@ -42,7 +44,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
-from reference import relu_net_brute_force  # noqa: E402
+from reference import relu_net_brute_force, relu_net_proba_brute_force  # noqa: E402
 
 import fastcf  # noqa: E402
 
@@ -139,6 +141,8 @@ def case(rng):
             opts["frozen"] = [int(rng.integers(D))]
     elif u < 0.7 and binary:
         opts["proba"] = float(rng.uniform(0.55, 0.95))
+    elif u < 0.8 and not binary:  # (the reference: one exponential-cone program per pattern)
+        opts["proba"] = float(rng.uniform(0.3, 0.9))
     meta = dict(kind=kind, dtype=str(dtype), binary=binary, D=D, K=2 if binary else len(biases[-1]))
     return model, coefs, biases, binary, judge, X, opts, meta
 
@@ -155,6 +159,13 @@ def reference(ex, coefs, biases, binary, x0, t, opts):
     theta = 0.0 if proba is None else float(np.log(proba) - np.log1p(-proba))
     floor = ex._net.rounding(lo, hi) if ex._net.unit > 2.0**-53 else 0.0
     margin = max(1e-6, theta + floor)
+    if proba is not None and not binary:  # softmax_t >= τ: 1e-6 inside, as fastcf's cuts
+        args = dict(metric=metric)
+        m = max(1e-6, floor)
+        at, _ = relu_net_proba_brute_force(coefs, biases, x0, t, proba, w, lo, hi,
+                                           margin=m, slack=m, **args)  # fmt: skip
+        zero, _ = relu_net_proba_brute_force(coefs, biases, x0, t, proba, w, lo, hi, **args)
+        return at, zero
     args = dict(binary=binary, metric=metric, max_changes=mc)
     at, _ = relu_net_brute_force(coefs, biases, x0, t, margin, w, lo, hi, **args)
     zero, _ = relu_net_brute_force(coefs, biases, x0, t, max(theta, 0.0), w, lo, hi, **args)
