@@ -2205,6 +2205,7 @@ def relu_net_proba_brute_force(coefs, intercepts, x0, target, tau, w, lo, hi, *,
         )
         if val < best[0]:
             best = (val, xv)
+    return best
 
 
 def tabular_net_brute_force(pipe, row, grids, cost, continuous, target, *, margin=1e-6):

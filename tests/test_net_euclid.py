@@ -6,27 +6,12 @@ in d = x − x̄): the answer costs no more than the reference's at fastcf's mar
 less than the reference's at margin 0 (1e-6 relative). Validity by the model's own ``predict``.
 """
 
-import warnings
-
 import numpy as np
 import pytest
+from net_models import mlp as fitted_mlp
 from reference import relu_net_brute_force
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.neural_network import MLPClassifier
 
 from fastcf import NetExplainer
-
-
-def _mlp(hidden, D, K, seed, activation="relu", n=120):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, D))
-    score = np.sin(3 * X[:, 0]) + X[:, -1] * X[:, 0] + 0.3 * rng.normal(size=n)
-    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, K + 1)[1:-1]))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        mlp = MLPClassifier(hidden, activation=activation, max_iter=300, random_state=seed)
-        mlp.fit(X, y)
-    return mlp, X
 
 
 def _between(res, mlp, x0, t, w, lo, hi, frozen=()):
@@ -57,7 +42,7 @@ CASES = [((4,), 2, 2), ((6,), 3, 2), ((3, 3), 2, 3), ((5,), 2, 3), ((4, 2), 3, 2
 @pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("hidden,D,K", CASES, ids=str)
 def test_euclidean_equals_the_brute_force_over_every_pattern(hidden, D, K, seed):
-    mlp, X = _mlp(hidden, D, K, seed)
+    mlp, X = fitted_mlp(hidden, D, K, seed)
     ex = NetExplainer(mlp)
     rng = np.random.default_rng(100 + seed)
     lo, hi = -np.ones(D) * 1.5, np.ones(D) * 1.5
@@ -73,7 +58,7 @@ def test_euclidean_equals_the_brute_force_over_every_pattern(hidden, D, K, seed)
 
 @pytest.mark.parametrize("seed", range(3))
 def test_euclidean_with_frozen_features_and_training_rows(seed):
-    mlp, X = _mlp((5, 3), 3, 2, seed)
+    mlp, X = fitted_mlp((5, 3), 3, 2, seed)
     ex = NetExplainer(mlp).fit_data(X)
     lo, hi = X.min(axis=0), X.max(axis=0)
     w = np.array([1.0, 0.3, 3.0])
@@ -88,7 +73,7 @@ def test_euclidean_with_frozen_features_and_training_rows(seed):
 
 
 def test_identity_hidden_layers():
-    mlp, X = _mlp((4, 3), 3, 3, 0, activation="identity")
+    mlp, X = fitted_mlp((4, 3), 3, 3, 0, activation="identity")
     ex = NetExplainer(mlp)
     lo, hi = -np.ones(3) * 2, np.ones(3) * 2
     w = np.array([1.0, 2.0, 0.5])
@@ -99,7 +84,7 @@ def test_identity_hidden_layers():
 
 
 def test_exact_false_gives_a_valid_answer_with_a_certified_bound():
-    mlp, X = _mlp((8, 8), 4, 2, 1)
+    mlp, X = fitted_mlp((8, 8), 4, 2, 1)
     ex = NetExplainer(mlp).fit_data(X)
     Q = X[:10]
     T = 1 - mlp.predict(Q)
@@ -114,7 +99,7 @@ def test_exact_false_gives_a_valid_answer_with_a_certified_bound():
 
 
 def test_time_limit_and_enumerate():
-    mlp, X = _mlp((16, 16), 4, 3, 2)
+    mlp, X = fitted_mlp((16, 16), 4, 3, 2)
     ex = NetExplainer(mlp).fit_data(X)
     x0 = X[0]
     t = mlp.classes_[(int(mlp.predict(x0[None])[0]) + 1) % 3]
@@ -130,6 +115,6 @@ def test_time_limit_and_enumerate():
 
 
 def test_euclidean_refuses_max_changes():
-    mlp, X = _mlp((4,), 2, 2, 0)
+    mlp, X = fitted_mlp((4,), 2, 2, 0)
     with pytest.raises(ValueError, match="max_changes with metric='euclidean'"):
         NetExplainer(mlp).explain(X[0], 1, bounds=(-2, 2), metric="euclidean", max_changes=1)

@@ -7,26 +7,16 @@ log(1/τ)) and no less than the reference's at none (1e-5 relative: the referenc
 cone is solved to ~1e-8). Validity by the model's own ``predict`` and ``predict_proba``.
 """
 
-import warnings
-
 import numpy as np
 import pytest
+from net_models import mlp as fitted_mlp
 from reference import relu_net_proba_brute_force
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.neural_network import MLPClassifier
 
 from fastcf import NetExplainer
 
 
-def _mlp(hidden, D, K, seed, n=150):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, D))
-    score = np.sin(3 * X[:, 0]) + X[:, -1] * X[:, 0] + 0.3 * rng.normal(size=n)
-    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, K + 1)[1:-1]))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        mlp = MLPClassifier(hidden, max_iter=300, random_state=seed).fit(X, y)
-    return mlp, X
+def _mlp(hidden, D, K, seed):
+    return fitted_mlp(hidden, D, K, seed, n=150)
 
 
 @pytest.mark.parametrize("metric", ["manhattan", "euclidean"])
