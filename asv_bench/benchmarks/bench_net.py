@@ -87,7 +87,7 @@ def measure(name, n_queries=N_QUERIES, repeat=1):
 class Networks:
     """Exact queries of ReLU networks, and the plain big-M program as the baseline."""
 
-    params = [["mlp20", "mlp32x32"]]
+    params = [["mlp20", "mlp32x32", "mlp64x64"]]
     param_names = ["model"]
     timeout = 3600
 
