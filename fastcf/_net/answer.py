@@ -32,7 +32,7 @@ from ..results import Solution
 from .bounds import budget_first_layer, interval, linear_bounds
 from .incumbent import incumbent
 from .program import Program, output_rows, solve_milp, solve_pattern, ties_differ
-from .search import search
+from .search import relaxation, search
 
 __all__ = ["NetQuery", "METRICS", "query", "answer", "RaiseMargin", "distance"]
 
@@ -146,7 +146,7 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False):
     if not q.exact and xi is not None:
         # the incumbent, and the program's LP relaxation as its certified bound (the bounds of
         # the neurons hold in the L1 ball of radius ci, where the optimum lies)
-        bound = max(0.0, min(solve_milp(prog, G, g, relax=True).bound, ci))
+        bound = max(0.0, min(relaxation(prog, G, g), ci))
         gap = (ci - bound) / ci if ci > 0 else 0.0
         if gap <= 1e-9:
             return _Row(xi, ci, True, int(Status.OK), "incumbent: proven optimal", 0.0, bound, 0)

@@ -35,12 +35,14 @@ import numpy as np
 
 from .program import MilpResult, Program, solve_pattern
 
-__all__ = ["search", "tighten"]
+__all__ = ["search", "tighten", "relaxation"]
 
 #: a node is pruned when its relaxation costs at least best · (1 − PRUNE)
 PRUNE = 1e-8
 #: the nodes (the first) at which the relaxation's own pattern is tried as an answer
 TRY_PATTERNS = 4
+#: the rounds of tightening (each: the root's relaxation solved, its violated neurons tightened)
+ROUNDS = 3
 
 
 class _Lp:
@@ -71,7 +73,7 @@ class _Lp:
         self.h, self.c, self.n, self.D = h, c, n, D
         self.iy = D + n_t + n_s
         self.ia = np.flatnonzero(integ).astype(np.int32)
-        self.budget_row = A.shape[0] - 1  # (build adds the budget row last)
+        self.budget_row = A.shape[0] - 1  # (build adds the budget row last, if finite)
 
     def run(self):
         """Solve; return the objective (inf: infeasible), or None where HiGHS failed."""
@@ -88,51 +90,51 @@ class _Lp:
         return np.asarray(self.h.getSolution().col_value)
 
 
-def tighten(prog, G, g, budget):
-    """Return the bounds of ``prog`` tightened by linear programs (step 1 of the module).
+def relaxation(prog, G, g):
+    """Return the optimum of ``prog``'s linear relaxation (-inf where HiGHS failed).
 
-    Each layer after the first: its unstable neurons' pre-activations minimised and maximised
-    over the relaxation of the program whose earlier layers are already tightened, with the
-    budget row and the target's rows. Widened by a relative 1e-7 (the linear programs'
-    tolerances). Returns ``(ls, us)`` and the number of linear programs, or None where HiGHS
-    failed.
+    The certified bound of ``exact=False``: one linear program, without presolve.
+    """
+    v = _Lp(prog, G, g, math.inf).run()
+    return -math.inf if v is None else v
+
+
+def tighten(lp, prog, want):
+    """Return the bounds of ``prog`` with the neurons ``want`` tightened (step 1 of the module).
+
+    ``lp``: the relaxation of ``prog`` (loaded by :class:`_Lp`, with the budget row); ``want``:
+    ``(layer, neuron)`` pairs of layers after the first. Each pre-activation is minimised and
+    maximised over it, and widened by a relative 1e-7 (the linear programs' tolerances).
+    Returns ``(ls, us)``, or None where HiGHS failed. The relaxation's costs are left changed.
     """
     net = prog.net
     ls, us = [v.copy() for v in prog.ls], [v.copy() for v in prog.us]
-    sizes = [W.shape[0] for W in net.W[:-1]]
-    lps = 0
-    for k in range(1, len(sizes)):
-        todo = np.flatnonzero((ls[k] < 0) & (us[k] > 0))
-        if todo.size == 0:
-            continue
-        p = Program(net, prog.x0, prog.lo, prog.hi, prog.w, prog.metric, prog.max_changes,
-                    (ls, us))  # fmt: skip
-        lp = _Lp(p, G, g, budget)
-        h, hs = lp.h, lp.hs
-        cols = np.arange(lp.iy + sum(sizes[: k - 1]), lp.iy + sum(sizes[:k]), dtype=np.int32)
-        h.changeColsCost(lp.n, np.arange(lp.n, dtype=np.int32), np.zeros(lp.n))
-        h.setOptionValue("simplex_strategy", 4)  # (primal: the basis stays primal feasible)
-        try:
-            for j in todo:
-                h.changeColsCost(cols.size, cols, net.W[k][j])
-                got = []
-                for sense in (hs.ObjSense.kMinimize, hs.ObjSense.kMaximize):
-                    h.changeObjectiveSense(sense)
-                    v = lp.run()
-                    lps += 1
-                    if v is None:
-                        return None
-                    got.append(v)
-                if not (math.isfinite(got[0]) and math.isfinite(got[1])):
-                    continue  # (infeasible only by rounding: the incumbent is a point of it)
-                zl, zu = got[0] + net.b[k][j], got[1] + net.b[k][j]
-                pad = 1e-7 * (abs(zl) + abs(zu)) + 1e-9
-                ls[k][j] = max(ls[k][j], zl - pad)
-                us[k][j] = min(us[k][j], zu + pad)
-        finally:
-            h.changeObjectiveSense(hs.ObjSense.kMinimize)
-            h.setOptionValue("simplex_strategy", 1)
-    return (ls, us), lps
+    h, hs = lp.h, lp.hs
+    starts = np.cumsum([lp.iy] + [W.shape[0] for W in net.W[:-1]])
+    h.changeColsCost(lp.n, np.arange(lp.n, dtype=np.int32), np.zeros(lp.n))
+    h.setOptionValue("simplex_strategy", 4)  # (primal: the basis stays primal feasible)
+    try:
+        for k, j in want:
+            cols = np.arange(starts[k - 1], starts[k], dtype=np.int32)
+            h.changeColsCost(cols.size, cols, net.W[k][j])
+            got = []
+            for sense in (hs.ObjSense.kMinimize, hs.ObjSense.kMaximize):
+                h.changeObjectiveSense(sense)
+                v = lp.run()
+                if v is None:
+                    return None
+                got.append(v)
+            h.changeColsCost(cols.size, cols, np.zeros(cols.size))
+            if not (math.isfinite(got[0]) and math.isfinite(got[1])):
+                continue  # (infeasible only by rounding: the incumbent is a point of it)
+            zl, zu = got[0] + net.b[k][j], got[1] + net.b[k][j]
+            pad = 1e-7 * (abs(zl) + abs(zu)) + 1e-9
+            ls[k][j] = max(ls[k][j], zl - pad)
+            us[k][j] = min(us[k][j], zu + pad)
+    finally:
+        h.changeObjectiveSense(hs.ObjSense.kMinimize)
+        h.setOptionValue("simplex_strategy", 1)
+    return ls, us
 
 
 def search(net, x0, lo, hi, w, G, g, bounds, start, cost, time_limit=None):
@@ -146,11 +148,28 @@ def search(net, x0, lo, hi, w, G, g, bounds, start, cost, time_limit=None):
     deadline = math.inf if time_limit is None else t0 + time_limit
     prog = Program(net, x0, lo, hi, w, "manhattan", None, bounds)
     budget = cost * (1 + 1e-9) + 1e-12
-    got = tighten(prog, G, g, budget)
-    if got is None:
-        return MilpResult(None, None, math.inf, -math.inf, "failed", 0)
-    prog = Program(net, x0, lo, hi, w, "manhattan", None, got[0])
-    lp = _Lp(prog, G, g, budget)
+    # the relaxation at the root; the later layers' neurons whose relaxation it uses
+    # (y > max(z, 0)) tightened, and again, for up to ROUNDS rounds
+    done = set()
+    nodes = 0
+    for _ in range(ROUNDS + 1):
+        lp = _Lp(prog, G, g, budget)
+        obj = lp.run()
+        nodes += 1
+        if obj is None:
+            return MilpResult(None, None, math.inf, -math.inf, "failed", nodes)
+        if obj >= cost - PRUNE * abs(cost) - 1e-12:
+            return MilpResult(None, None, cost, cost, "optimal", nodes)
+        if _ == ROUNDS:
+            break
+        want = [kj for kj in _violated(net, prog, lp, lp.values()) if kj not in done]
+        if not want:
+            break
+        done.update(want)
+        got = tighten(lp, prog, want)
+        if got is None:
+            return MilpResult(None, None, math.inf, -math.inf, "failed", nodes)
+        prog = Program(net, x0, lo, hi, w, "manhattan", None, got)
     h, ia = lp.h, lp.ia
     # the unstable neurons, layer by layer: their y columns and their layers' z (W y_prev + b)
     sizes = [W.shape[0] for W in net.W[:-1]]
@@ -166,7 +185,6 @@ def search(net, x0, lo, hi, w, G, g, bounds, start, cost, time_limit=None):
     n_a = ia.size
     best_x, best = None, cost
     seen = set()
-    nodes = 0
     fixed = np.full(n_a, -1, dtype=np.int8)  # -1 free, 0 off, 1 on
     # depth first: (fixes as (index, value) pairs, the parent's bound)
     stack = [((), -math.inf)]
@@ -234,6 +252,23 @@ def search(net, x0, lo, hi, w, G, g, bounds, start, cost, time_limit=None):
         bound = min(min(bound_open), best)
         return MilpResult(best_x, None, best, max(bound, 0.0), "time_limit", nodes)
     return MilpResult(best_x, None, best, best, "optimal", nodes)
+
+
+def _violated(net, prog, lp, v):
+    """Return the ``(layer, neuron)`` pairs after the first layer whose relaxation ``v`` uses."""
+    out = []
+    off = lp.iy
+    prev = v[: lp.D]
+    for k, (zl, zu) in enumerate(zip(prog.ls, prog.us, strict=True)):
+        n = zl.shape[0]
+        y = v[off : off + n]
+        if k:
+            z = net.W[k] @ prev + net.b[k]
+            gap = y - np.maximum(z, 0.0)
+            un = (zl < 0) & (zu > 0) & (gap > 1e-9 * (1.0 + np.abs(z)))
+            out.extend((k, int(j)) for j in np.flatnonzero(un))
+        prev, off = y, off + n
+    return out
 
 
 def _branch(net, layers, v, free):
