@@ -341,7 +341,8 @@ def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=Non
     rows ``G z_out``-form become ``G_out`` on the last hidden layer's affine map. ``movable``
     (a bool mask): the features that may change (the others stay at x̄), for L0 and
     ``max_changes``, whose changed set the mixed-integer program chose. Manhattan: an LP in
-    (x, t); L0 (cost fixed by ``movable``): the closest point in Manhattan terms among those.
+    the moves ``x = x̄ + p − n`` (p, n ≥ 0 within the box's room, cost ``Σ w (p + n)``); L0
+    (cost fixed by ``movable``): the closest point in Manhattan terms among those.
 
     Returns
     -------
@@ -375,20 +376,19 @@ def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=Non
     b_ub.append(-(g_out - G_out @ cl))
     Ax = np.vstack(A_ub)
     bx = np.concatenate(b_ub)
-    # variables (x, t): t ≥ ±(x − x̄); min Σ w t
-    eye = np.eye(D)
-    A = np.block([[Ax, np.zeros((Ax.shape[0], D))], [eye, -eye], [-eye, -eye]])
-    b = np.concatenate([bx, x0, -x0])
-    cost = np.concatenate([np.zeros(D), w])
-    bnds = list(zip(lo, hi, strict=True)) + [(0.0, None)] * D
-    v = _lp(cost, A, b, bnds)
+    # variables (p, n) ≥ 0, x = x̄ + p − n inside the box; min Σ w (p + n)
+    v = _lp(np.concatenate([w, w]), np.hstack([Ax, -Ax]), bx - Ax @ x0,
+            np.concatenate([hi - x0, x0 - lo]))  # fmt: skip
     if v is None:
         return None
-    return snap(net, np.clip(v[:D], lo, hi), x0, lo, hi, G_out, g_out)
+    return snap(net, np.clip(x0 + (v[:D] - v[D:]), lo, hi), x0, lo, hi, G_out, g_out)
 
 
-def _lp(cost, A, b, bnds):
-    """Return the optimum of ``min cost·v, A v ≤ b, bnds`` by HiGHS (None: not optimal)."""
+def _lp(cost, A, b, ub):
+    """Return the optimum of ``min cost·v, A v ≤ b, 0 ≤ v ≤ ub`` by HiGHS (None: not optimal).
+
+    ``A`` dense, passed row-wise as its nonzeros; no presolve (a small program solved once).
+    """
     import highspy
 
     from .._highs import highs
@@ -397,16 +397,16 @@ def _lp(cost, A, b, bnds):
     n = cost.shape[0]
     lp.num_col_, lp.num_row_ = n, A.shape[0]
     lp.col_cost_ = cost
-    lp.col_lower_ = np.array([-np.inf if a is None else a for a, _ in bnds], dtype=np.float64)
-    lp.col_upper_ = np.array([np.inf if c is None else c for _, c in bnds], dtype=np.float64)
+    lp.col_lower_ = np.zeros(n)
+    lp.col_upper_ = np.asarray(ub, dtype=np.float64)
     lp.row_lower_ = np.full(A.shape[0], -np.inf)
     lp.row_upper_ = b
-    M = sparse.csr_array(A)
+    nz = A != 0
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = M.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = M.indices.astype(np.int32)
-    lp.a_matrix_.value_ = M.data.astype(np.float64)
-    h = highs("net-lp")
+    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
+    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
+    lp.a_matrix_.value_ = A[nz].astype(np.float64)
+    h = highs("net-pattern", (("presolve", "off"),))
     h.clearSolver()
     h.passModel(lp)
     h.run()
