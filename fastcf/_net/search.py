@@ -162,7 +162,7 @@ def search(net, x0, lo, hi, w, G, g, bounds, start, cost, time_limit=None):
             return MilpResult(None, None, math.inf, -math.inf, "failed", nodes)
         if obj >= cost - PRUNE * abs(cost) - 1e-12:
             return MilpResult(None, None, cost, cost, "optimal", nodes)
-        if _ == ROUNDS:
+        if _ == ROUNDS or time.perf_counter() > deadline:
             break
         want = [kj for kj in _violated(net, prog, lp, lp.values()) if kj not in done]
         if not want:
@@ -189,7 +189,7 @@ def search(net, x0, lo, hi, w, G, g, bounds, start, cost, time_limit=None):
     seen = set()
     fixed = np.full(n_a, -1, dtype=np.int8)  # -1 free, 0 off, 1 on
     # depth first: (fixes as (index, value) pairs, the parent's bound)
-    stack = [((), -math.inf)]
+    stack = [((), obj)]  # (the root's relaxation: a bound of the whole search)
     bound_open = []
     lb0, ub0 = np.zeros(n_a), np.ones(n_a)
 
