@@ -63,15 +63,15 @@ def incumbent(net, rows, x0, lo, hi, w, G, g, metric, starts=2, steps=24, walks=
 def _nearest(net, C, x0, w, G, g, metric, k):
     """Return the ``k`` rows of ``C`` nearest x̄ (ties: in order) that the copy puts in the target.
 
-    The rows are judged in order of cost, in growing chunks (64, 256, ...), until k are found:
-    a forward pass of every training row costs more than the rest of the incumbent.
+    The rows are judged in order of cost, in growing chunks (32, 64, 128, ...), until k are
+    found: a forward pass of every training row costs more than the rest of the incumbent.
     """
     order = np.argsort(_cost(C, x0, w, metric), kind="stable")
-    picked, at, size = [], 0, 64
+    picked, at, size = [], 0, 32
     while len(picked) < k and at < order.size:
         idx = order[at : at + size]
         picked.extend(idx[meets(net, C[idx], G, g)][: k - len(picked)])
-        at, size = at + size, size * 4
+        at, size = at + size, size * 2
     return C[np.array(picked, dtype=np.int64)]
 
 
@@ -129,13 +129,14 @@ def _cost(X, x0, w, metric):
 def _bisect(net, x0, far, G, g, steps):
     """Return the point of the segment x̄ → far nearest x̄ found still in the target.
 
-    The segment's points at a grid of 256 fractions are judged at once; the first in the target
-    and the one before it bracket the next grid, for ``ceil(steps / 8)`` grids (a resolution of
-    2^-steps of the segment, as many steps of bisection).
+    The segment's points at a grid of 32 fractions are judged at once; the first in the target
+    and the one before it bracket the next grid, for ``ceil(steps / 5)`` grids (a resolution of
+    at least 2^-steps of the segment, as many steps of bisection). (Small grids: a forward pass
+    of a few hundred rows is where BLAS starts its threads, slow on a busy machine.)
     """
     a, b = 0.0, 1.0
-    for _ in range(-(-steps // 8)):
-        m = np.linspace(a, b, 257)[1:]
+    for _ in range(-(-steps // 5)):
+        m = np.linspace(a, b, 33)[1:]
         ok = meets(net, x0 + m[:, None] * (far - x0), G, g)
         j = int(np.argmax(ok)) if ok.any() else m.size - 1
         a, b = (a if j == 0 else float(m[j - 1])), float(m[j])
