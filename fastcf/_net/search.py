@@ -228,13 +228,13 @@ def search(net, x0, lo, hi, w, G, g, bounds, start, cost, time_limit=None):
             pat = _pattern(prog, a) if integral else net.pattern(x)
             key = b"".join(p.tobytes() for p in pat)
             if key not in seen:
-                seen.add(key)
                 # (its point meets the target to the linear program's tolerance, as the
                 # mixed-integer program's: the stage's judge re-aims what the model refuses)
                 y = solve_pattern(net, pat, x0, lo, hi, w, G, g, "manhattan")
                 if y is None and integral:  # (missed by rounding: the relaxation's own point)
                     y = x
                 if y is not None:
+                    seen.add(key)  # (a pattern whose LP failed is tried again where integral)
                     c = float(w @ np.abs(y - x0))
                     if c < best:
                         best_x, best = y, c
