@@ -144,10 +144,15 @@ def _bisect(net, x0, far, G, g, steps):
 
 
 def _solve(net, x, x0, lo, hi, w, G, g, metric, pattern=None):
-    """Return the closest point of ``x``'s pattern (or ``pattern``'s) in the target, or None."""
+    """Return the closest point of ``x``'s pattern (or ``pattern``'s) in the target, or None.
+
+    The linear program aims a relative 1e-9 beyond the target's rows: its optimum lies on them,
+    and the rounding of the forward pass would put it on the wrong side about half the time.
+    """
     movable = None if metric == "manhattan" else x != x0
     pattern = net.pattern(x) if pattern is None else pattern
-    y = solve_pattern(net, pattern, x0, lo, hi, w, G, g, metric, movable)
+    aim = g + 1e-9 * (1.0 + np.abs(g))
+    y = solve_pattern(net, pattern, x0, lo, hi, w, G, aim, metric, movable)
     if y is not None and meets(net, y[None], G, g)[0]:
         return y
     return None
