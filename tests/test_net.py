@@ -273,3 +273,29 @@ def test_a_network_query_after_a_tree_program_in_the_same_process():
     mlp, X = _mlp((4,), 2, 2, 0)
     res = NetExplainer(mlp).fit_data(X).explain(X[0], 1 - int(mlp.predict(X[:1])[0]))
     assert res.success and res.status == 0
+
+
+@pytest.mark.parametrize("hidden,K,seed", [((8, 8), 2, 0), ((6, 6, 6), 2, 1), ((10, 6), 3, 2)])
+def test_the_search_equals_highs_program_on_deeper_networks(hidden, K, seed):
+    """The exact Manhattan search (bounds tightened by LPs, our own branching: fastcf/_net/search)
+    against HiGHS's mixed-integer program over the box's interval bounds, on networks too large
+    for the brute force; layers after the first are what the tightening changes."""
+    from fastcf._net import answer as _answer
+
+    mlp, X = _mlp(hidden, 3, K, seed, n=300)
+    ex = NetExplainer(mlp).fit_data(X)
+    w = np.random.default_rng(seed).uniform(0.5, 2.0, size=3)
+    searched = 0
+    for i in range(5):
+        x0 = X[i]
+        t = mlp.classes_[(int(mlp.predict(x0[None])[0]) + 1) % K]
+        res = ex.explain(x0, t, weights=w)
+        Xq, _, names, tidx = ex._queries(x0, t)
+        q = _answer.query(ex, Xq, names, True, None, 1e-6, "manhattan", w, None, None, None,
+                          None)  # fmt: skip
+        ref = _answer.answer(ex, Xq, tidx, q, plain=True)
+        assert res.success and ref.success[0], (res.message, ref.message)
+        assert mlp.predict(res.x[None])[0] == t
+        assert res.distance == pytest.approx(float(ref.distance[0]), rel=1e-6, abs=1e-9)
+        searched += res.message.startswith("search")
+    assert searched >= 1

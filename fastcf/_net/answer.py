@@ -34,6 +34,7 @@ from .bounds import budget_first_layer, interval, linear_bounds
 from .euclid import answer_row
 from .incumbent import incumbent
 from .program import Program, output_rows, solve_milp, solve_pattern, ties_differ
+from .search import relaxation, search
 
 __all__ = ["NetQuery", "METRICS", "query", "answer", "RaiseMargin", "distance"]
 
@@ -160,13 +161,27 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None):
     if not q.exact and xi is not None:
         # the incumbent, and the program's LP relaxation as its certified bound (the bounds of
         # the neurons hold in the L1 ball of radius ci, where the optimum lies)
-        bound = max(0.0, min(solve_milp(prog, G, g, relax=True).bound, ci))
+        bound = max(0.0, min(relaxation(prog, G, g), ci))
         gap = (ci - bound) / ci if ci > 0 else 0.0
         if gap <= 1e-9:
             return _Row(xi, ci, True, int(Status.OK), "incumbent: proven optimal", 0.0, bound, 0)
         text = f"incumbent: a valid answer, at most {gap:.2%} above the optimum (exact=False)"
         return _Row(xi, ci, True, int(Status.MAXITER), text, gap, bound, 0)
-    r = solve_milp(prog, G, g, time_limit=q.time_limit, start=xi, plain=plain)
+    r, how = None, "milp"
+    if xi is not None and net.relu and q.metric == "manhattan" and q.max_changes is None:
+        # the bounds tightened by linear programs and our own branching (:mod:`.search`);
+        # HiGHS's mixed-integer solver where a linear program failed
+        r = search(net, x0, lo, hi, q.w, G, g, (ls, us), xi, ci, q.time_limit)
+        how = "search"
+        if r.status == "failed":
+            r, how = None, "milp"
+        elif r.x is None:
+            st = Status.OK if r.status == "optimal" else Status.MAXITER
+            gap = 0.0 if st == Status.OK else (ci - r.bound) / ci if ci > 0 else 0.0
+            text = "search: optimal (the incumbent)" if st == Status.OK else _limit(gap)
+            return _Row(xi, ci, True, int(st), text, gap, ci if st == 0 else r.bound, r.nodes)
+    if r is None:
+        r = solve_milp(prog, G, g, time_limit=q.time_limit, start=xi, plain=plain)
     if r.status == "infeasible" and xi is None and q.proba is None and ties_differ(net, t):
         # nothing beyond the margin: a target reachable only on a tie, which the model's rule
         # gives to the first class (the judge then asks the model itself)
@@ -200,10 +215,13 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None):
         x = r.x if r.changed is None else np.where(r.changed, r.x, x0)
     d = distance(x, x0, q.w, q.metric)
     if r.status == "optimal":
-        return _Row(x, d, True, int(Status.OK), "milp: optimal", 0.0, r.bound, r.nodes)
+        return _Row(x, d, True, int(Status.OK), f"{how}: optimal", 0.0, r.bound, r.nodes)
     gap = (d - r.bound) / d if d > 0 else 0.0
-    text = f"time_limit: the best answer found, {gap:.2%} above the bound (not proven optimal)"
-    return _Row(x, d, True, int(Status.MAXITER), text, max(gap, 0.0), r.bound, r.nodes)
+    return _Row(x, d, True, int(Status.MAXITER), _limit(gap), max(gap, 0.0), r.bound, r.nodes)
+
+
+def _limit(gap):
+    return f"time_limit: the best answer found, {gap:.2%} above the bound (not proven optimal)"
 
 
 def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g):

@@ -39,17 +39,16 @@ def incumbent(net, rows, x0, lo, hi, w, G, g, metric, starts=2, steps=24, walks=
             y = _solve(net, x, x0, lo, hi, w, G, g, metric)
             best = x if y is None else y
             best_cost = float(_cost(best[None], x0, w, metric)[0])
-    C = np.empty((0, x0.shape[0]))
+    near = np.empty((0, x0.shape[0]))
     if rows is not None and rows.shape[0]:
         pinned = lo == hi
         C = np.clip(rows, lo, hi)
         C[:, pinned] = x0[pinned]
-        C = C[meets(net, C, G, g)]
-    if best is None and C.shape[0] == 0:
+        near = _nearest(net, C, x0, w, G, g, metric, starts)
+    if best is None and near.shape[0] == 0:
         return None, np.inf
-    cost = _cost(C, x0, w, metric)
-    for j in np.argsort(cost, kind="stable")[:starts]:
-        x = _bisect(net, x0, C[j], G, g, steps)
+    for far in near:
+        x = _bisect(net, x0, far, G, g, steps)
         y = _solve(net, x, x0, lo, hi, w, G, g, metric)
         if y is not None:
             x = y
@@ -59,6 +58,21 @@ def incumbent(net, rows, x0, lo, hi, w, G, g, metric, starts=2, steps=24, walks=
     if metric == "manhattan" and walks:
         best, best_cost = _walk(net, best, best_cost, x0, lo, hi, w, G, g, walks)
     return best, best_cost
+
+
+def _nearest(net, C, x0, w, G, g, metric, k):
+    """Return the ``k`` rows of ``C`` nearest x̄ (ties: in order) that the copy puts in the target.
+
+    The rows are judged in order of cost, in growing chunks (32, 64, 128, ...), until k are
+    found: a forward pass of every training row costs more than the rest of the incumbent.
+    """
+    order = np.argsort(_cost(C, x0, w, metric), kind="stable")
+    picked, at, size = [], 0, 32
+    while len(picked) < k and at < order.size:
+        idx = order[at : at + size]
+        picked.extend(idx[meets(net, C[idx], G, g)][: k - len(picked)])
+        at, size = at + size, size * 2
+    return C[np.array(picked, dtype=np.int64)]
 
 
 def _greedy(net, x0, lo, hi, w, G, g, steps=64):
@@ -113,22 +127,32 @@ def _cost(X, x0, w, metric):
 
 
 def _bisect(net, x0, far, G, g, steps):
-    """Return the point of the segment x̄ → far nearest x̄ found still in the target."""
+    """Return the point of the segment x̄ → far nearest x̄ found still in the target.
+
+    The segment's points at a grid of 32 fractions are judged at once; the first in the target
+    and the one before it bracket the next grid, for ``ceil(steps / 5)`` grids (a resolution of
+    at least 2^-steps of the segment, as many steps of bisection). (Small grids: a forward pass
+    of a few hundred rows is where BLAS starts its threads, slow on a busy machine.)
+    """
     a, b = 0.0, 1.0
-    for _ in range(steps):
-        m = 0.5 * (a + b)
-        if meets(net, (x0 + m * (far - x0))[None], G, g)[0]:
-            b = m
-        else:
-            a = m
+    for _ in range(-(-steps // 5)):
+        m = np.linspace(a, b, 33)[1:]
+        ok = meets(net, x0 + m[:, None] * (far - x0), G, g)
+        j = int(np.argmax(ok)) if ok.any() else m.size - 1
+        a, b = (a if j == 0 else float(m[j - 1])), float(m[j])
     return x0 + b * (far - x0)
 
 
 def _solve(net, x, x0, lo, hi, w, G, g, metric, pattern=None):
-    """Return the closest point of ``x``'s pattern (or ``pattern``'s) in the target, or None."""
+    """Return the closest point of ``x``'s pattern (or ``pattern``'s) in the target, or None.
+
+    The linear program aims a relative 1e-9 beyond the target's rows: its optimum lies on them,
+    and the rounding of the forward pass would put it on the wrong side about half the time.
+    """
     movable = None if metric == "manhattan" else x != x0
     pattern = net.pattern(x) if pattern is None else pattern
-    y = solve_pattern(net, pattern, x0, lo, hi, w, G, g, metric, movable)
+    aim = g + 1e-9 * (1.0 + np.abs(g))
+    y = solve_pattern(net, pattern, x0, lo, hi, w, G, aim, metric, movable)
     if y is not None and meets(net, y[None], G, g)[0]:
         return y
     return None

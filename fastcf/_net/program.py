@@ -151,55 +151,96 @@ class Program:
             lb[is_ : is_ + D], ub[is_ : is_ + D] = 0.0, np.where(room > 0, 1.0, 0.0)
         integ[ia:] = 1
         lb[ia:], ub[ia:] = 0.0, 1.0
-        rows, cols, vals, rlo, rhi = [], [], [], [], []
+        # the rows, section by section in order, as (row, column, value) triplets
+        R, C, V, RL, RH = [], [], [], [], []
         r = 0
 
-        def add(cidx, cval, low, high):
+        def rows(k, ents, low, high):
+            """Append ``k`` rows; ``ents``: (row within the section, column, value) arrays."""
             nonlocal r
-            rows.extend([r] * len(cidx))
-            cols.extend(cidx)
-            vals.extend(cval)
-            rlo.append(low)
-            rhi.append(high)
-            r += 1
+            rr, cc, vv = ents
+            R.append(r + np.asarray(rr, dtype=np.int64))
+            C.append(np.asarray(cc, dtype=np.int64))
+            V.append(np.asarray(vv, dtype=np.float64))
+            RL.append(np.broadcast_to(np.asarray(low, dtype=np.float64), (k,)))
+            RH.append(np.broadcast_to(np.asarray(high, dtype=np.float64), (k,)))
+            r += k
 
-        for i in range(D):
-            if n_t:  # t_i ≥ ±(x_i − x̄_i)
-                add([it + i, ix + i], [1.0, -1.0], -x0[i], np.inf)
-                add([it + i, ix + i], [1.0, 1.0], x0[i], np.inf)
-            if n_s and room[i] > 0:  # |x_i − x̄_i| ≤ M_i s_i
-                add([ix + i, is_ + i], [1.0, -(hi[i] - x0[i])], -np.inf, x0[i])
-                add([ix + i, is_ + i], [1.0, x0[i] - lo[i]], x0[i], np.inf)
+        # per feature i: t_i ≥ ±(x_i − x̄_i) (Manhattan), |x_i − x̄_i| ≤ M_i s_i (L0, max_changes)
+        feat = np.arange(D)
+        has_s = (room > 0) if n_s else np.zeros(D, dtype=bool)
+        per = 2 * (n_t > 0) + 2 * has_s
+        first = np.concatenate([[0], np.cumsum(per)[:-1]])
+        k = int(per.sum())
+        if k:
+            ones = np.ones(D)
+            rr, cc, vv = [], [], []
+            lows, highs = np.empty(k), np.empty(k)
+            if n_t:
+                for q, sg in ((0, -1.0), (1, 1.0)):
+                    rr += [first + q, first + q]
+                    cc += [it + feat, ix + feat]
+                    vv += [ones, sg * ones]
+                    lows[first + q], highs[first + q] = sg * x0, np.inf
+            i = feat[has_s]
+            at = first[i] + 2 * (n_t > 0)
+            rr += [at, at, at + 1, at + 1]
+            cc += [ix + i, is_ + i, ix + i, is_ + i]
+            vv += [np.ones(i.size), -(hi[i] - x0[i]), np.ones(i.size), x0[i] - lo[i]]
+            lows[at], highs[at] = -np.inf, x0[i]
+            lows[at + 1], highs[at + 1] = x0[i], np.inf
+            rows(k, (np.concatenate(rr), np.concatenate(cc), np.concatenate(vv)), lows, highs)
         if self.max_changes is not None:
-            add(list(range(is_, is_ + D)), [1.0] * D, -np.inf, float(self.max_changes))
-        prev = list(range(ix, ix + D))  # the variables of the layer's input h
+            rows(1, (np.zeros(D), is_ + feat, np.ones(D)), -np.inf, float(self.max_changes))
+        prev = ix + np.arange(D)  # the variables of the layer's input h
         ya, aa = iy, ia
-        for W, b, lw, up in zip(net.W[:-1], net.b[:-1], self.ls, self.us, strict=True):
-            cur = list(range(ya, ya + W.shape[0]))
-            for j in range(W.shape[0]):
-                nz = np.flatnonzero(W[j])
-                wc = [prev[k] for k in nz]
-                wv = list(W[j, nz])
-                y = cur[j]
-                if net.relu and up[j] <= 0:  # stable off: y = 0
-                    lb[y], ub[y] = 0.0, 0.0
-                elif not net.relu or lw[j] >= 0:  # y = z = W h + b
-                    lb[y], ub[y] = (lw[j], up[j]) if not net.relu else (max(lw[j], 0.0), up[j])
-                    add(wc + [y], wv + [-1.0], -b[j], -b[j])
-                else:  # unstable: y ≥ z, y ≤ z − l (1 − a), y ≤ u a, y ≥ 0
-                    lb[y], ub[y] = 0.0, up[j]
-                    add(wc + [y], wv + [-1.0], -np.inf, -b[j])
-                    add(wc + [y, aa], [-v for v in wv] + [1.0, -lw[j]], -np.inf, b[j] - lw[j])
-                    add([y, aa], [1.0, -up[j]], -np.inf, 0.0)
-                    aa += 1
-            prev, ya = cur, ya + W.shape[0]
-        for k in range(G.shape[0]):  # the target: G h ≥ g
-            nz = np.flatnonzero(G[k])
-            add([prev[j] for j in nz], list(G[k, nz]), g[k], np.inf)
+        for W, b, lw, up, un in zip(net.W[:-1], net.b[:-1], self.ls, self.us, unstable,
+                                    strict=True):  # fmt: skip
+            m = W.shape[0]
+            y = ya + np.arange(m)
+            off = (up <= 0) if net.relu else np.zeros(m, dtype=bool)  # stable off: y = 0
+            eq = ~off & ~un  # y = z = W h + b
+            lb[y[off]], ub[y[off]] = 0.0, 0.0
+            if net.relu:
+                lb[y[eq]], ub[y[eq]] = np.maximum(lw[eq], 0.0), up[eq]
+            else:
+                lb[y[eq]], ub[y[eq]] = lw[eq], up[eq]
+            lb[y[un]], ub[y[un]] = 0.0, up[un]
+            # unstable: y ≥ z, y ≤ z − l (1 − a), y ≤ u a, y ≥ 0 (three rows); eq: one row
+            nrow = np.where(un, 3, np.where(eq, 1, 0))
+            start = np.concatenate([[0], np.cumsum(nrow)[:-1]])
+            a_of = np.full(m, -1)
+            a_of[un] = aa + np.arange(int(un.sum()))
+            jj, kk = np.nonzero(W)
+            wv = W[jj, kk]
+            keep = nrow[jj] > 0
+            jj, kk, wv = jj[keep], kk[keep], wv[keep]
+            ju = np.flatnonzero(un)
+            je = np.flatnonzero(eq)
+            bu = np.isin(jj, ju)
+            rr = [start[jj], start[je], start[ju], start[jj[bu]] + 1, start[ju] + 1, start[ju] + 1,
+                  start[ju] + 2, start[ju] + 2]  # fmt: skip
+            cc = [prev[kk], y[je], y[ju], prev[kk[bu]], y[ju], a_of[ju], y[ju], a_of[ju]]
+            vv = [wv, -np.ones(je.size), -np.ones(ju.size), -wv[bu], np.ones(ju.size), -lw[ju],
+                  np.ones(ju.size), -up[ju]]  # fmt: skip
+            k = int(nrow.sum())
+            lows, highs = np.full(k, -np.inf), np.empty(k)
+            lows[start[je]], highs[start[je]] = -b[je], -b[je]
+            highs[start[ju]] = -b[ju]
+            highs[start[ju] + 1] = b[ju] - lw[ju]
+            highs[start[ju] + 2] = 0.0
+            rows(k, (np.concatenate(rr), np.concatenate(cc), np.concatenate(vv)), lows, highs)
+            aa += ju.size
+            prev, ya = y, ya + m
+        # the target: G h ≥ g
+        gj, gk = np.nonzero(G)
+        rows(G.shape[0], (gj, prev[gk], G[gj, gk]), g, np.inf)
         if math.isfinite(cutoff):
             cidx = np.flatnonzero(c)
-            add(list(cidx), list(c[cidx]), -np.inf, cutoff)
-        A = sparse.csr_array((vals, (rows, cols)), shape=(r, n))
+            rows(1, (np.zeros(cidx.size), cidx, c[cidx]), -np.inf, cutoff)
+        rows_, cols, vals = np.concatenate(R), np.concatenate(C), np.concatenate(V)
+        rlo, rhi = np.concatenate(RL), np.concatenate(RH)
+        A = sparse.csr_array((vals, (rows_, cols)), shape=(r, n))
         cons = [LinearConstraint(A, np.array(rlo), np.array(rhi))] if r else []
         return c, integ, Bounds(lb, ub), cons, (D, n_t, n_s, is_)
 
@@ -300,7 +341,8 @@ def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=Non
     rows ``G z_out``-form become ``G_out`` on the last hidden layer's affine map. ``movable``
     (a bool mask): the features that may change (the others stay at x̄), for L0 and
     ``max_changes``, whose changed set the mixed-integer program chose. Manhattan: an LP in
-    (x, t); L0 (cost fixed by ``movable``): the closest point in Manhattan terms among those.
+    the moves ``x = x̄ + p − n`` (p, n ≥ 0 within the box's room, cost ``Σ w (p + n)``); L0
+    (cost fixed by ``movable``): the closest point in Manhattan terms among those.
 
     Returns
     -------
@@ -334,20 +376,19 @@ def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=Non
     b_ub.append(-(g_out - G_out @ cl))
     Ax = np.vstack(A_ub)
     bx = np.concatenate(b_ub)
-    # variables (x, t): t ≥ ±(x − x̄); min Σ w t
-    eye = np.eye(D)
-    A = np.block([[Ax, np.zeros((Ax.shape[0], D))], [eye, -eye], [-eye, -eye]])
-    b = np.concatenate([bx, x0, -x0])
-    cost = np.concatenate([np.zeros(D), w])
-    bnds = list(zip(lo, hi, strict=True)) + [(0.0, None)] * D
-    v = _lp(cost, A, b, bnds)
+    # variables (p, n) ≥ 0, x = x̄ + p − n inside the box; min Σ w (p + n)
+    v = _lp(np.concatenate([w, w]), np.hstack([Ax, -Ax]), bx - Ax @ x0,
+            np.concatenate([hi - x0, x0 - lo]))  # fmt: skip
     if v is None:
         return None
-    return snap(net, np.clip(v[:D], lo, hi), x0, lo, hi, G_out, g_out)
+    return snap(net, np.clip(x0 + (v[:D] - v[D:]), lo, hi), x0, lo, hi, G_out, g_out)
 
 
-def _lp(cost, A, b, bnds):
-    """Return the optimum of ``min cost·v, A v ≤ b, bnds`` by HiGHS (None: not optimal)."""
+def _lp(cost, A, b, ub):
+    """Return the optimum of ``min cost·v, A v ≤ b, 0 ≤ v ≤ ub`` by HiGHS (None: not optimal).
+
+    ``A`` dense, passed row-wise as its nonzeros; no presolve (a small program solved once).
+    """
     import highspy
 
     from .._highs import highs
@@ -356,16 +397,16 @@ def _lp(cost, A, b, bnds):
     n = cost.shape[0]
     lp.num_col_, lp.num_row_ = n, A.shape[0]
     lp.col_cost_ = cost
-    lp.col_lower_ = np.array([-np.inf if a is None else a for a, _ in bnds], dtype=np.float64)
-    lp.col_upper_ = np.array([np.inf if c is None else c for _, c in bnds], dtype=np.float64)
+    lp.col_lower_ = np.zeros(n)
+    lp.col_upper_ = np.asarray(ub, dtype=np.float64)
     lp.row_lower_ = np.full(A.shape[0], -np.inf)
     lp.row_upper_ = b
-    M = sparse.csr_array(A)
+    nz = A != 0
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = M.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = M.indices.astype(np.int32)
-    lp.a_matrix_.value_ = M.data.astype(np.float64)
-    h = highs("net-lp")
+    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
+    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
+    lp.a_matrix_.value_ = A[nz].astype(np.float64)
+    h = highs("net-pattern", (("presolve", "off"),))
     h.clearSolver()
     h.passModel(lp)
     h.run()
