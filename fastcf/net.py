@@ -145,10 +145,14 @@ class NetExplainer(BaseExplainer):
 
     def _in_target(self, X, tidx, proba=None):
         """Which rows of X the model's own ``predict`` puts in their target (and ``p >= τ``)."""
-        label, P = ask(self._judge, model_input(self._judge, X), proba=proba is not None)
+        label, _ = ask(self._judge, model_input(self._judge, X), proba=False)
         ok = np.asarray(label) == self.classes_[tidx]
         if proba is not None:
-            ok &= np.asarray(P, dtype=np.float64)[np.arange(X.shape[0]), tidx] >= proba
+            # each row alone, as a user checks one answer: a batch's product can round a row's
+            # p otherwise (found by docs/scripts/soak_net.py: a batch's answer at p = τ)
+            for i in np.flatnonzero(ok):
+                P = self._judge.predict_proba(model_input(self._judge, X[i : i + 1]))
+                ok[i] = float(np.asarray(P, dtype=np.float64)[0, tidx[i]]) >= proba
         return ok
 
     def explain(
@@ -186,8 +190,9 @@ class NetExplainer(BaseExplainer):
             logit τ (exact); multiclass: tangent cuts of log-sum-exp until the answer meets τ
             (:mod:`fastcf._net.proba`; exact for a margin of 1e-6 on log(1/τ)).
         margin : float, default=1e-6
-            The logit margin aimed at; raised for the rows the model's own ``predict``
-            refuses (an answer on a tie).
+            The margin aimed at on the logits, beyond the logit the question asks (0; logit
+            τ for ``proba=τ``); raised for the rows the model's own ``predict`` refuses (an
+            answer on a tie). A float32 model's answers aim beyond its rounding as well.
         metric : {"manhattan", "l0", "euclidean"}, default="manhattan"
             ``Σ w_i |x_i − x̄_i|``, ``Σ w_i [x_i ≠ x̄_i]``, or ``sqrt(Σ (w_i (x_i − x̄_i))²)``
             (an own branch-and-bound over the activation patterns with convex quadratic

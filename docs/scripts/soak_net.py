@@ -158,12 +158,11 @@ def reference(ex, coefs, biases, binary, x0, t, opts):
     proba = opts.get("proba")
     theta = 0.0 if proba is None else float(np.log(proba) - np.log1p(-proba))
     floor = ex._net.rounding(lo, hi) if ex._net.unit > 2.0**-53 else 0.0
-    margin = max(1e-6, theta + floor)
+    margin = max(theta, 0.0) + 1e-6 + floor  # (fastcf's aim: fastcf._net.answer.query)
     if proba is not None and not binary:  # softmax_t >= τ: 1e-6 inside, as fastcf's cuts
         args = dict(metric=metric)
-        m = max(1e-6, floor)
-        at, _ = relu_net_proba_brute_force(coefs, biases, x0, t, proba, w, lo, hi,
-                                           margin=m, slack=m, **args)  # fmt: skip
+        at, _ = relu_net_proba_brute_force(coefs, biases, x0, t, proba, w, lo, hi, margin=margin,
+                                           slack=margin - max(theta, 0.0), **args)  # fmt: skip
         zero, _ = relu_net_proba_brute_force(coefs, biases, x0, t, proba, w, lo, hi, **args)
         return at, zero
     args = dict(binary=binary, metric=metric, max_changes=mc)

@@ -102,8 +102,11 @@ def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, 
         # proven over each row's box (:meth:`fastcf._net.model.Net.rounding`), so that the
         # model's own forward pass agrees with the program's float64 on the first answer
         floor = np.array([net.rounding(a, b) for a, b in zip(lo, hi, strict=True)])
-    margins = np.maximum(margin, theta + floor)
-    return NetQuery(metric, w, lo, hi, max_changes, proba, margins, max(theta, 0.0), time_limit,
+    # the margin beyond the logit the question asks (0, or logit τ: an answer exactly at logit τ
+    # is refused by the model's own rounding of p about half the time), and beyond the rounding
+    base = max(theta, 0.0)
+    margins = base + margin + floor
+    return NetQuery(metric, w, lo, hi, max_changes, proba, margins, base, time_limit,
                     bool(exact))  # fmt: skip
 
 
@@ -252,7 +255,7 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g):
 
 def _proba_row(net, x0, t, lo, hi, q, margin, rows, plain):
     """Return the :class:`_Row` of a multiclass ``proba=`` row: :mod:`.proba`'s cut loop."""
-    slack = max(margin - q.theta, 1e-6)
+    slack = max(margin - q.theta, 1e-9)
     G, g = np.zeros((0, net.W[-1].shape[1])), np.zeros(0)
     for _ in range(_proba.ROUNDS):
         r = _row(net, x0, t, lo, hi, q, margin, rows, plain, (G, g))

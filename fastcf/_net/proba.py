@@ -10,9 +10,9 @@ convexity, and it cuts that answer off), until an answer meets τ (Kelley's cutt
 
 The set the rows describe holds every point with ``p_t ≥ τ``, so the program's optimum over it
 bounds the true optimum from below: the first answer that meets τ is the optimum. The cuts are
-taken at ``log(1/τ) − s`` (``s``: the row's margin beyond logit τ, at least 1e-6), a little
-inside the set, so that the answers reach it after finitely many cuts rather than only in the
-limit; the answer is then exact for that margin.
+taken at ``log(1/τ) − s`` (``s``: the row's margin beyond logit τ, ``margin=``, 1e-6 by
+default), a little inside the set, so that the answers reach it after finitely many cuts
+rather than only in the limit; the answer is then exact for that margin.
 """
 
 from __future__ import annotations
