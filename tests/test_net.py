@@ -9,24 +9,14 @@ import warnings
 
 import numpy as np
 import pytest
+from net_models import mlp as fitted_mlp
 from reference import relu_net_brute_force
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
 from fastcf import NetExplainer
 
-
-def _mlp(hidden, D, K, seed, activation="relu", n=120):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, D))
-    # a non-linear labelling, so that the network's regions matter
-    score = np.sin(3 * X[:, 0]) + X[:, -1] * X[:, 0] + 0.3 * rng.normal(size=n)
-    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, K + 1)[1:-1]))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        mlp = MLPClassifier(hidden, activation=activation, max_iter=300, random_state=seed)
-        mlp.fit(X, y)
-    return mlp, X
+_mlp = fitted_mlp  # (tests/net_models.py)
 
 
 CASES = [((4,), 2, 2), ((6,), 3, 2), ((3, 3), 2, 3), ((8,), 2, 3), ((4, 2), 3, 2), ((5,), 4, 4)]

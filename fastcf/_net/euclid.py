@@ -32,6 +32,10 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
+from .bounds import interval, linear_bounds
+from .incumbent import incumbent
+from .program import pattern_rows
+
 __all__ = ["EuclidResult", "branch_and_bound", "pattern_qp", "shrink"]
 
 #: the relative accuracy taken for an interior-point optimum (Clarabel's tolerances are 1e-8)
@@ -114,25 +118,10 @@ def pattern_qp(net, pattern, x0, lo, hi, w, G, g, radius=math.inf):
     objective's scale). Returns ``(x, distance)``, or ``(None, inf)``.
     """
     D = x0.shape[0]
-    pre, _ = net.affine(pattern)
-    rows, rhs = [], []
-    for (A, c), on in zip(pre, pattern, strict=True):
-        if net.relu:  # on: −(A x + c) ≤ 0; off: A x + c ≤ 0
-            s = np.where(on, -1.0, 1.0)
-            rows.append(s[:, None] * A)
-            rhs.append(-s * c)
-    if pre:
-        Al, cl = pre[-1]
-        if net.relu:
-            Al, cl = Al * pattern[-1][:, None], cl * pattern[-1]
-    else:
-        Al, cl = np.eye(D), np.zeros(D)
-    rows.append(-(G @ Al))
-    rhs.append(-(g - G @ cl))
+    A, b = pattern_rows(net, pattern, G, g)
     eye = np.eye(D)
-    A = np.vstack(rows)
     A_ub = sparse.csc_matrix(np.vstack([A, eye, -eye]))
-    b_ub = np.concatenate([np.concatenate(rhs) - A @ x0, hi - x0, x0 - lo])  # in d = x − x̄
+    b_ub = np.concatenate([b - A @ x0, hi - x0, x0 - lo])  # in d = x − x̄
     P, q = _objective(w, D, _scale(radius))
     v, _ = _qp(P, q, None, None, A_ub, b_ub)
     if v is None:
@@ -305,9 +294,6 @@ def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None):
     the root relaxation's bound). ``status``: "optimal", "time_limit", "infeasible",
     "incumbent".
     """
-    from .bounds import interval, linear_bounds
-    from .incumbent import incumbent
-
     start = None
     xi, _ = incumbent(net, rows, x0, lo, hi, w, G, g, "manhattan")
     if xi is not None:

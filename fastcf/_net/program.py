@@ -32,7 +32,15 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint
 
-__all__ = ["Program", "MilpResult", "solve_milp", "solve_pattern", "output_rows", "ties_differ"]
+__all__ = [
+    "Program",
+    "MilpResult",
+    "solve_milp",
+    "solve_pattern",
+    "pattern_rows",
+    "output_rows",
+    "ties_differ",
+]
 
 
 class MilpResult(NamedTuple):
@@ -333,6 +341,36 @@ def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None, plain=F
     return MilpResult(x, changed, cost, cost if what == "optimal" else bound, what, nodes)
 
 
+def pattern_rows(net, pattern, G_out, g_out):
+    """Return ``(A, b)``: the activation ``pattern``'s polytope in the target, ``A x ≤ b``.
+
+    Inside the pattern the network is affine (:meth:`~fastcf._net.model.Net.affine`): each
+    hidden neuron that is on asks ``z(x) ≥ 0``, each that is off ``z(x) ≤ 0`` (none for
+    identity layers), and the target's rows ``G_out h ≥ g_out`` on the last hidden layer's
+    output ``h = M x + m`` (the pattern's map) are linear in x too.
+    """
+    pre, _ = net.affine(pattern)
+    A_ub, b_ub = [], []
+    for (A, c), on in zip(pre, pattern, strict=True):
+        if not net.relu:
+            continue
+        # on: −(A x + c) ≤ 0; off: A x + c ≤ 0
+        sgn = np.where(on, -1.0, 1.0)
+        A_ub.append(sgn[:, None] * A)
+        b_ub.append(-sgn * c)
+    if pre:
+        Al, cl = pre[-1]
+        if net.relu:
+            on = pattern[-1]
+            Al, cl = Al * on[:, None], cl * on
+    else:
+        D = net.W[0].shape[1]
+        Al, cl = np.eye(D), np.zeros(D)
+    A_ub.append(-(G_out @ Al))
+    b_ub.append(-(g_out - G_out @ cl))
+    return np.vstack(A_ub), np.concatenate(b_ub)
+
+
 def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=None):
     """Return the closest point of the activation ``pattern``'s polytope meeting the target.
 
@@ -350,32 +388,12 @@ def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=Non
         None where the polytope holds no such point (as HiGHS finds it).
     """
     D = x0.shape[0]
-    pre, _ = net.affine(pattern)
     lo = lo.copy()
     hi = hi.copy()
     if movable is not None:
         lo[~movable] = x0[~movable]
         hi[~movable] = x0[~movable]
-    A_ub, b_ub = [], []
-    for (A, c), on in zip(pre, pattern, strict=True):
-        if not net.relu:
-            continue
-        # on: −(A x + c) ≤ 0; off: A x + c ≤ 0
-        sgn = np.where(on, -1.0, 1.0)
-        A_ub.append(sgn[:, None] * A)
-        b_ub.append(-sgn * c)
-    # the target on the last hidden layer's output h = M x + m (M, m: the pattern's map)
-    if pre:
-        Al, cl = pre[-1]
-        if net.relu:
-            on = pattern[-1]
-            Al, cl = Al * on[:, None], cl * on
-    else:
-        Al, cl = np.eye(D), np.zeros(D)
-    A_ub.append(-(G_out @ Al))
-    b_ub.append(-(g_out - G_out @ cl))
-    Ax = np.vstack(A_ub)
-    bx = np.concatenate(b_ub)
+    Ax, bx = pattern_rows(net, pattern, G_out, g_out)
     # variables (p, n) ≥ 0, x = x̄ + p − n inside the box; min Σ w (p + n)
     v = _lp(np.concatenate([w, w]), np.hstack([Ax, -Ax]), bx - Ax @ x0,
             np.concatenate([hi - x0, x0 - lo]))  # fmt: skip
