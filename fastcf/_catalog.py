@@ -50,8 +50,8 @@ _NOT_YET = {
 COVERS = (
     "fastcf covers linear classifiers and affine pipelines (LinearExplainer), ColumnTransformer "
     "pipelines on DataFrames (TabularExplainer(model, X_train)), LVQ models (LVQExplainer), "
-    "scikit-learn, XGBoost and LightGBM trees (TreeExplainer) and ReLU networks: MLPClassifier, "
-    "PyTorch (NetExplainer)"
+    "scikit-learn, XGBoost and LightGBM trees (TreeExplainer) and ReLU MLPs, incl. PyTorch "
+    "(NetExplainer)"
 )
 
 
