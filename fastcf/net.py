@@ -3,11 +3,12 @@
 :class:`NetExplainer` reads a fitted scikit-learn ``MLPClassifier`` with ReLU (or identity)
 hidden layers, or a PyTorch ``nn.Sequential`` of ``Linear`` and ``ReLU`` layers
 (:mod:`fastcf._net.pytorch`), into float64 layers (:mod:`fastcf._net.model`) and answers each
-query exactly: a
-mixed-integer program over the neurons whose sign the query's box leaves open, the others fixed
-(:mod:`fastcf._net.program`, solved by HiGHS to a zero gap), then a linear program inside the
-answer's activation pattern, where the network is affine, so that the answer is a point of the
-network and not of the program's relaxation. Every success is judged by the model's own
+query exactly over the neurons whose sign the query's box leaves open, the others fixed: the
+own branch-and-bound of :mod:`fastcf._net.search` on HiGHS's linear programs (Manhattan),
+HiGHS's mixed-integer program (:mod:`fastcf._net.program`: L0, ``max_changes``), the
+branch-and-bound of :mod:`fastcf._net.euclid` on convex QPs (Euclidean); then the answer's
+activation pattern is solved again, where the network is affine, so that the answer is a point
+of the network and not of a relaxation. Every success is judged by the model's own
 ``predict`` (and ``predict_proba`` for ``proba=``; a PyTorch model's own forward pass, in its
 own dtype); a refused one is solved again at a larger margin. A model that computes in float32
 is aimed, from the first answer, beyond a proven bound of its rounding over the query's box.
