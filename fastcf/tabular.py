@@ -35,8 +35,7 @@ from ._tabular.alternatives import row_alternatives
 from ._tabular.columns import Schema, describe, resolve_names
 from ._tabular.fold import fold_model
 from ._tabular.grid import resolve_levels, with_levels
-from ._tabular.milp import Program
-from ._tabular.netprog import NetProgram, is_net_fold
+from ._tabular.programs import program_for
 from ._tabular.protocol import FrameExplainer, as_frame
 from ._tabular.request import read_options, read_request
 from ._tabular.results import (
@@ -47,7 +46,6 @@ from ._tabular.results import (
 )
 from ._tabular.solve import Rows, check_fold_on
 from ._tabular.treefold import fold_trees, is_tree_pipeline
-from ._tabular.treeprog import TreeProgram
 from ._validation import check_int
 from .results import mark_exact
 
@@ -218,12 +216,7 @@ class TabularExplainer(FrameExplainer):
             X, fold, immutable, increase_only, decrease_only, integer, categorical, weights,
             resolution, lv, on_grid=tree,
         )  # fmt: skip
-        if tree:
-            self._program = TreeProgram(self._schema, splits, model, X)
-        elif is_net_fold(fold):  # a network: its neurons in the program (checked on X)
-            self._program = NetProgram(self._schema, model, X)
-        else:
-            self._program = Program(self._schema)
+        self._program = program_for(self._schema, fold, splits, model, X)
         self._set_classes(fold.classes)
         self.n_features_in_ = X.shape[1]
         self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
