@@ -118,3 +118,68 @@ def test_euclidean_refuses_max_changes():
     mlp, X = fitted_mlp((4,), 2, 2, 0)
     with pytest.raises(ValueError, match="max_changes with metric='euclidean'"):
         NetExplainer(mlp).explain(X[0], 1, bounds=(-2, 2), metric="euclidean", max_changes=1)
+
+
+# (seeds whose fitted network predicts more than one class on its rows: tiny ones often collapse)
+FULL = [((3, 3), 2, 3, 0), ((3, 3), 2, 3, 5), ((4, 2), 3, 2, 0), ((4, 2), 3, 2, 4),
+        ((3, 2, 2), 2, 2, 2), ((3, 2, 2), 2, 2, 4)]  # fmt: skip
+
+
+@pytest.mark.parametrize("hidden,D,K,seed", FULL, ids=str)
+def test_the_full_search_over_the_balls_bounds_equals_the_brute_force(
+    hidden, D, K, seed, monkeypatch
+):
+    # no short search: every query takes the full search, its neurons' bounds tightened over
+    # the ball by conic programs (tighten_ball) and restarted as the radius shrinks
+    from fastcf._net import euclid
+
+    monkeypatch.setattr(euclid, "_SHORT", 0)
+    called = []
+    ball = euclid.tighten_ball
+    monkeypatch.setattr(euclid, "tighten_ball", lambda *a: called.append(1) or ball(*a))
+    mlp, X = fitted_mlp(hidden, D, K, seed)
+    ex = NetExplainer(mlp)
+    rng = np.random.default_rng(200 + seed)
+    lo, hi = -np.ones(D) * 1.5, np.ones(D) * 1.5
+    w = rng.uniform(0.5, 2.0, size=D)
+    answered = 0
+    for x0 in X[:4]:
+        for t in range(K):
+            if mlp.predict(x0[None])[0] == t:
+                continue
+            res = ex.explain(x0, mlp.classes_[t], weights=w, bounds=(lo, hi), metric="euclidean")
+            answered += _between(res, mlp, x0, t, w, lo, hi)
+    assert answered and called
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tightened_bounds_hold_every_point_of_the_ball_in_the_target(seed):
+    # sampled points of the box ∩ the ball that meet the target: each layer's pre-activations
+    # lie within the tightened bounds, which lie within the ones they tightened
+    from fastcf._net.bounds import linear_bounds
+    from fastcf._net.euclid import tighten_ball, tighten_layers
+    from fastcf._net.model import read_network
+    from fastcf._net.program import output_rows
+
+    mlp, X = fitted_mlp((6, 5), 3, 3, seed)
+    net = read_network(mlp)
+    rng = np.random.default_rng(seed)
+    x0, t = X[0], (int(mlp.predict(X[:1])[0]) + 1) % 3
+    lo, hi = -np.ones(3), np.ones(3)
+    w = rng.uniform(0.5, 2.0, size=3)
+    radius = 1.2
+    G, g = output_rows(net, t, 1e-6)
+    budget = np.sqrt(3) * radius
+    ls0, us0 = linear_bounds(net.W, net.b, x0, w, lo, hi, budget, radius)
+    ls1, us1 = tighten_layers(net, x0, lo, hi, w, G, g, ls0, us0, budget)
+    ls2, us2 = tighten_ball(net, x0, lo, hi, w, G, g, ls1, us1, radius)
+    P = rng.uniform(lo, hi, size=(200_000, 3))
+    P = P[np.sqrt(np.sum((w * (P - x0)) ** 2, axis=1)) <= radius]
+    P = P[net.meets(P, G, g)]
+    assert P.shape[0] > 100
+    for z, a, b, a0, b0 in zip(net.hidden(P), ls2, us2, ls0, us0, strict=True):
+        assert np.all(a >= a0) and np.all(b <= b0)
+        assert np.all(z >= a) and np.all(z <= b)
+    assert sum(int(((a < 0) & (b > 0)).sum()) for a, b in zip(ls2, us2, strict=True)) <= sum(
+        int(((a < 0) & (b > 0)).sum()) for a, b in zip(ls0, us0, strict=True)
+    )
