@@ -114,10 +114,70 @@ def test_time_limit_and_enumerate():
     assert all(a.distance <= b.distance * (1 + 1e-9) for a, b in zip(alts, alts[1:], strict=False))
 
 
-def test_euclidean_refuses_max_changes():
-    mlp, X = fitted_mlp((4,), 2, 2, 0)
-    with pytest.raises(ValueError, match="max_changes with metric='euclidean'"):
-        NetExplainer(mlp).explain(X[0], 1, bounds=(-2, 2), metric="euclidean", max_changes=1)
+def _between_sparse(res, mlp, x0, t, w, lo, hi, m):
+    """As :func:`_between`, with at most ``m`` features changed; return whether compared."""
+    args = dict(binary=len(mlp.classes_) == 2, metric="euclidean", max_changes=m)
+    top, _ = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, t, 1e-6, w, lo, hi, **args)
+    if not np.isfinite(top):
+        assert not res.success and res.status == 3, res.message
+        return False
+    assert res.success, res.message
+    assert mlp.predict(res.x[None])[0] == mlp.classes_[t]
+    assert np.count_nonzero(res.x != x0) <= m
+    assert np.all(res.x >= lo) and np.all(res.x <= hi)
+    assert res.distance <= top * (1 + 1e-6) + 1e-12
+    low, _ = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, t, 0.0, w, lo, hi, **args)
+    assert res.distance >= low * (1 - 1e-6) - 1e-12
+    assert res.status == 0 and res.info["gap"] == 0
+    return True
+
+
+# (hidden, D, K, seed, rows asked, max_changes asked, short search): the reference solves a QP
+# per activation pattern and per set of changed features, with cvxpy (seconds per query)
+SPARSE = [((4,), 3, 2, 0, 3, (1, 2), True), ((5,), 4, 2, 1, 2, (1, 2), False),
+          ((3, 3), 3, 3, 0, 1, (1,), False), ((4, 2), 3, 2, 4, 1, (1, 2), True)]  # fmt: skip
+
+
+@pytest.mark.parametrize("hidden,D,K,seed,n,ms,short", SPARSE, ids=str)
+def test_euclidean_with_max_changes_equals_the_brute_force(
+    hidden, D, K, seed, n, ms, short, monkeypatch
+):
+    # a support variable per feature in the branch-and-bound: against one QP per activation
+    # pattern and per set of at most m changed features; not short: the full search at once
+    from fastcf._net import euclid
+
+    if not short:
+        monkeypatch.setattr(euclid, "_SHORT", 0)
+    mlp, X = fitted_mlp(hidden, D, K, seed)
+    ex = NetExplainer(mlp)
+    rng = np.random.default_rng(300 + seed)
+    lo, hi = -np.ones(D) * 1.5, np.ones(D) * 1.5
+    w = rng.uniform(0.5, 2.0, size=D)
+    answered = 0
+    for x0 in X[:n]:
+        for t in range(K):
+            if mlp.predict(x0[None])[0] == t:
+                continue
+            for m in ms:
+                res = ex.explain(x0, mlp.classes_[t], weights=w, bounds=(lo, hi),
+                                 metric="euclidean", max_changes=m)  # fmt: skip
+                answered += _between_sparse(res, mlp, x0, t, w, lo, hi, m)
+    assert answered
+
+
+def test_euclidean_max_changes_exact_false_is_valid_and_bounded():
+    mlp, X = fitted_mlp((6, 4), 4, 2, 1)
+    ex = NetExplainer(mlp).fit_data(X)
+    Q = X[:6]
+    T = 1 - mlp.predict(Q)
+    fast = ex.explain(Q, T, metric="euclidean", max_changes=2, exact=False)
+    full = ex.explain(Q, T, metric="euclidean", max_changes=2)
+    assert (fast.success == full.success).all() and full.success.any()
+    ok = full.success
+    assert (mlp.predict(fast.x[ok]) == T[ok]).all()
+    assert np.all(np.count_nonzero(fast.x[ok] != Q[ok], axis=1) <= 2)
+    assert np.all(fast.distance[ok] >= full.distance[ok] * (1 - 1e-6))
+    assert np.all(fast.info["bound"][ok] <= full.distance[ok] * (1 + 1e-6))
 
 
 # (seeds whose fitted network predicts more than one class on its rows: tiny ones often collapse)

@@ -4,7 +4,8 @@ Not run in CI. Random tiny ReLU networks (1–2 hidden layers, at most 8 hidden 
 features, 2–3 classes), scikit-learn ``MLPClassifier`` models with their weights replaced by
 random ones of scale 10^U(−1, 1) and PyTorch ``nn.Sequential`` models in float64 and float32,
 with random boxes, per-feature weights 10^U(−1, 1), and at random a frozen feature,
-``max_changes``, ``metric="l0"``, ``metric="euclidean"`` or ``proba=``. Each example asks
+``max_changes``, ``metric="l0"``, ``metric="euclidean"`` (with a frozen feature or
+``max_changes`` at times) or ``proba=``. Each example asks
 every entry point:
 
 * ``explain`` of the single query;
@@ -137,8 +138,11 @@ def case(rng):
         opts["metric"] = "l0"
     elif u < 0.55:
         opts["metric"] = "euclidean"
-        if rng.random() < 0.3:
+        v = rng.random()
+        if v < 0.3:
             opts["frozen"] = [int(rng.integers(D))]
+        elif v < 0.5:  # (the reference: a QP per pattern and per set of changed features)
+            opts["max_changes"] = int(rng.integers(1, D))
     elif u < 0.7 and binary:
         opts["proba"] = float(rng.uniform(0.55, 0.95))
     elif u < 0.8 and not binary:  # (the reference: one exponential-cone program per pattern)

@@ -71,12 +71,6 @@ def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, 
     margin = check_scalar(margin, "margin", lo=0.0)
     if max_changes is not None:
         max_changes = check_int(max_changes, "max_changes", lo=1)
-        if metric == "euclidean":
-            raise ValueError(
-                "max_changes with metric='euclidean' is not answered for networks yet (a "
-                "binary variable per feature in the Euclidean branch-and-bound): use "
-                "metric='manhattan' or 'l0' with max_changes"
-            )
     time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
     D = ex.n_features_in_
     fmask = resolve_frozen(frozen, D, names)
@@ -229,14 +223,11 @@ def _limit(gap):
 
 def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g):
     """Return the :class:`_Row` of a Euclidean query row (:mod:`.euclid`'s branch-and-bound)."""
-    x, d, what, gap, bound, nodes = answer_row(
-        net, x0, lo, hi, q.w, G, g, rows, exact=q.exact, time_limit=q.time_limit
-    )
+    opts = dict(exact=q.exact, time_limit=q.time_limit, max_changes=q.max_changes)
+    x, d, what, gap, bound, nodes = answer_row(net, x0, lo, hi, q.w, G, g, rows, **opts)
     if x is None and what == "infeasible" and q.proba is None and ties_differ(net, t):
         G, g = output_rows(net, t, margin, ties=True)  # (a target reachable only on a tie)
-        x, d, what, gap, bound, nodes = answer_row(
-            net, x0, lo, hi, q.w, G, g, rows, exact=q.exact, time_limit=q.time_limit
-        )
+        x, d, what, gap, bound, nodes = answer_row(net, x0, lo, hi, q.w, G, g, rows, **opts)
     if x is None:
         if what == "infeasible":
             st, text = Status.INFEASIBLE, _INFEASIBLE

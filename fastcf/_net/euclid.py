@@ -148,13 +148,20 @@ def pattern_qp(net, pattern, x0, lo, hi, w, G, g, radius=math.inf):
 
 
 class _Layout:
-    """The relaxation's variables (x | y of every hidden neuron) and its fixed rows."""
+    """The relaxation's variables (d | y of every hidden neuron | s) and its fixed rows.
 
-    def __init__(self, net, x0, lo, hi, w, G, g, ls, us, scale):
+    ``max_changes`` (m): a support variable s_k ∈ [0, 1] per feature that can move, with
+    ``−(x̄ − lo) s ≤ d ≤ (hi − x̄) s`` and ``Σ s ≤ m`` (fixed to 0 or 1 by the branching).
+    """
+
+    def __init__(self, net, x0, lo, hi, w, G, g, ls, us, scale, max_changes=None):
         self.net, self.x0, self.lo, self.hi, self.scale = net, x0, lo, hi, scale
         D = x0.shape[0]
         sizes = [W.shape[0] for W in net.W[:-1]]
-        self.n = n = D + sum(sizes)
+        self.max_changes, self.w = max_changes, w
+        self.feats = np.flatnonzero(hi > lo) if max_changes is not None else np.zeros(0, int)
+        self.i_s = D + sum(sizes)  # the first support column
+        self.n = n = self.i_s + self.feats.size
         self.P, self.q = _objective(w, n, scale)
         eq_r, eq_v, ub_r, ub_v = [], [], [], []
         un_r, un_y, un_b, un_l, un_u = [], [], [], [], []  # the unstable neurons' z rows
@@ -162,6 +169,16 @@ class _Layout:
         start = D
         lb, ub = np.full(n, -np.inf), np.full(n, np.inf)
         lb[:D], ub[:D] = lo - x0, hi - x0  # the first D variables are d = x − x̄
+        lb[self.i_s :], ub[self.i_s :] = 0.0, 1.0
+        for k_s, i in enumerate(self.feats):  # d_i ≤ (hi − x̄) s, −d_i ≤ (x̄ − lo) s; Σ s ≤ m
+            col = self.i_s + k_s
+            ub_r.append((np.array([i, col]), np.array([1.0, -(hi[i] - x0[i])])))
+            ub_v.append(0.0)
+            ub_r.append((np.array([i, col]), np.array([-1.0, -(x0[i] - lo[i])])))
+            ub_v.append(0.0)
+        if self.feats.size:
+            ub_r.append((np.arange(self.i_s, n), np.ones(self.feats.size)))
+            ub_v.append(float(max_changes))
         for k, (W, b, zl, zu) in enumerate(zip(net.W[:-1], net.b[:-1], ls, us, strict=True)):
             if k == 0:  # z = W x + b = W d + (W x̄ + b)
                 b = b + W @ x0
@@ -217,15 +234,23 @@ class _Layout:
         """Return the rows of the unstable neurons under ``fix`` ({index: side}): (eq, ub).
 
         Relaxed (the triangle): z − y ≤ −b and y − s z ≤ s (b − l) (y ≥ 0: its bounds); on:
-        y = z, z ≥ 0; off: y = 0, z ≤ 0.
+        y = z, z ≥ 0; off: y = 0, z ≤ 0. The keys from ``self.m`` on are the support variables
+        (``max_changes``): fixed to the side.
         """
         side = np.full(self.m, -1, dtype=np.int8)
+        sup, sup_v = [], []
         for i, v in fix.items():
-            side[i] = 1 if v else 0
+            if i < self.m:
+                side[i] = 1 if v else 0
+            else:
+                sup.append(self.i_s + i - self.m)
+                sup_v.append(1.0 if v else 0.0)
         free, on, off = (np.flatnonzero(side == v) for v in (-1, 1, 0))
         b, s, zl = self.un_b, self.un_s, self.un_l
-        eq = np.vstack([self.eq, self.ZmY[on], self.Y[off]])
-        eq_b = np.concatenate([self.eq_b, -b[on], np.zeros(off.size)])
+        S = np.zeros((len(sup), self.n))
+        S[np.arange(len(sup)), sup] = 1.0
+        eq = np.vstack([self.eq, self.ZmY[on], self.Y[off], S])
+        eq_b = np.concatenate([self.eq_b, -b[on], np.zeros(off.size), sup_v])
         ub = np.vstack([self.ub, self.ZmY[free], self.tri[free], -self.Z[on], self.Z[off]])
         ub_b = np.concatenate([self.ub_b, -b[free], s[free] * (b[free] - zl[free]), b[on], -b[off]])
         return eq, eq_b, ub, ub_b
@@ -236,14 +261,63 @@ class _Layout:
         v, val = _qp(self.P, self.q, eq, eq_b, ub, ub_b)
         return (None, math.inf) if v is None else (v, max(val, 0.0) * self.scale)
 
+    def support(self, v, fix):
+        """Return the support variable to branch on (its key), or -1.
+
+        -1 where the features the relaxation's optimum changes and those fixed in number at
+        most ``max_changes`` (or there is no such limit: then its leaf keeps them all free,
+        :meth:`pinned`); else the free changed one of the largest ``s (1 − s)``.
+        """
+        if self.max_changes is None:
+            return -1
+        d = v[self.feats]
+        used = np.abs(d) > 1e-9 * (self.hi - self.lo)[self.feats]
+        free = np.ones(self.feats.size, dtype=bool)
+        for i, side in fix.items():
+            if i >= self.m:
+                free[i - self.m] = False
+                used[i - self.m] |= bool(side)
+        if np.count_nonzero(used) <= self.max_changes:
+            return -1
+        s = v[self.i_s :]
+        score = np.where(used & free, s * (1.0 - s) + 1e-12, -1.0)
+        k = int(np.argmax(score))
+        return self.m + k if score[k] > 0 else -1
+
+    def pinned(self, v, fix):
+        """Return the features a leaf keeps at x̄: those outside its support (``max_changes``).
+
+        The support: the features fixed in, then the others that move most (|w d|), up to m.
+        """
+        D = self.x0.shape[0]
+        if self.max_changes is None:
+            return np.zeros(D, dtype=bool)
+        score = np.abs(self.w * v[:D])
+        keep = np.zeros(D, dtype=bool)
+        room = np.zeros(D, dtype=bool)
+        room[self.feats] = True
+        for i, side in fix.items():
+            if i >= self.m and side:
+                keep[self.feats[i - self.m]] = True
+            elif i >= self.m:
+                room[self.feats[i - self.m]] = False
+        order = np.argsort(-score, kind="stable")
+        for i in order:
+            if keep.sum() >= self.max_changes:
+                break
+            if room[i] and not keep[i] and score[i] > 0:
+                keep[i] = True
+        return ~keep
+
     def violation(self, v, fix):
         """Return (index, how far y is from max(z, 0)) of the worst relaxed neuron."""
         if not self.m:
             return -1, 0.0
         z = self.Z @ v + self.un_b
         gap = np.abs(v[self.un_y] - np.maximum(z, 0.0)) / (self.un_u - self.un_l)
-        if fix:
-            gap[list(fix)] = 0.0
+        fixed = [i for i in fix if i < self.m]
+        if fixed:
+            gap[fixed] = 0.0
         at = int(np.argmax(gap))
         return (at, float(gap[at])) if gap[at] > 0.0 else (-1, 0.0)
 
@@ -257,17 +331,19 @@ def _matrix(rows, n):
 
 
 def branch_and_bound(net, x0, lo, hi, w, G, g, ls, us, start=None, time_limit=None,
-                     max_nodes=100_000, until=None):  # fmt: skip
+                     max_nodes=100_000, until=None, max_changes=None):  # fmt: skip
     """Return the :class:`EuclidResult` of one Euclidean query (see the module docstring).
 
     ``start``: ``(x, distance)`` of a valid answer (a point of the network in the target), or
     None; ``ls, us``: the neurons' pre-activation bounds over the box. The search stops
     (status "time_limit", with its bound) at ``time_limit`` seconds, after ``max_nodes``
     nodes, or as soon as it has an answer whose squared distance is below ``until``.
+    ``max_changes``: at most that many features move (a support variable per feature, branched
+    on before the neurons while the relaxation moves more).
     """
     t0 = time.perf_counter()
     radius = math.inf if start is None else float(start[1])
-    lay = _Layout(net, x0, lo, hi, w, G, g, ls, us, _scale(radius))
+    lay = _Layout(net, x0, lo, hi, w, G, g, ls, us, _scale(radius), max_changes)
     best_x, best = (None, math.inf) if start is None else (start[0], radius**2)
     heap, tick, nodes = [], 0, 0
     stopped = False
@@ -279,17 +355,22 @@ def branch_and_bound(net, x0, lo, hi, w, G, g, ls, us, start=None, time_limit=No
         v, val = lay.solve(fix)
         if v is None or val * (1 - _REL) >= best:
             return
+        pin = lay.pinned(v, fix)
         x = np.clip(x0 + v[: x0.shape[0]], lo, hi)
+        x[pin] = x0[pin]
         pat = net.pattern(x)
-        key = b"".join(p.tobytes() for p in pat)
+        key = b"".join(p.tobytes() for p in (*pat, pin))
         if key not in tried:  # (a pattern's program is solved once per search)
             tried.add(key)
-            y, d = pattern_qp(net, pat, x0, lo, hi, w, G, g, radius)
+            plo, phi = np.where(pin, x0, lo), np.where(pin, x0, hi)
+            y, d = pattern_qp(net, pat, x0, plo, phi, w, G, g, radius)
             if y is not None and d * d < best:
                 best_x, best = y, d * d
-        at, gap = lay.violation(v, fix)
-        if at < 0 or gap <= 1e-9:  # the relaxation's optimum is a point of the network
-            return
+        at = lay.support(v, fix)  # (the support first: while the relaxation moves too many)
+        if at < 0:
+            at, gap = lay.violation(v, fix)
+            if at < 0 or gap <= 1e-9:  # the relaxation's optimum is a point of the network
+                return
         tick += 1
         heapq.heappush(heap, (val, tick, fix, at))
 
@@ -439,29 +520,47 @@ def tighten_ball(net, x0, lo, hi, w, G, g, ls, us, radius):
     return ls, us
 
 
-def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None):
+def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None, max_changes=None):
     """Return ``(x, distance, status, gap, bound, nodes)`` of one Euclidean query row.
 
     The first answer: the Manhattan incumbent (:func:`~fastcf._net.incumbent.incumbent`), its
-    pattern solved in Euclidean terms (:func:`pattern_qp`). The neurons' bounds over the box
-    within its radius; then :func:`branch_and_bound` (``exact=False``: the first answer, with
-    the root relaxation's bound). ``status``: "optimal", "time_limit", "infeasible",
-    "incumbent".
+    pattern solved in Euclidean terms (:func:`pattern_qp`; with ``max_changes``, only its
+    ``max_changes`` largest moves kept, where that pattern still reaches the target). The
+    neurons' bounds over the box within its radius; then :func:`branch_and_bound`
+    (``exact=False``: the first answer, with the root relaxation's bound). ``status``:
+    "optimal", "time_limit", "infeasible", "incumbent".
     """
+    m = max_changes
     start = None
     xi, _ = incumbent(net, rows, x0, lo, hi, w, G, g, "manhattan")
     if xi is not None:
         di = float(np.sqrt(np.sum((w * (xi - x0)) ** 2)))
-        y, d = pattern_qp(net, net.pattern(xi), x0, lo, hi, w, G, g, di)
-        start = (y, d) if y is not None and d <= di else (xi, di)
-        start = walk(net, *start, lambda p: pattern_qp(net, p, x0, lo, hi, w, G, g, di))
+        keep = np.ones(x0.shape[0], dtype=bool)
+        if m is not None:  # the m largest moves, the others pinned at x̄
+            keep[:] = False
+            keep[np.argsort(-np.abs(w * (xi - x0)), kind="stable")[:m]] = True
+            keep &= xi != x0
+        plo, phi = np.where(keep, lo, x0), np.where(keep, hi, x0)
+
+        def solve(pattern):
+            return pattern_qp(net, pattern, x0, plo, phi, w, G, g, di)
+
+        y, d = solve(net.pattern(xi))
+        if y is not None and (d <= di or m is not None):
+            start = (y, d)
+        elif m is None:
+            start = (xi, di)
+        if start is not None:
+            start = walk(net, *start, solve)
     t0 = time.perf_counter()
 
     def bounded(start, ball=False):
         radius = math.inf if start is None else start[1]
         blo, bhi = shrink(x0, lo, hi, w, radius)
         if net.relu:
-            budget = math.sqrt(np.count_nonzero(w)) * radius * (1 + 1e-9)
+            # (Cauchy–Schwarz: Σ w |d| ≤ √(number of moves) ‖w d‖)
+            moves = np.count_nonzero(w) if m is None else min(m, np.count_nonzero(w))
+            budget = math.sqrt(moves) * radius * (1 + 1e-9)
             ls, us = linear_bounds(net.W, net.b, x0, w, blo, bhi, budget, radius * (1 + 1e-9))
             ls, us = tighten_layers(net, x0, blo, bhi, w, G, g, ls, us, budget)
             if ball:
@@ -471,9 +570,17 @@ def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None):
         return blo, bhi, ls, us
 
     blo, bhi, ls, us = bounded(start)
-    if not exact and start is not None:  # the first answer, the root's bound
-        r = branch_and_bound(net, x0, blo, bhi, w, G, g, ls, us, start, max_nodes=1)
-        what = "optimal" if r.status == "optimal" else "incumbent"
+    if not exact:  # the first answer, the root's bound
+        if start is None:  # (the search, up to its first answer)
+            r = branch_and_bound(net, x0, blo, bhi, w, G, g, ls, us, None, time_limit,
+                                 until=math.inf, max_changes=m)  # fmt: skip
+            if r.x is not None and r.status != "optimal":
+                start = (r.x, r.cost)
+                blo, bhi, ls, us = bounded(start)
+        if start is not None:
+            r = branch_and_bound(net, x0, blo, bhi, w, G, g, ls, us, start, max_nodes=1,
+                                 max_changes=m)  # fmt: skip
+        what = "optimal" if r.status == "optimal" else "incumbent" if r.x is not None else r.status
     else:
         # short searches first, then the full one; whenever a search finds an answer well
         # inside the last radius (or the first answer at all), it stops there and the neurons'
@@ -486,7 +593,7 @@ def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None):
             if restarts < _MAX_RESTARTS:
                 until = math.inf if start is None else (_SHRINK * start[1]) ** 2
             r = branch_and_bound(net, x0, blo, bhi, w, G, g, ls, us, start, left,
-                                 _SHORT if capped else 100_000, until)  # fmt: skip
+                                 _SHORT if capped else 100_000, until, m)  # fmt: skip
             nodes += r.nodes
             if r.status != "time_limit" or (
                 time_limit is not None and time.perf_counter() - t0 >= time_limit
