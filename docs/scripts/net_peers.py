@@ -68,12 +68,16 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 
 import numpy as np
-from peers_common import fmt_ms, rewrap, timed  # (docs/scripts, the script's own directory)
+from peers_common import (  # (docs/scripts, the script's own directory)
+    fmt_ms,
+    rewrap,
+    run_workers,
+    timed,
+)
 from peers_common import versions as _versions
 
 NUMERIC = ["Seniority", "Time", "Age", "Expenses", "Income", "Assets", "Debt", "Amount", "Price"]
@@ -568,26 +572,10 @@ def main(argv=None):
         meta = train(args.tmp)
         print(f"trained {meta['sizes']}: training loss {meta['train_loss']:.4f}", flush=True)
     pythons = {"fastcf": args.fastcf_python, "dice": args.dice_python}
-    docs, failed = {}, {}
-    for name, (env, _) in WORKERS.items():
-        path = os.path.join(args.tmp, f"{name}.json")
-        if not args.skip_run and (args.only is None or name in args.only):
-            cmd = [pythons[env], __file__, "--worker", name, "--rows", str(args.rows)]
-            cmd += ["--tmp", args.tmp]
-            print("running", " ".join(cmd), flush=True)
-            if os.path.exists(path):
-                os.remove(path)
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:  # a crashed peer is a result: reported in the notes
-                tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-                failed[name] = f"exit code {proc.returncode}: {tail}"
-                print(proc.stderr[-3000:], file=sys.stderr)
-                continue
-        if os.path.exists(path):
-            with open(path) as f:
-                docs[name] = json.load(f)
-    if "fastcf" not in docs:
-        raise SystemExit("the fastcf worker failed: " + failed.get("fastcf", "no output"))
+    docs, failed = run_workers(
+        __file__, {name: env for name, (env, _) in WORKERS.items()}, pythons, args.tmp,
+        ["--rows", str(args.rows), "--tmp", args.tmp], not args.skip_run, args.only,
+    )  # fmt: skip
     configs, env_meta, rows, n_rejected, meta = evaluate(docs, args.rows, args.tmp)
     write(configs, env_meta, rows, n_rejected, meta, failed, args.out)
     if args.figure:

@@ -1,14 +1,19 @@
-"""What the peer comparisons share: ``tabular_peers.py`` (a logistic credit pipeline) and
+"""What the peer comparisons share: ``tabular_peers.py`` (a logistic credit pipeline),
 ``trees_peers.py`` (the same pipeline ending in a tree model), fastcf against DiCE (and
-actionable-recourse) on ``credit_data``.
+actionable-recourse) on ``credit_data``, and ``net_peers.py`` (a PyTorch network, against DiCE).
 
-Each script runs its methods in their own virtual environments (``--worker NAME``); this module
-is imported by both sides, so it needs NumPy alone (pandas frames are passed in).
+Each script runs its methods in their own virtual environments (``--worker NAME``,
+:func:`run_workers`); this module is imported by both sides, so it needs NumPy alone (pandas
+frames are passed in).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import platform
+import subprocess
+import sys
 import time
 import warnings
 
@@ -100,3 +105,58 @@ def versions(packages):
         except PackageNotFoundError:
             out[p] = "not installed"
     return out
+
+
+def run_workers(script, workers, pythons, tmp, args, run=True, only=None):
+    """Run each worker of a peers script in its own process; return ``(docs, failed)``.
+
+    Parameters
+    ----------
+    script : str
+        The script's path: each worker is ``python script --worker NAME`` + ``args``.
+    workers : dict
+        ``{name: environment}``, in the order to run them.
+    pythons : dict
+        ``{environment: its Python}``.
+    tmp : str
+        The folder of the workers' answers, ``NAME.json`` each.
+    args : list of str
+        The worker's other arguments (``--rows N --tmp DIR`` and the script's own).
+    run : bool
+        False: judge the answers already in ``tmp`` (``--skip-run``).
+    only : list of str, optional
+        Run these workers only (the others' answers already in ``tmp`` are read).
+
+    Returns
+    -------
+    docs : dict
+        ``{name: its JSON}``, for every worker with an answers file.
+    failed : dict
+        ``{name: its exit code and last line of stderr}`` for the workers that crashed (a
+        crashed peer is a result: the scripts report it in their notes).
+
+    Raises
+    ------
+    SystemExit
+        Where the fastcf worker left no answers.
+    """
+    docs, failed = {}, {}
+    for name, env in workers.items():
+        path = os.path.join(tmp, f"{name}.json")
+        if run and (only is None or name in only):
+            cmd = [pythons[env], script, "--worker", name, *args]
+            print("running", " ".join(cmd), flush=True)
+            if os.path.exists(path):
+                os.remove(path)
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+                failed[name] = f"exit code {proc.returncode}: {tail}"
+                print(proc.stderr[-3000:], file=sys.stderr)
+                continue
+        if os.path.exists(path):
+            with open(path) as f:
+                docs[name] = json.load(f)
+    if "fastcf" not in docs:
+        raise SystemExit("the fastcf worker failed: " + failed.get("fastcf", "no output"))
+    return docs, failed

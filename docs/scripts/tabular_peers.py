@@ -65,7 +65,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 
@@ -79,6 +78,7 @@ from peers_common import (  # (docs/scripts, the script's own directory)
     plain,
     records,
     rewrap,
+    run_workers,
     timed,
 )
 from peers_common import versions as _versions
@@ -781,25 +781,8 @@ def main(argv=None):
         worker(args.worker, args.rows, os.path.join(args.tmp, f"{args.worker}.json"))
         return 0
     pythons = {"fastcf": args.fastcf_python, "dice": args.dice_python, "ar": args.ar_python}
-    docs, failed = {}, {}
-    for name, env in WORKERS.items():
-        path = os.path.join(args.tmp, f"{name}.json")
-        if not args.skip_run:
-            cmd = [pythons[env], __file__, "--worker", name, "--rows", str(args.rows)]
-            cmd += ["--tmp", args.tmp]
-            print("running", " ".join(cmd), flush=True)
-            if os.path.exists(path):
-                os.remove(path)
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:  # a crashed peer is a result: reported in the notes
-                tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-                failed[name] = f"exit code {proc.returncode}: {tail}"
-                print(proc.stderr[-3000:], file=sys.stderr)
-                continue
-        with open(path) as f:
-            docs[name] = json.load(f)
-    if "fastcf" not in docs:
-        raise SystemExit("the fastcf worker failed: " + failed.get("fastcf", "no output"))
+    more = ["--rows", str(args.rows), "--tmp", args.tmp]
+    docs, failed = run_workers(__file__, WORKERS, pythons, args.tmp, more, not args.skip_run)
     configs, meta, demo_diff, rows, n_rejected = evaluate(docs, args.rows)
     write(configs, meta, demo_diff, rows, n_rejected, failed, args.out)
     return 0

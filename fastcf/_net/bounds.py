@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["interval", "budget_first_layer", "widen", "linear_bounds"]
+__all__ = ["interval", "budget_first_layer", "widen", "linear_bounds", "box_bounds"]
 
 
 def widen(lo, hi):
@@ -36,7 +36,11 @@ def widen(lo, hi):
     return lo - pad, hi + pad
 
 
-def _affine(W, b, lo, hi):
+def box_bounds(W, b, lo, hi):
+    """Return the least and the largest of ``W h + b`` over the box ``lo ≤ h ≤ hi`` (not widened).
+
+    ``W⁺ lo + W⁻ hi + b`` and ``W⁺ hi + W⁻ lo + b``, W⁺ and W⁻ the positive and negative parts.
+    """
     Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
     return Wp @ lo + Wn @ hi + b, Wp @ hi + Wn @ lo + b
 
@@ -60,7 +64,7 @@ def interval(W, b, lo, hi, relu=True, first=None):
     ls, us = [], []
     hl, hu = lo, hi
     for i, (Wi, bi) in enumerate(zip(W[:-1], b[:-1], strict=True)):
-        zl, zu = widen(*_affine(Wi, bi, hl, hu))
+        zl, zu = widen(*box_bounds(Wi, bi, hl, hu))
         if i == 0 and first is not None:
             zl, zu = np.maximum(zl, first[0]), np.minimum(zu, first[1])
         ls.append(zl)

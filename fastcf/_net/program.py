@@ -9,6 +9,9 @@ variable y per hidden neuron (its output); a neuron is
 * *unstable* (l < 0 < u): y ≥ 0, y ≥ z, y ≤ z − l (1 − a), y ≤ u a with a binary a — the
   big-M form of y = max(z, 0), exact at a ∈ {0, 1} (Tjeng et al., ICLR 2019).
 
+These rows, and the target's, are :func:`fastcf._net.rows.network_rows`'s (the tabular
+program's network, :mod:`fastcf._tabular.netprog`, has the same ones).
+
 The target's constraint is on the logits of the last layer: ``z_t − z_j ≥ margin`` for every
 other class j (K classes), or ``± z ≥ θ`` for a binary model's one logit. The cost: Manhattan
 ``Σ w_i t_i`` with ``t_i ≥ |x_i − x̄_i|``; L0 ``Σ w_i s_i`` with s binary and
@@ -31,6 +34,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint
+
+from .rows import network_rows, unstable
 
 __all__ = [
     "Program",
@@ -116,11 +121,11 @@ class Program:
         if self.metric == "l0" or self.max_changes is not None:
             parts.append((x != x0).astype(np.float64))
         ys, as_ = [], []
-        for z, zl, zu in zip(net.hidden(x[None]), self.ls, self.us, strict=True):
+        for z, un in zip(net.hidden(x[None]), unstable(net, self.ls, self.us), strict=True):
             z = z[0]
             if net.relu:
                 ys.append(np.maximum(z, 0.0))
-                as_.append((z[(zl < 0) & (zu > 0)] > 0).astype(np.float64))
+                as_.append((z[un] > 0).astype(np.float64))
             else:
                 ys.append(z)
         del D
@@ -130,13 +135,8 @@ class Program:
         """Return (c, integrality, Bounds, [LinearConstraint]) of the program, and the layout."""
         net, x0, lo, hi, w = self.net, self.x0, self.lo, self.hi, self.w
         D = x0.shape[0]
-        sizes = [W.shape[0] for W in net.W[:-1]]
-        H = sum(sizes)
-        unstable = [
-            (zl < 0) & (zu > 0) if net.relu else np.zeros(zl.shape, dtype=bool)
-            for zl, zu in zip(self.ls, self.us, strict=True)
-        ]
-        n_a = int(sum(m.sum() for m in unstable))
+        H = sum(W.shape[0] for W in net.W[:-1])
+        n_a = int(sum(m.sum() for m in unstable(net, self.ls, self.us)))
         sparse_changes = self.metric == "l0" or self.max_changes is not None
         n_s = D if sparse_changes else 0
         n_t = D if self.metric == "manhattan" else 0
@@ -200,49 +200,10 @@ class Program:
             rows(k, (np.concatenate(rr), np.concatenate(cc), np.concatenate(vv)), lows, highs)
         if self.max_changes is not None:
             rows(1, (np.zeros(D), is_ + feat, np.ones(D)), -np.inf, float(self.max_changes))
-        prev = ix + np.arange(D)  # the variables of the layer's input h
-        ya, aa = iy, ia
-        for W, b, lw, up, un in zip(net.W[:-1], net.b[:-1], self.ls, self.us, unstable,
-                                    strict=True):  # fmt: skip
-            m = W.shape[0]
-            y = ya + np.arange(m)
-            off = (up <= 0) if net.relu else np.zeros(m, dtype=bool)  # stable off: y = 0
-            eq = ~off & ~un  # y = z = W h + b
-            lb[y[off]], ub[y[off]] = 0.0, 0.0
-            if net.relu:
-                lb[y[eq]], ub[y[eq]] = np.maximum(lw[eq], 0.0), up[eq]
-            else:
-                lb[y[eq]], ub[y[eq]] = lw[eq], up[eq]
-            lb[y[un]], ub[y[un]] = 0.0, up[un]
-            # unstable: y ≥ z, y ≤ z − l (1 − a), y ≤ u a, y ≥ 0 (three rows); eq: one row
-            nrow = np.where(un, 3, np.where(eq, 1, 0))
-            start = np.concatenate([[0], np.cumsum(nrow)[:-1]])
-            a_of = np.full(m, -1)
-            a_of[un] = aa + np.arange(int(un.sum()))
-            jj, kk = np.nonzero(W)
-            wv = W[jj, kk]
-            keep = nrow[jj] > 0
-            jj, kk, wv = jj[keep], kk[keep], wv[keep]
-            ju = np.flatnonzero(un)
-            je = np.flatnonzero(eq)
-            bu = np.isin(jj, ju)
-            rr = [start[jj], start[je], start[ju], start[jj[bu]] + 1, start[ju] + 1, start[ju] + 1,
-                  start[ju] + 2, start[ju] + 2]  # fmt: skip
-            cc = [prev[kk], y[je], y[ju], prev[kk[bu]], y[ju], a_of[ju], y[ju], a_of[ju]]
-            vv = [wv, -np.ones(je.size), -np.ones(ju.size), -wv[bu], np.ones(ju.size), -lw[ju],
-                  np.ones(ju.size), -up[ju]]  # fmt: skip
-            k = int(nrow.sum())
-            lows, highs = np.full(k, -np.inf), np.empty(k)
-            lows[start[je]], highs[start[je]] = -b[je], -b[je]
-            highs[start[ju]] = -b[ju]
-            highs[start[ju] + 1] = b[ju] - lw[ju]
-            highs[start[ju] + 2] = 0.0
-            rows(k, (np.concatenate(rr), np.concatenate(cc), np.concatenate(vv)), lows, highs)
-            aa += ju.size
-            prev, ya = y, ya + m
-        # the target: G h ≥ g
-        gj, gk = np.nonzero(G)
-        rows(G.shape[0], (gj, prev[gk], G[gj, gk]), g, np.inf)
+        # the neurons, then the target G h ≥ g, on the input h₀ = x
+        nr = network_rows(net, self.ls, self.us, (feat, ix + feat, np.ones(D)), iy, ia, G, g)
+        lb[iy:ia], ub[iy:ia] = nr.y_lb, nr.y_ub
+        rows(nr.low.shape[0], (nr.rows, nr.cols, nr.vals), nr.low, nr.high)
         if math.isfinite(cutoff):
             cidx = np.flatnonzero(c)
             rows(1, (np.zeros(cidx.size), cidx, c[cidx]), -np.inf, cutoff)

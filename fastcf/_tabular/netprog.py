@@ -7,13 +7,14 @@ variables v (numeric values, category indicators). The program of one row is the
 program of :mod:`fastcf._tabular.milp` — the moves ``p_j, n_j`` of the numeric columns in
 steps of their grids (integer variables for integer and decimal columns), one 0/1 indicator
 ``δ_{c,k}`` per category, ``Σ_k δ_{c,k} = 1``, the box, frozen, monotone and allowed
-categories, ``max_changes`` — with the network written after it as in :mod:`fastcf._net.program`:
+categories, ``max_changes`` — with the network's rows after it, those of the network's own
+program (:func:`fastcf._net.rows.network_rows`):
 
 * the network reads ``u = (Δ, δ)``, the moves in steps and the indicators: its first layer is
   ``[G_num · unit, G_ind] u + (g + G_num x̄)``, its other layers the classifier's own;
 * each hidden neuron with pre-activation bounds ``l ≤ z ≤ u`` over the row's box is stable off
-  (``y = 0``), stable on or of an identity layer (``y = z``), or unstable: ``y ≥ 0``,
-  ``y ≥ z``, ``y ≤ z − l (1 − a)``, ``y ≤ u a`` with a binary a (exact at a ∈ {0, 1});
+  (``y = 0``), stable on or of an identity layer (``y = z``), or unstable (big-M rows with a
+  binary a, exact at a ∈ {0, 1}: :mod:`fastcf._net.rows`);
 * the target's rows ``G_out h_L ≥ g_out`` on the last hidden layer
   (:func:`fastcf._net.program.output_rows`; binary: the one logit past ``±θ``, θ the margin, or
   ``max(logit τ, 0) + margin`` for ``proba=τ``; K classes: ``z_t − z_j ≥ margin``).
@@ -42,9 +43,10 @@ import math
 import numpy as np
 
 from .._highs import highs
-from .._net.bounds import interval, linear_bounds, widen
+from .._net.bounds import box_bounds, interval, linear_bounds, widen
 from .._net.model import Net
 from .._net.program import output_rows, solve_pattern
+from .._net.rows import network_rows, unstable
 from .._status import Status
 from .milp import Program, RowAnswer
 
@@ -95,9 +97,7 @@ class NetProgram(Program):
         if len(rnet.W) == 1:
             return [], []
         W0, b0 = rnet.W[0], rnet.b[0]
-        Wn = W0[:, :n_num]
-        fl = np.maximum(Wn, 0.0) @ lo[:n_num] + np.minimum(Wn, 0.0) @ hi[:n_num] + b0
-        fu = np.maximum(Wn, 0.0) @ hi[:n_num] + np.minimum(Wn, 0.0) @ lo[:n_num] + b0
+        fl, fu = box_bounds(W0[:, :n_num], b0, lo[:n_num], hi[:n_num])  # the numeric columns
         for j in range(self.n_cat):  # one indicator of each block is 1: its allowed columns
             cols = s.cat_start[j] + np.flatnonzero(d_hi[s.cat_start[j] : s.cat_start[j + 1]] > 0)
             block = W0[:, n_num + cols]
@@ -209,13 +209,8 @@ class NetProgram(Program):
         m = q.max_changes
         zcols = np.flatnonzero((p_hi > 0) | (n_hi > 0)) if m is not None else np.zeros(0, int)
         n_z = zcols.size
-        relu = rnet.relu
-        sizes = [W.shape[0] for W in rnet.W[:-1]]
-        unstable = [
-            (zl < 0) & (zu > 0) if relu else np.zeros(zl.shape, dtype=bool)
-            for zl, zu in zip(ls, us, strict=True)
-        ]
-        H, n_a = int(sum(sizes)), int(sum(int(a.sum()) for a in unstable))
+        H = int(sum(W.shape[0] for W in rnet.W[:-1]))
+        n_a = int(sum(int(a.sum()) for a in unstable(rnet, ls, us)))
         iz = 2 * n_num + n_ind
         iy = iz + n_z
         ia = iy + H
@@ -253,47 +248,30 @@ class NetProgram(Program):
             ci = list(range(iz, iz + n_z)) + [2 * n_num + int(o) for o in own]
             add(ci, [1.0] * n_z + [-1.0] * n_cat, -math.inf, float(m - n_cat))
 
-        def expand(prev, wrow):
-            """Return (columns, values) of ``wrow · h`` over the program's columns."""
-            nz = np.flatnonzero(wrow)
-            ci, cv = [], []
-            for k in nz:
-                for c, f in prev[k]:
-                    ci.append(c)
-                    cv.append(f * wrow[k])
-            return ci, cv
-
-        # the network's input u = (p − n, δ): each entry a list of (column, factor)
-        prev = [[(j, 1.0), (n_num + j, -1.0)] for j in range(n_num)]
-        prev += [[(2 * n_num + k, 1.0)] for k in range(n_ind)]
-        y, a = iy, ia
-        for W, b, lw, up in zip(rnet.W[:-1], rnet.b[:-1], ls, us, strict=True):
-            cur = []
-            for j in range(W.shape[0]):
-                ci, cv = expand(prev, W[j])
-                if relu and up[j] <= 0:  # stable off: y = 0
-                    lb[y] = ub[y] = 0.0
-                elif not relu or lw[j] >= 0:  # y = z
-                    lb[y], ub[y] = (max(lw[j], 0.0), up[j]) if relu else (lw[j], up[j])
-                    add(ci + [y], cv + [-1.0], -b[j], -b[j])
-                else:  # unstable: y ≥ z, y ≤ z − l (1 − a), y ≤ u a, y ≥ 0
-                    lb[y], ub[y] = 0.0, up[j]
-                    add(ci + [y], cv + [-1.0], -math.inf, -b[j])
-                    add(ci + [y, a], [-v for v in cv] + [1.0, -lw[j]], -math.inf, b[j] - lw[j])
-                    add([y, a], [1.0, -up[j]], -math.inf, 0.0)
-                    a += 1
-                cur.append([(y, 1.0)])
-                y += 1
-            prev = cur
-        for k in range(G.shape[0]):  # the target: G h ≥ g
-            ci, cv = expand(prev, G[k])
-            add(ci, cv, g[k], math.inf)
-        A = sparse.csr_array((vals, (rows, cols)), shape=(len(rlo), nv))
+        # the network reads u = (p − n, δ), then its target G h ≥ g (one copy of its rows)
+        jn = np.arange(n_num)
+        P = (
+            np.concatenate([jn, jn, n_num + np.arange(n_ind)]),  # u's entry
+            np.arange(iz),  # the column: p, n, δ
+            np.concatenate([np.ones(n_num), -np.ones(n_num), np.ones(n_ind)]),
+        )
+        nr = network_rows(rnet, ls, us, P, iy, ia, G, g)
+        lb[iy:ia], ub[iy:ia] = nr.y_lb, nr.y_ub
+        k = len(rlo)
+        A = sparse.csr_array(
+            (
+                np.concatenate([np.asarray(vals, dtype=np.float64), nr.vals]),
+                (np.concatenate([np.asarray(rows, dtype=np.int64), k + nr.rows]),
+                 np.concatenate([np.asarray(cols, dtype=np.int64), nr.cols])),
+            ),
+            shape=(k + nr.low.shape[0], nv),
+        )  # fmt: skip
         A.sum_duplicates()
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = nv, A.shape[0]
         lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, lb, ub
-        lp.row_lower_, lp.row_upper_ = np.array(rlo), np.array(rhi)
+        lp.row_lower_ = np.concatenate([np.asarray(rlo, dtype=np.float64), nr.low])
+        lp.row_upper_ = np.concatenate([np.asarray(rhi, dtype=np.float64), nr.high])
         lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
         lp.a_matrix_.start_ = A.indptr.astype(np.int32)
         lp.a_matrix_.index_ = A.indices.astype(np.int32)
