@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["interval", "budget_first_layer", "widen", "linear_bounds", "target_bound"]
+__all__ = ["interval", "budget_first_layer", "widen", "linear_bounds", "target_bound", "cheapest"]
 
 
 def widen(lo, hi):
@@ -190,8 +190,9 @@ def target_bound(W, b, ls, us, x0, w, lo, hi, G, g, relu=True, metric="manhattan
     from x̄: Manhattan (``Σ w |x − x̄|``), the features in decreasing ``|Λ_ki| / w_i``, each to
     its end of the box, until the row is met, exact; L0 (``Σ w [x ≠ x̄]``), the same with each
     feature's whole gain ``|Λ_ki|`` times its room for ``w_i``, the knapsack's relaxation. The
-    bound is the largest over the rows, shaded down by a relative 1e-9 (the rounding of the
-    sums); ``inf`` where no point of the box meets a row's relaxation (no answer in the region).
+    bound is the largest over the rows, each row asked less by a bound of the rounding of its
+    terms (:func:`cheapest`); ``inf`` where no point of the box meets a row's relaxation (no
+    answer in the region).
 
     Examples
     --------
@@ -205,14 +206,39 @@ def target_bound(W, b, ls, us, x0, w, lo, hi, G, g, relu=True, metric="manhattan
     True
     """
     slopes = [_slopes(zl, zu, relu) for zl, zu in zip(ls, us, strict=True)]
-    lam, const = _backward(W, b, slopes, np.asarray(G, dtype=np.float64), np.zeros(G.shape[0]))
-    need = g - const - lam @ x0  # what each row's Λ x must still gain from x̄
-    scale = np.abs(g) + np.abs(const) + np.abs(lam) @ np.abs(x0)
-    need = need - 1e-9 * scale - 1e-12
+    G = np.asarray(G, dtype=np.float64)
+    lam, const = _backward(W, b, slopes, G, np.zeros(G.shape[0]))
+    # the rounding of the backward pass and of Λ x: at most γ times the magnitudes of the terms
+    # it adds (the same pass on |W|, |b|, |G| and each ReLU's larger slope), γ = 4 u (the
+    # terms of the longest sum: D plus every layer's width) — a generous standard bound
+    mag, cmag = np.abs(G), np.abs(g)
+    for m in range(len(slopes) - 1, -1, -1):
+        s, t, a = slopes[m]
+        coef = mag * np.maximum(s, a)
+        cmag = cmag + mag @ np.abs(t) + coef @ np.abs(b[m])
+        mag = coef @ np.abs(W[m])
+    terms = cmag + mag @ np.maximum(np.abs(lo), np.abs(hi))
+    gamma = 4.0 * np.finfo(np.float64).eps * (x0.shape[0] + sum(v.shape[0] for v in ls) + 2)
+    return cheapest(lam, g - const, x0, w, lo, hi, metric, err=gamma * terms)
+
+
+def cheapest(L, r, x0, w, lo, hi, metric="manhattan", err=None):
+    """Return a lower bound of the cost from x̄ of the points of the box with ``L x ≥ r``.
+
+    Row by row, a fractional knapsack (as :func:`target_bound`): exact for one row and the
+    Manhattan cost, the largest over the rows otherwise. ``err``: a bound of the rounding of
+    each row's ``r − L x`` over the box (each row is asked that much less), by default a
+    relative 1e-9 of its terms; the cost is shaded down by a relative 1e-12 (the knapsack's
+    own sums). ``inf`` where the box holds no point meeting a row.
+    """
+    need = r - L @ x0  # what each row must still gain from x̄
+    if err is None:
+        err = 1e-9 * (np.abs(r) + np.abs(L) @ np.maximum(np.abs(lo), np.abs(hi))) + 1e-12
+    need = need - err
     best = 0.0
     for k in np.flatnonzero(need > 0):
-        room = np.where(lam[k] > 0, hi - x0, x0 - lo)
-        gain = np.abs(lam[k]) * room  # the most each feature adds to the row
+        room = np.where(L[k] > 0, hi - x0, x0 - lo)
+        gain = np.abs(L[k]) * room  # the most each feature adds to the row
         cost = w * room if metric == "manhattan" else w.astype(np.float64)
         use = gain > 0
         left = need[k] - gain[use & (w <= 0)].sum()  # (a feature of weight 0 moves for nothing)
@@ -228,4 +254,4 @@ def target_bound(W, b, ls, us, x0, w, lo, hi, G, g, relu=True, metric="manhattan
             return float(np.inf)
         before = upto[j - 1] if j else 0.0
         best = max(best, float(cost[:j].sum() + cost[j] * (left - before) / gain[j]))
-    return best * (1.0 - 1e-9)
+    return best * (1.0 - 1e-12)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .bounds import cheapest
 from .program import solve_pattern
 
 __all__ = ["incumbent", "meets"]
@@ -36,9 +37,13 @@ def incumbent(net, rows, x0, lo, hi, w, G, g, metric, starts=2, steps=24, walks=
     if metric == "manhattan":
         x = _greedy(net, x0, lo, hi, w, G, g)
         if x is not None:
-            y = _solve(net, x, x0, lo, hi, w, G, g, metric)
-            best = x if y is None else y
-            best_cost = float(_cost(best[None], x0, w, metric)[0])
+            best, best_cost = x, float(_cost(x[None], x0, w, metric)[0])
+            # its pattern's linear program, unless the greedy point already costs that
+            # program's lower bound (its pattern's rows alone: a knapsack)
+            if best_cost > _floor(net, net.pattern(x), x0, lo, hi, w, G, g) * (1 + 1e-8):
+                y = _solve(net, x, x0, lo, hi, w, G, g, metric)
+                if y is not None:
+                    best, best_cost = y, float(_cost(y[None], x0, w, metric)[0])
     near = np.empty((0, x0.shape[0]))
     if rows is not None and rows.shape[0]:
         pinned = lo == hi
@@ -49,7 +54,10 @@ def incumbent(net, rows, x0, lo, hi, w, G, g, metric, starts=2, steps=24, walks=
         return None, np.inf
     for far in near:
         x = _bisect(net, x0, far, G, g, steps)
-        y = _solve(net, x, x0, lo, hi, w, G, g, metric)
+        pattern = net.pattern(x)
+        if metric == "manhattan" and _floor(net, pattern, x0, lo, hi, w, G, g) >= best_cost:
+            continue  # (its pattern's program cannot pay)
+        y = _solve(net, x, x0, lo, hi, w, G, g, metric, pattern)
         if y is not None:
             x = y
         c = float(_cost(x[None], x0, w, metric)[0])
@@ -87,15 +95,8 @@ def _greedy(net, x0, lo, hi, w, G, g, steps=64):
     x = x0.copy()
     for _ in range(steps):
         pattern = net.pattern(x)
-        pre, (Ao, co) = net.affine(pattern)
-        # the target's rows on the input, inside this pattern: G (M x + m) ≥ g
-        if pre:
-            Al, cl = pre[-1]
-            if net.relu:
-                Al, cl = Al * pattern[-1][:, None], cl * pattern[-1]
-        else:
-            Al, cl = np.eye(x.shape[0]), np.zeros(x.shape[0])
-        R, r = G @ Al, g - G @ cl  # rows R x ≥ r
+        pre, _ = net.affine(pattern)
+        R, r = _rows(net, pattern, pre, G, g)  # the target's rows inside this pattern
         short = r - R @ x
         k = int(np.argmax(short))
         if short[k] <= 0:
@@ -119,6 +120,29 @@ def _greedy(net, x0, lo, hi, w, G, g, steps=64):
                 step = min(step, float(t.min()) * (1 + 1e-12))
         x[i] = np.clip(x[i] + d * step, lo[i], hi[i])
     return x if meets(net, x[None], G, g)[0] else None
+
+
+def _rows(net, pattern, pre, G, g):
+    """Return ``(R, r)``: the target's rows ``G h ≥ g`` on the input inside ``pattern``."""
+    if pre:
+        Al, cl = pre[-1]
+        if net.relu:
+            Al, cl = Al * pattern[-1][:, None], cl * pattern[-1]
+    else:
+        Al, cl = np.eye(G.shape[1]), np.zeros(G.shape[1])
+    return G @ Al, g - G @ cl
+
+
+def _floor(net, pattern, x0, lo, hi, w, G, g):
+    """Return a lower bound of the Manhattan cost of ``pattern``'s linear program.
+
+    The target's rows inside the pattern, ``R x ≥ r``, alone over the box (the pattern's own
+    rows left out): a knapsack from x̄ (:func:`~fastcf._net.bounds.cheapest`), microseconds
+    where the program takes a few hundred.
+    """
+    pre, _ = net.affine(pattern)
+    R, r = _rows(net, pattern, pre, G, g)
+    return cheapest(R, r, x0, w, lo, hi)
 
 
 def _cost(X, x0, w, metric):
@@ -182,6 +206,8 @@ def _walk(net, x, cost, x0, lo, hi, w, G, g, walks):
         for _gap, layer, j in near[:walks]:
             flipped = [p.copy() for p in pattern]
             flipped[layer][j] = ~flipped[layer][j]
+            if _floor(net, flipped, x0, lo, hi, w, G, g) >= step_cost * (1 - 1e-12):
+                continue  # (the flipped pattern's program cannot pay)
             y = _solve(net, x, x0, lo, hi, w, G, g, "manhattan", flipped)
             if y is not None:
                 c = float(_cost(y[None], x0, w, "manhattan")[0])
