@@ -38,9 +38,10 @@ def incumbent(net, rows, x0, lo, hi, w, G, g, metric, starts=2, steps=24, walks=
         x = _greedy(net, x0, lo, hi, w, G, g)
         if x is not None:
             best, best_cost = x, float(_cost(x[None], x0, w, metric)[0])
-            # its pattern's linear program, unless the greedy point already costs that
-            # program's lower bound (its pattern's rows alone: a knapsack)
-            if best_cost > _floor(net, net.pattern(x), x0, lo, hi, w, G, g) * (1 + 1e-8):
+            # its pattern's linear program, unless the greedy point (in the target) already
+            # costs that program's lower bound (its pattern's rows alone: a knapsack)
+            floor = _floor(net, net.pattern(x), x0, lo, hi, w, G, g)
+            if best_cost > floor * (1 + 1e-8) or not meets(net, x[None], G, g)[0]:
                 y = _solve(net, x, x0, lo, hi, w, G, g, metric)
                 if y is not None:
                     best, best_cost = y, float(_cost(y[None], x0, w, metric)[0])
@@ -72,31 +73,44 @@ def _nearest(net, C, x0, w, G, g, metric, k):
     """Return the ``k`` rows of ``C`` nearest x̄ (ties: in order) that the copy puts in the target.
 
     The rows are judged in order of cost, in growing chunks (32, 64, 128, ...), until k are
-    found: a forward pass of every training row costs more than the rest of the incumbent.
+    found: a forward pass of every training row costs more than the rest of the incumbent. The
+    first chunk is found by a partition (most queries need no other), the rest by a sort.
     """
-    order = np.argsort(_cost(C, x0, w, metric), kind="stable")
+    cost = _cost(C, x0, w, metric)
+    order = _smallest(cost, 32)
     picked, at, size = [], 0, 32
-    while len(picked) < k and at < order.size:
+    while len(picked) < k and at < cost.size:
+        if at == order.size:
+            order = np.argsort(cost, kind="stable")
         idx = order[at : at + size]
         picked.extend(idx[meets(net, C[idx], G, g)][: k - len(picked)])
         at, size = at + size, size * 2
     return C[np.array(picked, dtype=np.int64)]
 
 
+def _smallest(cost, m):
+    """Return the indices of the ``m`` smallest of ``cost`` in the order of a stable sort."""
+    if cost.size <= m:
+        return np.argsort(cost, kind="stable")
+    t = np.partition(cost, m - 1)[m - 1]
+    below = np.flatnonzero(cost < t)
+    idx = np.concatenate([below, np.flatnonzero(cost == t)[: m - below.size]])
+    return idx[np.argsort(cost[idx], kind="stable")]
+
+
 def _greedy(net, x0, lo, hi, w, G, g, steps=64):
     """Return a point in the target reached from x̄ by the steepest single-feature moves.
 
     Inside the current activation pattern the target's rows ``G h(x) ≥ g`` are affine in x;
-    the row furthest from being met is raised along the feature of largest slope per unit
-    cost (|∂/∂x_i| / w_i) that has room in the box, up to the first of: the row met, the box's
-    end, or a neuron changing sign (the pattern's boundary, where the slopes change). None if
-    no step helps within ``steps`` moves.
+    the row furthest from being met (aimed a relative 1e-9 beyond, as :func:`_solve`) is raised
+    along the feature of largest slope per unit cost (|∂/∂x_i| / w_i) that has room in the box,
+    up to the first of: the row met, the box's end, or a neuron changing sign (the pattern's
+    boundary, where the slopes change). None if no step helps within ``steps`` moves.
     """
     x = x0.copy()
+    aim = g + 1e-9 * (1.0 + np.abs(g))  # (as :func:`_solve`: the rounding of the forward pass)
     for _ in range(steps):
-        pattern = net.pattern(x)
-        pre, _ = net.affine(pattern)
-        R, r = _rows(net, pattern, pre, G, g)  # the target's rows inside this pattern
+        zs, pre, R, r = _maps(net, x, G, aim)  # the target's rows inside x's pattern: R x ≥ r
         short = r - R @ x
         k = int(np.argmax(short))
         if short[k] <= 0:
@@ -110,16 +124,43 @@ def _greedy(net, x0, lo, hi, w, G, g, steps=64):
         d = np.sign(grad[i])
         step = min(room[i], short[k] / abs(grad[i]))
         # the pattern's boundary along e_i: the first neuron whose z crosses zero
-        for A, c in pre if net.relu else ():
-            z = A @ x + c
+        floor = 1e-15 * (1.0 + abs(x[i]))
+        for z, (A, _c) in zip(zs, pre, strict=False):  # (zs: none for an identity network)
             dz = A[:, i] * d
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = np.where(z * dz < 0, -z / dz, np.inf)
-            t = t[t > 1e-15 * (1.0 + abs(x[i]))]
-            if t.size:
-                step = min(step, float(t.min()) * (1 + 1e-12))
-        x[i] = np.clip(x[i] + d * step, lo[i], hi[i])
+            cross = z * dz < 0
+            if cross.any():
+                t = -z[cross] / dz[cross]
+                t = t[t > floor]
+                if t.size:
+                    step = min(step, float(t.min()) * (1 + 1e-12))
+        x[i] = min(max(x[i] + d * step, lo[i]), hi[i])
     return x if meets(net, x[None], G, g)[0] else None
+
+
+def _maps(net, x, G, g):
+    """Return x's pre-activations, its pattern's affine maps and the target's rows there.
+
+    One pass over the layers: the forward pass's ``z`` (whose signs are the pattern, as
+    :meth:`~fastcf._net.model.Net.pattern`), each hidden layer's ``(A, c)`` with ``z = A x + c``
+    inside the pattern (as :meth:`~fastcf._net.model.Net.affine`), and ``(R, r)``: the target's
+    rows ``G h ≥ g`` as ``R x ≥ r``. An identity network has no boundaries: ``zs`` is empty.
+    """
+    h, A, c = x, None, None
+    zs, pre = [], []
+    for W, b in zip(net.W[:-1], net.b[:-1], strict=True):
+        z = W @ h + b
+        A, c = (W, b) if A is None else (W @ A, W @ c + b)
+        pre.append((A, c))
+        if net.relu:
+            zs.append(z)
+            on = z > 0.0
+            h = np.where(on, z, 0.0)
+            A, c = A * on[:, None], c * on
+        else:
+            h = z
+    if A is None:  # (no hidden layer)
+        return zs, pre, G, g
+    return zs, pre, G @ A, g - G @ c
 
 
 def _rows(net, pattern, pre, G, g):
