@@ -26,11 +26,11 @@ import numpy as np
 
 __all__ = ["warmup", "warmup_processes", "FAMILIES"]
 
-FAMILIES = ("logistic", "softmax", "lvq", "svm", "trees", "gradcheck")
+FAMILIES = ("logistic", "softmax", "lvq", "svm", "trees", "net", "gradcheck")
 #: the families, costliest to compile first (wall seconds in a process of their own on an empty
 #: cache, 2 cores, 2026-11-29: softmax 102, logistic 30, lvq 21, trees 18, svm 11): the order
 #: :func:`warmup_processes` starts them in, so that the last to finish is a short one
-_BY_COST = ("softmax", "logistic", "lvq", "trees", "svm", "gradcheck")
+_BY_COST = ("softmax", "logistic", "lvq", "trees", "svm", "net", "gradcheck")
 
 
 def _logistic(metrics=("euclidean", "manhattan")):
@@ -129,6 +129,28 @@ def _trees():
             ex.explain(X[0], t, exact=False, **opts)
 
 
+def _net():
+    # a network's Manhattan incumbent solves its activation patterns' small programs by one
+    # kernel (fastcf._kernels.pattern_lp); the rest of the family is NumPy and HiGHS
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.neural_network import MLPClassifier
+
+    from .net import NetExplainer
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(60, 3))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mlp = MLPClassifier((6,), max_iter=50, random_state=0).fit(X, y)
+    ex = NetExplainer(mlp).fit_data(X)
+    t = 1 - int(mlp.predict(X[:1])[0])
+    ex.explain(X[0], t, exact=False)
+    ex.explain(X[0], t)
+
+
 def _gradcheck():
     from .gradcheck import check_gradient
 
@@ -141,6 +163,7 @@ _RUNNERS = {
     "lvq": _lvq,
     "svm": _svm,
     "trees": _trees,
+    "net": _net,
     "gradcheck": _gradcheck,
 }
 #: a family's parts, for :func:`warmup_processes` (one process each): together, the family
@@ -164,7 +187,7 @@ def warmup(families=None, verbose: bool = False) -> dict:
     Parameters
     ----------
     families : sequence of str, optional
-        Some of ``"logistic"``, ``"softmax"``, ``"lvq"``, ``"svm"``, ``"trees"``,
+        Some of ``"logistic"``, ``"softmax"``, ``"lvq"``, ``"svm"``, ``"trees"``, ``"net"``,
         ``"gradcheck"``; all by default.
     verbose : bool, default=False
         Print one line per family.

@@ -211,9 +211,11 @@ class NetExplainer(BaseExplainer):
             ``False``: the fast valid answer alone (Manhattan: the steepest single-feature
             moves from x̄; and the nearest training rows of the target from :meth:`fit_data`
             walked to the boundary; each solved in its activation pattern), with a certified
-            lower bound on the distance in ``info["bound"]`` (the program's linear
-            relaxation): status 0 when the bound proves it optimal, else 1. Without one (L0
-            without training rows, ``max_changes``) the exact program answers.
+            lower bound on the distance in ``info["bound"]`` (CROWN's linear bound of the
+            target's logits over the box ∩ the answer's ball, a knapsack; the program's linear
+            relaxation where few neurons are unstable): status 0 when the bound proves it
+            optimal (within a relative 1e-8), else 1. Without one (L0 without training rows,
+            ``max_changes``) the exact program answers.
         time_limit : float, optional
             Seconds for each row's program: stopped with an answer, ``success=True``, status
             1, ``info["gap"]`` its relative gap and ``info["bound"]`` a lower bound on the

@@ -252,6 +252,49 @@ def test_exact_false_is_a_valid_answer_with_a_certified_bound():
     assert l0.success and l0.status == 0 and l0.message == "milp: optimal"
 
 
+@pytest.mark.parametrize(
+    "hidden,D,K,metric,activation",
+    [((4,), 2, 2, "manhattan", "relu"), ((3, 3), 2, 3, "manhattan", "relu"),
+     ((8,), 2, 3, "manhattan", "relu"), ((4, 2), 3, 2, "manhattan", "relu"),
+     ((5,), 4, 4, "manhattan", "relu"), ((4,), 3, 2, "l0", "relu"),
+     ((3, 2), 3, 3, "l0", "relu"), ((4,), 3, 3, "manhattan", "identity")],
+    ids=str,
+)  # fmt: skip
+def test_exact_false_bounds_the_brute_force_optimum(hidden, D, K, metric, activation):
+    """exact=False against the brute force over every pattern: a valid answer that costs at
+    least the optimum, a reported bound at most the optimum, and status 0 only where that
+    bound proves the answer (fastcf._net.answer.PROVEN)."""
+    from fastcf._net.answer import PROVEN
+
+    for seed in range(3):
+        mlp, X = _mlp(hidden, D, K, seed, activation=activation)
+        ex = NetExplainer(mlp).fit_data(X)
+        lo, hi = ex.data_box_
+        w = np.random.default_rng(seed).uniform(0.5, 2.0, size=D)
+        for i in range(4):
+            x0 = X[i]
+            t = (int(np.flatnonzero(mlp.classes_ == mlp.predict(x0[None])[0])[0]) + 1) % K
+            res = ex.explain(x0, mlp.classes_[t], weights=w, metric=metric, exact=False)
+            opt, _ = relu_net_brute_force(
+                mlp.coefs_, mlp.intercepts_, x0, t, 1e-6, w, np.minimum(lo, x0),
+                np.maximum(hi, x0), binary=K == 2, metric=metric, relu=activation == "relu",
+            )  # fmt: skip
+            if not np.isfinite(opt):
+                assert not res.success
+                continue
+            assert res.success, res.message
+            assert mlp.predict(res.x[None])[0] == mlp.classes_[t]
+            assert np.all(res.x >= np.minimum(lo, x0)) and np.all(res.x <= np.maximum(hi, x0))
+            assert res.distance >= opt * (1 - 1e-9) - 1e-12
+            bound = res.info["bound"]
+            assert 0.0 <= bound <= opt * (1 + 1e-9) + 1e-12
+            assert bound <= res.distance
+            if res.status == 0:
+                assert bound >= res.distance * (1 - PROVEN) - 1e-12
+            else:
+                assert res.status == 1 and res.info["gap"] > 0
+
+
 def test_a_network_query_after_a_tree_program_in_the_same_process():
     """HiGHS's task scheduler is one per process, made by its first run: a network program that
     asked another thread count than a tree program solved before it failed ("the external

@@ -112,7 +112,7 @@ def test_warmup_command_runs_the_given_families(capsys):
     assert main(["warmup", "gradcheck"]) == 0
     out = capsys.readouterr().out
     assert "gradcheck" in out and "done in" in out
-    assert set(FAMILIES) == {"logistic", "softmax", "lvq", "svm", "trees", "gradcheck"}
+    assert set(FAMILIES) == {"logistic", "softmax", "lvq", "svm", "trees", "net", "gradcheck"}
     with pytest.raises(ValueError, match="families must be among"):
         warmup(["nope"])
 

@@ -32,6 +32,8 @@ Where each algorithm lives:
   :mod:`.tree_search` — its node loop (a stack of boxes, resumable between calls);
   :mod:`.tree_walk` — the leaf each row reaches in each tree, and the sums of their terms.
 - :mod:`.smo` — the warm-started SMO of the SVM enumeration (paper 003).
+- :mod:`.pattern_lp` — the closest point of a ReLU network's activation pattern (Manhattan): the
+  network incumbent's small linear programs, by a dense dual simplex.
 - :mod:`.verdict` — the row verdicts of linear models' answers (the rule of a verdict, the
   binary finish and judge, the softmax judge on the model's own logits, the rounding need):
   one loop per batch, so that a single query does not pay a NumPy call per test.

@@ -27,7 +27,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["interval", "budget_first_layer", "widen", "linear_bounds", "box_bounds"]
+__all__ = [
+    "interval",
+    "budget_first_layer",
+    "widen",
+    "linear_bounds",
+    "box_bounds",
+    "target_bound",
+    "cheapest",
+]
 
 
 def widen(lo, hi):
@@ -142,25 +150,120 @@ def linear_bounds(W, b, x0, w, lo, hi, budget=np.inf, radius=np.inf):
     """
     ls, us = [], []
     slopes = []  # per layer: (s, t, a) of the upper relaxation s z + t and the lower a z
-    for k, (Wk, bk) in enumerate(zip(W[:-1], b[:-1], strict=True)):
+    for Wk, bk in zip(W[:-1], b[:-1], strict=True):
         bounds = []
         for sign in (1.0, -1.0):
-            lam, const = sign * Wk, sign * bk
-            for m in range(k - 1, -1, -1):
-                s, t, a = slopes[m]
-                pos, neg = np.maximum(lam, 0.0), np.minimum(lam, 0.0)
-                coef = pos * s + neg * a  # the relaxed coefficients of z_m
-                const = const + pos @ t + coef @ b[m]
-                lam = coef @ W[m]
+            lam, const = _backward(W, b, slopes, sign * Wk, sign * bk)
             bounds.append(_maximize(lam, x0, w, lo, hi, budget, radius) + const)
         zl, zu = widen(-bounds[1], bounds[0])
         ls.append(zl)
         us.append(zu)
-        unstable = (zl < 0) & (zu > 0)
-        on = zl >= 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.where(unstable, zu / (zu - zl), on.astype(np.float64))
-        t = np.where(unstable, -s * zl, 0.0)
-        a = np.where(unstable, (zu >= -zl).astype(np.float64), on.astype(np.float64))
-        slopes.append((s, t, a))
+        slopes.append(_slopes(zl, zu))
     return ls, us
+
+
+def _slopes(zl, zu, relu=True):
+    """Return ``(s, t, a)``: a layer's ReLU between ``a z`` and ``s z + t`` over ``[zl, zu]``."""
+    if not relu:  # (an identity layer: exact)
+        one = np.ones(zl.shape)
+        return one, np.zeros(zl.shape), one
+    unstable = (zl < 0) & (zu > 0)
+    on = zl >= 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(unstable, zu / (zu - zl), on.astype(np.float64))
+    t = np.where(unstable, -s * zl, 0.0)
+    a = np.where(unstable, (zu >= -zl).astype(np.float64), on.astype(np.float64))
+    return s, t, a
+
+
+def _backward(W, b, slopes, lam, const):
+    """Return ``(Λ, c)``: ``lam · h + const ≤ Λ x + c`` over the region of ``slopes``' bounds.
+
+    ``h``: the output of the layer of ``slopes[-1]``. Each ReLU is replaced by its upper
+    relaxation where its coefficient is positive, by its lower one where negative, layer by
+    layer down to the input (CROWN's backward pass).
+    """
+    for m in range(len(slopes) - 1, -1, -1):
+        s, t, a = slopes[m]
+        pos, neg = np.maximum(lam, 0.0), np.minimum(lam, 0.0)
+        coef = pos * s + neg * a  # the relaxed coefficients of z_m
+        const = const + pos @ t + coef @ b[m]
+        lam = coef @ W[m]
+    return lam, const
+
+
+def target_bound(W, b, ls, us, x0, w, lo, hi, G, g, relu=True, metric="manhattan"):
+    """Return a lower bound of the cost of the points of the region meeting ``G h ≥ g``.
+
+    The region: where the bounds ``ls``, ``us`` of every hidden pre-activation hold (the box,
+    or the box ∩ an L1 ball: :func:`linear_bounds`); ``h`` the last hidden layer's output. By
+    CROWN (as :func:`linear_bounds`), each row holds ``G_k h(x) ≤ Λ_k x + c_k`` there, so an
+    answer has ``Λ_k x ≥ g_k − c_k``. The cheapest such x of the box is a fractional knapsack
+    from x̄: Manhattan (``Σ w |x − x̄|``), the features in decreasing ``|Λ_ki| / w_i``, each to
+    its end of the box, until the row is met, exact; L0 (``Σ w [x ≠ x̄]``), the same with each
+    feature's whole gain ``|Λ_ki|`` times its room for ``w_i``, the knapsack's relaxation. The
+    bound is the largest over the rows, each row asked less by a bound of the rounding of its
+    terms (:func:`cheapest`); ``inf`` where no point of the box meets a row's relaxation (no
+    answer in the region).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = [np.array([[1.0, 0.0]]), np.array([[1.0]])]
+    >>> b = [np.array([0.0]), np.array([0.0])]
+    >>> lo, hi, x0, w = np.zeros(2), np.ones(2), np.zeros(2), np.array([1.0, 2.0])
+    >>> ls, us = linear_bounds(W, b, x0, w, lo, hi)
+    >>> G, g = np.array([[1.0]]), np.array([0.5])  # h ≥ 0.5 asks x_0 ≥ 0.5: cost 0.5
+    >>> 0.4999 < target_bound(W, b, ls, us, x0, w, lo, hi, G, g) <= 0.5
+    True
+    """
+    slopes = [_slopes(zl, zu, relu) for zl, zu in zip(ls, us, strict=True)]
+    G = np.asarray(G, dtype=np.float64)
+    lam, const = _backward(W, b, slopes, G, np.zeros(G.shape[0]))
+    # the rounding of the backward pass and of Λ x: at most γ times the magnitudes of the terms
+    # it adds (the same pass on |W|, |b|, |G| and each ReLU's larger slope), γ = 4 u (the
+    # terms of the longest sum: D plus every layer's width) — a generous standard bound
+    mag, cmag = np.abs(G), np.abs(g)
+    for m in range(len(slopes) - 1, -1, -1):
+        s, t, a = slopes[m]
+        coef = mag * np.maximum(s, a)
+        cmag = cmag + mag @ np.abs(t) + coef @ np.abs(b[m])
+        mag = coef @ np.abs(W[m])
+    terms = cmag + mag @ np.maximum(np.abs(lo), np.abs(hi))
+    gamma = 4.0 * np.finfo(np.float64).eps * (x0.shape[0] + sum(v.shape[0] for v in ls) + 2)
+    return cheapest(lam, g - const, x0, w, lo, hi, metric, err=gamma * terms)
+
+
+def cheapest(L, r, x0, w, lo, hi, metric="manhattan", err=None):
+    """Return a lower bound of the cost from x̄ of the points of the box with ``L x ≥ r``.
+
+    Row by row, a fractional knapsack (as :func:`target_bound`): exact for one row and the
+    Manhattan cost, the largest over the rows otherwise. ``err``: a bound of the rounding of
+    each row's ``r − L x`` over the box (each row is asked that much less), by default a
+    relative 1e-9 of its terms; the cost is shaded down by a relative 1e-12 (the knapsack's
+    own sums). ``inf`` where the box holds no point meeting a row.
+    """
+    need = r - L @ x0  # what each row must still gain from x̄
+    if err is None:
+        err = 1e-9 * (np.abs(r) + np.abs(L) @ np.maximum(np.abs(lo), np.abs(hi))) + 1e-12
+    need = need - err
+    best = 0.0
+    for k in np.flatnonzero(need > 0):
+        room = np.where(L[k] > 0, hi - x0, x0 - lo)
+        gain = np.abs(L[k]) * room  # the most each feature adds to the row
+        cost = w * room if metric == "manhattan" else w.astype(np.float64)
+        use = gain > 0
+        left = need[k] - gain[use & (w <= 0)].sum()  # (a feature of weight 0 moves for nothing)
+        if left <= 0:
+            continue
+        use &= w > 0
+        gain, cost = gain[use], cost[use]
+        order = np.argsort(-(gain / cost), kind="stable")
+        gain, cost = gain[order], cost[order]
+        upto = np.cumsum(gain)
+        j = int(np.searchsorted(upto, left))  # the first feature that meets the row
+        if j >= gain.size:
+            return float(np.inf)
+        before = upto[j - 1] if j else 0.0
+        best = max(best, float(cost[:j].sum() + cost[j] * (left - before) / gain[j]))
+    return best * (1.0 - 1e-12)

@@ -366,28 +366,40 @@ def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=Non
 def _lp(cost, A, b, ub):
     """Return the optimum of ``min cost·v, A v ≤ b, 0 ≤ v ≤ ub`` by HiGHS (None: not optimal).
 
-    ``A`` dense, passed row-wise as its nonzeros; no presolve (a small program solved once).
+    ``A`` dense, passed row-wise as its nonzeros, as arrays (highspy's ``passModel`` of
+    pointers: building a ``HighsLp`` costs as much as the solve); no presolve (a small program
+    solved once).
     """
     import highspy
 
     from .._highs import highs
 
-    lp = highspy.HighsLp()
-    n = cost.shape[0]
-    lp.num_col_, lp.num_row_ = n, A.shape[0]
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.zeros(n)
-    lp.col_upper_ = np.asarray(ub, dtype=np.float64)
-    lp.row_lower_ = np.full(A.shape[0], -np.inf)
-    lp.row_upper_ = b
+    n, m = cost.shape[0], A.shape[0]
     nz = A != 0
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
-    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
-    lp.a_matrix_.value_ = A[nz].astype(np.float64)
+    start = np.zeros(m + 1, dtype=np.int32)
+    np.cumsum(nz.sum(axis=1), out=start[1:])
+    index = np.nonzero(nz)[1].astype(np.int32)
+    value = np.ascontiguousarray(A[nz], dtype=np.float64)
+    lower, upper = np.zeros(n), np.ascontiguousarray(ub, dtype=np.float64)
+    row_lo, row_hi = np.full(m, -np.inf), np.ascontiguousarray(b, dtype=np.float64)
+    cost = np.ascontiguousarray(cost, dtype=np.float64)
     h = highs("net-pattern", (("presolve", "off"),))
     h.clearSolver()
-    h.passModel(lp)
+    try:  # (every column continuous: HiGHS reads n entries of the integrality array, and
+        # warns that none is integer)
+        ok = h.passModel(n, m, int(start[-1]), int(highspy.MatrixFormat.kRowwise),
+                         int(highspy.ObjSense.kMinimize), 0.0, cost, lower, upper, row_lo,
+                         row_hi, start, index, value, np.zeros(n, dtype=np.int32))  # fmt: skip
+    except TypeError:  # (a highspy without that overload)
+        ok = highspy.HighsStatus.kError
+    if ok == highspy.HighsStatus.kError:
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = n, m
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, lower, upper
+        lp.row_lower_, lp.row_upper_ = row_lo, row_hi
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = start, index, value
+        h.passModel(lp)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None

@@ -95,7 +95,8 @@ class _Lp:
 def relaxation(prog, G, g):
     """Return the optimum of ``prog``'s linear relaxation (-inf where HiGHS failed).
 
-    The certified bound of ``exact=False``: one linear program, without presolve.
+    One linear program, without presolve: the certified bound of ``exact=False`` where the
+    CROWN bound leaves a gap and few neurons are unstable (:func:`fastcf._net.answer._certify`).
     """
     v = _Lp(prog, G, g, math.inf).run()
     return -math.inf if v is None else v
