@@ -19,9 +19,10 @@ quadratic ones, so the Euclidean query ``min Σ (w_i (x_i − x̄_i))²`` has it
   answer is the optimum (within the relaxations' 1e-7).
 
 The first answer: the Manhattan incumbent's pattern solved in Euclidean terms, then improved by
-a walk over the adjacent patterns (:func:`walk`). The neurons' bounds hold in the box ∩ the
-ball of the best answer's radius ρ (every better answer lies inside it): each feature within
-ρ / w_i of x̄, and Σ w_i |x_i − x̄_i| ≤ √D ρ (CROWN, :func:`~fastcf._net.bounds.linear_bounds`);
+a walk over the adjacent patterns (:func:`~fastcf._net.incumbent.walk`). The neurons' bounds
+hold in the box ∩ the ball of the best answer's radius ρ (every better answer lies inside it):
+each feature within ρ / w_i of x̄, and Σ w_i |x_i − x̄_i| ≤ √D ρ (CROWN,
+:func:`~fastcf._net.bounds.linear_bounds`);
 the later layers' unstable neurons are then tightened by linear programs over that L1 hull
 with the target's rows (:func:`tighten_layers`) and, for a search that a short one (48 nodes)
 does not finish, every layer's by conic programs over the ball itself (:func:`tighten_ball`).
@@ -43,10 +44,18 @@ import numpy as np
 from scipy import sparse
 
 from .bounds import interval, linear_bounds
-from .incumbent import incumbent
+from .incumbent import incumbent, walk
 from .program import pattern_rows
 
-__all__ = ["EuclidResult", "branch_and_bound", "pattern_qp", "shrink"]
+__all__ = [
+    "EuclidResult",
+    "answer_row",
+    "branch_and_bound",
+    "pattern_qp",
+    "shrink",
+    "tighten_ball",
+    "tighten_layers",
+]
 
 #: the relative accuracy taken for an interior-point optimum (Clarabel's tolerances are 1e-8)
 _REL = 1e-7
@@ -399,41 +408,6 @@ def branch_and_bound(net, x0, lo, hi, w, G, g, ls, us, start=None, time_limit=No
                         "time_limit" if stopped else "optimal", nodes)  # fmt: skip
 
 
-def walk(net, x, cost, solve, tries=8, steps=10):
-    """Improve the answer ``x`` over the patterns next to it; return ``(x, cost)``.
-
-    At the closest point of a pattern's polytope some neurons sit at z = 0: the pattern with
-    one of them flipped shares that face, and its own closest point may cost less. Each step
-    solves (``solve(pattern) → (y, cost)``, y None where none) the flips of the ``tries``
-    neurons nearest zero (scale-free |z| / (|A| |x| + |c|)) and moves to the best
-    improvement; it stops when none improves. A better first answer shrinks the radius the
-    neurons' bounds are taken in, which is what the branch-and-bound's size depends on.
-    """
-    if not net.relu:
-        return x, cost
-    for _ in range(steps):
-        pattern = net.pattern(x)
-        pre, _ = net.affine(pattern)
-        near = []
-        for layer, (A, c) in enumerate(pre):
-            z = A @ x + c
-            size = np.abs(A) @ np.abs(x) + np.abs(c) + 1e-300
-            near.extend((abs(z[j]) / size[j], layer, j) for j in np.flatnonzero(
-                np.abs(z) <= 1e-7 * size))  # fmt: skip
-        near.sort()
-        step, step_cost = None, cost
-        for _gap, layer, j in near[:tries]:
-            flipped = [p.copy() for p in pattern]
-            flipped[layer][j] = ~flipped[layer][j]
-            y, c = solve(flipped)
-            if y is not None and c < step_cost * (1 - 1e-12):
-                step, step_cost = y, c
-        if step is None:
-            break
-        x, cost = step, step_cost
-    return x, cost
-
-
 def tighten_layers(net, x0, lo, hi, w, G, g, ls, us, budget):
     """Return the bounds ``ls, us`` with the later layers' unstable neurons tightened by LP.
 
@@ -542,7 +516,7 @@ def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None, max_
             keep &= xi != x0
         plo, phi = np.where(keep, lo, x0), np.where(keep, hi, x0)
 
-        def solve(pattern):
+        def solve(pattern, limit=math.inf):
             return pattern_qp(net, pattern, x0, plo, phi, w, G, g, di)
 
         y, d = solve(net.pattern(xi))
@@ -551,7 +525,7 @@ def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None, max_
         elif m is None:
             start = (xi, di)
         if start is not None:
-            start = walk(net, *start, solve)
+            start = walk(net, *start, solve, tries=8)
     t0 = time.perf_counter()
 
     def bounded(start, ball=False):

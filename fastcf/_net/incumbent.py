@@ -21,7 +21,7 @@ from .program import pattern_rows, snap, solve_pattern
 
 _OK, _INFEASIBLE = int(Status.OK), int(Status.INFEASIBLE)
 
-__all__ = ["incumbent", "meets"]
+__all__ = ["incumbent", "meets", "walk"]
 
 
 def meets(net, X, G, g):
@@ -252,16 +252,52 @@ def _pattern_lp(net, pattern, x0, lo, hi, w, G, g, movable=None):
     return snap(net, np.clip(x0 + (v[:D] - v[D:]), lo, hi), x0, lo, hi, G, g), True
 
 
-def _walk(net, x, cost, x0, lo, hi, w, G, g, walks):
+def walk(net, x, cost, solve, tries=4, steps=10):
     """Improve ``x`` over the patterns next to it: flip a neuron on its pattern's boundary.
 
     At the closest point of a pattern's polytope some neurons sit at z = 0; the pattern with
     one of them flipped shares that face, and its own closest point may cost less. Each step
-    tries the flips of the ``walks`` neurons nearest zero (their scale-free |z| / ‖∇z‖) and
-    moves to the best improvement; it stops when none improves.
+    tries the flips of the ``tries`` neurons nearest zero (their scale-free |z| / ‖∇z‖) and
+    moves to the best improvement; it stops when none improves, after ``steps`` steps.
+    ``solve(pattern, limit)`` returns the closest point of a pattern and its cost, ``(None,
+    inf)`` where there is none or it cannot cost less than ``limit``: each metric's program
+    (Manhattan here; Euclidean in :mod:`.euclid`). Returns ``(x, cost)``.
     """
     if not net.relu:
         return x, cost
+    for _ in range(steps):
+        pattern = net.pattern(x)
+        pre, _ = net.affine(pattern)
+        near = []
+        for layer, (A, c) in enumerate(pre):
+            z = A @ x + c
+            size = np.abs(A) @ np.abs(x) + np.abs(c) + 1e-300
+            for j in np.flatnonzero(np.abs(z) <= 1e-7 * size):
+                near.append((abs(z[j]) / size[j], layer, j))
+        near.sort()
+        step, step_cost = None, cost
+        for _gap, layer, j in near[:tries]:
+            flipped = [p.copy() for p in pattern]
+            flipped[layer][j] = ~flipped[layer][j]
+            y, c = solve(flipped, step_cost)
+            if y is not None and c < step_cost * (1 - 1e-12):
+                step, step_cost = y, c
+        if step is None:
+            break
+        x, cost = step, step_cost
+    return x, cost
+
+
+def _walk(net, x, cost, x0, lo, hi, w, G, g, walks):
+    """:func:`walk` with the Manhattan program of each pattern."""
+
+    def solve(pattern, limit):
+        if _floor(net, pattern, x0, lo, hi, w, G, g) >= limit * (1 - 1e-12):
+            return None, np.inf  # (the flipped pattern's program cannot pay)
+        y = _solve(net, x, x0, lo, hi, w, G, g, "manhattan", pattern)
+        return (None, np.inf) if y is None else (y, float(_cost(y[None], x0, w, "manhattan")[0]))
+
+    return walk(net, x, cost, solve, walks)
     for _ in range(10):
         pattern = net.pattern(x)
         pre, _ = net.affine(pattern)
