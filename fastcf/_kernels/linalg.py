@@ -19,6 +19,7 @@
 
 import math
 
+import numba
 import numpy as np
 from numba.core import types as _nbtypes
 from numba.np.linalg import _LAPACK
@@ -271,6 +272,14 @@ def _lstsq(a, b):
     for j in range(n):
         x[j] = bcpy[j, 0]
     return x
+
+
+if numba.config.DISABLE_JIT:  # run as Python (no external function to call): NumPy's lstsq
+
+    @kernel()
+    def _lstsq(a, b):  # noqa: F811
+        """``np.linalg.lstsq(a, b)[0]`` (NumPy's, run as Python without the JIT)."""
+        return np.linalg.lstsq(a, b)[0]
 
 
 @kernel()
