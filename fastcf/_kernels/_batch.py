@@ -1,9 +1,9 @@
 """N queries row by row: the serial kernel and the chunk kernel of a row kernel, written once.
 
-A batch of N queries is solved by a *row kernel*, ``row(n, *args, out)``: solve query n of the
-batch's arguments ``args`` and write row n of the outputs ``out``, a tuple of arrays that the
-*allocator* ``alloc(args)`` returns empty (its first array has one row per query). :func:`batch`
-makes the kernels that run them, and picks per call:
+A batch of N queries is solved by a *row kernel*, ``row(n, a, b, ..., out)``: solve query n of
+the batch's arguments ``args = (a, b, ...)`` and write row n of the outputs ``out``, a tuple of
+arrays that the *allocator* ``alloc(args)`` returns empty (its first array has one row per
+query). :func:`batch` makes the kernels that run them, and picks per call:
 
 - ``serial``: ``for n in range(N)``, in the calling thread (a single query, a small batch);
 - ``parallel``: ``for n in range(lo, hi)`` into an ``out`` allocated once (by ``alloc``),
@@ -16,6 +16,15 @@ makes the kernels that run them, and picks per call:
 Both run the same row code, so an answer has the same bits alone or in a batch, on any number
 of threads. They are separate kernels, not one function compiled twice.
 
+The row's code is inlined into each of them (Numba's ``inline="always"``, on a twin of the row
+kernel: the row kernel itself is never compiled). Until issue 54 the row kernel was compiled on
+its own and called: Numba links a callee's compiled module into its caller's and LLVM optimises
+and emits the whole of it once more, so a single query paid for the row's code (and everything
+it calls) twice, once in the row kernel and once in the serial kernel (``_row_full`` 2.3 s and
+``_row_full_serial`` 2.2 s of own compile time for a softmax ``proba=`` query). The templates
+name the row's arguments (Numba cannot inline a call with ``*args``), so a row kernel takes
+named parameters only, none ending with ``_`` (the templates' own names).
+
 How the kernels are made, so that Numba's on-disk cache keeps working:
 
 - Not one kernel taking the row kernel as an argument: Numba compiles that, but the argument's
@@ -24,9 +33,9 @@ How the kernels are made, so that Numba's on-disk cache keeps working:
   to the cache, every process).
 - Not a closure over the row kernel either: the cache index hashes a closure's cells, pickled
   with that same id.
-- A new function on the code of :func:`_serial`, :func:`_rows` or :func:`_alloc` below, with
-  the row kernel and the allocator in globals of its own (which the cache index does not
-  hash). Its qualified name is the row kernel's plus ``_serial`` / ``_parallel`` /
+- A new function compiled from :data:`_SERIAL`, :data:`_ROWS` or :data:`_ALLOC` for the row's
+  parameters, with the row and the allocator in globals of its own (which the cache index does
+  not hash). Its qualified name is the row kernel's plus ``_serial`` / ``_parallel`` /
   ``_alloc``, and its code takes the row kernel's file name and first line: Numba names a
   function's cache files by file, qualified name and line, so each kernel has cache files of
   its own next to its row kernel's, and an edit of the row kernel's module invalidates them as
@@ -34,14 +43,11 @@ How the kernels are made, so that Numba's on-disk cache keeps working:
   served from the stale cache; an edit of the templates changes their bytecode, which the
   index key hashes).
 
-The row kernel is compiled on its own (not ``inline="always"``): Numba cannot inline a call with
-``*args``. The allocator may be inlined: it takes ``args`` as one tuple. Numba's dispatcher hands
-the kernels their ``*args`` folded into one tuple (their compiled signature has one argument
-for them); :mod:`._tier` unfolds them for a run as Python.
+The allocator may be inlined: it takes ``args`` as one tuple.
 """
 
 import builtins
-import types
+import inspect
 
 import numpy as np
 
@@ -50,28 +56,30 @@ from . import kernel
 
 __all__ = ["batch", "Batch"]
 
-# the names the templates read, bound in each kernel's own globals (see batch)
-row = alloc = None
-
 #: rows per thread below which a batch runs in the calling thread
 _MIN_THREADED = 16
 
+# The templates of the three kernels, over the row kernel's arguments ``{args}`` (its
+# parameters between ``n`` and ``out``): the row and the allocator are globals of each kernel.
+_SERIAL = """
+def {name}({args}):
+    out_ = alloc_(({args},))
+    for n_ in range(out_[0].shape[0]):
+        row_(n_, {args}, out_)
+    return out_
+"""
 
-def _serial(*args):
-    out = alloc(args)
-    for n in range(out[0].shape[0]):
-        row(n, *args, out)
-    return out
+_ROWS = """
+def {name}(lo_, hi_, out_, {args}):
+    for n_ in range(lo_, hi_):
+        row_(n_, {args}, out_)
+    return lo_
+"""
 
-
-def _rows(lo, hi, out, *args):
-    for n in range(lo, hi):
-        row(n, *args, out)
-    return lo
-
-
-def _alloc(*args):
-    return alloc(args)
+_ALLOC = """
+def {name}({args}):
+    return alloc_(({args},))
+"""
 
 
 class Batch:
@@ -121,23 +129,33 @@ def _make(template, row_kernel, alloc_kernel, suffix, **options):
     """Compile ``template`` over ``row_kernel`` and ``alloc_kernel`` as a kernel of its own."""
     # a dispatcher's Python function; without the JIT, the function under its IEEE wrapper
     py_row = getattr(row_kernel, "py_func", getattr(row_kernel, "__wrapped__", row_kernel))
+    params = list(inspect.signature(py_row).parameters)
+    if any(p.endswith("_") for p in params):
+        raise ValueError(f"{py_row.__name__}: the templates' names end with _ (see _batch)")
     name = f"{py_row.__name__}_{suffix}"
-    code = template.__code__.replace(
-        co_filename=py_row.__code__.co_filename,
-        co_firstlineno=py_row.__code__.co_firstlineno,
-        co_name=name,
-    )
     glob = {
         "__name__": py_row.__module__,
         "__builtins__": builtins,
         "np": np,
-        "row": row_kernel,
-        "alloc": alloc_kernel,
+        # the row's code inlined into the kernel (Numba's inline="always": its IR, typed and
+        # optimised as part of this kernel's); without the JIT, the row kernel as it is
+        "row_": _inline(row_kernel, py_row),
+        "alloc_": alloc_kernel,
     }
-    func = types.FunctionType(code, glob, name)
+    source = template.format(name=name, args=", ".join(params[1:-1]))
+    exec(compile(source, py_row.__code__.co_filename, "exec"), glob)  # noqa: S102
+    func = glob[name]
+    func.__code__ = func.__code__.replace(co_firstlineno=py_row.__code__.co_firstlineno)
     func.__qualname__ = name
     func.__doc__ = f"The rows of :func:`{py_row.__name__}`, {suffix} (made by :func:`batch`)."
     return kernel(**options)(func)
+
+
+def _inline(row_kernel, py_row):
+    """Return the row kernel as a kernel inlined into its callers (itself without the JIT)."""
+    if not hasattr(row_kernel, "py_func"):  # NUMBA_DISABLE_JIT=1
+        return row_kernel
+    return kernel(inline="always")(py_row)
 
 
 def batch(row_kernel, alloc_kernel, min_rows=_MIN_THREADED):
@@ -146,7 +164,9 @@ def batch(row_kernel, alloc_kernel, min_rows=_MIN_THREADED):
     Parameters
     ----------
     row_kernel : kernel
-        ``row(n, *args, out)``: solve query n, write row n of ``out``. Not ``inline="always"``.
+        ``row(n, a, b, ..., out)``: solve query n, write row n of ``out``; named parameters
+        only (no ``*args``, no defaults). Its code is inlined into the two kernels (it is not
+        compiled on its own); it may not be ``inline="always"`` itself.
     alloc_kernel : kernel
         ``alloc(args)``: the outputs ``out``, a tuple of arrays, the first with N rows.
     min_rows : int
@@ -157,8 +177,8 @@ def batch(row_kernel, alloc_kernel, min_rows=_MIN_THREADED):
     if getattr(row_kernel, "targetoptions", {}).get("inline", "never") != "never":
         raise ValueError("a row kernel of batch() cannot be inline='always' (see _batch)")
     return Batch(
-        _make(_serial, row_kernel, alloc_kernel, "serial"),
-        _make(_rows, row_kernel, alloc_kernel, "parallel", nogil=True),  # (threads run it)
-        _make(_alloc, row_kernel, alloc_kernel, "alloc"),
+        _make(_SERIAL, row_kernel, alloc_kernel, "serial"),
+        _make(_ROWS, row_kernel, alloc_kernel, "parallel", nogil=True),  # (threads run it)
+        _make(_ALLOC, row_kernel, alloc_kernel, "alloc"),
         min_rows,
     )

@@ -19,7 +19,10 @@
 
 import math
 
+import numba
 import numpy as np
+from numba.core import types as _nbtypes
+from numba.np.linalg import _LAPACK
 
 from fastcf._status import Status
 
@@ -224,6 +227,61 @@ def inverse_add(Minv, m, u, dnew, w):
     return True
 
 
+# LAPACK's dgelsd as Numba's np.linalg.lstsq calls it (its helper library's wrapper, which
+# finds the routine in SciPy's LAPACK): _lstsq below is that call without the rest of Numba's
+# lstsq, whose copy of b is a slice assignment that compiles NumPy's shape-mismatch message
+# (string formatting: 2 of the 3.5 s that lstsq took to compile, then linked into and optimised
+# again by every kernel above it on the LVQ path)
+_GELSD = _LAPACK().numba_ez_gelsd(_nbtypes.float64)
+_KIND = ord("d")
+
+
+@kernel()
+def _lstsq(a, b):
+    """``np.linalg.lstsq(a, b)[0]`` for a C-contiguous 2-D ``a`` and a 1-D ``b``, bit for bit.
+
+    The same LAPACK call (dgelsd, rcond = −1) on the same copies as Numba's ``lstsq``, and its
+    errors: ``LinAlgError`` for an empty system or a non-finite entry, ``ValueError`` when the
+    SVD does not converge.
+    """
+    m, n = a.shape
+    if m == 0 or n == 0 or b.shape[0] == 0:
+        raise np.linalg.LinAlgError("Arrays cannot be empty")
+    if b.shape[0] != m:
+        raise np.linalg.LinAlgError("Incompatible array sizes, system is not dimensionally valid.")
+    for i in range(m):
+        for j in range(n):
+            if not np.isfinite(a[i, j]):
+                raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
+    for i in range(m):
+        if not np.isfinite(b[i]):
+            raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
+    minmn = min(m, n)
+    maxmn = max(m, n)
+    acpy = np.asfortranarray(a)  # dgelsd overwrites its a and b
+    bcpy = np.empty((1, maxmn)).T
+    for i in range(m):
+        bcpy[i, 0] = b[i]
+    s = np.empty(minmn)
+    rank = np.empty(1, dtype=np.int32)
+    r = _GELSD(_KIND, m, n, 1, acpy.ctypes, m, bcpy.ctypes, maxmn, s.ctypes, -1.0, rank.ctypes)
+    # (reads of acpy, s and rank after the call: they live until it returns)
+    if r != 0 or rank[0] < 0 or acpy.shape[0] != m or s.shape[0] != minmn:
+        raise ValueError("Internal algorithm failed to converge.")
+    x = np.empty(n)
+    for j in range(n):
+        x[j] = bcpy[j, 0]
+    return x
+
+
+if numba.config.DISABLE_JIT:  # run as Python (no external function to call): NumPy's lstsq
+
+    @kernel()
+    def _lstsq(a, b):  # noqa: F811
+        """``np.linalg.lstsq(a, b)[0]`` (NumPy's, run as Python without the JIT)."""
+        return np.linalg.lstsq(a, b)[0]
+
+
 @kernel()
 def nnls(E, f, max_iter):
     """Lawson–Hanson NNLS: min ‖E v − f‖ s.t. v ≥ 0. Returns (v, n_iter, status)."""
@@ -265,7 +323,7 @@ def nnls(E, f, max_iter):
                 v = np.zeros(m)  # matrix raises LinAlgError in Numba)
                 break
             sub = np.ascontiguousarray(E[:, idx])
-            sol = np.linalg.lstsq(sub, f)[0]
+            sol = _lstsq(sub, f)
             s = np.zeros(m)
             for a in range(idx.size):
                 s[idx[a]] = sol[a]

@@ -190,7 +190,9 @@ def _fast_row(a, X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, ep
     else:
         lo_a = lo[0]
         hi_a = hi[0]
-    X[a] = X0[a]
+    D = X0.shape[1]
+    for k in range(D):  # (loops: a slice assignment compiles NumPy's shape-mismatch message)
+        X[a, k] = X0[a, k]
     dist[a] = np.inf
     best[a] = -1
     nit[a] = 0
@@ -206,7 +208,8 @@ def _fast_row(a, X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, ep
         if st == _OK or st == _MAXITER:
             if dd < dist[a]:
                 dist[a] = dd
-                X[a] = x
+                for k in range(D):
+                    X[a, k] = x[k]
                 best[a] = i
                 status[a] = st
         elif st == _NUMERIC:

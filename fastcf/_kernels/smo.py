@@ -524,7 +524,7 @@ def _active_set(
     return -1
 
 
-@kernel()
+@kernel(inline="always")
 def solve(
     alpha,
     active,
@@ -766,6 +766,10 @@ def solve_children(
 ):
     """Solve α*(S minus {i}) for every i in ``branch``, each warm-started from the parent's α.
 
+    An index i < 0 in ``branch`` solves S itself from the parent's α (the root of Lawler's
+    scheme and a warm-started subset: ``fastcf._svm.lawler``): a query compiles this one kernel,
+    with :func:`solve` inlined, not :func:`solve` as well (its code linked and optimised twice).
+
     Returns alphas (m, n), status (m,), n_iter (m,), f (m,), b (m,).
     """
     m = branch.shape[0]
@@ -781,9 +785,10 @@ def solve_children(
         for j in range(n):
             active[j] = active_parent[j]
             alphas[c, j] = alpha_parent[j]
-        active[r] = False
         a = alphas[c]
-        remove_and_rebalance(a, r, y, active, C)
+        if r >= 0:  # (r < 0: the parent itself, from its own α: the root's solve)
+            active[r] = False
+            remove_and_rebalance(a, r, y, active, C)
         st, it, f, b = solve(
             a,
             active,

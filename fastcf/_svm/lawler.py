@@ -57,6 +57,9 @@ from fastcf._validation import as_float_array
 
 from .model import PRECOMPUTED, EnumeratedSVM, KernelSpec, smo_kernels
 
+#: the branch of a root solve: no index removed (see ``smo.solve_children``)
+_ROOT = np.array([-1], dtype=np.int64)
+
 __all__ = ["SVMEnumeration"]
 
 
@@ -256,9 +259,16 @@ class SVMEnumeration:
 
     # -- solving ------------------------------------------------------------------------------
     def _solve_smo(self, active, alpha0):
-        alpha = alpha0.copy()
-        status, n_iter, f, b = smo_kernels().solve(alpha, active, *self._problem, *self._stop)
-        return alpha, int(status), int(n_iter), float(f), float(b)
+        # solve_children with the branch [-1], the parent itself: one kernel compiled for the
+        # root and the children (solve inlined into it), not two
+        alphas, status, n_iter, f, b = smo_kernels().solve_children(
+            np.ascontiguousarray(alpha0, dtype=np.float64),
+            np.ascontiguousarray(active, dtype=np.bool_),
+            _ROOT,
+            *self._problem,
+            *self._stop,
+        )
+        return alphas[0], int(status[0]), int(n_iter[0]), float(f[0]), float(b[0])
 
     def _solve_sklearn(self, active):
         """Refit :class:`sklearn.svm.SVC` from scratch on the subset (baseline, cross-check)."""

@@ -65,7 +65,13 @@ def _matvec(G, v, out):
             out[i] += G[j, i] * vj
 
 
-@kernel(inline="always")
+# The Newton step's helpers below are kernels of their own, not inline="always" (issue 54):
+# inlined, Numba typed and lowered each of them again at every call site (the two objectives
+# and the two solves of _newton_core, and those of proba_search and lam_path), and a first
+# softmax proba= call compiled about 1.5 s longer; LLVM still inlines them where it pays. They
+# allocate nothing and are compiled without reference counting (_nrt=False, as _newton_core):
+# with it, each call would count their array arguments up and down.
+@kernel(_nrt=False)
 def _factor(G, p, lam, M, sp, u):
     """Set sp = √p and the lower triangle of M to chol(λI + T G Tᵀ), T = Π diag(sp), Π = I − sp spᵀ.
 
@@ -106,7 +112,7 @@ def _factor(G, p, lam, M, sp, u):
     return status
 
 
-@kernel(inline="always")
+@kernel(_nrt=False)
 def _apply_inverse(M, sp, v, out):
     """Set out = Tᵀ (λI + T G Tᵀ)⁻¹ T v, M and sp from :func:`_factor` (``v`` is overwritten)."""
     K = sp.shape[0]
@@ -124,7 +130,7 @@ def _apply_inverse(M, sp, v, out):
         out[j] = sp[j] * (v[j] - c * sp[j])
 
 
-@kernel(inline="always")
+@kernel(_nrt=False)
 def _newton_direction(G, p, r, y, gy, k, lam, M, sp, Gr, rhs, delta):
     """Δ = −(r − Tᵀ m)/λ with (λI + T G Tᵀ) m = T G r, given Gr = G r and gy = G y.
 
@@ -155,13 +161,13 @@ def _newton_direction(G, p, r, y, gy, k, lam, M, sp, Gr, rhs, delta):
     return _OK
 
 
-@kernel(inline="always")
+@kernel(_nrt=False)
 def _objective(zbar, G, y, k, lam, z, p):
     """E(y) with z, p filled in; returns (E, quad, lse) where quad = yᵀ G y."""
     return _objective_gy(zbar, G, y, k, lam, z, z, p)
 
 
-@kernel(inline="always")
+@kernel(_nrt=False)
 def _objective_gy(zbar, G, y, k, lam, gy, z, p):
     """:func:`_objective` that also keeps gy = G y (``gy`` may be ``z``: then it is not kept)."""
     K = y.shape[0]

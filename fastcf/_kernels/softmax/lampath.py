@@ -21,7 +21,7 @@ _NOT_TARGET = int(Status.NOT_TARGET)
 _PENDING = int(Status.PENDING)
 
 
-@kernel(inline="always")
+@kernel(_nrt=False)
 def _tangent(gy, y, M, sp, v, out):
     """Set out = dy/d(log λ) at a solution y of problem (2), given gy = G y and the factor.
 

@@ -83,7 +83,7 @@ def aim_ulps(D):
     return _AIM * max(1.0, math.sqrt(D / 4096.0))
 
 
-@kernel(inline="always")
+@kernel()
 def _log_odds(z, k, q):
     """Return (φ, log p_k) of logits z: φ = z_k − lse_{j≠k} z_j, log p_k = −log(1 + e^{−φ}).
 
@@ -110,7 +110,7 @@ def _log_odds(z, k, q):
     return phi, -math.log1p(math.exp(-phi))
 
 
-@kernel(inline="always")
+@kernel()
 def _phi_scale(z, k, logit_tau):
     """Return the rounding scale of φ − logit τ at logits z (its terms and the logits)."""
     zmax = 0.0
