@@ -22,7 +22,6 @@ import math
 import numba
 import numpy as np
 from numba.core import types as _nbtypes
-from numba.np.linalg import _LAPACK
 
 from fastcf._status import Status
 
@@ -232,7 +231,12 @@ def inverse_add(Minv, m, u, dnew, w):
 # lstsq, whose copy of b is a slice assignment that compiles NumPy's shape-mismatch message
 # (string formatting: 2 of the 3.5 s that lstsq took to compile, then linked into and optimised
 # again by every kernel above it on the LVQ path)
-_GELSD = _LAPACK().numba_ez_gelsd(_nbtypes.float64)
+try:  # (a private helper of Numba's: where a release lacks it, Numba's own lstsq below)
+    from numba.np.linalg import _LAPACK
+
+    _GELSD = _LAPACK().numba_ez_gelsd(_nbtypes.float64)
+except Exception:  # pragma: no cover - every Numba from 0.58 to 0.68 has it
+    _GELSD = None
 _KIND = ord("d")
 
 
@@ -274,11 +278,12 @@ def _lstsq(a, b):
     return x
 
 
-if numba.config.DISABLE_JIT:  # run as Python (no external function to call): NumPy's lstsq
+if numba.config.DISABLE_JIT or _GELSD is None:
+    # run as Python (no external function to call), or a Numba without the helper: lstsq
 
     @kernel()
     def _lstsq(a, b):  # noqa: F811
-        """``np.linalg.lstsq(a, b)[0]`` (NumPy's, run as Python without the JIT)."""
+        """``np.linalg.lstsq(a, b)[0]`` (NumPy's as Python; Numba's, the same call, compiled)."""
         return np.linalg.lstsq(a, b)[0]
 
 
