@@ -58,7 +58,7 @@ from .._net.model import Net
 from .._net.program import output_rows, solve_pattern
 from .._net.rows import network_rows, unstable
 from .._status import Status
-from .milp import Program, RowAnswer
+from .milp import Program, RowAnswer, choice_rows
 
 __all__ = ["NetProgram", "is_net_fold"]
 
@@ -245,7 +245,7 @@ class NetProgram(Program):
         from scipy import sparse
 
         s = self.schema
-        n_num, n_ind, n_cat = self.n_num, self.n_ind, self.n_cat
+        n_num, n_ind = self.n_num, self.n_ind
         p_lo, p_hi, n_lo, n_hi, d_hi = prep
         ls, us = bounds
         m = q.max_changes
@@ -269,26 +269,9 @@ class NetProgram(Program):
         integ[:n_num] = integ[n_num : 2 * n_num] = self.grid
         integ[2 * n_num : iy] = True
         integ[ia:] = True
-        rows, cols, vals, rlo, rhi = [], [], [], [], []
-
-        def add(ci, cv, low, high):
-            r = len(rlo)
-            rows.extend([r] * len(ci))
-            cols.extend(ci)
-            vals.extend(cv)
-            rlo.append(low)
-            rhi.append(high)
-
-        for j in range(n_cat):  # one category per encoded column
-            ci = list(range(2 * n_num + s.cat_start[j], 2 * n_num + s.cat_start[j + 1]))
-            add(ci, [1.0] * len(ci), 1.0, 1.0)
-        if m is not None:  # (the box is finite: p_hi, n_hi are the big-Ms)
-            own = s.cat_start[:-1] + k0
-            for i, j in enumerate(zcols):
-                add([j, iz + i], [1.0, -p_hi[j]], -math.inf, 0.0)
-                add([n_num + j, iz + i], [1.0, -n_hi[j]], -math.inf, 0.0)
-            ci = list(range(iz, iz + n_z)) + [2 * n_num + int(o) for o in own]
-            add(ci, [1.0] * n_z + [-1.0] * n_cat, -math.inf, float(m - n_cat))
+        # the categories and max_changes (the big-Ms p_hi, n_hi: the box is finite): the rows
+        # of the tabular program's own (one copy)
+        rows, cols, vals, rlo, rhi = choice_rows(s, n_num, k0, zcols, p_hi, n_hi, m)
 
         # the network reads u = (p − n, δ), then its target G h ≥ g (one copy of its rows)
         jn = np.arange(n_num)
@@ -302,9 +285,8 @@ class NetProgram(Program):
         k = len(rlo)
         A = sparse.csr_array(
             (
-                np.concatenate([np.asarray(vals, dtype=np.float64), nr.vals]),
-                (np.concatenate([np.asarray(rows, dtype=np.int64), k + nr.rows]),
-                 np.concatenate([np.asarray(cols, dtype=np.int64), nr.cols])),
+                np.concatenate([vals, nr.vals]),
+                (np.concatenate([rows, k + nr.rows]), np.concatenate([cols, nr.cols])),
             ),
             shape=(k + nr.low.shape[0], nv),
         )  # fmt: skip
@@ -312,8 +294,8 @@ class NetProgram(Program):
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = nv, A.shape[0]
         lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, lb, ub
-        lp.row_lower_ = np.concatenate([np.asarray(rlo, dtype=np.float64), nr.low])
-        lp.row_upper_ = np.concatenate([np.asarray(rhi, dtype=np.float64), nr.high])
+        lp.row_lower_ = np.concatenate([rlo, nr.low])
+        lp.row_upper_ = np.concatenate([rhi, nr.high])
         lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
         lp.a_matrix_.start_ = A.indptr.astype(np.int32)
         lp.a_matrix_.index_ = A.indices.astype(np.int32)
