@@ -274,8 +274,10 @@ class TabularExplainer(FrameExplainer):
             The default: the answer is classified as ``target`` (scores past the boundary by
             ``margin``).
         proba : float, optional
-            τ ∈ (0, 1), binary models with probabilities: ``p_target ≥ τ`` at the answer (and
-            the answer is classified as the target). Checked by the model's ``predict_proba``.
+            τ ∈ (0, 1), models with probabilities: ``p_target ≥ τ`` at the answer (and the
+            answer is classified as the target). Binary models; with more classes, tree models
+            and ReLU networks (a linear or prototype softmax model refuses it: not a linear
+            condition). Checked by the model's ``predict_proba``.
         margin : float, default=1e-6
             Margin on the scores (logits), ≥ 0 (as in every family). Raised 100× and 10 000×
             (at least to 1e-6 and 1e-4) for a row whose answer the model's own ``predict`` does
@@ -351,7 +353,7 @@ class TabularExplainer(FrameExplainer):
         ------
         ValueError
             For one row that cannot be read (naming the column), unknown column names,
-            contradictory options, ``proba=`` with a softmax model, or a metric other than
+            contradictory options, ``proba=`` with a linear softmax model, or a metric other than
             ``"manhattan"``.
 
         Examples

@@ -2208,7 +2208,8 @@ def relu_net_proba_brute_force(coefs, intercepts, x0, target, tau, w, lo, hi, *,
     return best
 
 
-def tabular_net_brute_force(pipe, row, grids, cost, continuous, target, *, margin=1e-6):
+def tabular_net_brute_force(pipe, row, grids, cost, continuous, target, *, margin=1e-6,
+                            proba=None, slack=0.0):  # fmt: skip
     """Tabular recourse on a pipeline ending in a ReLU ``MLPClassifier``, by enumeration.
 
     Every combination of the discrete columns' values (``grids``: ``{col: values}``, the
@@ -2217,8 +2218,11 @@ def tabular_net_brute_force(pipe, row, grids, cost, continuous, target, *, margi
     (``{col: (lo, hi, w)}``: their box and the cost of a unit move) is read by probing the
     pipeline's own ``transform`` (affine in them: scalers), composed into the network's first
     layer, and :func:`relu_net_brute_force` solves one LP per pattern for the cheapest move of
-    those columns with the target's logits ahead by ``margin``. Returns ``(cost, x)``, x the
-    answer as a one-row DataFrame (``(inf, None)`` if none). Independent of fastcf.
+    those columns with the target's logits ahead by ``margin``. ``proba=τ`` (three classes or
+    more): :func:`relu_net_proba_brute_force` instead, one convex program per pattern with
+    ``softmax_t ≥ τ`` itself (``log Σ_j exp(z_j − z_t) ≤ log(1/τ) − slack``) and the logits
+    ahead by ``margin``. Returns ``(cost, x)``, x the answer as a one-row DataFrame
+    (``(inf, None)`` if none). Independent of fastcf.
     """
     import pandas as pd
 
@@ -2248,10 +2252,19 @@ def tabular_net_brute_force(pipe, row, grids, cost, continuous, target, *, margi
         W1 = np.asarray(mlp.coefs_[0], dtype=np.float64).T
         coefs = [(W1 @ M).T] + list(mlp.coefs_[1:])
         intercepts = [W1 @ F[0] + mlp.intercepts_[0]] + list(mlp.intercepts_[1:])
-        c_cost, d = relu_net_brute_force(
-            coefs, intercepts, np.zeros(len(cont)), t if not binary else int(t), margin, w, lo,
-            hi, binary=binary, relu=mlp.activation == "relu",
-        )  # fmt: skip
+        if proba is None:
+            c_cost, d = relu_net_brute_force(
+                coefs, intercepts, np.zeros(len(cont)), t if not binary else int(t), margin, w,
+                lo, hi, binary=binary, relu=mlp.activation == "relu",
+            )  # fmt: skip
+        else:
+            assert not binary and mlp.activation == "relu", "three classes or more, ReLU"
+            c_cost, d = relu_net_proba_brute_force(
+                coefs, intercepts, np.zeros(len(cont)), t, proba, w, lo, hi, margin=margin,
+                slack=slack,
+            )  # fmt: skip
+        if d is None:
+            continue
         if fixed + c_cost < best[0]:
             x = base.copy()
             for i, c in enumerate(cont):

@@ -7,6 +7,7 @@ activation pattern and combination of the discrete columns' values
 (:func:`tabular_net_brute_force`).
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -32,6 +33,10 @@ def _fit(classes=2, hidden=(4,), activation="relu", seed=0, n=240):
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = tabular_pipe(mlp).fit(X, y)
     return X, model
+
+
+#: the same fitted pipelines across the multiclass proba= tests (none of them changes its model)
+_fit_once = functools.cache(_fit)
 
 
 @pytest.fixture(scope="module", params=[(2, (4,)), (3, (4,)), (2, (3, 2)), (3, (3, 3))])
@@ -220,11 +225,74 @@ def test_proba_binary(tau):
             assert res.proba[k] == pytest.approx(model.predict_proba(res.x)[0, k])
 
 
-def test_proba_multiclass_refused():
-    X, model = _fit(3, (4,))
+@pytest.mark.parametrize("hidden", [(4,), (3, 3)])
+def test_proba_multiclass_on_the_grid(hidden):
+    """Three classes, every column on its grid: the pipeline's own predict_proba over every grid
+    combination agrees (the tangent cuts of the softmax: some rows need them)."""
+    X, model = _fit_once(3, hidden)
     tx = fastcf.TabularExplainer(model, X, weights=W)
-    with pytest.raises(ValueError, match="binary models only"):
-        tx.explain(X.iloc[[0]], 1, proba=0.6)
+    cuts = 0
+    for i in range(3):
+        row = X.iloc[[i]]
+        for t in _targets(model, row):
+            for tau in (0.45, 0.8):
+                res = tx.explain(row, t, proba=tau)
+                ref = tabular_model_brute_force(
+                    model, row, tabular_grids(X, row), tabular_cost(row), t, proba=tau
+                )
+                _check(model, res, row, t, ref, proba=tau)
+                if res.success:
+                    k = list(model.classes_).index(t)
+                    assert res.proba[k] == pytest.approx(model.predict_proba(res.x)[0, k])
+                    cuts += res.info["cuts"]
+    assert cuts or hidden != (4,)  # (the loop exercised, not only its first program)
+
+
+def test_proba_multiclass_continuous_column():
+    """Three classes, a continuous column: one exponential-cone program per activation pattern
+    and job (the softmax itself, at fastcf's margins: 1e-6 on the logit gaps and on log 1/τ)."""
+    X, model = _fit_once(3, (4,))
+    tx = fastcf.TabularExplainer(model, X, weights=W, resolution={"d": None})
+    answered = 0
+    for i in (1, 2):
+        row = X.iloc[[i]]
+        lo_d, hi_d = min(X.d.min(), row.d.iloc[0]), max(X.d.max(), row.d.iloc[0])
+        grids = tabular_grids(X, row, fixed=["edu", "n"])
+        del grids["d"]  # (the continuous column: the reference's programs move it)
+        t = _targets(model, row)[0]
+        k = list(model.classes_).index(t)
+        for tau in (0.8,):  # (0.45: no cut on these rows)
+            res = tx.explain(row, t, proba=tau, frozen=["edu", "n"])
+            ref = tabular_net_brute_force(
+                model, row, grids, tabular_cost(row), {"d": (lo_d, hi_d, W["d"])}, t,
+                proba=tau, margin=1e-6, slack=1e-6,
+            )  # fmt: skip
+            assert np.isfinite(ref[0]) and res.success, res.message
+            assert res.status == Status.OK
+            assert model.predict(res.x)[0] == t
+            assert model.predict_proba(res.x)[0, k] >= tau
+            assert res.distance == pytest.approx(_own_cost(res, row), rel=1e-9)
+            assert res.distance == pytest.approx(ref[0], rel=1e-6)
+            answered += res.info["cuts"] > 0
+    assert answered == 2
+
+
+def test_proba_multiclass_batch_and_enumerate():
+    X, model = _fit_once(3, (4,))
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    rows = X.iloc[:4]
+    targets = [_targets(model, rows.iloc[[i]])[0] for i in range(4)]
+    batch = tx.explain(rows, targets, proba=0.7, time_limit=30.0)
+    for i in range(4):
+        one = tx.explain(rows.iloc[[i]], targets[i], proba=0.7)
+        assert batch.success[i] == one.success
+        assert batch.distance[i] == pytest.approx(one.distance, rel=1e-9)
+        if batch.success[i]:
+            k = list(model.classes_).index(targets[i])
+            assert model.predict_proba(batch.x.iloc[[i]])[0, k] >= 0.7
+    alts = tx.enumerate(rows.iloc[[0]], targets[0], k=2, proba=0.7)
+    k = list(model.classes_).index(targets[0])
+    assert alts and all(model.predict_proba(a.x)[0, k] >= 0.7 for a in alts)
 
 
 @pytest.mark.parametrize("activation", ["tanh", "logistic"])

@@ -271,19 +271,17 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g):
 
 
 def _proba_row(net, x0, t, lo, hi, q, margin, rows, plain):
-    """Return the :class:`_Row` of a multiclass ``proba=`` row: :mod:`.proba`'s cut loop."""
+    """Return the :class:`_Row` of a multiclass ``proba=`` row: :func:`.proba.kelley`'s loop."""
     slack = max(margin - q.theta, 1e-9)
-    G, g = np.zeros((0, net.W[-1].shape[1])), np.zeros(0)
-    for _ in range(_proba.ROUNDS):
+
+    def solve(G, g):
         r = _row(net, x0, t, lo, hi, q, margin, rows, plain, (G, g))
-        if not r.success or _proba.p_target(net, r.x, t) >= q.proba:
-            return r
-        Gc, gc = _proba.cut(net, t, q.proba, r.x, slack)
-        G, g = np.vstack([G, Gc]), np.concatenate([g, gc])
-    text = (
-        f"numerical failure: p_target >= {q.proba} not reached after {_proba.ROUNDS} tangent "
-        "cuts of the softmax (ask a smaller proba=, or region=True)"
-    )
+        return r, (r.x if r.success else None)
+
+    r, met = _proba.kelley(solve, net, t, q.proba, slack)
+    if met:
+        return r
+    text = _proba.gave_up(q.proba)
     return _Row(x0.copy(), 0.0, False, int(Status.NUMERIC), text, math.inf, r.bound, r.nodes)
 
 

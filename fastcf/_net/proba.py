@@ -13,6 +13,11 @@ bounds the true optimum from below: the first answer that meets τ is the optimu
 taken at ``log(1/τ) − s`` (``s``: the row's margin beyond logit τ, ``margin=``, 1e-6 by
 default), a little inside the set, so that the answers reach it after finitely many cuts
 rather than only in the limit; the answer is then exact for that margin.
+
+:func:`kelley` is the loop, one copy for every program that carries a network's target: the
+network's own (:func:`fastcf._net.answer._proba_row`) and the tabular one
+(:class:`fastcf._tabular.netprog.NetProgram`), each passing its solve of the program with the
+cuts so far.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import numpy as np
 
 from .._trees.forest import Softmax
 
-__all__ = ["p_target", "cut", "ROUNDS"]
+__all__ = ["p_target", "cut", "kelley", "gave_up", "ROUNDS"]
 
 #: the most cuts a row gets before it is given up (a NUMERIC failure that says so)
 ROUNDS = 40
@@ -44,3 +49,47 @@ def cut(net, t, tau, x, slack):
     z = net.logits(np.asarray(x, dtype=np.float64)[None])[0]
     a, r = Softmax().cut(t, tau, z.copy())
     return (a @ net.W[-1])[None], np.array([r + slack - float(a @ net.b[-1])])
+
+
+def kelley(solve, net, t, tau, slack):
+    """Return ``(answer, met)``: a program solved with tangent cuts until its answer meets τ.
+
+    Parameters
+    ----------
+    solve : callable
+        ``solve(G, g)`` returns ``(answer, x)``: the program's answer with the rows
+        ``G h ≥ g`` on ``net``'s last hidden layer added to the target's own (none at first:
+        ``G`` has no row), and its point x, the input of ``net`` (None: no answer, which is
+        returned as it is).
+    net : Net
+        The network whose ``softmax(z(x))_t`` the answers must meet.
+    t : int
+        The target's logit.
+    tau : float
+        The probability asked.
+    slack : float
+        How far inside the set the cuts are taken (:func:`cut`).
+
+    Returns
+    -------
+    answer : object
+        The last answer of ``solve``.
+    met : bool
+        False where :data:`ROUNDS` answers missed τ (:func:`gave_up` says so).
+    """
+    G, g = np.zeros((0, net.W[-1].shape[1])), np.zeros(0)
+    for _ in range(ROUNDS):
+        ans, x = solve(G, g)
+        if x is None or p_target(net, x, t) >= tau:
+            return ans, True
+        Gc, gc = cut(net, t, tau, x, slack)
+        G, g = np.vstack([G, Gc]), np.concatenate([g, gc])
+    return ans, False
+
+
+def gave_up(tau):
+    """Return the message of a row whose answers missed ``p_target >= tau`` :data:`ROUNDS` times."""
+    return (
+        f"numerical failure: p_target >= {tau} not reached after {ROUNDS} tangent cuts of the "
+        "softmax (ask a smaller proba=, or region=True)"
+    )

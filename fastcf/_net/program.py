@@ -114,7 +114,6 @@ class Program:
         and each unstable neuron's a = [z > 0]: the layout of :meth:`build`.
         """
         net, x0 = self.net, self.x0
-        D = x0.shape[0]
         parts = [x]
         if self.metric == "manhattan":
             parts.append(np.abs(x - x0))
@@ -128,7 +127,6 @@ class Program:
                 as_.append((z[un] > 0).astype(np.float64))
             else:
                 ys.append(z)
-        del D
         return np.concatenate(parts + ys + as_)
 
     def build(self, G, g, cutoff=math.inf):

@@ -49,7 +49,7 @@ from .._highs import highs
 from .._status import Status
 from .grid import step_bounds, steps, value
 
-__all__ = ["Program", "RowAnswer", "Query"]
+__all__ = ["Program", "RowAnswer", "Query", "choice_rows"]
 
 
 class Query(NamedTuple):
@@ -305,7 +305,6 @@ class Program:
         n_num, n_ind, n_cat = self.n_num, self.n_ind, self.n_cat
         p_lo, p_hi, n_lo, n_hi, d_hi = prep
         ints = self.grid
-        own = s.cat_start[:-1] + k0
         m = q.max_changes
         zcols = np.flatnonzero((p_hi > 0) | (n_hi > 0)) if m is not None else np.zeros(0, int)
         if m is not None:
@@ -351,27 +350,12 @@ class Program:
                     rlo.append(q.threshold - (const[t] - const[j]))
                     rhi.append(math.inf)
         _scale_rows(rows, rlo, rhi)
-        for j in range(n_cat):
-            r = np.zeros(nv)
-            r[2 * n_num + s.cat_start[j] : 2 * n_num + s.cat_start[j + 1]] = 1.0
-            rows.append(r)
-            rlo.append(1.0)
-            rhi.append(1.0)
-        if m is not None:
-            for i, j in enumerate(zcols):
-                for off, bigm in ((0, p_hi[j]), (n_num, n_hi[j])):
-                    r = np.zeros(nv)
-                    r[off + j] = 1.0
-                    r[2 * n_num + n_ind + i] = -bigm
-                    rows.append(r)
-                    rlo.append(-math.inf)
-                    rhi.append(0.0)
-            r = np.zeros(nv)
-            r[2 * n_num + n_ind :] = 1.0
-            r[2 * n_num + own] = -1.0
-            rows.append(r)
-            rlo.append(-math.inf)
-            rhi.append(float(m - n_cat))
+        ci, cj, cv, clo, chi = choice_rows(s, n_num, k0, zcols, p_hi, n_hi, m)
+        C = np.zeros((clo.size, nv))
+        C[ci, cj] = cv
+        rows.extend(C)
+        rlo.extend(clo.tolist())
+        rhi.extend(chi.tolist())
         M = np.array(rows)
         integ = np.concatenate([ints, ints, np.ones(n_ind, bool), np.ones(n_z, bool)])
         h = _highs()
@@ -451,6 +435,72 @@ class Program:
         if why:  # a column that cannot meet its own constraints, whatever the model
             msg = f"infeasible: the constraints contradict each other: {why}"
         return RowAnswer(x0.copy(), k0.copy(), math.inf, int(Status.INFEASIBLE), msg, {})
+
+
+def choice_rows(schema, n_num, k0, zcols, p_hi, n_hi, max_changes):
+    """Return the rows of the categories and of ``max_changes``, ``low ≤ A v ≤ high``.
+
+    Over the tabular program's first columns ``v = (p, n, δ, z)``: the numeric moves up and
+    down (``n_num`` each), the category indicators, then one change indicator z per column of
+    ``zcols`` (:class:`Program`'s layout; a network's program puts its neurons after them). One
+    row ``Σ_k δ_{c,k} = 1`` per encoded column; with ``max_changes`` m, for the i-th column j
+    of ``zcols`` the rows ``p_j − p_hi_j z_i ≤ 0`` and ``n_j − n_hi_j z_i ≤ 0`` (the big-Ms:
+    the column's room in the row's box), then ``Σ_i z_i − Σ_c δ_{c,k̄_c} ≤ m − n_cat`` (a
+    category changes where its own indicator k̄ is 0).
+
+    Parameters
+    ----------
+    schema : Schema
+        Its ``cat_start``: each encoded column's first indicator (and one past the last).
+    n_num : int
+        The numeric columns.
+    k0 : ndarray of int
+        The row's category of each encoded column.
+    zcols : ndarray of int
+        The numeric columns that may move (a change indicator each; empty without m).
+    p_hi, n_hi : ndarray
+        The moves' upper bounds (the big-Ms).
+    max_changes : int or None
+        m (None: the category rows alone).
+
+    Returns
+    -------
+    rows, cols : ndarray of int64
+        Each entry's row (from 0) and column.
+    vals : ndarray of float64
+    low, high : ndarray of float64
+        The rows' bounds.
+    """
+    cs = np.asarray(schema.cat_start, dtype=np.int64)
+    n_cat, n_ind = cs.size - 1, int(cs[-1])
+    iz = 2 * n_num + n_ind
+    sizes = np.diff(cs)
+    R = [np.repeat(np.arange(n_cat), sizes)]  # one category per encoded column
+    C = [2 * n_num + np.arange(n_ind)]
+    V = [np.ones(n_ind)]
+    low, high = [np.ones(n_cat)], [np.ones(n_cat)]
+    if max_changes is not None:
+        zcols = np.asarray(zcols, dtype=np.int64)
+        n_z = zcols.size
+        # (the column j's rows, p then n: 2 i and 2 i + 1 after the category rows)
+        rp = n_cat + 2 * np.arange(n_z)
+        R += [np.column_stack([rp, rp, rp + 1, rp + 1]).ravel()]
+        z = iz + np.arange(n_z)
+        C += [np.column_stack([zcols, z, n_num + zcols, z]).ravel()]
+        ones = np.ones(n_z)
+        V += [np.column_stack([ones, -p_hi[zcols], ones, -n_hi[zcols]]).ravel()]
+        low.append(np.full(2 * n_z, -math.inf))
+        high.append(np.zeros(2 * n_z))
+        last = n_cat + 2 * n_z  # Σ z − Σ own δ ≤ m − n_cat
+        R += [np.full(n_z + n_cat, last)]
+        C += [np.concatenate([z, 2 * n_num + cs[:-1] + np.asarray(k0, dtype=np.int64)])]
+        V += [np.concatenate([ones, -np.ones(n_cat)])]
+        low.append(np.array([-math.inf]))
+        high.append(np.array([float(max_changes - n_cat)]))
+    return (
+        np.concatenate(R).astype(np.int64), np.concatenate(C).astype(np.int64),
+        np.concatenate(V).astype(np.float64), np.concatenate(low), np.concatenate(high),
+    )  # fmt: skip
 
 
 def _scale_rows(rows, rlo, rhi):

@@ -17,7 +17,15 @@ program (:func:`fastcf._net.rows.network_rows`):
   binary a, exact at a ∈ {0, 1}: :mod:`fastcf._net.rows`);
 * the target's rows ``G_out h_L ≥ g_out`` on the last hidden layer
   (:func:`fastcf._net.program.output_rows`; binary: the one logit past ``±θ``, θ the margin, or
-  ``max(logit τ, 0) + margin`` for ``proba=τ``; K classes: ``z_t − z_j ≥ margin``).
+  ``max(logit τ, 0) + margin`` for ``proba=τ``; K classes: ``z_t − z_j ≥ margin``, or
+  ``≥ max(logit τ, 0) + margin`` for ``proba=τ``, with the tangent cuts of log-sum-exp below).
+
+``proba=τ`` on K classes (``p_t ≥ τ`` is convex in the logits, not linear) is the network
+family's cutting-plane loop (:func:`fastcf._net.proba.kelley`, one copy): each time an answer
+misses τ in fastcf's float64 softmax, the tangent of log-sum-exp at its logits joins the target's
+rows (a row on h_L, taken the margin inside the set), and the program is solved again, until an
+answer meets τ — the optimum, the rows holding every point that meets τ at that margin — or
+:data:`fastcf._net.proba.ROUNDS` answers missed it (status NUMERIC, which says so).
 
 The neurons' bounds come from the row's box: a numeric column's room in steps (the box must be
 finite: the default one, the training range, is), a block of indicators its allowed categories.
@@ -39,16 +47,18 @@ row is solved again at a larger margin.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
 from .._highs import highs
+from .._net import proba as _proba
 from .._net.bounds import box_bounds, interval, linear_bounds, widen
 from .._net.model import Net
 from .._net.program import output_rows, solve_pattern
 from .._net.rows import network_rows, unstable
 from .._status import Status
-from .milp import Program, RowAnswer
+from .milp import Program, RowAnswer, choice_rows
 
 __all__ = ["NetProgram", "is_net_fold"]
 
@@ -73,7 +83,7 @@ class NetProgram(Program):
     """
 
     folded = False  # no affine class scores: the pipeline's own predict_proba gives proba
-    network = True  # proba= for binary models only; no plausible=
+    network = True  # no plausible=
 
     def __init__(self, schema, model, X):
         super().__init__(schema)
@@ -115,9 +125,10 @@ class NetProgram(Program):
     def solve(self, x0, k0, q):
         """Return the :class:`~fastcf._tabular.milp.RowAnswer` of one row.
 
-        ``q.threshold``: the margin on the logits (binary: ``max(logit τ, 0) + margin`` for
-        ``proba=τ``); ``q.time_limit``: seconds for HiGHS (an answer it stops with has status
-        MAXITER and ``info["stopped"]``).
+        ``q.threshold``: the margin on the logits (``max(logit τ, 0) + margin`` for
+        ``proba=τ``); ``q.proba``: τ (K classes: the tangent cuts of the module docstring,
+        ``info["cuts"]`` how many); ``q.time_limit``: seconds for HiGHS, all the row's solves
+        together (an answer it stops with has status MAXITER and ``info["stopped"]``).
         """
         if q.plausible:  # (refused by the request already; a guard for direct callers)
             raise ValueError("plausible=True is answered for pipelines ending in a tree model")
@@ -138,13 +149,44 @@ class NetProgram(Program):
         lo = np.concatenate([dlo, np.zeros(self.n_ind)])
         hi = np.concatenate([dhi, d_hi])
         bounds = self._bounds(rnet, lo, hi, d_hi)
-        G, g = output_rows(rnet, int(q.target), float(q.threshold))
+        t = int(q.target)
+        G, g = output_rows(rnet, t, float(q.threshold))
+        if q.proba is None or self.K == 1:
+            return self._attempt(x0, k0, q, prep, rnet, lo, hi, bounds, G, g)[0]
+        # K classes, proba=τ: the tangent cuts of log-sum-exp (one copy of the loop), taken
+        # the row's margin beyond max(logit τ, 0) inside the set; the time limit is the row's
+        tau = float(q.proba)
+        slack = max(float(q.threshold) - max(math.log(tau / (1.0 - tau)), 0.0), 1e-9)
+        t0, calls = time.perf_counter(), [0]
+
+        def attempt(Gc, gc):
+            left = q.time_limit
+            if left is not None:
+                left = max(float(left) - (time.perf_counter() - t0), 1e-3)
+            calls[0] += 1
+            Gs, gs = np.vstack([G, Gc]), np.concatenate([g, gc])
+            return self._attempt(x0, k0, q._replace(time_limit=left), prep, rnet, lo, hi,
+                                 bounds, Gs, gs)  # fmt: skip
+
+        ans, met = _proba.kelley(attempt, rnet, t, tau, slack)
+        info = {**ans.info, "cuts": calls[0] - 1}
+        if met:
+            return ans._replace(info=info)
+        return RowAnswer(x0.copy(), k0.copy(), math.inf, int(Status.NUMERIC),
+                         _proba.gave_up(tau), info)  # fmt: skip
+
+    def _attempt(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g):
+        """Return ``(answer, u)``: the row's :class:`RowAnswer` with the target ``G h ≥ g``.
+
+        ``u``: the answer's input of the row's network (moves in steps, indicators), None
+        where the program has no answer.
+        """
         r = self._milp_net(x0, k0, q, prep, rnet, bounds, G, g)
         if isinstance(r, RowAnswer):
-            return r
+            return r, None
         v, st, info = r
         u = self._pattern(rnet, v, lo, hi, G, g)
-        delta = u[: self.n_num]
+        delta = u[: self.n_num]  # (a view: u is the answer's point)
         delta[np.abs(delta) * self.w_step <= 1e-13] = 0.0
         x = self.move(x0, delta)
         k = self._categories(u[self.n_num :])
@@ -152,7 +194,7 @@ class NetProgram(Program):
         cost = float(cn.sum() + cc.sum())
         if st == "optimal":
             msg = "exact (MILP over the network's neurons, then its activation pattern; HiGHS)"
-            return RowAnswer(x, k, cost, int(Status.OK), msg, info)
+            return RowAnswer(x, k, cost, int(Status.OK), msg, info), u
         bound = min(info["bound"], cost)
         gap = (cost - bound) / cost if cost > 0 else 0.0
         info.update(gap=gap, bound=bound, stopped=True)
@@ -160,7 +202,7 @@ class NetProgram(Program):
             "time limit reached: the answer is classified as the target but may not be the "
             f"closest (relative gap {gap:.3g})"
         )
-        return RowAnswer(x, k, cost, int(Status.MAXITER), msg, info)
+        return RowAnswer(x, k, cost, int(Status.MAXITER), msg, info), u
 
     def _categories(self, d):
         """Return the category index of each block of the indicators ``d``."""
@@ -203,7 +245,7 @@ class NetProgram(Program):
         from scipy import sparse
 
         s = self.schema
-        n_num, n_ind, n_cat = self.n_num, self.n_ind, self.n_cat
+        n_num, n_ind = self.n_num, self.n_ind
         p_lo, p_hi, n_lo, n_hi, d_hi = prep
         ls, us = bounds
         m = q.max_changes
@@ -227,26 +269,9 @@ class NetProgram(Program):
         integ[:n_num] = integ[n_num : 2 * n_num] = self.grid
         integ[2 * n_num : iy] = True
         integ[ia:] = True
-        rows, cols, vals, rlo, rhi = [], [], [], [], []
-
-        def add(ci, cv, low, high):
-            r = len(rlo)
-            rows.extend([r] * len(ci))
-            cols.extend(ci)
-            vals.extend(cv)
-            rlo.append(low)
-            rhi.append(high)
-
-        for j in range(n_cat):  # one category per encoded column
-            ci = list(range(2 * n_num + s.cat_start[j], 2 * n_num + s.cat_start[j + 1]))
-            add(ci, [1.0] * len(ci), 1.0, 1.0)
-        if m is not None:  # (the box is finite: p_hi, n_hi are the big-Ms)
-            own = s.cat_start[:-1] + k0
-            for i, j in enumerate(zcols):
-                add([j, iz + i], [1.0, -p_hi[j]], -math.inf, 0.0)
-                add([n_num + j, iz + i], [1.0, -n_hi[j]], -math.inf, 0.0)
-            ci = list(range(iz, iz + n_z)) + [2 * n_num + int(o) for o in own]
-            add(ci, [1.0] * n_z + [-1.0] * n_cat, -math.inf, float(m - n_cat))
+        # the categories and max_changes (the big-Ms p_hi, n_hi: the box is finite): the rows
+        # of the tabular program's own (one copy)
+        rows, cols, vals, rlo, rhi = choice_rows(s, n_num, k0, zcols, p_hi, n_hi, m)
 
         # the network reads u = (p − n, δ), then its target G h ≥ g (one copy of its rows)
         jn = np.arange(n_num)
@@ -260,9 +285,8 @@ class NetProgram(Program):
         k = len(rlo)
         A = sparse.csr_array(
             (
-                np.concatenate([np.asarray(vals, dtype=np.float64), nr.vals]),
-                (np.concatenate([np.asarray(rows, dtype=np.int64), k + nr.rows]),
-                 np.concatenate([np.asarray(cols, dtype=np.int64), nr.cols])),
+                np.concatenate([vals, nr.vals]),
+                (np.concatenate([rows, k + nr.rows]), np.concatenate([cols, nr.cols])),
             ),
             shape=(k + nr.low.shape[0], nv),
         )  # fmt: skip
@@ -270,8 +294,8 @@ class NetProgram(Program):
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = nv, A.shape[0]
         lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, lb, ub
-        lp.row_lower_ = np.concatenate([np.asarray(rlo, dtype=np.float64), nr.low])
-        lp.row_upper_ = np.concatenate([np.asarray(rhi, dtype=np.float64), nr.high])
+        lp.row_lower_ = np.concatenate([rlo, nr.low])
+        lp.row_upper_ = np.concatenate([rhi, nr.high])
         lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
         lp.a_matrix_.start_ = A.indptr.astype(np.int32)
         lp.a_matrix_.index_ = A.indices.astype(np.int32)

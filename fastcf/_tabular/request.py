@@ -117,7 +117,7 @@ def target_form(ex, region, proba, margin):
         from ..adapters import model_name, not_probabilistic
 
         raise TypeError(not_probabilistic(model_name(ex.model), "proba= was asked"))
-    if ex._program.K > 1 and (ex._program.folded or getattr(ex._program, "network", False)):
+    if ex._program.K > 1 and ex._program.folded:
         raise ValueError(
             "proba= is answered for binary models only (a linear constraint on the score); "
             "for a softmax model p_target ≥ τ is not linear: use region=True (with margin=)"
