@@ -298,28 +298,3 @@ def _walk(net, x, cost, x0, lo, hi, w, G, g, walks):
         return (None, np.inf) if y is None else (y, float(_cost(y[None], x0, w, "manhattan")[0]))
 
     return walk(net, x, cost, solve, walks)
-    for _ in range(10):
-        pattern = net.pattern(x)
-        pre, _ = net.affine(pattern)
-        near = []
-        for layer, (A, c) in enumerate(pre):
-            z = A @ x + c
-            size = np.abs(A) @ np.abs(x) + np.abs(c) + 1e-300
-            for j in np.flatnonzero(np.abs(z) <= 1e-7 * size):
-                near.append((abs(z[j]) / size[j], layer, j))
-        near.sort()
-        step, step_cost = None, cost
-        for _gap, layer, j in near[:walks]:
-            flipped = [p.copy() for p in pattern]
-            flipped[layer][j] = ~flipped[layer][j]
-            if _floor(net, flipped, x0, lo, hi, w, G, g) >= step_cost * (1 - 1e-12):
-                continue  # (the flipped pattern's program cannot pay)
-            y = _solve(net, x, x0, lo, hi, w, G, g, "manhattan", flipped)
-            if y is not None:
-                c = float(_cost(y[None], x0, w, "manhattan")[0])
-                if c < step_cost * (1 - 1e-12):
-                    step, step_cost = y, c
-        if step is None:
-            break
-        x, cost = step, step_cost
-    return x, cost
