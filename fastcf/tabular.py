@@ -144,13 +144,9 @@ class TabularExplainer(FrameExplainer):
     agrees; if rounding defeats the margin, the query is re-solved with a larger one. An
     unsolvable query returns ``success=False`` with the reason in ``message``.
 
-    A :class:`~fastcf._base.BaseExplainer` like every explainer (its ``classes_``,
-    ``n_features_in_``, ``feature_names_in_``, ``mad_``; its judge ``_in_target`` is the
-    pipeline's own ``predict``), its ``explain`` passes through the one stage of every family
-    (:func:`fastcf._stage.run`) on DataFrames: its rows read as a DataFrame, its options into
-    a query record (:class:`fastcf._tabular.solve.Rows`) that solves, judges and re-aims
-    them, its answers packaged with DataFrame views. The array step ``fit_mad`` raises a
-    ``TypeError`` naming why.
+    A :class:`~fastcf._base.BaseExplainer` (its judge: the pipeline's own ``predict``) whose
+    ``explain`` passes through the one stage (:func:`fastcf._stage.run`) on DataFrames, its
+    options read into :class:`fastcf._tabular.solve.Rows`; ``fit_mad`` raises a ``TypeError``.
 
     Examples
     --------
@@ -274,10 +270,9 @@ class TabularExplainer(FrameExplainer):
             The default: the answer is classified as ``target`` (scores past the boundary by
             ``margin``).
         proba : float, optional
-            τ ∈ (0, 1), models with probabilities: ``p_target ≥ τ`` at the answer (and the
-            answer is classified as the target). Binary models; with more classes, tree models
-            and ReLU networks (a linear or prototype softmax model refuses it: not a linear
-            condition). Checked by the model's ``predict_proba``.
+            τ ∈ (0, 1): ``p_target ≥ τ`` at the answer (classified as the target), by the
+            model's ``predict_proba``. Binary models; with more classes, trees and ReLU networks
+            (not a linear or prototype softmax model: not a linear condition).
         margin : float, default=1e-6
             Margin on the scores (logits), ≥ 0 (as in every family). Raised 100× and 10 000×
             (at least to 1e-6 and 1e-4) for a row whose answer the model's own ``predict`` does
