@@ -41,6 +41,25 @@ def _between(res, mlp, x0, t, w, lo, hi, frozen=(), max_changes=None):
     return True
 
 
+def _ask_every_target(hidden, D, K, seed, rows, max_changes=None):
+    """Ask the first ``rows`` rows of a fitted net for every other class (box ±1.5, random
+    weights), each answer checked by :func:`_between`; return how many were compared."""
+    mlp, X = fitted_mlp(hidden, D, K, seed)
+    ex = NetExplainer(mlp)
+    rng = np.random.default_rng(100 + seed)
+    lo, hi = -np.ones(D) * 1.5, np.ones(D) * 1.5
+    w = rng.uniform(0.5, 2.0, size=D)
+    answered = 0
+    for x0 in X[:rows]:
+        for t in range(len(mlp.classes_)):
+            if mlp.predict(x0[None])[0] == t:
+                continue
+            res = ex.explain(x0, mlp.classes_[t], weights=w, bounds=(lo, hi),
+                             metric="euclidean", max_changes=max_changes)  # fmt: skip
+            answered += _between(res, mlp, x0, t, w, lo, hi, max_changes=max_changes)
+    return answered
+
+
 # (the reference solves a QP per activation pattern with cvxpy: at most 6 hidden neurons)
 CASES = [((4,), 2, 2), ((6,), 3, 2), ((3, 3), 2, 3), ((5,), 2, 3), ((4, 2), 3, 2), ((4,), 4, 4)]
 
@@ -48,18 +67,7 @@ CASES = [((4,), 2, 2), ((6,), 3, 2), ((3, 3), 2, 3), ((5,), 2, 3), ((4, 2), 3, 2
 @pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("hidden,D,K", CASES, ids=str)
 def test_euclidean_equals_the_brute_force_over_every_pattern(hidden, D, K, seed):
-    mlp, X = fitted_mlp(hidden, D, K, seed)
-    ex = NetExplainer(mlp)
-    rng = np.random.default_rng(100 + seed)
-    lo, hi = -np.ones(D) * 1.5, np.ones(D) * 1.5
-    w = rng.uniform(0.5, 2.0, size=D)
-    for i in range(2):
-        x0 = X[i]
-        for t in range(len(mlp.classes_)):
-            if mlp.predict(x0[None])[0] == t:
-                continue
-            res = ex.explain(x0, mlp.classes_[t], weights=w, bounds=(lo, hi), metric="euclidean")
-            _between(res, mlp, x0, t, w, lo, hi)
+    _ask_every_target(hidden, D, K, seed, 2)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -136,21 +144,7 @@ def test_euclidean_with_max_changes_equals_the_brute_force(
 
     if not short:
         monkeypatch.setattr(euclid, "_SHORT", 0)
-    mlp, X = fitted_mlp(hidden, D, K, seed)
-    ex = NetExplainer(mlp)
-    rng = np.random.default_rng(300 + seed)
-    lo, hi = -np.ones(D) * 1.5, np.ones(D) * 1.5
-    w = rng.uniform(0.5, 2.0, size=D)
-    answered = 0
-    for x0 in X[:n]:
-        for t in range(K):
-            if mlp.predict(x0[None])[0] == t:
-                continue
-            for m in ms:
-                res = ex.explain(x0, mlp.classes_[t], weights=w, bounds=(lo, hi),
-                                 metric="euclidean", max_changes=m)  # fmt: skip
-                answered += _between(res, mlp, x0, t, w, lo, hi, max_changes=m)
-    assert answered
+    assert sum(_ask_every_target(hidden, D, K, seed, n, max_changes=m) for m in ms)
 
 
 def test_euclidean_max_changes_exact_false_is_valid_and_bounded():
@@ -185,19 +179,7 @@ def test_the_full_search_over_the_balls_bounds_equals_the_brute_force(
     called = []
     ball = euclid.tighten_ball
     monkeypatch.setattr(euclid, "tighten_ball", lambda *a: called.append(1) or ball(*a))
-    mlp, X = fitted_mlp(hidden, D, K, seed)
-    ex = NetExplainer(mlp)
-    rng = np.random.default_rng(200 + seed)
-    lo, hi = -np.ones(D) * 1.5, np.ones(D) * 1.5
-    w = rng.uniform(0.5, 2.0, size=D)
-    answered = 0
-    for x0 in X[:4]:
-        for t in range(K):
-            if mlp.predict(x0[None])[0] == t:
-                continue
-            res = ex.explain(x0, mlp.classes_[t], weights=w, bounds=(lo, hi), metric="euclidean")
-            answered += _between(res, mlp, x0, t, w, lo, hi)
-    assert answered and called
+    assert _ask_every_target(hidden, D, K, seed, 4) and called
 
 
 @pytest.mark.parametrize("seed", range(4))
