@@ -968,3 +968,52 @@ def test_the_search_runs_for_every_model_and_budget_zero_skips_it(monkeypatch):
             assert res.success and other.success
             assert _same(res.distance, other.distance), name
         assert any(searched) and not any(skipped), name
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "euclidean", "l0", "mixed"])
+def test_nearest_boxes_kernel_equals_the_enumeration(metric):
+    """The training regions closest to a query: the kernel's early exits keep the k best."""
+    from reference import nearest_boxes_reference
+
+    from fastcf._kernels.tree_near import METRIC_CODES, nearest_boxes
+
+    rng = np.random.default_rng(7)
+    D, C = 5, 300
+    for trial in range(40):
+        # boxes on a coarse grid (ties of cost), some missing the query's box
+        a = rng.integers(-4, 4, size=(C, D)).astype(float)
+        blo, bhi = a, a + rng.integers(0, 4, size=(C, D))
+        x0 = rng.integers(-4, 4, size=D).astype(float) + 0.5 * (trial % 2)
+        lo, hi = np.full(D, -3.0), np.full(D, 5.0)
+        w = rng.choice([0.5, 1.0, 2.0], size=D)
+        if metric == "mixed":
+            w[rng.random(D) < 0.4] *= -1.0
+        idx = np.flatnonzero(rng.random(C) < 0.6)
+        limit = None if trial % 3 else int(rng.integers(1, D))
+        for k in (1, 4, 16, C):
+            got = nearest_boxes(
+                blo, bhi, idx, x0, lo, hi, w, METRIC_CODES[metric], k,
+                -1 if limit is None else limit,
+            )  # fmt: skip
+            want = nearest_boxes_reference(blo, bhi, idx, x0, lo, hi, w, metric, k, limit)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("opts", [{}, {"max_changes": 2}, {"proba": 0.6, "bounds": (-9.0, 9.0)}])
+def test_quick_search_from_training_regions_against_the_exact_answer(opts):
+    """exact=False started from the closest training regions (after ``fit_data``): every answer
+    the model's own predict accepts, no closer than the exact optimum, its bound no higher."""
+    X, y = make_classification(n_samples=300, n_features=5, n_informative=4, n_redundant=0,
+                               random_state=3)  # fmt: skip
+    rf = RandomForestClassifier(n_estimators=12, max_depth=4, random_state=0).fit(X, y)
+    ex = TreeExplainer(rf).fit_data(X)
+    Q, T = X[:12], 1 - rf.predict(X[:12])
+    fast = ex.explain(Q, T, exact=False, **opts)
+    best = ex.explain(Q, T, **opts)
+    assert fast.success.any()
+    for i in np.flatnonzero(fast.success):
+        assert rf.predict(fast.x[i][None])[0] == T[i]
+        assert fast.distance[i] >= best.distance[i] * (1 - 1e-9) - 1e-12
+    ok = np.isfinite(best.distance)
+    assert (fast.info["bound"][ok] <= best.distance[ok] * (1 + 1e-9) + 1e-12).all()
