@@ -2271,26 +2271,3 @@ def tabular_net_brute_force(pipe, row, grids, cost, continuous, target, *, margi
                 x[c] = x0c[i] + d[i]
             best = (fixed + c_cost, x)
     return best
-
-
-def nearest_boxes_reference(blo, bhi, idx, x0, lo, hi, w, metric, k, max_changes=None):
-    """The ``k`` boxes ``idx`` closest to x0 by enumeration (the reference of the kernel).
-
-    The NumPy of :func:`fastcf._trees.plausible.solve` for one query: every box ∩ ``[lo, hi]``,
-    x0's projection onto it and its cost under ``metric``; boxes that miss ``[lo, hi]`` or
-    change more than ``max_changes`` features are left out. Returns (rows, costs), cheapest
-    first, ties by the order of ``idx`` (a stable sort).
-    """
-    from fastcf._trees.query import coord_cost
-
-    a = np.maximum(blo[idx], lo)
-    b = np.minimum(bhi[idx], hi)
-    fits = (a <= b).all(axis=1)
-    d = np.clip(x0, a, b) - x0
-    cost = coord_cost(d, w, metric).sum(axis=1)
-    if max_changes is not None:
-        fits &= (d != 0.0).sum(axis=1) <= max_changes
-    cost = np.where(fits, cost, np.inf)
-    order = np.argsort(cost, kind="stable")[:k]
-    order = order[np.isfinite(cost[order])]
-    return idx[order], cost[order]

@@ -218,10 +218,7 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
             return bool(ex._in_target(x[None], np.array([t]), q.proba, memo)[0])
 
         args = (X[i], t, q.lo[i], q.hi[i], qi, confirm)
-        if exact:
-            return program.solve(*args, plain=plain)
-        # (the training regions are the model's, not those of a forest conditioned on NaN)
-        return program.quick(*args, regions=ex._regions if nan is None else None)
+        return program.solve(*args, plain=plain) if exact else program.quick(*args)
 
     # each row a program of milliseconds, on the batch threads (fastcf._threads: n_jobs=)
     answers = each(one, X.shape[0], progress=Tally(X.shape[0], "TreeExplainer"))

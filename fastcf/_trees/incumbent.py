@@ -333,26 +333,19 @@ class Search:
                 best, best_cost = g, cg
         return best
 
-    def run(self, P, reduce_at=None, deadline=math.inf, near=None):
+    def run(self, P, reduce_at=None, deadline=math.inf):
         """Return a point the library's arithmetic puts in the target (and τ), or None.
 
         ``P``: projections of x̄ onto leaf boxes (n, D), cheapest first. ``reduce_at(C)``: the
         reductions at cutoff C (:func:`~fastcf._trees.reduce.reduce`), which narrow the beam
         search once a first answer of cost C is known (None: no beam search). ``deadline``
         (``time.perf_counter()``): past it, the beam search is skipped (the query's
-        ``time_limit``). ``near``: points (n, D) expected valid (the closest training regions
-        of the target, :meth:`~fastcf._trees.milp.Program._near`), candidates polished like
-        the others (None: none).
+        ``time_limit``).
         """
         x0, q = self.x0, self.q
         if self.exact(self.base):
             return self.base.copy()
         found = []
-        if near is not None and near.shape[0]:
-            ok = self._valid(self.fo.evaluate(near))
-            if q.max_changes is not None:
-                ok &= np.count_nonzero(near != x0, axis=1) <= q.max_changes
-            found += list(near[ok])
         if P.shape[0]:
             S = self.fo.evaluate(P)
             ok = self._valid(S)

@@ -83,8 +83,6 @@ __all__ = ["Program", "Answer"]
 MAX_CUTS = 200
 #: leaf projections tried for the incumbent
 _PROJECTIONS = 256
-#: training regions tried for the incumbent, the closest to x̄ (:meth:`Program._near`)
-_NEAR = 4
 #: the cutoff below the incumbent's cost: a cell must beat it by this relative amount
 CUTOFF = 1e-10
 
@@ -178,66 +176,34 @@ class Program(Structure):
         )
         return P
 
-    def _near(self, regions, x0, t, lo, hi, q):
-        """Return the projections of x̄ onto the ``_NEAR`` cheapest training regions of ``t``.
-
-        ``regions``: :class:`~fastcf._trees.plausible.Regions` (None: none, an empty array).
-        The regions the model puts in the target (and at ``p_target >= τ`` for ``proba=``),
-        their indices kept per target and τ; the cheapest found by
-        :func:`~fastcf._kernels.tree_near.nearest_boxes`. Each projection lies in its region,
-        where the model's arithmetic is the training row's: a valid answer (checked again by
-        the search, with the library's arithmetic).
-        """
-        if regions is None or not _NEAR:
-            return np.empty((0, x0.shape[0]))
-        from .._kernels.tree_near import METRIC_CODES, nearest_boxes
-
-        key = (id(regions), t, q.proba)
-        memo = self.__dict__.setdefault("_near_idx", {})
-        idx = memo.get(key)
-        if idx is None:
-            good = regions.cls == t
-            if q.proba is not None:
-                good &= regions.proba[:, t] >= q.proba
-            idx = memo[key] = np.flatnonzero(good)
-        limit = -1 if q.max_changes is None else int(q.max_changes)
-        rows, _ = nearest_boxes(
-            regions.lo, regions.hi, idx, x0, lo, hi, q.w, METRIC_CODES[q.metric], _NEAR, limit
-        )
-        return np.clip(x0, np.maximum(regions.lo[rows], lo), np.minimum(regions.hi[rows], hi))
-
-    def start(self, x0, t, lo, hi, q, confirm, deadline=math.inf, regions=None):
+    def start(self, x0, t, lo, hi, q, confirm, deadline=math.inf):
         """Return (inc, C, c, points, lforms): the incumbent (or None) and the query's data.
 
         ``C``: the incumbent's cost; ``c``: the query's :class:`~fastcf._trees.reduce.Costs`;
         ``points``: every interval's point; ``lforms``: the per-leaf forms. ``confirm``: the
         model's verdict on the incumbent (None: not asked here). ``deadline``: the query's
         time limit (``time.perf_counter()``), past which the search skips its beam.
-        ``regions``: the explainer's training regions (:meth:`_near`), whose closest points of
-        the target are candidates too (None: not used).
         """
         c, points = self._costs(x0, lo, hi, q)
         lforms = self._leaf_forms(self._forms(t, q))
         leaf_cost = self._leaf_costs(x0, lo, hi, q)
         P = self._projections(x0, lo, hi, leaf_cost, lforms)
-        near = self._near(regions, x0, t, lo, hi, q)
         inc = Search(self, x0, t, q, c, points).run(
-            P, lambda rho: reduce(self, c, rho, lforms, margins=False), deadline, near
+            P, lambda rho: reduce(self, c, rho, lforms, margins=False), deadline
         )
         if inc is not None and confirm is not None and not confirm(inc):
             inc = None
         C = cost_of(inc, x0, q) if inc is not None else math.inf
         return inc, C, c, points, lforms
 
-    def quick(self, x0, t, lo, hi, q, confirm, steps=8, regions=None) -> Answer:
+    def quick(self, x0, t, lo, hi, q, confirm, steps=8) -> Answer:
         """Answer one query with the incumbent alone and a certified lower bound (no program).
 
         ``success`` when there is an incumbent (confirmed by ``confirm``); ``bound`` is the
         bisection bound of :func:`~fastcf._trees.reduce.lower_bound`; status 0 when it proves
-        the incumbent optimal, else 1 (not certified optimal). ``regions``: the explainer's
-        training regions (:meth:`start`).
+        the incumbent optimal, else 1 (not certified optimal).
         """
-        inc, C, c, points, lforms = self.start(x0, t, lo, hi, q, confirm, regions=regions)
+        inc, C, c, points, lforms = self.start(x0, t, lo, hi, q, confirm)
         if inc is not None and C == 0.0:
             return self._answer(inc, x0, q, 0, 0.0, 0, None)
         lb = lower_bound(self, c, C, lforms, steps)
