@@ -101,7 +101,10 @@ def plain(ex, x, target, time_limit=PLAIN_LIMIT):
 
 
 def measure(name, n_queries=N_QUERIES, repeat=3):
-    """Time one model's queries; return a dict of per-query arrays (seconds) and answers."""
+    """Time one model's queries; return a dict of per-query arrays (seconds) and answers.
+
+    (And ``problem``: the model, explainer, queries and targets of :func:`problem`.)
+    """
     model, ex, Q, T = problem(name, n_queries)
     exact = [partial(ex.explain, Q[i], T[i], weights="mad") for i in range(len(Q))]
     base = [partial(plain, ex, Q[i], T[i]) for i in range(len(Q))]
@@ -124,6 +127,40 @@ def measure(name, n_queries=N_QUERIES, repeat=3):
         "d_incumbent": np.array([r.distance for r in inc]),
         "bound": np.array([r.info["bound"] for r in inc]),
         "valid": np.array([bool(r.success) for r in inc]),
+        "problem": (model, ex, Q, T),
+    }
+
+
+def quick_against_exact(name, n_queries=N_QUERIES, repeat=3, model=None):
+    """Compare ``exact=False`` with the exact answer query by query (issue 54's measure).
+
+    Exact and ``exact=False`` are timed alternately query by query in one process
+    (:func:`~fastcf.bench.common.alternate`), so a change of the machine's load hits both
+    sides of each ratio alike. ``model``: the ``(model, explainer, queries, targets)`` of
+    :func:`problem` (None: made here).
+
+    Returns
+    -------
+    dict
+        Per-query arrays: ``time`` (exact=False / exact), ``cost`` (its distance / the
+        optimum; 1 where the optimum is 0), ``bound`` (its ``info["bound"]`` / the optimum),
+        and ``exact`` and ``quick`` (seconds).
+    """
+    _, ex, Q, T = problem(name, n_queries) if model is None else model
+    exact = [partial(ex.explain, Q[i], T[i], weights="mad") for i in range(len(Q))]
+    quick = [partial(ex.explain, Q[i], T[i], weights="mad", exact=False) for i in range(len(Q))]
+    t_exact, t_quick = alternate([exact, quick], repeat)
+    best = np.array([float(f().distance) for f in exact])
+    fast = [f() for f in quick]
+    d = np.where(best > 0, best, 1.0)
+    cost = np.array([float(r.distance) for r in fast]) / d
+    cost[best == 0] = 1.0
+    return {
+        "time": t_quick / t_exact,
+        "cost": cost,
+        "bound": np.array([float(np.ravel(r.info["bound"])[0]) for r in fast]) / d,
+        "exact": t_exact,
+        "quick": t_quick,
     }
 
 
@@ -213,6 +250,12 @@ def _report(name, n_queries):
         f"{int((gap <= 1e-9).sum())}/{n_queries}, gap median {np.median(gap):.3f} max "
         f"{gap.max():.3f}; bound <= exact: {below}, bound/exact median "
         f"{np.median(m['bound'] / d):.3f}"
+    )
+    r = quick_against_exact(name, n_queries, model=m["problem"])
+    print(
+        f"  exact=False / exact, alternated: time ratio median {np.median(r['time']):.3f}; cost "
+        f"ratio median {np.median(r['cost']):.3f} max {r['cost'].max():.3f}; bound / optimum "
+        f"median {np.median(r['bound']):.3f}"
     )
     return m
 
