@@ -166,6 +166,7 @@ class TreeExplainer(BaseExplainer):
         one = forest.n_trees == 1 and forest.categories is None
         self._table = leaf_table(forest) if one else None
         self._program = None  # built on the first ensemble query
+        self._building = None  # its construction, where a time limit stopped it (answer.program)
         # the leaf tables and programs of the queries' NaN patterns (conditioned forests)
         self._patterns = Patterns(forest, {"leaves": leaf_table, "milp": program})
 

@@ -247,7 +247,7 @@ class Constant:
         self.cls = int(forest.decision.predict(S)[0])
         self.proba = forest.link.proba(S)[0]
 
-    def solve(self, x0, t, lo, hi, q, confirm, plain=False):
+    def solve(self, x0, t, lo, hi, q, confirm, plain=False, start=None):
         from .._status import Status
         from .milp import Answer
 
@@ -260,7 +260,7 @@ class Constant:
             np.inf, 0,
         )  # fmt: skip
 
-    def quick(self, x0, t, lo, hi, q, confirm):
+    def quick(self, x0, t, lo, hi, q, confirm, start=None):
         return self.solve(x0, t, lo, hi, q, confirm)
 
 
