@@ -128,13 +128,14 @@ class Structure:
         """Walk every leaf up to its root: one (leaf, node, side) per split on its path."""
         inner_ids = np.flatnonzero(~forest.is_leaf)
         parent = np.full(forest.is_leaf.size, -1, dtype=np.int64)
-        side = np.zeros(forest.is_leaf.size, dtype=np.int64)
+        side = np.zeros(forest.is_leaf.size, dtype=bool)  # (a right child)
         parent[forest.left[inner_ids]] = inner_ids
         parent[forest.right[inner_ids]] = inner_ids
-        side[forest.right[inner_ids]] = 1
+        side[forest.right[inner_ids]] = True
         el, en, es = [], [], []
         cur = self.leaf_ids.copy()
-        pos = np.arange(cur.size)
+        # (positions in 32 bits where they fit: less memory to touch on a large forest)
+        pos = np.arange(cur.size, dtype=np.int32 if cur.size < 2**31 else np.int64)
         while cur.size:
             p = parent[cur]
             have = p >= 0
@@ -144,7 +145,8 @@ class Structure:
             es.append(side[cur])
             cur = p
         self._path = tuple(
-            np.concatenate(a) if a else np.zeros(0, np.int64) for a in (el, en, es)
+            np.concatenate(a) if a else np.zeros(0, t)
+            for a, t in ((el, np.int64), (en, np.int64), (es, bool))
         )  # (the construction's own: dropped by _boxes)
 
     def _boxes(self, forest):
@@ -154,10 +156,10 @@ class Structure:
         D = forest.n_features
         f = forest.feature[e_node]
         b = forest.boundary[e_node]
-        uk, inv = group(e_leaf * D + f, self.leaf_ids.size * D)
+        uk, inv = group(e_leaf.astype(np.int64) * D + f, self.leaf_ids.size * D)
         blo = np.full(uk.size, -np.inf)
         bhi = np.full(uk.size, np.inf)
-        right = e_side == 1
+        right = e_side
         np.maximum.at(blo, inv[right], np.nextafter(b[right], np.inf))
         np.minimum.at(bhi, inv[~right], b[~right])
         self.b_leaf, self.b_feat, self.b_lo, self.b_hi = uk // D, uk % D, blo, bhi
