@@ -42,7 +42,7 @@ from .milp import Answer, Program
 from .missing import FILL, check_query, groups
 from .query import METRICS, TreeQuery
 
-__all__ = ["METHODS", "answer", "query", "check_domain", "leaves", "ensemble", "program"]
+__all__ = ["METHODS", "answer", "query", "check_domain", "leaves", "ensemble", "program", "unbuilt"]
 
 METHODS = ("auto", "leaves", "milp")
 
@@ -223,7 +223,7 @@ def program(ex, deadline=math.inf):
         return part
 
 
-def _unbuilt(x0, part):
+def unbuilt(x0, part):
     """Return the failure of a query whose time limit passed while its program was built.
 
     ``part``: the program (finished, or as far as its construction got; None: not begun).
@@ -273,9 +273,9 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
             prog = ex._patterns.get("milp", missing[i], values[i])
             qi = q._replace(constrained=True)  # "infeasible", not "unreachable"
         elif main is None:  # (the time limit stopped the construction)
-            return _unbuilt(X[i], getattr(ex, "_building", None))
+            return unbuilt(X[i], getattr(ex, "_building", None))
         elif i == 0 and spent:
-            return _unbuilt(X[i], main)
+            return unbuilt(X[i], main)
         else:
             prog = main
 
