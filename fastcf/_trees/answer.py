@@ -268,9 +268,14 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
     def one(i):
         t = int(tidx[i])
         qi, nan = q, None
+        start = begin if i == 0 else time.perf_counter()  # (the first row's clock holds the
+        # construction of the model's program)
         if missing is not None and missing[i].any():
             nan = np.isnan(values[i])
-            prog = ex._patterns.get("milp", missing[i], values[i])
+            dl = None if q.time_limit is None else start + q.time_limit
+            prog = ex._patterns.get("milp", missing[i], values[i], dl)
+            if prog is None:  # (the time limit stopped the construction of its program)
+                return unbuilt(X[i], ex._patterns.building("milp", missing[i], values[i]))
             qi = q._replace(constrained=True)  # "infeasible", not "unreachable"
         elif main is None:  # (the time limit stopped the construction)
             return unbuilt(X[i], getattr(ex, "_building", None))
@@ -285,7 +290,6 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
             return bool(ex._in_target(x[None], np.array([t]), q.proba, memo)[0])
 
         args = (X[i], t, q.lo[i], q.hi[i], qi, confirm)
-        start = begin if i == 0 else None  # (the first row's clock holds the construction)
         if exact:
             return prog.solve(*args, plain=plain, start=start)
         return prog.quick(*args, start=start)
