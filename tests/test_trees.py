@@ -438,6 +438,18 @@ def test_time_limit_holds_the_programs_construction():
     assert again.success.all() and np.array_equal(again.distance, full.distance)
 
 
+def test_group_is_np_unique_with_its_inverse():
+    from fastcf._trees.structure import group
+
+    rng = np.random.default_rng(0)
+    for size, n in ((50, 400), (10**7, 300), (1, 5), (10, 0)):  # a dense table; np.unique
+        key = rng.integers(0, size, n)
+        uk, inv = group(key, size)
+        ref, rinv = np.unique(key, return_inverse=True)
+        assert np.array_equal(uk, ref) and np.array_equal(inv, rinv.ravel())
+        assert uk.dtype == np.int64 and inv.dtype == rinv.dtype
+
+
 def test_unreachable_and_infeasible():
     X, y = _data(3, seed=2)
     tree = DecisionTreeClassifier(max_depth=1, random_state=0).fit(X, y)  # two leaves
