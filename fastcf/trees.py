@@ -248,7 +248,9 @@ class TreeExplainer(BaseExplainer):
                 P[i] = p
         if miss:
             R = model_input(self.model, X[miss])
-            P[miss] = np.asarray(self.model.predict_proba(R), dtype=np.float64)
+            # (the model's own predict_proba, through ask: a few rows of a gradient-boosting
+            # model on one thread, fastcf._confirm)
+            P[miss] = np.asarray(ask(self.model, R)[1], dtype=np.float64)
         return P
 
     def explain(
