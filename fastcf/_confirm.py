@@ -66,6 +66,10 @@ def ask(model, X, proba=True):
       ``predict_proba``, itself summed over the trees as the forest does (:func:`forest_proba`)
       without the forest's per-tree dispatch (milliseconds at one row).
 
+    * a few rows of a gradient-boosting model (XGBoost, LightGBM, HistGradientBoosting) are
+      asked on one thread (:func:`_one_thread`: no OpenMP team started for a judge's row),
+      where that gives the model's own bits.
+
     Any other model is simply called twice.
     """
     Pipeline, ForestClassifier = _sklearn_types()
@@ -89,8 +93,126 @@ def ask(model, X, proba=True):
         if P is None:
             P = model.predict_proba(X)
         return model.classes_.take(np.argmax(P, axis=1), axis=0), (P if proba else None)
+    one = _one_thread(model, X, proba)
+    if one is not None:
+        return one
     label = model.predict(X)
     return label, (model.predict_proba(X) if proba else None)
+
+
+#: at most this many rows are asked of a gradient-boosting model on one thread (a judge asks one)
+FEW_ROWS = 16
+_ONE_THREAD = weakref.WeakKeyDictionary()  # model -> (its one-thread verdicts, or None; key)
+
+
+def _one_thread(model, X, proba):
+    """Return ``ask(model, X, proba)`` computed on one thread, or ``None`` (ask the model).
+
+    For a few rows (at most :data:`FEW_ROWS`: a judge's one row) of XGBoost's
+    ``XGBClassifier``, LightGBM's ``LGBMClassifier`` and scikit-learn's
+    ``HistGradientBoostingClassifier``, whose ``predict`` runs an OpenMP team on every core
+    (seconds for one row on a loaded machine: the team's start-up, not the trees). Neither the
+    model nor any process-wide setting changes:
+
+    * XGBoost: a shallow copy of the classifier holding a copy of its booster with
+      ``nthread=1`` (made once per booster, kept here);
+    * LightGBM: ``predict``/``predict_proba`` with ``num_threads=1`` (a prediction keyword);
+    * HistGradientBoosting: its ``_raw_predict(X, n_threads=1)`` (private; the one sum its
+      ``predict`` and ``predict_proba`` each compute), then their own decision and link.
+
+    Each row's prediction is the same sum in the same order on any number of threads; still,
+    the first time a model is asked, the verdicts are compared bit for bit with the model's
+    own ``predict`` and ``predict_proba`` on the same rows, and a model where they differ (or
+    that is not the class itself, a method set on it, a copy that fails) is always asked
+    itself.
+    """
+    n = getattr(X, "shape", (FEW_ROWS + 1,))[0]
+    if n > FEW_ROWS:
+        return None
+    try:
+        hit = _ONE_THREAD.get(model)
+    except TypeError:  # (not weak-referenceable or not hashable)
+        return None
+    key = _twin_key(model)
+    if hit is not None and hit[1] is key:
+        fn = hit[0]
+        return None if fn is None else fn(X, proba)
+    fn = _twin(model)
+    if fn is not None:
+        try:
+            mine = fn(X, True)
+            own = model.predict(X), model.predict_proba(X)
+            same = all(
+                np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(a, b)
+                for a, b in zip(mine, own, strict=True)
+            )
+        except Exception:  # noqa: BLE001 - any failure: the model itself is asked
+            same = False
+        fn = fn if same else None
+        _ONE_THREAD[model] = (fn, key)
+        return own if proba else (own[0], None)
+    _ONE_THREAD[model] = (None, key)
+    return None
+
+
+def _twin_key(model):
+    """Return what a model's one-thread verdicts were made from (a refit replaces it)."""
+    return vars(model).get("_Booster", vars(model).get("_predictors"))
+
+
+def _twin(model):
+    """Return ``fn(X, proba) -> (label, P or None)``: the model's verdicts on one thread."""
+    kind = type(model).__module__.split(".")[0]
+    if {"predict", "predict_proba"} & vars(model).keys():
+        return None
+    try:
+        if kind == "xgboost" and type(model).__name__ == "XGBClassifier":
+            import copy
+
+            from xgboost import XGBClassifier
+
+            if type(model) is not XGBClassifier:
+                return None
+            twin = copy.copy(model)  # (the user's classifier untouched)
+            booster = model.get_booster().copy()
+            booster.set_param({"nthread": 1})
+            twin._Booster = booster
+            twin.n_jobs = 1
+            return lambda X, proba: (twin.predict(X), twin.predict_proba(X) if proba else None)
+        if kind == "lightgbm" and type(model).__name__ == "LGBMClassifier":
+            from lightgbm import LGBMClassifier
+
+            if type(model) is not LGBMClassifier:
+                return None
+            return lambda X, proba: (
+                model.predict(X, num_threads=1),
+                model.predict_proba(X, num_threads=1) if proba else None,
+            )
+        if kind == "sklearn" and type(model).__name__ == "HistGradientBoostingClassifier":
+            return _hist_twin(model)
+    except Exception:  # noqa: BLE001 - no twin: the model itself is asked
+        return None
+    return None
+
+
+def _hist_twin(model):
+    """HistGradientBoostingClassifier's ``predict``/``predict_proba`` on one thread, or None."""
+    import inspect
+
+    from sklearn.ensemble import HistGradientBoostingClassifier as H
+
+    if type(model) is not H or "n_threads" not in inspect.signature(H._raw_predict).parameters:
+        return None
+
+    def fn(X, proba):
+        raw = model._raw_predict(X, n_threads=1)
+        if raw.shape[1] == 1:  # (as its predict: "> 0", not ">= 0")
+            label = model.classes_[(raw.ravel() > 0).astype(int)]
+        else:
+            label = model.classes_[np.argmax(raw, axis=1)]
+        return label, (model._loss.predict_proba(raw) if proba else None)
+
+    return fn
 
 
 _FOREST_SUMS = weakref.WeakKeyDictionary()  # forest -> its trees' sum equals its predict_proba

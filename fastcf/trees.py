@@ -166,6 +166,7 @@ class TreeExplainer(BaseExplainer):
         one = forest.n_trees == 1 and forest.categories is None
         self._table = leaf_table(forest) if one else None
         self._program = None  # built on the first ensemble query
+        self._building = None  # its construction, where a time limit stopped it (answer.program)
         # the leaf tables and programs of the queries' NaN patterns (conditioned forests)
         self._patterns = Patterns(forest, {"leaves": leaf_table, "milp": program})
 
@@ -247,7 +248,9 @@ class TreeExplainer(BaseExplainer):
                 P[i] = p
         if miss:
             R = model_input(self.model, X[miss])
-            P[miss] = np.asarray(self.model.predict_proba(R), dtype=np.float64)
+            # (the model's own predict_proba, through ask: a few rows of a gradient-boosting
+            # model on one thread, fastcf._confirm)
+            P[miss] = np.asarray(ask(self.model, R)[1], dtype=np.float64)
         return P
 
     def explain(

@@ -221,3 +221,79 @@ def test_reported_probabilities_are_the_models_at_the_answers(kind, proba):
     assert ok.all()
     one = ex.explain(Q[1], target[1], proba=proba)
     np.testing.assert_array_equal(one.proba, model.predict_proba(one.x[None])[0])
+
+
+def _boosting(kind, n_classes):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(
+        400, 6, n_informative=4, n_classes=n_classes, n_clusters_per_class=1, random_state=3
+    )
+    if kind == "xgb":
+        xgboost = pytest.importorskip("xgboost")
+        model = xgboost.XGBClassifier(n_estimators=30, max_depth=3, random_state=0)
+    elif kind == "lgbm":
+        lightgbm = pytest.importorskip("lightgbm")
+        model = lightgbm.LGBMClassifier(n_estimators=30, num_leaves=8, verbose=-1, random_state=0)
+    else:
+        model = HistGradientBoostingClassifier(max_iter=30, random_state=0)
+    return model.fit(X, y), X
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("kind", ["xgb", "lgbm", "hgb"])
+def test_a_boosting_judge_asks_one_thread_for_the_models_own_bits(kind, n_classes):
+    """Issue 54: a judge's one row of XGBoost, LightGBM or HistGradientBoosting is asked on
+    one thread (no OpenMP team: seconds under load), with the model's own bits, and neither
+    the model nor a process-wide setting changes."""
+    from fastcf import _confirm
+
+    model, X = _boosting(kind, n_classes)
+    before = dict(vars(model))
+    if kind == "xgb":
+        config = model.get_booster().save_config()
+    ask(model, X[:1])  # (the first ask: the one-thread verdicts checked against the model's)
+    fn, _ = _confirm._ONE_THREAD[model]
+    assert fn is not None  # adopted: the bits agreed
+    for i in range(40):
+        x = X[i : i + 1]
+        label, P = ask(model, x)
+        own_label, own_P = model.predict(x), model.predict_proba(x)
+        assert label.dtype == own_label.dtype and np.array_equal(label, own_label)
+        assert P.dtype == own_P.dtype and np.array_equal(P, own_P)
+    assert vars(model).keys() == before.keys()
+    assert all(vars(model)[k] is v for k, v in before.items())
+    if kind == "xgb":
+        assert model.get_booster().save_config() == config  # (its nthread untouched)
+    many = X[: _confirm.FEW_ROWS + 1]  # a larger batch: the model itself, on its threads
+    label, P = ask(model, many)
+    assert np.array_equal(label, model.predict(many))
+    assert np.array_equal(P, model.predict_proba(many))
+
+
+def test_a_refit_boosting_model_is_checked_again():
+    from fastcf import _confirm
+
+    model, X = _boosting("hgb", 2)
+    ask(model, X[:1])
+    first = _confirm._ONE_THREAD[model]
+    model.set_params(max_iter=10).fit(X, 1 - (X[:, 0] > 0))  # (new predictors)
+    label, P = ask(model, X[:1])
+    assert _confirm._ONE_THREAD[model] is not first
+    assert np.array_equal(label, model.predict(X[:1]))
+    assert np.array_equal(P, model.predict_proba(X[:1]))
+
+
+def test_a_boosting_model_whose_bits_differ_is_asked_itself(monkeypatch):
+    from fastcf import _confirm
+
+    model, X = _boosting("hgb", 2)
+
+    def off(model):
+        return lambda X, proba: (model.predict(X), model.predict_proba(X) + 1e-16 + 1e-9)
+
+    monkeypatch.setattr(_confirm, "_twin", off)
+    label, P = ask(model, X[:1])
+    assert _confirm._ONE_THREAD[model][0] is None  # refused: the model is asked from now on
+    assert np.array_equal(P, model.predict_proba(X[:1]))
+    assert np.array_equal(ask(model, X[1:2])[1], model.predict_proba(X[1:2]))

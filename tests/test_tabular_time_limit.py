@@ -188,3 +188,32 @@ def test_enumerate_takes_the_limit(forest, monkeypatch):
     linear = fastcf.TabularExplainer(_pipe(LogisticRegression()).fit(X, model.predict(X)), X)
     limited = linear.enumerate(row, 1, k=2, time_limit=1.0)
     assert [a.distance for a in limited] == [a.distance for a in linear.enumerate(row, 1, k=2)]
+
+
+def test_a_rows_limit_holds_the_build_of_its_orders_program():
+    """Issue 54: a row whose categories need a program of their own order (``allowed=``)
+    builds it within the row's limit: a limit spent before it is built fails the row with the
+    reason (status 1), the stages done are kept for the next row, and only finished programs
+    are cached; the finished one answers as one built at once."""
+    X, y = _data()
+    model = _pipe(RandomForestClassifier(12, max_depth=4, random_state=0)).fit(X, y)
+    tx = fastcf.TabularExplainer(model, X)
+    rows = X[(model.predict(X) != 1) & (X.job == "b")]
+    row = rows.iloc[:1]
+    allowed = {"job": ["a", "c"]}  # (not contiguous in the default order: an order of its own)
+    exact = fastcf.TabularExplainer(model, X).explain(row, 1, allowed=allowed)
+    prog = tx._program
+    n0 = len(prog._cache)
+    for _ in range(10):  # (5 stages, at least one per call)
+        res = tx.explain(row, 1, allowed=allowed, time_limit=1e-6)
+        assert all(p.built for p, _ in prog._cache.values())
+        if res.success:
+            assert model.predict(res.x)[0] == 1
+        else:
+            assert res.status == int(Status.MAXITER)
+        if len(prog._cache) > n0:
+            break
+        assert "building the model's program" in res.message
+    assert len(prog._cache) > n0 and not prog._building
+    again = tx.explain(row, 1, allowed=allowed)
+    assert again.success and again.distance == exact.distance

@@ -399,6 +399,57 @@ def test_a_time_limit_spent_by_the_quick_search_starts_no_program():
         assert res.info["bound"][i] == 0.0 and res.info["gap"][i] == 1.0
 
 
+def test_time_limit_holds_the_programs_construction():
+    """Issue 54 (latency bounds): ``time_limit`` bounds the whole call, the one-time build of
+    the model's program included (300 trees of depth 10: 4.5 s built outside a 0.5 s limit).
+    A limit far below the build: each call stops at a stage boundary and fails with the reason
+    (or answers, confirmed by the model); the build goes on from call to call, the explainer
+    caches only a finished program, and that program is the one built at once."""
+    import time
+
+    X, y = _data(2, n_features=8, seed=5, n=2000)
+    rf = RandomForestClassifier(n_estimators=60, max_depth=8, random_state=0).fit(X, y)
+    ex = TreeExplainer(rf)
+    T = 1 - rf.predict(X[:2])
+    limit = 1e-3
+    for _ in range(10):  # (5 stages, at least one per call)
+        t = time.perf_counter()
+        res = ex.explain(X[:2], T, time_limit=limit)
+        elapsed = time.perf_counter() - t
+        assert elapsed <= limit + 0.5  # (a stage, the model's verdicts: milliseconds here)
+        assert ex._program is None or ex._program.built  # (never a half-built cache)
+        for i in range(2):
+            if res.success[i]:
+                assert rf.predict(res.x[i : i + 1])[0] == T[i]
+            else:
+                assert res.status[i] == Status.MAXITER
+                assert "time limit reached" in res.message[i]
+        if ex._program is not None:
+            break
+        assert "building the model's program" in res.message[0]
+        ex = pickle.loads(pickle.dumps(ex))  # (a stopped build travels with the explainer)
+    assert ex._program is not None and ex._building is None
+    whole = Program(ex._forest)
+    for k, v in vars(whole).items():
+        if isinstance(v, np.ndarray):
+            assert np.array_equal(v, getattr(ex._program, k)), k
+    full = TreeExplainer(rf).explain(X[:2], T)
+    again = ex.explain(X[:2], T)
+    assert again.success.all() and np.array_equal(again.distance, full.distance)
+
+
+def test_group_is_np_unique_with_its_inverse():
+    from fastcf._trees.structure import group
+
+    rng = np.random.default_rng(0)
+    for size, n in ((50, 400), (10**7, 300), (1, 5), (10, 0)):  # a dense table; np.unique
+        key = rng.integers(0, size, n)
+        uk, inv = group(key, size)
+        ref, rinv = np.unique(key, return_inverse=True)
+        assert np.array_equal(uk, ref) and np.array_equal(inv, rinv.ravel())
+        assert uk.dtype == np.int64 and inv.dtype == rinv.dtype
+
+
 def test_unreachable_and_infeasible():
     X, y = _data(3, seed=2)
     tree = DecisionTreeClassifier(max_depth=1, random_state=0).fit(X, y)  # two leaves

@@ -511,3 +511,31 @@ def test_lightgbm_zero_band_copies_past_the_node_limit_are_refused(monkeypatch):
     monkeypatch.setattr(parse_lightgbm, "MAX_NODES", 8)
     with pytest.raises(ValueError, match="zero_as_missing splits whose zeros cross"):
         TreeExplainer(model)
+
+
+def test_time_limit_holds_the_build_of_a_nan_patterns_program():
+    """Issue 54: a row with NaN is answered by the program of its pattern, built on the
+    pattern's first query within that query's ``time_limit`` (in stages: a limit spent
+    before it is built fails the row with the reason, the next query goes on, only finished
+    programs are cached), and the finished program answers as one built at once."""
+    X, y = make_classification(
+        n_samples=1000, n_features=6, n_informative=6, n_redundant=0, random_state=5
+    )
+    X[::7, 2] = np.nan
+    model = HistGradientBoostingClassifier(max_iter=30, max_depth=5, random_state=0).fit(X, y)
+    ex = TreeExplainer(model)
+    x = X[7].copy()
+    target = 1 - model.predict(x[None])[0]
+    for _ in range(10):  # (5 stages, at least one per call)
+        res = ex.explain(x, target, time_limit=1e-6)
+        assert all(getattr(p, "built", True) for p in ex._patterns._cache.values())
+        if ex._patterns._cache:
+            break
+        assert not res.success and res.status == Status.MAXITER
+        assert "building the model's program" in res.message
+    assert ex._patterns._cache and not ex._patterns._building
+    if res.success:
+        assert model.predict(res.x[None])[0] == target
+    full = TreeExplainer(model).explain(x, target)
+    again = ex.explain(x, target)
+    assert again.success and again.distance == full.distance

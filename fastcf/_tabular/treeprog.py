@@ -47,6 +47,7 @@ import numpy as np
 
 from .._status import Status
 from .._threads import Shared
+from .._trees.answer import unbuilt
 from .._trees.forest import Forest, Tree
 from .._trees.milp import Program as ForestProgram
 from .._trees.query import TreeQuery
@@ -65,11 +66,24 @@ class _GridProgram(ForestProgram):
 
     ``above[f]``: None (a continuous feature) or {boundary: the next value the feature may
     take}; the interval after each boundary, and every leaf box that turned right at one,
-    starts there.
+    starts there. ``deadline``: as :class:`~fastcf._trees.structure.Structure`'s (the
+    construction in stages; the grid set when the last one ends).
     """
 
-    def __init__(self, forest, above):
-        super().__init__(forest)
+    def __init__(self, forest, above, deadline=math.inf):
+        self.above = above
+        super().__init__(forest, deadline)
+
+    def advance(self, deadline=math.inf):
+        """Run the construction's next stages (:meth:`Structure.advance`), then the grid."""
+        if self.built:
+            return True
+        if super().advance(deadline):
+            self._regrid(self.above)
+        return self.built
+
+    def _regrid(self, above):
+        """Start the intervals and the leaf boxes after a grid boundary at its next point."""
         for f, up in enumerate(above):
             if up is not None and self.B[f].size:
                 self.R[f] = np.concatenate([self.R[f][:1], [up[float(b)] for b in self.B[f]]])
@@ -174,20 +188,36 @@ class TreeProgram(Shared, Program):
         rest = np.setdiff1d(np.arange(n), first)
         return tuple(int(k) for k in np.concatenate([first, rest]).astype(np.int64))
 
-    def program(self, orders):
-        """Return (program, coords) of a tuple of block orders (built once, then cached)."""
+    def program(self, orders, deadline=math.inf):
+        """Return (program, coords) of a tuple of block orders (built once, then cached).
+
+        ``deadline`` (``time.perf_counter()``: a row's ``time_limit``): the program's
+        construction stops at the first of its stages past it and None is returned; the
+        stages done are kept apart (``_building``) for the next row of that order, and only
+        finished programs are cached.
+        """
         with self._lock:
             hit = self._cache.get(orders)
             if hit is not None:
                 self._cache.move_to_end(orders)
                 return hit
-            firsts = [_n_first(self.rank[j], o) for j, o in enumerate(orders)]
-            coords = [
-                _coords(self.rank[j], o, n)
-                for j, (o, n) in enumerate(zip(orders, firsts, strict=True))
-            ]
-            forest, above = self._forest(orders, coords)
-            out = (_GridProgram(forest, above), coords)
+            building = self.__dict__.setdefault("_building", OrderedDict())
+            out = building.pop(orders, None)
+            if out is None:
+                firsts = [_n_first(self.rank[j], o) for j, o in enumerate(orders)]
+                coords = [
+                    _coords(self.rank[j], o, n)
+                    for j, (o, n) in enumerate(zip(orders, firsts, strict=True))
+                ]
+                forest, above = self._forest(orders, coords)
+                out = (_GridProgram(forest, above, deadline), coords)
+            else:
+                out[0].advance(deadline)
+            if not out[0].built:
+                building[orders] = out
+                if len(building) > CACHE:
+                    building.popitem(last=False)
+                return None
             self._cache[orders] = out
             if len(self._cache) > CACHE:
                 self._cache.popitem(last=False)
@@ -352,8 +382,14 @@ class TreeProgram(Shared, Program):
             [self.schema.w_num, np.where(self.ordinal, 1.0, -1.0) * self.schema.w_cat]
         )  # (a negative weight: the L0 cost of a nominal column, see fastcf._trees.query)
         best, failed, runs, nodes, stopped, bounds = None, None, 0, 0, None, []
+        deadline = math.inf if q.time_limit is None else begin + q.time_limit
         for orders, boxes in self._plans(k0, prep[4]):
-            prog, coords = self.program(orders)
+            got = self.program(orders, deadline)
+            if got is None:  # (the row's time limit stopped the construction of its program)
+                failed = unbuilt(x0, self._building.get(orders, (None,))[0])
+                bounds.append(0.0)  # (nothing known of this plan's optimum)
+                continue
+            prog, coords = got
             where = [{k: p for p, k in enumerate(o)} for o in orders]
             xc = np.concatenate([x0, [coords[j][where[j][int(k0[j])]] for j in range(self.n_cat)]])
             lo = np.concatenate([nlo, [coords[j][b[0]] for j, b in enumerate(boxes)]])

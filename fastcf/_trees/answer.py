@@ -17,6 +17,10 @@ result; nothing here is judged only by fastcf's copy of the model.
 
 from __future__ import annotations
 
+import math
+import threading
+import time
+
 import numpy as np
 
 from .._progress import Tally
@@ -34,11 +38,11 @@ from .._validation import (
 from ..results import Solution
 from .categorical import explain_free, free_categories
 from .leaves import solve as solve_leaves
-from .milp import Program
+from .milp import Answer, Program
 from .missing import FILL, check_query, groups
 from .query import METRICS, TreeQuery
 
-__all__ = ["METHODS", "answer", "query", "check_domain", "leaves", "ensemble"]
+__all__ = ["METHODS", "answer", "query", "check_domain", "leaves", "ensemble", "program", "unbuilt"]
 
 METHODS = ("auto", "leaves", "milp")
 
@@ -49,6 +53,7 @@ def answer(ex, X, tidx, names, options, memo=None):
     ``options``: :meth:`~fastcf.TreeExplainer.explain`'s keyword arguments; ``memo``: where the
     model's checks keep its probabilities (:meth:`~fastcf.TreeExplainer._in_target`).
     """
+    begin = time.perf_counter()  # (the clock of time_limit=, the program's construction in it)
     o = dict(options)
     method, plausible = o.pop("method"), o.pop("plausible")
     if method not in METHODS:
@@ -83,7 +88,9 @@ def answer(ex, X, tidx, names, options, memo=None):
             )
         sol = leaves(ex, Xs, tidx, q, C, X)
     else:
-        sol = ensemble(ex, Xs, tidx, q, bool(o["exact"]), missing=C, values=X, memo=memo)
+        sol = ensemble(
+            ex, Xs, tidx, q, bool(o["exact"]), missing=C, values=X, memo=memo, begin=begin
+        )
     return _missing_back(sol, M, names)
 
 
@@ -189,7 +196,52 @@ def leaves(ex, X, tidx, q, missing=None, values=None):
     )  # fmt: skip
 
 
-def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None, memo=None):
+#: one program construction at a time (two threads asking the same explainer at once)
+_BUILDING = threading.Lock()
+
+
+def program(ex, deadline=math.inf):
+    """Return the explainer's program: built on the first ensemble query, then cached.
+
+    ``deadline`` (``time.perf_counter()``; a query's ``time_limit``): the construction stops
+    at the first of its stages past it (:meth:`~fastcf._trees.structure.Structure.advance`)
+    and None is returned. What it built is kept apart (``ex._building``) and the next query
+    goes on from there; ``ex._program`` only ever holds a finished program.
+    """
+    with _BUILDING:
+        if ex._program is not None:
+            return ex._program
+        part = getattr(ex, "_building", None)
+        if part is None:
+            part = Program(ex._forest, deadline)
+        elif not part.built:
+            part.advance(deadline)
+        if not part.built:
+            ex._building = part
+            return None
+        ex._program, ex._building = part, None
+        return part
+
+
+def unbuilt(x0, part):
+    """Return the failure of a query whose time limit passed while its program was built.
+
+    ``part``: the program (finished, or as far as its construction got; None: not begun).
+    """
+    done, total = part.progress if part is not None else (0, 1)
+    if done == total:
+        said = "it is built: the next query uses it"
+    else:
+        said = f"{done} of {total} stages done: the next query goes on from there"
+    return Answer(
+        x0.copy(), math.inf, False, int(Status.MAXITER),
+        f"time limit reached while building the model's program, a one-time step ({said}); "
+        "no answer yet", 0, math.inf, 0.0, 0,
+    )  # fmt: skip
+
+
+def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None, memo=None,
+             begin=None):  # fmt: skip
     """Answer an ensemble: the program of each row (on the batch threads), or the quick search.
 
     ``plain``: the full program without incumbent, reductions or cutoff (the baseline of
@@ -197,20 +249,40 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
     each row conditions the forest on (its NaN, held at ``FILL`` in X, and the categorical
     features), ``values`` the queries as given; such a row is answered by the program of
     the forest conditioned on its pattern, and confirmed with its NaN back. ``memo``: as
-    :func:`answer`'s.
+    :func:`answer`'s. ``begin``: when the call started (``time.perf_counter()``; default
+    now): the first query's ``time_limit`` runs from then, the one-time construction of the
+    model's program (:func:`program`) included; a limit spent before it is built fails every
+    row that needs it (status 1, ``success=False``, the message says so), and one spent
+    building it fails the first row.
     """
-    if ex._program is None and X.shape[0] and (missing is None or not missing.any(axis=1).all()):
-        ex._program = Program(ex._forest)  # (before the threads: built once)
+    begin = time.perf_counter() if begin is None else begin
+    deadline = math.inf if q.time_limit is None else begin + q.time_limit
+    main, spent = None, False
+    if X.shape[0] and (missing is None or not missing.any(axis=1).all()):
+        cached = ex._program is not None
+        main = program(ex, deadline)  # (before the threads: built once)
+        # built by this call in the first row's whole time: that row fails at once (the
+        # search would start past its limit)
+        spent = main is not None and not cached and time.perf_counter() >= deadline
 
     def one(i):
         t = int(tidx[i])
         qi, nan = q, None
+        start = begin if i == 0 else time.perf_counter()  # (the first row's clock holds the
+        # construction of the model's program)
         if missing is not None and missing[i].any():
             nan = np.isnan(values[i])
-            program = ex._patterns.get("milp", missing[i], values[i])
+            dl = None if q.time_limit is None else start + q.time_limit
+            prog = ex._patterns.get("milp", missing[i], values[i], dl)
+            if prog is None:  # (the time limit stopped the construction of its program)
+                return unbuilt(X[i], ex._patterns.building("milp", missing[i], values[i]))
             qi = q._replace(constrained=True)  # "infeasible", not "unreachable"
+        elif main is None:  # (the time limit stopped the construction)
+            return unbuilt(X[i], getattr(ex, "_building", None))
+        elif i == 0 and spent:
+            return unbuilt(X[i], main)
         else:
-            program = ex._program
+            prog = main
 
         def confirm(x):
             if nan is not None:
@@ -218,7 +290,9 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
             return bool(ex._in_target(x[None], np.array([t]), q.proba, memo)[0])
 
         args = (X[i], t, q.lo[i], q.hi[i], qi, confirm)
-        return program.solve(*args, plain=plain) if exact else program.quick(*args)
+        if exact:
+            return prog.solve(*args, plain=plain, start=start)
+        return prog.quick(*args, start=start)
 
     # each row a program of milliseconds, on the batch threads (fastcf._threads: n_jobs=)
     answers = each(one, X.shape[0], progress=Tally(X.shape[0], "TreeExplainer"))

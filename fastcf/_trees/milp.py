@@ -196,14 +196,17 @@ class Program(Structure):
         C = cost_of(inc, x0, q) if inc is not None else math.inf
         return inc, C, c, points, lforms
 
-    def quick(self, x0, t, lo, hi, q, confirm, steps=8) -> Answer:
+    def quick(self, x0, t, lo, hi, q, confirm, steps=8, start=None) -> Answer:
         """Answer one query with the incumbent alone and a certified lower bound (no program).
 
         ``success`` when there is an incumbent (confirmed by ``confirm``); ``bound`` is the
         bisection bound of :func:`~fastcf._trees.reduce.lower_bound`; status 0 when it proves
-        the incumbent optimal, else 1 (not certified optimal).
+        the incumbent optimal, else 1 (not certified optimal). ``start``: as :meth:`solve`'s
+        (a ``time_limit`` past which the search skips its beam).
         """
-        inc, C, c, points, lforms = self.start(x0, t, lo, hi, q, confirm)
+        begin = time.perf_counter() if start is None else start
+        deadline = math.inf if q.time_limit is None else begin + q.time_limit
+        inc, C, c, points, lforms = self.start(x0, t, lo, hi, q, confirm, deadline)
         if inc is not None and C == 0.0:
             return self._answer(inc, x0, q, 0, 0.0, 0, None)
         lb = lower_bound(self, c, C, lforms, steps)
@@ -218,7 +221,7 @@ class Program(Structure):
             return self._answer(inc, x0, q, 0, lb, 0, None)
         return self._answer(inc, x0, q, 0, lb, 0, {"kind": "quick", "limit": False})
 
-    def solve(self, x0, t, lo, hi, q, confirm, plain=False) -> Answer:
+    def solve(self, x0, t, lo, hi, q, confirm, plain=False, start=None) -> Answer:
         """Answer one query: x̄ ``x0`` (D,), target index ``t``, box ``lo``/``hi`` (D,).
 
         ``confirm(x) -> bool``: the model's own verdict on a candidate (its ``predict``, and
@@ -228,9 +231,11 @@ class Program(Structure):
         model when the explainer was built, already accepts it); it is confirmed when it is
         the answer, and if the model refused it the answer says so (``confirmed=False``): the
         stage's judge refuses it and the family's re-aim solves the query again with
-        ``trust=False`` (:class:`fastcf.trees._Distrust`).
+        ``trust=False`` (:class:`fastcf.trees._Distrust`). ``start``: when the query's
+        ``q.time_limit`` began (``time.perf_counter()``; default now: the call's first query
+        holds the construction of the program in its limit, :func:`fastcf._trees.answer.ensemble`).
         """
-        begin = time.perf_counter()
+        begin = time.perf_counter() if start is None else start
         if plain:
             c, points = self._costs(x0, lo, hi, q)
             lforms = self._leaf_forms(self._forms(t, q))

@@ -30,6 +30,7 @@ routing; the program's bounds already fix those features, so it is not done.)
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 
 import numpy as np
@@ -218,20 +219,48 @@ class Patterns(Shared):
         self._cache: OrderedDict = OrderedDict()
         self._init_shared()  # (a lock: the batch threads ask at once)
 
-    def get(self, kind, mask, x):
-        """Return the solver of ``kind`` for the inputs equal to x on ``mask``."""
+    def get(self, kind, mask, x, deadline=None):
+        """Return the solver of ``kind`` for the inputs equal to x on ``mask``.
+
+        ``deadline`` (``time.perf_counter()``; a query's ``time_limit``; ``"milp"`` only): the
+        construction of a program stops at the first of its stages past it
+        (:meth:`~fastcf._trees.structure.Structure.advance`) and None is returned; the stages
+        done are kept apart (:meth:`building`) for the next query of the pattern, and only
+        finished solvers are cached.
+        """
         key = (kind, _key(np.asarray(mask, dtype=bool), np.asarray(x, np.float64)).tobytes())
         with self._lock:
             hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+            building = self.__dict__.setdefault("_building", OrderedDict())
+            hit = building.pop(key, None)
             if hit is None:
                 fo = condition(self.forest, mask, x) if np.any(mask) else self.forest
-                hit = self.makers[kind](fo)
-                self._cache[key] = hit
-                while len(self._cache) > MAX_PATTERNS:
-                    self._cache.popitem(last=False)
+                if deadline is None:
+                    hit = self.makers[kind](fo)
+                else:
+                    hit = self.makers[kind](fo, deadline)
+            elif deadline is None:
+                hit.advance()
             else:
-                self._cache.move_to_end(key)
+                hit.advance(deadline)
+            if not getattr(hit, "built", True):
+                building[key] = hit
+                while len(building) > MAX_PATTERNS:
+                    building.popitem(last=False)
+                return None
+            self._cache[key] = hit
+            while len(self._cache) > MAX_PATTERNS:
+                self._cache.popitem(last=False)
         return hit
+
+    def building(self, kind, mask, x):
+        """Return the construction a time limit stopped for this pattern (None: none)."""
+        key = (kind, _key(np.asarray(mask, dtype=bool), np.asarray(x, np.float64)).tobytes())
+        with self._lock:
+            return self.__dict__.get("_building", {}).get(key)
 
 
 class Constant:
@@ -247,7 +276,7 @@ class Constant:
         self.cls = int(forest.decision.predict(S)[0])
         self.proba = forest.link.proba(S)[0]
 
-    def solve(self, x0, t, lo, hi, q, confirm, plain=False):
+    def solve(self, x0, t, lo, hi, q, confirm, plain=False, start=None):
         from .._status import Status
         from .milp import Answer
 
@@ -260,17 +289,21 @@ class Constant:
             np.inf, 0,
         )  # fmt: skip
 
-    def quick(self, x0, t, lo, hi, q, confirm):
+    def quick(self, x0, t, lo, hi, q, confirm, start=None):
         return self.solve(x0, t, lo, hi, q, confirm)
 
 
-def program(forest: Forest):
-    """Return the ensemble solver of a conditioned forest (:class:`Constant` if it has no split)."""
+def program(forest: Forest, deadline=math.inf):
+    """Return the ensemble solver of a conditioned forest (:class:`Constant` if it has no split).
+
+    ``deadline``: as :class:`~fastcf._trees.structure.Structure`'s (a program's construction
+    stops past it; its ``built`` is then False).
+    """
     if forest.is_leaf.all():
         return Constant(forest)
     from .milp import Program
 
-    return Program(forest)
+    return Program(forest, deadline)
 
 
 def probe_rows(forest: Forest, P, seed: int = 0):

@@ -5,8 +5,9 @@ the timing helpers, :mod:`.linear`, :mod:`.lvq`, :mod:`.svm` and :mod:`.trees` t
 family (each
 row times fastcf and its baseline on the same problems in the same run and reports the accuracy
 of the answers: objective gap to the reference optimum, gradient norm, validity). Every row is a
-distribution over its queries: the median and p95 of the per-query times, and of the per-query
-ratios to the baseline where the baseline is timed on the same queries.
+distribution over its queries: the p50 (median), p95 and p99 of the per-query times, and the
+p50, p95 and max of the per-query ratios to the baseline where the baseline is timed on the
+same queries.
 
 ``python -m fastcf bench --only worst`` (or ``python -m fastcf.bench --only worst``) runs the
 worst-case protocol alone: :func:`fastcf.bench.linear.worst_rows`.
@@ -41,18 +42,19 @@ def _t(s):
 def _format(rows, title):
     out = [
         f"\n\n## {title}\n",
-        "| benchmark | n | fastcf median · p95 | baseline median · p95 "
-        "| speed-up (baseline/fastcf) | fastcf/baseline per query: median · p95 · max "
+        "| benchmark | n | fastcf p50 · p95 · p99 | baseline p50 · p95 · p99 "
+        "| speed-up (baseline/fastcf) | fastcf/baseline per query: p50 · p95 · max "
         "| accuracy / notes |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         n = r.get("n_queries", 1)
-        fast = f"{_t(r['median'])} · {_t(r['p95'])}"
+        fast = f"{_t(r['median'])} · {_t(r['p95'])} · {_t(r.get('p99', r['p95']))}"
         base = (
             "–"
             if r.get("baseline_s") is None
-            else f"{_t(r['baseline_s'])} · {_t(r['baseline_p95'])}"
+            else f"{_t(r['baseline_s'])} · {_t(r['baseline_p95'])} · "
+            f"{_t(r.get('baseline_p99', r['baseline_p95']))}"
         )
         # a baseline stopped at a time limit on some query took longer than its time: the
         # speed-up is then a lower bound and the per-query ratios fastcf / baseline upper bounds
@@ -83,8 +85,8 @@ def _load():
 def run(quick=False, only=None, json_path=None, markdown_path=None):
     """Run the benchmarks, print the tables; optionally write JSON and Markdown.
 
-    Every row has ``n_queries``, ``median`` and ``p95`` (seconds per query over the queries;
-    see :func:`fastcf.bench.common.row`).
+    Every row has ``n_queries``, ``median`` (= ``p50``), ``p95`` and ``p99`` (seconds per
+    query over the queries; see :func:`fastcf.bench.common.row`).
 
     Parameters
     ----------
@@ -145,10 +147,11 @@ def _run(quick, only, json_path, markdown_path):
         f"{time.perf_counter() - t0:.0f} s.\n\n"
         "Each row is a distribution over its n queries (sources × targets × λ, or a data set's "
         "rows): a query's time is the median of its repeated calls, and the row gives the "
-        "median and the 95th percentile (p95) of those per-query times. fastcf and the "
+        "median (p50), the 95th (p95) and the 99th percentile (p99) of those per-query times "
+        "(with fewer than 100 queries, p99 lies between the two slowest). fastcf and the "
         "baseline are measured side by side in one process; speed-up = baseline median / "
         "fastcf median; where the baseline is timed on the same queries (alternately), the "
-        "per-query ratio fastcf / baseline is given by its median, p95 and max."
+        "per-query ratio fastcf / baseline is given by its p50, p95 and max."
     )
     text = header + "".join(_format(rows, title) for title, rows in sections.items())
     print(text)

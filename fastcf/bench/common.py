@@ -2,7 +2,9 @@
 
 A row reports a **distribution over the protocol's queries**, not one favourable query: each query
 (a source, a target, a λ; or a row of a data set) is timed by the median of its repeated calls,
-and the row gives the median and the 95th percentile of those per-query times. Where the
+and the row gives the median (p50), the 95th and the 99th percentiles of those per-query times
+(the tail a latency bound is about; with fewer than 100 queries p99 interpolates between the
+two slowest). Where the
 baseline is timed on the same queries (:func:`paired`: the two are called alternately, query by
 query, in the same process), the row also gives the median, p95 and max of the per-query ratios
 fastcf / baseline: the machine is shared and noisy, so absolute times are context only and a
@@ -12,8 +14,10 @@ Examples
 --------
 >>> from fastcf.bench.common import paired, row, summary
 >>> s = summary([1.0, 2.0, 3.0, 4.0])
->>> s["median"], s["max"], s["n"]
-(2.5, 4.0, 4)
+>>> s["median"], s["p50"], s["max"], s["n"]
+(2.5, 2.5, 4.0, 4)
+>>> round(s["p99"], 2)
+3.97
 >>> fast, base = paired([lambda: None] * 3, [lambda: sum(range(100))] * 3, repeat=3)
 >>> r = row("demo", fast, base, "sum")
 >>> r["n_queries"], r["fastcf_s"] == r["median"], sorted(k for k in r if k.startswith("over"))
@@ -178,11 +182,17 @@ def one_thread():
 
 
 def summary(values):
-    """Median, 95th percentile, min, max and count of per-query values (a dict)."""
+    """Median (``median`` = ``p50``), 95th and 99th percentiles, min, max and count (a dict).
+
+    Of per-query values; the percentiles NumPy's linear interpolation.
+    """
     v = np.asarray(values, dtype=float).ravel()
+    med = float(np.median(v))
     return {
-        "median": float(np.median(v)),
+        "median": med,
+        "p50": med,
         "p95": float(np.percentile(v, 95)),
+        "p99": float(np.percentile(v, 99)),
         "min": float(v.min()),
         "max": float(v.max()),
         "n": int(v.size),
@@ -193,7 +203,7 @@ def _dist(t):
     """Summarise a timing: a ``(median, min, max)`` tuple (one query) or per-query times."""
     if isinstance(t, tuple):
         med, lo, hi = t
-        return {"median": med, "p95": med, "min": lo, "max": hi, "n": 1}
+        return {"median": med, "p50": med, "p95": med, "p99": med, "min": lo, "max": hi, "n": 1}
     return summary(t)
 
 
@@ -211,9 +221,11 @@ def row(name, fast, base=None, baseline="", accuracy="", note=""):
     Returns
     -------
     dict
-        ``n_queries``; ``median``, ``p95`` (= ``fastcf_s``, ``fastcf_p95``): the median and 95th
-        percentile over the queries of fastcf's per-query times, ``fastcf_min``/``fastcf_max``
-        their range (of the repeated calls when there is one query); the same ``baseline_*``
+        ``n_queries``; ``median`` (= ``p50``), ``p95``, ``p99`` (= ``fastcf_s``, ``fastcf_p95``,
+        ``fastcf_p99``): the median, 95th and 99th percentiles over the queries of fastcf's
+        per-query times (one query: its median of repeated calls for all three),
+        ``fastcf_min``/``fastcf_max`` their range (of the repeated calls when there is one
+        query); the same ``baseline_*``
         and ``ratio`` = baseline median / fastcf median (the speed-up) when there is a baseline;
         and when the baseline was timed on the same queries, ``over_baseline_median``,
         ``over_baseline_p95`` and ``over_baseline_max``: the distribution of the per-query
@@ -225,9 +237,12 @@ def row(name, fast, base=None, baseline="", accuracy="", note=""):
         "name": name,
         "n_queries": f["n"],
         "median": f["median"],
+        "p50": f["median"],
         "p95": f["p95"],
+        "p99": f["p99"],
         "fastcf_s": f["median"],
         "fastcf_p95": f["p95"],
+        "fastcf_p99": f["p99"],
         "fastcf_min": f["min"],
         "fastcf_max": f["max"],
         "baseline": baseline,
@@ -241,6 +256,7 @@ def row(name, fast, base=None, baseline="", accuracy="", note=""):
         out.update(
             baseline_s=b["median"],
             baseline_p95=b["p95"],
+            baseline_p99=b["p99"],
             baseline_min=b["min"],
             baseline_max=b["max"],
             ratio=b["median"] / f["median"],
