@@ -44,6 +44,7 @@ from ._trees.boosters import BoosterClassifier, is_booster
 from ._trees.leaves import leaf_table
 from ._trees.missing import Patterns, program
 from ._trees.parse import parse_model
+from ._trees.staged import Builds
 from ._validation import (
     as_queries,
 )
@@ -166,7 +167,7 @@ class TreeExplainer(BaseExplainer):
         one = forest.n_trees == 1 and forest.categories is None
         self._table = leaf_table(forest) if one else None
         self._program = None  # built on the first ensemble query
-        self._building = None  # its construction, where a time limit stopped it (answer.program)
+        self._builds = Builds(1)  # its construction, where a time limit stopped it (answer.program)
         # the leaf tables and programs of the queries' NaN patterns (conditioned forests)
         self._patterns = Patterns(forest, {"leaves": leaf_table, "milp": program})
 

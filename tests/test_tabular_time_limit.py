@@ -18,7 +18,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 import fastcf
 from fastcf import Status
-from fastcf._tabular import treeprog
+from fastcf._tabular import treeorders
 from fastcf._trees.milp import Answer
 
 
@@ -63,7 +63,7 @@ def test_an_ample_limit_is_the_exact_answer(forest):
 
 def _stopping(monkeypatch, keep_point, seen):
     """Make every forest program stop as at a time limit (after solving it in full)."""
-    real = treeprog._GridProgram.solve
+    real = treeorders.GridProgram.solve
 
     def solve(self, x0, t, lo, hi, q, confirm, *args, **kwargs):
         seen.append(q.time_limit)
@@ -73,7 +73,7 @@ def _stopping(monkeypatch, keep_point, seen):
         return Answer(x0.copy(), math.inf, False, int(Status.MAXITER), "time limit", 1, 1.0,
                       0.0, 0)  # fmt: skip
 
-    monkeypatch.setattr(treeprog._GridProgram, "solve", solve)
+    monkeypatch.setattr(treeorders.GridProgram, "solve", solve)
 
 
 def test_a_stop_with_an_answer_is_a_success_with_status_1(forest, monkeypatch):
@@ -114,7 +114,7 @@ def test_a_re_solve_gets_what_the_rows_earlier_solves_left(forest, monkeypatch):
     X, model, tx = forest
     row = _rows(X, model, 1, 1)
     seen, refused = [], []
-    real = treeprog._GridProgram.solve
+    real = treeorders.GridProgram.solve
 
     def slow(self, x0, t, lo, hi, q, confirm, *args, **kwargs):
         seen.append(q.time_limit)
@@ -130,7 +130,7 @@ def test_a_re_solve_gets_what_the_rows_earlier_solves_left(forest, monkeypatch):
             ok = np.zeros_like(ok)
         return ok, proba
 
-    monkeypatch.setattr(treeprog._GridProgram, "solve", slow)
+    monkeypatch.setattr(treeorders.GridProgram, "solve", slow)
     monkeypatch.setattr(tab_solve, "verify", refuse_once)
     res = tx.explain(row, 1, time_limit=5.0)
     assert res.success and res.status == 0 and model.predict(res.x)[0] == 1
@@ -203,17 +203,17 @@ def test_a_rows_limit_holds_the_build_of_its_orders_program():
     allowed = {"job": ["a", "c"]}  # (not contiguous in the default order: an order of its own)
     exact = fastcf.TabularExplainer(model, X).explain(row, 1, allowed=allowed)
     prog = tx._program
-    n0 = len(prog._cache)
+    n0 = len(prog._programs.done)
     for _ in range(10):  # (5 stages, at least one per call)
         res = tx.explain(row, 1, allowed=allowed, time_limit=1e-6)
-        assert all(p.built for p, _ in prog._cache.values())
+        assert all(p.built for p in prog._programs.done.values())
         if res.success:
             assert model.predict(res.x)[0] == 1
         else:
             assert res.status == int(Status.MAXITER)
-        if len(prog._cache) > n0:
+        if len(prog._programs.done) > n0:
             break
         assert "building the model's program" in res.message
-    assert len(prog._cache) > n0 and not prog._building
+    assert len(prog._programs.done) > n0 and not prog._programs.parts
     again = tx.explain(row, 1, allowed=allowed)
     assert again.success and again.distance == exact.distance

@@ -428,7 +428,7 @@ def test_time_limit_holds_the_programs_construction():
             break
         assert "building the model's program" in res.message[0]
         ex = pickle.loads(pickle.dumps(ex))  # (a stopped build travels with the explainer)
-    assert ex._program is not None and ex._building is None
+    assert ex._program is not None and ex._builds.part(None) is None
     whole = Program(ex._forest)
     for k, v in vars(whole).items():
         if isinstance(v, np.ndarray):

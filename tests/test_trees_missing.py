@@ -177,9 +177,9 @@ def test_a_batch_of_mixed_patterns_equals_its_rows(fitted):
         np.testing.assert_array_equal(batch.x[i], one.x)  # (NaN at the same places)
     assert np.all(model.predict(batch.x[batch.success]) == targets[batch.success])
     # each NaN pattern is answered by one conditioned program (or leaf table), built once
-    kinds = {k for k, _ in ex._patterns._cache}
+    kinds = {k for k, _ in ex._patterns._builds.done}
     pats = {tuple(r) for r in np.isnan(Q) if r.any()}
-    assert len(ex._patterns._cache) == len(pats) * len(kinds)
+    assert len(ex._patterns._builds.done) == len(pats) * len(kinds)
 
 
 def test_exact_false_with_nan_is_valid_and_bounded():
@@ -528,12 +528,12 @@ def test_time_limit_holds_the_build_of_a_nan_patterns_program():
     target = 1 - model.predict(x[None])[0]
     for _ in range(10):  # (5 stages, at least one per call)
         res = ex.explain(x, target, time_limit=1e-6)
-        assert all(getattr(p, "built", True) for p in ex._patterns._cache.values())
-        if ex._patterns._cache:
+        assert all(getattr(p, "built", True) for p in ex._patterns._builds.done.values())
+        if ex._patterns._builds.done:
             break
         assert not res.success and res.status == Status.MAXITER
         assert "building the model's program" in res.message
-    assert ex._patterns._cache and not ex._patterns._building
+    assert ex._patterns._builds.done and not ex._patterns._builds.parts
     if res.success:
         assert model.predict(res.x[None])[0] == target
     full = TreeExplainer(model).explain(x, target)

@@ -46,7 +46,7 @@ class Regions(NamedTuple):
 
 def fit_regions(prog, X):
     """Return the :class:`Regions` of the training DataFrame ``X`` (rows that can be read)."""
-    from .treeprog import _snap
+    from .treeorders import snap
 
     s = prog.schema
     reads, rows = [], []
@@ -70,8 +70,8 @@ def fit_regions(prog, X):
         for c in range(first.size):
             a, b = lo[c, j], hi[c, j]
             if prog.grid[j]:
-                lo[c, j] = _snap(a, r)[1] if math.isfinite(a) else -math.inf
-                hi[c, j] = _snap(b, r)[0] if math.isfinite(b) else math.inf
+                lo[c, j] = snap(a, r)[1] if math.isfinite(a) else -math.inf
+                hi[c, j] = snap(b, r)[0] if math.isfinite(b) else math.inf
             else:
                 lo[c, j] = np.nextafter(a, np.inf) if math.isfinite(a) else -math.inf
     frame = X.iloc[[rows[i] for i in first]]

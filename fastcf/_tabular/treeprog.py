@@ -40,89 +40,19 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections import OrderedDict
-from decimal import Decimal
 
 import numpy as np
 
 from .._status import Status
 from .._threads import Shared
 from .._trees.answer import unbuilt
-from .._trees.forest import Forest, Tree
-from .._trees.milp import Program as ForestProgram
 from .._trees.query import TreeQuery
-from .grid import value
+from .._trees.staged import Builds
 from .milp import Program, RowAnswer
+from .treeorders import CACHE, n_first, start
 from .verdicts import Verdicts
 
 __all__ = ["TreeProgram"]
-
-#: programs of custom category orders kept per explainer
-CACHE = 16
-
-
-class _GridProgram(ForestProgram):
-    """The tree program of a raw forest whose intervals start at grid points, not nextafter.
-
-    ``above[f]``: None (a continuous feature) or {boundary: the next value the feature may
-    take}; the interval after each boundary, and every leaf box that turned right at one,
-    starts there. ``deadline``: as :class:`~fastcf._trees.structure.Structure`'s (the
-    construction in stages; the grid set when the last one ends).
-    """
-
-    def __init__(self, forest, above, deadline=math.inf):
-        self.above = above
-        super().__init__(forest, deadline)
-
-    def advance(self, deadline=math.inf):
-        """Run the construction's next stages (:meth:`Structure.advance`), then the grid."""
-        if self.built:
-            return True
-        if super().advance(deadline):
-            self._regrid(self.above)
-        return self.built
-
-    def _regrid(self, above):
-        """Start the intervals and the leaf boxes after a grid boundary at its next point."""
-        for f, up in enumerate(above):
-            if up is not None and self.B[f].size:
-                self.R[f] = np.concatenate([self.R[f][:1], [up[float(b)] for b in self.B[f]]])
-        for e in np.flatnonzero(np.isfinite(self.b_lo)):
-            up = above[self.b_feat[e]]
-            if up is not None:
-                self.b_lo[e] = up[float(np.nextafter(self.b_lo[e], -np.inf))]
-
-
-def _coords(rank, order, n_first):
-    """Return the coordinate of each position of a block's order (``rank``: None if nominal)."""
-    if rank is None:
-        return np.arange(len(order), dtype=np.float64)
-    r = rank[list(order)].astype(np.float64)
-    top = r[:n_first].max() if n_first else 0.0
-    r[n_first:] = top + 1.0 + np.arange(len(order) - n_first)
-    return r
-
-
-def _n_first(rank, order):
-    """Return the number of leading positions whose coordinates are ranks (ordinal blocks)."""
-    if rank is None:
-        return len(order)
-    r = rank[list(order)]
-    n = 1
-    while n < len(order) and r[n] > r[n - 1]:
-        n += 1
-    return n
-
-
-def _snap(beta, r):
-    """Return (g, next): the largest point of the grid of r at or below β, and the next one."""
-    R = Decimal(repr(float(r)))
-    n = math.floor(Decimal(repr(float(beta))) / R)
-    while value(n, r) > beta:
-        n -= 1
-    while value(n + 1, r) <= beta:
-        n += 1
-    return value(n, r), value(n + 1, r)
 
 
 class TreeProgram(Shared, Program):
@@ -165,7 +95,7 @@ class TreeProgram(Shared, Program):
             allowed = np.flatnonzero(seen)
             self.default.append(self._order(allowed[np.argsort(key[allowed], kind="stable")], j))
             self.rank.append(r)
-        self._cache = OrderedDict()
+        self._programs = Builds(CACHE)  # the programs of custom category orders
         self._init_shared()  # (a lock; each thread's verdicts on the row it solves)
         # for plausible=True: its regions, found on the first such query (a copy: the user's
         # frame may change after the explainer is built)
@@ -189,120 +119,15 @@ class TreeProgram(Shared, Program):
         return tuple(int(k) for k in np.concatenate([first, rest]).astype(np.int64))
 
     def program(self, orders, deadline=math.inf):
-        """Return (program, coords) of a tuple of block orders (built once, then cached).
+        """Return the :class:`~fastcf._tabular.treeorders.GridProgram` of a tuple of orders.
 
-        ``deadline`` (``time.perf_counter()``: a row's ``time_limit``): the program's
-        construction stops at the first of its stages past it and None is returned; the
-        stages done are kept apart (``_building``) for the next row of that order, and only
-        finished programs are cached.
+        Built once, then cached (:class:`~fastcf._trees.staged.Builds`). ``deadline``
+        (``time.perf_counter()``: a row's ``time_limit``): the construction stops at the first
+        of its stages past it and None is returned; the stages done are kept apart for the
+        next row of that order, and only finished programs are cached.
         """
         with self._lock:
-            hit = self._cache.get(orders)
-            if hit is not None:
-                self._cache.move_to_end(orders)
-                return hit
-            building = self.__dict__.setdefault("_building", OrderedDict())
-            out = building.pop(orders, None)
-            if out is None:
-                firsts = [_n_first(self.rank[j], o) for j, o in enumerate(orders)]
-                coords = [
-                    _coords(self.rank[j], o, n)
-                    for j, (o, n) in enumerate(zip(orders, firsts, strict=True))
-                ]
-                forest, above = self._forest(orders, coords)
-                out = (_GridProgram(forest, above, deadline), coords)
-            else:
-                out[0].advance(deadline)
-            if not out[0].built:
-                building[orders] = out
-                if len(building) > CACHE:
-                    building.popitem(last=False)
-                return None
-            self._cache[orders] = out
-            if len(self._cache) > CACHE:
-                self._cache.popitem(last=False)
-            return out
-
-    def _forest(self, orders, coords):
-        """Return (Forest, above) of the tree model over the program's variables."""
-        s = self.schema
-        tf = self.tf
-        fo = tf.forest
-        D = self.n_num + self.n_cat
-        above = [None] * D
-        for j in range(self.n_num):
-            if self.grid[j]:
-                above[j] = {}
-        for j in range(self.n_cat):
-            c = coords[j]
-            above[self.n_num + j] = {float(c[p]): float(c[p + 1]) for p in range(len(c) - 1)}
-        levels = {int(c): np.asarray(s.fold.labels[c], dtype=np.float64)
-                  for c in self.cat_cols if c in s.levels}  # fmt: skip
-        trees = []
-        for t in range(fo.n_trees):
-            out = {"f": [], "b": [], "l": [], "r": [], "v": []}
-
-            def new(f, b, v=None, out=out):
-                out["f"].append(f)
-                out["b"].append(b)
-                out["l"].append(-1)
-                out["r"].append(-1)
-                out["v"].append(v)
-                return len(out["f"]) - 1
-
-            def emit(node, out=out, new=new):
-                if fo.is_leaf[node]:
-                    return new(-1, np.nan, fo.value[node])
-                side = tf.node_side[node]
-                if side >= 0:
-                    return emit(fo.left[node] if side == 0 else fo.right[node])
-                c = int(tf.node_col[node])
-                first, other = fo.left[node], fo.right[node]
-                if tf.node_swap[node]:
-                    first, other = other, first
-                v = self.var[c]
-                if v < self.n_num:  # a numeric column: one threshold (on its grid)
-                    beta = float(tf.node_beta[node])
-                    if self.grid[v]:
-                        g, nxt = _snap(beta, s.num_res[v])
-                        above[v][g] = nxt
-                        beta = g
-                    i = new(v, beta)
-                    out["l"][i] = emit(first)
-                    out["r"][i] = emit(other)
-                    return i
-                j = v - self.n_num
-                if c in levels:  # a numeric split of a column kept at its levels
-                    mask = levels[c] <= tf.node_beta[node]
-                    left = ~mask if tf.node_swap[node] else mask
-                else:
-                    left = tf.node_set[int(node)]
-                flag = left[np.asarray(orders[j])]
-                cuts = np.flatnonzero(flag[1:] != flag[:-1])  # a run ends at each cut
-                starts = np.concatenate([[0], cuts + 1])
-                return chain(v, coords[j], flag, starts, cuts, node)
-
-            def chain(v, cj, flag, starts, cuts, node, new=new, out=out):
-                # the runs of the set in the order, split in halves: one threshold per cut
-                if cuts.size == 0:
-                    return emit(fo.left[node] if flag[starts[0]] else fo.right[node])
-                mid = cuts.size // 2
-                i = new(v, float(cj[cuts[mid]]))
-                out["l"][i] = chain(v, cj, flag, starts[: mid + 1], cuts[:mid], node)
-                out["r"][i] = chain(v, cj, flag, starts[mid + 1 :], cuts[mid + 1 :], node)
-                return i
-
-            emit(int(fo.root[t]))
-            S = fo.value.shape[1]
-            val = np.array([np.zeros(S) if x is None else x for x in out["v"]])
-            f = np.array(out["f"], dtype=np.int64)
-            b = np.array(out["b"], dtype=np.float64)
-            trees.append(Tree(f, b, b, np.array(out["l"]), np.array(out["r"]), val))
-        forest = Forest(
-            trees, fo.base, fo.divisor, fo.decision, fo.link, D, (-math.inf, math.inf),
-            fo.rule, fo.dtype,
-        )  # fmt: skip
-        return forest, above
+            return self._programs.get(orders, lambda dl: start(self, orders, dl), deadline)
 
     # ------------------------------------------------------------------ one query
     def _plans(self, k0, d_hi):
@@ -326,15 +151,15 @@ class TreeProgram(Shared, Program):
                     pa = np.arange(A.size)
                 per.append([(order, (int(pa[0]), int(pa[-1])))])
                 continue
-            n_first = _n_first(self.rank[j], order)
-            if not (contiguous and pa[-1] < n_first and where[own] < n_first
+            n_head = n_first(self.rank[j], order)
+            if not (contiguous and pa[-1] < n_head and where[own] < n_head
                     and (own in A or not pa[0] <= where[own] <= pa[-1])):  # fmt: skip
                 key = self.rank[j]
                 first = np.union1d(A, [own])
                 order = self._order(first[np.argsort(key[first], kind="stable")], j)
                 where = {k: p for p, k in enumerate(order)}
                 pa = np.sort([where[int(k)] for k in A])
-                if _n_first(self.rank[j], order) < first.size:
+                if n_first(self.rank[j], order) < first.size:
                     raise ValueError(
                         f"column {s.columns[self.cat_cols[j]]!r}: the allowed categories and the "
                         "row's own must have distinct ranks for a tree model's program"
@@ -386,10 +211,10 @@ class TreeProgram(Shared, Program):
         for orders, boxes in self._plans(k0, prep[4]):
             got = self.program(orders, deadline)
             if got is None:  # (the row's time limit stopped the construction of its program)
-                failed = unbuilt(x0, self._building.get(orders, (None,))[0])
+                failed = unbuilt(x0, self._programs.part(orders))
                 bounds.append(0.0)  # (nothing known of this plan's optimum)
                 continue
-            prog, coords = got
+            prog, coords = got, got.coords
             where = [{k: p for p, k in enumerate(o)} for o in orders]
             xc = np.concatenate([x0, [coords[j][where[j][int(k0[j])]] for j in range(self.n_cat)]])
             lo = np.concatenate([nlo, [coords[j][b[0]] for j, b in enumerate(boxes)]])
@@ -494,7 +319,8 @@ class TreeProgram(Shared, Program):
         s = self.schema
         rng = np.random.default_rng(seed)
         orders = tuple(self.default)
-        prog, coords = self.program(orders)
+        prog = self.program(orders)
+        coords = prog.coords
         rows = []
         for i in range(0, X.shape[0], max(1, X.shape[0] // 200)):
             try:

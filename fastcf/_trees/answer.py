@@ -205,22 +205,14 @@ def program(ex, deadline=math.inf):
 
     ``deadline`` (``time.perf_counter()``; a query's ``time_limit``): the construction stops
     at the first of its stages past it (:meth:`~fastcf._trees.structure.Structure.advance`)
-    and None is returned. What it built is kept apart (``ex._building``) and the next query
-    goes on from there; ``ex._program`` only ever holds a finished program.
+    and None is returned. What it built is kept apart (``ex._builds``:
+    :class:`~fastcf._trees.staged.Builds`) and the next query goes on from there;
+    ``ex._program`` only ever holds a finished program.
     """
     with _BUILDING:
-        if ex._program is not None:
-            return ex._program
-        part = getattr(ex, "_building", None)
-        if part is None:
-            part = Program(ex._forest, deadline)
-        elif not part.built:
-            part.advance(deadline)
-        if not part.built:
-            ex._building = part
-            return None
-        ex._program, ex._building = part, None
-        return part
+        if ex._program is None:
+            ex._program = ex._builds.get(None, lambda dl: Program(ex._forest, dl), deadline)
+        return ex._program
 
 
 def unbuilt(x0, part):
@@ -278,7 +270,7 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
                 return unbuilt(X[i], ex._patterns.building("milp", missing[i], values[i]))
             qi = q._replace(constrained=True)  # "infeasible", not "unreachable"
         elif main is None:  # (the time limit stopped the construction)
-            return unbuilt(X[i], getattr(ex, "_building", None))
+            return unbuilt(X[i], ex._builds.part(None))
         elif i == 0 and spent:
             return unbuilt(X[i], main)
         else:

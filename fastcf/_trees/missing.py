@@ -31,12 +31,12 @@ routing; the program's bounds already fix those features, so it is not done.)
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
 import numpy as np
 
 from .._threads import Shared
 from .forest import Forest, Tree
+from .staged import Builds
 
 __all__ = [
     "FILL",
@@ -216,7 +216,7 @@ class Patterns(Shared):
     def __init__(self, forest: Forest, makers):
         self.forest = forest
         self.makers = makers
-        self._cache: OrderedDict = OrderedDict()
+        self._builds = Builds(MAX_PATTERNS)
         self._init_shared()  # (a lock: the batch threads ask at once)
 
     def get(self, kind, mask, x, deadline=None):
@@ -226,41 +226,25 @@ class Patterns(Shared):
         construction of a program stops at the first of its stages past it
         (:meth:`~fastcf._trees.structure.Structure.advance`) and None is returned; the stages
         done are kept apart (:meth:`building`) for the next query of the pattern, and only
-        finished solvers are cached.
+        finished solvers are cached (:class:`~fastcf._trees.staged.Builds`).
         """
-        key = (kind, _key(np.asarray(mask, dtype=bool), np.asarray(x, np.float64)).tobytes())
+        key = self._key(kind, mask, x)
+
+        def make(dl):
+            fo = condition(self.forest, mask, x) if np.any(mask) else self.forest
+            return self.makers[kind](fo) if deadline is None else self.makers[kind](fo, dl)
+
         with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return hit
-            building = self.__dict__.setdefault("_building", OrderedDict())
-            hit = building.pop(key, None)
-            if hit is None:
-                fo = condition(self.forest, mask, x) if np.any(mask) else self.forest
-                if deadline is None:
-                    hit = self.makers[kind](fo)
-                else:
-                    hit = self.makers[kind](fo, deadline)
-            elif deadline is None:
-                hit.advance()
-            else:
-                hit.advance(deadline)
-            if not getattr(hit, "built", True):
-                building[key] = hit
-                while len(building) > MAX_PATTERNS:
-                    building.popitem(last=False)
-                return None
-            self._cache[key] = hit
-            while len(self._cache) > MAX_PATTERNS:
-                self._cache.popitem(last=False)
-        return hit
+            return self._builds.get(key, make, math.inf if deadline is None else deadline)
 
     def building(self, kind, mask, x):
         """Return the construction a time limit stopped for this pattern (None: none)."""
-        key = (kind, _key(np.asarray(mask, dtype=bool), np.asarray(x, np.float64)).tobytes())
         with self._lock:
-            return self.__dict__.get("_building", {}).get(key)
+            return self._builds.part(self._key(kind, mask, x))
+
+    @staticmethod
+    def _key(kind, mask, x):
+        return (kind, _key(np.asarray(mask, dtype=bool), np.asarray(x, np.float64)).tobytes())
 
 
 class Constant:
