@@ -253,7 +253,7 @@ def shifted_raise(model, shifted, ms, sub, X, tidx, proba, tol, max_iter):
     if not short.any():
         return sub
     rows = ok[short]
-    need = _softmax.finite_need(model, sub.x[rows], tidx[rows])
+    need = model.finite_need(sub.x[rows], tidx[rows])
     up = raise_log_tau(proba, p[short])
     up = raise_at_least(proba, up, 2 * need + 8 * np.finfo(float).eps).max()
     tau = proba * math.exp(up)

@@ -130,13 +130,6 @@ PROBA_METHOD = "reduced (λ search)"
 REGION_METHOD = "reduced (dual active set)"
 
 
-def finite_need(model, Xs, tidx):
-    """Return ``model.rounding_need`` of the rows, 0 where it is not finite (silently)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        need = model.rounding_need(Xs, tidx)
-    return np.where(np.isfinite(need), need, 0.0)
-
-
 def judge(model, Xs, tidx, status, proba=None):
     """Return (P, status, certified): the verdict of ``proba=τ`` / ``region=True`` answers.
 
@@ -214,12 +207,12 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
         if met.any():
             # the target's margin grows by Δ log τ / p_c (p_c ≤ 1 − τ: the class in contention)
             # when log τ grows by Δ: raise it by twice the rounding need
-            need = finite_need(model, Xs[idx[met]], tidx[idx[met]])
+            need = model.finite_need(Xs[idx[met]], tidx[idx[met]])
             up[met] = raise_at_least(proba, up[met], 2 * need + 8 * _EPS_F)
         if r == ROUNDS - 1:
             # the last re-solve: at least the worst case of the logits' rounding, which bounds
             # how far two evaluations of log p_k can differ (see model.rounding_need)
-            up = raise_at_least(proba, up, finite_need(model, Xs[idx], tidx[idx]))
+            up = raise_at_least(proba, up, model.finite_need(Xs[idx], tidx[idx]))
         log_tau[idx] += up
         return idx
 
