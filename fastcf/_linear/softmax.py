@@ -30,10 +30,9 @@ from .._kernels.linalg import dot as _dot
 from .._resolve import ROUNDS, raise_at_least, raise_log_tau
 from .._stage import reaim, replace_rows
 from .._status import Status
-from ..results import CounterfactualPath
 from .metric import distances
 from .singular import region_singular, resolve_singular
-from .verify import solution, verdict
+from .verify import path_result, solution, verdict
 
 __all__ = ["constrained", "finish", "reduced_lam", "reduced_path", "region_singular"]
 
@@ -376,17 +375,4 @@ def reduced_path(model, x0, k, target, lams, m, warm, tol, max_iter, names, xx=N
         rows = np.flatnonzero(status == _PENDING)
         good = model.surely_in(form(Y[rows]), np.full(rows.size, k))[0]
         status[rows] = np.where(good, _OK, _NUMERIC)
-    return CounterfactualPath(
-        lams=lams,
-        X=XL,
-        x0=x0,
-        target=target,
-        proba=P,
-        distance=dist,
-        nit=nit,
-        success=status == _OK,
-        status=status,
-        grad_norm=gn,
-        method="reduced",
-        feature_names=names,
-    )
+    return path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, "reduced", names, P)
