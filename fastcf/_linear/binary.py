@@ -10,7 +10,7 @@ For the logit z(x) = w·x + c and a target of sign s (+1 for ``classes_[1]``, �
   O(D log D));
 * ``proba=τ`` and ``region=True``: the projection of x̄ onto the half-space ζ(x) ≥ θ
   (θ = logit τ, or the margin), piecewise linear in the multiplier with a box (:func:`project`);
-* the λ-path: the closed form at every λ (:func:`path`).
+* the λ-path: the closed form at every λ (:func:`path`, the raw answers).
 
 :func:`finish` turns the kernels' answers into a :class:`~fastcf.results.Solution`.
 """
@@ -23,8 +23,7 @@ import numpy as np
 
 from .._kernels import logistic as _lk
 from .._kernels import verdict as _vk
-from .metric import distances
-from .verify import path_result, solution
+from .verify import solution
 
 __all__ = ["finish", "kernel_box", "lam_closed_form", "path", "project"]
 
@@ -126,15 +125,13 @@ def finish(
     return solution(Xs, P, dist, success, status, nit, lams, gn, method, cert, info)
 
 
-def path(model, x0, k, target, lams, m, w, bnd, names):
-    """Solve the λ-path of a binary model: the closed form at every λ of ``lams``."""
+def path(model, x0, k, lams, m, bnd):
+    """Solve the λ-path of a binary model: the closed form at every λ of ``lams``.
+
+    Returns the raw answers ``(XL, nit, status, gn)``, one row per λ; the path's route
+    (:func:`fastcf._linear.solvers.path`) makes them a path.
+    """
     L = lams.shape[0]
     Xr = np.repeat(x0[None, :], L, axis=0)
     sol = lam_closed_form(model, Xr, np.full(L, k), m, bnd, np.ascontiguousarray(lams))
-    XL = sol.x
-    wt_full = np.ones_like(x0) if w is None else w
-    dist = distances(XL - x0, wt_full)
-    return path_result(
-        model, lams, XL, x0, k, target, dist, sol.nit, sol.status, sol.grad_norm, "closed form",
-        names,
-    )  # fmt: skip
+    return sol.x, sol.nit, sol.status, sol.grad_norm

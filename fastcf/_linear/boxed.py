@@ -42,7 +42,6 @@ from .._status import Status
 from .metric import distances, row_box
 from .reference import softmax_energy
 from .softmax import finish
-from .verify import path_result
 
 try:  # the kernels' package split into one module per algorithm (fastcf._kernels.softmax.core)
     from .._kernels.softmax.core import _apply_inverse, _factor
@@ -654,8 +653,12 @@ def _equality_qp(M, c, wt, free, dlo, dhi, act, at_lo, at_hi):
     return None
 
 
-def path_boxed(model, x0, k, target, lams, m, w, bnd, warm, tol, max_iter, names):
-    """Solve the λ-path with a box: :func:`bounded_one` at each λ, warm-started."""
+def path_boxed(model, x0, k, lams, m, bnd, warm, tol, max_iter):
+    """Solve the λ-path with a box: :func:`bounded_one` at each λ, warm-started.
+
+    Returns the raw answers ``(XL, nit, status, gn)``, one row per λ; the path's route
+    (:func:`fastcf._linear.solvers.path`) makes them a path.
+    """
     L = lams.shape[0]
     XL = np.empty((L, x0.shape[0]))
     nit = np.zeros(L, dtype=np.int64)
@@ -668,8 +671,4 @@ def path_boxed(model, x0, k, target, lams, m, w, bnd, warm, tol, max_iter, names
         )
         XL[i] = xi
         xw = xi if warm else None
-    wt_full = np.ones_like(x0) if w is None else w
-    dist = distances(XL - x0, wt_full)
-    return path_result(
-        model, lams, XL, x0, k, target, dist, nit, status, gn, "reduced (active set)", names
-    )
+    return XL, nit, status, gn

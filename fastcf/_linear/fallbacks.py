@@ -21,10 +21,10 @@ import numpy as np
 from .._resolve import raise_at_least, raise_log_tau
 from .._stage import replace_rows, take_rows
 from .._status import Status
-from ..results import CounterfactualPath
 from . import boxed as _boxed
 from . import softmax as _softmax
 from .metric import distances, make_metric
+from .verify import path_result
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as in fastcf._linear.verify)
@@ -253,7 +253,7 @@ def shifted_raise(model, shifted, ms, sub, X, tidx, proba, tol, max_iter):
     if not short.any():
         return sub
     rows = ok[short]
-    need = _softmax.finite_need(model, sub.x[rows], tidx[rows])
+    need = model.finite_need(sub.x[rows], tidx[rows])
     up = raise_log_tau(proba, p[short])
     up = raise_at_least(proba, up, 2 * need + 8 * np.finfo(float).eps).max()
     tau = proba * math.exp(up)
@@ -405,17 +405,7 @@ def path_shifted(model, pth, x0, k, target, lams, m, warm, tol, max_iter, names)
             with np.errstate(over="ignore", invalid="ignore"):
                 sure = model.surely_in(X[ok], np.full(ok.size, k))[0]
             status[ok[~sure]] = _NUMERIC
-    return CounterfactualPath(
-        lams=lams,
-        X=X,
-        x0=x0,
-        target=target,
-        proba=proba,
-        distance=distances(X - x0, None if m.unit_wt else m.wt),
-        nit=nit,
-        success=status == _OK,
-        status=status,
-        grad_norm=gn,
-        method=pth.method,
-        feature_names=names,
+    dist = distances(X - x0, None if m.unit_wt else m.wt)
+    return path_result(
+        model, lams, X, x0, k, target, dist, nit, status, gn, pth.method, names, proba
     )

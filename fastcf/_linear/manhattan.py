@@ -74,7 +74,6 @@ from ..results import Solution
 from .binary import finish as _binary_finish
 from .binary import kernel_box
 from .region_highs import second_opinion
-from .softmax import finite_need
 from .verify import solution, verdict
 
 __all__ = [
@@ -484,13 +483,13 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
         up = raise_log_tau(proba, np.minimum(p1[redo], p2[redo]))
         nr = near[redo]
         if nr.any():
-            need = finite_need(model, Xs[redo[nr]], tidx[redo[nr]])
+            need = model.finite_need(Xs[redo[nr]], tidx[redo[nr]])
             up[nr] = raise_at_least(proba, up[nr], 2 * need + 8 * _EPS)
         if r > 0:
             # still short after a re-solve: the answer x̄ + δ is formed in x̄'s precision, so
             # a raise below the rounding of x̄'s logits can leave it the same bits (x̄ = 10⁵:
             # soak round N). From the second re-solve, at least twice that rounding
-            up = raise_at_least(proba, up, 2 * finite_need(model, X[redo], tidx[redo]))
+            up = raise_at_least(proba, up, 2 * model.finite_need(X[redo], tidx[redo]))
         log_tau[redo] += up
         return redo
 

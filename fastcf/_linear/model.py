@@ -146,6 +146,16 @@ class _LinearModel:
         Xs = np.ascontiguousarray(Xs, dtype=np.float64)
         return _need_bounds(Xs, self.gamma, self.max_row_norm, self.max_abs_b)
 
+    def finite_need(self, Xs, tidx):
+        """Return :meth:`rounding_need` of the rows, 0 where it is not finite (silently).
+
+        The need a re-solve adds to its margin (or τ): a row whose need overflows (or holds a
+        NaN) adds none.
+        """
+        with np.errstate(over="ignore", invalid="ignore"):
+            need = self.rounding_need(Xs, tidx)
+        return np.where(np.isfinite(need), need, 0.0)
+
     def need_of_norm(self, nx):
         """Return the one rounding-need bound ``8γ (max_i ‖a_i‖₂ · nx + max_i |b_i|)(1 + 8γ)``.
 

@@ -30,10 +30,9 @@ from .._kernels.linalg import dot as _dot
 from .._resolve import ROUNDS, raise_at_least, raise_log_tau
 from .._stage import reaim, replace_rows
 from .._status import Status
-from ..results import CounterfactualPath
 from .metric import distances
 from .singular import region_singular, resolve_singular
-from .verify import solution, verdict
+from .verify import path_result, solution, verdict
 
 __all__ = ["constrained", "finish", "reduced_lam", "reduced_path", "region_singular"]
 
@@ -130,13 +129,6 @@ PROBA_METHOD = "reduced (λ search)"
 REGION_METHOD = "reduced (dual active set)"
 
 
-def finite_need(model, Xs, tidx):
-    """Return ``model.rounding_need`` of the rows, 0 where it is not finite (silently)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        need = model.rounding_need(Xs, tidx)
-    return np.where(np.isfinite(need), need, 0.0)
-
-
 def judge(model, Xs, tidx, status, proba=None):
     """Return (P, status, certified): the verdict of ``proba=τ`` / ``region=True`` answers.
 
@@ -214,12 +206,12 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
         if met.any():
             # the target's margin grows by Δ log τ / p_c (p_c ≤ 1 − τ: the class in contention)
             # when log τ grows by Δ: raise it by twice the rounding need
-            need = finite_need(model, Xs[idx[met]], tidx[idx[met]])
+            need = model.finite_need(Xs[idx[met]], tidx[idx[met]])
             up[met] = raise_at_least(proba, up[met], 2 * need + 8 * _EPS_F)
         if r == ROUNDS - 1:
             # the last re-solve: at least the worst case of the logits' rounding, which bounds
             # how far two evaluations of log p_k can differ (see model.rounding_need)
-            up = raise_at_least(proba, up, finite_need(model, Xs[idx], tidx[idx]))
+            up = raise_at_least(proba, up, model.finite_need(Xs[idx], tidx[idx]))
         log_tau[idx] += up
         return idx
 
@@ -383,17 +375,4 @@ def reduced_path(model, x0, k, target, lams, m, warm, tol, max_iter, names, xx=N
         rows = np.flatnonzero(status == _PENDING)
         good = model.surely_in(form(Y[rows]), np.full(rows.size, k))[0]
         status[rows] = np.where(good, _OK, _NUMERIC)
-    return CounterfactualPath(
-        lams=lams,
-        X=XL,
-        x0=x0,
-        target=target,
-        proba=P,
-        distance=dist,
-        nit=nit,
-        success=status == _OK,
-        status=status,
-        grad_norm=gn,
-        method="reduced",
-        feature_names=names,
-    )
+    return path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, "reduced", names, P)

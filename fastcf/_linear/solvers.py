@@ -23,7 +23,8 @@ from . import binary as _binary
 from . import boxed as _boxed
 from . import fallbacks as _fb
 from . import softmax as _softmax
-from .metric import row_box
+from .metric import distances, row_box
+from .verify import path_result
 
 _NUMERIC = int(Status.NUMERIC)
 
@@ -85,11 +86,21 @@ def _inside_box(model, sol, X, tidx, m, bnd, proba, margins, tol, max_iter):
 
 
 def path(model, x0, k, target, lams, m, warm, tol, max_iter, names, w=None, bnd=None, xx=None):
-    """Solve the λ-path: the closed form at each λ, one kernel call, or projected Newton by λ."""
-    if model.binary:
-        return _binary.path(model, x0, k, target, lams, m, w, bnd, names)
-    if bnd is not None:
-        return _boxed.path_boxed(model, x0, k, target, lams, m, w, bnd, warm, tol, max_iter, names)
+    """Solve the λ-path: the closed form at each λ, one kernel call, or projected Newton by λ.
+
+    The closed form and the projected Newton method return their raw answers, made a path
+    here (their distances in the metric ``w``, their verdicts: :func:`~.verify.path_result`);
+    the K-space path's kernel judges its own (:func:`~.softmax.reduced_path`).
+    """
+    if model.binary or bnd is not None:
+        if model.binary:
+            XL, nit, status, gn = _binary.path(model, x0, k, lams, m, bnd)
+            method = "closed form"
+        else:
+            XL, nit, status, gn = _boxed.path_boxed(model, x0, k, lams, m, bnd, warm, tol, max_iter)
+            method = "reduced (active set)"
+        dist = distances(XL - x0, np.ones_like(x0) if w is None else w)
+        return path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, method, names)
     pth = _softmax.reduced_path(model, x0, k, target, lams, m, warm, tol, max_iter, names, xx=xx)
     for entry in PATH_FALLBACKS:
         pth = entry(model, pth, x0, k, target, lams, m, warm, tol, max_iter, names)

@@ -6,7 +6,8 @@
 * :func:`region`: ``region=True`` with a margin raised, where the logits are so large that their
   rounding could exceed it, above the worst-case rounding of every evaluation of the model (the
   bound of :meth:`fastcf._linear.model.BinaryModel.rounding_need`, Higham §3.1).
-* :func:`path_result`: the :class:`~fastcf.results.CounterfactualPath` of a path solved λ by λ.
+* :func:`path_result`: the :class:`~fastcf.results.CounterfactualPath` of a λ-path, built here
+  alone (every path solver hands its answers to it).
 
 The final check of every answer (does the model's own arithmetic put it in the target class?) is
 the judge of the one stage (:func:`fastcf._stage.judge`), through the model's ``in_target``.
@@ -290,18 +291,24 @@ def region(model, X, tidx, bnd, margin, constrained):
     return reaim(constrained(X, tidx, bnd, margins), pick, solve, merge)
 
 
-def path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, method, names):
+def path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, method, names, P=None):
     """Return the :class:`~fastcf.results.CounterfactualPath` of answers ``XL`` (L, D).
 
-    The class is the model's decision on its own logits (BLAS, as ``predict``): the
-    probabilities can round to a tie.
+    The one builder of a linear λ-path. Without ``P``, the answers are judged here: the class
+    is the model's decision on its own logits (BLAS, as ``predict``: the probabilities can
+    round to a tie). With ``P`` (the K-space path's kernel, which judged its own rows), the
+    solver's probabilities and ``status`` stand, and ``XL`` may be a callable that forms the
+    answers on first access of ``path.X``.
     """
-    Z = model.model_logits(XL)
-    P = model.proba_from_logits(Z)
-    pred = model.predict_index(Z)
-    finite = np.isfinite(Z).all(axis=-1) if Z.ndim == 2 else np.isfinite(Z)
-    status = np.where((status == _OK) & ~(finite & np.isfinite(dist)), _NUMERIC, status)
-    success, status = verdict(pred, P, np.full(XL.shape[0], k), status, None, True, False)
+    if P is None:
+        Z = model.model_logits(XL)
+        P = model.proba_from_logits(Z)
+        pred = model.predict_index(Z)
+        finite = np.isfinite(Z).all(axis=-1) if Z.ndim == 2 else np.isfinite(Z)
+        status = np.where((status == _OK) & ~(finite & np.isfinite(dist)), _NUMERIC, status)
+        success, status = verdict(pred, P, np.full(XL.shape[0], k), status, None, True, False)
+    else:
+        success = status == _OK
     return CounterfactualPath(
         lams=lams,
         X=XL,
