@@ -77,5 +77,6 @@ def _one(ex, row, target, k, max_nodes, fmask0, bounds, options):
     def accept(_fmask, res):
         return res if res.success else None
 
-    gen = lawler(solve_node, changed, accept, fmask0, max_nodes)
+    # returned in the order of the distances returned (an inexact node solve aside)
+    gen = lawler(solve_node, changed, accept, fmask0, max_nodes, cost=lambda res: res.distance)
     return gen if k is None else list(itertools.islice(gen, k))

@@ -11,6 +11,15 @@ increasing objective; an answer is returned when it succeeds and its changed set
 set of no answer returned before (actionable-recourse's flipsets). On small D the list equals
 brute force over all 2^D restrictions (tests/test_sparse_diverse.py).
 
+The order returned is that of the costs the user sees (``cost=``), not of the node values: a
+node's value can differ from its answer's returned cost by rounding (the linear family's lean
+value sits up to ~3e-8 above the distance returned) or by the answer's own re-solve (a margin
+step). Answers are held until no node left can hold a cheaper one up to a slack of 1e-6
+relative, and released cheapest first; one released after a cheaper one whose set it contains
+is dropped (the rule holds on the list returned). An inexact node solve (LGMLVQ's penalty CCP)
+can answer a child well below its parent: such a larger inversion is not reordered (its
+answer is still returned, after the dearer one), as the first answer stays ``explain``'s.
+
 The scheme never looks inside a node's solve; each family passes its own:
 :mod:`fastcf._linear.alternatives`, :mod:`fastcf._tabular.alternatives`,
 :mod:`fastcf._alternatives`.
@@ -27,8 +36,8 @@ import numpy as np
 __all__ = ["lawler"]
 
 
-def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None):
-    """Yield the alternatives of one row, in increasing value (lazy).
+def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None, cost=None):
+    """Yield the alternatives of one row, in increasing cost (lazy).
 
     Parameters
     ----------
@@ -48,6 +57,11 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None)
         ``accept`` solves the node again (its answer can then change other features than the
         node's: the linear family's lean node solves, :func:`fastcf._linear.route.row_problem`).
         The rule is then checked, and the answer's set recorded, on the answer returned.
+    cost : callable, optional
+        ``cost(final) -> float``: the accepted answer's cost as returned (its distance). The
+        answers are then yielded in non-decreasing cost, ties (and inversions of more than
+        the slack) in the order of the scheme (see the module's notes). Default: the node's
+        value.
 
     Yields
     ------
@@ -58,13 +72,30 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None)
     sol, val = solve_node(fmask0)
     heap = [(val, next(tie), fmask0, sol)]
     seen = {fmask0.tobytes()}
-    taken = []  # changed sets of the answers returned
+    taken = []  # changed sets of the answers accepted (held or returned)
+    held = []  # (cost, seq, final, set): accepted answers not yet returned, a heap
+    out = []  # changed sets of the answers returned
+    last = -math.inf  # the cost of the last answer returned
     solved = 1
+
+    def release(bound):
+        # return the held answers whose cost is below ``bound``, cheapest first
+        nonlocal last
+        while held and (held[0][0] <= bound - _slack(bound) or bound == math.inf):
+            c, _, final, S = heapq.heappop(held)
+            if any(np.all(S[t]) for t in out):
+                continue  # a cheaper answer released before it has a subset of its set
+            out.append(np.flatnonzero(S))
+            last = max(last, c)
+            yield final
+
     while heap:
+        if held:
+            yield from release(heap[0][0])  # no node left below the heap's least value
         val, _, Z, sol = heapq.heappop(heap)
         if sol is None:  # a child pushed with its parent's value: solve it now
             if solved >= max_nodes:
-                return
+                break
             sol, val = solve_node(Z)
             solved += 1
             if math.isfinite(val):
@@ -88,7 +119,9 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None)
                     S = F
             if final is not None:
                 taken.append(np.flatnonzero(S))
-                yield final
+                c = val if cost is None else float(cost(final))
+                # an inversion beyond the slack (an inexact node solve) is kept in scheme order
+                heapq.heappush(held, (max(c, last), next(tie), final, S))
         for s in np.flatnonzero(S & ~Z):
             Z2 = Z.copy()
             Z2[s] = True
@@ -96,3 +129,9 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None)
             if key not in seen:
                 seen.add(key)
                 heapq.heappush(heap, (val, next(tie), Z2, None))
+    yield from release(math.inf)
+
+
+def _slack(v):
+    """How far below a node value a returned cost can sit (rounding, a re-solve's margin)."""
+    return 1e-6 * max(abs(v), 1e-300) if math.isfinite(v) else 0.0
