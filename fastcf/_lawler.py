@@ -19,6 +19,8 @@ relative, and released cheapest first; one released after a cheaper one whose se
 is dropped (the rule holds on the list returned). An inexact node solve (LGMLVQ's penalty CCP)
 can answer a child well below its parent: such a larger inversion is not reordered (its
 answer is still returned, after the dearer one), as the first answer stays ``explain``'s.
+Families whose node value is the distance returned (trees, LVQ, networks: a node is
+``explain``'s answer) pass no ``cost``: their answers are returned as soon as accepted.
 
 The scheme never looks inside a node's solve; each family passes its own:
 :mod:`fastcf._linear.alternatives`, :mod:`fastcf._tabular.alternatives`,
@@ -58,10 +60,11 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None,
         node's: the linear family's lean node solves, :func:`fastcf._linear.route.row_problem`).
         The rule is then checked, and the answer's set recorded, on the answer returned.
     cost : callable, optional
-        ``cost(final) -> float``: the accepted answer's cost as returned (its distance). The
-        answers are then yielded in non-decreasing cost, ties (and inversions of more than
-        the slack) in the order of the scheme (see the module's notes). Default: the node's
-        value.
+        ``cost(final) -> float``: the accepted answer's cost as returned (its distance), where
+        it can differ from its node's value. The answers are then yielded in non-decreasing
+        cost, ties (and inversions of more than the slack) in the order of the scheme (see
+        the module's notes); the last answer of a list waits for the nodes within the slack
+        of its cost. Default: the node's value is the cost (each answer returned at once).
 
     Yields
     ------
@@ -77,11 +80,14 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None,
     out = []  # changed sets of the answers returned
     last = -math.inf  # the cost of the last answer returned
     solved = 1
+    # without cost= an answer's cost is its node's value: no node left is below it (slack 0,
+    # each answer returned as soon as it is accepted, the scheme's own order)
+    slack = _slack if cost is not None else (lambda v: 0.0)
 
     def release(bound):
         # return the held answers whose cost is below ``bound``, cheapest first
         nonlocal last
-        while held and (held[0][0] <= bound - _slack(bound) or bound == math.inf):
+        while held and (held[0][0] <= bound - slack(bound) or bound == math.inf):
             c, _, final, S = heapq.heappop(held)
             if any(np.all(S[t]) for t in out):
                 continue  # a cheaper answer released before it has a subset of its set
