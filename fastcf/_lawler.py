@@ -14,8 +14,10 @@ brute force over all 2^D restrictions (tests/test_sparse_diverse.py).
 The order returned is that of the costs the user sees (``cost=``), not of the node values: a
 node's value can differ from its answer's returned cost by rounding (the linear family's lean
 value sits up to ~3e-8 above the distance returned) or by the answer's own re-solve (a margin
-step). Answers are held until no node left can hold a cheaper one up to a slack of 1e-6
-relative, and released cheapest first; one released after a cheaper one whose set it contains
+step). Answers are held until no node left can hold one cheaper by more than a slack of 1e-6
+relative (the order is non-decreasing up to that slack), and released cheapest first; an
+answer within the slack of its node's value is released at once (no node left is cheaper
+than its node); one released after a cheaper one whose set it contains
 is dropped (the rule holds on the list returned). An inexact node solve (LGMLVQ's penalty CCP)
 can answer a child well below its parent: such a larger inversion is not reordered (its
 answer is still returned, after the dearer one), as the first answer stays ``explain``'s.
@@ -62,9 +64,10 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None,
     cost : callable, optional
         ``cost(final) -> float``: the accepted answer's cost as returned (its distance), where
         it can differ from its node's value. The answers are then yielded in non-decreasing
-        cost, ties (and inversions of more than the slack) in the order of the scheme (see
-        the module's notes); the last answer of a list waits for the nodes within the slack
-        of its cost. Default: the node's value is the cost (each answer returned at once).
+        cost up to a slack of 1e-6 relative, ties (and inversions of more than the slack) in
+        the order of the scheme (see the module's notes); an answer whose cost exceeds its
+        node's value by more than the slack waits for the nodes below its cost. Default: the
+        node's value is the cost (each answer returned at once).
 
     Yields
     ------
@@ -85,9 +88,12 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None,
     slack = _slack if cost is not None else (lambda v: 0.0)
 
     def release(bound):
-        # return the held answers whose cost is below ``bound``, cheapest first
+        # return the held answers whose cost is at most ``bound`` (the least value of a node
+        # left) up to the slack, cheapest first: an answer whose cost is its node's value up
+        # to rounding (the linear family's lean values) is returned at once, without waiting
+        # for its children; one whose re-solve raised its cost waits for the nodes below it
         nonlocal last
-        while held and (held[0][0] <= bound - slack(bound) or bound == math.inf):
+        while held and (held[0][0] <= bound + slack(bound) or bound == math.inf):
             c, _, final, S = heapq.heappop(held)
             if any(np.all(S[t]) for t in out):
                 continue  # a cheaper answer released before it has a subset of its set

@@ -41,10 +41,10 @@ def _run(values, costs, sets, D, k=None, max_nodes=100):
 
 
 def test_lawler_orders_by_the_cost_returned_not_the_node_value():
-    # the root's value is 1.0 but its answer costs 1.0 + 3e-8 (the lean gap the other way);
-    # the child with 0 frozen has value 1.0 + 1e-8 and costs 1.0 + 1e-8: cheaper as returned
-    values = {(): 1.0, (0,): 1.0 + 1e-8, (1,): 2.0, (0, 1): np.inf}
-    costs = {(): 1.0 + 3e-8, (0,): 1.0 + 1e-8, (1,): 2.0}
+    # the root's value is 1.0 but its answer costs 1.0 + 3e-3 (a re-solve's margin step); the
+    # child with 0 frozen has value 1.0 + 1e-3 and costs that: cheaper as returned
+    values = {(): 1.0, (0,): 1.0 + 1e-3, (1,): 2.0, (0, 1): np.inf}
+    costs = {(): 1.0 + 3e-3, (0,): 1.0 + 1e-3, (1,): 2.0}
     sets = {(): {0}, (0,): {1}, (1,): {0}}
     out, _ = _run(values, costs, sets, 2)
     assert out == [(0,), ()]
@@ -52,13 +52,37 @@ def test_lawler_orders_by_the_cost_returned_not_the_node_value():
 
 
 def test_lawler_drops_an_answer_released_after_a_cheaper_subset():
-    # the root's answer changes {0, 1} at cost 1 + 2e-8, the child's with 0 frozen {1} at
-    # 1 + 1e-9: returned first, it makes the root's answer (its set contains {1}) dominated
-    values = {(): 1.0, (0,): 1.0 + 1e-9, (1,): 3.0, (0, 1): np.inf}
-    costs = {(): 1.0 + 2e-8, (0,): 1.0 + 1e-9, (1,): 3.0}
+    # the root's answer changes {0, 1} at cost 1 + 2e-3, the child's with 0 frozen {1} at
+    # 1 + 1e-3: returned first, it makes the root's answer (its set contains {1}) dominated
+    values = {(): 1.0, (0,): 1.0 + 1e-3, (1,): 3.0, (0, 1): np.inf}
+    costs = {(): 1.0 + 2e-3, (0,): 1.0 + 1e-3, (1,): 3.0}
     sets = {(): {0, 1}, (0,): {1}, (1,): {0}}
     out, _ = _run(values, costs, sets, 2)
     assert out == [(0,), (1,)]
+
+
+def test_lawler_returns_an_answer_within_the_slack_of_its_value_at_once():
+    # a cost 3e-8 above the node's value (the linear family's lean gap): the first answer is
+    # returned before any child is solved (no waiting for an order beyond rounding)
+    import itertools
+
+    values = {(): 1.0, (0,): 1.0, (1,): 2.0, (0, 1): np.inf}
+    costs = {(): 1.0 + 3e-8, (0,): 1.0, (1,): 2.0}
+    sets = {(): {0, 1}, (0,): {1}, (1,): {0}}
+    solved = []
+
+    def solve_node(fmask):
+        key = tuple(np.flatnonzero(fmask))
+        solved.append(key)
+        return key, values[key]
+
+    def changed(key):
+        return np.isin(np.arange(2), list(sets[key]))
+
+    gen = lawler(solve_node, changed, lambda fmask, key: key, np.zeros(2, dtype=bool), 100,
+                 cost=lambda key: costs[key])  # fmt: skip
+    assert list(itertools.islice(gen, 1)) == [()]
+    assert solved == [()]
 
 
 def test_lawler_keeps_the_scheme_order_when_costs_are_values():
@@ -72,7 +96,8 @@ def _check(ex, x, target, first, alts):
     """The distances are non-decreasing and the first is ``explain``'s (or equal cost)."""
     d = [a.distance for a in alts]
     assert all(a.success for a in alts)
-    assert all(b >= a for a, b in zip(d, d[1:], strict=False)), d
+    # (non-decreasing up to lawler's slack, 1e-6 relative: fastcf._lawler)
+    assert all(b >= a * (1 - 1e-6) for a, b in zip(d, d[1:], strict=False)), d
     if first.success:
         assert d and d[0] == pytest.approx(first.distance, rel=1e-9, abs=1e-12)
     else:
