@@ -77,5 +77,7 @@ def _one(ex, row, target, k, max_nodes, fmask0, bounds, options):
     def accept(_fmask, res):
         return res if res.success else None
 
+    # a node's value is the distance explain returns: the scheme's order is that of the
+    # distances returned (an inexact node solve aside: LGMLVQ's CCP), no cost= to wait on
     gen = lawler(solve_node, changed, accept, fmask0, max_nodes)
     return gen if k is None else list(itertools.islice(gen, k))

@@ -11,6 +11,19 @@ increasing objective; an answer is returned when it succeeds and its changed set
 set of no answer returned before (actionable-recourse's flipsets). On small D the list equals
 brute force over all 2^D restrictions (tests/test_sparse_diverse.py).
 
+The order returned is that of the costs the user sees (``cost=``), not of the node values: a
+node's value can differ from its answer's returned cost by rounding (the linear family's lean
+value sits up to ~3e-8 above the distance returned) or by the answer's own re-solve (a margin
+step). Answers are held until no node left can hold one cheaper by more than a slack of 1e-6
+relative (the order is non-decreasing up to that slack), and released cheapest first; an
+answer within the slack of its node's value is released at once (no node left is cheaper
+than its node); one released after a cheaper one whose set it contains
+is dropped (the rule holds on the list returned). An inexact node solve (LGMLVQ's penalty CCP)
+can answer a child well below its parent: such a larger inversion is not reordered (its
+answer is still returned, after the dearer one), as the first answer stays ``explain``'s.
+Families whose node value is the distance returned (trees, LVQ, networks: a node is
+``explain``'s answer) pass no ``cost``: their answers are returned as soon as accepted.
+
 The scheme never looks inside a node's solve; each family passes its own:
 :mod:`fastcf._linear.alternatives`, :mod:`fastcf._tabular.alternatives`,
 :mod:`fastcf._alternatives`.
@@ -27,8 +40,8 @@ import numpy as np
 __all__ = ["lawler"]
 
 
-def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None):
-    """Yield the alternatives of one row, in increasing value (lazy).
+def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None, cost=None):
+    """Yield the alternatives of one row, in increasing cost (lazy).
 
     Parameters
     ----------
@@ -48,6 +61,13 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None)
         ``accept`` solves the node again (its answer can then change other features than the
         node's: the linear family's lean node solves, :func:`fastcf._linear.route.row_problem`).
         The rule is then checked, and the answer's set recorded, on the answer returned.
+    cost : callable, optional
+        ``cost(final) -> float``: the accepted answer's cost as returned (its distance), where
+        it can differ from its node's value. The answers are then yielded in non-decreasing
+        cost up to a slack of 1e-6 relative, ties (and inversions of more than the slack) in
+        the order of the scheme (see the module's notes); an answer whose cost exceeds its
+        node's value by more than the slack waits for the nodes below its cost. Default: the
+        node's value is the cost (each answer returned at once).
 
     Yields
     ------
@@ -58,13 +78,36 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None)
     sol, val = solve_node(fmask0)
     heap = [(val, next(tie), fmask0, sol)]
     seen = {fmask0.tobytes()}
-    taken = []  # changed sets of the answers returned
+    taken = []  # changed sets of the answers accepted (held or returned)
+    held = []  # (cost, seq, final, set): accepted answers not yet returned, a heap
+    out = []  # changed sets of the answers returned
+    last = -math.inf  # the cost of the last answer returned
     solved = 1
+    # without cost= an answer's cost is its node's value: no node left is below it (slack 0,
+    # each answer returned as soon as it is accepted, the scheme's own order)
+    slack = _slack if cost is not None else (lambda v: 0.0)
+
+    def release(bound):
+        # return the held answers whose cost is at most ``bound`` (the least value of a node
+        # left) up to the slack, cheapest first: an answer whose cost is its node's value up
+        # to rounding (the linear family's lean values) is returned at once, without waiting
+        # for its children; one whose re-solve raised its cost waits for the nodes below it
+        nonlocal last
+        while held and (held[0][0] <= bound + slack(bound) or bound == math.inf):
+            c, _, final, S = heapq.heappop(held)
+            if any(np.all(S[t]) for t in out):
+                continue  # a cheaper answer released before it has a subset of its set
+            out.append(np.flatnonzero(S))
+            last = max(last, c)
+            yield final
+
     while heap:
+        if held:
+            yield from release(heap[0][0])  # no node left below the heap's least value
         val, _, Z, sol = heapq.heappop(heap)
         if sol is None:  # a child pushed with its parent's value: solve it now
             if solved >= max_nodes:
-                return
+                break
             sol, val = solve_node(Z)
             solved += 1
             if math.isfinite(val):
@@ -88,7 +131,9 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None)
                     S = F
             if final is not None:
                 taken.append(np.flatnonzero(S))
-                yield final
+                c = val if cost is None else float(cost(final))
+                # an inversion beyond the slack (an inexact node solve) is kept in scheme order
+                heapq.heappush(held, (max(c, last), next(tie), final, S))
         for s in np.flatnonzero(S & ~Z):
             Z2 = Z.copy()
             Z2[s] = True
@@ -96,3 +141,9 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None)
             if key not in seen:
                 seen.add(key)
                 heapq.heappush(heap, (val, next(tie), Z2, None))
+    yield from release(math.inf)
+
+
+def _slack(v):
+    """How far below a node value a returned cost can sit (rounding, a re-solve's margin)."""
+    return 1e-6 * max(abs(v), 1e-300) if math.isfinite(v) else 0.0

@@ -364,7 +364,9 @@ class LVQExplainer(BaseExplainer):
         the answer of the query with some more features frozen (:func:`fastcf._lawler.lawler`).
         Euclidean answers move every feature the metric sees, so their alternatives differ
         by one frozen feature at a time; ``metric="manhattan"`` or ``max_changes=`` give
-        few-feature alternatives.
+        few-feature alternatives. With local Ω's (LGMLVQ: the penalty CCP, not exact) a query
+        with more features frozen can be answered below its parent's answer; that answer then
+        comes after the dearer one, so the first answer stays :meth:`explain`'s.
 
         Parameters
         ----------

@@ -365,6 +365,60 @@ def test_lgmlvq_with_constraints(bc):
         assert a @ res.x[k] <= c + 1e-7
 
 
+def test_lgmlvq_explain_does_not_depend_on_earlier_calls_regression():
+    # soak_stage.py --only lvq --n 10000 --seed 541, case i=380: the first explain failed
+    # (round 1 of the CCP: Clarabel failed), a second explain of the same query, and
+    # enumerate's first node, succeeded (607.62). cvxpy's Problem.solve warm-starts by default:
+    # each CCP round reused the Clarabel solver of the cached program's last round (its data
+    # updated in place), so an answer depended on the queries asked before it.
+    P = np.array(
+        [
+            [123.64541860698746, -225.21197010854033, -29.29189385584013],
+            [294.09937028565787, 425.61399687857386, 212.36925426917568],
+            [244.14878393088946, -83.69969992829132, 677.474110931102],
+        ]
+    )
+    omega = [
+        np.array(
+            [
+                [0.46054547995407435, -0.37766039253935363, 0.8219289340731524],
+                [-1.1271773331239925, 1.4607499352233513, 0.8761436903637799],
+                [-0.006269112768471986, -0.5955115693551138, 0.537918560800013],
+            ]
+        ),
+        np.array(
+            [
+                [0.7098474057930444, 0.424011708008897, -0.3080613913212116],
+                [-0.12683032843570868, 1.3099973735451202, -0.009608654881749473],
+                [-0.8845785338713125, 1.2014781642439658, 0.5948937645519754],
+            ]
+        ),
+        np.array(
+            [
+                [1.6063328385561229, -0.5326608436208454, -0.3606319752476659],
+                [0.07949734852521498, 0.37154645001016007, -0.6699819409218377],
+                [0.05041392525229585, 0.6382809097907307, -0.03771709640023402],
+            ]
+        ),
+    ]
+    x = np.array([584.0962430893914, 483.8156793843557, 321.75155327194653])
+    lo = np.array([-129.7929200952616, 355.0468932893683, -7.160024782027293])
+    hi = np.array([np.inf, 548.0802641614272, 728.3636079407412])
+    opts = dict(metric="manhattan", bounds=(lo, hi), frozen=[1])
+    ex = LVQExplainer.from_arrays(P, [0, 1, 1], omega=omega)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = ex.explain(x, 0, **opts)
+        again = ex.explain(x, 0, **opts)
+        alts = ex.enumerate(x, 0, k=1, **opts)
+    assert again.success == first.success and again.status == first.status
+    assert again.distance == first.distance or not first.success
+    if first.success:
+        assert len(alts) == 1 and alts[0].distance == first.distance
+    else:
+        assert alts == []
+
+
 # ------------------------------------------------------------------------------ adapters
 def _nearest(P, labels, oms, X):
     d = np.array([[(x - p) @ (o.T @ o) @ (x - p) for p, o in zip(P, oms, strict=True)] for x in X])

@@ -101,9 +101,12 @@ def _one(
     # the answer returned is solved again in full (accept) unless max_changes= solved it so:
     # the flipset rule is checked on its changed set
     returned = prob.changed if q.max_changes is None else None
+    # in the order of the answers returned (the distance; lam=: problem (2)'s objective), not
+    # of their nodes' lean values (~3e-8 above the distance)
+    cost = prob.objective
     gen = (
         _stage.package(ex, sol, X, tidx, names, True)
-        for sol in lawler(solve_node, prob.changed, accept, q.fmask, max_nodes, returned)
+        for sol in lawler(solve_node, prob.changed, accept, q.fmask, max_nodes, returned, cost)
     )
     if k is None:
         return gen
@@ -128,7 +131,8 @@ def flipsets(ex, X, tidx, names, q, k, max_nodes):
     :func:`fastcf._linear.manhattan.binary_flipsets` runs the scheme of
     :func:`fastcf._lawler.lawler` step for step; its candidates are judged here by
     the model as ``accept`` judges them (row by row). ``None`` (the Python scheme answers)
-    whenever a candidate is not confirmed, where the two could differ.
+    whenever a candidate is not confirmed, where the two could differ, or the distances are
+    not in order.
     """
     from ..results import _item
     from .manhattan import binary_flipsets
@@ -141,8 +145,8 @@ def flipsets(ex, X, tidx, names, q, k, max_nodes):
     if sol is None:
         return None
     sol = _judge(ex, sol, np.full(sol.x.shape[0], tidx[0], dtype=np.int64), q.proba)
-    if not sol.success.all():
-        return None
+    if not sol.success.all() or np.any(np.diff(sol.distance) < 0):
+        return None  # (out of order by the distances returned: the Python scheme sorts them)
     if sol.proba is not None and not ex._has_proba:
         sol = sol._replace(proba=None)
     target = ex.classes_[tidx[0]]

@@ -90,6 +90,10 @@ class RowProblem:
             self._memo[key] = hit
         return hit
 
+    def objective(self, sol):
+        """Return the value minimised at the one-row answer ``sol`` (the cost it is ranked by)."""
+        return float(self._objective(sol))
+
     def changed(self, sol):
         """Return the bool mask of the features the answer changed (any bit)."""
         return sol.x[0] != self.x0

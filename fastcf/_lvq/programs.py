@@ -211,13 +211,17 @@ def solve(prob, solver):
     import cvxpy as cp
 
     name = solver_name(solver)
+    # warm_start=False: cvxpy's default reuses the solver of the program's last solve (Clarabel's
+    # data updated in place) and the cached programs are shared by every query of the
+    # explainer, so an answer (a CCP round) depended on the queries asked before it (explain
+    # and enumerate's first node disagreed: soak_stage.py --only lvq --seed 541, case 380)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             if name == "CLARABEL":  # tighter than the defaults (1e-8): exact to ~1e-10
-                prob.solve(solver=name, **_CLARABEL_TOL)
+                prob.solve(solver=name, warm_start=False, **_CLARABEL_TOL)
             else:
-                prob.solve(solver=name)
+                prob.solve(solver=name, warm_start=False)
         except cp.error.SolverError as exc:
             return _FAILED, f"{message(_FAILED)}: {name}: {exc}"
     note = "; ".join(str(w.message) for w in caught)

@@ -28,7 +28,7 @@ from .solve import answers, batch
 __all__ = ["flipsets", "row_alternatives"]
 
 
-def flipsets(solve, accept, fmask0, max_nodes=1000):
+def flipsets(solve, accept, fmask0, max_nodes=1000, returned=None, cost=None):
     """Yield the alternatives of one row, cheapest first (lazy).
 
     Parameters
@@ -45,6 +45,11 @@ def flipsets(solve, accept, fmask0, max_nodes=1000):
         The columns frozen from the start.
     max_nodes : int
         Programs solved before the enumeration stops.
+    returned : callable, optional
+        ``returned(answer) -> bool mask`` of the columns the answer returned changed (``accept``
+        solves the node again): the rule is checked on it (:func:`fastcf._lawler.lawler`).
+    cost : callable, optional
+        ``cost(answer) -> float``: the answer's cost as returned, the order of the answers.
 
     Yields
     ------
@@ -57,8 +62,9 @@ def flipsets(solve, accept, fmask0, max_nodes=1000):
         return out, out[1]
 
     return lawler(
-        solve_node, lambda out: out[2], lambda fmask, out: accept(out[0]), fmask0, max_nodes
-    )
+        solve_node, lambda out: out[2], lambda fmask, out: accept(out[0]), fmask0, max_nodes,
+        returned, cost,
+    )  # fmt: skip
 
 
 def row_alternatives(
@@ -103,5 +109,11 @@ def row_alternatives(
         res = batch(ex, frame, tidx, *arrays)[0]
         return res if res.success else None
 
-    gen = flipsets(solve, accept, frozen0, max_nodes)
+    def returned(res):  # the columns the answer returned changed (its margin steps re-solve)
+        moved = set(res.changed)
+        return np.array([c in moved for c in s.columns], dtype=bool)
+
+    # the rule on the answers returned, in the order of their costs (a margin step can raise
+    # an answer's cost above its node's)
+    gen = flipsets(solve, accept, frozen0, max_nodes, returned, lambda res: res.distance)
     return gen if k is None else list(itertools.islice(gen, k))
