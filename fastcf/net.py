@@ -217,9 +217,10 @@ class NetExplainer(BaseExplainer):
             optimal (within a relative 1e-8), else 1. Without one (L0 without training rows,
             ``max_changes``) the exact program answers.
         time_limit : float, optional
-            Seconds for each row's program: stopped with an answer, ``success=True``, status
-            1, ``info["gap"]`` its relative gap and ``info["bound"]`` a lower bound on the
-            distance; without one, ``success=False``.
+            Seconds for each row, from its start (the first answer, then the bounds'
+            tightening, the search, HiGHS's program, the ``proba=`` cuts): stopped with an
+            answer, ``success=True``, status 1, ``info["gap"]`` its relative gap and
+            ``info["bound"]`` a lower bound on the distance; without one, ``success=False``.
         n_jobs : int, optional
             Threads of a batch (as :meth:`fastcf.TreeExplainer.explain`).
         verify : {"fold", "model"}, default="fold"

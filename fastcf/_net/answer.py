@@ -12,6 +12,7 @@ with the model's own ``predict`` and re-aims refused rows at a larger margin
 from __future__ import annotations
 
 import math
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -126,18 +127,22 @@ class _Row(NamedTuple):
     nodes: int
 
 
-def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None):
+def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadline=None):
     """Return the :class:`_Row` of one query row (see the module docstring).
 
     ``plain``: the plain big-M program (no incumbent, the box's interval bounds, HiGHS's
     default heuristics), the baseline of ``asv_bench/benchmarks/bench_net.py``. ``cuts``:
-    more rows ``G h ≥ g`` of the target (:mod:`.proba`'s tangents).
+    more rows ``G h ≥ g`` of the target (:mod:`.proba`'s tangents). ``deadline``
+    (``time.perf_counter()``; default: ``q.time_limit`` from now): every step after the first
+    answer (the bounds' tightening, the search, HiGHS) stops there.
     """
+    if deadline is None:
+        deadline = _deadline(q.time_limit)
     G, g = output_rows(net, t, margin)
     if cuts is not None:
         G, g = np.vstack([G, cuts[0]]), np.concatenate([g, cuts[1]])
     if q.metric == "euclidean" and not plain:
-        return _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g)
+        return _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline)
     xi, ci = (
         (None, np.inf)
         if q.max_changes is not None or plain
@@ -168,7 +173,7 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None):
     if xi is not None and net.relu and q.metric == "manhattan" and q.max_changes is None:
         # the bounds tightened by linear programs and our own branching (:mod:`.search`);
         # HiGHS's mixed-integer solver where a linear program failed
-        r = search(net, x0, lo, hi, q.w, G, g, (ls, us), xi, ci, q.time_limit)
+        r = search(net, x0, lo, hi, q.w, G, g, (ls, us), xi, ci, deadline)
         how = "search"
         if r.status == "failed":
             r, how = None, "milp"
@@ -178,12 +183,12 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None):
             text = "search: optimal (the incumbent)" if st == Status.OK else _limit(gap)
             return _Row(xi, ci, True, int(st), text, gap, ci if st == 0 else r.bound, r.nodes)
     if r is None:
-        r = solve_milp(prog, G, g, time_limit=q.time_limit, start=xi, plain=plain)
+        r = solve_milp(prog, G, g, time_limit=_left(deadline), start=xi, plain=plain)
     if r.status == "infeasible" and xi is None and q.proba is None and ties_differ(net, t):
         # nothing beyond the margin: a target reachable only on a tie, which the model's rule
         # gives to the first class (the judge then asks the model itself)
         G, g = output_rows(net, t, margin, ties=True)
-        r = solve_milp(prog, G, g, time_limit=q.time_limit, plain=plain)
+        r = solve_milp(prog, G, g, time_limit=_left(deadline), plain=plain)
     if r.x is None and xi is not None and r.status != "failed":
         # the cutoff left nothing cheaper than the incumbent (up to HiGHS's tolerance): it is
         # the optimum where the search was complete
@@ -243,13 +248,23 @@ def _certify(net, x0, lo, hi, q, G, g, prog, ci):
     return max(0.0, min(bound, ci))
 
 
+def _deadline(time_limit):
+    """Return the ``time.perf_counter()`` at which ``time_limit`` seconds from now end."""
+    return math.inf if time_limit is None else time.perf_counter() + time_limit
+
+
+def _left(deadline):
+    """Return the seconds left before ``deadline`` for HiGHS (None: no limit; at least 1 ms)."""
+    return None if deadline == math.inf else max(deadline - time.perf_counter(), 1e-3)
+
+
 def _limit(gap):
     return f"time_limit: the best answer found, {gap:.2%} above the bound (not proven optimal)"
 
 
-def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g):
+def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline):
     """Return the :class:`_Row` of a Euclidean query row (:mod:`.euclid`'s branch-and-bound)."""
-    opts = dict(exact=q.exact, time_limit=q.time_limit, max_changes=q.max_changes)
+    opts = dict(exact=q.exact, deadline=deadline, max_changes=q.max_changes)
     x, d, what, gap, bound, nodes = answer_row(net, x0, lo, hi, q.w, G, g, rows, **opts)
     if x is None and what == "infeasible" and q.proba is None and ties_differ(net, t):
         G, g = output_rows(net, t, margin, ties=True)  # (a target reachable only on a tie)
@@ -273,9 +288,13 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g):
 def _proba_row(net, x0, t, lo, hi, q, margin, rows, plain):
     """Return the :class:`_Row` of a multiclass ``proba=`` row: :func:`.proba.kelley`'s loop."""
     slack = max(margin - q.theta, 1e-9)
+    deadline = _deadline(q.time_limit)  # (the row's, over all its programs)
 
     def solve(G, g):
-        r = _row(net, x0, t, lo, hi, q, margin, rows, plain, (G, g))
+        if G.shape[0] and time.perf_counter() > deadline:  # (after the first program)
+            text = f"time_limit reached before an answer met p_target >= {q.proba}"
+            return _Row(x0.copy(), 0.0, False, int(Status.MAXITER), text, math.inf, 0.0, 0), None
+        r = _row(net, x0, t, lo, hi, q, margin, rows, plain, (G, g), deadline)
         return r, (r.x if r.success else None)
 
     r, met = _proba.kelley(solve, net, t, q.proba, slack)

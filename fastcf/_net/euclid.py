@@ -339,18 +339,18 @@ def _matrix(rows, n):
     return M
 
 
-def branch_and_bound(net, x0, lo, hi, w, G, g, ls, us, start=None, time_limit=None,
+def branch_and_bound(net, x0, lo, hi, w, G, g, ls, us, start=None, deadline=math.inf,
                      max_nodes=100_000, until=None, max_changes=None):  # fmt: skip
     """Return the :class:`EuclidResult` of one Euclidean query (see the module docstring).
 
     ``start``: ``(x, distance)`` of a valid answer (a point of the network in the target), or
     None; ``ls, us``: the neurons' pre-activation bounds over the box. The search stops
-    (status "time_limit", with its bound) at ``time_limit`` seconds, after ``max_nodes``
+    (status "time_limit", with its bound) past ``deadline`` (``time.perf_counter()``), after
+    ``max_nodes``
     nodes, or as soon as it has an answer whose squared distance is below ``until``.
     ``max_changes``: at most that many features move (a support variable per feature, branched
     on before the neurons while the relaxation moves more).
     """
-    t0 = time.perf_counter()
     radius = math.inf if start is None else float(start[1])
     lay = _Layout(net, x0, lo, hi, w, G, g, ls, us, _scale(radius), max_changes)
     best_x, best = (None, math.inf) if start is None else (start[0], radius**2)
@@ -391,7 +391,7 @@ def branch_and_bound(net, x0, lo, hi, w, G, g, ls, us, start=None, time_limit=No
         if (
             nodes >= max_nodes
             or (until is not None and best < until)
-            or (time_limit is not None and time.perf_counter() - t0 > time_limit)
+            or time.perf_counter() > deadline
         ):
             heapq.heappush(heap, (val, 0, fix, at))
             stopped = True
@@ -408,7 +408,7 @@ def branch_and_bound(net, x0, lo, hi, w, G, g, ls, us, start=None, time_limit=No
                         "time_limit" if stopped else "optimal", nodes)  # fmt: skip
 
 
-def tighten_layers(net, x0, lo, hi, w, G, g, ls, us, budget):
+def tighten_layers(net, x0, lo, hi, w, G, g, ls, us, budget, deadline=math.inf):
     """Return the bounds ``ls, us`` with the later layers' unstable neurons tightened by LP.
 
     Layer by layer after the first (whose bounds :func:`~fastcf._net.bounds.linear_bounds`
@@ -417,7 +417,8 @@ def tighten_layers(net, x0, lo, hi, w, G, g, ls, us, budget):
     (:func:`fastcf._net.search.tighten`) with the budget row ``Σ w |x − x̄| ≤ budget`` and the
     target's rows: every answer within the Euclidean radius ρ lies there (``budget``:
     ``√(nnz w) ρ``, Cauchy–Schwarz). Tighter triangles, and neurons found stable, cut the
-    branch-and-bound's nodes. Where HiGHS fails, the bounds are kept as they are.
+    branch-and-bound's nodes. Where HiGHS fails, or past ``deadline`` (``time.perf_counter()``),
+    the bounds not yet tightened are kept as they are.
     """
     from .program import Program
     from .search import _Lp, tighten
@@ -428,15 +429,17 @@ def tighten_layers(net, x0, lo, hi, w, G, g, ls, us, budget):
         want = [(k, int(j)) for j in np.flatnonzero((ls[k] < 0) & (us[k] > 0))]
         if not want:
             continue
+        if time.perf_counter() > deadline:
+            break
         prog = Program(net, x0, lo, hi, w, "manhattan", None, (ls, us))
-        got = tighten(_Lp(prog, G, g, budget), prog, want)
+        got = tighten(_Lp(prog, G, g, budget), prog, want, deadline)
         if got is None:
             break
         ls, us = got
     return ls, us
 
 
-def tighten_ball(net, x0, lo, hi, w, G, g, ls, us, radius):
+def tighten_ball(net, x0, lo, hi, w, G, g, ls, us, radius, deadline=math.inf):
     """Return ``ls, us`` with the later layers' unstable neurons tightened over the ball.
 
     As :func:`tighten_layers`, but over the Euclidean ball itself (``Σ (w d)² ≤ radius²``, a
@@ -444,7 +447,8 @@ def tighten_ball(net, x0, lo, hi, w, G, g, ls, us, radius):
     rows): one conic program per bound on Clarabel, widened by a relative 1e-6 for its
     tolerances. Tighter than the Manhattan program's budget row, which holds the ball's
     √D-times larger L1 hull; dearer (milliseconds per neuron), so taken only for a search
-    that the cheaper bounds leave long.
+    that the cheaper bounds leave long; past ``deadline`` (``time.perf_counter()``) the
+    neurons left keep their bounds.
     """
     import clarabel
 
@@ -477,6 +481,8 @@ def tighten_ball(net, x0, lo, hi, w, G, g, ls, us, radius):
             prev, const = np.arange(D), net.b[0] + net.W[0] @ x0
         ls, us = [v.copy() for v in ls], [v.copy() for v in us]
         for j in todo:
+            if time.perf_counter() > deadline:
+                return ls, us
             c = np.zeros(lay.n)
             c[prev] = net.W[k][j]
             got = []
@@ -494,15 +500,17 @@ def tighten_ball(net, x0, lo, hi, w, G, g, ls, us, radius):
     return ls, us
 
 
-def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None, max_changes=None):
+def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, deadline=math.inf, max_changes=None):
     """Return ``(x, distance, status, gap, bound, nodes)`` of one Euclidean query row.
 
     The first answer: the Manhattan incumbent (:func:`~fastcf._net.incumbent.incumbent`), its
     pattern solved in Euclidean terms (:func:`pattern_qp`; with ``max_changes``, only its
     ``max_changes`` largest moves kept, where that pattern still reaches the target). The
     neurons' bounds over the box within its radius; then :func:`branch_and_bound`
-    (``exact=False``: the first answer, with the root relaxation's bound). ``status``:
-    "optimal", "time_limit", "infeasible", "incumbent".
+    (``exact=False``: the first answer, with the root relaxation's bound). ``deadline``
+    (``time.perf_counter()``; the query's ``time_limit`` from its start) bounds the bounds'
+    tightening and the searches. ``status``: "optimal", "time_limit", "infeasible",
+    "incumbent".
     """
     m = max_changes
     start = None
@@ -526,7 +534,6 @@ def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None, max_
             start = (xi, di)
         if start is not None:
             start = walk(net, *start, solve, tries=8)
-    t0 = time.perf_counter()
 
     def bounded(start, ball=False):
         radius = math.inf if start is None else start[1]
@@ -536,9 +543,9 @@ def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None, max_
             moves = np.count_nonzero(w) if m is None else min(m, np.count_nonzero(w))
             budget = math.sqrt(moves) * radius * (1 + 1e-9)
             ls, us = linear_bounds(net.W, net.b, x0, w, blo, bhi, budget, radius * (1 + 1e-9))
-            ls, us = tighten_layers(net, x0, blo, bhi, w, G, g, ls, us, budget)
+            ls, us = tighten_layers(net, x0, blo, bhi, w, G, g, ls, us, budget, deadline)
             if ball:
-                ls, us = tighten_ball(net, x0, blo, bhi, w, G, g, ls, us, radius)
+                ls, us = tighten_ball(net, x0, blo, bhi, w, G, g, ls, us, radius, deadline)
         else:
             ls, us = interval(net.W, net.b, blo, bhi, net.relu)
         return blo, bhi, ls, us
@@ -546,7 +553,7 @@ def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None, max_
     blo, bhi, ls, us = bounded(start)
     if not exact:  # the first answer, the root's bound
         if start is None:  # (the search, up to its first answer)
-            r = branch_and_bound(net, x0, blo, bhi, w, G, g, ls, us, None, time_limit,
+            r = branch_and_bound(net, x0, blo, bhi, w, G, g, ls, us, None, deadline,
                                  until=math.inf, max_changes=m)  # fmt: skip
             if r.x is not None and r.status != "optimal":
                 start = (r.x, r.cost)
@@ -562,16 +569,13 @@ def answer_row(net, x0, lo, hi, w, G, g, rows, exact=True, time_limit=None, max_
         # tighter triangles), and the search starts again from them
         nodes, restarts, capped = 0, 0, True
         while True:
-            left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
             until = None
             if restarts < _MAX_RESTARTS:
                 until = math.inf if start is None else (_SHRINK * start[1]) ** 2
-            r = branch_and_bound(net, x0, blo, bhi, w, G, g, ls, us, start, left,
+            r = branch_and_bound(net, x0, blo, bhi, w, G, g, ls, us, start, deadline,
                                  _SHORT if capped else 100_000, until, m)  # fmt: skip
             nodes += r.nodes
-            if r.status != "time_limit" or (
-                time_limit is not None and time.perf_counter() - t0 >= time_limit
-            ):
+            if r.status != "time_limit" or time.perf_counter() >= deadline:
                 break
             if r.x is not None and (start is None or r.cost <= _SHRINK * start[1]):
                 if restarts < _MAX_RESTARTS:

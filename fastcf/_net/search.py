@@ -102,13 +102,15 @@ def relaxation(prog, G, g):
     return -math.inf if v is None else v
 
 
-def tighten(lp, prog, want):
+def tighten(lp, prog, want, deadline=math.inf):
     """Return the bounds of ``prog`` with the neurons ``want`` tightened (step 1 of the module).
 
     ``lp``: the relaxation of ``prog`` (loaded by :class:`_Lp`, with the budget row); ``want``:
     ``(layer, neuron)`` pairs of layers after the first. Each pre-activation is minimised and
     maximised over it, and widened by a relative 1e-7 (the linear programs' tolerances).
-    Returns ``(ls, us)``, or None where HiGHS failed. The relaxation's costs are left changed.
+    Past ``deadline`` (``time.perf_counter()``) the neurons left keep their bounds (each
+    tightening holds alone). Returns ``(ls, us)``, or None where HiGHS failed. The
+    relaxation's costs are left changed.
     """
     net = prog.net
     ls, us = [v.copy() for v in prog.ls], [v.copy() for v in prog.us]
@@ -118,6 +120,8 @@ def tighten(lp, prog, want):
     h.setOptionValue("simplex_strategy", 4)  # (primal: the basis stays primal feasible)
     try:
         for k, j in want:
+            if time.perf_counter() > deadline:
+                break
             cols = np.arange(starts[k - 1], starts[k], dtype=np.int32)
             h.changeColsCost(cols.size, cols, net.W[k][j])
             got = []
@@ -140,15 +144,15 @@ def tighten(lp, prog, want):
     return ls, us
 
 
-def search(net, x0, lo, hi, w, G, g, bounds, start, cost, time_limit=None):
+def search(net, x0, lo, hi, w, G, g, bounds, start, cost, deadline=math.inf):
     """Return the :class:`~fastcf._net.program.MilpResult` of the exact search.
 
     ``bounds``: the CROWN bounds over the box ∩ the ball of radius ``cost`` (the incumbent
     ``start``'s); Manhattan, no ``max_changes``, ReLU. The result's x is None where no answer
     cheaper than the incumbent exists (status ``"optimal"``: the incumbent is the optimum).
+    ``deadline`` (``time.perf_counter()``; the query's ``time_limit`` from its start): the
+    search stops at the first linear program past it (status ``"time_limit"``, its bound).
     """
-    t0 = time.perf_counter()
-    deadline = math.inf if time_limit is None else t0 + time_limit
     prog = Program(net, x0, lo, hi, w, "manhattan", None, bounds)
     budget = cost * (1 + 1e-9) + 1e-12
     # the relaxation at the root; the later layers' neurons whose relaxation it uses
@@ -169,7 +173,7 @@ def search(net, x0, lo, hi, w, G, g, bounds, start, cost, time_limit=None):
         if not want:
             break
         done.update(want)
-        got = tighten(lp, prog, want)
+        got = tighten(lp, prog, want, deadline)
         if got is None:
             return MilpResult(None, None, math.inf, -math.inf, "failed", nodes)
         prog = Program(net, x0, lo, hi, w, "manhattan", None, got)
