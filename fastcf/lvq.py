@@ -283,8 +283,9 @@ class LVQExplainer(BaseExplainer):
             ``info["exact"]`` says whether an answer is a certified optimum: False for LGMLVQ
             (the penalty CCP is a local method) and for an answer stopped by a limit.
         time_limit : float, optional
-            Seconds for each MILP of ``max_changes`` (status 1 and ``info["proven"]`` False
-            when it stops one); the other programs take no limit.
+            Seconds for each row of ``max_changes``, from its start (its MILPs, each given the
+            time left, or its branch-and-bound over frozen sets; status 1 and
+            ``info["proven"]`` False when it stops them); the other programs take no limit.
         n_jobs : int, optional
             Threads for a batch: None (the default) every core (Numba's thread count,
             ``NUMBA_NUM_THREADS``), ``k`` at most k, ``-1`` every core. The exact Euclidean

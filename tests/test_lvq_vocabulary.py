@@ -329,3 +329,36 @@ def test_max_changes_time_limit_is_truthful(blobs):
     else:  # presolve finished first: the exact answer
         full = ex.explain(x, t, metric="manhattan", bounds=(lo, hi), max_changes=2)
         assert res.distance == full.distance and res.info["exact"] is True
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+def test_max_changes_time_limit_holds_the_row(metric):
+    # time_limit bounds a max_changes row from its start (issue 54): a limit already spent
+    # leaves the branch-and-bound its root and the MILPs none; the answer, if any, is valid
+    # and not called proven; without a limit the same rows need more nodes
+    X, y = make_classification(
+        n_samples=300, n_features=12, n_informative=8, n_redundant=0, n_classes=3,
+        n_clusters_per_class=1, random_state=4,
+    )  # fmt: skip
+    model = GLVQ(prototypes_per_class=2, random_state=0, max_iter=200).fit(X, y)
+    ex = LVQExplainer(model)
+    lo, hi = X.min(axis=0) - 1.0, X.max(axis=0) + 1.0
+    bounds = (lo, hi) if metric == "manhattan" else None
+    more = 0
+    for x, t in _queries(model, X, 4, seed=2):
+        full = ex.explain(x, t, metric=metric, bounds=bounds, max_changes=3)
+        res = ex.explain(x, t, metric=metric, bounds=bounds, max_changes=3, time_limit=1e-9)
+        assert res.info["search"] == full.info["search"]
+        if metric == "euclidean":
+            assert res.info["nodes"] <= 2  # the root, and the first node stopped at once
+            more += full.info["nodes"] > 2
+        else:
+            assert res.info["nodes"] == 0  # no prototype's MILP started past the limit
+        assert not res.info["proven"]
+        if res.success:
+            _confirmed(model, res)
+            assert res.status == 1 and np.count_nonzero(res.delta) <= 3
+        else:
+            assert res.status == 1 and "time_limit" in res.message, res.message
+    if metric == "euclidean":
+        assert more  # (the limit cut a longer search)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import time
 
 import numpy as np
 
@@ -134,7 +135,7 @@ def _settled(value, best):
     return value >= best - 1e-12 * abs(best)
 
 
-def best_subset(prob, fmask0, m, max_nodes=20_000):
+def best_subset(prob, fmask0, m, max_nodes=20_000, deadline=math.inf):
     """Return (sol, value, info): the optimum of one row with at most ``m`` changed features.
 
     Parameters
@@ -147,6 +148,8 @@ def best_subset(prob, fmask0, m, max_nodes=20_000):
     max_nodes : int, default=20000
         Branch-and-bound nodes before giving up (the best answer found is returned with
         ``info["proven"] = False``).
+    deadline : float, default=inf
+        ``time.perf_counter()`` past which the search stops as at ``max_nodes``.
 
     Returns
     -------
@@ -204,7 +207,7 @@ def best_subset(prob, fmask0, m, max_nodes=20_000):
                 best, best_val = Z | ~S, bound
             continue
         nodes += 1
-        if nodes > max_nodes:
+        if nodes > max_nodes or time.perf_counter() > deadline:
             info["proven"] = False
             break
         mv = prob.moves(sol)

@@ -15,13 +15,14 @@ chosen support frozen, so the answer is certified as any other:
 * Manhattan θ with a finite box on every free feature (:func:`_milp_row`): one mixed-integer LP
   per target prototype on HiGHS, x − x̄ = u − v with 0 ≤ u ≤ (hi − x̄) y, 0 ≤ v ≤ (x̄ − lo) y,
   y binary, Σ y ≤ m (big-M from the box), solved to a zero gap; the best support is then
-  re-solved. ``time_limit`` bounds each MILP; a stopped MILP's answer is valid, not proven
-  (status 1, ``info["proven"]`` False).
+  re-solved. ``time_limit`` bounds the row (each MILP given the time left); a stopped MILP's
+  answer is valid, not proven (status 1, ``info["proven"]`` False).
 * otherwise (Euclidean θ, or no finite box) (:func:`_subsets_row`): the branch-and-bound over
   frozen sets of :func:`fastcf._linear.subsets.best_subset` (the one copy of that rule, shared
   with the linear family), whose nodes are the ordinary program with some features frozen;
   freezing only shrinks the feasible set, so a node's optimum bounds its subtree. Its node cap
-  (20 000) ends it with the best answer found, status 1, not proven.
+  (20 000), or the row's ``time_limit``, ends it with the best answer found, status 1, not
+  proven.
 
 ``info``: ``search`` (``"milp"``, ``"branch-and-bound"``, or ``"none"`` when no more than m
 features are free), ``nodes`` (MILP or branch-and-bound nodes), ``proven`` (the answer is
@@ -33,6 +34,7 @@ LGMLVQ (one Ω per prototype: regions bounded by quadrics) is refused before thi
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -62,12 +64,15 @@ def solve_max_changes(ex, X, tidx, opts, metric, m, time_limit, solve):
     metric : {"euclidean", "manhattan"}
     m : int
     time_limit : float or None
-        Seconds for each mixed-integer program (Manhattan with a finite box).
+        Seconds for each row, from its start: its mixed-integer programs (Manhattan with a
+        finite box; each given the time left, the prototypes left unsolved past it) or its
+        branch-and-bound over frozen sets stop there with the best answer found (status 1).
     solve : callable
         ``solve(X, tidx, opts) -> Solution``: the ordinary (verified) answer of the rows.
     """
     sols = []
     for a in range(X.shape[0]):
+        deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
         ro = row_options(opts, a)
         Xa, ta = X[a : a + 1], tidx[a : a + 1]
         free = ro.free
@@ -77,9 +82,9 @@ def solve_max_changes(ex, X, tidx, opts, metric, m, time_limit, solve):
             boxed = np.isfinite(ro.lo[free]).all() and np.isfinite(ro.hi[free]).all()
             sol = None
             if metric == "manhattan" and boxed:
-                sol, info = _milp_row(ex, Xa, ta, ro, m, time_limit, solve)
+                sol, info = _milp_row(ex, Xa, ta, ro, m, deadline, solve)
             if sol is None:  # (also when the MILP's support does not re-solve: rounding)
-                sol, info = _subsets_row(Xa, ta, ro, metric, m, solve)
+                sol, info = _subsets_row(Xa, ta, ro, metric, m, solve, deadline)
         base = {"prototype": np.asarray(sol.info["prototype"]) if sol.info else np.full(1, -1)}
         sols.append(sol._replace(info={**base, **info}))
     return stack(sols)
@@ -117,36 +122,44 @@ def _not_proven(sol, why):
     return sol._replace(status=np.array([_MAXITER], dtype=np.int64), message=[why])
 
 
-def _subsets_row(Xa, ta, ro, metric, m, solve):
-    """One row by the branch-and-bound over frozen sets (:func:`best_subset`)."""
+def _subsets_row(Xa, ta, ro, metric, m, solve, deadline=math.inf):
+    """One row by the branch-and-bound over frozen sets (:func:`best_subset`, to ``deadline``)."""
 
     def node(fmask):
         return solve(Xa, ta, ro._replace(free=~fmask))
 
     cost = np.sqrt(ro.w) if metric == "euclidean" else ro.w  # (ro.w is w² for Euclidean θ)
     prob = RowProblem(node, Xa[0], _objective, cost)
-    val, mask, info = best_subset(prob, ~ro.free, m)
+    val, mask, info = best_subset(prob, ~ro.free, m, deadline=deadline)
     sol = prob.solve(mask)[0]
     if not math.isfinite(val):
         sol = _fail(sol, Xa[0], m)
     elif not info["proven"]:
+        late = time.perf_counter() > deadline
+        what = "time_limit" if late else "node limit of the branch-and-bound"
         sol = _not_proven(
-            sol,
-            "max_changes: node limit of the branch-and-bound reached; the answer is the best "
-            "found, not proven optimal",
+            sol, f"max_changes: {what} reached; the answer is the best found, not proven optimal"
         )
     info = {"nodes": int(info["nodes"]), "proven": bool(info["proven"])}
     return sol, {"search": "branch-and-bound", **info}
 
 
-def _milp_row(ex, Xa, ta, ro, m, time_limit, solve):
-    """One row by one MILP per target prototype; (None, None) when its support fails."""
+def _milp_row(ex, Xa, ta, ro, m, deadline, solve):
+    """One row by one MILP per target prototype; (None, None) when its support fails.
+
+    ``deadline`` (``time.perf_counter()``): each MILP gets the time left; the prototypes
+    left past it are not solved (the answer, if any, is then not proven).
+    """
     geo = ex._geo
     x0 = Xa[0]
     F = np.flatnonzero(ro.free)
     best, support, nodes, proven, failed = math.inf, None, 0, True, False
     for i in np.flatnonzero(geo.cls == ta[0]):
-        out = _milp(geo, i, x0, ro, F, m, time_limit)
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            proven = False
+            break
+        out = _milp(geo, i, x0, ro, F, m, None if deadline == math.inf else left)
         if out is None:
             continue
         status, val, y, n = out
