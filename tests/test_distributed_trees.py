@@ -105,3 +105,21 @@ def test_tree_options_are_checked_before_any_work(explainer, data):
         fdist.explain(ex, dX, 1, lam=0.1)
     with pytest.raises(ValueError, match="target"):
         fdist.explain(ex, dX, "nope")
+
+
+def test_the_program_is_built_before_shipping(explainer, data):
+    # shipped unbuilt, each copy (each worker, or each task of a process pool) would build it
+    model, ex = explainer
+    X, _ = data
+    Q = X[:N]
+    fresh = pickle.loads(pickle.dumps(ex))
+    fresh._program = None  # as if it had never answered a query
+    fresh._builds = type(ex._builds)(1)
+    res = fdist.explain(fresh, da.from_array(Q, chunks=(ROW_CHUNKS, D)), model.classes_[1])
+    assert fresh._program is not None
+    graph = dict(res.x.__dask_graph__())
+    shipped = [getattr(v, "value", v) for k, v in graph.items() if "fastcf-explainer-" in str(k)]
+    assert len(shipped) == 1 and shipped[0] is fresh
+    assert pickle.loads(pickle.dumps(fresh))._program is not None  # what a worker gets
+    got = res.compute(scheduler="synchronous")
+    _same(got, ex.explain(Q, model.classes_[1]))

@@ -21,8 +21,16 @@ timed: moving the input rows into the cluster (done once, before) and fetching t
 results back; they are fetched once per configuration, after the timings, and compared with the
 baseline bit for bit.
 
-Usage: PYTHONPATH=. python docs/scripts/dask_throughput.py [--repeats 3]
-       (writes docs/tables/dask_throughput.md)
+``--trees`` (issue 54): the same measure for a ``TreeExplainer`` on a random forest of 100 trees
+of depth 5 fitted on the Adult-sized table of ``asv_bench/benchmarks/bench_trees.py``
+(``problem("rf100x5")``), ``--tree-rows`` rows (default 300) each asked for the other class,
+``weights="mad"``, Manhattan, in ``--tree-partitions`` partitions (default 4). The baselines are
+the single-process batch on the default batch threads and with ``n_jobs=1``. Each timed Dask run
+ships the explainer anew (as a caller's ``explain`` does); the script also reports the first run
+on each cluster (its workers cold: kernels loaded from Numba's cache, the tree program built).
+
+Usage: PYTHONPATH=. python docs/scripts/dask_throughput.py [--repeats 3] [--trees]
+       (writes docs/tables/dask_throughput.md, with --trees docs/tables/dask_throughput_trees.md)
 """
 
 import argparse
@@ -32,6 +40,7 @@ import pathlib
 import pickle
 import platform
 import statistics
+import sys
 import time
 
 import dask
@@ -47,8 +56,12 @@ from fastcf import distributed as fdist
 N, D, K = 1_000_000, 64, 10
 LAM = 0.01
 ROWS_PER_PARTITION = 50_000
-OUT = pathlib.Path(__file__).resolve().parents[1] / "tables" / "dask_throughput.md"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "docs" / "tables" / "dask_throughput.md"
+OUT_TREES = ROOT / "docs" / "tables" / "dask_throughput_trees.md"
 FIELDS = ("x", "success", "status", "distance", "nit", "proba")
+#: the options of every explain call (the tree workload sets its own, main)
+OPTIONS = {"lam": LAM}
 
 
 def make_problem(seed=0):
@@ -60,16 +73,24 @@ def make_problem(seed=0):
     return LinearExplainer.from_arrays(A, b), X, targets
 
 
+def make_tree_problem(rows):
+    """Return (explainer, queries, targets) of the forest of issue 54 (``bench_trees.problem``)."""
+    sys.path.insert(0, str(ROOT / "asv_bench" / "benchmarks"))
+    from bench_trees import problem
+
+    _, ex, Q, T = problem("rf100x5", rows)
+    return ex, Q, T
+
+
 def _empty_block(block):
     return np.empty((block.shape[0], 0))
 
 
-def _warm(explainer_bytes):
+def _warm(explainer_bytes, X, targets, options):
     # load the compiled kernels (Numba's on-disk cache) in a worker before timing
     ex = pickle.loads(explainer_bytes)
-    X = np.random.default_rng(1).normal(size=(64, ex.n_features_in_))
-    ex.explain(X, 0, lam=LAM)
-    ex.explain(X[:1], 0, lam=LAM)
+    ex.explain(X, targets, **options)
+    ex.explain(X[:1], targets[:1], **options)
     return fastcf.__file__
 
 
@@ -93,7 +114,7 @@ def _scattered_rows(client, A, rows):
 class ClusterRun:
     """One LocalCluster configuration, with the rows and targets already in its workers."""
 
-    def __init__(self, stack, ex, X, targets, n_workers, numba_threads):
+    def __init__(self, stack, ex, X, targets, n_workers, numba_threads, rows, cold=False):
         # the workers are spawned processes: they read NUMBA_NUM_THREADS from the environment
         # they inherit (this process's Numba is already initialised and keeps its own count)
         saved = os.environ.get("NUMBA_NUM_THREADS")
@@ -117,13 +138,15 @@ class ClusterRun:
         # several clients in one process: none is the default, each is passed explicitly
         self.client = stack.enter_context(distributed.Client(cluster, set_as_default=False))
         self.ex = ex
-        where = self.client.run(_warm, pickle.dumps(ex))
-        assert set(where.values()) == {fastcf.__file__}, where
-        threads = self.client.run(lambda: __import__("numba").get_num_threads())
-        self.dX = _scattered_rows(self.client, X, ROWS_PER_PARTITION)
-        self.dt = _scattered_rows(self.client, targets, ROWS_PER_PARTITION)
+        self.dX = _scattered_rows(self.client, X, rows)
+        self.dt = _scattered_rows(self.client, targets, rows)
         self._wait([self.dX, self.dt])
         self.partitions = self.dX.numblocks[0]
+        # cold: the first run on the new workers (imports, kernels loaded, programs built)
+        self.t_cold = timed(self.explain) if cold else None
+        where = self.client.run(_warm, pickle.dumps(ex), X[:64], targets[:64], OPTIONS)
+        assert set(where.values()) == {fastcf.__file__}, where
+        threads = self.client.run(lambda: __import__("numba").get_num_threads())
         self.label = (
             f"Dask, {n_workers} worker{'s' if n_workers > 1 else ''} x 1 thread "
             f"(Numba threads per worker: {sorted(set(threads.values()))[0]})"
@@ -140,7 +163,7 @@ class ClusterRun:
         self._wait(self.client.persist(e))
 
     def _fields(self):
-        res = fdist.explain(self.ex, self.dX, self.dt, client=self.client, lam=LAM)
+        res = fdist.explain(self.ex, self.dX, self.dt, client=self.client, **OPTIONS)
         return [getattr(res, f) for f in FIELDS]
 
     def explain(self):
@@ -156,32 +179,45 @@ class ClusterRun:
 
 
 def main():
-    global N
+    global N, OPTIONS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
         "--rows", type=int, default=1_000_000, help="rows (smaller: a smoke test only)"
     )
+    parser.add_argument("--trees", action="store_true", help="the forest of issue 54 instead")
+    parser.add_argument("--tree-rows", type=int, default=300)
+    parser.add_argument("--tree-partitions", type=int, default=4)
     args = parser.parse_args()
-    N = args.rows
     load0 = os.getloadavg()
-    ex, X, targets = make_problem()
-    ex.explain(X[:64], targets[:64], lam=LAM)  # compiled / cache loaded before timing
-    ex.explain(X[:1], targets[:1], lam=LAM)
+    if args.trees:
+        OPTIONS = {"weights": "mad"}
+        ex, X, targets = make_tree_problem(args.tree_rows)
+        N = X.shape[0]
+        rows_per_partition = -(-N // args.tree_partitions)
+    else:
+        N = args.rows
+        ex, X, targets = make_problem()
+        rows_per_partition = ROWS_PER_PARTITION
+    ex.explain(X[:64], targets[:64], **OPTIONS)  # compiled / cache loaded before timing
+    ex.explain(X[:1], targets[:1], **OPTIONS)
     default_threads = numba.get_num_threads()
     refs = []
 
     def baseline(threads):
+        if args.trees:  # the batch threads of this call (fastcf._threads)
+            refs.append(ex.explain(X, targets, n_jobs=threads, **OPTIONS))
+            return
         numba.set_num_threads(threads)
         try:
-            refs.append(ex.explain(X, targets, lam=LAM))
+            refs.append(ex.explain(X, targets, **OPTIONS))
         finally:
             numba.set_num_threads(default_threads)
 
     base = {default_threads: [], 1: []}
     with contextlib.ExitStack() as stack:
         runs = [
-            ClusterRun(stack, ex, X, targets, n, threads)
+            ClusterRun(stack, ex, X, targets, n, threads, rows_per_partition, cold=args.trees)
             for n, threads in ((1, None), (2, None), (1, 1), (2, 1))
         ]
         for r in range(args.repeats):
@@ -195,12 +231,14 @@ def main():
         ref = refs[0]
         same = [run.bitwise_equal(ref) for run in runs]
     load1 = os.getloadavg()
+    threads_word = "batch threads, n_jobs" if args.trees else "Numba threads"
     rows = [
         {
-            "label": f"single process, batch ex.explain (Numba threads: {t})",
+            "label": f"single process, batch ex.explain ({threads_word}: {t})",
             "t": base[t],
             "overhead": None,
             "bitwise": None,
+            "cold": None,
         }
         for t in base
     ] + [
@@ -211,17 +249,30 @@ def main():
             "empty": statistics.median(run.t_empty),
             "bitwise": ok,
             "partitions": run.partitions,
+            "cold": run.t_cold,
         }
         for run, ok in zip(runs, same, strict=True)
     ]
     base_t = statistics.median(base[default_threads])
+    parts = -(-N // rows_per_partition)
+    if args.trees:
+        workload = (
+            f"{N:,} rows of the Adult-sized table (D = {X.shape[1]}), a TreeExplainer on a "
+            "RandomForestClassifier of 100 trees of depth 5 (bench_trees.problem('rf100x5')), "
+            "each row asked for the other class, weights='mad', Manhattan"
+        )
+    else:
+        workload = (
+            f"{N:,} rows, D = {D}, K = {K}; softmax LinearExplainer.from_arrays (seeded random "
+            f"model), lam = {LAM}, one random target per row"
+        )
     lines = [
-        "# fastcf.distributed throughput (docs/scripts/dask_throughput.py)",
+        "# fastcf.distributed throughput (docs/scripts/dask_throughput.py"
+        + (" --trees)" if args.trees else ")"),
         "",
-        f"{N:,} rows, D = {D}, K = {K}; softmax LinearExplainer.from_arrays (seeded random model), "
-        f"lam = {LAM}, one random target per row; {ROWS_PER_PARTITION:,} rows per partition "
-        f"({N // ROWS_PER_PARTITION} partitions). Median of {args.repeats} runs (all runs in "
-        "brackets). Dask: graph + scatter + solve, results persisted in the workers' memory.",
+        f"{workload}; {rows_per_partition:,} rows per partition ({parts} partitions). Median of "
+        f"{args.repeats} runs (all runs in brackets). Dask: graph + scatter + solve, results "
+        "persisted in the workers' memory.",
         "",
         f"Machine: shared {os.cpu_count()}-core box (other jobs running: load average "
         f"{load0[0]:.1f} at the start, {load1[0]:.1f} at the end), {platform.python_version()}, "
@@ -229,8 +280,9 @@ def main():
         f"distributed {distributed.__version__}.",
         "",
         "| configuration | time (s) | rows/s | vs single process | scheduler overhead per "
-        "partition (empty map) | equal to the batch bit for bit |",
-        "|---|---|---|---|---|---|",
+        "partition (empty map) | equal to the batch bit for bit |"
+        + (" first run, workers cold (s) |" if args.trees else ""),
+        "|---|---|---|---|---|---|" + ("---|" if args.trees else ""),
     ]
     for r in rows:
         t = statistics.median(r["t"])
@@ -241,14 +293,18 @@ def main():
             else f"{1e3 * r['overhead']:.1f} ms ({r['empty']:.2f} s / {r['partitions']})"
         )
         same = "–" if r["bitwise"] is None else ("yes" if r["bitwise"] else "NO")
+        cold = ""
+        if args.trees:
+            cold = " – |" if r["cold"] is None else f" {r['cold']:.2f} |"
         lines.append(
             f"| {r['label']} | {t:.2f} [{runs}] | {N / t:,.0f} | {base_t / t:.2f}x "
-            f"| {over} | {same} |"
+            f"| {over} | {same} |{cold}"
         )
     text = "\n".join(lines) + "\n"
-    if N == 1_000_000:  # the issue's workload; smoke tests only print
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(text)
+    if args.trees and args.tree_rows >= 200 or not args.trees and N == 1_000_000:
+        out = OUT_TREES if args.trees else OUT  # the issues' workloads; smoke tests only print
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
     print(text)
 
 
