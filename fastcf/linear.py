@@ -261,8 +261,8 @@ class LinearExplainer(LinearScores):
             needs an explainer built from a model, not :meth:`from_arrays`.
         exact : bool, default=True
         time_limit : float, optional
-            Accepted as every family takes them (:mod:`fastcf._options`): linear queries are
-            exact anyway, in micro- to milliseconds; ``info["exact"]`` is True.
+            As every family (:mod:`fastcf._options`): linear queries are exact anyway;
+            ``time_limit`` stops a ``max_changes`` row's search (status 1: its best answer).
         n_jobs : int, optional
             Threads for a batch: None every core (``NUMBA_NUM_THREADS``), ``k``, or ``-1``;
             the same bits on any number. A single query runs on the calling thread.
@@ -296,7 +296,7 @@ class LinearExplainer(LinearScores):
         options = dict(
             lam=lam, proba=proba, region=region, margin=margin, frozen=frozen, weights=weights,
             bounds=bounds, metric=metric, max_changes=max_changes, method=method, tol=tol,
-            max_iter=max_iter,
+            max_iter=max_iter, time_limit=time_limit,
         )  # fmt: skip
         return _stage.run(self, x, target, options, verify=verify, n_jobs=n_jobs)
 

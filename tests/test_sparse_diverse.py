@@ -419,3 +419,32 @@ def test_binary_max_changes_keeps_the_cheaper_of_two_tiny_weights():
     assert res.distance == min(a.distance for a in alone) == alone[1].distance
     d = [a.distance for a in ex.enumerate(x, 0, k=2, **kw)]
     assert d == sorted(d) and d[0] == res.distance
+
+
+def test_max_changes_time_limit_holds_the_row():
+    # time_limit bounds a max_changes row's branch-and-bound from the row's start (issue 54):
+    # a limit already spent leaves it its root; the answer is valid and not called exact
+    rng = np.random.default_rng(7)
+    K, D = 3, 14
+    A, b = rng.normal(size=(K, D)), rng.normal(size=K)
+    ex = LinearExplainer.from_arrays(A, b)
+    box = (np.full(D, -4.0), np.full(D, 4.0))
+    more = 0
+    for _ in range(4):
+        x0 = rng.normal(size=D)
+        t = (int(np.argmax(A @ x0 + b)) + 1) % K
+        kw = dict(region=True, bounds=box, max_changes=3)
+        full = ex.explain(x0, t, **kw)
+        res = ex.explain(x0, t, **kw, time_limit=1e-9)
+        assert res.info["nodes"] <= 2
+        more += full.info["nodes"] > 2
+        if res.success:
+            assert np.count_nonzero(res.x != x0) <= 3
+            assert int(np.argmax(A @ res.x + b)) == t
+            assert res.distance >= full.distance * (1 - 1e-9)
+            if res.info["nodes"] < full.info["nodes"]:
+                assert res.status == 1 and "time_limit" in res.message
+                assert not res.info["exact"]
+        else:
+            assert res.status == 1 and "time_limit" in res.message, res.message
+    assert more  # (the limit cut a longer search)

@@ -9,6 +9,7 @@ solvers of each metric and form (:func:`continuous`), or the exact ``max_changes
 from __future__ import annotations
 
 import math
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -71,6 +72,7 @@ class Query(NamedTuple):
     fmask: np.ndarray  # (D,) bool: the user's frozen features
     w: np.ndarray | None  # (D,) per-feature costs (None: ones)
     bnd: tuple | None  # (lo, hi) of shape (D,) or (N, D)
+    time_limit: float | None = None  # seconds for each max_changes row (its branch-and-bound)
 
 
 def options(ex, X, names, frozen, weights, bounds):
@@ -98,8 +100,13 @@ def make_query(
     method,
     tol,
     max_iter,
+    time_limit=None,
 ):
-    """Check every option of a query and return it as a :class:`Query`."""
+    """Check every option of a query and return it as a :class:`Query`.
+
+    ``time_limit`` (checked by the caller, :func:`fastcf._validation.check_exact`): seconds
+    for each row of ``max_changes`` (:func:`sparse_row`); the other queries take none.
+    """
     if (lam is not None) + (proba is not None) + bool(region) > 1:
         raise ValueError("give only one of lam=, proba= or region=True")
     if method not in METHODS:
@@ -136,8 +143,9 @@ def make_query(
             "exactly by the default method"
         )
     return Query(
-        form, lams, proba, margin, metric, max_changes, method, tol, max_iter, fmask, w, bnd
-    )
+        form, lams, proba, margin, metric, max_changes, method, tol, max_iter, fmask, w, bnd,
+        time_limit,
+    )  # fmt: skip
 
 
 def common_query(ex, lam, proba, margin, metric, weights, method, tol, max_iter):
@@ -317,13 +325,14 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
 
     fmask = q.fmask if fmask is None else fmask
     prob = row_problem(ex, X, tidx, q, n) if prob is None else prob
+    deadline = math.inf if q.time_limit is None else time.perf_counter() + q.time_limit
     if q.metric == "euclidean" and q.bnd is None and ex._model.binary:
         # binary, Euclidean, no box: the m free features of largest w_i²/W_i (closed form)
         mask = fmask | top_m_free(ex._model.w, q.w, ~fmask, q.max_changes)
         val = prob.solve(mask)[1]
         info = {"nodes": 1, "solves": 1, "proven": True}
     else:
-        val, mask, info = best_subset(prob, fmask, q.max_changes)
+        val, mask, info = best_subset(prob, fmask, q.max_changes, deadline=deadline)
     sol = prob.full(mask)  # the answer solved in full (the search's nodes were lean)
     if not math.isfinite(val):
         # no answer within max_changes: the source itself, as other infeasible answers
@@ -351,6 +360,8 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
         why = (
             f"{failed} solve(s) of the branch-and-bound failed numerically"
             if failed
+            else "time_limit reached"
+            if time.perf_counter() > deadline
             else "node limit of the branch-and-bound reached"
         )
         sol = _fail(
