@@ -54,7 +54,7 @@ import numpy as np
 from .. import _threads as threads
 from . import kernel
 
-__all__ = ["batch", "Batch"]
+__all__ = ["batch", "Batch", "inlined"]
 
 #: rows per thread below which a batch runs in the calling thread
 _MIN_THREADED = 16
@@ -156,6 +156,36 @@ def _inline(row_kernel, py_row):
     if not hasattr(row_kernel, "py_func"):  # NUMBA_DISABLE_JIT=1
         return row_kernel
     return kernel(inline="always")(py_row)
+
+
+def inlined(one_kernel):
+    """Return a twin of ``one_kernel`` that Numba inlines into its callers (``inline="always"``).
+
+    For the solver of one query that a row kernel calls: called as a kernel of its own, its
+    code (and all it links) is optimised and emitted by LLVM once in itself and once more in
+    each batch kernel that links it, and a single query, which runs the serial batch kernel,
+    pays for both. Inlined, it is typed and lowered as part of the batch kernel and optimised
+    once there (issue 54). The kernel itself stays as it is (compiled only if called).
+
+    Not a rule to apply everywhere: inlined, the solver is optimised as one function with its
+    row, and LLVM's time grows faster than the function's size. Measured on 2026-11-30 (first
+    query, empty cache, CPU s, old and new alternated): the Manhattan softmax solvers
+    (``l1.entropy_solve``) gained 1.7–3.5 s; LVQ's ``_solve_one`` (12.3 → 13.0), softmax
+    ``proba_search`` (13.0, 14.0 → 12.9, 15.2) and the Manhattan region LP (7.5 → 10.4, twice)
+    did not, and stay kernels of their own.
+
+    Parameters
+    ----------
+    one_kernel : kernel
+        A kernel (a Numba dispatcher; without the JIT, the function itself).
+
+    Returns
+    -------
+    kernel
+        The inlined twin (without the JIT, ``one_kernel`` itself).
+    """
+    py = getattr(one_kernel, "py_func", getattr(one_kernel, "__wrapped__", one_kernel))
+    return _inline(one_kernel, py)
 
 
 def batch(row_kernel, alloc_kernel, min_rows=_MIN_THREADED):

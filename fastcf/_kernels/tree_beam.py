@@ -54,8 +54,8 @@ def np_sum(a):
     same bits as ``ndarray.sum`` on NumPy 1.24 and 2.4 (``tests/test_trees_speed_paths.py``).
     """
     n = a.shape[0]
-    if n <= 128:
-        return _block(a, 0, n)
+    if n <= 128:  # (lo an int64, not the literal 0: one specialisation of _block)
+        return _block(a, np.int64(0), n)
     # ranges (lo, n, state): state 0 not begun, 1 its left half being added, 2 its right half
     los = np.empty(128, dtype=np.int64)
     ns = np.empty(128, dtype=np.int64)

@@ -20,7 +20,7 @@ import numpy as np
 from fastcf._status import Status
 
 from .. import kernel
-from .._batch import batch
+from .._batch import batch, inlined
 from ..linalg import _lu_factor, _lu_solve
 from .entropy import _BEYOND, _IN, _TIGHT, _cold_start, _rescale, lam_dual
 from .kkt import l1_residual
@@ -656,12 +656,21 @@ def softmax_proba_one(AT, zbar, t, log_tau, cost, free, x0, lo, hi, bounded, max
     return lam, nit, _OK, gap / lam + (-log_tau - fval) / lam
 
 
+# The single query's solvers, inlined into their rows (and so into the batch kernels: a single
+# query runs the serial one): LLVM optimises their code once there, not once more in a kernel
+# of their own that the batch kernels would link (issue 54: a first Manhattan query compiled
+# softmax_proba_one, 4.8 s of its own, then its serial batch kernel, 4.0 s, nearly all of it
+# the same code once more)
+_lam_one = inlined(softmax_lam_one)
+_proba_one = inlined(softmax_proba_one)
+
+
 @kernel()
 def _sm_lam_row(n, AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter, out):
     X, nit, status, gn, gap, nmv = out
     lo_r = lo[n] if lo.shape[0] > 1 else lo[0]
     hi_r = hi[n] if hi.shape[0] > 1 else hi[0]
-    nit[n], status[n], gn[n], gap[n], nmv[n] = softmax_lam_one(
+    nit[n], status[n], gn[n], gap[n], nmv[n] = _lam_one(
         AT, Zbar[n], tidx[n], lams[n], cost, free, X0[n], lo_r, hi_r, bounded, max_iter, X[n]
     )
 
@@ -691,7 +700,7 @@ def _sm_proba_row(n, AT, Zbar, tidx, log_tau, cost, free, X0, lo, hi, bounded, m
     X, lam, nit, status, gap = out
     lo_r = lo[n] if lo.shape[0] > 1 else lo[0]
     hi_r = hi[n] if hi.shape[0] > 1 else hi[0]
-    lam[n], nit[n], status[n], gap[n] = softmax_proba_one(
+    lam[n], nit[n], status[n], gap[n] = _proba_one(
         AT, Zbar[n], tidx[n], log_tau[n], cost, free, X0[n], lo_r, hi_r, bounded, max_iter, X[n]
     )
 
