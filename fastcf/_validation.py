@@ -8,11 +8,13 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import time
 import warnings
 
 import numpy as np
 
 __all__ = [
+    "deadline",
     "as_float_array",
     "as_queries",
     "check_scalar",
@@ -180,6 +182,24 @@ def check_exact(exact, time_limit):
     return bool(exact), check_scalar(
         time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True
     )
+
+
+def deadline(time_limit, start=None):
+    """Return the ``time.perf_counter()`` at which ``time_limit`` seconds from ``start`` end.
+
+    ``start``: a ``time.perf_counter()`` (default: now); ``time_limit`` None: ``inf`` (no
+    limit). The one reading of a query's ``time_limit=`` as a clock time, for every family.
+
+    Examples
+    --------
+    >>> deadline(None)
+    inf
+    >>> deadline(2.0, start=10.0)
+    12.0
+    """
+    if time_limit is None:
+        return math.inf
+    return (time.perf_counter() if start is None else start) + time_limit
 
 
 def check_scalar(

@@ -28,6 +28,7 @@ from .._validation import (
     resolve_frozen,
     resolve_weights,
 )
+from .._validation import deadline as time_deadline
 from . import solvers as _solvers
 from .metric import row_box
 from .verify import keep_source
@@ -325,7 +326,7 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
 
     fmask = q.fmask if fmask is None else fmask
     prob = row_problem(ex, X, tidx, q, n) if prob is None else prob
-    deadline = math.inf if q.time_limit is None else time.perf_counter() + q.time_limit
+    deadline = time_deadline(q.time_limit)
     if q.metric == "euclidean" and q.bnd is None and ex._model.binary:
         # binary, Euclidean, no box: the m free features of largest w_i²/W_i (closed form)
         mask = fmask | top_m_free(ex._model.w, q.w, ~fmask, q.max_changes)

@@ -42,6 +42,7 @@ from fastcf._linear.subsets import RowProblem, best_subset
 from fastcf._stage import stack
 from fastcf._status import Status
 
+from .._validation import deadline as time_deadline
 from .options import row_options
 
 __all__ = ["solve_max_changes"]
@@ -72,7 +73,7 @@ def solve_max_changes(ex, X, tidx, opts, metric, m, time_limit, solve):
     """
     sols = []
     for a in range(X.shape[0]):
-        deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
+        deadline = time_deadline(time_limit)
         ro = row_options(opts, a)
         Xa, ta = X[a : a + 1], tidx[a : a + 1]
         free = ro.free

@@ -29,6 +29,7 @@ from .._validation import (
     resolve_weights,
     row_boxes,
 )
+from .._validation import deadline as time_deadline
 from ..results import Solution
 from . import proba as _proba
 from .bounds import budget_first_layer, interval, linear_bounds, target_bound
@@ -137,7 +138,7 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
     answer (the bounds' tightening, the search, HiGHS) stops there.
     """
     if deadline is None:
-        deadline = _deadline(q.time_limit)
+        deadline = time_deadline(q.time_limit)
     G, g = output_rows(net, t, margin)
     if cuts is not None:
         G, g = np.vstack([G, cuts[0]]), np.concatenate([g, cuts[1]])
@@ -248,11 +249,6 @@ def _certify(net, x0, lo, hi, q, G, g, prog, ci):
     return max(0.0, min(bound, ci))
 
 
-def _deadline(time_limit):
-    """Return the ``time.perf_counter()`` at which ``time_limit`` seconds from now end."""
-    return math.inf if time_limit is None else time.perf_counter() + time_limit
-
-
 def _left(deadline):
     """Return the seconds left before ``deadline`` for HiGHS (None: no limit; at least 1 ms)."""
     return None if deadline == math.inf else max(deadline - time.perf_counter(), 1e-3)
@@ -288,7 +284,7 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline):
 def _proba_row(net, x0, t, lo, hi, q, margin, rows, plain):
     """Return the :class:`_Row` of a multiclass ``proba=`` row: :func:`.proba.kelley`'s loop."""
     slack = max(margin - q.theta, 1e-9)
-    deadline = _deadline(q.time_limit)  # (the row's, over all its programs)
+    deadline = time_deadline(q.time_limit)  # (the row's, over all its programs)
 
     def solve(G, g):
         if G.shape[0] and time.perf_counter() > deadline:  # (after the first program)

@@ -48,6 +48,7 @@ from .._threads import Shared
 from .._trees.answer import unbuilt
 from .._trees.query import TreeQuery
 from .._trees.staged import Builds
+from .._validation import deadline as time_deadline
 from .milp import Program, RowAnswer
 from .treeorders import CACHE, n_first, start
 from .verdicts import Verdicts
@@ -207,7 +208,7 @@ class TreeProgram(Shared, Program):
             [self.schema.w_num, np.where(self.ordinal, 1.0, -1.0) * self.schema.w_cat]
         )  # (a negative weight: the L0 cost of a nominal column, see fastcf._trees.query)
         best, failed, runs, nodes, stopped, bounds = None, None, 0, 0, None, []
-        deadline = math.inf if q.time_limit is None else begin + q.time_limit
+        deadline = time_deadline(q.time_limit, begin)
         for orders, boxes in self._plans(k0, prep[4]):
             got = self.program(orders, deadline)
             if got is None:  # (the row's time limit stopped the construction of its program)

@@ -35,6 +35,7 @@ from .._validation import (
     resolve_weights,
     row_boxes,
 )
+from .._validation import deadline as time_deadline
 from ..results import Solution
 from .categorical import explain_free, free_categories
 from .leaves import solve as solve_leaves
@@ -248,7 +249,7 @@ def ensemble(ex, X, tidx, q, exact=True, plain=False, missing=None, values=None,
     building it fails the first row.
     """
     begin = time.perf_counter() if begin is None else begin
-    deadline = math.inf if q.time_limit is None else begin + q.time_limit
+    deadline = time_deadline(q.time_limit, begin)
     main, spent = None, False
     if X.shape[0] and (missing is None or not missing.any(axis=1).all()):
         cached = ex._program is not None

@@ -69,6 +69,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._status import Status
+from .._validation import deadline as time_deadline
 from .branch import BUDGET, branch
 from .build import build, decode
 from .incumbent import Search, cost_of
@@ -205,7 +206,7 @@ class Program(Structure):
         (a ``time_limit`` past which the search skips its beam).
         """
         begin = time.perf_counter() if start is None else start
-        deadline = math.inf if q.time_limit is None else begin + q.time_limit
+        deadline = time_deadline(q.time_limit, begin)
         inc, C, c, points, lforms = self.start(x0, t, lo, hi, q, confirm, deadline)
         if inc is not None and C == 0.0:
             return self._answer(inc, x0, q, 0, 0.0, 0, None)
@@ -246,7 +247,7 @@ class Program(Structure):
             alive[self.b_leaf[miss]] = False
             red = Reduced(c.ka, c.kb, alive, np.zeros(self.forest.n_trees, bool), 0.0, False)
         else:
-            deadline = math.inf if q.time_limit is None else begin + q.time_limit
+            deadline = time_deadline(q.time_limit, begin)
             inc, C, c, points, lforms = self.start(
                 x0, t, lo, hi, q, None if q.trust else confirm, deadline
             )
