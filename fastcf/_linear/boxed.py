@@ -41,7 +41,7 @@ from .._stage import reaim
 from .._status import Status
 from .metric import distances, row_box
 from .reference import softmax_energy
-from .softmax import finish
+from .verify import finish_softmax
 
 try:  # the kernels' package split into one module per algorithm (fastcf._kernels.softmax.core)
     from .._kernels.softmax.core import _apply_inverse, _factor
@@ -319,7 +319,7 @@ def lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter):
         Xs[n], nit[n], status[n], _ = bounded_one(
             model, X[n], int(tidx[n]), float(lams[n]), m.v, m.wt, row_box(bnd, n), tol, max_iter
         )
-    return finish(model, X, Xs, tidx, nit, status, lams, m, bnd, "reduced (active set)")
+    return finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, "reduced (active set)")
 
 
 def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
@@ -425,7 +425,7 @@ def constrained_boxed(model, X, tidx, m, bnd, proba, margins):
     if dual_rows:
         method += ", or an exact active set where Clarabel failed"
     lams = lamv if proba else None
-    return finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=proba)
+    return finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=proba)
 
 
 def _proba_row(model, x0, k, v, wt, box, proba):

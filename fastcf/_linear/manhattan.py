@@ -74,7 +74,7 @@ from ..results import Solution
 from .binary import finish as _binary_finish
 from .binary import kernel_box
 from .region_highs import second_opinion
-from .verify import solution, verdict
+from .verify import softmax_verdict, solution
 
 __all__ = [
     "binary_constrained",
@@ -314,17 +314,10 @@ def _softmax_finish(model, X, Xs, tidx, cost, free, nit, status, lams, gn, metho
 
     ``Z``: the row kernels' logits of ``Xs`` when the caller has them.
     """
-    Z = model.logits(Xs) if Z is None else Z
-    with np.errstate(over="ignore", invalid="ignore"):
-        P, pred = model.rows_proba_pred(Z)
-    if not np.isfinite(Xs).all():
-        status = status.copy()
-        status[(status == _OK) & ~np.isfinite(Xs).all(axis=1)] = int(Status.NUMERIC)
-    lam_mode = lams is not None and proba_min is None
     unreachable = False
-    if lam_mode:  # no free feature changes a logit difference
+    if lams is not None and proba_min is None:  # no free feature changes a logit difference
         unreachable = not bool(np.any(free & np.any(model.A != model.A[:1], axis=0)))
-    success, status = verdict(pred, P, tidx, status, proba_min, lam_mode, unreachable)
+    P, success, status = softmax_verdict(model, Xs, tidx, status, lams, proba_min, unreachable, Z)
     dist = _distance(X, Xs, cost, free)
     return solution(Xs, P, dist, success, status, nit, lams, gn, method, None, info)
 

@@ -23,7 +23,7 @@ import numpy as np
 from .._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
 from .._status import Status
 from .metric import row_box
-from .softmax import finish
+from .verify import finish_softmax
 
 __all__ = [
     "SoftmaxProblem",
@@ -390,5 +390,5 @@ def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter)
             xs, it, st, _g, info = gradient_descent(prob, tol=tol, max_iter=max(max_iter, 1000))
         Xs[n], nit[n], status[n] = xs, it, st
         infos.append(info)
-    sol = finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method)
+    sol = finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, method)
     return sol._replace(info={"per_query": infos})

@@ -30,11 +30,10 @@ from .._kernels.linalg import dot as _dot
 from .._resolve import ROUNDS, raise_at_least, raise_log_tau
 from .._stage import reaim, replace_rows
 from .._status import Status
-from .metric import distances
 from .singular import region_singular, resolve_singular
-from .verify import path_result, solution, verdict
+from .verify import finish_softmax, path_result, solution
 
-__all__ = ["constrained", "finish", "reduced_lam", "reduced_path", "region_singular"]
+__all__ = ["constrained", "reduced_lam", "reduced_path", "region_singular"]
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as the kernels do, see fastcf._kernels)
@@ -293,43 +292,12 @@ def region_solution(model, X, tidx, m, margins):
         Zbar = model.logits(X1)
         Y, nit1, st1 = _sk.region_batch(Zbar, m.GV, t1, mg, 1e-12, 10 * K + 100, pend.size > 1)
         resolve_singular(Zbar, t1, mg, Y, st1, model.A, m.v)
-        sub = finish(model, X1, model.expand(X1, Y, m), t1, nit1, st1, None, m, None, REGION_METHOD)
+        sub = finish_softmax(
+            model, X1, model.expand(X1, Y, m), t1, nit1, st1, None, m, None, REGION_METHOD
+        )
         nit[pend] = 0  # (replace_rows adds the re-solve's iterations)
         sol = replace_rows(sol, pend, sub)
     return sol
-
-
-def finish(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=None):
-    """Return the :class:`~fastcf.results.Solution` of answers ``Xs`` in R^D.
-
-    The class from the row kernels' logits (the explainer re-checks with ``predict``'s
-    arithmetic); for problem (2) (``lams`` given, no ``proba_min``) also the norm of the
-    (projected, with ``bnd``) gradient of E at the answer.
-    """
-    N = X.shape[0]
-    v, wt = m.v, m.wt
-    Z = model.logits(Xs)
-    # a failed answer may be huge or non-finite (NUMERIC below): no warnings for its P
-    with np.errstate(over="ignore", invalid="ignore"):
-        P, pred = model.rows_proba_pred(Z)
-    status = status.copy()
-    status[(status == _OK) & ~np.isfinite(Xs).all(axis=1)] = _NUMERIC
-    lam_mode = lams is not None and proba_min is None
-    success, status = verdict(pred, P, tidx, status, proba_min, lam_mode, False)
-    gn = None
-    diff = Xs - X
-    dist = distances(diff, None if np.all(wt == 1) else wt)
-    if lam_mode:
-        Pm = P.copy()
-        Pm[np.arange(N), tidx] -= 1.0
-        G = lams[:, None] * wt * diff + Pm @ model.A
-        G[:, v == 0] = 0.0
-        if bnd is not None:
-            lo, hi = bnd
-            G = np.where((Xs <= lo) & (G > 0), 0.0, G)
-            G = np.where((Xs >= hi) & (G < 0), 0.0, G)
-        gn = np.sqrt(np.einsum("ij,ij->i", G, G))
-    return solution(Xs, P, dist, success, status, nit, lams, gn, method)
 
 
 def reduced_path(model, x0, k, target, lams, m, warm, tol, max_iter, names, xx=None):

@@ -24,14 +24,16 @@ from .._resolve import raise_margin
 from .._stage import reaim, replace_rows, take_rows
 from .._status import Status, message, messages
 from ..results import CounterfactualPath, Solution
-from .metric import row_box
+from .metric import distances, row_box
 
 __all__ = [
+    "finish_softmax",
     "keep_source",
     "margin_rises",
     "source_meets",
     "path_result",
     "region",
+    "softmax_verdict",
     "solution",
     "verdict",
 ]
@@ -67,6 +69,53 @@ def solution(x, P, dist, success, status, nit, lams, gn, method, certified=None,
     # positional: the short path of a single query pays for every keyword
     msg = messages(status, success, method)
     return Solution(x, P, dist, success, status, nit, method, msg, lams, gn, certified, info)
+
+
+def softmax_verdict(model, Xs, tidx, status, lams, proba_min, unreachable=False, Z=None):
+    """Return (P, success, status) of softmax answers ``Xs``: the one verdict of their logits.
+
+    ``Z``: the logits of ``Xs`` when the caller has them (the row kernels'). An answer that is
+    not finite (a step that overflowed) is a numerical failure, not an answer; then the rule of
+    :func:`verdict` (``lams`` given and no ``proba_min``: problem (2), whose optimum may lie in
+    another class). Every softmax solver's answers pass here (:func:`finish_softmax`, the
+    Manhattan solvers).
+    """
+    Z = model.logits(Xs) if Z is None else Z
+    # a failed answer may be huge or non-finite: no warnings for its P
+    with np.errstate(over="ignore", invalid="ignore"):
+        P, pred = model.rows_proba_pred(Z)
+    if not np.isfinite(Xs).all():
+        status = status.copy()
+        status[(status == _OK) & ~np.isfinite(Xs).all(axis=1)] = _NUMERIC
+    lam_mode = lams is not None and proba_min is None
+    success, status = verdict(pred, P, tidx, status, proba_min, lam_mode, unreachable)
+    return P, success, status
+
+
+def finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=None):
+    """Return the :class:`~fastcf.results.Solution` of Euclidean softmax answers ``Xs`` in R^D.
+
+    The verdict (:func:`softmax_verdict`; the stage's judge re-checks with ``predict``'s
+    arithmetic), the distances in the metric ``m``, and for problem (2) (``lams`` given, no
+    ``proba_min``) the norm of the (projected, with ``bnd``) gradient of E at the answer.
+    """
+    N = X.shape[0]
+    v, wt = m.v, m.wt
+    P, success, status = softmax_verdict(model, Xs, tidx, status, lams, proba_min)
+    gn = None
+    diff = Xs - X
+    dist = distances(diff, None if np.all(wt == 1) else wt)
+    if lams is not None and proba_min is None:
+        Pm = P.copy()
+        Pm[np.arange(N), tidx] -= 1.0
+        G = lams[:, None] * wt * diff + Pm @ model.A
+        G[:, v == 0] = 0.0
+        if bnd is not None:
+            lo, hi = bnd
+            G = np.where((Xs <= lo) & (G > 0), 0.0, G)
+            G = np.where((Xs >= hi) & (G < 0), 0.0, G)
+        gn = np.sqrt(np.einsum("ij,ij->i", G, G))
+    return solution(Xs, P, dist, success, status, nit, lams, gn, method)
 
 
 _SOURCE_MEETS = "the source already meets proba=τ (as the model computes it): x̄ itself"
