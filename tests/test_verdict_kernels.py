@@ -213,11 +213,24 @@ def test_softmax_source_tests_equal_the_models_own_test(seed, n, k):
         tau = float(np.nextafter(p, 1.0))  # an ulp above: not met
     rows = np.arange(n)
     meets_want = P[rows, tidx] >= tau
+    # its logits may come in any arithmetic (the bound holds for every order of the sums):
+    # fastcf's row kernels (what source_tests passes), a BLAS GEMM of the batch, exact sums
+    Xc = np.ascontiguousarray(X)
+    with np.errstate(all="ignore"):
+        logits = [model.logits(Xc), Xc @ model.A.T + model.b]
+        try:  # the sums correctly rounded (where no partial sum overflows)
+            terms = [[np.append(model.A[j] * x, model.b[j]) for j in range(k)] for x in Xc]
+            logits.append(np.array([[math.fsum(t) for t in row] for row in terms]))
+        except OverflowError:
+            pass
+    for Z in logits:
+        below_z = _vk.softmax_below(
+            Z, Xc, tidx, math.log(tau), model.gamma, model.max_row_norm, model.max_abs_b
+        )
+        assert not (below_z & meets_want).any()  # never "below" where the model meets τ
     below = _vk.softmax_below(
-        np.ascontiguousarray(X), model.A, model.b, tidx, math.log(tau), model.gamma,
-        model.max_row_norm, model.max_abs_b,
-    )  # fmt: skip
-    assert not (below & meets_want).any()  # never "below" where the model meets τ
+        logits[0], Xc, tidx, math.log(tau), model.gamma, model.max_row_norm, model.max_abs_b
+    )
     P0, meets, sure = model.source_tests(X, tidx, tau)
     np.testing.assert_array_equal(meets, meets_want)
     np.testing.assert_array_equal(sure, model.in_target(X[meets_want], tidx[meets_want], tau))
@@ -233,9 +246,8 @@ def test_softmax_below_decides_ordinary_rows():
     tidx = rng.integers(4, size=50)
     P = model.proba_from_logits(model.check_logits(X))
     below = _vk.softmax_below(
-        X, model.A, model.b, tidx, math.log(0.9), model.gamma, model.max_row_norm,
-        model.max_abs_b,
-    )  # fmt: skip
+        model.logits(X), X, tidx, math.log(0.9), model.gamma, model.max_row_norm, model.max_abs_b
+    )
     far = P[np.arange(50), tidx] < 0.9 * (1 - 1e-6)
     assert far.sum() > 30
     np.testing.assert_array_equal(below, far)

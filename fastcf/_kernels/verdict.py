@@ -267,11 +267,12 @@ def softmax_judge(Xs, Z, P, tidx, status, proba, g, row_norm, abs_b):
 
 
 @kernel()
-def softmax_below(X, A, b, tidx, log_tau, g, row_norm, abs_b):
+def softmax_below(Z, X, tidx, log_tau, g, row_norm, abs_b):
     """Return which rows x̄ of ``X`` a softmax model surely gives p_target < τ.
 
-    The model's own p_target(x̄) (BLAS's logits, NumPy's softmax) is not computed here: these
-    logits z̃ = A x̄ + b are a sequential dot product's, and log p̃ = z̃_t − max z̃ −
+    ``Z``: logits z̃ = A x̄ + b of the rows, in any arithmetic (fastcf's row kernels or BLAS:
+    the bound below holds for every order of the sums); the model's own p_target(x̄) (its
+    BLAS call, NumPy's softmax) is not computed here. log p̃ = z̃_t − max z̃ −
     log Σ_j exp(z̃_j − max z̃). A row is "surely below" when
 
         log p̃ + 2 · need_bound(x̄) + 1e-8 (1 + |log p̃|) + 1e-12 K < log τ.
@@ -284,23 +285,17 @@ def softmax_below(X, A, b, tidx, log_tau, g, row_norm, abs_b):
     few ulps of |z_t − max z| ≤ |log p| and of K, far inside the other two terms. A NaN or an
     infinite bound is never "below": those rows get the model's own test.
     """
-    N, D = X.shape
-    K = A.shape[0]
+    N, K = Z.shape
     below = np.zeros(N, dtype=np.bool_)
-    z = np.empty(K)
     for n in range(N):
         m = -math.inf
         for i in range(K):
-            s = b[i]
-            for j in range(D):
-                s += A[i, j] * X[n, j]
-            z[i] = s
-            if s > m:
-                m = s
+            if Z[n, i] > m:
+                m = Z[n, i]
         acc = 0.0
         for i in range(K):
-            acc += math.exp(z[i] - m)
-        lp = z[tidx[n]] - m - math.log(acc)
+            acc += math.exp(Z[n, i] - m)
+        lp = Z[n, tidx[n]] - m - math.log(acc)
         slack = 2.0 * _bound(X[n], g, row_norm, abs_b) + 1e-8 * (1.0 + abs(lp)) + 1e-12 * K
         below[n] = lp + slack < log_tau  # False for NaN or inf anywhere
     return below

@@ -398,10 +398,11 @@ class SoftmaxModel(_LinearModel):
         """
         X = np.ascontiguousarray(X, dtype=np.float64)
         N = X.shape[0]
+        with np.errstate(over="ignore", invalid="ignore"):  # (not below where not finite)
+            Z = self.logits(X)
         below = _vk.softmax_below(
-            X, self.A, self.b, tidx, math.log(proba), self.gamma, self.max_row_norm,
-            self.max_abs_b,
-        )  # fmt: skip
+            Z, X, tidx, math.log(proba), self.gamma, self.max_row_norm, self.max_abs_b
+        )
         P0 = np.empty((N, self.A.shape[0]))
         P0.fill(np.nan)
         meets = np.zeros(N, dtype=bool)
