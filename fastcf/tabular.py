@@ -427,11 +427,18 @@ class TabularExplainer(FrameExplainer):
             As in :meth:`explain`.
         frozen, exact, verify
             As in :meth:`explain`.
-        time_limit, plausible
-            As in :meth:`explain` (``time_limit``: for each program of the enumeration; a
-            stopped one keeps its answer, so the list may then not be in exact cost order).
+        time_limit : float, optional
+            Seconds for the whole enumeration of each row, from its start: each program of it
+            gets the time the row has left (a stopped one keeps its answer, so the list may
+            then not be in exact cost order), and no program is solved past it; the answers
+            found by then are returned (fewer than ``k``, each checked by the model as
+            always), with ``info["enumeration_stopped"] = "time_limit"``. None (the default):
+            no limit.
+        plausible
+            As in :meth:`explain`.
         max_nodes : int, default=1000
-            Programs solved before the enumeration stops (then fewer than ``k`` answers).
+            Programs solved before the enumeration stops (then fewer than ``k`` answers, each
+            with ``info["enumeration_stopped"] = "max_nodes"``).
 
         Returns
         -------
