@@ -12,9 +12,11 @@ before (actionable-recourse's flipsets). This module adapts the tabular solve to
 implementation of the scheme.
 
 ``time_limit=`` bounds the row's whole enumeration, from its start
-(:func:`fastcf._validation.deadline`): each program (a node's, and an answer's check) gets the
-time the row has left (:func:`fastcf._validation.time_left`), no node is solved past it, and
-the answers found by then are returned, marked ``info["enumeration_stopped"] = "time_limit"``.
+(:func:`fastcf._validation.deadline`), whatever the model: no node is solved past it, and the
+answers found by then are returned, marked ``info["enumeration_stopped"] = "time_limit"``. A
+tree or network program (a node's, and an answer's check) gets the time the row has left
+(:func:`fastcf._validation.time_left`); a linear or prototype one takes no limit, as in
+``explain``.
 """
 
 from __future__ import annotations
@@ -78,18 +80,21 @@ def flipsets(
 
 def row_alternatives(
     ex, frame, tidx, form, bounds, allow, max_changes, max_nodes, k, keep, time_limit=None,
-    plausible=False, held=None,
+    plausible=False, held=None, timed=True,
 ):  # fmt: skip
     """Return the alternatives of the one row of ``frame`` (a list of ``k``, or a generator).
 
     ``form``, ``allow``: the explainer's resolved ``(base, margin, tau)`` and allowed moves;
     ``keep``: whether missing cells stay missing (``missing="keep"``); ``time_limit``: seconds
-    for the whole enumeration, from now, each program given the time left (a node it stops
-    keeps its answer, not certified; no node is solved past it);
+    for the whole enumeration, from now (no node is solved past it), and ``timed``: whether
+    each program takes the time left (a tree or network program, as
+    :func:`~fastcf._tabular.request.read_options` decides; a node it stops keeps its answer,
+    not certified);
     ``plausible``: every node restricted to the training regions (tree programs); ``held``:
     the columns held for the query (default: the explainer's immutable and unused ones).
     """
     end = deadline(time_limit)
+    left = time_left if timed else (lambda _end: None)  # (a program's own limit)
     s = ex._schema
     prog = ex._program
     row = frame.to_numpy(dtype=object)[0]
@@ -102,7 +107,7 @@ def row_alternatives(
     def solve(fmask):  # the program alone: the model checks only the answers returned
         q = make_query(
             s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes, form[2],
-            time_left(end), plausible,
+            left(end), plausible,
         )  # fmt: skip
         ans = solve_row(prog, x0, k0, q, row)
         changed = np.zeros(len(s.columns), dtype=bool)
@@ -114,7 +119,7 @@ def row_alternatives(
 
     def accept(fmask):  # solved again with the model's check (and its margin steps)
         arrays = answers(
-            ex, frame, tidx, form, bounds, allow, fmask, max_changes, time_limit=time_left(end),
+            ex, frame, tidx, form, bounds, allow, fmask, max_changes, time_limit=left(end),
             plausible=plausible,
         )  # fmt: skip
         res = batch(ex, frame, tidx, *arrays)[0]
