@@ -431,7 +431,8 @@ class TreeExplainer(BaseExplainer):
             ``time_limit`` bounds the whole enumeration of each query row, from its start:
             each restricted query's :meth:`explain` gets the time the row has left, none is
             solved past it, and the answers found by then are returned (fewer than ``k``),
-            with ``info["enumeration_stopped"] = "time_limit"``.
+            with ``info["enumeration_stopped"] = "time_limit"`` (one the limit stopped keeps
+            its answer, status 1, so the list may then be out of exact cost order).
 
         Returns
         -------
