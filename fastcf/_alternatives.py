@@ -8,16 +8,21 @@ contains the set of no cheaper answer returned (actionable-recourse's flipsets).
 and tabular families run the same scheme over their own programs
 (:mod:`fastcf._linear.alternatives`, :mod:`fastcf._tabular.alternatives`), which share
 work between the nodes.
+
+``time_limit=`` bounds each query row's whole enumeration (:func:`fastcf._validation.deadline`
+from the row's start): each node's ``explain`` gets the time the row has left
+(:func:`fastcf._validation.time_left`), and no node is solved past it; the answers found by
+then are returned, marked ``info["enumeration_stopped"] = "time_limit"``
+(:class:`fastcf._lawler.Stop`).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 
-from ._validation import check_int, resolve_frozen
+from ._validation import check_int, check_scalar, deadline, resolve_frozen, time_left
 
 __all__ = ["enumerate_answers"]
 
@@ -29,11 +34,14 @@ def enumerate_answers(ex, x, target, k, max_nodes, options):
     max_nodes = check_int(max_nodes, "max_nodes", lo=1)
     X, single, names, tidx = ex._queries(x, target)
     fmask0 = resolve_frozen(options.pop("frozen", None), ex.n_features_in_, names)
+    limit = check_scalar(
+        options.pop("time_limit", None), "time_limit", lo=0.0, lo_open=True, allow_none=True
+    )
     rows = [_query_row(x, i, names) for i in range(X.shape[0])]
     bounds = options.pop("bounds", None)
     alts = [
         _one(ex, rows[i], ex.classes_[tidx[i]], k, max_nodes, fmask0, _row_bounds(bounds, i, X),
-             options)
+             limit, options)
         for i in range(X.shape[0])
     ]  # fmt: skip
     return alts[0] if single else alts
@@ -61,14 +69,22 @@ def _row_bounds(bounds, i, X):
     return bounds
 
 
-def _one(ex, row, target, k, max_nodes, fmask0, bounds, options):
-    """Return the alternatives of one query (a list, or a lazy iterator when ``k`` is None)."""
-    from ._lawler import lawler
+def _one(ex, row, target, k, max_nodes, fmask0, bounds, time_limit, options):
+    """Return the alternatives of one query (a list, or a lazy iterator when ``k`` is None).
 
+    ``time_limit``: seconds for the whole enumeration, from now (None: no limit).
+    """
+    from ._lawler import Stop, lawler
+
+    end = deadline(time_limit)
     x0 = np.asarray(row, dtype=np.float64)
+    # (no limit: explain is called as before, without a time_limit= of its own)
+    limit = {} if time_limit is None else {"time_limit": None}
 
     def solve_node(fmask):
-        res = ex.explain(row, target, frozen=list(fmask), bounds=bounds, **options)
+        if limit:
+            limit["time_limit"] = time_left(end)  # the time the whole enumeration has left
+        res = ex.explain(row, target, frozen=list(fmask), bounds=bounds, **limit, **options)
         return res, (res.distance if res.success else math.inf)
 
     def changed(res):
@@ -79,5 +95,6 @@ def _one(ex, row, target, k, max_nodes, fmask0, bounds, options):
 
     # a node's value is the distance explain returns: the scheme's order is that of the
     # distances returned (an inexact node solve aside: LGMLVQ's CCP), no cost= to wait on
-    gen = lawler(solve_node, changed, accept, fmask0, max_nodes)
-    return gen if k is None else list(itertools.islice(gen, k))
+    stop = Stop()
+    gen = lawler(solve_node, changed, accept, fmask0, max_nodes, deadline=end, stop=stop)
+    return stop.take(gen, k)

@@ -24,6 +24,13 @@ answer is still returned, after the dearer one), as the first answer stays ``exp
 Families whose node value is the distance returned (trees, LVQ, networks: a node is
 ``explain``'s answer) pass no ``cost``: their answers are returned as soon as accepted.
 
+The scheme stops before its next node solve at ``max_nodes`` solves or at a ``deadline``
+(``time.perf_counter()``, :func:`fastcf._validation.deadline` of the call's ``time_limit=``),
+and returns the answers accepted so far: the enumeration's :class:`Stop` records which limit,
+and marks the answers returned after (and, for a list, with) the stop with
+``info["enumeration_stopped"]`` = ``"max_nodes"`` or ``"time_limit"``. An enumeration that ran
+out of nodes, or gave ``k`` answers first, marks none.
+
 The scheme never looks inside a node's solve; each family passes its own:
 :mod:`fastcf._linear.alternatives`, :mod:`fastcf._tabular.alternatives`,
 :mod:`fastcf._alternatives`.
@@ -34,13 +41,17 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import time
 
 import numpy as np
 
-__all__ = ["lawler"]
+__all__ = ["Stop", "lawler"]
 
 
-def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None, cost=None):
+def lawler(
+    solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None, cost=None,
+    deadline=math.inf, stop=None,
+):  # fmt: skip
     """Yield the alternatives of one row, in increasing cost (lazy).
 
     Parameters
@@ -68,6 +79,11 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None,
         the order of the scheme (see the module's notes); an answer whose cost exceeds its
         node's value by more than the slack waits for the nodes below its cost. Default: the
         node's value is the cost (each answer returned at once).
+    deadline : float, default=inf
+        ``time.perf_counter()`` past which no further node is solved (as at ``max_nodes``).
+    stop : callable, optional
+        ``stop(reason)``, called once when the scheme stops with nodes left unsolved:
+        ``reason`` is ``"max_nodes"`` or ``"time_limit"`` (a :class:`Stop`).
 
     Yields
     ------
@@ -106,7 +122,9 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None,
             yield from release(heap[0][0])  # no node left below the heap's least value
         val, _, Z, sol = heapq.heappop(heap)
         if sol is None:  # a child pushed with its parent's value: solve it now
-            if solved >= max_nodes:
+            if solved >= max_nodes or time.perf_counter() > deadline:
+                if stop is not None:
+                    stop("max_nodes" if solved >= max_nodes else "time_limit")
                 break
             sol, val = solve_node(Z)
             solved += 1
@@ -147,3 +165,53 @@ def lawler(solve_node, changed, accept, fmask0, max_nodes=10_000, returned=None,
 def _slack(v):
     """How far below a node value a returned cost can sit (rounding, a re-solve's margin)."""
     return 1e-6 * max(abs(v), 1e-300) if math.isfinite(v) else 0.0
+
+
+class Stop:
+    """Why one enumeration stopped early, and its answers marked so.
+
+    Passed to :func:`lawler` as ``stop``; ``reason`` is None until the scheme stops with nodes
+    left (``"max_nodes"`` or ``"time_limit"``).
+
+    Examples
+    --------
+    Three features; a node's answer changes its first free feature j, at cost j + 1:
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> def solve(fmask):
+    ...     free = np.flatnonzero(~fmask)
+    ...     return (free[:1], free[0] + 1.0) if free.size else (None, np.inf)
+    >>> def changed(sol):
+    ...     return np.isin(np.arange(3), sol)
+    >>> def accept(fmask, sol):
+    ...     return SimpleNamespace(features=sol.tolist(), info={})
+    >>> stop = Stop()
+    >>> out = stop.take(lawler(solve, changed, accept, np.zeros(3, bool), max_nodes=2,
+    ...                        stop=stop), k=5)
+    >>> [(a.features, a.info) for a in out]
+    [([0], {'enumeration_stopped': 'max_nodes'}), ([1], {'enumeration_stopped': 'max_nodes'})]
+    """
+
+    def __init__(self):
+        self.reason = None
+
+    def __call__(self, reason):
+        self.reason = reason
+
+    def mark(self, answer):
+        """Return ``answer`` with ``info["enumeration_stopped"]`` set once the scheme stopped."""
+        if self.reason is not None:
+            answer.info["enumeration_stopped"] = self.reason
+        return answer
+
+    def take(self, answers, k):
+        """Return the first ``k`` of ``answers`` (a list), or a lazy iterator when ``k`` is None.
+
+        A list is marked whole when the scheme stopped before its ``k``-th answer (the list
+        then has the answers found so far); a lazy iterator marks those it yields after the
+        stop.
+        """
+        if k is None:
+            return (self.mark(a) for a in answers)
+        return [self.mark(a) for a in list(itertools.islice(answers, k))]

@@ -15,6 +15,7 @@ import numpy as np
 
 __all__ = [
     "deadline",
+    "time_left",
     "as_float_array",
     "as_queries",
     "check_scalar",
@@ -200,6 +201,25 @@ def deadline(time_limit, start=None):
     if time_limit is None:
         return math.inf
     return (time.perf_counter() if start is None else start) + time_limit
+
+
+def time_left(deadline):
+    """Return the seconds left until ``deadline`` as a ``time_limit=`` (None when it is inf).
+
+    The limit handed to one step of a call bounded by :func:`deadline` as a whole (a node of
+    an enumeration, each given the time its call has left). A spent deadline gives the
+    smallest positive limit, which every ``time_limit=`` accepts and which is spent at once.
+
+    Examples
+    --------
+    >>> time_left(math.inf) is None
+    True
+    >>> time_left(0.0)
+    5e-324
+    """
+    if deadline == math.inf:
+        return None
+    return max(deadline - time.perf_counter(), math.ulp(0.0))
 
 
 def check_scalar(

@@ -355,9 +355,16 @@ class LinearExplainer(LinearScores):
             As in :meth:`explain` (one form of query).
         max_nodes : int, default=10000
             Restricted problems solved before the enumeration stops (fewer than ``k`` answers
-            are returned then).
-        exact, time_limit
+            are returned then, each with ``info["enumeration_stopped"] = "max_nodes"``).
+        exact : bool, default=True
             Accepted, as by :meth:`explain` (each answer is exact).
+        time_limit : float, optional
+            Seconds for the whole enumeration of each query row, from its start. No restricted
+            problem is solved past it (a ``max_changes`` node's branch-and-bound stops there
+            too, with its best answer, status 1); the answers found by then are returned (fewer
+            than ``k``, each judged as always), with ``info["enumeration_stopped"] =
+            "time_limit"``. The first answer, :meth:`explain`'s, is always solved. None (the
+            default): no limit.
         verify : {"fold", "model"}, default="fold"
             As in :meth:`explain`: ``"model"`` asks the model's own ``predict`` (and
             ``predict_proba`` for ``proba=``) about every answer; one it refuses is kept in
@@ -380,11 +387,11 @@ class LinearExplainer(LinearScores):
         """
         from ._linear.alternatives import enumerate_answers
 
-        check_exact(exact, time_limit)
+        _, time_limit = check_exact(exact, time_limit)
         check_verify(verify, self.model)
         alts = enumerate_answers(
             self, x, target, k, lam, proba, region, margin, frozen, weights, bounds, metric,
-            max_changes, tol, max_iter, max_nodes,
+            max_changes, tol, max_iter, max_nodes, time_limit,
         )  # fmt: skip
         return _stage.finish_each(self, alts, verify, proba)
 

@@ -283,9 +283,12 @@ class LVQExplainer(BaseExplainer):
             ``info["exact"]`` says whether an answer is a certified optimum: False for LGMLVQ
             (the penalty CCP is a local method) and for an answer stopped by a limit.
         time_limit : float, optional
-            Seconds for each row of ``max_changes``, from its start (its MILPs, each given the
-            time left, or its branch-and-bound over frozen sets; status 1 and
-            ``info["proven"]`` False when it stops them); the other programs take no limit.
+            Seconds for each row, from its start: a row of ``max_changes`` (its MILPs, each
+            given the time left, or its branch-and-bound over frozen sets; status 1 and
+            ``info["proven"]`` False when it stops them) and LGMLVQ's penalty CCP (its rounds
+            and its programs' builds: the best valid answer found, status 1, or
+            ``success=False`` with status 1 and the reason when it has none). The exact
+            GLVQ/GMLVQ programs take no limit (solved in milliseconds).
         n_jobs : int, optional
             Threads for a batch: None (the default) every core (Numba's thread count,
             ``NUMBA_NUM_THREADS``), ``k`` at most k, ``-1`` every core. The exact Euclidean
@@ -378,10 +381,17 @@ class LVQExplainer(BaseExplainer):
             The number of answers; ``None`` returns a lazy iterator over all of them.
         max_nodes : int, default=1000
             Restricted queries solved (one :meth:`explain` each) before the enumeration stops
-            (fewer than ``k`` answers are returned then).
+            (fewer than ``k`` answers are returned then, each with
+            ``info["enumeration_stopped"] = "max_nodes"``).
+        time_limit : float, optional
+            Seconds for the whole enumeration of each query row, from its start: each
+            restricted query's :meth:`explain` gets the time the row has left, and none is
+            solved past it; the answers found by then are returned (fewer than ``k``, each
+            judged as always), with ``info["enumeration_stopped"] = "time_limit"``. None (the
+            default): no limit.
         **options
-            :meth:`explain`'s options (``metric``, ``weights``, ``frozen``, ``bounds``,
-            ``max_changes``, ``exact``, ``time_limit``, ...).
+            :meth:`explain`'s other options (``metric``, ``weights``, ``frozen``, ``bounds``,
+            ``max_changes``, ``exact``, ...).
 
         Returns
         -------

@@ -264,7 +264,8 @@ class NetExplainer(BaseExplainer):
 
         As :meth:`fastcf.TreeExplainer.enumerate`: up to ``k`` answers in increasing
         distance, none of whose changed features contains those of a cheaper one; each is the
-        exact answer of the query with some more features frozen.
+        exact answer of the query with some more features frozen. ``max_nodes`` and
+        ``time_limit`` (seconds for the whole enumeration of each query row) stop it as there.
 
         Examples
         --------

@@ -427,11 +427,19 @@ class TabularExplainer(FrameExplainer):
             As in :meth:`explain`.
         frozen, exact, verify
             As in :meth:`explain`.
-        time_limit, plausible
-            As in :meth:`explain` (``time_limit``: for each program of the enumeration; a
-            stopped one keeps its answer, so the list may then not be in exact cost order).
+        time_limit : float, optional
+            Seconds for the whole enumeration of each row, from its start, whatever the
+            model: no program is solved past it, and a tree or network pipeline's programs each
+            get the time the row has left (a stopped one keeps its answer, so the list may then
+            not be in exact cost order); the answers
+            found by then are returned (fewer than ``k``, each checked by the model as
+            always), with ``info["enumeration_stopped"] = "time_limit"``. None (the default):
+            no limit.
+        plausible
+            As in :meth:`explain`.
         max_nodes : int, default=1000
-            Programs solved before the enumeration stops (then fewer than ``k`` answers).
+            Programs solved before the enumeration stops (then fewer than ``k`` answers, each
+            with ``info["enumeration_stopped"] = "max_nodes"``).
 
         Returns
         -------
@@ -450,8 +458,8 @@ class TabularExplainer(FrameExplainer):
         )  # fmt: skip
         out = [
             row_alternatives(self, r.frame.iloc[[i]], r.tidx[i : i + 1], r.form, bounds, r.allow,
-                             r.max_changes, max_nodes, k, r.keep, r.time_limit, r.plausible,
-                             r.frozen)
+                             r.max_changes, max_nodes, k, r.keep, time_limit, r.plausible,
+                             r.frozen, r.time_limit is not None)
             for i in range(r.frame.shape[0])
         ]  # fmt: skip
         if k is not None:

@@ -423,10 +423,16 @@ class TreeExplainer(BaseExplainer):
             The number of answers; ``None`` returns a lazy iterator over all of them.
         max_nodes : int, default=1000
             Restricted queries solved (one :meth:`explain` each) before the enumeration stops
-            (fewer than ``k`` answers are returned then).
+            (fewer than ``k`` answers are returned then, each with
+            ``info["enumeration_stopped"] = "max_nodes"``).
         **options
             :meth:`explain`'s options (``region``, ``proba``, ``metric``, ``weights``,
             ``frozen``, ``bounds``, ``max_changes``, ``exact``, ``method``, ``time_limit``).
+            ``time_limit`` bounds the whole enumeration of each query row, from its start:
+            each restricted query's :meth:`explain` gets the time the row has left, none is
+            solved past it, and the answers found by then are returned (fewer than ``k``),
+            with ``info["enumeration_stopped"] = "time_limit"`` (one the limit stopped keeps
+            its answer, status 1, so the list may then be out of exact cost order).
 
         Returns
         -------

@@ -2,16 +2,21 @@
 
 Lawler's k-best scheme over restrictions of the query (:func:`fastcf._lawler.lawler`),
 with the binary Manhattan case in one kernel (:func:`flipsets`).
+
+``time_limit=`` bounds each query row's whole enumeration, from the row's start
+(:func:`fastcf._validation.deadline`): no node is solved past it (a ``max_changes`` node's
+branch-and-bound stops there too), and the answers found by then are returned, each judged
+as always, marked ``info["enumeration_stopped"] = "time_limit"``. With a limit the binary
+Manhattan case runs the Python scheme, which reads the clock between nodes (the kernel does
+not; the two give the same answers).
 """
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from .. import _stage
-from .._validation import check_int
+from .._validation import check_int, deadline, time_left
 from .metric import row_box
 from .route import make_query, row_problem, solve, sparse_row
 from .verify import keep_source, source_meets
@@ -21,9 +26,12 @@ __all__ = ["enumerate_answers", "flipsets"]
 
 def enumerate_answers(
     ex, x, target, k, lam, proba, region, margin, frozen, weights, bounds, metric, max_changes,
-    tol, max_iter, max_nodes,
+    tol, max_iter, max_nodes, time_limit=None,
 ):  # fmt: skip
-    """Return :meth:`fastcf.LinearExplainer.enumerate`'s answers (its arguments, checked here)."""
+    """Return :meth:`fastcf.LinearExplainer.enumerate`'s answers (its arguments, checked here).
+
+    ``time_limit``: seconds for each row's enumeration (checked by the caller).
+    """
     ex._check_form(lam, proba, region)
     if k is not None:
         k = check_int(k, "k", lo=1)
@@ -33,12 +41,12 @@ def enumerate_answers(
         return [
             _one(ex, X[i : i + 1], tidx[i : i + 1], names, k, lam, proba, region, margin, frozen,
                  weights, _row_bounds(bounds, i, X.shape[0]), metric, max_changes, tol,
-                 max_iter, max_nodes)
+                 max_iter, max_nodes, time_limit)
             for i in range(X.shape[0])
         ]  # fmt: skip
     return _one(
         ex, X, tidx, names, k, lam, proba, region, margin, frozen, weights, bounds, metric,
-        max_changes, tol, max_iter, max_nodes,
+        max_changes, tol, max_iter, max_nodes, time_limit,
     )  # fmt: skip
 
 
@@ -57,11 +65,12 @@ def _row_bounds(bounds, i, n):
 
 def _one(
     ex, X, tidx, names, k, lam, proba, region, margin, frozen, weights, bounds, metric,
-    max_changes, tol, max_iter, max_nodes,
+    max_changes, tol, max_iter, max_nodes, time_limit=None,
 ):  # fmt: skip
-    """Return the alternatives of the one query ``X`` (1, D)."""
-    from .._lawler import lawler
+    """Return the alternatives of the one query ``X`` (1, D), in ``time_limit`` seconds."""
+    from .._lawler import Stop, lawler
 
+    end = deadline(time_limit)
     q = make_query(
         ex, X, tidx, names, lam, proba, region, margin, frozen, weights, bounds, metric,
         max_changes, "auto", tol, max_iter,
@@ -74,6 +83,7 @@ def _one(
         return iter([only]) if k is None else [only]
     if (
         k is not None
+        and time_limit is None  # (the kernel does not read the clock)
         and k <= 256
         and q.metric == "manhattan"
         and q.form != "lam"
@@ -88,7 +98,9 @@ def _one(
     def solve_node(fmask):
         if q.max_changes is None:
             return prob.solve(fmask)  # lean: the answer and its cost
-        sol, val, mask = sparse_row(ex, X, tidx, q, 0, fmask, prob)
+        # (its branch-and-bound stops at the enumeration's deadline: the time left)
+        qn = q if time_limit is None else q._replace(time_limit=time_left(end))
+        sol, val, mask = sparse_row(ex, X, tidx, qn, 0, fmask, prob)
         return sol, val
 
     def accept(fmask, sol):
@@ -104,13 +116,13 @@ def _one(
     # in the order of the answers returned (the distance; lam=: problem (2)'s objective), not
     # of their nodes' lean values (~3e-8 above the distance)
     cost = prob.objective
+    stop = Stop()
     gen = (
         _stage.package(ex, sol, X, tidx, names, True)
-        for sol in lawler(solve_node, prob.changed, accept, q.fmask, max_nodes, returned, cost)
-    )
-    if k is None:
-        return gen
-    return list(itertools.islice(gen, k))
+        for sol in lawler(solve_node, prob.changed, accept, q.fmask, max_nodes, returned, cost,
+                          end, stop)
+    )  # fmt: skip
+    return stop.take(gen, k)
 
 
 def _judge(ex, sol, tidx, proba):
@@ -132,7 +144,9 @@ def flipsets(ex, X, tidx, names, q, k, max_nodes):
     :func:`fastcf._lawler.lawler` step for step; its candidates are judged here by
     the model as ``accept`` judges them (row by row). ``None`` (the Python scheme answers)
     whenever a candidate is not confirmed, where the two could differ, or the distances are
-    not in order.
+    not in order; and where it gave fewer than ``k`` answers with ``max_nodes`` below the
+    number of frozen sets (2 to the free features): the kernel does not say whether the limit
+    stopped it, the Python scheme does (``info["enumeration_stopped"]``).
     """
     from ..results import _item
     from .manhattan import binary_flipsets
@@ -144,6 +158,8 @@ def flipsets(ex, X, tidx, names, q, k, max_nodes):
     )  # fmt: skip
     if sol is None:
         return None
+    if sol.x.shape[0] < k and max_nodes < 2.0 ** np.count_nonzero(~q.fmask):
+        return None  # (the scheme may have stopped at max_nodes: said so by the Python one)
     sol = _judge(ex, sol, np.full(sol.x.shape[0], tidx[0], dtype=np.int64), q.proba)
     if not sol.success.all() or np.any(np.diff(sol.distance) < 0):
         return None  # (out of order by the distances returned: the Python scheme sorts them)

@@ -30,17 +30,29 @@ last such point, with status MAXITER ("stopped early") instead of no answer at a
 answers every query for which some target prototype p_i (frozen features kept) is won by p_i and
 meets the box and the user constraints.
 
+``time_limit=`` bounds each row, program builds included (:func:`fastcf._validation.deadline`
+from the row's start): the clock is read before each target prototype's program is built and
+before each round. A stop keeps the best valid answer, as a failed round does: the last iterate
+(or the start p_i) when it meets the true and the hard constraints, status MAXITER and a
+message naming the time_limit; past the limit the prototypes left are not tried once the row has
+an answer, and one without an answer yet is answered by a prototype's start point alone (no
+program built, no round). A row with no valid point by then fails (``success=False``, status
+MAXITER, the reason in its message).
+
 Typo in the paper, for the record: eq. 24 has p_jᵀΩ_i p_j where p_jᵀΩ_j p_j is meant (eq. 27 has
 it right).
 """
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from fastcf._status import Status, message
 from fastcf.results import Solution
 
+from .._validation import deadline
 from .options import row_options
 from .programs import program, set_box, snap_l1, solve, theta
 
@@ -49,6 +61,8 @@ __all__ = ["METHOD", "solve_ccp"]
 METHOD = "penalty CCP"
 _OK, _MAXITER = int(Status.OK), int(Status.MAXITER)
 _INFEASIBLE, _NUMERIC = int(Status.INFEASIBLE), int(Status.NUMERIC)
+#: the message of a row its time_limit stopped before any answer
+_LATE = "time_limit reached before the penalty CCP found an answer"
 
 
 def _meets_hard_constraints(x, lo, hi, C, c):
@@ -64,8 +78,9 @@ def _wins(x, i, others, P, Lams):
 
 
 def solve_ccp(
-    cache, geo, X, tgt, metric, opts, solver, max_iter, tol, tau0=1.0, mu=2.0, tau_max=1e6
-) -> Solution:
+    cache, geo, X, tgt, metric, opts, solver, max_iter, tol, tau0=1.0, mu=2.0, tau_max=1e6,
+    time_limit=None,
+) -> Solution:  # fmt: skip
     """Run the penalty CCP from every target prototype of every query; return a Solution.
 
     Parameters
@@ -88,6 +103,10 @@ def solve_ccp(
         Stopping tolerance (relative change of θ and largest slack).
     tau0, mu, tau_max : float
         Penalty schedule τ ← min(μτ, τ_max), from τ₀.
+    time_limit : float or None
+        Seconds for each row, from its start (program builds included): the procedure stops
+        there with the best valid answer found (status MAXITER), or fails with status MAXITER
+        when it has none (see the module's notes). None: no limit.
 
     Returns
     -------
@@ -107,26 +126,34 @@ def solve_ccp(
     messages = [message(_INFEASIBLE)] * N
     fallback = np.full(N, np.inf)
     for a in range(N):
+        end = deadline(time_limit)  # (inf: no limit)
         x0 = X[a]
         ro = row_options(opts, a)  # the row's own box when the bounds are per row
         lo, hi = ro.lo, ro.hi
         fail = None
+        late = False  # the row's time_limit stopped a round or left a prototype untried
         for i in np.flatnonzero(geo.cls == tgt[a]):
             # fallback of the Suggest step: p_i itself, when it meets the hard constraints
             zf = P[i] - x0
             if np.all(zf[~free] == 0) and _meets_hard_constraints(P[i], lo, hi, C, c):
                 fallback[a] = min(fallback[a], theta(zf, metric, w))
-            prog = program(cache, geo, i, metric, ro, ccp=True)
-            par, others = prog["par"], prog["others"]
-            set_box(prog, x0, lo, hi)
+            stopped = time.perf_counter() > end  # (before the program is built)
+            if stopped and proto[a] >= 0:
+                late = True
+                break  # an answer already: the prototypes left are not tried
             with np.errstate(over="ignore", invalid="ignore"):
                 off = Om[i] @ (x0 - P[i])
             if not np.isfinite(off).all():
                 fail = (_NUMERIC, "numerical failure: the distances overflow")
                 continue
-            par["off"].value = off
-            if "hu" in par:
-                par["hu"].value = c - C @ x0
+            others = np.flatnonzero(geo.valid[i])  # (the program's "others")
+            if not stopped:  # (past the limit no round runs: no program is built)
+                prog = program(cache, geo, i, metric, ro, ccp=True)
+                par = prog["par"]
+                set_box(prog, x0, lo, hi)
+                par["off"].value = off
+                if "hu" in par:
+                    par["hu"].value = c - C @ x0
             # Suggest: start at the target prototype (feasible for eq. 9b when ε is small)
             zk = P[i] - x0
             zk[~free] = 0.0
@@ -134,10 +161,13 @@ def solve_ccp(
             start_ok = _meets_hard_constraints(x0 + zk, lo, hi, C, c) and _wins(
                 x0 + zk, i, others, P, Lams
             )
+            st_i, msg_i, it = _MAXITER, message(_MAXITER), 0
             tau = tau0
             prev = np.inf
-            st_i, msg_i, it = _MAXITER, message(_MAXITER), 0
-            for it in range(1, max_iter + 1):
+            for it in range(1, 0 if stopped else max_iter + 1):
+                if time.perf_counter() > end:
+                    stopped, it = True, it - 1  # (rounds done)
+                    break
                 xk = x0 + zk
                 with np.errstate(over="ignore", invalid="ignore"):
                     diff = xk[None, :] - P[others]  # (m, D)
@@ -175,6 +205,18 @@ def solve_ccp(
                     break
                 tau = min(mu * tau, tau_max)
             nit[a] += it
+            if stopped:
+                late = True
+                if it == 0 and not start_ok:
+                    fail = (_MAXITER, _LATE)  # no round, and the start is no answer
+                    continue
+                st_i = _MAXITER
+                msg_i = f"stopped early: time_limit reached after {it} round(s) of the penalty CCP"
+                if it == 0:  # (the start: the message below would say it again otherwise)
+                    zk = z_start
+                    msg_i += "; the answer is the start point p_i (frozen features kept)"
+                else:
+                    msg_i += "; the answer is the best found"
             if st_i not in (_OK, _MAXITER):
                 if st_i != _INFEASIBLE:
                     fail = (st_i, msg_i)
@@ -182,7 +224,11 @@ def solve_ccp(
             # the true (non-linearised) constraints must hold, with the solver's accuracy
             if not _wins(x0 + zk, i, others, P, Lams):
                 if not start_ok:
-                    fail = (_NUMERIC, "numerical failure: the penalty CCP iterate is infeasible")
+                    fail = (
+                        (_MAXITER, _LATE)
+                        if stopped
+                        else (_NUMERIC, "numerical failure: the penalty CCP iterate is infeasible")
+                    )
                     continue
                 zk, st_i = z_start, _MAXITER
                 msg_i = (
@@ -202,12 +248,19 @@ def solve_ccp(
                 dist[a], Xcf[a], proto[a], status[a], messages[a] = dd, x, i, st_i, msg_i
         if proto[a] < 0 and fail is not None:
             status[a], messages[a] = fail
+        elif late and status[a] == _OK:  # converged, with target prototypes left untried
+            status[a] = _MAXITER
+            messages[a] = (
+                "stopped early: time_limit reached before every target prototype was tried; "
+                "the answer is the best found"
+            )
     return Solution(
         x=Xcf,
         proba=None,
         distance=dist,
         # the round cap (MAXITER) at an iterate that meets the true constraints is an answer
-        success=(status == _OK) | (status == _MAXITER),
+        # (a row stopped by its time_limit before any answer has none: proto -1)
+        success=((status == _OK) | (status == _MAXITER)) & (proto >= 0),
         status=status,
         nit=nit,
         method=METHOD,

@@ -31,7 +31,7 @@ class Query(NamedTuple):
     max_iter: int | None
     tol: float
     max_changes: int | None
-    time_limit: float | None
+    time_limit: float | None  # seconds per row: max_changes' search, the penalty CCP
     proba: None = None  # (an LVQ model has no probabilities: the judge asks none)
 
 
@@ -67,8 +67,12 @@ def solve(ex, X, tidx, opts, q):
 
         def run(Xr, tr, o):
             return _on_box(
-                ccp.solve_ccp(ex._cache, geo, Xr, tr, q.metric, o, q.solver, n_rounds, q.tol), o
-            )
+                ccp.solve_ccp(
+                    ex._cache, geo, Xr, tr, q.metric, o, q.solver, n_rounds, q.tol,
+                    time_limit=q.time_limit,
+                ),
+                o,
+            )  # fmt: skip
 
         policy = PrototypeFallback(ex, X, tidx, opts, q.metric)
     sol = run(X, tidx, opts)

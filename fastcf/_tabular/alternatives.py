@@ -10,17 +10,24 @@ Values only grow from parent to child, so answers come out in increasing cost; a
 returned when the model accepts it and its changed set contains the set of no answer returned
 before (actionable-recourse's flipsets). This module adapts the tabular solve to the one
 implementation of the scheme.
+
+``time_limit=`` bounds the row's whole enumeration, from its start
+(:func:`fastcf._validation.deadline`), whatever the model: no node is solved past it, and the
+answers found by then are returned, marked ``info["enumeration_stopped"] = "time_limit"``. A
+tree or network program (a node's, and an answer's check) gets the time the row has left
+(:func:`fastcf._validation.time_left`); a linear or prototype one takes no limit, as in
+``explain``.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 
-from .._lawler import lawler
+from .._lawler import Stop, lawler
 from .._status import Status
+from .._validation import deadline, time_left
 from .imputed import solve_row
 from .options import make_query
 from .solve import answers, batch
@@ -28,7 +35,9 @@ from .solve import answers, batch
 __all__ = ["flipsets", "row_alternatives"]
 
 
-def flipsets(solve, accept, fmask0, max_nodes=1000, returned=None, cost=None):
+def flipsets(
+    solve, accept, fmask0, max_nodes=1000, returned=None, cost=None, end=math.inf, stop=None
+):
     """Yield the alternatives of one row, cheapest first (lazy).
 
     Parameters
@@ -50,6 +59,8 @@ def flipsets(solve, accept, fmask0, max_nodes=1000, returned=None, cost=None):
         solves the node again): the rule is checked on it (:func:`fastcf._lawler.lawler`).
     cost : callable, optional
         ``cost(answer) -> float``: the answer's cost as returned, the order of the answers.
+    end, stop
+        :func:`fastcf._lawler.lawler`'s ``deadline`` and ``stop``.
 
     Yields
     ------
@@ -63,22 +74,27 @@ def flipsets(solve, accept, fmask0, max_nodes=1000, returned=None, cost=None):
 
     return lawler(
         solve_node, lambda out: out[2], lambda fmask, out: accept(out[0]), fmask0, max_nodes,
-        returned, cost,
+        returned, cost, end, stop,
     )  # fmt: skip
 
 
 def row_alternatives(
     ex, frame, tidx, form, bounds, allow, max_changes, max_nodes, k, keep, time_limit=None,
-    plausible=False, held=None,
+    plausible=False, held=None, timed=True,
 ):  # fmt: skip
     """Return the alternatives of the one row of ``frame`` (a list of ``k``, or a generator).
 
     ``form``, ``allow``: the explainer's resolved ``(base, margin, tau)`` and allowed moves;
     ``keep``: whether missing cells stay missing (``missing="keep"``); ``time_limit``: seconds
-    for each node's tree program (a node it stops keeps its answer, not certified);
+    for the whole enumeration, from now (no node is solved past it), and ``timed``: whether
+    each program takes the time left (a tree or network program, as
+    :func:`~fastcf._tabular.request.read_options` decides; a node it stops keeps its answer,
+    not certified);
     ``plausible``: every node restricted to the training regions (tree programs); ``held``:
     the columns held for the query (default: the explainer's immutable and unused ones).
     """
+    end = deadline(time_limit)
+    left = time_left if timed else (lambda _end: None)  # (a program's own limit)
     s = ex._schema
     prog = ex._program
     row = frame.to_numpy(dtype=object)[0]
@@ -90,8 +106,8 @@ def row_alternatives(
 
     def solve(fmask):  # the program alone: the model checks only the answers returned
         q = make_query(
-            s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes, form[2], time_limit,
-            plausible,
+            s, x0, k0, tidx[0], threshold, bounds, allow, fmask, max_changes, form[2],
+            left(end), plausible,
         )  # fmt: skip
         ans = solve_row(prog, x0, k0, q, row)
         changed = np.zeros(len(s.columns), dtype=bool)
@@ -103,7 +119,7 @@ def row_alternatives(
 
     def accept(fmask):  # solved again with the model's check (and its margin steps)
         arrays = answers(
-            ex, frame, tidx, form, bounds, allow, fmask, max_changes, time_limit=time_limit,
+            ex, frame, tidx, form, bounds, allow, fmask, max_changes, time_limit=left(end),
             plausible=plausible,
         )  # fmt: skip
         res = batch(ex, frame, tidx, *arrays)[0]
@@ -115,5 +131,6 @@ def row_alternatives(
 
     # the rule on the answers returned, in the order of their costs (a margin step can raise
     # an answer's cost above its node's)
-    gen = flipsets(solve, accept, frozen0, max_nodes, returned, lambda res: res.distance)
-    return gen if k is None else list(itertools.islice(gen, k))
+    stop = Stop()
+    gen = flipsets(solve, accept, frozen0, max_nodes, returned, lambda res: res.distance, end, stop)
+    return stop.take(gen, k)
