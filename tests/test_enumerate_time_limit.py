@@ -156,7 +156,7 @@ def test_linear_enumerate_says_when_max_nodes_stopped_it():
     assert 1 <= len(alts) < 20 and _stopped(alts, "max_nodes")
     alts = ex.enumerate(X[0], 2, k=2, region=True, metric="manhattan")
     assert len(alts) == 2 and all("enumeration_stopped" not in a.info for a in alts)
-    # binary Manhattan (the one-kernel scheme's case, which the Python scheme then answers)
+    # binary Manhattan (the one-kernel scheme's case: the kernel says so too)
     X, model = _binary_iris()
     ex = fastcf.LinearExplainer(model)
     alts = ex.enumerate(X[0], 1, k=20, region=True, metric="manhattan", max_nodes=2)

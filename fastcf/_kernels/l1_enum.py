@@ -145,6 +145,9 @@ def lawler_l1(x0, w, sign, c0, cost, frozen0, theta, lo, hi, bounded, keys, k, m
         Their knapsack answers, as the kernel of ``explain`` returns them.
     fallback : bool
         A candidate with a status other than OK: the caller takes the Python scheme.
+    limited : bool
+        The scheme stopped at ``max_nodes`` with nodes left (as :func:`fastcf._lawler.lawler`
+        then calls its ``stop("max_nodes")``).
     """
     D = x0.shape[0]
     Zs = np.zeros((k, D), dtype=np.bool_)
@@ -179,6 +182,7 @@ def lawler_l1(x0, w, sign, c0, cost, frozen0, theta, lo, hi, bounded, keys, k, m
     size = 1
     tie = 1
     solved = 1
+    limited = False
     found = 0
     S = np.empty(D, dtype=np.bool_)
     while size > 0:
@@ -190,6 +194,7 @@ def lawler_l1(x0, w, sign, c0, cost, frozen0, theta, lo, hi, bounded, keys, k, m
         Z = masks[node]
         if not done:  # a child pushed with its parent's value: solve it now
             if solved >= max_nodes:
+                limited = True
                 break
             val, _st, _z, _d, _nm = _node(x0, w, sign, c0, cost, Z, theta, lo, hi, bounded, out)
             solved += 1
@@ -216,7 +221,7 @@ def lawler_l1(x0, w, sign, c0, cost, frozen0, theta, lo, hi, bounded, keys, k, m
                 break
         if not contains:
             if st != _OK:
-                return found, Zs, Xs, zetas, stats, dists, nmvs, True
+                return found, Zs, Xs, zetas, stats, dists, nmvs, True, False
             Zs[found] = Z
             Xs[found] = out
             zetas[found], stats[found], dists[found], nmvs[found] = z, st, d, nm
@@ -268,4 +273,4 @@ def lawler_l1(x0, w, sign, c0, cost, frozen0, theta, lo, hi, bounded, keys, k, m
             tie += 1
             _sift_up(hv, ht, hn, hs, size)
             size += 1
-    return found, Zs, Xs, zetas, stats, dists, nmvs, False
+    return found, Zs, Xs, zetas, stats, dists, nmvs, False, limited

@@ -144,9 +144,8 @@ def flipsets(ex, X, tidx, names, q, k, max_nodes):
     :func:`fastcf._lawler.lawler` step for step; its candidates are judged here by
     the model as ``accept`` judges them (row by row). ``None`` (the Python scheme answers)
     whenever a candidate is not confirmed, where the two could differ, or the distances are
-    not in order; and where it gave fewer than ``k`` answers with ``max_nodes`` below the
-    number of frozen sets (2 to the free features): the kernel does not say whether the limit
-    stopped it, the Python scheme does (``info["enumeration_stopped"]``).
+    not in order. Stopped at ``max_nodes``, the kernel's answers say so
+    (``info["enumeration_stopped"]``), as the Python scheme's do.
     """
     from ..results import _item
     from .manhattan import binary_flipsets
@@ -158,8 +157,6 @@ def flipsets(ex, X, tidx, names, q, k, max_nodes):
     )  # fmt: skip
     if sol is None:
         return None
-    if sol.x.shape[0] < k and max_nodes < 2.0 ** np.count_nonzero(~q.fmask):
-        return None  # (the scheme may have stopped at max_nodes: said so by the Python one)
     sol = _judge(ex, sol, np.full(sol.x.shape[0], tidx[0], dtype=np.int64), q.proba)
     if not sol.success.all() or np.any(np.diff(sol.distance) < 0):
         return None  # (out of order by the distances returned: the Python scheme sorts them)

@@ -251,7 +251,7 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
     sign = 1.0 if tidx[0] == 1 else -1.0
     theta = model.theta(proba) if proba is not None else float(margin)
     lo, hi = kernel_box(bnd)
-    n, _Z, Xs, zeta, status, dist, nmv, fallback = l1_enum.lawler_l1(
+    n, _Z, Xs, zeta, status, dist, nmv, fallback, limited = l1_enum.lawler_l1(
         X[0], model.w, sign, model.c, cost, ~free, theta, lo[0], hi[0], bnd is not None, keys,
         k, max_nodes,
     )  # fmt: skip
@@ -260,7 +260,8 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
     t = np.full(n, tidx[0], dtype=np.int64)
     sol = _binary_finish(
         model, Xs[:n], zeta[:n], t, np.zeros(n, dtype=np.int64), status[:n], None, dist[:n],
-        None, _BINARY_METHOD, False, proba, info={"n_moved": nmv[:n]},
+        None, _BINARY_METHOD, False, proba,
+        info={"n_moved": nmv[:n], **({"enumeration_stopped": "max_nodes"} if limited else {})},
     )  # fmt: skip
     if proba is None or model.proba_as_region(proba):
         # verify.region's first round, by its own rule (proba=τ ≥ 1/2 is region=True at margin
