@@ -154,10 +154,11 @@ def split(family, options, *, where):
 def _unknown(name, family, where):
     who = FAMILIES[family]
     if name in OPTIONS:
-        takers = ", ".join(FAMILIES[f] for f in sorted(families_of(name)))
+        fams = sorted(families_of(name))
+        takers = ", ".join(FAMILIES[f] for f in fams)
         return (
             f"{where}: option {name!r} is not one {who} takes (the model is answered by {who}); "
-            f"{takers} take it"
+            f"{takers} {'takes' if len(fams) == 1 else 'take'} it"
         )
     mine = [n for n in OPTIONS if stage_of(n, family) is not None]
     close = difflib.get_close_matches(name, mine, n=1) or difflib.get_close_matches(

@@ -18,11 +18,15 @@ from ._options import split, stage_of
 __all__ = ["signpost", "counterfactual", "explainer_for"]
 
 
-def _family(model, X_train):
+def _family(model, X_train, options=()):
     """Return the family (a key of :data:`fastcf._options.FAMILIES`) that answers ``model``.
 
-    Raises the refusal of :func:`explainer_for` when none does (a linear model is tried by
-    :func:`_build`, whose refusal says why).
+    A linear model or pipeline goes to ``"tabular"`` instead of ``"linear"`` when the user gives
+    the training DataFrame and an option only :class:`~fastcf.TabularExplainer` takes
+    (``immutable=``, ``increase_only=``, ``levels=``, ``allowed=``, …): it answers the same
+    model on the DataFrame's columns, with those constraints. Raises the refusal of
+    :func:`explainer_for` when no family answers (a linear model is tried by :func:`_build`,
+    whose refusal says why).
     """
     if any(all(hasattr(model, a) for a in attrs) for attrs in _LVQ_ATTRS):
         return "lvq"
@@ -48,7 +52,16 @@ def _family(model, X_train):
             f"fastcf.TreeExplainer on the fitted {final} itself, on the transformed features; "
             "or pass X_train= here)"
         )
+    if _is_frame(X_train) and any(
+        stage_of(n, "tabular") is not None and stage_of(n, "linear") is None for n in options
+    ):
+        return "tabular"
     return "linear"
+
+
+def _is_frame(X):
+    """Tell whether ``X`` is a pandas DataFrame (without importing pandas)."""
+    return type(X).__name__ == "DataFrame" and hasattr(X, "columns")
 
 
 def _build(family, model, X_train, options):
@@ -119,7 +132,9 @@ def explainer_for(model, X_train=None, **options):
     X_train : pandas.DataFrame, optional
         The training DataFrame: a ``ColumnTransformer`` pipeline, or a pipeline ending in a tree
         model, then goes to ``TabularExplainer(model, X_train, **options)`` (its schema, grids
-        and MAD weights are read from it). Ignored by the other explainers.
+        and MAD weights are read from it), and so does a linear model or pipeline given an
+        option only that explainer takes (``immutable=``, ``increase_only=``, …). Ignored by
+        the other explainers.
     **options
         The chosen explainer's construction options (:class:`~fastcf.TabularExplainer`'s
         ``immutable``, ``increase_only``, …; :class:`~fastcf.LVQExplainer`'s
@@ -146,7 +161,7 @@ def explainer_for(model, X_train=None, **options):
     'LinearExplainer'
     """
     _tabular_needs_data(options, X_train, "explainer_for")
-    family = _family(model, X_train)
+    family = _family(model, X_train, options)
     build, query = split(family, options, where="explainer_for")
     if query:
         raise TypeError(
@@ -172,8 +187,10 @@ def counterfactual(model, x, target, *, X_train=None, **options):
     X_train : array_like or pandas.DataFrame, optional
         The training data. A ``ColumnTransformer`` pipeline (or a pipeline ending in a tree
         model) is then answered by ``TabularExplainer(model, X_train, ...)``, with ``x`` a
-        DataFrame row; for the other explainers it gives ``weights="mad"`` its MAD
-        (``fit_mad``; a tree model's ``fit_data`` for ``plausible=True``).
+        DataFrame row, and so is a linear model or pipeline given a DataFrame with an option
+        only that explainer takes (``immutable=``, ``increase_only=``, ``allowed=``, …); for
+        the other explainers it gives ``weights="mad"`` its MAD (``fit_mad``; a tree model's
+        ``fit_data`` for ``plausible=True``).
     **options
         Every option of the explainer the model goes to, from the one table of options
         (:mod:`fastcf._options`): its construction's (``immutable=``, ``increase_only=``,
@@ -200,7 +217,7 @@ def counterfactual(model, x, target, *, X_train=None, **options):
     (True, 0.9)
     """
     _tabular_needs_data(options, X_train, "counterfactual")
-    family = _family(model, X_train)
+    family = _family(model, X_train, options)
     build, query = split(family, options, where="counterfactual")
     ex = _build(family, model, X_train, build)
     if X_train is not None and family != "tabular":

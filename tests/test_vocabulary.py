@@ -163,6 +163,28 @@ def test_the_front_door_takes_construction_and_query_options():
         fastcf.counterfactual(model, row, 1, X_train=X, immutible=["age"])
 
 
+def test_the_front_door_takes_tabular_options_for_a_plain_linear_pipeline():
+    """A scaler + logistic pipeline on numeric DataFrame columns went to LinearExplainer, which
+    refused ``immutable=`` ("TabularExplainer take it"); with the training DataFrame and an
+    option only TabularExplainer takes, it is answered there, the column kept."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"age": rng.uniform(20, 70, 200), "income": rng.uniform(1e4, 1e5, 200)})
+    y = (X.income / 1e4 + X.age / 10 > 10).astype(int)
+    model = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    row = X[model.predict(X) == 0].iloc[[0]]
+    res = fastcf.counterfactual(model, row, 1, X_train=X, immutable=["age"])
+    direct = fastcf.TabularExplainer(model, X, immutable=["age"]).explain(row, 1)
+    assert res.success and res.distance == direct.distance
+    assert res.x.age.iloc[0] == row.age.iloc[0] and res.x.income.iloc[0] != row.income.iloc[0]
+    assert model.predict(res.x)[0] == 1
+    ex = fastcf.explainer_for(model, X, increase_only=["income"])
+    assert isinstance(ex, fastcf.TabularExplainer)
+    assert isinstance(fastcf.explainer_for(model, X), fastcf.LinearExplainer)  # (no such option)
+    # without the DataFrame it stays linear, and the message names the one explainer
+    with pytest.raises(TypeError, match="LinearExplainer takes.*TabularExplainer takes it"):
+        fastcf.counterfactual(model, row.to_numpy(), 1, X_train=X.to_numpy(), allowed={})
+
+
 def test_the_front_door_gives_mad_weights_from_the_training_data(cancer):
     X, y, model = cancer
     res = fastcf.counterfactual(model, X[0], 1, X_train=X, region=True, weights="mad",
