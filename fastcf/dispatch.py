@@ -21,8 +21,8 @@ __all__ = ["signpost", "counterfactual", "explainer_for"]
 def _family(model, X_train, options=()):
     """Return the family (a key of :data:`fastcf._options.FAMILIES`) that answers ``model``.
 
-    A linear model or pipeline goes to ``"tabular"`` instead of ``"linear"`` when the user gives
-    the training DataFrame and an option only :class:`~fastcf.TabularExplainer` takes
+    A linear or tree model (or a linear pipeline) goes to ``"tabular"`` when the user gives the
+    training DataFrame and an option only :class:`~fastcf.TabularExplainer` takes
     (``immutable=``, ``increase_only=``, ``levels=``, ``allowed=``, …): it answers the same
     model on the DataFrame's columns, with those constraints. Raises the refusal of
     :func:`explainer_for` when no family answers (a linear model is tried by :func:`_build`,
@@ -31,7 +31,7 @@ def _family(model, X_train, options=()):
     if any(all(hasattr(model, a) for a in attrs) for attrs in _LVQ_ATTRS):
         return "lvq"
     if type(model).__name__ in TREE_MODELS:
-        return "trees"
+        return "tabular" if _wants_tabular(X_train, options, "trees") else "trees"
     if is_torch(model):
         return "net"
     final = type(final_step(model)).__name__
@@ -52,11 +52,18 @@ def _family(model, X_train, options=()):
             f"fastcf.TreeExplainer on the fitted {final} itself, on the transformed features; "
             "or pass X_train= here)"
         )
-    if _is_frame(X_train) and any(
-        stage_of(n, "tabular") is not None and stage_of(n, "linear") is None for n in options
-    ):
-        return "tabular"
-    return "linear"
+    return "tabular" if _wants_tabular(X_train, options, "linear") else "linear"
+
+
+def _wants_tabular(X_train, options, family):
+    """Tell whether the DataFrame ``X_train`` came with an option ``family`` does not take.
+
+    Only :class:`~fastcf.TabularExplainer` taking it: that explainer then answers the model on
+    the DataFrame's columns.
+    """
+    return _is_frame(X_train) and any(
+        stage_of(n, "tabular") is not None and stage_of(n, family) is None for n in options
+    )
 
 
 def _is_frame(X):
@@ -132,7 +139,7 @@ def explainer_for(model, X_train=None, **options):
     X_train : pandas.DataFrame, optional
         The training DataFrame: a ``ColumnTransformer`` pipeline, or a pipeline ending in a tree
         model, then goes to ``TabularExplainer(model, X_train, **options)`` (its schema, grids
-        and MAD weights are read from it), and so does a linear model or pipeline given an
+        and MAD weights are read from it), and so does a linear or tree model given an
         option only that explainer takes (``immutable=``, ``increase_only=``, …). Ignored by
         the other explainers.
     **options
@@ -187,7 +194,7 @@ def counterfactual(model, x, target, *, X_train=None, **options):
     X_train : array_like or pandas.DataFrame, optional
         The training data. A ``ColumnTransformer`` pipeline (or a pipeline ending in a tree
         model) is then answered by ``TabularExplainer(model, X_train, ...)``, with ``x`` a
-        DataFrame row, and so is a linear model or pipeline given a DataFrame with an option
+        DataFrame row, and so is a linear or tree model given a DataFrame with an option
         only that explainer takes (``immutable=``, ``increase_only=``, ``allowed=``, …); for
         the other explainers it gives ``weights="mad"`` its MAD (``fit_mad``; a tree model's
         ``fit_data`` for ``plausible=True``).

@@ -164,9 +164,10 @@ def test_the_front_door_takes_construction_and_query_options():
 
 
 def test_the_front_door_takes_tabular_options_for_a_plain_linear_pipeline():
-    """A scaler + logistic pipeline on numeric DataFrame columns went to LinearExplainer, which
-    refused ``immutable=`` ("TabularExplainer take it"); with the training DataFrame and an
-    option only TabularExplainer takes, it is answered there, the column kept."""
+    """A scaler + logistic pipeline on numeric DataFrame columns went to LinearExplainer (a bare
+    tree model to TreeExplainer), which refused ``immutable=`` ("TabularExplainer take it");
+    with the training DataFrame and an option only TabularExplainer takes, it is answered
+    there, the column kept."""
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"age": rng.uniform(20, 70, 200), "income": rng.uniform(1e4, 1e5, 200)})
     y = (X.income / 1e4 + X.age / 10 > 10).astype(int)
@@ -180,6 +181,11 @@ def test_the_front_door_takes_tabular_options_for_a_plain_linear_pipeline():
     ex = fastcf.explainer_for(model, X, increase_only=["income"])
     assert isinstance(ex, fastcf.TabularExplainer)
     assert isinstance(fastcf.explainer_for(model, X), fastcf.LinearExplainer)  # (no such option)
+    # a bare tree model on a DataFrame too (TreeExplainer refused immutable= the same way)
+    tree = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
+    row = X[tree.predict(X) == 0].iloc[[0]]
+    res = fastcf.counterfactual(tree, row, 1, X_train=X, immutable=["age"])
+    assert res.success and res.x.age.iloc[0] == row.age.iloc[0] and tree.predict(res.x)[0] == 1
     # without the DataFrame it stays linear, and the message names the one explainer
     with pytest.raises(TypeError, match="LinearExplainer takes.*TabularExplainer takes it"):
         fastcf.counterfactual(model, row.to_numpy(), 1, X_train=X.to_numpy(), allowed={})
