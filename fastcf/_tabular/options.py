@@ -13,7 +13,7 @@ import numpy as np
 from .columns import range_text, resolve_names
 from .milp import Query
 
-__all__ = ["read_rows", "resolve_targets", "resolve_box", "resolve_allowed", "make_query"]
+__all__ = ["read_rows", "resolve_box", "resolve_allowed", "make_query"]
 
 
 def read_rows(schema, x):
@@ -74,25 +74,6 @@ def _wraps(before, after):
     if kind == "f":  # float32 rounds, which is the dtype's own; overflow to inf is a wrap
         return bool(np.any(np.isfinite(a) & ~np.isfinite(b)))
     return bool(np.any((a != b) & ~(np.isnan(a) & np.isnan(b))))
-
-
-def resolve_targets(classes, target, n):
-    """Return the class indices of the target label(s), one per row."""
-    classes = list(classes)
-    idx = {(c.item() if hasattr(c, "item") else c): i for i, c in enumerate(classes)}
-
-    def look(t):
-        t = t.item() if hasattr(t, "item") else t
-        if t not in idx:
-            raise ValueError(f"target {t!r} is not a class of the model; classes: {classes}")
-        return idx[t]
-
-    if isinstance(target, (str, bytes)) or np.ndim(target) == 0:
-        return np.full(n, look(target), dtype=np.int64)
-    t = list(target)
-    if len(t) != n:
-        raise ValueError(f"target must be one label or one label per row ({n}); got {len(t)}")
-    return np.array([look(v) for v in t], dtype=np.int64)
 
 
 def resolve_box(schema, bounds, x0):

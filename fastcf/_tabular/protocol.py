@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._base import BaseExplainer
-from .options import read_rows, resolve_targets
+from .._validation import resolve_targets
+from .options import read_rows
 
 __all__ = ["FrameExplainer", "as_frame"]
 
@@ -82,7 +83,7 @@ class FrameExplainer(BaseExplainer):
         :meth:`fastcf._base.BaseExplainer._queries` is for arrays.
         """
         frame, single = read_rows(self._schema, x)
-        return frame, single, None, resolve_targets(self.classes_, target, frame.shape[0])
+        return frame, single, None, resolve_targets(target, self.classes_, frame.shape[0])
 
     def _frozen(self):
         """Return the columns every query holds: ``immutable`` ones and those the model ignores."""
