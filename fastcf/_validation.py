@@ -15,6 +15,9 @@ import numpy as np
 
 __all__ = [
     "deadline",
+    "check_question",
+    "check_metric",
+    "check_max_changes",
     "time_left",
     "as_float_array",
     "as_queries",
@@ -183,6 +186,43 @@ def check_exact(exact, time_limit):
     return bool(exact), check_scalar(
         time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True
     )
+
+
+def check_question(region, proba, who):
+    """Return ``proba`` checked, for a family that answers ``region=True`` or ``proba=τ``.
+
+    ``who``: the family's name in the message (``"trees"``, ``"networks"``). ``region=False``
+    with no ``proba=`` asks for no condition: a ``ValueError`` that says what is answered.
+
+    Examples
+    --------
+    >>> check_question(False, 0.9, "trees")
+    0.9
+    """
+    if proba is None and not region:
+        raise ValueError(
+            f"region=False asks for no condition: {who} answer region=True (classified as the "
+            "target) or proba=τ (and p_target >= τ)"
+        )
+    return None if proba is None else check_probability(proba, "proba")
+
+
+def check_metric(metric, metrics):
+    """Return ``metric`` if it is one of ``metrics``; a ``ValueError`` naming them otherwise."""
+    if not (isinstance(metric, str) and metric in metrics):
+        raise ValueError(f"metric must be one of {tuple(metrics)}; got {metric!r}")
+    return metric
+
+
+def check_max_changes(max_changes):
+    """Return ``max_changes`` as None or an int >= 1 (every family's reading of the option).
+
+    Examples
+    --------
+    >>> check_max_changes(2), check_max_changes(None)
+    (2, None)
+    """
+    return check_int(max_changes, "max_changes", lo=1, allow_none=True)
 
 
 def deadline(time_limit, start=None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import as_float_array, check_int, check_scalar
+from .._validation import as_float_array, check_int, check_metric, check_scalar
 from . import solvers as _solvers
 from .fast import one_query, plain_query
 from .route import DEFAULT_LAM, METRICS, REDUCED, options
@@ -32,8 +32,8 @@ def path(ex, x, target, lams, frozen, weights, bounds, metric, warm_start, tol, 
         fast = path_one(ex, x, target, lams, frozen, weights, bounds, warm_start, tol, max_iter)
         if fast is not None:
             return fast
-    elif metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
+    else:
+        check_metric(metric, METRICS)
     lams = DEFAULT_LAMS.copy() if lams is None else as_float_array(lams, "lams", ndim=1)
     if lams.size == 0 or not (lams > 0).all():
         raise ValueError("lams must be a non-empty 1-D array of values > 0")

@@ -21,6 +21,8 @@ from .._stage import stack
 from .._status import Status
 from .._validation import (
     check_int,
+    check_max_changes,
+    check_metric,
     check_probability,
     check_scalar,
     check_scalar_positive,
@@ -112,12 +114,10 @@ def make_query(
         raise ValueError("give only one of lam=, proba= or region=True")
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
+    check_metric(metric, METRICS)
     tol = check_scalar(tol, "tol", lo=0.0, lo_open=True)
     max_iter = check_int(max_iter, "max_iter", lo=1)
-    if max_changes is not None:
-        max_changes = check_int(max_changes, "max_changes", lo=1)
+    max_changes = check_max_changes(max_changes)
     fmask, w, bnd = options(ex, X, names, frozen, weights, bounds)
     lams = None
     if proba is not None or region:

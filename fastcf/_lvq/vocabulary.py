@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastcf._validation import check_int
+from fastcf._validation import check_max_changes as _check_max_changes
 
 __all__ = ["check_question", "check_max_changes"]
 
@@ -48,7 +48,7 @@ def check_max_changes(max_changes, kind):
 
     ``kind``: the model's metric (``"euclidean"``, ``"global"``, ``"local"``).
     """
-    m = check_int(max_changes, "max_changes", lo=1, allow_none=True)
+    m = _check_max_changes(max_changes)
     if m is not None and kind == "local":
         raise ValueError(
             "max_changes is refused for LGMLVQ (one Ω per prototype): its target regions are "

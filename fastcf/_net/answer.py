@@ -21,8 +21,9 @@ from .._progress import Tally
 from .._status import Status, message
 from .._threads import each
 from .._validation import (
-    check_int,
-    check_probability,
+    check_max_changes,
+    check_metric,
+    check_question,
     check_scalar,
     resolve_bounds,
     resolve_frozen,
@@ -61,18 +62,10 @@ class NetQuery(NamedTuple):
 def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, max_changes,
           time_limit, exact=True):  # fmt: skip
     """Check the options of a query and return its :class:`NetQuery`."""
-    if proba is None and not region:
-        raise ValueError(
-            "region=False asks for no condition: networks answer region=True (classified as "
-            "the target) or proba=τ (and p_target >= τ)"
-        )
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
-    if proba is not None:
-        proba = check_probability(proba, "proba")
+    proba = check_question(region, proba, "networks")
+    check_metric(metric, METRICS)
     margin = check_scalar(margin, "margin", lo=0.0)
-    if max_changes is not None:
-        max_changes = check_int(max_changes, "max_changes", lo=1)
+    max_changes = check_max_changes(max_changes)
     time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
     D = ex.n_features_in_
     fmask = resolve_frozen(frozen, D, names)

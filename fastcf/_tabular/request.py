@@ -14,7 +14,7 @@ import math
 from typing import NamedTuple
 
 from .._confirm import check_verify
-from .._validation import check_exact, check_int, check_probability, check_scalar
+from .._validation import check_exact, check_max_changes, check_probability, check_scalar
 from .columns import resolve_names
 from .options import resolve_allowed
 
@@ -72,9 +72,7 @@ def read_options(ex, frame, single, tidx, options):
     held = ex._frozen().copy()
     held[resolve_names(o["frozen"], ex._schema.columns, "frozen")] = True
     form = target_form(ex, o["region"], o["proba"], o["margin"])
-    max_changes = o["max_changes"]
-    if max_changes is not None:
-        max_changes = check_int(max_changes, "max_changes", lo=0)
+    max_changes = check_max_changes(o["max_changes"])
     allow = resolve_allowed(ex._schema, o["allowed"], o["transitions"])
     missing = o["missing"]
     if not (isinstance(missing, str) and missing in ("impute", "keep")):

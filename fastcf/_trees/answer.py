@@ -27,8 +27,9 @@ from .._progress import Tally
 from .._status import Status, messages
 from .._threads import each
 from .._validation import (
-    check_int,
-    check_probability,
+    check_max_changes,
+    check_metric,
+    check_question,
     check_scalar,
     resolve_bounds,
     resolve_frozen,
@@ -97,17 +98,9 @@ def answer(ex, X, tidx, names, options, memo=None):
 
 def query(ex, X, names, region, proba, metric, weights, frozen, bounds, max_changes):
     """Check the options of a query and return its :class:`~fastcf._trees.query.TreeQuery`."""
-    if proba is None and not region:
-        raise ValueError(
-            "region=False asks for no condition: trees answer region=True (classified as "
-            "the target) or proba=τ (and p_target >= τ)"
-        )
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
-    if proba is not None:
-        proba = check_probability(proba, "proba")
-    if max_changes is not None:
-        max_changes = check_int(max_changes, "max_changes", lo=1)
+    proba = check_question(region, proba, "trees")
+    check_metric(metric, METRICS)
+    max_changes = check_max_changes(max_changes)
     D = ex.n_features_in_
     dlo, dhi = ex._forest.domain
     check_domain(ex._forest, X, "x")
