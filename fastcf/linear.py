@@ -333,14 +333,12 @@ class LinearExplainer(LinearScores):
     ):
         """Several alternative counterfactuals of each query, cheapest first (Lawler's scheme).
 
-        Returns up to ``k`` answers in increasing distance (for ``lam=``: increasing objective
-        of problem (2)) such that no answer's set of changed features contains the set of a
-        cheaper answer in the list — the semantics of actionable-recourse's flipsets. The first
-        answer is :meth:`explain`'s. Each alternative is the exact optimum of the query with some
-        features frozen, found by Lawler's k-best scheme (as :class:`fastcf.SVMEnumerator`, see
-        :mod:`fastcf._linear.subsets`): on small D the list equals the brute force over all
-        2^D restrictions. Euclidean answers change every free feature that matters, so their
-        alternatives differ by one frozen feature at a time; ``metric="manhattan"`` or
+        Up to ``k`` answers in increasing distance (``lam=``: objective of problem (2)), no
+        answer's set of changed features containing a cheaper one's (actionable-recourse's
+        flipsets). The first is :meth:`explain`'s; each other the exact optimum with some
+        features frozen, by Lawler's k-best scheme (:mod:`fastcf._linear.subsets`): on small D
+        the brute force over all 2^D restrictions. Euclidean answers change every free feature
+        that matters (alternatives differ by one frozen feature); ``metric="manhattan"`` or
         ``max_changes=`` give few-feature alternatives.
 
         Parameters
@@ -354,17 +352,12 @@ class LinearExplainer(LinearScores):
         lam, proba, region, margin, frozen, weights, bounds, metric, max_changes, tol, max_iter
             As in :meth:`explain` (one form of query).
         max_nodes : int, default=10000
-            Restricted problems solved before the enumeration stops (fewer than ``k`` answers
-            are returned then, each with ``info["enumeration_stopped"] = "max_nodes"``).
-        exact : bool, default=True
-            Accepted, as by :meth:`explain` (each answer is exact).
-        time_limit : float, optional
-            Seconds for the whole enumeration of each query row, from its start. No restricted
-            problem is solved past it (a ``max_changes`` node's branch-and-bound stops there
-            too, with its best answer, status 1); the answers found by then are returned (fewer
-            than ``k``, each judged as always), with ``info["enumeration_stopped"] =
-            "time_limit"``. The first answer, :meth:`explain`'s, is always solved. None (the
-            default): no limit.
+            Restricted problems solved before the enumeration stops: the answers found by then
+            are returned, with ``info["enumeration_stopped"] = "max_nodes"``.
+        exact, time_limit
+            As in :meth:`explain` (each answer is exact); ``time_limit`` bounds each row's
+            whole enumeration as ``max_nodes`` does (``"time_limit"``; the first answer,
+            :meth:`explain`'s, is always solved).
         verify : {"fold", "model"}, default="fold"
             As in :meth:`explain`: ``"model"`` asks the model's own ``predict`` (and
             ``predict_proba`` for ``proba=``) about every answer; one it refuses is kept in
@@ -389,10 +382,10 @@ class LinearExplainer(LinearScores):
 
         _, time_limit = check_exact(exact, time_limit)
         check_verify(verify, self.model)
-        alts = enumerate_answers(
-            self, x, target, k, lam, proba, region, margin, frozen, weights, bounds, metric,
-            max_changes, tol, max_iter, max_nodes, time_limit,
-        )  # fmt: skip
+        options = dict(lam=lam, proba=proba, region=region, margin=margin, frozen=frozen,
+                       weights=weights, bounds=bounds, metric=metric, max_changes=max_changes,
+                       tol=tol, max_iter=max_iter, time_limit=time_limit)  # fmt: skip
+        alts = enumerate_answers(self, x, target, k, max_nodes, options)
         return _stage.finish_each(self, alts, verify, proba)
 
     def path(

@@ -427,19 +427,13 @@ class TabularExplainer(FrameExplainer):
             As in :meth:`explain`.
         frozen, exact, verify
             As in :meth:`explain`.
-        time_limit : float, optional
-            Seconds for the whole enumeration of each row, from its start, whatever the
-            model: no program is solved past it, and a tree or network pipeline's programs each
-            get the time the row has left (a stopped one keeps its answer, so the list may then
-            not be in exact cost order); the answers
-            found by then are returned (fewer than ``k``, each checked by the model as
-            always), with ``info["enumeration_stopped"] = "time_limit"``. None (the default):
-            no limit.
-        plausible
-            As in :meth:`explain`.
+        time_limit, plausible
+            As in :meth:`explain`; ``time_limit`` bounds each row's whole enumeration as
+            ``max_nodes`` does (a tree or network program gets the time left and a stopped one
+            keeps its answer, so the list may then not be in exact cost order).
         max_nodes : int, default=1000
-            Programs solved before the enumeration stops (then fewer than ``k`` answers, each
-            with ``info["enumeration_stopped"] = "max_nodes"``).
+            Programs solved before the enumeration stops: the answers found by then are
+            returned, with ``info["enumeration_stopped"] = "max_nodes"`` (``"time_limit"``).
 
         Returns
         -------

@@ -24,30 +24,26 @@ from .verify import keep_source, source_meets
 __all__ = ["enumerate_answers", "flipsets"]
 
 
-def enumerate_answers(
-    ex, x, target, k, lam, proba, region, margin, frozen, weights, bounds, metric, max_changes,
-    tol, max_iter, max_nodes, time_limit=None,
-):  # fmt: skip
+def enumerate_answers(ex, x, target, k, max_nodes, options):
     """Return :meth:`fastcf.LinearExplainer.enumerate`'s answers (its arguments, checked here).
 
-    ``time_limit``: seconds for each row's enumeration (checked by the caller).
+    ``options``: the query's keywords of :func:`~fastcf._linear.route.make_query` (``lam``,
+    ``proba``, ``region``, ``bounds``, …), and ``time_limit``: seconds for each row's
+    enumeration (checked by the caller).
     """
-    ex._check_form(lam, proba, region)
+    ex._check_form(options["lam"], options["proba"], options["region"])
     if k is not None:
         k = check_int(k, "k", lo=1)
     max_nodes = check_int(max_nodes, "max_nodes", lo=1)
     X, single, names, tidx = ex._queries(x, target)
-    if not single:  # one enumeration per row, each with its row of a per-row box
-        return [
-            _one(ex, X[i : i + 1], tidx[i : i + 1], names, k, lam, proba, region, margin, frozen,
-                 weights, _row_bounds(bounds, i, X.shape[0]), metric, max_changes, tol,
-                 max_iter, max_nodes, time_limit)
-            for i in range(X.shape[0])
-        ]  # fmt: skip
-    return _one(
-        ex, X, tidx, names, k, lam, proba, region, margin, frozen, weights, bounds, metric,
-        max_changes, tol, max_iter, max_nodes, time_limit,
-    )  # fmt: skip
+    if single:
+        return _one(ex, X, tidx, names, k, max_nodes, options)
+    # one enumeration per row, each with its row of a per-row box
+    return [
+        _one(ex, X[i : i + 1], tidx[i : i + 1], names, k, max_nodes,
+             {**options, "bounds": _row_bounds(options["bounds"], i, X.shape[0])})
+        for i in range(X.shape[0])
+    ]  # fmt: skip
 
 
 def _row_bounds(bounds, i, n):
@@ -63,18 +59,14 @@ def _row_bounds(bounds, i, n):
     return bounds
 
 
-def _one(
-    ex, X, tidx, names, k, lam, proba, region, margin, frozen, weights, bounds, metric,
-    max_changes, tol, max_iter, max_nodes, time_limit=None,
-):  # fmt: skip
+def _one(ex, X, tidx, names, k, max_nodes, options):
     """Return the alternatives of the one query ``X`` (1, D), in ``time_limit`` seconds."""
     from .._lawler import Stop, lawler
 
+    options = dict(options)
+    time_limit = options.pop("time_limit", None)
     end = deadline(time_limit)
-    q = make_query(
-        ex, X, tidx, names, lam, proba, region, margin, frozen, weights, bounds, metric,
-        max_changes, "auto", tol, max_iter,
-    )  # fmt: skip
+    q = make_query(ex, X, tidx, names, method="auto", **options)
     if q.form == "proba" and source_meets(ex._model, X, tidx, q.proba)[0]:
         # x̄ already meets τ as the model computes it: x̄ is the only answer (every other
         # answer's changed set contains its empty one)
