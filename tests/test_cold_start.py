@@ -83,7 +83,7 @@ out = {
         (logistic, ["_lam_bounded_one", "_breakpoints", "_project_one", "_dist_grad",
                     "_lam.parallel", "_project.parallel"]),
         (knapsack, ["_next", "_record", "_constrained.parallel", "_lam.parallel"]),
-        (lvq_qp, ["_fast.serial", "_fast.parallel", "_fast_row"]),
+        (lvq_qp, ["_fast.serial", "_fast.parallel", "_fast_row", "_solve_one"]),
     )
     for name in names
 }
@@ -126,13 +126,15 @@ def test_single_queries_compile_no_parallel_kernel(compiled):
         "lvq_qp._fast.parallel",
     ):
         assert compiled[name] == [], name
-    assert len(compiled["lvq_qp._fast.serial"]) == 1
-    # the row kernel is inlined into its batch kernels, not compiled on its own (see _batch)
+    # a single LVQ query runs its row's loop in Python over _solve_one (lvq_qp._one_query): no
+    # batch kernel at all; the row kernel is inlined into its batch kernels (see _batch)
+    assert compiled["lvq_qp._fast.serial"] == []
+    assert len(compiled["lvq_qp._solve_one"]) == 1
     assert compiled["lvq_qp._fast_row"] == []
 
 
 def test_no_kernel_is_compiled_twice_for_a_literal(compiled):
-    for name in ("knapsack._next", "knapsack._record", "lvq_qp._fast.serial"):
+    for name in ("knapsack._next", "knapsack._record", "lvq_qp._solve_one"):
         assert len(compiled[name]) == 1, (name, compiled[name])
         assert not any("Literal" in a for s in compiled[name] for a in s), compiled[name]
     # (a caller's variable that starts as a constant, `i = 0`, is typed Literal[int](0) for a

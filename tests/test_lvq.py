@@ -708,8 +708,15 @@ def test_parallel_batch_kernel_matches_serial():
         1e-6,
         100,
     )
-    for a, b in zip(lvq_fast_batch(*args, False), lvq_fast_batch(*args, True), strict=True):
+    batch = lvq_fast_batch(*args, False)
+    for a, b in zip(batch, lvq_fast_batch(*args, True), strict=True):
         np.testing.assert_array_equal(a, b)
+    # a single query (its loop in Python over _solve_one, lvq_qp._one_query): the batch's row
+    for n in range(0, 50, 7):
+        one = lvq_fast_batch(X[n : n + 1], tg[n : n + 1], *args[2:], False)
+        for got, want in zip(one, batch, strict=True):
+            assert got.shape == (1, *want.shape[1:]) and got.dtype == want.dtype
+            np.testing.assert_array_equal(got[0], want[n])
 
 
 # ------------------------------------------------------------------------------ protocol

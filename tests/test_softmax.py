@@ -517,6 +517,34 @@ def test_row_kernels_give_the_same_bits_in_every_mode(D, K, rng):
     np.testing.assert_allclose(quad, np.einsum("ij,ij->i", (Xs - X) / v, Xs - X), rtol=1e-9)
 
 
+def test_single_proba_query_is_its_batch_row(rng):
+    # a single proba= query calls its row's kernels from Python (lamsearch._one_row), a batch
+    # runs them in its serial or chunk kernel: the same bits, cold and warm-started
+    K, D = 5, 40
+    A = rng.standard_normal((K, D)) / np.sqrt(D)
+    b = rng.standard_normal(K)
+    X = rng.standard_normal((6, D))
+    v = rng.uniform(0.5, 2.0, D)
+    G = (A * v) @ A.T
+    ks = np.arange(6) % K
+    log_taus = np.log(np.full(6, 0.9))
+    for mode in (0, 1):
+        rows = sk.proba_rows(X, A, b, G, G, ks, log_taus, 1e-10, 100, v, False, mode)
+        warm = (rows[1], rows[3])
+        again = sk.proba_rows(X, A, b, G, G, ks, log_taus + 1e-9, 1e-10, 100, v, False, mode, warm)
+        for n in range(6):
+            one = slice(n, n + 1)
+            got = sk.proba_rows(X[one], A, b, G, G, ks[one], log_taus[one], 1e-10, 100, v, False, 0)
+            wy = (warm[0][one], warm[1][one])
+            got2 = sk.proba_rows(
+                X[one], A, b, G, G, ks[one], log_taus[one] + 1e-9, 1e-10, 100, v, False, 0, wy
+            )
+            for g, w, g2, w2 in zip(got, rows, got2, again, strict=True):
+                assert g.dtype == w.dtype
+                np.testing.assert_array_equal(g[0], w[n])
+                np.testing.assert_array_equal(g2[0], w2[n])
+
+
 @pytest.mark.parametrize("metric", ["unit", "weighted"])
 @pytest.mark.parametrize("form", [{"lam": 0.05}, {"region": True}, {"proba": 0.9}], ids=str)
 def test_blas_mode_agrees_with_the_row_kernels(rng, form, metric, monkeypatch):

@@ -178,7 +178,7 @@ def _fast_row(a, X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, ep
     """Query a of :func:`lvq_fast_batch`: the best of the LDPs of its target's prototypes.
 
     Takes the arguments of :func:`lvq_fast_batch` and its output arrays ``out``; row a of the
-    outputs is written.
+    outputs is written. A single query runs the same loop in Python (:func:`_one_query`).
     """
     X, dist, best, nit, status = out
     M = A.shape[0]
@@ -240,7 +240,44 @@ def lvq_fast_batch(
     nit : (N,); status : (N,)
     """
     args = (X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter)
+    if not parallel and X0.shape[0] == 1:
+        return _one_query(*args)
     return _fast(parallel, *args)
+
+
+def _one_query(X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter):
+    """:func:`_fast_row` for a batch of one query, its loop here and :func:`_solve_one` compiled.
+
+    A single query calls :func:`_solve_one` from Python, not through the batch's serial kernel:
+    that kernel links it, and LLVM optimised and emitted all of its code (the LDP, NNLS and
+    ``dgelsd`` below it) once more, about 1 CPU s of a first GLVQ query's compile time (issue
+    54). The loop is :func:`_fast_row`'s, step by step (keep it so), around the same
+    :func:`_solve_one`: the same answer, bit for bit, as the query in a batch.
+    """
+    X = X0.copy()
+    # Python scalars until the end: NumPy's scalars cost µs in a query of ~50 µs
+    dist, best, nit, status = np.inf, -1, 0, _INFEASIBLE
+    worst_status = _INFEASIBLE
+    t = tgt[0]
+    for i in range(A.shape[0]):
+        if proto_cls[i] != t:
+            continue
+        x, dd, _, it, st = _solve_one(
+            X0[0], A[i], b[i], valid[i], w_sqrt, free, lo[0], hi[0], C, c, eps, max_iter
+        )
+        nit += it
+        if st == _OK or st == _MAXITER:
+            if dd < dist:
+                dist = dd
+                X[0] = x
+                best = i
+                status = st
+        elif st == _NUMERIC:
+            worst_status = _NUMERIC
+    if best < 0:
+        status = worst_status
+    i64 = np.int64
+    return X, np.array([dist]), np.array([best], i64), np.array([nit], i64), np.array([status], i64)
 
 
 @kernel(inline="always")

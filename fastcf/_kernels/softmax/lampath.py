@@ -66,7 +66,6 @@ def _path_row_certain(y, z, k, nrm, x0norm, absb, vmax, gamma):
     return math.isfinite(need) and z[k] - zo > need
 
 
-@kernel()
 def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm, nrm, x0norm, absb, vmax, gamma):
     """Problem (2) along lams, each solve started from a prediction made of the previous ones.
 
@@ -81,6 +80,10 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm, nrm, x0norm, absb, vmax,
     PENDING when the K-space logits name k but their rounding could be deciding (the caller
     rechecks the formed point), NOT_TARGET another class, NUMERIC non-finite or numerical failure,
     MAXITER iteration limit.
+
+    A Python function over two kernels (:func:`_cold_start`, :func:`_path_rows`), not a kernel:
+    a kernel here linked both and LLVM optimised and emitted all their code once more, about
+    1 CPU s of a first path's compile time (issue 54). The rows are the same kernels' work.
 
     Returns (Y (L, K), P (L, K) = softmax(z̄ + G y), dist (L,) = ‖x − x̄‖_W =
     √(yᵀ G y), gnorm, nit, status, the number of rows with status PENDING).
@@ -100,25 +103,32 @@ def lam_path(zbar, G, GF, k, lams, tol, max_iter, warm, nrm, x0norm, absb, vmax,
     M = np.empty((K, K))
     scratch = np.empty(max(K, 6))  # (K) work, and the 6 Hermite weights
     y = np.empty(K)
-    tl = np.empty(L)  # log λ, once
-    for i in range(L):
-        tl[i] = math.log(lams[i])
+    tl = np.empty(L)  # log λ, once (by _cold_start's first call)
     prob = (zbar, G, GF, lams, tl, nrm, absb)
     par = (k, tol, max_iter, warm, x0norm, vmax, gamma)
     out = (Y, P, dist, gn, nit, status)
     work = (Tn, tok, conv, W, M, scratch, y)
-    # i is an int64 from the start: with a literal 0 Numba compiled _path_rows a second time,
-    # for Literal[int](0), while it was still typing this loop (half of a path's compile time)
-    i = np.int64(0)
+    i = 0
     while i < L:
         # a cold start (the first λ, after a failure, or every λ without ``warm``); then the
         # rows run without reference counting until the next cold start is due
-        initial_y(zbar, G, k, lams[i], y)
+        _cold_start(zbar, G, k, lams, i, tl, y)
         i = _path_rows(i, prob, par, out, work)
-    ndoubt = 0
-    for i in range(L):
-        ndoubt += status[i] == _PENDING
+    ndoubt = int(np.count_nonzero(status == _PENDING))
     return Y, P, dist, gn, nit, status, ndoubt
+
+
+@kernel()
+def _cold_start(zbar, G, k, lams, i, tl, y):
+    """Set the cold start y of row i of :func:`lam_path` (:func:`initial_y`); at i = 0 also tl.
+
+    ``tl`` = log λ of every row, computed here (the compiled ``log``, the one the rows' code
+    used when :func:`lam_path` was a kernel).
+    """
+    if i == 0:
+        for r in range(lams.shape[0]):
+            tl[r] = math.log(lams[r])
+    initial_y(zbar, G, k, lams[i], y)
 
 
 @kernel(inline="always")

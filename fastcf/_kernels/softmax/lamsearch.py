@@ -428,41 +428,51 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None, a
 # (``fastcf._linear.softmax.rows_proba``: the products by BLAS, the search by proba_batch).
 
 
-@kernel(inline="always")
-def _proba_row(part, b, G, GF, k, log_tau, tol, max_iter, y, lam0, aim):
-    """z̄ from its chunk sums, then :func:`proba_search` (y in place; warm when lam0 is finite).
-
-    Returns (lam, quad, nit, status), quad = yᵀ G y = ‖x* − x̄‖²_W.
-    """
-    K = b.shape[0]
+@kernel()
+def _row_head(x, A, b):
+    """z̄ = A x̄ + b of one row from its chunk sums; returns (z̄, the chunk sums)."""
+    K, D = A.shape
+    part = np.empty((max((D + _CHUNK - 1) // _CHUNK, 1), K))  # the row's chunk sums
+    for c in range(part.shape[0]):
+        _logits_chunk(x, A, c, part)
     zbar = np.empty(K)
     _sum_chunks(part, b, zbar)
+    return zbar, part
+
+
+@kernel()
+def _row_tail(x0, y, A, G, v, unit, part, st, x):
+    """Form the answer x = x̄ + (yᵀA) ∘ v of a solved row; returns (dist, status).
+
+    dist = √(yᵀ G y) = ‖x* − x̄‖_W; the status is the search's ``st``, or NUMERIC for an answer
+    that is not finite (:func:`~fastcf._kernels.softmax.rows.answer_status`).
+    """
+    K = G.shape[0]
     gy = np.empty(K)
-    lam, nit, status = proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim)
     _matvec(G, y, gy)
     quad = 0.0
     for j in range(K):
         quad += y[j] * gy[j]
-    return lam, quad, nit, status
+    nosums = part[:0]  # 0 rows: no chunk sums (see rows._expand_chunk)
+    for c in range(part.shape[0]):
+        _expand_chunk(x0, y, A, v, unit, c, x, nosums, nosums)
+    return math.sqrt(max(quad, 0.0)), answer_status(x, quad, st)
 
 
 @kernel()
 def _row_full(n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0, out):
-    """Row n of :func:`proba_rows`; ``out`` = (X, Y, dist, lam, nit, status)."""
+    """Row n of :func:`proba_rows`; ``out`` = (X, Y, dist, lam, nit, status).
+
+    Three kernels in a row (:func:`_row_head`, :func:`proba_search`, :func:`_row_tail`), which a
+    single query calls one by one from Python instead (:func:`_one_row`).
+    """
     X, Y, dist, lam, nit, status = out
-    K, D = A.shape
-    part = np.empty((max((D + _CHUNK - 1) // _CHUNK, 1), K))  # the row's chunk sums
-    for c in range(part.shape[0]):
-        _logits_chunk(X0[n], A, c, part)
+    zbar, part = _row_head(X0[n], A, b)
     l0 = lam0[n] if lam0.shape[0] > 0 else np.nan
-    lam[n], quad, nit[n], st = _proba_row(
-        part, b, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim_ulps(D)
+    lam[n], nit[n], st = proba_search(
+        zbar, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim_ulps(A.shape[1])
     )
-    dist[n] = math.sqrt(max(quad, 0.0))
-    nosums = part[:0]  # 0 rows: no chunk sums (see rows._expand_chunk)
-    for c in range(part.shape[0]):
-        _expand_chunk(X0[n], Y[n], A, v, unit, c, X[n], nosums, nosums)
-    status[n] = answer_status(X[n], quad, st)
+    dist[n], status[n] = _row_tail(X0[n], Y[n], A, G, v, unit, part, st, X[n])
 
 
 @kernel(inline="always")
@@ -498,7 +508,33 @@ def proba_rows(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, mode, warm
     else:
         Y0 = np.ascontiguousarray(warm[0], dtype=np.float64)
         lam0 = np.ascontiguousarray(warm[1], dtype=np.float64)
+    if mode == 0 and X0.shape[0] == 1:
+        return _one_row(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
     return _rows(mode == 1, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0)
+
+
+def _one_row(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
+    """:func:`proba_rows` for one query: the kernels of :func:`_row_full`, called from here.
+
+    The row's three kernels, not the batch's serial kernel: that kernel links them and LLVM
+    optimises and emits all their code (the search's above all) once more, about 1.5 CPU s of
+    a first ``proba=`` query's compile time (issue 54). Same kernels, same order: the same bits
+    as the row in a batch (tests/test_softmax.py checks single answers against batches).
+    """
+    N, D = X0.shape
+    K = A.shape[0]
+    Y = Y0.copy() if lam0.shape[0] > 0 else np.zeros((N, K))  # as _rows_out
+    X = np.empty((N, D))
+    dist = np.empty(N)
+    lam = np.empty(N)
+    nit = np.empty(N, dtype=np.int64)
+    status = np.empty(N, dtype=np.int64)
+    zbar, part = _row_head(X0[0], A, b)
+    l0 = lam0[0] if lam0.shape[0] > 0 else np.nan
+    aim = _AIM * max(1.0, math.sqrt(D / 4096.0))  # aim_ulps(D), its float arithmetic
+    lam[0], nit[0], st = proba_search(zbar, G, GF, ks[0], log_taus[0], tol, max_iter, Y[0], l0, aim)
+    dist[0], status[0] = _row_tail(X0[0], Y[0], A, G, v, unit, part, st, X[0])
+    return X, Y, dist, lam, nit, status
 
 
 _COLD = (np.zeros((0, 0)), np.zeros(0))  # no warm start: (Y0, lam0) of no rows
