@@ -137,15 +137,16 @@ def split(family, options, *, where):
     ------
     TypeError
         For an option the family does not take: naming it, and either the families that do
-        take it or the closest word of the vocabulary.
+        take it or the closest word of the vocabulary. A word of :data:`REFUSED` goes to the
+        queries, whose refusal says why (an LVQ model has no probabilities).
     """
     build, query = {}, {}
     for name, value in options.items():
         stage = stage_of(name, family)
         if stage == "build":
             build[name] = value
-        elif stage == "query":
-            query[name] = value
+        elif stage == "query" or name in REFUSED.get(family, ()):
+            query[name] = value  # (a refused word: the explainer's own message says why)
         else:
             raise TypeError(_unknown(name, family, where))
     return build, query

@@ -191,6 +191,20 @@ def test_the_front_door_takes_tabular_options_for_a_plain_linear_pipeline():
         fastcf.counterfactual(model, row.to_numpy(), 1, X_train=X.to_numpy(), allowed={})
 
 
+def test_the_front_door_says_why_lvq_refuses_proba():
+    """``counterfactual(lvq_model, x, t, proba=0.9)`` said only that LVQExplainer does not take
+    ``proba``; the explainer's own refusal says why (no class probabilities)."""
+    from fastcf.lvq_models import GLVQ
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2)) + np.repeat([[0.0, 0.0], [3.0, 3.0]], 30, axis=0)
+    model = GLVQ().fit(X, np.repeat([0, 1], 30))
+    with pytest.raises(ValueError, match="LVQ models have no class probabilities"):
+        fastcf.counterfactual(model, X[0], 1, proba=0.9)
+    with pytest.raises(TypeError, match="explainer_for takes the options of an explainer's"):
+        fastcf.explainer_for(model, proba=0.9)
+
+
 def test_the_front_door_gives_mad_weights_from_the_training_data(cancer):
     X, y, model = cancer
     res = fastcf.counterfactual(model, X[0], 1, X_train=X, region=True, weights="mad",
