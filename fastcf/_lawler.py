@@ -71,7 +71,8 @@ def lawler(
         ``returned(final) -> bool mask`` of the features the accepted answer changed, where
         ``accept`` solves the node again (its answer can then change other features than the
         node's: the linear family's lean node solves, :func:`fastcf._linear.route.row_problem`).
-        The rule is then checked, and the answer's set recorded, on the answer returned.
+        The rule is then checked, the answer's set recorded, and the node's children
+        branched, on the answer returned (on its set also where it is dominated).
     cost : callable, optional
         ``cost(final) -> float``: the accepted answer's cost as returned (its distance), where
         it can differ from its node's value. The answers are then yielded in non-decreasing
@@ -142,11 +143,14 @@ def lawler(
                 # the lean node's LP, re-solved by its own rounds at a raised margin, moved
                 # {3, 4}; the full answer kept the first LP vertex, {4}, and the child with 3
                 # frozen returned {4} again: soak of test_fuzz_linear_few_changes, seed 507)
+                # The children branch on F either way: every answer of the node whose set
+                # contains F is dominated (by this answer, or by the cheaper one F contains),
+                # while one containing the lean set alone need not be (a dominated F branched
+                # on the lean set lost such answers: tests/test_enumerate_order.py)
                 F = returned(final)
                 if any(np.all(F[t]) for t in taken):
                     final = None
-                else:
-                    S = F
+                S = F
             if final is not None:
                 taken.append(np.flatnonzero(S))
                 c = val if cost is None else float(cost(final))

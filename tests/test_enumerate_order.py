@@ -160,3 +160,39 @@ def test_tabular_enumerate_is_in_order_and_returns_the_rule_on_its_answers():
         sets = [set(a.changed) for a in alts]
         for j, s in enumerate(sets):
             assert not any(t <= s for t in sets[:j]), sets
+
+
+def test_lawler_branches_on_the_set_of_a_dominated_answer_returned():
+    """A node whose answer returned is dominated branches on that answer's set.
+
+    Three features. The root's answer changes {0, 2} (cost 1); with 0 frozen the answer is {1}
+    (cost 2). With 2 frozen the node's lean solve changes {0} (value 2 + 1e-8), while its answer
+    solved in full changes {0, 1} at cost 2 (a tie with {1}): it contains {1}, dominated. The
+    answer {0} alone (cost 2 + 1e-8, the optimum with 1 and 2 frozen) contains neither {0, 2}
+    nor {1}: the brute force lists it third. Branching on the lean set {0} froze only 0 below
+    the node (answers changing 0 were never looked at again): {0} was lost. Every answer that
+    contains the dominated answer's set {0, 1} is dominated, so the scheme branches on it.
+    """
+    D = 3
+    # lean value, lean set, set returned, cost returned, by the frozen set Z
+    nodes = {
+        (): (1.0, {0, 2}, {0, 2}, 1.0),
+        (0,): (2.0, {1}, {1}, 2.0),
+        (2,): (2.0 + 1e-8, {0}, {0, 1}, 2.0),
+        (0, 2): (2.0, {1}, {1}, 2.0),
+        (1, 2): (2.0 + 1e-8, {0}, {0}, 2.0 + 1e-8),
+    }
+
+    def solve_node(fmask):
+        key = tuple(np.flatnonzero(fmask).tolist())
+        return ("lean", key), nodes[key][0] if key in nodes else np.inf
+
+    def mask(s):
+        return np.isin(np.arange(D), sorted(s))
+
+    out = lawler(
+        solve_node, lambda sol: mask(nodes[sol[1]][1]), lambda fmask, sol: ("full", sol[1]),
+        np.zeros(D, dtype=bool), 100, returned=lambda final: mask(nodes[final[1]][2]),
+        cost=lambda final: nodes[final[1]][3],
+    )  # fmt: skip
+    assert [nodes[key][2] for _, key in out] == [{0, 2}, {1}, {0}]
