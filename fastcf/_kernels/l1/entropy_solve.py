@@ -359,10 +359,11 @@ def _rooms(x0, lo, hi, bounded, free):
 
 
 @kernel()
-def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter, out):
-    """Problem (2) with the L1 cost for one query of a softmax model.
+def _lam_start(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded):
+    """Cold-start the dual of problem (2) at λ from x̄ (:func:`.entropy._cold_start`).
 
-    Returns (nit, status, KKT residual, duality gap, n_moved).
+    Returns (cls, mbar, nT, dual), dual = (rp, rm, lq, state, tl, mu): the arrays of
+    :func:`.entropy.lam_dual`'s point.
     """
     D, K = AT.shape
     R = K - 1
@@ -375,35 +376,43 @@ def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter,
     state = np.zeros(D, dtype=np.int8)
     tl = np.empty(R + 1, dtype=np.int64)
     mu = np.empty(R + 1)
-    delta = np.zeros(D)
     nT = _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state)
-    nit, status, nT = lam_dual(
-        AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
-    )
+    return cls, mbar, nT, (rp, rm, lq, state, tl, mu)
+
+
+@kernel()
+def _lam_settle(AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, last,
+                out):  # fmt: skip
+    """Form the dual point's answer, or restart. Returns (nT, status, again, gn, gap, nm).
+
+    The certificate: the answer's own KKT conditions. Where they fail (or the dual ran out of
+    iterations) and this is not the ``last`` try, the dual is restarted from the answer's
+    probabilities (``again``: run :func:`.entropy.lam_dual` from the restarted point and settle
+    once more); an answer that still fails them is a numerical failure, never "the optimum".
+    Otherwise ``out`` receives x, and gn, gap, nm are the KKT residual, the duality gap and the
+    number of features moved.
+    """
+    D = AT.shape[0]
+    rp, rm, lq, state, tl, mu = dual
+    delta = np.zeros(D)
     _delta_of(state, tl, nT, mu, rp, rm, free, delta)
-    if status == _OK:
-        _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, _NO)
-    # the certificate: the answer's own KKT conditions. Where they fail (or the dual ran out of
-    # iterations), once more from the answer's probabilities; an answer that still fails them
-    # is a numerical failure, never "the optimum"
-    if (status == _OK or status == _MAXITER) and not (
-        status == _OK and _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta)
-    ):
-        nT = _restart(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state, delta)
-        it2, status, nT = lam_dual(
-            AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
-        )
-        nit += it2
-        _delta_of(state, tl, nT, mu, rp, rm, free, delta)
-        if status == _OK or status == _MAXITER:
-            # a dual that stalled again may still hold the optimum's structure (a degenerate
-            # face: see softmax_proba_one); its polished δ is the optimum if it meets the KKT
-            # conditions at its own probabilities, and a numerical failure if not
+    if not last:
+        if status == _OK:
             _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, _NO)
-            if _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
-                status = _OK
-            elif status == _OK:
-                status = _NUMERIC
+        if (status == _OK or status == _MAXITER) and not (
+            status == _OK and _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta)
+        ):
+            nT = _restart(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state, delta)
+            return nT, status, True, 0.0, 0.0, 0
+    elif status == _OK or status == _MAXITER:
+        # a dual that stalled again may still hold the optimum's structure (a degenerate
+        # face: see softmax_proba_one); its polished δ is the optimum if it meets the KKT
+        # conditions at its own probabilities, and a numerical failure if not
+        _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, _NO)
+        if _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
+            status = _OK
+        elif status == _OK:
+            status = _NUMERIC
     gn, gap, _f = _finish_row(
         AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, lq, rp, rm, delta, out
     )
@@ -411,6 +420,34 @@ def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter,
     for i in range(D):
         if out[i] != x0[i]:
             nm += 1
+    return nT, status, False, gn, gap, nm
+
+
+@kernel()
+def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter, out):
+    """Problem (2) with the L1 cost for one query of a softmax model.
+
+    Returns (nit, status, KKT residual, duality gap, n_moved). Three kernels in a row
+    (:func:`_lam_start`, :func:`.entropy.lam_dual`, :func:`_lam_settle`; the last two once more
+    after a restart), which a single query runs from Python (:func:`_lam_single`): this
+    function's own code, not compiled.
+    """
+    cls, mbar, nT, dual = _lam_start(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded)
+    rp, rm, lq, state, tl, mu = dual
+    nit, status, nT = lam_dual(
+        AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
+    )
+    nT, status, again, gn, gap, nm = _lam_settle(
+        AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, _NO, out
+    )
+    if again:
+        it2, status, nT = lam_dual(
+            AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
+        )
+        nit += it2
+        nT, status, again, gn, gap, nm = _lam_settle(
+            AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, _YES, out
+        )
     return nit, status, gn, gap, nm
 
 
@@ -692,7 +729,32 @@ def softmax_lam_batch(AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max
 
     Returns (X, nit, status, KKT residual, duality gap, n_moved).
     """
+    if not parallel and X0.shape[0] == 1:
+        return _lam_single(AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter)
     return _sm_lam(parallel, AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter)
+
+
+# softmax_lam_one's own code, run as Python: its kernels called one by one
+_lam_steps = getattr(softmax_lam_one, "py_func", softmax_lam_one)
+
+
+def _lam_single(AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter):
+    """:func:`softmax_lam_batch` for one query: :func:`softmax_lam_one`'s code run as Python.
+
+    Its kernels (:func:`_lam_start`, :func:`.entropy.lam_dual`, :func:`_lam_settle`) called
+    from here, not the batch's serial kernel: that kernel links them and LLVM optimises and
+    emits all their code (the dual's above all) once more (issue 54: about 2.6 CPU s of a
+    first ``lam=`` query). The same kernels on the row's arguments, as :func:`_sm_lam_row`
+    passes them: the same bits as the row of a batch (tests/test_manhattan.py checks it).
+    """
+    D = X0.shape[1]
+    X = np.empty((1, D))
+    nit, status, nmv = (np.empty(1, dtype=np.int64) for _ in range(3))
+    gn, gap = np.empty(1), np.empty(1)
+    nit[0], status[0], gn[0], gap[0], nmv[0] = _lam_steps(
+        AT, Zbar[0], tidx[0], lams[0], cost, free, X0[0], lo[0], hi[0], bounded, max_iter, X[0]
+    )
+    return X, nit, status, gn, gap, nmv
 
 
 @kernel()
