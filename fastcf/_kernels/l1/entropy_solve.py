@@ -632,7 +632,9 @@ def softmax_proba_one(AT, zbar, t, log_tau, cost, free, x0, lo, hi, bounded, max
             AT, t, cls, mbar, lam, log_tau, cost, free, rp, rm, state, tl, nT, trial, _YES
         )
         if conv and _kkt_check(AT, t, cls, mbar, lam_s, cost, free, state, trial, 1e-11):
-            delta[:] = trial
+            # (not delta[:] = trial: a slice assignment compiles Numba's shape-mismatch message,
+            # its str() and unicode code, 1.6 CPU s of a first proba= query; issue 54)
+            delta = trial
             lam = lam_s
             status = _OK
             break
