@@ -344,45 +344,35 @@ def _finish_row(AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, lq, rp, 
 
 
 @kernel()
-def _rooms(x0, lo, hi, bounded, free):
-    D = x0.shape[0]
-    rp = np.empty(D)
-    rm = np.empty(D)
-    for i in range(D):
+def _rooms(x0, lo, hi, bounded, rp, rm):
+    """Write each feature's room up (``rp``) and down (``rm``) in the box (inf without one)."""
+    for i in range(x0.shape[0]):
         if bounded:
             rp[i] = max(hi[i] - x0[i], 0.0)
             rm[i] = max(x0[i] - lo[i], 0.0)
         else:
             rp[i] = np.inf
             rm[i] = np.inf
-    return rp, rm
 
 
 @kernel()
-def _lam_start(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded):
+def _lam_start(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, mbar, dual):
     """Cold-start the dual of problem (2) at λ from x̄ (:func:`.entropy._cold_start`).
 
-    Returns (cls, mbar, nT, dual), dual = (rp, rm, lq, state, tl, mu): the arrays of
-    :func:`.entropy.lam_dual`'s point.
+    Writes m̄ into ``mbar`` and the rooms and the dual's point into ``dual`` = (rp, rm, lq,
+    state, tl, mu), the arrays of :func:`.entropy.lam_dual`; returns nT.
     """
-    D, K = AT.shape
-    R = K - 1
+    K = AT.shape[1]
+    rp, rm, lq, state, _tl, _mu = dual
     cls = _classes(K, t)
-    mbar = np.empty(R)
-    for j in range(R):
+    for j in range(K - 1):
         mbar[j] = zbar[t] - zbar[cls[j]]
-    rp, rm = _rooms(x0, lo, hi, bounded, free)
-    lq = np.empty(R + 1)
-    state = np.zeros(D, dtype=np.int8)
-    tl = np.empty(R + 1, dtype=np.int64)
-    mu = np.empty(R + 1)
-    nT = _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state)
-    return cls, mbar, nT, (rp, rm, lq, state, tl, mu)
+    _rooms(x0, lo, hi, bounded, rp, rm)
+    return _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state)
 
 
 @kernel()
-def _lam_settle(AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, last,
-                out):  # fmt: skip
+def _lam_settle(AT, t, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, last, out):
     """Form the dual point's answer, or restart. Returns (nT, status, again, gn, gap, nm).
 
     The certificate: the answer's own KKT conditions. Where they fail (or the dual ran out of
@@ -392,7 +382,8 @@ def _lam_settle(AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT
     Otherwise ``out`` receives x, and gn, gap, nm are the KKT residual, the duality gap and the
     number of features moved.
     """
-    D = AT.shape[0]
+    D, K = AT.shape
+    cls = _classes(K, t)
     rp, rm, lq, state, tl, mu = dual
     delta = np.zeros(D)
     _delta_of(state, tl, nT, mu, rp, rm, free, delta)
@@ -432,13 +423,19 @@ def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter,
     after a restart), which a single query runs from Python (:func:`_lam_single`): this
     function's own code, not compiled.
     """
-    cls, mbar, nT, dual = _lam_start(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded)
-    rp, rm, lq, state, tl, mu = dual
+    D, K = AT.shape
+    R = K - 1
+    mbar = np.empty(R)
+    state = np.zeros(D, dtype=np.int8)
+    tl = np.empty(R + 1, dtype=np.int64)
+    rp, rm, lq, mu = np.empty(D), np.empty(D), np.empty(R + 1), np.empty(R + 1)
+    dual = (rp, rm, lq, state, tl, mu)
+    nT = _lam_start(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, mbar, dual)
     nit, status, nT = lam_dual(
         AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
     )
     nT, status, again, gn, gap, nm = _lam_settle(
-        AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, _NO, out
+        AT, t, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, _NO, out
     )
     if again:
         it2, status, nT = lam_dual(
@@ -446,7 +443,7 @@ def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter,
         )
         nit += it2
         nT, status, again, gn, gap, nm = _lam_settle(
-            AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, _YES, out
+            AT, t, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, _YES, out
         )
     return nit, status, gn, gap, nm
 
@@ -559,7 +556,8 @@ def softmax_proba_one(AT, zbar, t, log_tau, cost, free, x0, lo, hi, bounded, max
     _log_nontarget(mbar, R, lq)
     if lq[0] >= log_tau:
         return np.nan, 0, _OK, 0.0
-    rp, rm = _rooms(x0, lo, hi, bounded, free)
+    rp, rm = np.empty(D), np.empty(D)
+    _rooms(x0, lo, hi, bounded, rp, rm)
     qs = np.empty(R)
     for j in range(R):
         qs[j] = math.exp(lq[j + 1])
@@ -749,10 +747,9 @@ def _lam_single(AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter)
     first ``lam=`` query). The same kernels on the row's arguments, as :func:`_sm_lam_row`
     passes them: the same bits as the row of a batch (tests/test_manhattan.py checks it).
     """
-    D = X0.shape[1]
-    X = np.empty((1, D))
-    nit, status, nmv = (np.empty(1, dtype=np.int64) for _ in range(3))
-    gn, gap = np.empty(1), np.empty(1)
+    X = np.empty((1, X0.shape[1]))
+    nit, status, nmv = np.empty((3, 1), dtype=np.int64)
+    gn, gap = np.empty((2, 1))
     nit[0], status[0], gn[0], gap[0], nmv[0] = _lam_steps(
         AT, Zbar[0], tidx[0], lams[0], cost, free, X0[0], lo[0], hi[0], bounded, max_iter, X[0]
     )
