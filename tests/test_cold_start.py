@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-# slow: the child compiles the kernels of eight queries on an empty cache (about 30 s)
+# slow: the child compiles the kernels of ten queries on an empty cache (about 40 s)
 pytestmark = [pytest.mark.needs_jit, pytest.mark.slow]
 
 _CHILD = r"""

@@ -748,12 +748,13 @@ def _lam_single(AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter)
     passes them: the same bits as the row of a batch (tests/test_manhattan.py checks it).
     """
     X = np.empty((1, X0.shape[1]))
-    nit, status, nmv = np.empty((3, 1), dtype=np.int64)
-    gn, gap = np.empty((2, 1))
-    nit[0], status[0], gn[0], gap[0], nmv[0] = _lam_steps(
-        AT, Zbar[0], tidx[0], lams[0], cost, free, X0[0], lo[0], hi[0], bounded, max_iter, X[0]
+    t, lam = int(tidx[0]), float(lams[0])  # (typed int64, float64 as the row's; unboxed faster)
+    nit, status, gn, gap, nm = _lam_steps(
+        AT, Zbar[0], t, lam, cost, free, X0[0], lo[0], hi[0], bounded, max_iter, X[0]
     )
-    return X, nit, status, gn, gap, nmv
+    ints = np.array((nit, status, nm))[:, None]  # (one array each, a row of one query)
+    floats = np.array((gn, gap))[:, None]
+    return X, ints[0], ints[1], floats[0], floats[1], ints[2]
 
 
 @kernel()
