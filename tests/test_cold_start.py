@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-# slow: the child compiles the kernels of eight queries on an empty cache (about 30 s)
+# slow: the child compiles the kernels of ten queries on an empty cache (about 40 s)
 pytestmark = [pytest.mark.needs_jit, pytest.mark.slow]
 
 _CHILD = r"""
@@ -30,7 +30,7 @@ from fastcf import LinearExplainer, LVQExplainer
 from fastcf.lvq_models import GLVQ
 from fastcf._kernels import logistic, lvq_qp
 from fastcf._kernels._batch import Batch
-from fastcf._kernels.l1 import knapsack
+from fastcf._kernels.l1 import entropy_solve, knapsack, region_lp
 
 rng = np.random.default_rng(0)
 w = rng.normal(size=(1, 12))
@@ -45,6 +45,11 @@ y = np.repeat([0, 1], 20)
 model = GLVQ(random_state=0).fit(X, y)
 t = 1 - int(model.predict(X[:1])[0])
 assert LVQExplainer(model).explain(X[0], t).success
+# single Manhattan queries of a softmax model: lam= and region=True
+A3 = rng.normal(size=(3, 4))
+sm = LinearExplainer.from_arrays(A3, rng.normal(size=3))
+for form in ({"lam": 0.1}, {"region": True}):
+    sm.explain(rng.normal(size=4), 1, **form, metric="manhattan")
 # Lawler's enumeration (l1_enum): its heap's kernels
 assert len(ex.enumerate(x, k, k=3, region=True, metric="manhattan")) >= 1
 assert fastcf.wait_for_kernels(timeout=600)  # (tiered: the background compilations)
@@ -84,6 +89,8 @@ out = {
                     "_lam.parallel", "_project.parallel"]),
         (knapsack, ["_next", "_record", "_constrained.parallel", "_lam.parallel"]),
         (lvq_qp, ["_fast.serial", "_fast.parallel", "_fast_row", "_solve_one"]),
+        (entropy_solve, ["_sm_lam.serial", "_lam_start", "_lam_settle"]),
+        (region_lp, ["_region.serial", "region_lp_one"]),
     )
     for name in names
 }
@@ -131,6 +138,16 @@ def test_single_queries_compile_no_parallel_kernel(compiled):
     assert compiled["lvq_qp._fast.serial"] == []
     assert len(compiled["lvq_qp._solve_one"]) == 1
     assert compiled["lvq_qp._fast_row"] == []
+    # nor a single Manhattan lam= or region=True query of a softmax model: its row's kernels
+    # called from Python (entropy_solve._lam_single, region_lp._region_one)
+    assert compiled["entropy_solve._sm_lam.serial"] == []
+    assert compiled["region_lp._region.serial"] == []
+    for name in (
+        "entropy_solve._lam_start",
+        "entropy_solve._lam_settle",
+        "region_lp.region_lp_one",
+    ):
+        assert len(compiled[name]) == 1, (name, compiled[name])
 
 
 def test_no_kernel_is_compiled_twice_for_a_literal(compiled):

@@ -317,7 +317,7 @@ def _softmax_finish(model, X, Xs, tidx, cost, free, nit, status, lams, gn, metho
     """
     unreachable = False
     if lams is not None and proba_min is None:  # no free feature changes a logit difference
-        unreachable = not bool(np.any(free & np.any(model.A != model.A[:1], axis=0)))
+        unreachable = not bool(np.any(free & model.moves_logits))
     P, success, status = softmax_verdict(model, Xs, tidx, status, lams, proba_min, unreachable, Z)
     dist = _distance(X, Xs, cost, free)
     return solution(Xs, P, dist, success, status, nit, lams, gn, method, None, info)

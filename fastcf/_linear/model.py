@@ -347,6 +347,9 @@ class SoftmaxModel(_LinearModel):
         self.CT = self.AT if self.columns else A.T
         self.abs_A = np.abs(A)  # the rounding need's weights (|A|ᵀ: a view, the fast layout)
         self.close_rows = _close_rows(A, self.G)
+        # the features that move a logit difference (a column not constant over the classes):
+        # with none of them free, problem (2) cannot move p (Manhattan lam=: "unreachable")
+        self.moves_logits = np.any(A != A[:1], axis=0)
 
     def model_logits(self, X):
         """Return the logits X Aᵀ + b, shape (N, K), with BLAS (as scikit-learn)."""

@@ -344,66 +344,66 @@ def _finish_row(AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, lq, rp, 
 
 
 @kernel()
-def _rooms(x0, lo, hi, bounded, free):
-    D = x0.shape[0]
-    rp = np.empty(D)
-    rm = np.empty(D)
-    for i in range(D):
+def _rooms(x0, lo, hi, bounded, rp, rm):
+    """Write each feature's room up (``rp``) and down (``rm``) in the box (inf without one)."""
+    for i in range(x0.shape[0]):
         if bounded:
             rp[i] = max(hi[i] - x0[i], 0.0)
             rm[i] = max(x0[i] - lo[i], 0.0)
         else:
             rp[i] = np.inf
             rm[i] = np.inf
-    return rp, rm
 
 
 @kernel()
-def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter, out):
-    """Problem (2) with the L1 cost for one query of a softmax model.
+def _lam_start(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, mbar, dual):
+    """Cold-start the dual of problem (2) at λ from x̄ (:func:`.entropy._cold_start`).
 
-    Returns (nit, status, KKT residual, duality gap, n_moved).
+    Writes m̄ into ``mbar`` and the rooms and the dual's point into ``dual`` = (rp, rm, lq,
+    state, tl, mu), the arrays of :func:`.entropy.lam_dual`; returns nT.
+    """
+    K = AT.shape[1]
+    rp, rm, lq, state, _tl, _mu = dual
+    cls = _classes(K, t)
+    for j in range(K - 1):
+        mbar[j] = zbar[t] - zbar[cls[j]]
+    _rooms(x0, lo, hi, bounded, rp, rm)
+    return _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state)
+
+
+@kernel()
+def _lam_settle(AT, t, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, last, out):
+    """Form the dual point's answer, or restart. Returns (nT, status, again, gn, gap, nm).
+
+    The certificate: the answer's own KKT conditions. Where they fail (or the dual ran out of
+    iterations) and this is not the ``last`` try, the dual is restarted from the answer's
+    probabilities (``again``: run :func:`.entropy.lam_dual` from the restarted point and settle
+    once more); an answer that still fails them is a numerical failure, never "the optimum".
+    Otherwise ``out`` receives x, and gn, gap, nm are the KKT residual, the duality gap and the
+    number of features moved.
     """
     D, K = AT.shape
-    R = K - 1
     cls = _classes(K, t)
-    mbar = np.empty(R)
-    for j in range(R):
-        mbar[j] = zbar[t] - zbar[cls[j]]
-    rp, rm = _rooms(x0, lo, hi, bounded, free)
-    lq = np.empty(R + 1)
-    state = np.zeros(D, dtype=np.int8)
-    tl = np.empty(R + 1, dtype=np.int64)
-    mu = np.empty(R + 1)
+    rp, rm, lq, state, tl, mu = dual
     delta = np.zeros(D)
-    nT = _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state)
-    nit, status, nT = lam_dual(
-        AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
-    )
     _delta_of(state, tl, nT, mu, rp, rm, free, delta)
-    if status == _OK:
-        _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, _NO)
-    # the certificate: the answer's own KKT conditions. Where they fail (or the dual ran out of
-    # iterations), once more from the answer's probabilities; an answer that still fails them
-    # is a numerical failure, never "the optimum"
-    if (status == _OK or status == _MAXITER) and not (
-        status == _OK and _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta)
-    ):
-        nT = _restart(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state, delta)
-        it2, status, nT = lam_dual(
-            AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
-        )
-        nit += it2
-        _delta_of(state, tl, nT, mu, rp, rm, free, delta)
-        if status == _OK or status == _MAXITER:
-            # a dual that stalled again may still hold the optimum's structure (a degenerate
-            # face: see softmax_proba_one); its polished δ is the optimum if it meets the KKT
-            # conditions at its own probabilities, and a numerical failure if not
+    if not last:
+        if status == _OK:
             _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, _NO)
-            if _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
-                status = _OK
-            elif status == _OK:
-                status = _NUMERIC
+        if (status == _OK or status == _MAXITER) and not (
+            status == _OK and _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta)
+        ):
+            nT = _restart(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state, delta)
+            return nT, status, True, 0.0, 0.0, 0
+    elif status == _OK or status == _MAXITER:
+        # a dual that stalled again may still hold the optimum's structure (a degenerate
+        # face: see softmax_proba_one); its polished δ is the optimum if it meets the KKT
+        # conditions at its own probabilities, and a numerical failure if not
+        _polish(AT, t, cls, mbar, lam, 0.0, cost, free, rp, rm, state, tl, nT, delta, _NO)
+        if _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
+            status = _OK
+        elif status == _OK:
+            status = _NUMERIC
     gn, gap, _f = _finish_row(
         AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, lq, rp, rm, delta, out
     )
@@ -411,6 +411,40 @@ def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter,
     for i in range(D):
         if out[i] != x0[i]:
             nm += 1
+    return nT, status, False, gn, gap, nm
+
+
+@kernel()
+def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter, out):
+    """Problem (2) with the L1 cost for one query of a softmax model.
+
+    Returns (nit, status, KKT residual, duality gap, n_moved). Three kernels in a row
+    (:func:`_lam_start`, :func:`.entropy.lam_dual`, :func:`_lam_settle`; the last two once more
+    after a restart), which a single query runs from Python (:func:`_lam_single`): this
+    function's own code, not compiled.
+    """
+    D, K = AT.shape
+    R = K - 1
+    mbar = np.empty(R)
+    state = np.zeros(D, dtype=np.int8)
+    tl = np.empty(R + 1, dtype=np.int64)
+    rp, rm, lq, mu = np.empty(D), np.empty(D), np.empty(R + 1), np.empty(R + 1)
+    dual = (rp, rm, lq, state, tl, mu)
+    nT = _lam_start(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, mbar, dual)
+    nit, status, nT = lam_dual(
+        AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
+    )
+    nT, status, again, gn, gap, nm = _lam_settle(
+        AT, t, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, _NO, out
+    )
+    if again:
+        it2, status, nT = lam_dual(
+            AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_iter
+        )
+        nit += it2
+        nT, status, again, gn, gap, nm = _lam_settle(
+            AT, t, mbar, lam, cost, free, x0, lo, hi, bounded, dual, nT, status, _YES, out
+        )
     return nit, status, gn, gap, nm
 
 
@@ -522,7 +556,8 @@ def softmax_proba_one(AT, zbar, t, log_tau, cost, free, x0, lo, hi, bounded, max
     _log_nontarget(mbar, R, lq)
     if lq[0] >= log_tau:
         return np.nan, 0, _OK, 0.0
-    rp, rm = _rooms(x0, lo, hi, bounded, free)
+    rp, rm = np.empty(D), np.empty(D)
+    _rooms(x0, lo, hi, bounded, rp, rm)
     qs = np.empty(R)
     for j in range(R):
         qs[j] = math.exp(lq[j + 1])
@@ -595,7 +630,9 @@ def softmax_proba_one(AT, zbar, t, log_tau, cost, free, x0, lo, hi, bounded, max
             AT, t, cls, mbar, lam, log_tau, cost, free, rp, rm, state, tl, nT, trial, _YES
         )
         if conv and _kkt_check(AT, t, cls, mbar, lam_s, cost, free, state, trial, 1e-11):
-            delta[:] = trial
+            # (not delta[:] = trial: a slice assignment compiles Numba's shape-mismatch message,
+            # its str() and unicode code, 1.6 CPU s of a first proba= query; issue 54)
+            delta = trial
             lam = lam_s
             status = _OK
             break
@@ -692,7 +729,32 @@ def softmax_lam_batch(AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max
 
     Returns (X, nit, status, KKT residual, duality gap, n_moved).
     """
+    if not parallel and X0.shape[0] == 1:
+        return _lam_single(AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter)
     return _sm_lam(parallel, AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter)
+
+
+# softmax_lam_one's own code, run as Python: its kernels called one by one
+_lam_steps = getattr(softmax_lam_one, "py_func", softmax_lam_one)
+
+
+def _lam_single(AT, Zbar, tidx, lams, cost, free, X0, lo, hi, bounded, max_iter):
+    """:func:`softmax_lam_batch` for one query: :func:`softmax_lam_one`'s code run as Python.
+
+    Its kernels (:func:`_lam_start`, :func:`.entropy.lam_dual`, :func:`_lam_settle`) called
+    from here, not the batch's serial kernel: that kernel links them and LLVM optimises and
+    emits all their code (the dual's above all) once more (issue 54: about 2.6 CPU s of a
+    first ``lam=`` query). The same kernels on the row's arguments, as :func:`_sm_lam_row`
+    passes them: the same bits as the row of a batch (tests/test_manhattan.py checks it).
+    """
+    X = np.empty((1, X0.shape[1]))
+    t, lam = int(tidx[0]), float(lams[0])  # (typed int64, float64 as the row's; unboxed faster)
+    nit, status, gn, gap, nm = _lam_steps(
+        AT, Zbar[0], t, lam, cost, free, X0[0], lo[0], hi[0], bounded, max_iter, X[0]
+    )
+    ints = np.array((nit, status, nm))[:, None]  # (one array each, a row of one query)
+    floats = np.array((gn, gap))[:, None]
+    return X, ints[0], ints[1], floats[0], floats[1], ints[2]
 
 
 @kernel()

@@ -343,4 +343,24 @@ def region_lp_batch(AT, Zbar, tidx, Margins, cost, free, X0, lo, hi, bounded, ma
     ``lo``, ``hi``: (R, D) as in :func:`.knapsack.constrained_batch`.
     Returns (X, nit, status, gap, Y).
     """
+    if not parallel and X0.shape[0] == 1:
+        return _region_one(AT, Zbar, tidx, Margins, cost, free, X0, lo, hi, bounded, max_iter)
     return _region(parallel, AT, Zbar, tidx, Margins, cost, free, X0, lo, hi, bounded, max_iter)
+
+
+def _region_one(AT, Zbar, tidx, Margins, cost, free, X0, lo, hi, bounded, max_iter):
+    """:func:`region_lp_batch` for one query: :func:`region_lp_one` called from here.
+
+    Not the batch's serial kernel, which links the solver and has LLVM optimise and emit all
+    its code once more (issue 54: 0.9 CPU s of a first ``region=True`` query). The row's kernel
+    on the row's arguments, as :func:`_region_row` passes them: the same bits as the row of a
+    batch (tests/test_manhattan.py checks it).
+    """
+    D, K = AT.shape
+    X, Y = np.empty((1, D)), np.empty((1, K - 1))  # the outputs of _region_out, one row
+    nit, status, gap = np.empty(1, dtype=np.int64), np.empty(1, dtype=np.int64), np.empty(1)
+    nit[0], status[0], gap[0] = region_lp_one(
+        AT, Zbar[0], tidx[0], Margins[0], cost, free, X0[0], lo[0], hi[0], bounded, max_iter,
+        X[0], Y[0],
+    )  # fmt: skip
+    return X, nit, status, gap, Y
