@@ -3,6 +3,8 @@
 * :func:`verdict`: success = the model classifies the answer as the target (and ``p ≥ τ`` when
   ``proba=`` asked), and the status of an answer that is not a success says why.
 * :func:`solution`: the :class:`~fastcf.results.Solution` of N answers (with their messages).
+* :func:`softmax_verdict`: the verdict of a softmax model's answers from their logits, which
+  every softmax solver's answers pass; :func:`finish_softmax`, the Euclidean ones' Solution.
 * :func:`region`: ``region=True`` with a margin raised, where the logits are so large that their
   rounding could exceed it, above the worst-case rounding of every evaluation of the model (the
   bound of :meth:`fastcf._linear.model.BinaryModel.rounding_need`, Higham §3.1).
