@@ -531,8 +531,9 @@ def _one_row(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
     status = np.empty(N, dtype=np.int64)
     zbar, part = _row_head(X0[0], A, b)
     l0 = lam0[0] if lam0.shape[0] > 0 else np.nan
-    aim = _AIM * max(1.0, math.sqrt(D / 4096.0))  # aim_ulps(D), its float arithmetic
-    lam[0], nit[0], st = proba_search(zbar, G, GF, ks[0], log_taus[0], tol, max_iter, Y[0], l0, aim)
+    lam[0], nit[0], st = proba_search(
+        zbar, G, GF, ks[0], log_taus[0], tol, max_iter, Y[0], l0, aim_ulps(D)
+    )
     dist[0], status[0] = _row_tail(X0[0], Y[0], A, G, v, unit, part, st, X[0])
     return X, Y, dist, lam, nit, status
 
