@@ -383,15 +383,13 @@ class LVQExplainer(BaseExplainer):
             Restricted queries solved (one :meth:`explain` each) before the enumeration stops
             (fewer than ``k`` answers are returned then, each with
             ``info["enumeration_stopped"] = "max_nodes"``).
-        time_limit : float, optional
-            Seconds for the whole enumeration of each query row, from its start: each
-            restricted query's :meth:`explain` gets the time the row has left, and none is
-            solved past it; the answers found by then are returned (fewer than ``k``, each
-            judged as always), with ``info["enumeration_stopped"] = "time_limit"``. None (the
-            default): no limit.
         **options
             :meth:`explain`'s other options (``metric``, ``weights``, ``frozen``, ``bounds``,
-            ``max_changes``, ``exact``, ...).
+            ``max_changes``, ``exact``, ...). ``time_limit``: seconds for the whole
+            enumeration of each query row, from its start: each restricted query's
+            :meth:`explain` gets the time the row has left, and none is solved past it; the
+            answers found by then are returned (fewer than ``k``, each judged as always), with
+            ``info["enumeration_stopped"] = "time_limit"``. None (the default): no limit.
 
         Returns
         -------
