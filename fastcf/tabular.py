@@ -453,7 +453,7 @@ class TabularExplainer(FrameExplainer):
         out = [
             row_alternatives(self, r.frame.iloc[[i]], r.tidx[i : i + 1], r.form, bounds, r.allow,
                              r.max_changes, max_nodes, k, r.keep, time_limit, r.plausible,
-                             r.frozen, r.time_limit is not None)
+                             r.frozen)
             for i in range(r.frame.shape[0])
         ]  # fmt: skip
         if k is not None:

@@ -80,21 +80,22 @@ def flipsets(
 
 def row_alternatives(
     ex, frame, tidx, form, bounds, allow, max_changes, max_nodes, k, keep, time_limit=None,
-    plausible=False, held=None, timed=True,
+    plausible=False, held=None,
 ):  # fmt: skip
     """Return the alternatives of the one row of ``frame`` (a list of ``k``, or a generator).
 
     ``form``, ``allow``: the explainer's resolved ``(base, margin, tau)`` and allowed moves;
     ``keep``: whether missing cells stay missing (``missing="keep"``); ``time_limit``: seconds
-    for the whole enumeration, from now (no node is solved past it), and ``timed``: whether
-    each program takes the time left (a tree or network program, as
-    :func:`~fastcf._tabular.request.read_options` decides; a node it stops keeps its answer,
+    for the whole enumeration, from now (no node is solved past it); a tree or network program
+    takes the time left, a linear or prototype one none, as
+    :func:`~fastcf._tabular.request.read_options` decides (a node it stops keeps its answer,
     not certified);
     ``plausible``: every node restricted to the training regions (tree programs); ``held``:
     the columns held for the query (default: the explainer's immutable and unused ones).
     """
     end = deadline(time_limit)
-    left = time_left if timed else (lambda _end: None)  # (a program's own limit)
+    # (a program's own limit: none for a folded linear or prototype program)
+    left = (lambda _end: None) if ex._program.folded else time_left
     s = ex._schema
     prog = ex._program
     row = frame.to_numpy(dtype=object)[0]
