@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ._validation import check_int, check_scalar, deadline, resolve_frozen, time_left
+from ._validation import check_int, check_time_limit, deadline, resolve_frozen, time_left
 
 __all__ = ["enumerate_answers"]
 
@@ -34,9 +34,7 @@ def enumerate_answers(ex, x, target, k, max_nodes, options):
     max_nodes = check_int(max_nodes, "max_nodes", lo=1)
     X, single, names, tidx = ex._queries(x, target)
     fmask0 = resolve_frozen(options.pop("frozen", None), ex.n_features_in_, names)
-    limit = check_scalar(
-        options.pop("time_limit", None), "time_limit", lo=0.0, lo_open=True, allow_none=True
-    )
+    limit = check_time_limit(options.pop("time_limit", None))
     rows = [_query_row(x, i, names) for i in range(X.shape[0])]
     bounds = options.pop("bounds", None)
     alts = [

@@ -18,6 +18,7 @@ __all__ = [
     "check_question",
     "check_metric",
     "check_max_changes",
+    "check_time_limit",
     "time_left",
     "as_float_array",
     "as_queries",
@@ -183,9 +184,12 @@ def check_exact(exact, time_limit):
     """
     if not isinstance(exact, (bool, np.bool_)):
         raise TypeError(f"exact must be True or False; got {exact!r}")
-    return bool(exact), check_scalar(
-        time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True
-    )
+    return bool(exact), check_time_limit(time_limit)
+
+
+def check_time_limit(time_limit):
+    """Return ``time_limit`` as None or a positive finite float of seconds (every family's)."""
+    return check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
 
 
 def check_question(region, proba, who):

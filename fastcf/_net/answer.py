@@ -25,6 +25,7 @@ from .._validation import (
     check_metric,
     check_question,
     check_scalar,
+    check_time_limit,
     resolve_bounds,
     resolve_frozen,
     resolve_weights,
@@ -66,7 +67,7 @@ def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, 
     check_metric(metric, METRICS)
     margin = check_scalar(margin, "margin", lo=0.0)
     max_changes = check_max_changes(max_changes)
-    time_limit = check_scalar(time_limit, "time_limit", lo=0.0, lo_open=True, allow_none=True)
+    time_limit = check_time_limit(time_limit)
     D = ex.n_features_in_
     fmask = resolve_frozen(frozen, D, names)
     w = resolve_weights(weights, D, ex.mad_)

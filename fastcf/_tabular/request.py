@@ -14,7 +14,13 @@ import math
 from typing import NamedTuple
 
 from .._confirm import check_verify
-from .._validation import check_exact, check_max_changes, check_probability, check_scalar
+from .._validation import (
+    check_exact,
+    check_max_changes,
+    check_probability,
+    check_scalar,
+    check_time_limit,
+)
 from .columns import resolve_names
 from .options import resolve_allowed
 
@@ -77,7 +83,7 @@ def read_options(ex, frame, single, tidx, options):
     missing = o["missing"]
     if not (isinstance(missing, str) and missing in ("impute", "keep")):
         raise ValueError(f"missing must be 'impute' or 'keep'; got {missing!r}")
-    time_limit = check_scalar(o["time_limit"], "time_limit", lo=0.0, lo_open=True, allow_none=True)
+    time_limit = check_time_limit(o["time_limit"])
     folded = ex._program.folded  # a linear or prototype program (not a tree model's)
     if folded:
         time_limit = None  # (solved to optimality in milliseconds: no limit is reached)

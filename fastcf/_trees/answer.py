@@ -30,7 +30,7 @@ from .._validation import (
     check_max_changes,
     check_metric,
     check_question,
-    check_scalar,
+    check_time_limit,
     resolve_bounds,
     resolve_frozen,
     resolve_weights,
@@ -73,7 +73,7 @@ def answer(ex, X, tidx, names, options, memo=None):
             return explain_free(ex, X, tidx, names, fmask, dict(o, method=method))
     q = query(ex, X, names, o["region"], o["proba"], o["metric"], o["weights"], o["frozen"],
               o["bounds"], o["max_changes"])  # fmt: skip
-    limit = check_scalar(o["time_limit"], "time_limit", lo=0.0, lo_open=True, allow_none=True)
+    limit = check_time_limit(o["time_limit"])
     q = q._replace(time_limit=limit, trust=bool(o.get("trust", True)))
     if plausible is not False:
         return _plausible(ex, X, tidx, q, plausible)
