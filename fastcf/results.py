@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._status import MESSAGES, message
+from ._status import MESSAGES, message, messages
 
 __all__ = [
     "Counterfactual",
@@ -55,6 +55,18 @@ class Solution(NamedTuple):
     grad_norm: np.ndarray | None = None  # (N,) ‖∇E‖ at x, where it applies
     certified: np.ndarray | None = None  # (N,) bool: successes a rounding bound already proved
     info: dict | None = None  # method-specific diagnostics
+
+    @classmethod
+    def of(cls, x, proba, distance, success, status, nit, method, lam=None, grad_norm=None,
+           certified=None, info=None):  # fmt: skip
+        """Return the Solution of these N answers with one message each (the fields' order).
+
+        The messages are :func:`fastcf._status.messages`' ("<method>: converged" for a
+        success, else the status's own).
+        """
+        msg = messages(status, success, method)
+        return cls(x, proba, distance, success, status, nit, method, msg, lam, grad_norm,
+                   certified, info)  # fmt: skip
 
 
 def _to_sparse(x, x0, what):

@@ -23,7 +23,7 @@ import numpy as np
 
 from .._kernels import logistic as _lk
 from .._kernels import verdict as _vk
-from .verify import solution
+from ..results import Solution
 
 __all__ = ["finish", "kernel_box", "lam_closed_form", "path", "project"]
 
@@ -122,7 +122,7 @@ def finish(
     )  # fmt: skip
     if mode == 0:
         cert = None
-    return solution(Xs, P, dist, success, status, nit, lams, gn, method, cert, info)
+    return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn, cert, info)
 
 
 def path(model, x0, k, lams, m, bnd):

@@ -74,7 +74,7 @@ from ..results import Solution
 from .binary import finish as _binary_finish
 from .binary import kernel_box
 from .region_highs import second_opinion
-from .verify import softmax_verdict, solution
+from .verify import softmax_verdict
 
 __all__ = [
     "binary_constrained",
@@ -320,7 +320,7 @@ def _softmax_finish(model, X, Xs, tidx, cost, free, nit, status, lams, gn, metho
         unreachable = not bool(np.any(free & model.moves_logits))
     P, success, status = softmax_verdict(model, Xs, tidx, status, lams, proba_min, unreachable, Z)
     dist = _distance(X, Xs, cost, free)
-    return solution(Xs, P, dist, success, status, nit, lams, gn, method, None, info)
+    return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn, None, info)
 
 
 def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter, rounds=ROUNDS):

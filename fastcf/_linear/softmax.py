@@ -30,8 +30,9 @@ from .._kernels.linalg import dot as _dot
 from .._resolve import ROUNDS, raise_at_least, raise_log_tau
 from .._stage import reaim, replace_rows
 from .._status import Status
+from ..results import Solution
 from .singular import region_singular, resolve_singular
-from .verify import finish_softmax, path_result, solution
+from .verify import finish_softmax, path_result
 
 __all__ = ["constrained", "reduced_lam", "reduced_path", "region_singular"]
 
@@ -121,7 +122,7 @@ def reduced_lam(model, X, tidx, lams, m, tol, max_iter):
     """
     Xs, P, quad, gn, nit, status, cert = rows_reduced(model, X, tidx, lams, m, tol, max_iter)
     dist = np.sqrt(np.maximum(quad, 0.0))
-    return solution(Xs, P, dist, status == _OK, status, nit, lams, gn, "reduced", cert)
+    return Solution.of(Xs, P, dist, status == _OK, status, nit, "reduced", lams, gn, cert)
 
 
 PROBA_METHOD = "reduced (λ search)"
@@ -179,7 +180,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
     P, status, cert = judge(model, Xs, tidx, st, proba)
     ok = status == _OK
     if np.count_nonzero(ok) == N:  # nothing to re-solve or to reconsider
-        return solution(Xs, P, dist, ok, status, nit, lamv, None, PROBA_METHOD, cert)
+        return Solution.of(Xs, P, dist, ok, status, nit, PROBA_METHOD, lamv, None, cert)
     p = P[np.arange(N), tidx]
     # a search that ran out of iterations where z̄ is far larger than the answer's logits (z̄ ~
     # 10⁹ against log τ: z̄ + G y cancels, and log p_k in K-space carries ε |z̄| of noise, more
@@ -231,7 +232,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
     # verify.keep_source puts x̄ itself there)
     status = honest_infeasible(model, X, tidx, m, proba, status)
     success = status == _OK
-    return solution(Xs, P, dist, success, status, nit, lamv, None, PROBA_METHOD, cert)
+    return Solution.of(Xs, P, dist, success, status, nit, PROBA_METHOD, lamv, None, cert)
 
 
 def honest_infeasible(model, X, tidx, m, proba, status):
@@ -283,7 +284,7 @@ def region_solution(model, X, tidx, m, margins):
     Xs, dist, nit, status = rows_region(model, X, tidx, margins, m, 1e-12, 10 * K + 100)
     P, status, cert = judge(model, Xs, tidx, status)
     ok = status == _OK
-    sol = solution(Xs, P, dist, ok, status, nit, None, None, REGION_METHOD, cert)
+    sol = Solution.of(Xs, P, dist, ok, status, nit, REGION_METHOD, None, None, cert)
     if np.count_nonzero(ok) == ok.shape[0]:
         return sol
     pend = np.flatnonzero(status == _PENDING)

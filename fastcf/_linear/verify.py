@@ -2,7 +2,6 @@
 
 * :func:`verdict`: success = the model classifies the answer as the target (and ``p ≥ τ`` when
   ``proba=`` asked), and the status of an answer that is not a success says why.
-* :func:`solution`: the :class:`~fastcf.results.Solution` of N answers (with their messages).
 * :func:`softmax_verdict`: the verdict of a softmax model's answers from their logits, which
   every softmax solver's answers pass; :func:`finish_softmax`, the Euclidean ones' Solution.
 * :func:`region`: ``region=True`` with a margin raised, where the logits are so large that their
@@ -24,7 +23,7 @@ import numpy as np
 from .._kernels import verdict as _vk
 from .._resolve import raise_margin
 from .._stage import reaim, replace_rows, take_rows
-from .._status import Status, message, messages
+from .._status import Status, message
 from ..results import CounterfactualPath, Solution
 from .metric import distances, row_box
 
@@ -36,7 +35,6 @@ __all__ = [
     "path_result",
     "region",
     "softmax_verdict",
-    "solution",
     "verdict",
 ]
 
@@ -64,13 +62,6 @@ def verdict(pred, P, tidx, status, proba_min, lam_mode, unreachable):
         np.ascontiguousarray(pred, dtype=np.int64), P, tidx, status,
         math.nan if proba_min is None else float(proba_min), bool(lam_mode), bool(unreachable),
     )  # fmt: skip
-
-
-def solution(x, P, dist, success, status, nit, lams, gn, method, certified=None, info=None):
-    """Return the :class:`~fastcf.results.Solution` of N answers, with one message each."""
-    # positional: the short path of a single query pays for every keyword
-    msg = messages(status, success, method)
-    return Solution(x, P, dist, success, status, nit, method, msg, lams, gn, certified, info)
 
 
 def softmax_verdict(model, Xs, tidx, status, lams, proba_min, unreachable=False, Z=None):
@@ -117,7 +108,7 @@ def finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_
             G = np.where((Xs <= lo) & (G > 0), 0.0, G)
             G = np.where((Xs >= hi) & (G < 0), 0.0, G)
         gn = np.sqrt(np.einsum("ij,ij->i", G, G))
-    return solution(Xs, P, dist, success, status, nit, lams, gn, method)
+    return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn)
 
 
 _SOURCE_MEETS = "the source already meets proba=τ (as the model computes it): x̄ itself"

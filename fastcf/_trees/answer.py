@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from .._progress import Tally
-from .._status import Status, messages
+from .._status import Status
 from .._threads import each
 from .._validation import (
     check_max_changes,
@@ -181,10 +181,9 @@ def leaves(ex, X, tidx, q, missing=None, values=None):
         found, int(Status.OK), np.where(has, int(Status.INFEASIBLE), int(Status.UNREACHABLE))
     ).astype(np.int64)
     n = X.shape[0]
-    return Solution(
+    return Solution.of(
         x=x, proba=None, distance=dist, success=found, status=status,
         nit=np.zeros(n, dtype=np.int64), method="leaves",
-        message=messages(status, found, "leaves"),
         info={"gap": np.where(found, 0.0, np.inf), "bound": np.where(found, dist, np.inf),
               "nodes": np.zeros(n, dtype=np.int64)},
     )  # fmt: skip
