@@ -2621,7 +2621,7 @@ def test_region_polish_refines_the_equality_step_of_an_exact_active_set():
     but its step is 5.6e4 short of the first row (c = 6.1e11); the polish's normal equations
     (condition 242) left the exact step 0.019 short, beyond their 8ε check (0.0099), and the
     query was called infeasible. Refined once, the step meets the rows to rounding."""
-    from fastcf._linear.boxed import _meets_rows, _region_ldp
+    from fastcf._linear.boxed_region import _meets_rows, _region_ldp
 
     x0, M, c, lo, hi = _CASE_3655
     x, feasible = _region_ldp(x0, M, c, np.ones(5), np.ones(5, dtype=bool), lo, hi)
@@ -2638,7 +2638,7 @@ def test_region_box_a_feasible_query_the_last_resort_misses_is_no_infeasible(mon
     short), the exact least-distance program's step misses the rows by rounding (~1e-10 of
     the unit rows): the program found them feasible in the box, so the row is a numerical
     failure, never "infeasible" (it was status 3, a false reason)."""
-    from fastcf._linear import boxed
+    from fastcf._linear import boxed_region
     from fastcf._status import Status
 
     x0, M, c, lo, hi = _CASE_3655
@@ -2647,7 +2647,7 @@ def test_region_box_a_feasible_query_the_last_resort_misses_is_no_infeasible(mon
     ex = LinearExplainer.from_arrays(A, b)
     res = ex.explain(x0, 2, region=True, bounds=(lo, hi))
     assert res.success and np.argmax(A @ res.x + b) == 2  # (with the polish: answered)
-    monkeypatch.setattr(boxed, "_polish_region", lambda d, *args: d)
+    monkeypatch.setattr(boxed_region, "_polish_region", lambda d, *args: d)
     res = ex.explain(x0, 2, region=True, bounds=(lo, hi))
     assert not res.success
     assert res.status == Status.NUMERIC, res.message

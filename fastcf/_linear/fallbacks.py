@@ -22,6 +22,7 @@ from .._resolve import raise_at_least, raise_log_tau
 from .._stage import replace_rows, take_rows
 from .._status import Status
 from . import boxed as _boxed
+from . import boxed_region as _boxed_region
 from . import softmax as _softmax
 from .metric import distances, make_metric
 from .verify import path_result
@@ -269,7 +270,7 @@ def input_space_retry(model, sol, X, tidx, m, proba, margins, rows=None):
     Those it ended in a numerical failure or at the iteration limit, and its successes that
     the explainer's verification would refuse (within rounding of the class boundary), are
     solved again by the solvers of ``bounds=`` with an unbounded box
-    (:func:`fastcf._linear.boxed.constrained_boxed`: the region QP by Clarabel, the
+    (:func:`fastcf._linear.boxed_region.region_boxed`: the region QP by Clarabel, the
     λ-search over projected Newton), on the model scaled by :func:`scaled`. A row takes
     that answer where it succeeds and the verification would accept it, or the proof that
     no free feature moves any margin (UNREACHABLE), or, for a row K-space failed, an optimum
@@ -302,7 +303,7 @@ def input_space_retry(model, sol, X, tidx, m, proba, margins, rows=None):
 
 
 def boxed(model, X, tidx, m, bnd, proba, margins):
-    """:func:`fastcf._linear.boxed.constrained_boxed` on the model scaled by :func:`scaled`.
+    """Solve in the box (:func:`_solve_boxed`) on the model scaled by :func:`scaled`.
 
     The box scales with the queries, and the answers (x, distance, λ) back: exact, by the
     power of 2. Its λ-search brackets λ over e^±80 (λ in units of 1/distance²): with
@@ -311,12 +312,22 @@ def boxed(model, X, tidx, m, bnd, proba, margins):
     """
     model, Xs, e = scaled(model, X, bnd)
     if e == 0:
-        return _boxed.constrained_boxed(model, X, tidx, m, bnd, proba, margins)
+        return _solve_boxed(model, X, tidx, m, bnd, proba, margins)
     box = (np.ldexp(bnd[0], e), np.ldexp(bnd[1], e))
-    sub = _boxed.constrained_boxed(model, Xs, tidx, m, box, proba, margins)
+    sub = _solve_boxed(model, Xs, tidx, m, box, proba, margins)
     with np.errstate(over="ignore", under="ignore"):
         lam = None if sub.lam is None else np.ldexp(sub.lam, 2 * e)
         return sub._replace(x=np.ldexp(sub.x, -e), distance=np.ldexp(sub.distance, -e), lam=lam)
+
+
+def _solve_boxed(model, X, tidx, m, bnd, proba, margins):
+    """Solve ``proba=τ`` or ``region=True`` in a box (the solver of each form).
+
+    :func:`fastcf._linear.boxed.proba_boxed`, :func:`fastcf._linear.boxed_region.region_boxed`.
+    """
+    if proba is not None:
+        return _boxed.proba_boxed(model, X, tidx, m, bnd, proba)
+    return _boxed_region.region_boxed(model, X, tidx, m, bnd, margins)
 
 
 def scaled(model, X, bnd=None):
