@@ -95,6 +95,17 @@ out = {
     for name in names
 }
 out["literal twins"] = twins
+
+# the l1 softmax kernels compiled with a CPython wrapper: only those that Python calls (the
+# others are compiled with l1._callee.CALLEE, no wrapper)
+from fastcf._kernels.l1 import entropy, entropy_face, kkt, kspace
+wrapped = set()
+for mod in (entropy, entropy_face, entropy_solve, kspace, kkt, region_lp):
+    for name, d in vars(mod).items():
+        if getattr(d, "_fastcf_tiered", False) and d.py_func.__module__ == mod.__name__:
+            if d.signatures and not d.targetoptions.get("no_cpython_wrapper", False):
+                wrapped.add(f"{mod.__name__.rsplit('.', 1)[1]}.{name}")
+out["l1 wrapped"] = sorted(wrapped)
 print(json.dumps(out))
 """
 
@@ -158,3 +169,16 @@ def test_no_kernel_is_compiled_twice_for_a_literal(compiled):
     # while during Numba's type inference, and a kernel it is passed to is compiled for that
     # too: the callers start such variables as np.int64(0))
     assert compiled["literal twins"] == []
+
+
+def test_l1_softmax_kernels_that_only_kernels_call_compile_no_cpython_wrapper(compiled):
+    # the single lam= and region=True queries (and the binary Manhattan ones, which call
+    # kkt.l1_residual) compile a CPython wrapper only for the kernels Python calls: the steps
+    # of a single lam= query (entropy_solve._lam_single) and the region LP
+    # (region_lp._region_one); each of the others would cost ~0.05 s more of a first query
+    assert compiled["l1 wrapped"] == [
+        "entropy.lam_dual",
+        "entropy_solve._lam_settle",
+        "entropy_solve._lam_start",
+        "region_lp.region_lp_one",
+    ]

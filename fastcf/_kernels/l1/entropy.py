@@ -33,6 +33,7 @@ import numpy as np
 from fastcf._status import Status
 
 from .. import kernel
+from ._callee import CALLEE
 from .entropy_face import _face_opt, _face_system, _restore
 from .kspace import _expand, _log_nontarget, _mcol
 
@@ -46,7 +47,7 @@ _TIGHT = 1  # ±1: on the kink v = ±λc (δ between 0 and the bound)
 _BEYOND = 2  # ±2: beyond the kink (δ at the bound)
 
 
-@kernel()
+@kernel(**CALLEE)
 def _first_kink(v, w, lc, st):
     """Return (α, new side) of the next kink of feature i along v + α w (α = ∞: none)."""
     if st == _IN:
@@ -90,7 +91,7 @@ def _delta(lqk, rk, dk):
     return math.exp(lqk + dk)
 
 
-@kernel()
+@kernel(**CALLEE)
 def _dphi(lq, r, dq, e, R, alpha, pen):
     """φ'(α) along the direction: Σ_j Δ_j g_j(α) − pen, with Δ_j = q_j r_j (j ≥ 1).
 
@@ -105,7 +106,7 @@ def _dphi(lq, r, dq, e, R, alpha, pen):
     return s - pen
 
 
-@kernel()
+@kernel(**CALLEE)
 def _d2phi(lq, r, dq, R, alpha):
     s = 0.0
     for k in range(R + 1):
@@ -118,7 +119,7 @@ def _d2phi(lq, r, dq, R, alpha):
     return s
 
 
-@kernel()
+@kernel(**CALLEE)
 def _line_root(lq, r, dq, e, R, pen, a, b):
     """Return the root of φ' in [a, b] by Newton and bisection.
 
@@ -146,13 +147,13 @@ def _line_root(lq, r, dq, e, R, pen, a, b):
 
 
 # ------------------------------------------------ a binary heap of (key, index): the kinks ahead
-@kernel()
+@kernel(**CALLEE)
 def _less(ka, ia, kb, ib):
     """(ka, ia) < (kb, ib): by key, then by index (ties: the lowest index first)."""
     return ka < kb or (ka == kb and ia < ib)
 
 
-@kernel()
+@kernel(**CALLEE)
 def _sift_down(keys, idx, pos, n):
     while True:
         left = 2 * pos + 1
@@ -168,7 +169,7 @@ def _sift_down(keys, idx, pos, n):
         pos = small
 
 
-@kernel()
+@kernel(**CALLEE)
 def _heapify(keys, idx, n):
     """Order keys[:n] (with idx) as a min-heap in place, O(n), one call (no per-node calls)."""
     for start in range(n // 2 - 1, -1, -1):
@@ -192,7 +193,7 @@ def _heapify(keys, idx, n):
             pos = small
 
 
-@kernel()
+@kernel(**CALLEE)
 def _pop(keys, idx, n):
     """Return (index, new size) of the heap's minimum (−1 when empty)."""
     if n == 0:
@@ -205,7 +206,7 @@ def _pop(keys, idx, n):
     return top, n
 
 
-@kernel()
+@kernel(**CALLEE)
 def _heap_push(keys, idx, n, key, i):
     """Push (key, i) on a heap with free slots; returns the new size."""
     pos = n
@@ -222,7 +223,7 @@ def _heap_push(keys, idx, n, key, i):
     return n + 1
 
 
-@kernel()
+@kernel(**CALLEE)
 def _twin_of_tight(AT, t, cls, R, i, tl, nT, cost):
     """Whether feature i's column M_i / c_i is exactly ± that of a tight feature."""
     for a in range(nT):
@@ -556,7 +557,7 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
     return max_iter, _MAXITER, nT
 
 
-@kernel()
+@kernel(**CALLEE)
 def _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state):
     """Set a strictly feasible dual point: the probabilities at x̄, scaled to |M_iᵀq| < λc_i.
 
@@ -605,7 +606,7 @@ def _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state):
     return np.int64(0)
 
 
-@kernel()
+@kernel(**CALLEE)
 def _rescale(lq, R, ratio):
     """Rescale q ← ratio·q: the dual point of λ for λ·ratio (every feature keeps its state)."""
     q0 = math.exp(lq[0])

@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernel
+from ._callee import CALLEE
 
 __all__ = ["l1_residual"]
 
 
-@kernel()
+@kernel(**CALLEE)
 def l1_residual(g, lc, d, at_lo, at_hi):
     """Return the distance of 0 from feature i's subdifferential.
 
