@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 # slow: the child compiles the kernels of ten queries on an empty cache (about 40 s)
@@ -97,7 +98,7 @@ out = {
 out["literal twins"] = twins
 
 # the l1 softmax kernels compiled with a CPython wrapper: only those that Python calls (the
-# others are compiled with l1._callee.CALLEE, no wrapper)
+# others are kernel(callee=True), compiled without one)
 from fastcf._kernels.l1 import entropy, entropy_face, kkt, kspace
 wrapped = set()
 for mod in (entropy, entropy_face, entropy_solve, kspace, kkt, region_lp):
@@ -182,3 +183,14 @@ def test_l1_softmax_kernels_that_only_kernels_call_compile_no_cpython_wrapper(co
         "entropy_solve._lam_start",
         "region_lp.region_lp_one",
     ]
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") == "1", reason="JIT disabled")
+def test_a_callee_kernel_called_from_python_raises_not_crashes():
+    # kernel(callee=True): no CPython wrapper, so Numba's dispatcher would jump to a null
+    # address (a segmentation fault); fastcf's class raises
+    from fastcf._kernels.l1.entropy import _less, _pop
+
+    assert _pop.py_func(np.zeros(0), np.zeros(0, dtype=np.int64), 0) == (-1, 0)
+    with pytest.raises(TypeError, match="compiled for calls from other kernels only"):
+        _less(1.0, 0, 2.0, 1)

@@ -48,6 +48,7 @@ import warnings
 
 import numba
 import numpy as np
+from numba.core.registry import CPUDispatcher
 
 from .._progress import notice_compiles
 from . import _tier
@@ -75,7 +76,7 @@ _warned_nocache = False
 notice_compiles()  # a first call that compiles says so on standard error (FASTCF_PROGRESS=0: not)
 
 
-def kernel(signature=None, **overrides):
+def kernel(signature=None, *, callee=False, **overrides):
     """Compile a function with fastcf's Numba options.
 
     Parameters
@@ -86,6 +87,15 @@ def kernel(signature=None, **overrides):
         uses one now: compiled on first use, a kernel costs nothing to a process that never
         calls it (the root φ of the logistic family used to be compiled by every import of
         :mod:`fastcf.linear`, softmax models included).
+    callee : bool, default=False
+        A kernel that only other kernels call: compiled without Numba's CPython and C wrappers
+        (the code that unboxes the arguments of a call from Python and boxes its results, which
+        Numba emits for every function whether or not Python calls it, as it does not for its
+        own ``@overload`` implementations): about 0.04–0.05 s less of a first query per such
+        kernel of ~14 arguments (issue 54, ``docs/tables/compile_times.md``). Called from
+        Python, it raises ``TypeError`` (:class:`_Callee`; without a wrapper Numba's dispatcher
+        would jump to a null address). The Python runs of ``NUMBA_DISABLE_JIT=1`` and of the
+        tier call its Python function.
     **overrides
         Changes to the house options (e.g. ``_nrt=False`` for inner loops).
 
@@ -111,9 +121,13 @@ def kernel(signature=None, **overrides):
     def decorate(func):
         options = dict(_OPTIONS, nogil=func.__module__.startswith(_RELEASE_GIL))
         options.update(overrides)
+        if callee:
+            options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
         disp = _compile(func, options)
         if not hasattr(disp, "overloads"):  # NUMBA_DISABLE_JIT=1: the Python function itself
             return _ieee(disp)
+        if callee:
+            disp.__class__ = _Callee
         return _tier.install(disp)
 
     def _compile(func, options):
@@ -140,6 +154,21 @@ def kernel(signature=None, **overrides):
             return numba.njit(signature, **options)(func)
 
     return decorate
+
+
+class _Callee(CPUDispatcher):
+    """The dispatcher of a kernel that only kernels call (``kernel(callee=True)``).
+
+    Compiled without a CPython wrapper, it has nothing to run a call from Python with: Numba's
+    dispatcher would jump to a null address (a crash). So a call from Python raises. Other
+    kernels type and link it as any dispatcher (the class is Numba's, one method more).
+    """
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(
+            f"{self.py_func.__module__}.{self.py_func.__qualname__} is compiled for calls from "
+            "other kernels only (kernel(callee=True)): call it from a kernel, or its .py_func"
+        )
 
 
 _outer = threading.local()

@@ -15,8 +15,6 @@
 ``kspace``
     what the softmax solvers share: the classes other than the target, the columns M_i, the
     K-space form of a row vector, the probabilities from the margins.
-``_callee``
-    the options of the kernels that only other kernels call (no CPython wrapper).
 
 The small LU factorisation of the dual simplex and of the face systems is in
 :mod:`fastcf._kernels.linalg`. The names below are those the Python layer

@@ -33,7 +33,6 @@ import numpy as np
 from fastcf._status import Status
 
 from .. import kernel
-from ._callee import CALLEE
 from .entropy_face import _face_opt, _face_system, _restore
 from .kspace import _expand, _log_nontarget, _mcol
 
@@ -47,7 +46,7 @@ _TIGHT = 1  # ±1: on the kink v = ±λc (δ between 0 and the bound)
 _BEYOND = 2  # ±2: beyond the kink (δ at the bound)
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _first_kink(v, w, lc, st):
     """Return (α, new side) of the next kink of feature i along v + α w (α = ∞: none)."""
     if st == _IN:
@@ -91,7 +90,7 @@ def _delta(lqk, rk, dk):
     return math.exp(lqk + dk)
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _dphi(lq, r, dq, e, R, alpha, pen):
     """φ'(α) along the direction: Σ_j Δ_j g_j(α) − pen, with Δ_j = q_j r_j (j ≥ 1).
 
@@ -106,7 +105,7 @@ def _dphi(lq, r, dq, e, R, alpha, pen):
     return s - pen
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _d2phi(lq, r, dq, R, alpha):
     s = 0.0
     for k in range(R + 1):
@@ -119,7 +118,7 @@ def _d2phi(lq, r, dq, R, alpha):
     return s
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _line_root(lq, r, dq, e, R, pen, a, b):
     """Return the root of φ' in [a, b] by Newton and bisection.
 
@@ -147,13 +146,13 @@ def _line_root(lq, r, dq, e, R, pen, a, b):
 
 
 # ------------------------------------------------ a binary heap of (key, index): the kinks ahead
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _less(ka, ia, kb, ib):
     """(ka, ia) < (kb, ib): by key, then by index (ties: the lowest index first)."""
     return ka < kb or (ka == kb and ia < ib)
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _sift_down(keys, idx, pos, n):
     while True:
         left = 2 * pos + 1
@@ -169,7 +168,7 @@ def _sift_down(keys, idx, pos, n):
         pos = small
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _heapify(keys, idx, n):
     """Order keys[:n] (with idx) as a min-heap in place, O(n), one call (no per-node calls)."""
     for start in range(n // 2 - 1, -1, -1):
@@ -193,7 +192,7 @@ def _heapify(keys, idx, n):
             pos = small
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _pop(keys, idx, n):
     """Return (index, new size) of the heap's minimum (−1 when empty)."""
     if n == 0:
@@ -206,7 +205,7 @@ def _pop(keys, idx, n):
     return top, n
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _heap_push(keys, idx, n, key, i):
     """Push (key, i) on a heap with free slots; returns the new size."""
     pos = n
@@ -223,7 +222,7 @@ def _heap_push(keys, idx, n, key, i):
     return n + 1
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _twin_of_tight(AT, t, cls, R, i, tl, nT, cost):
     """Whether feature i's column M_i / c_i is exactly ± that of a tight feature."""
     for a in range(nT):
@@ -557,7 +556,7 @@ def lam_dual(AT, t, mbar, lam, cost, free, rp, rm, lq, state, tl, nT, mu, max_it
     return max_iter, _MAXITER, nT
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state):
     """Set a strictly feasible dual point: the probabilities at x̄, scaled to |M_iᵀq| < λc_i.
 
@@ -606,7 +605,7 @@ def _cold_start(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state):
     return np.int64(0)
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _rescale(lq, R, ratio):
     """Rescale q ← ratio·q: the dual point of λ for λ·ratio (every feature keeps its state)."""
     q0 = math.exp(lq[0])

@@ -15,13 +15,12 @@ import numpy as np
 
 from .. import kernel
 from ..linalg import _lu_factor, _lu_solve
-from ._callee import CALLEE
 from .kspace import _log_nontarget, _mcol, _nontarget
 
 _EPS = 2.220446049250313e-16
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _face_system(AT, t, cls, lq, e, tl, nT, R, N, mu, r):
     """Newton on the face: multipliers μ (= δ of the tight features) and the direction r.
 
@@ -104,7 +103,7 @@ def _face_system(AT, t, cls, lq, e, tl, nT, R, N, mu, r):
     return dec, ok
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _face_phi(mbar, bsum, N, nT, dd, lam, cost, state, tl, m, q):
     """φ(δ_T) = λ Σ_T σ_i c_i δ_i + F(m̄ + b + M_T δ_T); fills the margins m and q there."""
     R = mbar.shape[0]
@@ -123,7 +122,7 @@ def _face_phi(mbar, bsum, N, nT, dd, lam, cost, state, tl, m, q):
 _FACE_STEP = 64.0  # the largest change of a margin in one Newton step of _face_opt
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
     """Return whether the current face has an optimum; if so ``lqs`` = its log q, μ = its δ_T.
 
@@ -278,7 +277,7 @@ def _face_opt(AT, t, cls, mbar, lam, cost, state, tl, nT, mu, bsum, lqs):
     return True
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _restore(AT, t, cls, lq, lam, cost, state, tl, nT, R):
     """Put the tight features back on their kinks: q ← q + S N (NᵀSN)⁻¹ (σλc − Nᵀq).
 

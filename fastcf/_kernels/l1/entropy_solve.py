@@ -22,7 +22,6 @@ from fastcf._status import Status
 from .. import kernel
 from .._batch import batch, inlined
 from ..linalg import _lu_factor, _lu_solve
-from ._callee import CALLEE
 from .entropy import _BEYOND, _IN, _TIGHT, _cold_start, _rescale, lam_dual
 from .kkt import l1_residual
 from .kspace import _classes, _expand, _log_nontarget, _mcol, _nontarget
@@ -41,7 +40,7 @@ _NO = np.bool_(False)
 _YES = np.bool_(True)
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _delta_of(state, tl, nT, mu, rp, rm, free, delta):
     """δ of the dual's answer: 0 inside, the bound beyond, the clipped multiplier on a kink."""
     for i in range(state.shape[0]):
@@ -64,7 +63,7 @@ def _delta_of(state, tl, nT, mu, rp, rm, free, delta):
         delta[i] = d
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _margins_of(AT, t, cls, mbar, state, free, delta, m):
     """Write m = m̄ + Σ_i δ_i M_i (the features that moved) into ``m``."""
     R = mbar.shape[0]
@@ -78,7 +77,7 @@ def _margins_of(AT, t, cls, mbar, state, free, delta, m):
                 m[j] += delta[i] * col[j]
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _margins_round(AT, t, cls, mbar, free, delta, m):
     """Write m = m̄ + Σ_i δ_i M_i into ``m``; return mround = max_j |m̄_j| + Σ_i |δ_i M_ij|.
 
@@ -103,7 +102,7 @@ def _margins_round(AT, t, cls, mbar, free, delta, m):
     return mround
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _answer_q(AT, t, cls, mbar, free, delta):
     """Return (q in K-space form, mround) at x̄ + δ: the answer's own probabilities."""
     K = AT.shape[1]
@@ -132,7 +131,7 @@ def _slope_tol(AT, qk, i, lc, rtol, mround):
     return v, lc, max(rtol * lc, 32.0 * _EPS * mround * sens)
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _at_rounding(AT, t, cls, mbar, state, free, d, N, q, F, lam, cost, tl, nT, proba, log_tau):
     """Whether _polish's residual F (at δ = ``d``, q its probabilities) is at rounding level.
 
@@ -156,7 +155,7 @@ def _at_rounding(AT, t, cls, mbar, state, free, d, N, q, F, lam, cost, tl, nT, p
     return True
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _polish(AT, t, cls, mbar, lam, log_tau, cost, free, rp, rm, state, tl, nT, delta, proba):
     """Newton on the primal KKT system of a fixed structure (the tight features' δ, and λ).
 
@@ -249,7 +248,7 @@ def _polish(AT, t, cls, mbar, lam, log_tau, cost, free, rp, rm, state, tl, nT, d
     return lam, True
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _kkt_check(AT, t, cls, mbar, lam, cost, free, state, delta, rtol):
     """Whether every feature's state is optimal for λ at δ (the others: by construction)."""
     D = AT.shape[0]
@@ -274,7 +273,7 @@ def _kkt_check(AT, t, cls, mbar, lam, cost, free, state, delta, rtol):
     return True
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _finish_row(AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, lq, rp, rm, delta, out):
     """Form x, and return (KKT residual, duality gap, −log p_t) of problem (2) at λ."""
     D, K = AT.shape
@@ -344,7 +343,7 @@ def _finish_row(AT, t, cls, mbar, lam, cost, free, x0, lo, hi, bounded, lq, rp, 
     return math.sqrt(r2), obj - dual, -lpt
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _rooms(x0, lo, hi, bounded, rp, rm):
     """Write each feature's room up (``rp``) and down (``rm``) in the box (inf without one)."""
     for i in range(x0.shape[0]):
@@ -449,7 +448,7 @@ def softmax_lam_one(AT, zbar, t, lam, cost, free, x0, lo, hi, bounded, max_iter,
     return nit, status, gn, gap, nm
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
     """Whether δ meets the KKT conditions of problem (2) at λ, at its own probabilities.
 
@@ -477,7 +476,7 @@ def _primal_ok(AT, t, cls, mbar, lam, cost, free, rp, rm, delta):
     return True
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _restart(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state, delta):
     """Cold-start the dual from the probabilities at x̄ + δ, not at x̄. Returns nT = 0.
 
@@ -499,7 +498,7 @@ def _restart(AT, t, cls, mbar, lam, cost, free, rp, rm, lq, state, delta):
     return _cold_start(AT, t, cls, m, lam, cost, free, rp, rm, lq, state)
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _box_floor(AT, t, cls, mbar, free, rp, rm, state, delta):
     """Return a lower bound of −log p_t over the box: its linearisation at δ, minimised there.
 

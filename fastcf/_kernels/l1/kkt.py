@@ -12,12 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernel
-from ._callee import CALLEE
 
 __all__ = ["l1_residual"]
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def l1_residual(g, lc, d, at_lo, at_hi):
     """Return the distance of 0 from feature i's subdifferential.
 

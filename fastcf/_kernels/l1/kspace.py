@@ -11,10 +11,9 @@ import math
 import numpy as np
 
 from .. import kernel
-from ._callee import CALLEE
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _classes(K, t):
     cls = np.empty(K - 1, dtype=np.int64)
     j = 0
@@ -25,7 +24,7 @@ def _classes(K, t):
     return cls
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _expand(vec, t, cls, R, out):
     """Write the K-space form of a row vector: out_t = Σ vec, out_{c_j} = −vec_j."""
     s = 0.0
@@ -35,14 +34,14 @@ def _expand(vec, t, cls, R, out):
     out[t] = s
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _mcol(AT, i, t, cls, R, out):
     """Write M_i into ``out``: the change of the margins per unit of feature i."""
     for j in range(R):
         out[j] = AT[i, t] - AT[i, cls[j]]
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _nontarget(m, R, q):
     """Fill q_j = p_{c_j} from the margins m; return log p_t."""
     umax = 0.0
@@ -58,7 +57,7 @@ def _nontarget(m, R, q):
     return -umax - math.log(s)
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _log_nontarget(m, R, lq):
     """lq_0 = log p_t, lq_{j+1} = log p_{c_j} from the margins m."""
     umax = 0.0

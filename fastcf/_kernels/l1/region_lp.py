@@ -21,7 +21,6 @@ from fastcf._status import Status
 from .. import kernel
 from .._batch import batch
 from ..linalg import _lu_factor, _lu_solve, _lu_solve_t
-from ._callee import CALLEE
 from .kspace import _expand
 
 _OK = int(Status.OK)
@@ -35,7 +34,7 @@ _LP_DUAL = 1e-12  # Harris tolerance on the (cost-scaled) reduced costs
 _LP_PRIMAL = 1e-12  # relative primal feasibility tolerance
 
 
-@kernel(**CALLEE)
+@kernel(callee=True)
 def _col_entry(AT, v, j, D, t, cls):
     """Entry of row j of the column of variable v."""
     if v < 2 * D:
