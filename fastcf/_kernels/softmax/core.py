@@ -324,8 +324,10 @@ def initial_y(zbar, G, k, lam, y):
     yr[k] = s
     z = np.empty(K)
     p = np.empty(K)
-    E0, _q0, _l0 = _objective(zbar, G, y, k, lam, z, p)
-    Er, _qr, _lr = _objective(zbar, G, yr, k, lam, z, p)
+    # _objective_gy with gy = z, as _objective: not through that kernel, one level less to
+    # optimise and emit in every batch kernel of problem (2) (issue 54)
+    E0, _q0, _l0 = _objective_gy(zbar, G, y, k, lam, z, z, p)
+    Er, _qr, _lr = _objective_gy(zbar, G, yr, k, lam, z, z, p)
     if Er < E0:
         for j in range(K):
             y[j] = yr[j]
