@@ -160,7 +160,7 @@ def test_no_kernel_is_compiled_twice_for_a_literal(compiled):
     assert compiled["literal twins"] == []
 
 
-# A single Euclidean softmax proba= query and an SVM enumeration, each on an empty cache (issue
+# Single Euclidean softmax proba= and lam= queries and an SVM enumeration, on an empty cache (issue
 # 54): what their first calls compile, and what the top kernels link. A kernel that calls
 # another links the callee's code into its own module, and LLVM optimises and emits all of it
 # once more: the region dual of a cold proba= start is called from Python, not by the search.
@@ -190,6 +190,7 @@ ex = LinearExplainer.from_arrays(A, rng.normal(size=4))
 x = rng.normal(size=12)
 k = int(np.argmin(A @ x))  # the least likely class: a cold start from the tie point
 assert ex.explain(x, k, proba=0.9).success
+ex.explain(x, k, lam=0.01)  # (its row's kernels: initial_y, the Newton solve)
 X = rng.normal(size=(30, 3))
 y = (X[:, 0] + 0.3 * rng.normal(size=30) > 0).astype(int)
 assert len(enumerate_svms(X, y, k=4)) == 4
@@ -205,6 +206,8 @@ out = {
     "_rows.serial": sigs(lamsearch._rows.serial),
     "region_dual": sigs(region.region_dual),
     "_newton_core": sigs(core._newton_core),
+    "_objective": sigs(core._objective),
+    "_objective_gy": sigs(core._objective_gy),
     "solve_children": sigs(smo.solve_children),
     "remove_and_rebalance": sigs(smo.remove_and_rebalance),
     "search_ir": "".join(
@@ -240,6 +243,13 @@ def test_single_proba_query_links_no_region_dual_into_its_search(searched):
     # linked into neither the search nor its start (whose code the search links)
     assert "region_dual" not in searched["search_ir"]
     assert "_newton_core" in searched["search_ir"]  # (the check reads the linked module)
+
+
+def test_softmax_queries_compile_no_objective_wrapper(searched):
+    # initial_y evaluates E by _objective_gy itself: the _objective kernel, a call of it with
+    # gy = z, would be one more level under every row kernel of problem (2)
+    assert searched["_objective"] == []
+    assert len(searched["_objective_gy"]) == 1, searched["_objective_gy"]
 
 
 def test_svm_enumeration_compiles_one_kernel_per_step(searched):
