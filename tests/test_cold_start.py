@@ -194,3 +194,106 @@ def test_a_callee_kernel_called_from_python_raises_not_crashes():
     assert _pop.py_func(np.zeros(0), np.zeros(0, dtype=np.int64), 0) == (-1, 0)
     with pytest.raises(TypeError, match="compiled for calls from other kernels only"):
         _less(1.0, 0, 2.0, 1)
+
+
+# Single Euclidean softmax proba= and lam= queries and an SVM enumeration, on an empty cache (issue
+# 54): what their first calls compile, and what the top kernels link. A kernel that calls
+# another links the callee's code into its own module, and LLVM optimises and emits all of it
+# once more: the region dual of a cold proba= start is called from Python, not by the search.
+_CHILD_SEARCH = r"""
+import json
+import numpy as np
+from numba.core import event
+import fastcf
+from fastcf import LinearExplainer, enumerate_svms
+from fastcf._kernels import smo
+from fastcf._kernels.softmax import core, lamsearch, region
+
+class Names(event.Listener):
+    def __init__(self):
+        self.names = []
+    def on_start(self, ev):
+        py = ev.data["dispatcher"].py_func
+        self.names.append(f"{py.__module__}.{py.__qualname__}")
+    def on_end(self, ev):
+        pass
+
+names = Names()
+event.register("numba:compile", names)
+rng = np.random.default_rng(0)
+A = rng.normal(size=(4, 12))
+ex = LinearExplainer.from_arrays(A, rng.normal(size=4))
+x = rng.normal(size=12)
+k = int(np.argmin(A @ x))  # the least likely class: a cold start from the tie point
+assert ex.explain(x, k, proba=0.9).success
+ex.explain(x, k, lam=0.01)  # (its row's kernels: initial_y, the Newton solve)
+X = rng.normal(size=(30, 3))
+y = (X[:, 0] + 0.3 * rng.normal(size=30) > 0).astype(int)
+assert len(enumerate_svms(X, y, k=4)) == 4
+assert fastcf.wait_for_kernels(timeout=600)
+
+def sigs(d):
+    return [[str(a) for a in s] for s in d.signatures]
+
+out = {
+    "proba_search": sigs(lamsearch.proba_search),
+    "_start": sigs(lamsearch._start),
+    "_row_head": sigs(lamsearch._row_head),
+    "_rows.serial": sigs(lamsearch._rows.serial),
+    "region_dual": sigs(region.region_dual),
+    "_newton_core": sigs(core._newton_core),
+    "_objective": sigs(core._objective),
+    "_objective_gy": sigs(core._objective_gy),
+    "solve_children": sigs(smo.solve_children),
+    "remove_and_rebalance": sigs(smo.remove_and_rebalance),
+    "search_ir": "".join(
+        lamsearch.proba_search.inspect_llvm(s) for s in lamsearch.proba_search.signatures
+    ),
+    "compiled": names.names,
+}
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("numba-cache-search")
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD_SEARCH],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=dict(os.environ, NUMBA_CACHE_DIR=str(cache)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_single_proba_query_links_no_region_dual_into_its_search(searched):
+    # one specialisation of each kernel of the query (no int/float, literal or layout twins)
+    for name in ("proba_search", "_start", "_row_head", "region_dual", "_newton_core"):
+        assert len(searched[name]) == 1, (name, searched[name])
+    # its row's kernels are called from Python (lamsearch._one_row): no batch kernel
+    assert searched["_rows.serial"] == []
+    # the tie point's dual is called by the search's caller: compiled once, on its own, and
+    # linked into neither the search nor its start (whose code the search links)
+    assert "region_dual" not in searched["search_ir"]
+    assert "_newton_core" in searched["search_ir"]  # (the check reads the linked module)
+
+
+def test_softmax_queries_compile_no_objective_wrapper(searched):
+    # initial_y evaluates E by _objective_gy itself: the _objective kernel, a call of it with
+    # gy = z, would be one more level under every row kernel of problem (2)
+    assert searched["_objective"] == []
+    assert len(searched["_objective_gy"]) == 1, searched["_objective_gy"]
+
+
+def test_svm_enumeration_compiles_one_kernel_per_step(searched):
+    assert len(searched["solve_children"]) == 1, searched["solve_children"]
+    assert len(searched["remove_and_rebalance"]) == 1, searched["remove_and_rebalance"]
+    # the active indices by a loop, not np.flatnonzero's generic implementation; the moves of
+    # remove_and_rebalance in it, not in a kernel of their own
+    compiled = searched["compiled"]
+    assert not any("flatnonzero" in n for n in compiled), compiled
+    assert not any(n.endswith("smo._take") for n in compiled), compiled
+    assert "fastcf._kernels.smo.solve_children" in compiled

@@ -131,37 +131,6 @@ def _apply_inverse(M, sp, v, out):
 
 
 @kernel(_nrt=False)
-def _newton_direction(G, p, r, y, gy, k, lam, M, sp, Gr, rhs, delta):
-    """Δ = −(r − Tᵀ m)/λ with (λI + T G Tᵀ) m = T G r, given Gr = G r and gy = G y.
-
-    Returns a status code (OK or NUMERIC) and leaves M, sp (the factorisation) for the caller.
-    """
-    K = p.shape[0]
-    status = _factor(G, p, lam, M, sp, delta)
-    if status != _OK:
-        return status
-    if p[k] >= 1e-3:
-        # Form B (no division by λ): since p − e_k = −S e_k / p_k, the same step is
-        # Δ = −y + Tᵀ M⁻¹ T (G y + e_k / p_k). Form A below cancels O(1) terms and divides by λ,
-        # which loses every digit of the small, active-subspace components when λ ≪ ‖G‖;
-        # form B is used once the target is reasonably probable (p_k ≥ 1e−3), where 1/p_k is safe.
-        for j in range(K):
-            rhs[j] = gy[j]
-        rhs[k] += 1.0 / p[k]
-        _apply_inverse(M, sp, rhs, delta)
-        for j in range(K):
-            delta[j] -= y[j]
-        return _OK
-    # Form A: Δ = −(r − Tᵀ m)/λ, (λI + T G Tᵀ) m = T G r
-    for j in range(K):
-        rhs[j] = Gr[j]
-    _apply_inverse(M, sp, rhs, delta)
-    for j in range(K):
-        delta[j] = -(r[j] - delta[j]) / lam
-    return _OK
-
-
-@kernel(_nrt=False)
 def _objective(zbar, G, y, k, lam, z, p):
     """E(y) with z, p filled in; returns (E, quad, lse) where quad = yᵀ G y."""
     return _objective_gy(zbar, G, y, k, lam, z, z, p)
@@ -252,10 +221,31 @@ def _newton_core(zbar, G, GF, k, lam, y, tol, max_iter, W, M):
                 Gr[j] = GFr[j]
         else:
             _matvec(G, r, Gr)
-        st = _newton_direction(G, p, r, y, gy, k, lam, M, sp, Gr, rhs, delta)
-        factored = st == _OK
-        if st != _OK:
+        # the direction Δ = −(r − Tᵀ m)/λ with (λI + T G Tᵀ) m = T G r (Gr = G r, gy = G y).
+        # Here, not in a kernel of its own: one call, and each level of kernels optimises and
+        # emits the code of those below it once more (issue 54)
+        factored = _factor(G, p, lam, M, sp, delta) == _OK
+        if not factored:
             return E, gnorm, quad, it, _NUMERIC, factored
+        if p[k] >= 1e-3:
+            # Form B (no division by λ): since p − e_k = −S e_k / p_k, the same step is
+            # Δ = −y + Tᵀ M⁻¹ T (G y + e_k / p_k). Form A below cancels O(1) terms and divides
+            # by λ, which loses every digit of the small, active-subspace components when
+            # λ ≪ ‖G‖; form B is used once the target is reasonably probable (p_k ≥ 1e−3),
+            # where 1/p_k is safe.
+            for j in range(K):
+                rhs[j] = gy[j]
+            rhs[k] += 1.0 / p[k]
+            _apply_inverse(M, sp, rhs, delta)
+            for j in range(K):
+                delta[j] -= y[j]
+        else:
+            # Form A: Δ = −(r − Tᵀ m)/λ, (λI + T G Tᵀ) m = T G r
+            for j in range(K):
+                rhs[j] = Gr[j]
+            _apply_inverse(M, sp, rhs, delta)
+            for j in range(K):
+                delta[j] = -(r[j] - delta[j]) / lam
         # slope = ∇_y Eᵀ Δ = (G r)ᵀ Δ
         slope = 0.0
         for j in range(K):
@@ -334,8 +324,10 @@ def initial_y(zbar, G, k, lam, y):
     yr[k] = s
     z = np.empty(K)
     p = np.empty(K)
-    E0, _q0, _l0 = _objective(zbar, G, y, k, lam, z, p)
-    Er, _qr, _lr = _objective(zbar, G, yr, k, lam, z, p)
+    # _objective_gy with gy = z, as _objective: not through that kernel, one level less to
+    # optimise and emit in every batch kernel of problem (2) (issue 54)
+    E0, _q0, _l0 = _objective_gy(zbar, G, y, k, lam, z, z, p)
+    Er, _qr, _lr = _objective_gy(zbar, G, yr, k, lam, z, z, p)
     if Er < E0:
         for j in range(K):
             y[j] = yr[j]

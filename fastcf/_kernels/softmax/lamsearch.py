@@ -119,12 +119,40 @@ def _phi_scale(z, k, logit_tau):
     return 1.0 + abs(logit_tau) + abs(z[k]) + zmax
 
 
+@kernel(inline="always")
+def _others_lead(zbar, k):
+    """Whether another class's logit is above the target's (z̄ of the search's start)."""
+    zmax = zbar[0]
+    for j in range(zbar.shape[0]):
+        zmax = max(zmax, zbar[j])
+    return zmax > zbar[k]
+
+
+@kernel(inline="always")
+def tie_point(zbar, G, k, lam0, lead, nu):
+    """Set nu to the tie point of a cold search (:func:`_start`); returns its status.
+
+    The region dual at margin 0 (the closest point where the target ties with the best other
+    class) when the search starts cold (``lam0`` not finite and positive) and another class
+    leads at z̄ (``lead``, :func:`_others_lead`); −1 (nu not set) otherwise. The caller of
+    :func:`proba_search` runs it, not the search: a single query calls the dual from Python
+    (:func:`_one_row`), so that no kernel of its links the dual's code: each that did, the
+    start and the search above it, optimised and emitted it once more (issue 54; LLVM's time
+    on the start's module fell from 0.39 to 0.18 CPU s).
+    """
+    if (lam0 > 0.0 and lam0 < np.inf) or not lead:
+        return -1
+    _nit, st = region_dual(zbar, G, k, 0.0, 1e-12, 10 * zbar.shape[0] + 100, nu)
+    return st
+
+
 @kernel()
-def _start(zbar, G, k, logit_tau, one_minus_tau, y, z, q, d, gd):
+def _start(zbar, G, k, logit_tau, one_minus_tau, y, z, q, d, gd, nu, tie):
     """Set the first y of the search and return the first log λ.
 
     Base point: the tie point of the target with the best other class (the region dual at margin
-    0) if the target's log-odds there are still below those of τ, else x̄. From it, the step
+    0, ``nu`` with status ``tie`` from :func:`tie_point`) if the target's log-odds there are still
+    below those of τ, else x̄. From it, the step
     along ∇_x φ = V Aᵀ (e_k − q) that reaches the log-odds of τ to first order: y += a d,
     d = e_k − q, a = (logit τ − φ) / dᵀGd, over a distance a ‖d‖_G. At the optimum
     λ y = e_k − p = (1 − τ)(e_k − q), so λ ≈ (1 − τ) ‖d‖_G / (distance), with q and the distance
@@ -133,13 +161,8 @@ def _start(zbar, G, k, logit_tau, one_minus_tau, y, z, q, d, gd):
     K = zbar.shape[0]
     for j in range(K):
         y[j] = 0.0
-    zmax = zbar[0]
-    for j in range(K):
-        zmax = max(zmax, zbar[j])
-    if zmax > zbar[k]:
-        nu = np.empty(K)
-        _nit, st = region_dual(zbar, G, k, 0.0, 1e-12, 10 * K + 100, nu)
-        if st == _OK:
+    if _others_lead(zbar, k):
+        if tie == _OK:
             s = 0.0
             for j in range(K):
                 y[j] = -nu[j]
@@ -177,12 +200,14 @@ def _start(zbar, G, k, logit_tau, one_minus_tau, y, z, q, d, gd):
 
 
 @kernel()
-def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
+def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp, nu, tie):
     """Solve min ‖x − x̄‖_W s.t. p_k ≥ τ through problem (2) (see the module docstring).
 
     ``lam0``: a λ whose solution y holds on entry (a warm start, e.g. the answer for a slightly
-    lower τ), or NaN for a cold start (:func:`_start`). ``aim_ulp``: how far inside τ the search
-    aims, in ulps of φ's scale (:func:`aim_ulps`); answers are accepted up to twice that. The
+    lower τ), or NaN for a cold start (:func:`_start`). ``nu``, ``tie``: the tie point of a cold
+    start and its status (:func:`tie_point`, for the same ``lam0``). ``aim_ulp``: how far
+    inside τ the search aims, in ulps of φ's scale (:func:`aim_ulps`); answers are accepted up
+    to twice that. The
     returned y is the polished solution of the returned λ, with log p_k ≥ log τ in K-space
     arithmetic. Returns (lam, nit_total,
     status): OK converged; INFEASIBLE τ out of reach (p_k < τ at every λ down to e^−80 of the
@@ -218,7 +243,7 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
     if lam0 > 0.0 and lam0 < np.inf:
         t = math.log(lam0)
     else:
-        t = _start(zbar, G, k, logit_tau, one_minus_tau, y, W[0], q, dy, gd)
+        t = _start(zbar, G, k, logit_tau, one_minus_tau, y, W[0], q, dy, gd, nu, tie)
     t_min = max(-_T_LIM, min(-_T_MAX, t - _T_MAX))  # (see _T_MAX)
     t_max = min(_T_LIM, max(_T_MAX, t + _T_MAX))
     gmax = 0.0
@@ -381,8 +406,10 @@ def proba_search(zbar, G, GF, k, log_tau, tol, max_iter, y, lam0, aim_ulp):
 @kernel()
 def _proba_batch_row(n, Zbar, G, GF, ks, log_taus, tol, max_iter, Y0, lam0, aim, out):
     Y, lam, nit, status = out
+    nu = np.empty(G.shape[0])
+    tie = tie_point(Zbar[n], G, ks[n], lam0[n], _others_lead(Zbar[n], ks[n]), nu)
     lam[n], nit[n], status[n] = proba_search(
-        Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], lam0[n], aim
+        Zbar[n], G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], lam0[n], aim, nu, tie
     )
 
 
@@ -429,15 +456,18 @@ def proba_batch(Zbar, G, GF, ks, log_taus, tol, max_iter, parallel, warm=None, a
 
 
 @kernel()
-def _row_head(x, A, b):
-    """z̄ = A x̄ + b of one row from its chunk sums; returns (z̄, the chunk sums)."""
+def _row_head(x, A, b, k):
+    """z̄ = A x̄ + b of one row from its chunk sums.
+
+    Returns (z̄, the chunk sums, whether another class leads the target at z̄).
+    """
     K, D = A.shape
     part = np.empty((max((D + _CHUNK - 1) // _CHUNK, 1), K))  # the row's chunk sums
     for c in range(part.shape[0]):
         _logits_chunk(x, A, c, part)
     zbar = np.empty(K)
     _sum_chunks(part, b, zbar)
-    return zbar, part
+    return zbar, part, _others_lead(zbar, k)
 
 
 @kernel()
@@ -463,14 +493,17 @@ def _row_tail(x0, y, A, G, v, unit, part, st, x):
 def _row_full(n, X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0, out):
     """Row n of :func:`proba_rows`; ``out`` = (X, Y, dist, lam, nit, status).
 
-    Three kernels in a row (:func:`_row_head`, :func:`proba_search`, :func:`_row_tail`), which a
-    single query calls one by one from Python instead (:func:`_one_row`).
+    Three kernels in a row (:func:`_row_head`, :func:`proba_search`, :func:`_row_tail`), with
+    the tie point of a cold start between the first two (:func:`tie_point`), which a single
+    query calls one by one from Python instead (:func:`_one_row`).
     """
     X, Y, dist, lam, nit, status = out
-    zbar, part = _row_head(X0[n], A, b)
     l0 = lam0[n] if lam0.shape[0] > 0 else np.nan
+    zbar, part, lead = _row_head(X0[n], A, b, ks[n])
+    nu = np.empty(A.shape[0])
+    tie = tie_point(zbar, G, ks[n], l0, lead, nu)
     lam[n], nit[n], st = proba_search(
-        zbar, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim_ulps(A.shape[1])
+        zbar, G, GF, ks[n], log_taus[n], tol, max_iter, Y[n], l0, aim_ulps(A.shape[1]), nu, tie
     )
     dist[n], status[n] = _row_tail(X0[n], Y[n], A, G, v, unit, part, st, X[n])
 
@@ -529,13 +562,16 @@ def _one_row(X0, A, b, G, GF, ks, log_taus, tol, max_iter, v, unit, Y0, lam0):
     lam = np.empty(N)
     nit = np.empty(N, dtype=np.int64)
     status = np.empty(N, dtype=np.int64)
-    zbar, part = _row_head(X0[0], A, b)
     l0 = lam0[0] if lam0.shape[0] > 0 else np.nan
+    zbar, part, lead = _row_head(X0[0], A, b, ks[0])
+    nu = np.empty(K)
+    tie = _tie_point_py(zbar, G, ks[0], l0, lead, nu)  # the dual's kernel, from here
     lam[0], nit[0], st = proba_search(
-        zbar, G, GF, ks[0], log_taus[0], tol, max_iter, Y[0], l0, aim_ulps(D)
+        zbar, G, GF, ks[0], log_taus[0], tol, max_iter, Y[0], l0, aim_ulps(D), nu, tie
     )
     dist[0], status[0] = _row_tail(X0[0], Y[0], A, G, v, unit, part, st, X[0])
     return X, Y, dist, lam, nit, status
 
 
 _COLD = (np.zeros((0, 0)), np.zeros(0))  # no warm start: (Y0, lam0) of no rows
+_tie_point_py = getattr(tie_point, "py_func", tie_point)  # (NUMBA_DISABLE_JIT=1: itself)
