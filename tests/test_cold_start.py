@@ -107,6 +107,20 @@ for mod in (entropy, entropy_face, entropy_solve, kspace, kkt, region_lp):
             if d.signatures and not d.targetoptions.get("no_cpython_wrapper", False):
                 wrapped.add(f"{mod.__name__.rsplit('.', 1)[1]}.{name}")
 out["l1 wrapped"] = sorted(wrapped)
+
+# the same for the binary (logistic, knapsack, l1_enum), verdict, root, linalg and LVQ
+# kernels: compiled with and without a CPython wrapper (kernel(callee=True))
+from fastcf._kernels import l1_enum, linalg, roots, verdict
+callee = {"wrapped": set(), "bare": set()}
+for mod in (logistic, knapsack, l1_enum, verdict, roots, linalg, lvq_qp):
+    for name, d in vars(mod).items():
+        if getattr(d, "_fastcf_tiered", False) and d.py_func.__module__ == mod.__name__:
+            if d.signatures:
+                bare = d.targetoptions.get("no_cpython_wrapper", False)
+                short = f"{mod.__name__.rsplit('.', 1)[1]}.{name}"
+                callee["bare" if bare else "wrapped"].add(short)
+out["binary wrapped"] = sorted(callee["wrapped"])
+out["binary bare"] = sorted(callee["bare"])
 print(json.dumps(out))
 """
 
@@ -297,3 +311,47 @@ def test_svm_enumeration_compiles_one_kernel_per_step(searched):
     assert not any("flatnonzero" in n for n in compiled), compiled
     assert not any(n.endswith("smo._take") for n in compiled), compiled
     assert "fastcf._kernels.smo.solve_children" in compiled
+
+
+def test_binary_lvq_and_verdict_kernels_that_only_kernels_call_compile_no_cpython_wrapper(
+    compiled,
+):
+    # the binary queries (Euclidean and Manhattan, lam=, proba=, region=True, Lawler's
+    # enumeration) and the GLVQ query compile a CPython wrapper only for the kernels that
+    # Python code calls (the façade, lvq_qp._one_query's loop over _solve_one, or tests and
+    # benchmarks: roots.phi, linalg.dot); the kernels that only kernels call are
+    # kernel(callee=True), ~0.05 s less each of a first query (issue 54). Not the LDP's
+    # (_ldp_scaled, nnls, _lstsq, _norm_scaled): Numba compiles its own overloads (np.empty,
+    # np.zeros, ...) once per caller's flags, and the bare ones would compile eight again
+    # beside those of their wrapped callers ldp and _solve_one (GLVQ query +0.2 s, measured)
+    assert compiled["binary wrapped"] == [
+        "l1_enum.lawler_l1",
+        "linalg._ldp_scaled",
+        "linalg._lstsq",
+        "linalg.dot",
+        "linalg.ldp",
+        "linalg.need_bounds",
+        "linalg.need_of_norm",
+        "linalg.nnls",
+        "logistic.binary_proba",
+        "lvq_qp._norm_scaled",
+        "lvq_qp._solve_one",
+        "roots.phi",
+        "verdict.binary_finish",
+        "verdict.binary_judge",
+        "verdict.clear_of_need",
+        "verdict.verdicts",
+    ]
+    # and the callees did compile (bare): the list above is not empty by accident
+    for name in (
+        "logistic._closed_form_row",
+        "logistic._project_one",
+        "knapsack._lam_one",
+        "knapsack._constrained_one",
+        "l1_enum._node",
+        "roots.sigmoid",
+        "verdict.verdict_row",
+        "linalg._lu_factor",
+        "linalg.need_bound",
+    ):
+        assert name in compiled["binary bare"], (name, compiled["binary bare"])

@@ -42,7 +42,7 @@ _UNREACHABLE = int(Status.UNREACHABLE)
 _INFEASIBLE = int(Status.INFEASIBLE)
 
 
-@kernel()
+@kernel(callee=True)
 def _node(x0, w, sign, c0, cost, frozen, theta, lo, hi, bounded, out):
     """Solve the node ``frozen``: (value, status, ζ, distance, n_moved) and ``out``."""
     free = ~frozen
@@ -59,13 +59,13 @@ def _node(x0, w, sign, c0, cost, frozen, theta, lo, hi, bounded, out):
     return val, st, z, d, nm
 
 
-@kernel()
+@kernel(callee=True)
 def _before(hv, ht, a, b):
     """Heap order: (value, tie) of entry a below that of entry b."""
     return hv[a] < hv[b] or (hv[a] == hv[b] and ht[a] < ht[b])
 
 
-@kernel()
+@kernel(callee=True)
 def _swap(hv, ht, hn, hs, a, b):
     hv[a], hv[b] = hv[b], hv[a]
     ht[a], ht[b] = ht[b], ht[a]
@@ -73,7 +73,7 @@ def _swap(hv, ht, hn, hs, a, b):
     hs[a], hs[b] = hs[b], hs[a]
 
 
-@kernel()
+@kernel(callee=True)
 def _sift_up(hv, ht, hn, hs, i):
     while i > 0:
         p = (i - 1) // 2
@@ -83,7 +83,7 @@ def _sift_up(hv, ht, hn, hs, i):
         i = p
 
 
-@kernel()
+@kernel(callee=True)
 def _sift_down(hv, ht, hn, hs, size):
     # np.int64, not the literal 0: while typing the loop Numba would see i as Literal[int](0)
     # and compile _before and _swap a second time for it
@@ -101,7 +101,7 @@ def _sift_down(hv, ht, hn, hs, size):
         i = c
 
 
-@kernel()
+@kernel(callee=True)
 def _lookup(table, hashes, masks, h, row):
     """Return (slot, node): the node holding set ``row`` (hash ``h``), or -1 and a free slot."""
     cap = table.shape[0]

@@ -101,7 +101,7 @@ def need_of_norm(nx, g, row_norm, abs_b):
     return 8.0 * g * (row_norm * nx + abs_b) * (1 + 8 * g)
 
 
-@kernel()
+@kernel(callee=True)
 def need_bound(x, g, row_norm, abs_b):
     """Return :func:`need_of_norm` of one row ``x`` (its ‖x‖₂ by :func:`dot`)."""
     return need_of_norm(math.sqrt(dot(x, x)), g, row_norm, abs_b)
@@ -116,7 +116,7 @@ def need_bounds(X, g, row_norm, abs_b):
     return out
 
 
-@kernel(fastmath=REASSOC)
+@kernel(fastmath=REASSOC, callee=True)
 def dot_abs(a, b):
     """Return (a·b, |a|·|b|)."""
     d = 0.0
@@ -127,7 +127,7 @@ def dot_abs(a, b):
     return d, t
 
 
-@kernel()
+@kernel(callee=True)
 def invert(M, m, Minv):
     """Minv[:m, :m] = inverse of M[:m, :m] (Gauss-Jordan, partial pivoting); False if singular."""
     A = M[:m, :m].copy()
@@ -169,7 +169,7 @@ def invert(M, m, Minv):
     return True
 
 
-@kernel()
+@kernel(callee=True)
 def inverse_remove(Minv, m, p):
     """Inverse of the matrix without row/column p, from the inverse of the whole (size m).
 
@@ -197,7 +197,7 @@ def inverse_remove(Minv, m, p):
     return True
 
 
-@kernel()
+@kernel(callee=True)
 def inverse_add(Minv, m, u, dnew, w):
     """Extend the inverse (size m) by one row/column [u; dnew] of the matrix (bordering).
 
@@ -487,7 +487,7 @@ def _ldp_scaled(G, h, sig, max_iter):
     return u, lam * sig, it, status
 
 
-@kernel()
+@kernel(callee=True)
 def _lu_factor(B, piv, n):
     """LU with partial pivoting of B[:n, :n] in place. Returns False when singular."""
     for k in range(n):
@@ -511,7 +511,7 @@ def _lu_factor(B, piv, n):
     return True
 
 
-@kernel()
+@kernel(callee=True)
 def _lu_solve(LU, piv, b, n):
     """Solve B x = b in place (b becomes x) from :func:`_lu_factor`."""
     for k in range(n):
@@ -530,7 +530,7 @@ def _lu_solve(LU, piv, b, n):
         b[i] = s / LU[i, i]
 
 
-@kernel()
+@kernel(callee=True)
 def _lu_solve_t(LU, piv, b, n):
     """Solve Bᵀ x = b in place from :func:`_lu_factor` (P B = L U, so Bᵀ = Uᵀ Lᵀ P)."""
     for i in range(n):

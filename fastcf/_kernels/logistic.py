@@ -50,7 +50,7 @@ _NUMERIC = int(Status.NUMERIC)
 _CHEAP_ROWS = 512
 
 
-@kernel()
+@kernel(callee=True)
 def _breakpoints(x0, dirv, lo, hi, scale):
     """Where each coordinate of clip(x0 + t·dir/scale, lo, hi) reaches its bound (t ≥ 0)."""
     D = x0.shape[0]
@@ -68,7 +68,7 @@ def _breakpoints(x0, dirv, lo, hi, scale):
     return bp
 
 
-@kernel()
+@kernel(callee=True)
 def _segment(x0, dirv, u, lo, hi, bp, t, scale):
     """Return ζ on the segment that contains t as (const, slope).
 
@@ -89,7 +89,7 @@ def _segment(x0, dirv, u, lo, hi, bp, t, scale):
     return const, slope
 
 
-@kernel()
+@kernel(callee=True)
 def _clip_step(x0, dirv, t, scale, lo, hi, out):
     for i in range(x0.shape[0]):
         xi = x0[i] + (t / scale) * dirv[i]
@@ -100,7 +100,7 @@ def _clip_step(x0, dirv, t, scale, lo, hi, out):
         out[i] = xi
 
 
-@kernel()
+@kernel(callee=True)
 def _slope_after(slope, gone, order, j, dirv, u, bp, scale):
     """Return the slope of ζ past breakpoint ``order[j]``, whose feature's share ``gone`` leaves.
 
@@ -119,7 +119,7 @@ def _slope_after(slope, gone, order, j, dirv, u, bp, scale):
     return out
 
 
-@kernel()
+@kernel(callee=True)
 def _lam_bounded_one(x0, w, sign, c0, vw, lam, lo, hi, out, max_iter):
     """Problem (2) with a box, one query. Returns (q, nit, status)."""
     D = x0.shape[0]
@@ -167,7 +167,7 @@ def _lam_bounded_one(x0, w, sign, c0, vw, lam, lo, hi, out, max_iter):
 _GUARD_ROUNDS = 64
 
 
-@kernel()
+@kernel(callee=True)
 def _guard_push(short, slope, mu, r):
     """Return the increase of μ after round ``r`` of the guard left ζ short of θ by ``short``.
 
@@ -183,7 +183,7 @@ def _guard_push(short, slope, mu, r):
     return push
 
 
-@kernel()
+@kernel(callee=True)
 def _project_one(x0, w, sign, c0, vw, theta, lo, hi, out):
     """Min ‖x − x̄‖²_W s.t. ζ(x) ≥ θ (and lo ≤ x ≤ hi). Returns (μ, status).
 
@@ -315,7 +315,7 @@ def _project_one(x0, w, sign, c0, vw, theta, lo, hi, out):
     return mu, _NUMERIC
 
 
-@kernel(fastmath=REASSOC)
+@kernel(fastmath=REASSOC, callee=True)
 def _dist_grad(x0, out, w, sign, zeta, wt, lam, lo, hi):
     """Return the distance ‖out − x0‖_W and the (projected) gradient norm of problem (2).
 
@@ -341,7 +341,7 @@ def _dist_grad(x0, out, w, sign, zeta, wt, lam, lo, hi):
     return math.sqrt(d2), math.sqrt(g2)
 
 
-@kernel()
+@kernel(callee=True)
 def _scaled_norm(x0, out, wt, d2):
     """Return ‖out − x0‖_W where the plain sum ``d2`` of its squares overflowed or underflowed.
 
@@ -360,7 +360,7 @@ def _scaled_norm(x0, out, wt, d2):
     return big * math.sqrt(acc)
 
 
-@kernel(fastmath=REASSOC)
+@kernel(fastmath=REASSOC, callee=True)
 def _closed_form_row(x0, w, sign, c0, vw, wt, lam, wvw, wfree2, unit_wt, max_iter, out):
     """Theorem 4.2 for one query in two passes over D.
 

@@ -45,7 +45,7 @@ _MAXITER = int(Status.MAXITER)
 _NUMERIC = int(Status.NUMERIC)
 
 
-@kernel()
+@kernel(callee=True)
 def _two_sum(a, b):
     s = a + b
     bb = s - a
@@ -53,7 +53,7 @@ def _two_sum(a, b):
     return s, err
 
 
-@kernel()
+@kernel(callee=True)
 def _two_prod(a, b):
     p = a * b
     if not (abs(a) < 1e150 and abs(b) < 1e150):
@@ -68,7 +68,7 @@ def _two_prod(a, b):
     return p, err
 
 
-@kernel()
+@kernel(callee=True)
 def sigmoid(z):
     """σ(z) = 1/(1+e^{−z}) without overflow, full relative precision on both tails."""
     if z >= 0.0:
@@ -77,7 +77,7 @@ def sigmoid(z):
     return e / (1.0 + e)
 
 
-@kernel()
+@kernel(callee=True)
 def sigmoid_pair(z):
     """Return (σ(−z), σ(z)), each from exp(−|z|): a binary model's two probabilities.
 
@@ -92,7 +92,7 @@ def sigmoid_pair(z):
     return big, small
 
 
-@kernel()
+@kernel(callee=True)
 def softplus(z):
     """log(1 + e^z) without overflow."""
     if z > 0.0:
@@ -100,7 +100,7 @@ def softplus(z):
     return math.log1p(math.exp(z))
 
 
-@kernel()
+@kernel(callee=True)
 def _residual(s, alpha, d_hi, d_lo):
     """Return (H, H', g) at s, with u = α s + d in double-double."""
     p, pe = _two_prod(alpha, s)
@@ -120,7 +120,7 @@ def _residual(s, alpha, d_hi, d_lo):
     return h, dh, g
 
 
-@kernel()
+@kernel(callee=True)
 def _small_root(alpha, d_hi, d_lo, max_iter):
     """Root s ≤ 1/2 of s = σ(−(α s + d)), assuming α/2 + d ≥ 0. Returns (s, nit, status)."""
     d = d_hi + d_lo

@@ -21,7 +21,7 @@ from fastcf._kernels import kernel
 __all__ = ["beam_moves", "beam_next", "np_sum"]
 
 
-@kernel()
+@kernel(callee=True)
 def _block(a, lo, n):
     """NumPy's sum of ``a[lo : lo + n]``, n ≤ 128 (``numpy/_core/src/umath/loops_utils.h``)."""
     if n < 8:

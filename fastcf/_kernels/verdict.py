@@ -59,7 +59,7 @@ _UNREACHABLE = int(Status.UNREACHABLE)
 _PENDING = int(Status.PENDING)
 
 
-@kernel()
+@kernel(callee=True)
 def _need(x, abs_w, abs_c, g):
     # 4γ (Σ_j |w_j x_j| + |c|), the terms summed in order
     s = 0.0
@@ -89,7 +89,7 @@ def clear_of_need(X, margins, g, row_norm, abs_b):
     return clear, count
 
 
-@kernel()
+@kernel(callee=True)
 def verdict_row(in_class, s, p_t, has_tau, proba_min, lam_mode, unreachable):
     """Return (success, status) of one answer: the one rule of a verdict.
 

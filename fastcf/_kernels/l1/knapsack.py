@@ -56,14 +56,14 @@ _GUARD_ROUNDS = 64
 # (a heap of 131 072 features took 7 ms instead of 1).
 
 
-@kernel()
+@kernel(callee=True)
 def _room(x0i, u, loi, hii):
     """Return the room of a feature in x-units along sign(u) inside [lo, hi]."""
     r = hii - x0i if u > 0.0 else x0i - loi
     return r if r > 0.0 else 0.0
 
 
-@kernel()
+@kernel(callee=True)
 def _scan(x0, w, sign, c0, cost, free, lo, hi, bounded):
     """ζ̄, Σ|w_i x̄_i| + |c|, the cheapest feature with room, and whether any feature moves ζ.
 
@@ -89,7 +89,7 @@ def _scan(x0, w, sign, c0, cost, free, lo, hi, bounded):
     return sign * (d + c0), a + abs(c0), best, any_w
 
 
-@kernel()
+@kernel(callee=True)
 def _select(x0, w, sign, cost, free, lo, hi, bounded, skip, m):
     """Return the m cheapest features with room (except ``skip``), sorted by (price, index).
 
@@ -162,7 +162,7 @@ def _select(x0, w, sign, cost, free, lo, hi, bounded, skip, m):
     return keys, idx, n
 
 
-@kernel()
+@kernel(callee=True)
 def _next(x0, w, sign, cost, free, lo, hi, bounded, best, order, n, pos, m):
     """Return (feature, order, n, pos, m): the next feature after ``best`` in price order.
 
@@ -178,7 +178,7 @@ def _next(x0, w, sign, cost, free, lo, hi, bounded, best, order, n, pos, m):
     return order[pos], order, n, pos + 1, m
 
 
-@kernel()
+@kernel(callee=True)
 def _record(moved, nm, i):
     """Return ``moved`` with ``moved[nm] = i`` (doubled when full: most answers move 1 feature)."""
     if nm == moved.shape[0]:
@@ -193,7 +193,7 @@ def _record(moved, nm, i):
 
 
 # ---------------------------------------------------------------- one query
-@kernel()
+@kernel(callee=True)
 def _constrained_one(x0, w, sign, c0, cost, free, theta, lo, hi, bounded, out):
     """Min Σ c_i |x_i − x̄_i| s.t. ζ(x) ≥ θ (lo ≤ x ≤ hi). Returns (moved, n_moved, status, ζ).
 
@@ -260,7 +260,7 @@ def _constrained_one(x0, w, sign, c0, cost, free, theta, lo, hi, bounded, out):
         need = theta - z
 
 
-@kernel()
+@kernel(callee=True)
 def _lam_one(x0, w, sign, c0, cost, free, lam, lo, hi, bounded, out):
     """Min λ Σ c_i |x_i − x̄_i| − log σ(ζ(x)) (lo ≤ x ≤ hi). Returns (moved, n_moved, ζ).
 
@@ -310,7 +310,7 @@ def _lam_one(x0, w, sign, c0, cost, free, lam, lo, hi, bounded, out):
     return moved, nm, z
 
 
-@kernel()
+@kernel(callee=True)
 def _distance(x0, out, cost, moved, nm):
     d = 0.0
     for j in range(nm):
@@ -319,7 +319,7 @@ def _distance(x0, out, cost, moved, nm):
     return d
 
 
-@kernel(fastmath=REASSOC)
+@kernel(fastmath=REASSOC, callee=True)
 def _kkt(x0, out, w, sign, zeta, cost, free, lam, lo, hi, bounded):
     """Return (w·out, Σ|w_i out_i|, the KKT residual of problem (2) at ``out``).
 
