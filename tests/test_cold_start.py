@@ -125,13 +125,10 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    # an empty cache: a kernel loaded from the cache brings its callees' code along, without
-    # their dispatchers, so only a cold process shows what a first call compiles
-    cache = tmp_path_factory.mktemp("numba-cache")
+def _cold_child(script, cache):
+    """Run ``script`` in a child process on the empty Numba cache ``cache``; its JSON line."""
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         check=False,
@@ -139,6 +136,13 @@ def compiled(tmp_path_factory):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    # an empty cache: a kernel loaded from the cache brings its callees' code along, without
+    # their dispatchers, so only a cold process shows what a first call compiles
+    return _cold_child(_CHILD, tmp_path_factory.mktemp("numba-cache"))
 
 
 def test_unbounded_binary_queries_compile_no_box_code(compiled):
@@ -271,16 +275,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("numba-cache-search")
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD_SEARCH],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=dict(os.environ, NUMBA_CACHE_DIR=str(cache)),
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return _cold_child(_CHILD_SEARCH, tmp_path_factory.mktemp("numba-cache-search"))
 
 
 def test_single_proba_query_links_no_region_dual_into_its_search(searched):
