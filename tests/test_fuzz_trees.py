@@ -156,10 +156,12 @@ def _reference(kind, model, X, x0, target, opts, free=None):
     rlo[pin] = rhi[pin] = x0[pin]
     if kind.endswith("-cat"):  # over the categories the model knows (a missing one stays)
         cats = np.unique(X[:, _CAT][np.isfinite(X[:, _CAT])]) if np.isfinite(x0[_CAT]) else []
-        if kind == "xgb-cat":
+        if kind == "xgb-cat" and np.isfinite(x0[_CAT]):
             # XGBoost's: 0 up to one past the largest a split lists (the parse's rule since
             # issue 52: that last category stands for every one no split lists, which goes
-            # left at every node; the reference stopped at the largest listed one)
+            # left at every node; the reference stopped at the largest listed one). A missing
+            # category stays missing: no category at all (the soak of 2026-11-30, seed 535,
+            # found this reference moving it to one, a false "false failure")
             top = xgb_listed_max(model, _CAT)
             cats = sorted({float(c) for c in cats if c <= top + 1} | {top + 1.0})
         return categories_brute_force(
@@ -284,3 +286,32 @@ def test_a_weighted_move_across_the_double_range_costs_inf_silently():
         assert res.distance == pytest.approx(ref, rel=1e-9, abs=1e-12)
     else:
         assert not res.success
+
+
+def test_a_missing_category_stays_missing_regression():
+    """Soak of 2026-11-30 (seed 535): an XGBoost categorical model, the category of the query
+    missing; no move of the numeric feature with the category missing reaches the target, so
+    the query is infeasible (status 3). The reference, since issue 52, offered the category
+    past the largest listed one even to a missing category, and counted that as an answer at
+    distance 1: a false "false failure". Both now agree that none exists."""
+    pytest.importorskip("xgboost")
+    rng = np.random.default_rng(4)
+    X = np.round(rng.normal(size=(60, 2)) * 2.0) / 2.0
+    s = X @ rng.normal(size=2) + 0.5 * rng.normal(size=60) * np.abs(X).mean()
+    codes = rng.integers(0, 5, 60)
+    s = s - X[:, _CAT] + rng.normal(size=5)[codes] * np.abs(s).mean()
+    X[:, _CAT] = codes
+    y = np.digitize(s, np.quantile(s, [0.5]))
+    X[rng.random((60, 2)) < 0.1] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _model("xgb-cat", X, y, 1, 1, 4)
+    x0 = np.array([np.nan, 0.0])
+    assert model.predict(x0[None])[0] == 0
+    x1 = x0.copy()
+    x1[_CAT] = 1.0
+    assert model.predict(x1[None])[0] == 1  # (a category would reach the target)
+    opts = {"metric": "manhattan"}
+    res = TreeExplainer(model).explain(x0, 1, **opts)
+    assert not res.success and res.status == 3
+    assert _reference("xgb-cat", model, X, x0, 1, opts) == math.inf
