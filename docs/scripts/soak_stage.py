@@ -1,9 +1,10 @@
 """Soak of the one stage (read → route → solve → judge → package) through every public entry.
 
-Not run in CI. Random problems through the public API of three families whose judge-and-re-aim
-loop (``fastcf._stage.settle``) just changed: LVQ's re-aim of refused answers
-(``fastcf._lvq.certify``), the tabular margin loop and the tree family's ``trust=False``
-re-solve.
+Not run in CI. Random problems through the public API of four families that answer through the
+stage's judge-and-re-aim loop (``fastcf._stage.settle``): LVQ's re-aim of refused answers
+(``fastcf._lvq.certify``), the tabular margin loop, the tree family's ``trust=False`` re-solve
+and the ReLU network's margin raises (``fastcf._net.answer.RaiseMargin``). Every public entry
+point of each: a single ``explain``, a batch ``explain`` and ``enumerate``.
 
 * ``LVQExplainer.from_arrays`` with random prototypes (1–2 a class, 2–3 classes, 2–4
   features), plain, a global Ω or local Ω's, data of scale 10^U(−3, 6), Euclidean or
@@ -15,11 +16,21 @@ re-solve.
   for local Ω's (not convex: no exact reference) a target prototype inside the box is the
   witness of feasibility.
 * ``TreeExplainer`` on small scikit-learn forests, extra trees and gradient boosting on random
-  data, single and batch, against ``reference.tree_cells_brute_force`` (every cell of the
-  threshold grid, judged by the model's own ``predict``).
+  data, single, batch and ``enumerate(k=3)``, against ``reference.tree_cells_brute_force``
+  (every cell of the threshold grid, judged by the model's own ``predict``).
 * ``TabularExplainer`` on a ColumnTransformer pipeline (StandardScaler, OneHotEncoder,
-  OrdinalEncoder) ending in LogisticRegression or a RandomForest, single and batch, against
-  ``reference.tabular_model_brute_force`` over a grid of every column's values.
+  OrdinalEncoder) ending in LogisticRegression or a RandomForest, single, batch and
+  ``enumerate(k=3)``, against ``reference.tabular_model_brute_force`` over a grid of every
+  column's values.
+* ``NetExplainer`` on small ReLU networks (1–2 hidden layers, at most 6 neurons, 2–3 inputs,
+  2–3 classes; weights of magnitudes 10⁻³…10³ set into a scikit-learn ``MLPClassifier``, zero
+  and repeated rows included, as ``tests/test_fuzz_net.py``), Manhattan or L0, with a box,
+  weights, a frozen feature and ``max_changes``; single, batch and ``enumerate(k=3)``, against
+  ``reference.relu_net_brute_force`` (one linear program per activation pattern).
+
+An ``enumerate`` is judged on its first answer (the query's optimum, as ``explain``'s) and on
+every alternative: each valid as a success must be, in increasing distance, and none whose
+changed features contain those of a cheaper one.
 
 Counted per entry point:
 
@@ -36,7 +47,7 @@ Counted per entry point:
   its points are all feasible);
 * exceptions.
 
-Usage: ``python docs/scripts/soak_stage.py [--n N] [--seed SEED] [--only lvq,tree,tabular]``
+Usage: ``python docs/scripts/soak_stage.py [--n N] [--seed SEED] [--only lvq,tree,tabular,net]``
 (default n 300 examples per family, seed 0). Exit status 1 on any false success, false
 failure, suboptimal answer or exception.
 """
@@ -46,6 +57,7 @@ import os
 import sys
 import time
 import traceback
+import types
 import warnings
 
 import numpy as np
@@ -55,6 +67,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
 from reference import (  # noqa: E402
     best_subset_brute_force,
     lvq_counterfactual_reference,
+    relu_net_brute_force,
     tabular_model_brute_force,
     tree_cells_brute_force,
 )
@@ -70,8 +83,12 @@ KEYS = (
     "suboptimal",
     "allowed numeric",
     "exceptions",
+    "alternatives",
 )
 BAD = ("false successes", "false failures", "suboptimal", "exceptions")
+#: an empty enumeration, judged as the failure it is
+_NO_ANSWER = types.SimpleNamespace(success=False, status=3, message="an empty enumeration",
+                                   x=None, distance=np.inf)  # fmt: skip
 ROOMS = np.array([0.0, 0.5, 2.0, np.inf])
 
 
@@ -91,6 +108,29 @@ def _report(count, entry, key, case, detail):
     count[entry][key] += 1
     if count[entry][key] <= 5:  # the first few of each kind, in full
         print(f"[{entry}] {key}: {detail}\n    case {case}", flush=True)
+
+
+def _alternatives(count, entry, out, changed, valid, case):
+    """Count what is wrong with an enumeration's list ``out`` (its first answer judged apart).
+
+    Every success among the alternatives must be valid (``valid(res) -> ''``), their distances
+    must not decrease, and no alternative's set of changed features (``changed(res)``: a
+    frozenset) may contain a cheaper one's.
+    """
+    good = [a for a in out if a.success]
+    count[entry]["alternatives"] += max(len(good) - 1, 0)
+    for a in good[1:]:
+        if why := valid(a):
+            _report(count, entry, "false successes", case, f"alternative: {why}")
+    dist = [float(a.distance) for a in good]
+    if any(b < a * (1 - 1e-12) for a, b in zip(dist, dist[1:], strict=False)):
+        _report(count, entry, "false successes", case, f"distances not increasing: {dist}")
+    sets = [changed(a) for a in good]
+    for j in range(1, len(sets)):
+        if any(sets[i] <= sets[j] for i in range(j)):
+            _report(count, entry, "false successes", case,
+                    f"alternative {j} changes {sorted(sets[j])}, a superset of a cheaper "
+                    f"one's: {[sorted(c) for c in sets[:j]]}")  # fmt: skip
 
 
 # ===================================================================================== LVQ
@@ -330,21 +370,35 @@ def tree_reference(model, x0, t, opts):
     )  # fmt: skip
 
 
+def array_valid(predict, x, x0, t, opts):
+    """Why a success ``x`` of an array query is not an answer ('' if it is)."""
+    if not np.all(np.isfinite(x)):
+        return "non-finite answer"
+    if predict(x[None])[0] != t:
+        return f"model.predict(x) = {predict(x[None])[0]} != target {t}"
+    if "bounds" in opts and not np.all((x >= opts["bounds"][0]) & (x <= opts["bounds"][1])):
+        return "outside the box"
+    if any(x[f] != x0[f] for f in opts.get("frozen", [])):
+        return "a frozen feature moved"
+    if "max_changes" in opts and np.count_nonzero(x != x0) > opts["max_changes"]:
+        return "more than max_changes features changed"
+    return ""
+
+
+def array_alternatives(count, entry, out, predict, x0, t, opts, case):
+    """:func:`_alternatives` of an array query's enumeration."""
+    _alternatives(
+        count, entry, out, lambda a: frozenset(np.flatnonzero(a.x != x0)),
+        lambda a: array_valid(predict, a.x, x0, t, opts), case,
+    )  # fmt: skip
+
+
 def tree_judge(count, entry, model, res, x0, t, opts, ref, case):
     count[entry]["examples"] += 1
     d_ref, x_ref = ref
     if res.success:
         count[entry]["successes"] += 1
-        x = res.x
-        why = ""
-        if model.predict(x[None])[0] != t:
-            why = f"model.predict(x) = {model.predict(x[None])[0]} != target {t}"
-        elif "bounds" in opts and not np.all((x >= opts["bounds"][0]) & (x <= opts["bounds"][1])):
-            why = "outside the box"
-        elif any(x[f] != x0[f] for f in opts.get("frozen", [])):
-            why = "a frozen feature moved"
-        elif "max_changes" in opts and np.count_nonzero(x != x0) > opts["max_changes"]:
-            why = "more than max_changes features changed"
+        why = array_valid(model.predict, res.x, x0, t, opts)
         if why:
             _report(count, entry, "false successes", case, why)
         elif np.isfinite(d_ref) and res.distance > d_ref * (1 + 1e-9) + 1e-12:
@@ -359,7 +413,7 @@ def tree_judge(count, entry, model, res, x0, t, opts, ref, case):
 
 def soak_trees(n, seed, count):
     rng = np.random.default_rng(seed + 1)
-    for entry in ("Tree explain", "Tree batch"):
+    for entry in ("Tree explain", "Tree batch", "Tree enumerate"):
         count[entry] = _counter()
     t0 = time.perf_counter()
     for i in range(n):
@@ -367,16 +421,20 @@ def soak_trees(n, seed, count):
         case = f"tree seed={seed} i={i} kind={kind} D={Q.shape[1]} opts={opts!r}"
         ex = fastcf.TreeExplainer(model)
         refs = [tree_reference(model, Q[k], tg[k], opts) for k in range(3)]
-        for entry, args, batch, rows in (
-            ("Tree explain", (Q[0], tg[0]), False, 1),
-            ("Tree batch", (Q, tg), True, 3),
+        for entry, fn, args, batch, rows in (
+            ("Tree explain", ex.explain, (Q[0], tg[0]), False, 1),
+            ("Tree batch", ex.explain, (Q, tg), True, 3),
+            ("Tree enumerate", ex.enumerate, (Q[0], tg[0], 3), True, 1),
         ):
             try:
-                out = _answers(ex.explain, args, opts, batch)
+                out = _answers(fn, args, opts, batch)
             except Exception:  # noqa: BLE001
                 _report(count, entry, "exceptions", case, traceback.format_exc())
                 count[entry]["examples"] += rows
                 continue
+            if entry == "Tree enumerate":
+                array_alternatives(count, entry, out, model.predict, Q[0], tg[0], opts, case)
+                out = out[:1] or [_NO_ANSWER]
             for k, res in enumerate(out):
                 tree_judge(count, entry, model, res, Q[k], tg[k], opts, refs[k], f"{case} row={k}")
         if (i + 1) % 200 == 0:
@@ -447,24 +505,37 @@ def table_grid(X, row, immutable, box):
     return g
 
 
+def table_valid(model, x, row, t, opts):
+    """Why a success ``x`` (a one-row DataFrame) of a tabular query is not an answer."""
+    r0 = row.iloc[0]
+    if model.predict(x)[0] != t:
+        return f"model.predict(x) = {model.predict(x)[0]} != target {t}"
+    if "proba" in opts and model.predict_proba(x)[0, t] < opts["proba"]:
+        return "p_target below proba"
+    if "max_changes" in opts and sum(x[c].iloc[0] != r0[c] for c in W) > opts["max_changes"]:
+        return "more than max_changes columns changed"
+    if "bounds" in opts and not all(
+        lo <= x[c].iloc[0] <= hi for c, (lo, hi) in opts["bounds"].items()
+    ):
+        return "outside the box"
+    return ""
+
+
+def table_alternatives(count, entry, out, model, row, t, opts, case):
+    """:func:`_alternatives` of a tabular query's enumeration (``row``: a one-row DataFrame)."""
+    r0 = row.iloc[0]
+    _alternatives(
+        count, entry, out, lambda a: frozenset(c for c in W if a.x[c].iloc[0] != r0[c]),
+        lambda a: table_valid(model, a.x, row, t, opts), case,
+    )  # fmt: skip
+
+
 def table_judge(count, entry, kind, model, res, row, t, opts, ref, case):
     count[entry]["examples"] += 1
     best, _ = ref
-    r0 = row.iloc[0]
     if res.success:
         count[entry]["successes"] += 1
-        x = res.x
-        why = ""
-        if model.predict(x)[0] != t:
-            why = f"model.predict(x) = {model.predict(x)[0]} != target {t}"
-        elif "proba" in opts and model.predict_proba(x)[0, t] < opts["proba"]:
-            why = "p_target below proba"
-        elif "max_changes" in opts and sum(x[c].iloc[0] != r0[c] for c in W) > opts["max_changes"]:
-            why = "more than max_changes columns changed"
-        elif "bounds" in opts and not all(
-            lo <= x[c].iloc[0] <= hi for c, (lo, hi) in opts["bounds"].items()
-        ):
-            why = "outside the box"
+        why = table_valid(model, res.x, row, t, opts)
         if why:
             _report(count, entry, "false successes", case, why)
         elif np.isfinite(best) and res.distance > best * (1 + 1e-9) + 1e-12:
@@ -478,7 +549,7 @@ def table_judge(count, entry, kind, model, res, row, t, opts, ref, case):
 
 def soak_tables(n, seed, count):
     rng = np.random.default_rng(seed + 2)
-    for entry in ("Tabular explain", "Tabular batch"):
+    for entry in ("Tabular explain", "Tabular batch", "Tabular enumerate"):
         count[entry] = _counter()
     t0 = time.perf_counter()
     for i in range(n):
@@ -492,16 +563,21 @@ def soak_tables(n, seed, count):
                 model, row, g, tabular_cost(row), int(tg[k]), proba=opts.get("proba"),
                 max_changes=opts.get("max_changes"),
             ))  # fmt: skip
-        for entry, args, batch, nrows in (
-            ("Tabular explain", (rows.iloc[[0]], int(tg[0])), False, 1),
-            ("Tabular batch", (rows, tg), True, 2),
+        row0 = rows.iloc[[0]]
+        for entry, fn, args, batch, nrows in (
+            ("Tabular explain", tx.explain, (row0, int(tg[0])), False, 1),
+            ("Tabular batch", tx.explain, (rows, tg), True, 2),
+            ("Tabular enumerate", tx.enumerate, (row0, int(tg[0]), 3), True, 1),
         ):
             try:
-                out = _answers(tx.explain, args, opts, batch)
+                out = _answers(fn, args, opts, batch)
             except Exception:  # noqa: BLE001
                 _report(count, entry, "exceptions", case, traceback.format_exc())
                 count[entry]["examples"] += nrows
                 continue
+            if entry == "Tabular enumerate":
+                table_alternatives(count, entry, out, model, row0, int(tg[0]), opts, case)
+                out = out[:1] or [_NO_ANSWER]
             for k, res in enumerate(out):
                 table_judge(count, entry, kind, model, res, rows.iloc[[k]], int(tg[k]), opts,
                             refs[k], f"{case} row={k}")  # fmt: skip
@@ -510,15 +586,147 @@ def soak_tables(n, seed, count):
     return time.perf_counter() - t0
 
 
+# ===================================================================================== networks
+_NETS = {}
+
+
+def _net_base(hidden, D, K):
+    """A fitted MLPClassifier of this shape (its attributes; the weights are replaced)."""
+    key = (hidden, D, K)
+    if key not in _NETS:
+        from sklearn.neural_network import MLPClassifier
+
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(12 * K, D))
+        y = np.arange(12 * K) % K
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _NETS[key] = MLPClassifier(hidden, max_iter=2, random_state=0).fit(X, y)
+    return _NETS[key]
+
+
+def _net_values(rng, shape):
+    """Weights ±(1…10)·10^(−3…3), and sometimes a zero row or two equal rows."""
+    v = rng.choice([-1.0, 1.0], shape) * rng.uniform(1.0, 9.99, shape)
+    v = v * 10.0 ** rng.integers(-3, 4, shape)
+    if rng.random() < 0.5:
+        r = int(rng.integers(shape[0]))
+        v[r] = 0.0 if rng.random() < 0.5 else v[(r + 1) % shape[0]]
+    return v
+
+
+def net_case(rng):
+    """One random network problem: (model, queries (3, D), targets, options)."""
+    import copy
+
+    K, D = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+    hidden = [(2,), (3,), (4,), (6,), (2, 2), (3, 2), (2, 3)][rng.integers(7)]
+    mlp = copy.copy(_net_base(hidden, D, K))
+    sizes = [D, *hidden, 1 if K == 2 else K]
+    mlp.coefs_ = [_net_values(rng, (sizes[i], sizes[i + 1])) for i in range(len(sizes) - 1)]
+    mlp.intercepts_ = [_net_values(rng, (sizes[i + 1], 1))[:, 0] for i in range(len(sizes) - 1)]
+    Q = rng.uniform(-2, 2, (3, D))
+    width = rng.uniform(0.1, 3.0, D)
+    lo, hi = Q.min(axis=0) - width * rng.uniform(0, 1), Q.max(axis=0) + width
+    classes = list(mlp.classes_)
+    tg = np.array([classes[rng.integers(K)] for _ in range(3)])
+    opts = {"metric": ("manhattan", "manhattan", "l0")[rng.integers(3)], "bounds": (lo, hi),
+            "weights": rng.uniform(0.1, 10.0, D)}  # fmt: skip
+    if rng.random() < 0.3:
+        opts["frozen"] = [int(rng.integers(D))]
+    if rng.random() < 0.3:
+        opts["max_changes"] = 1
+    return mlp, Q, tg, opts
+
+
+def net_reference(mlp, x0, t, opts):
+    """(cost, x) of the brute force over every activation pattern (inf, None: infeasible)."""
+    lo, hi = (a.copy() for a in opts["bounds"])
+    for f in opts.get("frozen", []):
+        lo[f] = hi[f] = x0[f]
+    ti = list(mlp.classes_).index(t)
+    cost, x = relu_net_brute_force(
+        mlp.coefs_, mlp.intercepts_, x0, ti, 1e-6, opts["weights"], lo, hi,
+        binary=len(mlp.classes_) == 2, metric=opts["metric"],
+        max_changes=opts.get("max_changes"),
+    )  # fmt: skip
+    if mlp.predict(x0[None])[0] == t:  # x̄ itself, as the model classifies it
+        return 0.0, x0
+    return cost, x
+
+
+def net_judge(count, entry, mlp, res, x0, t, opts, ref, case):
+    """Count one answer of a network entry point against the brute force ``ref`` = (d, x).
+
+    The brute force answers at margin 1e-6 (an answer re-aimed at a larger margin may cost
+    more: suboptimal only beyond 1e-6 relative + 1e-9, as ``tests/test_fuzz_net.py``); a
+    failure is false where the brute force's point is one the model puts in the target.
+    """
+    count[entry]["examples"] += 1
+    d_ref, x_ref = ref
+    if res.success:
+        count[entry]["successes"] += 1
+        why = array_valid(mlp.predict, res.x, x0, t, opts)
+        if why:
+            _report(count, entry, "false successes", case, why)
+        elif np.isfinite(d_ref) and res.distance > d_ref * (1 + 1e-6) + 1e-9:
+            _report(count, entry, "suboptimal", case,
+                    f"distance {res.distance!r} > brute force {d_ref!r}")  # fmt: skip
+        return
+    if x_ref is not None and mlp.predict(x_ref[None])[0] == t:
+        _report(count, entry, "false failures", case,
+                f"status {res.status} ({res.message!r}); brute force {d_ref!r} "
+                f"at {x_ref!r}")  # fmt: skip
+
+
+def soak_nets(n, seed, count):
+    rng = np.random.default_rng(seed + 3)
+    for entry in ("Net explain", "Net batch", "Net enumerate"):
+        count[entry] = _counter()
+    t0 = time.perf_counter()
+    for i in range(n):
+        mlp, Q, tg, opts = net_case(rng)
+        case = (f"net seed={seed} i={i} coefs={[c.tolist() for c in mlp.coefs_]!r} "
+                f"intercepts={[c.tolist() for c in mlp.intercepts_]!r} Q={Q.tolist()!r} "
+                f"tg={tg.tolist()!r} opts={opts!r}")  # fmt: skip
+        try:
+            ex = fastcf.NetExplainer(mlp)
+        except Exception:  # noqa: BLE001
+            _report(count, "Net explain", "exceptions", case, traceback.format_exc())
+            continue
+        refs = [net_reference(mlp, Q[k], tg[k], opts) for k in range(3)]
+        for entry, fn, args, batch, rows in (
+            ("Net explain", ex.explain, (Q[0], tg[0]), False, 1),
+            ("Net batch", ex.explain, (Q, tg), True, 3),
+            ("Net enumerate", ex.enumerate, (Q[0], tg[0], 3), True, 1),
+        ):
+            try:
+                out = _answers(fn, args, opts, batch)
+            except Exception:  # noqa: BLE001
+                _report(count, entry, "exceptions", case, traceback.format_exc())
+                count[entry]["examples"] += rows
+                continue
+            if entry == "Net enumerate":
+                array_alternatives(count, entry, out, mlp.predict, Q[0], tg[0], opts, case)
+                out = out[:1] or [_NO_ANSWER]
+            for k, res in enumerate(out):
+                net_judge(count, entry, mlp, res, Q[k], tg[k], opts, refs[k], f"{case} row={k}")
+        if (i + 1) % 200 == 0:
+            print(f"nets: {i + 1} examples, {time.perf_counter() - t0:.0f} s", flush=True)
+    return time.perf_counter() - t0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=300, help="examples per family (default 300)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default="lvq,tree,tabular", help="families, comma-separated")
+    ap.add_argument("--only", default="lvq,tree,tabular,net", help="families, comma-separated")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     count, secs = {}, {}
-    for name, soak in (("lvq", soak_lvq), ("tree", soak_trees), ("tabular", soak_tables)):
+    families = (("lvq", soak_lvq), ("tree", soak_trees), ("tabular", soak_tables),
+                ("net", soak_nets))  # fmt: skip
+    for name, soak in families:
         if name in only:
             secs[name] = soak(args.n, args.seed, count)
     print(f"\n--n {args.n} --seed {args.seed}: " +
