@@ -332,3 +332,65 @@ def test_the_search_equals_highs_program_on_deeper_networks(hidden, K, seed):
         assert res.distance == pytest.approx(float(ref.distance[0]), rel=1e-6, abs=1e-9)
         searched += res.message.startswith("search")
     assert searched >= 1
+
+
+def _set_weights(coefs, intercepts, classes):
+    """An MLPClassifier (fitted once for its attributes) holding exactly these weights."""
+    D, K = len(coefs[0]), len(classes)
+    hidden = tuple(len(c[0]) for c in coefs[:-1])
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12 * K, D))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mlp = MLPClassifier(hidden, max_iter=2, random_state=0).fit(X, np.arange(12 * K) % K)
+    mlp.coefs_ = [np.array(c) for c in coefs]
+    mlp.intercepts_ = [np.array(b) for b in intercepts]
+    return mlp
+
+
+# found by docs/scripts/soak_stage.py --only net --seed 3 (examples 11 and 18): HiGHS's answer
+# was no point of the network (a binary within its integrality tolerance of 0 let u·a ~ 0.7
+# through an "off" ReLU whose big-M bound u was 1.8e7: x̄ itself at cost 0, its logit 716 short;
+# or a point whose logit was 0 where the margin asked 1e-6), the judge refused it round after
+# round, and a solvable query came back a numerical failure
+_LEAKS = [
+    (
+        [[[0.0, 0.0], [210.47315696555015, 582.9410813632429],
+          [0.006475978731831243, -74.29352599395791]],
+         [[0.03528534558181797, 392.20741819553797], [-71.2159617273504, 9667.878027383309]],
+         [[0.007745316076449554, 0.003115816027887121, 0.0393885486925884],
+          [1015.4083039932896, -0.04180784967904156, -53.94859463554469]]],
+        [[0.0, 0.03327564841817356], [-0.004382979419837172, 0.0],
+         [-715.8723694932191, 0.25747359453511787, 0.6779632671595288]],
+        [-1.270940574710242, -0.9433217129972782, -0.5475027845942875], 0, "manhattan",
+        ([-1.9132972, -1.75891906, -1.05197794], [3.0157615, 3.03408536, 0.69898177]),
+        [2.76275846, 5.68295766, 2.3229982],
+    ),
+    (
+        [[[0.7436935508761575, -0.006500361501386939, 2451.664531926893, 0.0026757558925053935],
+          [-313.0451467526571, 8011.400051337839, 7156.3606983183845, 55.27524625051755],
+          [-313.0451467526571, 8011.400051337839, 7156.3606983183845, 55.27524625051755]],
+         [[344.17935013878605], [-352.0778650510368], [0.009682388597927588],
+          [-0.797821810911335]]],
+        [[-72.26971432147207, 261.6656590687087, 0.3035137952839868, -72.26971432147207], [0.0]],
+        [-0.00255776558892018, 1.674226156767499, -0.6397629391346471], 1, "l0",
+        ([-1.00066483, -2.33875196, -1.94977291], [1.98485842, 4.35566648, 4.00408698]),
+        [7.14800749, 1.23352496, 5.74224741],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(len(_LEAKS)))
+def test_a_program_answer_off_the_network_is_repaired_regression(case):
+    coefs, intercepts, x0, t, metric, (lo, hi), w = _LEAKS[case]
+    K = len(intercepts[-1])
+    mlp = _set_weights(coefs, intercepts, range(max(K, 2)))
+    x0, lo, hi, w = (np.array(v) for v in (x0, lo, hi, w))
+    res = NetExplainer(mlp).explain(x0, t, bounds=(lo, hi), weights=w, metric=metric)
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, t, 1e-6, w, lo, hi,
+                                    binary=K == 1, metric=metric)  # fmt: skip
+    assert xr is not None and mlp.predict(xr[None])[0] == t  # solvable, as the model says
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == t
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9

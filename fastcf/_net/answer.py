@@ -37,7 +37,7 @@ from . import proba as _proba
 from .bounds import budget_first_layer, interval, linear_bounds, target_bound
 from .euclid import answer_row
 from .incumbent import incumbent
-from .program import Program, output_rows, solve_milp, solve_pattern, ties_differ
+from .program import Program, network_point, output_rows, solve_milp, ties_differ
 from .search import PRUNE, relaxation, search
 
 __all__ = ["NetQuery", "METRICS", "query", "answer", "RaiseMargin", "distance"]
@@ -184,6 +184,8 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
         # gives to the first class (the judge then asks the model itself)
         G, g = output_rows(net, t, margin, ties=True)
         r = solve_milp(prog, G, g, time_limit=_left(deadline), plain=plain)
+    if r.x is not None:  # a point of the network itself (the program's may be none)
+        r = network_point(prog, G, g, r, ci, deadline, plain)
     if r.x is None and xi is not None and r.status != "failed":
         # the cutoff left nothing cheaper than the incumbent (up to HiGHS's tolerance): it is
         # the optimum where the search was complete
@@ -206,10 +208,7 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
         else:
             st, text = Status.SOLVER_FAILED, message(Status.SOLVER_FAILED)
         return _Row(x0.copy(), 0.0, False, int(st), text, math.inf, r.bound, r.nodes)
-    x = solve_pattern(net, net.pattern(r.x), x0, lo, hi, q.w, G, g, q.metric, r.changed)
-    if x is None:  # (the pattern's polytope missed by rounding: the program's own point,
-        # its unchanged features exactly x̄'s)
-        x = r.x if r.changed is None else np.where(r.changed, r.x, x0)
+    x = r.x
     d = distance(x, x0, q.w, q.metric)
     if r.status == "optimal":
         return _Row(x, d, True, int(Status.OK), f"{how}: optimal", 0.0, r.bound, r.nodes)

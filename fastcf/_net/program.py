@@ -42,6 +42,7 @@ __all__ = [
     "MilpResult",
     "solve_milp",
     "solve_pattern",
+    "network_point",
     "pattern_rows",
     "output_rows",
     "ties_differ",
@@ -57,6 +58,8 @@ class MilpResult(NamedTuple):
     bound: float  # HiGHS's lower bound on the optimum
     status: str  # "optimal", "infeasible", "time_limit", "failed"
     nodes: int
+    #: the integer columns (s, then a: :meth:`Program.build`'s layout) rounded to 0/1
+    ints: np.ndarray | None = None
 
 
 def output_rows(net, t, margin, ties=False):
@@ -129,8 +132,12 @@ class Program:
                 ys.append(z)
         return np.concatenate(parts + ys + as_)
 
-    def build(self, G, g, cutoff=math.inf):
-        """Return (c, integrality, Bounds, [LinearConstraint]) of the program, and the layout."""
+    def build(self, G, g, cutoff=math.inf, nogoods=()):
+        """Return (c, integrality, Bounds, [LinearConstraint]) of the program, and the layout.
+
+        ``nogoods``: assignments of the integer columns (0/1 arrays, in column order) that the
+        program must leave: each adds ``Σ_{p=0} v − Σ_{p=1} v ≥ 1 − |{p = 1}|``.
+        """
         net, x0, lo, hi, w = self.net, self.x0, self.lo, self.hi, self.w
         D = x0.shape[0]
         H = sum(W.shape[0] for W in net.W[:-1])
@@ -205,6 +212,10 @@ class Program:
         if math.isfinite(cutoff):
             cidx = np.flatnonzero(c)
             rows(1, (np.zeros(cidx.size), cidx, c[cidx]), -np.inf, cutoff)
+        icols = np.flatnonzero(integ)
+        for p in nogoods:
+            rows(1, (np.zeros(icols.size), icols, np.where(p > 0.5, -1.0, 1.0)),
+                 1.0 - float(np.count_nonzero(p > 0.5)), np.inf)  # fmt: skip
         rows_, cols, vals = np.concatenate(R), np.concatenate(C), np.concatenate(V)
         rlo, rhi = np.concatenate(RL), np.concatenate(RH)
         A = sparse.csr_array((vals, (rows_, cols)), shape=(r, n))
@@ -227,20 +238,24 @@ _OPTIONS = (
 )
 
 
-def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None, plain=False, relax=False):
+def solve_milp(
+    prog, G, g, cutoff=math.inf, time_limit=None, start=None, plain=False, relax=False,
+    nogoods=(),
+):  # fmt: skip
     """Solve ``prog`` with the target's rows ``G h ≥ g``; return a :class:`MilpResult`.
 
     ``cutoff``: only answers costing less than this (HiGHS's ``objective_bound``: an answer
     already known costs it); ``time_limit``: seconds for HiGHS (None: none); ``start``: a
     valid input x in the program's box that meets the target, handed to HiGHS as its first
     solution (:meth:`Program.columns`); ``plain``: HiGHS at its default options; ``relax``:
-    the linear relaxation (every binary in [0, 1]), whose optimum is the result's ``bound``.
+    the linear relaxation (every binary in [0, 1]), whose optimum is the result's ``bound``;
+    ``nogoods``: assignments of the integer columns excluded (:meth:`Program.build`).
     """
     import highspy
 
     from .._highs import highs
 
-    c, integ, bnds, cons, (D, _n_t, n_s, is_) = prog.build(G, g)
+    c, integ, bnds, cons, (D, _n_t, n_s, is_) = prog.build(G, g, nogoods=nogoods)
     n = c.shape[0]
     A = cons[0].A.tocsr() if cons else sparse.csr_array((0, n))
     A.sum_duplicates()
@@ -297,7 +312,85 @@ def solve_milp(prog, G, g, cutoff=math.inf, time_limit=None, start=None, plain=F
         x = np.where(changed, x, prog.x0)
     what = "optimal" if st == S.kOptimal else "time_limit"
     cost = float(info.objective_function_value)
-    return MilpResult(x, changed, cost, cost if what == "optimal" else bound, what, nodes)
+    ints = (v[integ > 0] > 0.5).astype(np.float64)
+    return MilpResult(x, changed, cost, cost if what == "optimal" else bound, what, nodes, ints)
+
+
+#: how many false answers of the mixed-integer program one row excludes at most
+#: (:func:`network_point`)
+REPAIRS = 32
+
+
+def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False):
+    """Return ``r`` with its ``x`` a point of the network itself, meeting the target.
+
+    The point is the closest of the activation pattern of the program's answer
+    (:func:`solve_pattern`), or, where that polytope misses the target by rounding only, the
+    program's own point (its unchanged features exactly x̄'s), as long as it meets the target's
+    rows ``G h ≥ g`` in float64. Where it does not, the program's answer is no point of the
+    network: a binary a within HiGHS's integrality tolerance (1e-6) of 0 lets ``u a`` of an
+    "off" neuron's output through, and with big-M bounds u ~ 1e7 that moved a logit by 716
+    (the soak of ``docs/scripts/soak_stage.py``, seed 3: x̄ itself returned at cost 0, then
+    refused by the model). Then the program's integer assignment (the activation pattern and,
+    for L0 / ``max_changes``, the changed features) is solved exactly as a linear program, kept
+    if it is the cheapest true answer so far, and excluded (a no-good row, exact: every point
+    of the network with that assignment is in the polytope just solved), and the program is
+    solved again below the best cost, until it finds nothing cheaper (the best is optimal),
+    runs out of time, or :data:`REPAIRS` rounds.
+
+    ``cutoff``: the cost of an answer the caller already holds (the incumbent): only cheaper
+    ones are looked for. ``r.x`` None after the repairs: nothing cheaper than ``cutoff`` (status
+    "infeasible": proven; "time_limit" or "failed": not).
+    """
+    net, x0, lo, hi, w = prog.net, prog.x0, prog.lo, prog.hi, prog.w
+    x = solve_pattern(net, net.pattern(r.x), x0, lo, hi, w, G, g, prog.metric, r.changed)
+    if x is not None:
+        return r._replace(x=x)
+    own = r.x if r.changed is None else np.where(r.changed, r.x, x0)
+    if bool(net.meets(own[None], G, g)[0]) or r.ints is None:
+        # (the pattern's polytope missed by rounding: the program's own point)
+        return r._replace(x=own)
+    import time
+
+    _, integ, *_ = prog.build(G, g)
+    una = unstable(net, prog.ls, prog.us)
+    n_s = int(integ.sum()) - int(sum(m.sum() for m in una))
+    best, best_cost, nodes, cuts = None, cutoff, r.nodes, []
+    for _ in range(REPAIRS):
+        s_part, a_part = r.ints[:n_s], r.ints[n_s:]
+        pattern, k = [], 0
+        for zl, un in zip(prog.ls, una, strict=True):  # stable neurons by their bounds
+            on = zl >= 0.0
+            on[un] = a_part[k : k + int(un.sum())] > 0.5
+            k += int(un.sum())
+            pattern.append(on)
+        movable = None if n_s == 0 else s_part > 0.5
+        x = solve_pattern(net, pattern, x0, lo, hi, w, G, g, prog.metric, movable)
+        if x is not None:
+            d = x - x0
+            cost = float(w @ (d != 0)) if prog.metric == "l0" else float(w @ np.abs(d))
+            if cost < best_cost:
+                best, best_cost = x, cost
+        cuts.append(r.ints)
+        left = deadline - time.perf_counter()
+        if left <= 0.0:
+            status = "time_limit"
+            break
+        r = solve_milp(prog, G, g, best_cost, None if deadline == math.inf else left,
+                       plain=plain, nogoods=cuts)  # fmt: skip
+        nodes += r.nodes
+        if r.x is None:
+            status = r.status  # ("infeasible": nothing below the best cost)
+            break
+    else:
+        status = "time_limit"
+    if best is None:
+        return MilpResult(None, None, math.inf, r.bound, status, nodes)
+    proven = status == "infeasible"
+    d = best - x0
+    changed = None if n_s == 0 else d != 0
+    return MilpResult(best, changed, best_cost, best_cost if proven else min(r.bound, best_cost),
+                      "optimal" if proven else "time_limit", nodes)  # fmt: skip
 
 
 def pattern_rows(net, pattern, G_out, g_out):
