@@ -2,7 +2,9 @@
 
 Not run in CI. Random tiny ReLU networks (1–2 hidden layers, at most 8 hidden neurons, 2–4
 features, 2–3 classes), scikit-learn ``MLPClassifier`` models with their weights replaced by
-random ones of scale 10^U(−1, 1) and PyTorch ``nn.Sequential`` models in float64 and float32,
+random ones of scale 10^U(−1, 1) (half of them) or each of its own magnitude 10^(−3…3), with a
+zero row or two equal rows at times (the other half: big-M bounds of 1e7 and more), and
+PyTorch ``nn.Sequential`` models in float64 and float32,
 with random boxes, per-feature weights 10^U(−1, 1), and at random a frozen feature,
 ``max_changes``, ``metric="l0"``, ``metric="euclidean"`` (with a frozen feature or
 ``max_changes`` at times) or ``proba=``. Each example asks
@@ -10,7 +12,9 @@ every entry point:
 
 * ``explain`` of the single query;
 * ``explain`` of a batch (the query among two others);
-* ``enumerate(k=3)``: its first answer (the cheapest);
+* ``enumerate(k=3)``: its first answer (the cheapest), and its alternatives (each valid as a
+  success must be, in increasing distance, none changing a superset of an earlier one's
+  features: ``soak_stage.alternatives_problems``);
 * the front door ``fastcf.counterfactual(model, x, t, bounds=..., ...)``.
 
 Reference: ``reference.relu_net_brute_force`` (one linear program per activation pattern, and
@@ -25,7 +29,9 @@ Counted per entry point:
 * false successes: ``success`` while the model's own ``predict`` (a PyTorch model's own
   forward pass in its dtype; ``predict_proba`` for ``proba=``) does not give the target, or
   the answer leaves the box, moves a frozen feature or changes more than ``max_changes``;
-* false failures: ``success=False`` while the reference finds an answer at fastcf's margin;
+* false failures: ``success=False`` while the reference finds an answer at fastcf's margin
+  that the model's own ``predict`` (and ``predict_proba`` for ``proba=``) takes as one (the
+  reference's programs meet the margin to their solvers' tolerance only);
 * suboptimal: a success whose distance exceeds the reference's by more than 1e-6 relative +
   1e-9, or lies below the margin-0 reference's by as much (a wrong optimum);
 * exceptions.
@@ -46,6 +52,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
 from reference import relu_net_brute_force, relu_net_proba_brute_force  # noqa: E402
+from soak_stage import alternatives_problems  # noqa: E402
 
 import fastcf  # noqa: E402
 
@@ -63,6 +70,18 @@ def _sizes(rng):
     return D, hidden, K
 
 
+def _wild(rng, shape):
+    """Weights ±(1…10)·10^(−3…3), each its own (as ``tests/test_fuzz_net.py``); at random a
+    zero row or a row equal to the next (degenerate networks: big-M bounds of 1e7 and more).
+    """
+    v = rng.choice([-1.0, 1.0], shape) * rng.uniform(1.0, 10.0, shape)
+    v = v * 10.0 ** rng.integers(-3, 4, shape)
+    if rng.random() < 0.5:
+        r = int(rng.integers(shape[0]))
+        v[r] = 0.0 if rng.random() < 0.5 else v[(r + 1) % shape[0]]
+    return v
+
+
 def sklearn_case(rng):
     """An MLPClassifier with random weights; returns (model, coefs, intercepts, binary, judge)."""
     from sklearn.neural_network import MLPClassifier
@@ -74,9 +93,13 @@ def sklearn_case(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mlp.fit(X, y)
-    scale = 10.0 ** rng.uniform(-1, 1)
-    mlp.coefs_ = [scale * rng.normal(size=c.shape) for c in mlp.coefs_]
-    mlp.intercepts_ = [scale * 0.5 * rng.normal(size=i.shape) for i in mlp.intercepts_]
+    if rng.random() < 0.5:
+        scale = 10.0 ** rng.uniform(-1, 1)
+        mlp.coefs_ = [scale * rng.normal(size=c.shape) for c in mlp.coefs_]
+        mlp.intercepts_ = [scale * 0.5 * rng.normal(size=i.shape) for i in mlp.intercepts_]
+    else:  # wild: each weight of its own magnitude, a zero row or two equal rows at times
+        mlp.coefs_ = [_wild(rng, c.shape) for c in mlp.coefs_]
+        mlp.intercepts_ = [_wild(rng, (i.shape[0], 1))[:, 0] for i in mlp.intercepts_]
 
     def judge(X, proba=False):
         return mlp.predict_proba(X) if proba else mlp.predict(X)
@@ -152,7 +175,7 @@ def case(rng):
 
 
 def reference(ex, coefs, biases, binary, x0, t, opts):
-    """(cost at fastcf's margin, cost at margin 0) by the brute force."""
+    """(cost at fastcf's margin, cost at margin 0, the first's point) by the brute force."""
     lo, hi = opts["bounds"]
     lo, hi = lo.copy(), hi.copy()
     for f in opts.get("frozen", []):
@@ -165,27 +188,26 @@ def reference(ex, coefs, biases, binary, x0, t, opts):
     margin = max(theta, 0.0) + 1e-6 + floor  # (fastcf's aim: fastcf._net.answer.query)
     if proba is not None and not binary:  # softmax_t >= τ: 1e-6 inside, as fastcf's cuts
         args = dict(metric=metric)
-        at, _ = relu_net_proba_brute_force(coefs, biases, x0, t, proba, w, lo, hi, margin=margin,
+        at, x = relu_net_proba_brute_force(coefs, biases, x0, t, proba, w, lo, hi, margin=margin,
                                            slack=margin - max(theta, 0.0), **args)  # fmt: skip
         zero, _ = relu_net_proba_brute_force(coefs, biases, x0, t, proba, w, lo, hi, **args)
-        return at, zero
+        return at, zero, x
     args = dict(binary=binary, metric=metric, max_changes=mc)
-    at, _ = relu_net_brute_force(coefs, biases, x0, t, margin, w, lo, hi, **args)
+    at, x = relu_net_brute_force(coefs, biases, x0, t, margin, w, lo, hi, **args)
     zero, _ = relu_net_brute_force(coefs, biases, x0, t, max(theta, 0.0), w, lo, hi, **args)
-    return at, zero
+    return at, zero, x
 
 
-def check(count, entry, res, x0, t, opts, judge, ref, meta, ex):
-    c = count[entry]
-    c["examples"] += 1
-    at, zero = ref
+class _Point:
+    """A point judged as an answer is (``_invalid`` reads its ``x``)."""
+
+    def __init__(self, x):
+        self.x = x
+
+
+def _invalid(res, x0, t, opts, judge, ex):
+    """Why a success is not an answer ('' if it is)."""
     lo, hi = opts["bounds"]
-    if res is None or not res.success:  # (enumerate: an empty list)
-        if np.isfinite(at):
-            why = "no answer" if res is None else res.message
-            _report(c, entry, "false failures", meta, f"{why}; ref {at}")
-        return
-    c["successes"] += 1
     x = np.asarray(res.x, dtype=np.float64)
     bad = []
     k = int(judge(x[None])[0])
@@ -200,8 +222,36 @@ def check(count, entry, res, x0, t, opts, judge, ref, meta, ex):
             bad.append(f"frozen {f} moved")
     if "max_changes" in opts and np.count_nonzero(x != x0) > opts["max_changes"]:
         bad.append("too many changes")
-    if bad:
-        _report(c, entry, "false successes", meta, "; ".join(bad))
+    return "; ".join(bad)
+
+
+def _alternatives(c, out, x0, t, opts, judge, ex, meta):
+    """Count what is wrong with an enumeration's alternatives; return its first answer."""
+    bad, _ = alternatives_problems(
+        out, lambda a: frozenset(np.flatnonzero(np.asarray(a.x) != x0)),
+        lambda a: _invalid(a, x0, t, opts, judge, ex),
+    )  # fmt: skip
+    for key, detail in bad:
+        _report(c, "enumerate", key, meta, detail)
+    return out[0] if out else None
+
+
+def check(count, entry, res, x0, t, opts, judge, ref, meta, ex):
+    c = count[entry]
+    c["examples"] += 1
+    at, zero, x_at = ref
+    if res is None or not res.success:  # (enumerate: an empty list)
+        # false where the reference's point is an answer as the model computes it (its
+        # programs meet the margin to their solvers' tolerance: with weights of 1e3…1e4 a
+        # point "1e-6 inside" can be on the boundary, p = 1/2, where the model says no)
+        if x_at is not None and not _invalid(_Point(x_at), x0, t, opts, judge, ex):
+            why = "no answer" if res is None else res.message
+            _report(c, entry, "false failures", meta, f"{why}; ref {at}")
+        return
+    c["successes"] += 1
+    why = _invalid(res, x0, t, opts, judge, ex)
+    if why:
+        _report(c, entry, "false successes", meta, why)
         return
     if res.distance == 0.0:  # x̄ itself, already in the target
         return
@@ -223,7 +273,7 @@ def entries(ex, model, X, x0, target, tb, opts):
     return {
         "explain": lambda: ex.explain(x0, target, **opts),
         "batch": lambda: ex.explain(X, tb, **opts)[0],
-        "enumerate": lambda: (ex.enumerate(x0, target, k=3, **opts) or [None])[0],
+        "enumerate": lambda: ex.enumerate(x0, target, k=3, **opts),
         "counterfactual": lambda: fastcf.counterfactual(model, x0, target, **opts),
     }
 
@@ -261,6 +311,8 @@ def run(n, seed):
                 if count[entry]["exceptions"] <= 5:
                     print(f"[{entry}] exception on {meta} {opts}:\n{traceback.format_exc()}")
                 continue
+            if entry == "enumerate":  # its alternatives; its first answer as explain's
+                res = _alternatives(count[entry], res, x0, t, opts, judge, ex, meta)
             check(count, entry, res, x0, t, opts, judge, ref, meta, ex)
     return count
 

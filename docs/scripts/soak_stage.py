@@ -1,10 +1,11 @@
 """Soak of the one stage (read → route → solve → judge → package) through every public entry.
 
-Not run in CI. Random problems through the public API of four families that answer through the
-stage's judge-and-re-aim loop (``fastcf._stage.settle``): LVQ's re-aim of refused answers
-(``fastcf._lvq.certify``), the tabular margin loop, the tree family's ``trust=False`` re-solve
-and the ReLU network's margin raises (``fastcf._net.answer.RaiseMargin``). Every public entry
-point of each: a single ``explain``, a batch ``explain`` and ``enumerate``.
+Not run in CI. Random problems through the public API of three families whose judge-and-re-aim
+loop (``fastcf._stage.settle``) just changed: LVQ's re-aim of refused answers
+(``fastcf._lvq.certify``), the tabular margin loop and the tree family's ``trust=False``
+re-solve. Every public entry point of each: a single ``explain``, a batch ``explain`` and
+``enumerate``. (The network family has its own soak, ``docs/scripts/soak_net.py``, which
+judges its enumerations with :func:`alternatives_problems` from here.)
 
 * ``LVQExplainer.from_arrays`` with random prototypes (1–2 a class, 2–3 classes, 2–4
   features), plain, a global Ω or local Ω's, data of scale 10^U(−3, 6), Euclidean or
@@ -22,11 +23,6 @@ point of each: a single ``explain``, a batch ``explain`` and ``enumerate``.
   OrdinalEncoder) ending in LogisticRegression or a RandomForest, single, batch and
   ``enumerate(k=3)``, against ``reference.tabular_model_brute_force`` over a grid of every
   column's values.
-* ``NetExplainer`` on small ReLU networks (1–2 hidden layers, at most 6 neurons, 2–3 inputs,
-  2–3 classes; weights of magnitudes 10⁻³…10³ set into a scikit-learn ``MLPClassifier``, zero
-  and repeated rows included, as ``tests/test_fuzz_net.py``), Manhattan or L0, with a box,
-  weights, a frozen feature and ``max_changes``; single, batch and ``enumerate(k=3)``, against
-  ``reference.relu_net_brute_force`` (one linear program per activation pattern).
 
 An ``enumerate`` is judged on its first answer (the query's optimum, as ``explain``'s) and on
 every alternative: each valid as a success must be, in increasing distance, and none whose
@@ -47,7 +43,7 @@ Counted per entry point:
   its points are all feasible);
 * exceptions.
 
-Usage: ``python docs/scripts/soak_stage.py [--n N] [--seed SEED] [--only lvq,tree,tabular,net]``
+Usage: ``python docs/scripts/soak_stage.py [--n N] [--seed SEED] [--only lvq,tree,tabular]``
 (default n 300 examples per family, seed 0). Exit status 1 on any false success, false
 failure, suboptimal answer or exception.
 """
@@ -67,7 +63,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
 from reference import (  # noqa: E402
     best_subset_brute_force,
     lvq_counterfactual_reference,
-    relu_net_brute_force,
     tabular_model_brute_force,
     tree_cells_brute_force,
 )
@@ -110,28 +105,38 @@ def _report(count, entry, key, case, detail):
         print(f"[{entry}] {key}: {detail}\n    case {case}", flush=True)
 
 
-def _alternatives(count, entry, out, changed, valid, case, ordered=True):
-    """Count what is wrong with an enumeration's list ``out`` (its first answer judged apart).
+def alternatives_problems(out, changed, valid, ordered=True):
+    """Return what is wrong with an enumeration's list ``out``: (kind, detail) pairs.
 
-    Every success among the alternatives must be valid (``valid(res) -> ''``), their distances
-    must not decrease (``ordered``; LGMLVQ's documented exception: not exact, a query with
-    more features frozen can be answered below its parent), and no alternative's set of
-    changed features (``changed(res)``: a frozenset) may contain an earlier one's.
+    Its first answer is judged apart (against the reference, as ``explain``'s). Every success
+    among the alternatives must be valid (``valid(res) -> ''``), their distances must not
+    decrease (``ordered``; LGMLVQ's documented exception: not exact, a query with more
+    features frozen can be answered below its parent), and no alternative's set of changed
+    features (``changed(res)``: a frozenset) may contain an earlier one's.
     """
     good = [a for a in out if a.success]
-    count[entry]["alternatives"] += max(len(good) - 1, 0)
+    bad = []
     for a in good[1:]:
         if why := valid(a):
-            _report(count, entry, "false successes", case, f"alternative: {why}")
+            bad.append(("false successes", f"alternative: {why}"))
     dist = [float(a.distance) for a in good]
     if ordered and any(b < a * (1 - 1e-12) for a, b in zip(dist, dist[1:], strict=False)):
-        _report(count, entry, "false successes", case, f"distances not increasing: {dist}")
+        bad.append(("false successes", f"distances not increasing: {dist}"))
     sets = [changed(a) for a in good]
     for j in range(1, len(sets)):
         if any(sets[i] <= sets[j] for i in range(j)):
-            _report(count, entry, "false successes", case,
-                    f"alternative {j} changes {sorted(sets[j])}, a superset of a cheaper "
-                    f"one's: {[sorted(c) for c in sets[:j]]}")  # fmt: skip
+            bad.append(("false successes",
+                        f"alternative {j} changes {sorted(sets[j])}, a superset of an earlier "
+                        f"one's: {[sorted(c) for c in sets[:j]]}"))  # fmt: skip
+    return bad, max(len(good) - 1, 0)
+
+
+def _alternatives(count, entry, out, changed, valid, case, ordered=True):
+    """Count :func:`alternatives_problems` of an enumeration (and its alternatives)."""
+    bad, n_alt = alternatives_problems(out, changed, valid, ordered)
+    count[entry]["alternatives"] += n_alt
+    for key, detail in bad:
+        _report(count, entry, key, case, detail)
 
 
 # ===================================================================================== LVQ
@@ -586,147 +591,15 @@ def soak_tables(n, seed, count):
     return time.perf_counter() - t0
 
 
-# ===================================================================================== networks
-_NETS = {}
-
-
-def _net_base(hidden, D, K):
-    """A fitted MLPClassifier of this shape (its attributes; the weights are replaced)."""
-    key = (hidden, D, K)
-    if key not in _NETS:
-        from sklearn.neural_network import MLPClassifier
-
-        rng = np.random.default_rng(0)
-        X = rng.normal(size=(12 * K, D))
-        y = np.arange(12 * K) % K
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _NETS[key] = MLPClassifier(hidden, max_iter=2, random_state=0).fit(X, y)
-    return _NETS[key]
-
-
-def _net_values(rng, shape):
-    """Weights ±(1…10)·10^(−3…3), and sometimes a zero row or two equal rows."""
-    v = rng.choice([-1.0, 1.0], shape) * rng.uniform(1.0, 9.99, shape)
-    v = v * 10.0 ** rng.integers(-3, 4, shape)
-    if rng.random() < 0.5:
-        r = int(rng.integers(shape[0]))
-        v[r] = 0.0 if rng.random() < 0.5 else v[(r + 1) % shape[0]]
-    return v
-
-
-def net_case(rng):
-    """One random network problem: (model, queries (3, D), targets, options)."""
-    import copy
-
-    K, D = int(rng.integers(2, 4)), int(rng.integers(2, 4))
-    hidden = [(2,), (3,), (4,), (6,), (2, 2), (3, 2), (2, 3)][rng.integers(7)]
-    mlp = copy.copy(_net_base(hidden, D, K))
-    sizes = [D, *hidden, 1 if K == 2 else K]
-    mlp.coefs_ = [_net_values(rng, (sizes[i], sizes[i + 1])) for i in range(len(sizes) - 1)]
-    mlp.intercepts_ = [_net_values(rng, (sizes[i + 1], 1))[:, 0] for i in range(len(sizes) - 1)]
-    Q = rng.uniform(-2, 2, (3, D))
-    width = rng.uniform(0.1, 3.0, D)
-    lo, hi = Q.min(axis=0) - width * rng.uniform(0, 1), Q.max(axis=0) + width
-    classes = list(mlp.classes_)
-    tg = np.array([classes[rng.integers(K)] for _ in range(3)])
-    opts = {"metric": ("manhattan", "manhattan", "l0")[rng.integers(3)], "bounds": (lo, hi),
-            "weights": rng.uniform(0.1, 10.0, D)}  # fmt: skip
-    if rng.random() < 0.3:
-        opts["frozen"] = [int(rng.integers(D))]
-    if rng.random() < 0.3:
-        opts["max_changes"] = 1
-    return mlp, Q, tg, opts
-
-
-def net_reference(mlp, x0, t, opts):
-    """(cost, x) of the brute force over every activation pattern (inf, None: infeasible)."""
-    lo, hi = (a.copy() for a in opts["bounds"])
-    for f in opts.get("frozen", []):
-        lo[f] = hi[f] = x0[f]
-    ti = list(mlp.classes_).index(t)
-    cost, x = relu_net_brute_force(
-        mlp.coefs_, mlp.intercepts_, x0, ti, 1e-6, opts["weights"], lo, hi,
-        binary=len(mlp.classes_) == 2, metric=opts["metric"],
-        max_changes=opts.get("max_changes"),
-    )  # fmt: skip
-    if mlp.predict(x0[None])[0] == t:  # x̄ itself, as the model classifies it
-        return 0.0, x0
-    return cost, x
-
-
-def net_judge(count, entry, mlp, res, x0, t, opts, ref, case):
-    """Count one answer of a network entry point against the brute force ``ref`` = (d, x).
-
-    The brute force answers at margin 1e-6 (an answer re-aimed at a larger margin may cost
-    more: suboptimal only beyond 1e-6 relative + 1e-9, as ``tests/test_fuzz_net.py``); a
-    failure is false where the brute force's point is one the model puts in the target.
-    """
-    count[entry]["examples"] += 1
-    d_ref, x_ref = ref
-    if res.success:
-        count[entry]["successes"] += 1
-        why = array_valid(mlp.predict, res.x, x0, t, opts)
-        if why:
-            _report(count, entry, "false successes", case, why)
-        elif np.isfinite(d_ref) and res.distance > d_ref * (1 + 1e-6) + 1e-9:
-            _report(count, entry, "suboptimal", case,
-                    f"distance {res.distance!r} > brute force {d_ref!r}")  # fmt: skip
-        return
-    if x_ref is not None and mlp.predict(x_ref[None])[0] == t:
-        _report(count, entry, "false failures", case,
-                f"status {res.status} ({res.message!r}); brute force {d_ref!r} "
-                f"at {x_ref!r}")  # fmt: skip
-
-
-def soak_nets(n, seed, count):
-    rng = np.random.default_rng(seed + 3)
-    for entry in ("Net explain", "Net batch", "Net enumerate"):
-        count[entry] = _counter()
-    t0 = time.perf_counter()
-    for i in range(n):
-        mlp, Q, tg, opts = net_case(rng)
-        case = (f"net seed={seed} i={i} coefs={[c.tolist() for c in mlp.coefs_]!r} "
-                f"intercepts={[c.tolist() for c in mlp.intercepts_]!r} Q={Q.tolist()!r} "
-                f"tg={tg.tolist()!r} opts={opts!r}")  # fmt: skip
-        try:
-            ex = fastcf.NetExplainer(mlp)
-        except Exception:  # noqa: BLE001
-            _report(count, "Net explain", "exceptions", case, traceback.format_exc())
-            continue
-        refs = [net_reference(mlp, Q[k], tg[k], opts) for k in range(3)]
-        for entry, fn, args, batch, rows in (
-            ("Net explain", ex.explain, (Q[0], tg[0]), False, 1),
-            ("Net batch", ex.explain, (Q, tg), True, 3),
-            ("Net enumerate", ex.enumerate, (Q[0], tg[0], 3), True, 1),
-        ):
-            try:
-                out = _answers(fn, args, opts, batch)
-            except Exception:  # noqa: BLE001
-                _report(count, entry, "exceptions", case, traceback.format_exc())
-                count[entry]["examples"] += rows
-                continue
-            if entry == "Net enumerate":
-                array_alternatives(count, entry, out, mlp.predict, Q[0], tg[0], opts, case)
-                out = out[:1] or [_NO_ANSWER]
-            for k, res in enumerate(out):
-                net_judge(count, entry, mlp, res, Q[k], tg[k], opts, refs[k], f"{case} row={k}")
-        if (i + 1) % 200 == 0:
-            print(f"nets: {i + 1} examples, {time.perf_counter() - t0:.0f} s", flush=True)
-    return time.perf_counter() - t0
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=300, help="examples per family (default 300)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default="lvq,tree,tabular,net", help="families, comma-separated")
+    ap.add_argument("--only", default="lvq,tree,tabular", help="families, comma-separated")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     count, secs = {}, {}
-    families = (("lvq", soak_lvq), ("tree", soak_trees), ("tabular", soak_tables),
-                ("net", soak_nets))  # fmt: skip
-    for name, soak in families:
+    for name, soak in (("lvq", soak_lvq), ("tree", soak_trees), ("tabular", soak_tables)):
         if name in only:
             secs[name] = soak(args.n, args.seed, count)
     print(f"\n--n {args.n} --seed {args.seed}: " +
