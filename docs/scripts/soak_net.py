@@ -184,7 +184,8 @@ def reference(ex, coefs, biases, binary, x0, t, opts):
     mc = opts.get("max_changes")
     proba = opts.get("proba")
     theta = 0.0 if proba is None else float(np.log(proba) - np.log1p(-proba))
-    floor = ex._net.rounding(lo, hi) if ex._net.unit > 2.0**-53 else 0.0
+    # (over the box before the frozen features are pinned, as fastcf's floor)
+    floor = ex._net.rounding(*opts["bounds"]) if ex._net.unit > 2.0**-53 else 0.0
     margin = max(theta, 0.0) + 1e-6 + floor  # (fastcf's aim: fastcf._net.answer.query)
     if proba is not None and not binary:  # softmax_t >= τ: 1e-6 inside, as fastcf's cuts
         args = dict(metric=metric)

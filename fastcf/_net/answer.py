@@ -90,8 +90,14 @@ def query(ex, X, names, region, proba, margin, metric, weights, frozen, bounds, 
     if net.unit > 2.0**-53:
         # a model computing in less than float64 (PyTorch's float32): aim beyond its rounding,
         # proven over each row's box (:meth:`fastcf._net.model.Net.rounding`), so that the
-        # model's own forward pass agrees with the program's float64 on the first answer
-        floor = np.array([net.rounding(a, b) for a, b in zip(lo, hi, strict=True)])
+        # model's own forward pass agrees with the program's float64 on the first answer. The
+        # box before the frozen features are pinned: the margin does not depend on which are
+        # frozen, so that enumerate's restricted queries (more features frozen, a smaller box)
+        # do not aim closer and come back cheaper than their parent (soak_net, seed 30)
+        flo, fhi = row_boxes(X, bnd, np.zeros(D, dtype=bool), dlo, dhi)
+        # (a frozen feature may have no finite range of its own: its pinned value then)
+        flo, fhi = np.where(np.isfinite(flo), flo, lo), np.where(np.isfinite(fhi), fhi, hi)
+        floor = np.array([net.rounding(a, b) for a, b in zip(flo, fhi, strict=True)])
     # the margin beyond the logit the question asks (0, or logit τ: an answer exactly at logit τ
     # is refused by the model's own rounding of p about half the time), and beyond the rounding
     base = max(theta, 0.0)
