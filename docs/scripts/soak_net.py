@@ -230,7 +230,7 @@ def _alternatives(c, out, x0, t, opts, judge, ex, meta):
     """Count what is wrong with an enumeration's alternatives; return its first answer."""
     bad, _ = alternatives_problems(
         out, lambda a: frozenset(np.flatnonzero(np.asarray(a.x) != x0)),
-        lambda a: _invalid(a, x0, t, opts, judge, ex),
+        lambda a: _invalid(a, x0, t, opts, judge, ex), rtol=1e-6,
     )  # fmt: skip
     for key, detail in bad:
         _report(c, "enumerate", key, meta, detail)
