@@ -394,3 +394,30 @@ def test_a_program_answer_off_the_network_is_repaired_regression(case):
     assert mlp.predict(res.x[None])[0] == t
     assert np.all((res.x >= lo) & (res.x <= hi))
     assert res.distance <= cost * (1 + 1e-6) + 1e-9
+
+
+def test_an_undecided_euclidean_relaxation_is_not_pruned_regression():
+    # soak_net.py, seed 31, example 1018: Clarabel stopped at MaxIterations on a node of the
+    # Euclidean branch-and-bound (weights 7267 and 644 meet), the node was pruned as if
+    # infeasible, and an answer 2.2× the optimum was reported optimal
+    coefs = [[[0.004229267423613124, 0.007663174440490596, -11.287705332575552],
+              [-0.42957954949085286, 7267.470673331414, 87.8499237376779],
+              [-3.7673038281008138, -0.04673146417383778, 0.4224888589039246]],
+             [[-0.09936106798192045, -644.0908746832573, 0.008499406940474807],
+              [-0.09936106798192045, -644.0908746832573, 0.008499406940474807],
+              [372.6796587104417, 361.31299844579, 699.7933869246858]]]  # fmt: skip
+    intercepts = [[6.144271440851085, 0.0, -153.71401276120827],
+                  [-0.9551504765491963, 0.0, -89.03239189606884]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([0.5768328788548069, -0.9781314845441651, -0.8441204293425524])
+    w = np.array([0.11031721, 1.62904528, 4.98879125])
+    lo, hi = -2.48309864 * np.ones(3), 2.48309864 * np.ones(3)
+    res = NetExplainer(mlp).explain(x0, 2, bounds=(lo, hi), weights=w, metric="euclidean")
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 2, 1e-6, w, lo, hi,
+                                    binary=False, metric="euclidean")  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 2  # (the brute force's point: 1.774, the model agrees)
+    assert res.success and mlp.predict(res.x[None])[0] == 2
+    if res.status == 0:  # proven optimal: then it is the optimum
+        assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+    else:  # or honestly unproven
+        assert "undecided" in res.message

@@ -267,6 +267,8 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline):
     if x is None:
         if what == "infeasible":
             st, text = Status.INFEASIBLE, _INFEASIBLE
+        elif what == "unproven":
+            st, text = Status.SOLVER_FAILED, _UNDECIDED + ": no answer was found"
         else:
             st, text = Status.MAXITER, "time_limit reached before any answer was found"
         return _Row(x0.copy(), 0.0, False, int(st), text, math.inf, bound, nodes)
@@ -275,6 +277,9 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline):
     text = (
         f"incumbent: a valid answer, at most {gap:.2%} above the optimum (exact=False)"
         if what == "incumbent"
+        else f"{_UNDECIDED}: the best answer found, at most {gap:.2%} above the bound (not "
+        "proven optimal)"
+        if what == "unproven"
         else f"time_limit: the best answer found, {gap:.2%} above the bound (not proven optimal)"
     )
     return _Row(x, d, True, int(Status.MAXITER), text, gap, bound, nodes)
@@ -340,6 +345,10 @@ def answer(ex, X, tidx, q, keep_source=True, plain=False):
 
 
 _SOURCE = "the model already classifies the source as the target: x̄ itself"
+_UNDECIDED = (
+    "a relaxation of the branch-and-bound that neither Clarabel nor HiGHS could solve "
+    "(ill-conditioned weights) was left undecided"
+)
 _INFEASIBLE = (
     "infeasible: no point of the box (bounds=, or the training data's range from fit_data) "
     "that the options leave free is classified as the target"
