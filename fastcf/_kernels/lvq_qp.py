@@ -116,9 +116,9 @@ def _solve_query(x0, target, tables, metric, r, user, settings):
     One kernel, the prototype's LDP written in its loop: a kernel per prototype called from
     here would be linked into this one, and LLVM would optimise and emit all of its code (the
     LDP, NNLS and ``dgelsd`` below it) twice on a first query, about 1 CPU s (issue 54);
-    inlined (``inline="always"``), 0.3–0.4 CPU s more of this kernel's own compile time than
-    written here (measured 2026-11-30, empty cache). A single query compiles this kernel and
-    no batch kernel (those link it).
+    inlined (``inline="always"``), about 0.3 CPU s more of this kernel's own compile time than
+    written here (2.0 against 1.7 s, three and six runs on an empty cache, 2026-11-30). A
+    single query compiles this kernel and no batch kernel (those link it).
 
     Returns (x, dist, best, nit, status): the answer (x̄ when none), its distance (inf when
     none), the winning prototype (−1 when none) and the NNLS steps of all the target's LDPs.
