@@ -89,7 +89,7 @@ out = {
         (logistic, ["_lam_bounded_one", "_breakpoints", "_project_one", "_dist_grad",
                     "_lam.parallel", "_project.parallel"]),
         (knapsack, ["_next", "_record", "_constrained.parallel", "_lam.parallel"]),
-        (lvq_qp, ["_fast.serial", "_fast.parallel", "_fast_row", "_solve_one"]),
+        (lvq_qp, ["_fast.serial", "_fast.parallel", "_fast_row", "_solve_query"]),
         (entropy_solve, ["_sm_lam.serial", "_lam_start", "_lam_settle"]),
         (region_lp, ["_region.serial", "region_lp_one"]),
     )
@@ -163,10 +163,10 @@ def test_single_queries_compile_no_parallel_kernel(compiled):
         "lvq_qp._fast.parallel",
     ):
         assert compiled[name] == [], name
-    # a single LVQ query runs its row's loop in Python over _solve_one (lvq_qp._one_query): no
-    # batch kernel at all; the row kernel is inlined into its batch kernels (see _batch)
+    # a single LVQ query calls its row's solver from Python (lvq_qp._solve_query): no batch
+    # kernel at all; the row kernel is inlined into its batch kernels (see _batch)
     assert compiled["lvq_qp._fast.serial"] == []
-    assert len(compiled["lvq_qp._solve_one"]) == 1
+    assert len(compiled["lvq_qp._solve_query"]) == 1
     assert compiled["lvq_qp._fast_row"] == []
     # nor a single Manhattan lam= or region=True query of a softmax model: its row's kernels
     # called from Python (entropy_solve._lam_single, region_lp._region_one)
@@ -181,7 +181,7 @@ def test_single_queries_compile_no_parallel_kernel(compiled):
 
 
 def test_no_kernel_is_compiled_twice_for_a_literal(compiled):
-    for name in ("knapsack._next", "knapsack._record", "lvq_qp._solve_one"):
+    for name in ("knapsack._next", "knapsack._record", "lvq_qp._solve_query"):
         assert len(compiled[name]) == 1, (name, compiled[name])
         assert not any("Literal" in a for s in compiled[name] for a in s), compiled[name]
     # (a caller's variable that starts as a constant, `i = 0`, is typed Literal[int](0) for a
@@ -313,12 +313,13 @@ def test_binary_lvq_and_verdict_kernels_that_only_kernels_call_compile_no_cpytho
 ):
     # the binary queries (Euclidean and Manhattan, lam=, proba=, region=True, Lawler's
     # enumeration) and the GLVQ query compile a CPython wrapper only for the kernels that
-    # Python code calls (the façade, lvq_qp._one_query's loop over _solve_one, or tests and
+    # Python code calls (the façade, lvq_qp.lvq_fast_batch's call of _solve_query, or tests and
     # benchmarks: roots.phi, linalg.dot); the kernels that only kernels call are
     # kernel(callee=True), ~0.05 s less each of a first query (issue 54). Not the LDP's
     # (_ldp_scaled, nnls, _lstsq, _norm_scaled): Numba compiles its own overloads (np.empty,
     # np.zeros, ...) once per caller's flags, and the bare ones would compile eight again
-    # beside those of their wrapped callers ldp and _solve_one (GLVQ query +0.2 s, measured)
+    # beside those of their wrapped callers ldp and lvq_qp._solve_query (GLVQ query +0.2 s,
+    # measured)
     assert compiled["binary wrapped"] == [
         "l1_enum.lawler_l1",
         "linalg._ldp_scaled",
@@ -330,7 +331,7 @@ def test_binary_lvq_and_verdict_kernels_that_only_kernels_call_compile_no_cpytho
         "linalg.nnls",
         "logistic.binary_proba",
         "lvq_qp._norm_scaled",
-        "lvq_qp._solve_one",
+        "lvq_qp._solve_query",
         "roots.phi",
         "verdict.binary_finish",
         "verdict.binary_judge",

@@ -683,7 +683,7 @@ def test_dataframe_model_feature_names():
 
 
 def test_parallel_batch_kernel_matches_serial():
-    from fastcf._kernels.lvq_qp import lvq_fast_batch
+    from fastcf._kernels.lvq_qp import Metric, Settings, Tables, UserRows, lvq_fast_batch
 
     rng = np.random.default_rng(7)
     P = rng.normal(size=(6, 4))
@@ -695,28 +695,39 @@ def test_parallel_batch_kernel_matches_serial():
     args = (
         X,
         tg,
-        geo.A,
-        geo.b,
-        geo.valid,
-        geo.cls,
-        np.ones(D),
-        np.ones(D, dtype=bool),
-        np.full((1, D), -2.0),  # the box as (R, D): R = 1 shared by every query
-        np.full((1, D), np.inf),
-        np.zeros((0, D)),
-        np.zeros(0),
-        1e-6,
-        100,
+        Tables(geo.A, geo.b, geo.valid, geo.cls),
+        Metric(
+            np.ones(D),
+            np.ones(D, dtype=bool),
+            np.full((1, D), -2.0),  # the box as (R, D): R = 1 shared by every query
+            np.full((1, D), np.inf),
+        ),
+        UserRows(np.zeros((0, D)), np.zeros(0)),
+        Settings(1e-6, 100),
     )
     batch = lvq_fast_batch(*args, False)
     for a, b in zip(batch, lvq_fast_batch(*args, True), strict=True):
         np.testing.assert_array_equal(a, b)
-    # a single query (its loop in Python over _solve_one, lvq_qp._one_query): the batch's row
+    # a single query (lvq_qp._solve_query called from Python, no batch kernel): the batch's row
     for n in range(0, 50, 7):
         one = lvq_fast_batch(X[n : n + 1], tg[n : n + 1], *args[2:], False)
         for got, want in zip(one, batch, strict=True):
             assert got.shape == (1, *want.shape[1:]) and got.dtype == want.dtype
             np.testing.assert_array_equal(got[0], want[n])
+
+
+def test_equal_distances_keep_the_first_target_prototype():
+    # target prototypes 1 and 2 mirror each other across the query's axis: their LDPs give the
+    # same distance, and the rule (lvq_qp._solve_query: a strictly smaller distance wins) keeps
+    # the first, in whichever order they come, for a single query and in a batch alike
+    for first, second in (([2.0, 1.0], [2.0, -1.0]), ([2.0, -1.0], [2.0, 1.0])):
+        ex = LVQExplainer.from_arrays([[0.0, 0.0], first, second], [0, 1, 1])
+        one = ex.explain([0.0, 0.0], 1)
+        batch = ex.explain([[0.0, 0.0], [0.0, 0.0]], [1, 1])
+        assert one.success and one.info["prototype"] == 1
+        assert np.sign(one.x[1]) == np.sign(first[1])
+        assert batch.info["prototype"].tolist() == [1, 1]
+        np.testing.assert_array_equal(batch.x, [one.x, one.x])
 
 
 # ------------------------------------------------------------------------------ protocol

@@ -116,7 +116,7 @@ def test_one_sided_row_bounds_and_scalars():
 
 @pytest.mark.needs_jit
 def test_row_bounds_parallel_kernel_matches_serial():
-    from fastcf._kernels.lvq_qp import lvq_fast_batch
+    from fastcf._kernels.lvq_qp import Metric, Settings, UserRows, lvq_fast_batch
 
     ex = _MAKE["glvq"]()
     rng = np.random.default_rng(7)
@@ -124,14 +124,15 @@ def test_row_bounds_parallel_kernel_matches_serial():
     tg = rng.integers(0, 3, 40).astype(np.int64)
     lo = X - rng.uniform(0.2, 2.0, X.shape)
     hi = X + rng.uniform(0.2, 2.0, X.shape)
-    geo = ex._geo
-    args = (X, tg, geo.A, geo.b, geo.valid, geo.cls, np.ones(D), np.ones(D, dtype=bool), lo, hi)
-    args += (np.zeros((0, D)), np.zeros(0), 1e-6, 100)
+    w, free = np.ones(D), np.ones(D, dtype=bool)
+    rest = (UserRows(np.zeros((0, D)), np.zeros(0)), Settings(1e-6, 100))
+    args = (X, tg, ex._geo.tables, Metric(w, free, lo, hi), *rest)
     serial = lvq_fast_batch(*args, False)
     for a, b in zip(serial, lvq_fast_batch(*args, True), strict=True):
         np.testing.assert_array_equal(a, b)
     for n in (0, 17, 39):  # row n of the batch is the (1, D) box of that query alone
-        one = (X[n : n + 1], tg[n : n + 1], *args[2:8], lo[n : n + 1], hi[n : n + 1], *args[10:])
+        box = Metric(w, free, lo[n : n + 1], hi[n : n + 1])
+        one = (X[n : n + 1], tg[n : n + 1], ex._geo.tables, box, *rest)
         for a, b in zip(serial, lvq_fast_batch(*one, False), strict=True):
             np.testing.assert_array_equal(a[n], b[0])
 

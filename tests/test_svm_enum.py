@@ -236,12 +236,12 @@ def test_row_cache_gives_identical_results(cancer):
     X, y = cancer
     dense = SVMEnumerator(C=0.5).enumerate(X, y)
     tiny = SVMEnumerator(C=0.5, cache_size=8 * 300 * 6 / 2**20).enumerate(X, y)  # 6 rows
-    assert tiny._cache[0].shape == (6, 300)
+    assert tiny._problem.cache.rows.shape == (6, 300)
     for _ in range(8):
         a, b = next(dense), next(tiny)
         np.testing.assert_array_equal(a.alpha, b.alpha)
         assert a.objective == b.objective
-    assert tiny._cache[4][3] > 0  # rows were evicted ...
+    assert tiny._problem.cache.counters[3] > 0  # rows were evicted ...
     assert tiny.kernel_rows > dense.kernel_rows  # ... and recomputed on demand
     assert dense.kernel_rows <= 300
 

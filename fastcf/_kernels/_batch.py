@@ -170,9 +170,10 @@ def inlined(one_kernel):
     Not a rule to apply everywhere: inlined, the solver is optimised as one function with its
     row, and LLVM's time grows faster than the function's size. Measured on 2026-11-30 (first
     query, empty cache, CPU s, old and new alternated): the Manhattan softmax solvers
-    (``l1.entropy_solve``) gained 1.7–3.5 s; LVQ's ``_solve_one`` (12.3 → 13.0), softmax
-    ``proba_search`` (13.0, 14.0 → 12.9, 15.2) and the Manhattan region LP (7.5 → 10.4, twice)
-    did not, and stay kernels of their own.
+    (``l1.entropy_solve``) gained 1.7–3.5 s; LVQ's solver of one prototype (12.3 → 13.0; now
+    part of the kernel of one query, ``lvq_qp._solve_query``), softmax ``proba_search`` (13.0,
+    14.0 → 12.9, 15.2) and the Manhattan region LP (7.5 → 10.4, twice) did not, and stay
+    kernels of their own.
 
     Parameters
     ----------

@@ -23,9 +23,16 @@ per other-class prototype plus per finite bound — tens, so each step is a tiny
 Rows of G are scaled to unit norm first (same feasible set, better conditioning).
 
 The LDP and NNLS solvers are :func:`fastcf._kernels.linalg.ldp` and
-:func:`fastcf._kernels.linalg.nnls`; this module builds the LDP of each target prototype
-(:func:`_solve_one`) and runs Algorithm 1 over a batch of queries (:func:`lvq_fast_batch`).
+:func:`fastcf._kernels.linalg.nnls`; this module builds the LDP of each prototype of a query's
+target class and keeps the best answer (:func:`_solve_query`, Algorithm 1), for one query or a
+batch (:func:`lvq_fast_batch`).
+
+The kernels take four records, each made once where its arrays are: the model's constraint
+tables (:class:`Tables`, per model), the metric and box (:class:`Metric`) and the user's rows
+(:class:`UserRows`) of an ``explain`` call, and the solver's settings (:class:`Settings`).
 """
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,12 +41,47 @@ from fastcf._kernels._batch import batch
 from fastcf._kernels.linalg import ldp
 from fastcf._status import Status
 
-__all__ = ["lvq_fast_batch"]
+__all__ = ["Metric", "Settings", "Tables", "UserRows", "lvq_fast_batch"]
 
 _OK = int(Status.OK)
 _MAXITER = int(Status.MAXITER)
 _INFEASIBLE = int(Status.INFEASIBLE)
 _NUMERIC = int(Status.NUMERIC)
+
+
+class Tables(NamedTuple):
+    """A model's constraint rows (:func:`fastcf._lvq.model.linear_constraints`), M prototypes.
+
+    ``A[i, j]·x ≤ b[i, j]`` means d(x, p_i) ≤ d(x, p_j) under the shared metric.
+    """
+
+    A: np.ndarray  # (M, M, D) float64
+    b: np.ndarray  # (M, M) float64
+    valid: np.ndarray  # (M, M) bool: p_j belongs to another class than p_i
+    proto_cls: np.ndarray  # (M,) int64 class index of each prototype
+
+
+class Metric(NamedTuple):
+    """The distance ½ Σ w_k (x_k − x̄_k)² on the free features, and the box of the queries."""
+
+    w_sqrt: np.ndarray  # (D,) float64 √w
+    free: np.ndarray  # (D,) bool: the features that may change
+    lo: np.ndarray  # (R, D) float64: R = 1, one box shared by every query, or R = N, one each
+    hi: np.ndarray  # (R, D) float64
+
+
+class UserRows(NamedTuple):
+    """The user's constraints ``C x ≤ c``."""
+
+    C: np.ndarray  # (m, D) float64
+    c: np.ndarray  # (m,) float64
+
+
+class Settings(NamedTuple):
+    """The margin and the iteration limit of the solver."""
+
+    eps: float  # margin ε: rows A[i, j]·x ≤ b[i, j] − ε
+    max_iter: int  # NNLS steps per target prototype
 
 
 @kernel()
@@ -60,224 +102,209 @@ def _norm_scaled(v, n):
 
 
 @kernel()
-def _solve_one(x0, A, b, valid_j, w_sqrt, free, lo, hi, C, c, eps, max_iter):
-    """One target prototype: rows A[j]·x ≤ b[j] − eps for valid j, C x ≤ c, lo ≤ x ≤ hi, frozen.
+def _solve_query(x0, target, tables, metric, r, user, settings):
+    """Algorithm 1 for one query: the best of the LDPs of the target class's prototypes.
 
-    Returns (x, dist, lam_full, n_iter, status). ``lam_full`` are the multipliers of the rows in
-    the order: prototype rows (all M, 0 where not valid), user rows, then lo rows, hi rows (D each),
-    for the scaled problem in u-space (informative only).
+    For each prototype p_i of class ``target`` the LDP of the module docstring, rows
+    A[i, j]·x ≤ b[i, j] − eps for valid j, C x ≤ c, box row r of ``metric``, the frozen
+    features fixed; then the one copy of the rule that picks the answer, for a single query
+    (called from Python by :func:`lvq_fast_batch`) and for each row of a batch
+    (:func:`_fast_row`): a prototype's answer counts when its status is OK or MAXITER and wins
+    on a strictly smaller distance (the first of equal ones stays); when none counts, the
+    status is NUMERIC if any prototype's was, else INFEASIBLE.
+
+    One kernel, the prototype's LDP written in its loop: a kernel per prototype called from
+    here would be linked into this one, and LLVM would optimise and emit all of its code (the
+    LDP, NNLS and ``dgelsd`` below it) twice on a first query, about 1 CPU s (issue 54);
+    inlined (``inline="always"``), about 0.3 CPU s more of this kernel's own compile time than
+    written here (2.0 against 1.7 s, three and six runs on an empty cache, 2026-11-30). A
+    single query compiles this kernel and no batch kernel (those link it).
+
+    Returns (x, dist, best, nit, status): the answer (x̄ when none), its distance (inf when
+    none), the winning prototype (−1 when none) and the NNLS steps of all the target's LDPs.
     """
+    A_all, b_all, valid, proto_cls = tables
+    w_sqrt, free, lo_all, hi_all = metric
+    lo = lo_all[r]
+    hi = hi_all[r]
+    C, c = user
+    eps, max_iter = settings
     D = x0.shape[0]
     fidx = np.flatnonzero(free)
     nf = fidx.size
-    M = A.shape[0]
+    M = A_all.shape[1]
     mu = C.shape[0]
     maxrows = M + mu + 2 * nf
-    G = np.zeros((maxrows, nf))
-    h = np.zeros(maxrows)
-    origin = np.full(maxrows, -1, dtype=np.int64)
-    nr = 0
-    infeasible = False
     inv_w = 1.0 / w_sqrt
-    for kind in range(2):
-        nrows = M if kind == 0 else mu
-        for j in range(nrows):
-            if kind == 0 and not valid_j[j]:
-                continue
-            # row a·x ≤ β  →  (a_F / √w_F)·u ≤ β − a·x̄  →  G row = −(...) , h = −(...)
-            if kind == 0:
-                beta = b[j] - eps
-            else:
-                beta = c[j]
-            # a·x̄; the row's coefficients (per unit of u) and the terms of a·x̄ at their own
-            # scale (an absolute floor of 1 dropped every row of prototypes of scale 1e-20 as
-            # free of the free features: "infeasible")
-            ax = 0.0
-            scale = 0.0
-            amax = 0.0
-            for k in range(D):
-                a = A[j, k] if kind == 0 else C[j, k]
-                t = a * x0[k]
-                ax += t
-                scale = max(scale, abs(t))
-                amax = max(amax, abs(a) * inv_w[k])
-            # the plain Σ g² only where no g² can overflow (amax bounds every |g|): run without
-            # the JIT, an overflowing g * g warns (an error under the test suite's filters)
-            big = amax > 1e140
-            nrm = 0.0
-            for q in range(nf):
-                k = fidx[q]
-                a = A[j, k] if kind == 0 else C[j, k]
-                g = a * inv_w[k]
-                G[nr, q] = -g
-                if not big:
-                    nrm += g * g
-            # (when big, nrm stays 0 and amax > 0: the scaled branch)
-            if not 1e-280 < nrm < 1e280 and nrm != 0.0 or nrm == 0.0 and amax > 0.0:
-                # scaled by the largest entry: Σ g² underflowed to 0 for entries of 2e-200 (a
-                # metric Λ = 1e-200) and the row was taken as free of the free features
-                nrm = _norm_scaled(G[nr], nf)
-            else:
-                nrm = np.sqrt(nrm)
-            rhs = beta - ax
-            if nrm <= 1e-14 * amax:
-                # the row does not involve free features: a fixed truth about x̄
-                if rhs < -1e-12 * max(scale, abs(beta)):
-                    infeasible = True
+    x_best = x0.copy()
+    dist_best = np.inf
+    # int64 throughout: one type on every path, none typed from a literal first
+    best = np.int64(-1)
+    nit = np.int64(0)
+    status_best = np.int64(_INFEASIBLE)
+    worst_status = np.int64(_INFEASIBLE)
+    for i in range(proto_cls.shape[0]):
+        if proto_cls[i] != target:
+            continue
+        # --- the LDP of prototype i: rows G u ≥ h in u = √w (x − x̄) on the free features
+        A = A_all[i]
+        b = b_all[i]
+        valid_j = valid[i]
+        G = np.zeros((maxrows, nf))
+        h = np.zeros(maxrows)
+        nr = 0
+        infeasible = False
+        for kind in range(2):
+            nrows = M if kind == 0 else mu
+            for j in range(nrows):
+                if kind == 0 and not valid_j[j]:
+                    continue
+                # row a·x ≤ β  →  (a_F / √w_F)·u ≤ β − a·x̄  →  G row = −(...) , h = −(...)
+                if kind == 0:
+                    beta = b[j] - eps
+                else:
+                    beta = c[j]
+                # a·x̄; the row's coefficients (per unit of u) and the terms of a·x̄ at their
+                # own scale (an absolute floor of 1 dropped every row of prototypes of scale
+                # 1e-20 as free of the free features: "infeasible")
+                ax = 0.0
+                scale = 0.0
+                amax = 0.0
+                for k in range(D):
+                    a = A[j, k] if kind == 0 else C[j, k]
+                    term = a * x0[k]
+                    ax += term
+                    scale = max(scale, abs(term))
+                    amax = max(amax, abs(a) * inv_w[k])
+                # the plain Σ g² only where no g² can overflow (amax bounds every |g|): run
+                # without the JIT, an overflowing g * g warns (an error under the test suite's
+                # filters)
+                big = amax > 1e140
+                nrm = 0.0
                 for q in range(nf):
-                    G[nr, q] = 0.0
-                continue
-            for q in range(nf):
-                G[nr, q] /= nrm
-            h[nr] = -rhs / nrm
-            origin[nr] = j if kind == 0 else M + j
-            nr += 1
-    for q in range(nf):
-        k = fidx[q]
-        if np.isfinite(lo[k]):  # u_q ≥ √w (lo − x̄)
-            G[nr, q] = 1.0
-            h[nr] = w_sqrt[k] * (lo[k] - x0[k])
-            origin[nr] = M + mu + k
-            nr += 1
-        if np.isfinite(hi[k]):  # −u_q ≥ −√w (hi − x̄)
-            G[nr, q] = -1.0
-            h[nr] = -w_sqrt[k] * (hi[k] - x0[k])
-            origin[nr] = M + mu + D + k
-            nr += 1
-    lam_full = np.zeros(M + mu + 2 * D)
-    x = x0.copy()
-    if infeasible:
-        return x, np.inf, lam_full, 0, _INFEASIBLE
-    u, lam, it, status = ldp(np.ascontiguousarray(G[:nr]), h[:nr].copy(), max_iter)
-    if status == _INFEASIBLE:
-        return x, np.inf, lam_full, it, _INFEASIBLE
-    umax = 0.0
-    for q in range(nf):
-        k = fidx[q]
-        x[k] = x0[k] + u[q] / w_sqrt[k]
-        umax = max(umax, abs(u[q]))
-    for r in range(nr):
-        lam_full[origin[r]] = lam[r]
-    # ‖u‖: the plain Σ u² where no u² can overflow, else scaled by max |u| (run without the
-    # JIT, an overflowing u * u warns); beyond √(max double) it is a numerical failure, as
-    # when Σ u² was inf
-    if umax <= 1e150:
-        dist2 = 0.0
+                    k = fidx[q]
+                    a = A[j, k] if kind == 0 else C[j, k]
+                    g = a * inv_w[k]
+                    G[nr, q] = -g
+                    if not big:
+                        nrm += g * g
+                # (when big, nrm stays 0 and amax > 0: the scaled branch)
+                if not 1e-280 < nrm < 1e280 and nrm != 0.0 or nrm == 0.0 and amax > 0.0:
+                    # scaled by the largest entry: Σ g² underflowed to 0 for entries of 2e-200
+                    # (a metric Λ = 1e-200) and the row was taken as free of the free features
+                    nrm = _norm_scaled(G[nr], nf)
+                else:
+                    nrm = np.sqrt(nrm)
+                rhs = beta - ax
+                if nrm <= 1e-14 * amax:
+                    # the row does not involve free features: a fixed truth about x̄
+                    if rhs < -1e-12 * max(scale, abs(beta)):
+                        infeasible = True
+                    for q in range(nf):
+                        G[nr, q] = 0.0
+                    continue
+                for q in range(nf):
+                    G[nr, q] /= nrm
+                h[nr] = -rhs / nrm
+                nr += 1
         for q in range(nf):
-            dist2 += u[q] * u[q]
-        dist = np.sqrt(dist2)
-    else:
-        dist = _norm_scaled(u, nf)
-    if not dist < 1.3407807929942596e154:  # √(max double)
-        return x0.copy(), np.inf, lam_full, it, _NUMERIC
-    return x, dist, lam_full, it, status
+            k = fidx[q]
+            if np.isfinite(lo[k]):  # u_q ≥ √w (lo − x̄)
+                G[nr, q] = 1.0
+                h[nr] = w_sqrt[k] * (lo[k] - x0[k])
+                nr += 1
+            if np.isfinite(hi[k]):  # −u_q ≥ −√w (hi − x̄)
+                G[nr, q] = -1.0
+                h[nr] = -w_sqrt[k] * (hi[k] - x0[k])
+                nr += 1
+        # --- its solution: x, its distance dd and status st (INFEASIBLE: no x)
+        x = x0.copy()
+        dd = np.inf
+        it = 0
+        st = _INFEASIBLE
+        if not infeasible:
+            u, _, it, st = ldp(np.ascontiguousarray(G[:nr]), h[:nr].copy(), max_iter)
+            if st != _INFEASIBLE:
+                umax = 0.0
+                for q in range(nf):
+                    k = fidx[q]
+                    x[k] = x0[k] + u[q] / w_sqrt[k]
+                    umax = max(umax, abs(u[q]))
+                # ‖u‖: the plain Σ u² where no u² can overflow, else scaled by max |u| (run
+                # without the JIT, an overflowing u * u warns); beyond √(max double) it is a
+                # numerical failure, as when Σ u² was inf
+                if umax <= 1e150:
+                    dist2 = 0.0
+                    for q in range(nf):
+                        dist2 += u[q] * u[q]
+                    dd = np.sqrt(dist2)
+                else:
+                    dd = _norm_scaled(u, nf)
+                if not dd < 1.3407807929942596e154:  # √(max double)
+                    dd = np.inf
+                    st = _NUMERIC
+        # --- the rule: prototype i's answer against the best so far
+        nit += it
+        if st == _OK or st == _MAXITER:
+            if dd < dist_best:
+                dist_best = dd
+                x_best = x
+                best = i
+                status_best = st
+        elif st == _NUMERIC:
+            worst_status = _NUMERIC
+    if best < 0:
+        status_best = worst_status
+    return x_best, dist_best, best, nit, status_best
 
 
 @kernel()
-def _fast_row(a, X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter, out):
-    """Query a of :func:`lvq_fast_batch`: the best of the LDPs of its target's prototypes.
+def _fast_row(a, X0, tgt, tables, metric, user, settings, out):
+    """Query a of :func:`lvq_fast_batch`: :func:`_solve_query`, written into row a of ``out``.
 
-    Takes the arguments of :func:`lvq_fast_batch` and its output arrays ``out``; row a of the
-    outputs is written. A single query runs the same loop in Python (:func:`_one_query`).
+    Takes the arguments of :func:`lvq_fast_batch` and its output arrays ``out``.
     """
     X, dist, best, nit, status = out
-    M = A.shape[0]
-    # the query's box: its own row, or the shared one (indexed apart: a may be a prange index,
-    # whose unsigned type would not unify with a literal 0)
-    if lo.shape[0] > 1:
-        lo_a = lo[a]
-        hi_a = hi[a]
-    else:
-        lo_a = lo[0]
-        hi_a = hi[0]
-    D = X0.shape[1]
-    for k in range(D):  # (loops: a slice assignment compiles NumPy's shape-mismatch message)
-        X[a, k] = X0[a, k]
-    dist[a] = np.inf
-    best[a] = -1
-    nit[a] = 0
-    status[a] = _INFEASIBLE
-    worst_status = _INFEASIBLE
-    for i in range(M):
-        if proto_cls[i] != tgt[a]:
-            continue
-        x, dd, _, it, st = _solve_one(
-            X0[a], A[i], b[i], valid[i], w_sqrt, free, lo_a, hi_a, C, c, eps, max_iter
-        )
-        nit[a] += it
-        if st == _OK or st == _MAXITER:
-            if dd < dist[a]:
-                dist[a] = dd
-                for k in range(D):
-                    X[a, k] = x[k]
-                best[a] = i
-                status[a] = st
-        elif st == _NUMERIC:
-            worst_status = _NUMERIC
-    if best[a] < 0:
-        status[a] = worst_status
+    r = a if metric.lo.shape[0] > 1 else np.int64(0)  # the query's box: its own or the shared one
+    x, dist[a], best[a], nit[a], status[a] = _solve_query(
+        X0[a], tgt[a], tables, metric, r, user, settings
+    )
+    # (a loop: a slice assignment compiles NumPy's shape-mismatch message)
+    for k in range(X0.shape[1]):
+        X[a, k] = x[k]
 
 
-def lvq_fast_batch(
-    X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter, parallel
-):
+def lvq_fast_batch(X0, tgt, tables, metric, user, settings, parallel):
     """Algorithm 1 with the exact LDP per target prototype, for N queries (parallel over queries).
 
     Parameters
     ----------
-    X0 : (N, D) queries; tgt : (N,) target class index per query; A : (M, M, D), b : (M, M)
-    with rows ``A[i, j]·x ≤ b[i, j]`` meaning d(x, p_i) ≤ d(x, p_j); valid : (M, M) bool (j of
-    another class than i); proto_cls : (M,) class index of each prototype; w_sqrt : (D,);
-    free : (D,) bool; lo, hi : (R, D) with R = 1 (one box shared by every query, e.g. ``lo[None]``)
-    or R = N (row a is the box of query a); C : (m, D), c : (m,) user rows C x ≤ c; eps : margin;
-    parallel : bool, run the rows on Numba's threads (a batch) or in the calling thread through
-    a serial twin of the same row code (a single query: same bits, and no parallel kernel to
-    compile on a first call — the parallel one took 5–7 s of the LVQ family's cold start).
+    X0 : (N, D) queries; tgt : (N,) target class index per query; tables : :class:`Tables` of
+    the model; metric : :class:`Metric`, its box lo, hi of shape (R, D) with R = 1 (one box
+    shared by every query, e.g. ``lo[None]``) or R = N (row a is the box of query a); user :
+    :class:`UserRows`; settings : :class:`Settings`; parallel : bool, run the rows on the batch
+    threads (a batch) or in the calling thread (same row code, same bits). A single query that
+    is not parallel calls :func:`_solve_query` itself, with the same bits as in a batch: no
+    batch kernel to compile on a first call (the serial one links :func:`_solve_query` and
+    LLVM emits its code again, ~1 CPU s; the parallel one took 5–7 s when it was a ``prange``
+    kernel).
 
     Returns
     -------
     X : (N, D); dist : (N,); best : (N,) index of the winning prototype (−1 if none);
     nit : (N,); status : (N,)
     """
-    args = (X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter)
     if not parallel and X0.shape[0] == 1:
-        return _one_query(*args)
-    return _fast(parallel, *args)
-
-
-def _one_query(X0, tgt, A, b, valid, proto_cls, w_sqrt, free, lo, hi, C, c, eps, max_iter):
-    """:func:`_fast_row` for a batch of one query, its loop here and :func:`_solve_one` compiled.
-
-    A single query calls :func:`_solve_one` from Python, not through the batch's serial kernel:
-    that kernel links it, and LLVM optimised and emitted all of its code (the LDP, NNLS and
-    ``dgelsd`` below it) once more, about 1 CPU s of a first GLVQ query's compile time (issue
-    54). The loop is :func:`_fast_row`'s, step by step (keep it so), around the same
-    :func:`_solve_one`: the same answer, bit for bit, as the query in a batch.
-    """
-    X = X0.copy()
-    # Python scalars until the end: NumPy's scalars cost µs in a query of ~50 µs
-    dist, best, nit, status = np.inf, -1, 0, _INFEASIBLE
-    worst_status = _INFEASIBLE
-    t = tgt[0]
-    for i in range(A.shape[0]):
-        if proto_cls[i] != t:
-            continue
-        x, dd, _, it, st = _solve_one(
-            X0[0], A[i], b[i], valid[i], w_sqrt, free, lo[0], hi[0], C, c, eps, max_iter
+        x, dist, best, nit, status = _solve_query(X0[0], tgt[0], tables, metric, 0, user, settings)
+        i64 = np.int64
+        return (
+            x.reshape(1, -1),
+            np.array([dist]),
+            np.array([best], i64),
+            np.array([nit], i64),
+            np.array([status], i64),
         )
-        nit += it
-        if st == _OK or st == _MAXITER:
-            if dd < dist:
-                dist = dd
-                X[0] = x
-                best = i
-                status = st
-        elif st == _NUMERIC:
-            worst_status = _NUMERIC
-    if best < 0:
-        status = worst_status
-    i64 = np.int64
-    return X, np.array([dist]), np.array([best], i64), np.array([nit], i64), np.array([status], i64)
+    return _fast(parallel, X0, tgt, tables, metric, user, settings)
 
 
 @kernel(inline="always")

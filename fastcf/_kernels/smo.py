@@ -7,15 +7,20 @@ The dual, written as libsvm writes it (a minimisation)::
 with ``Q_ij = y_i y_j k(x_i, x_j)``. The paper's objective is ``f(α) = eᵀα − ½ αᵀQα`` (maximised),
 so ``f = −(libsvm objective)``.
 
-Rows of Q live in a row cache: ``rows`` has ``m`` slots of length ``n``; ``slot_of[i]`` is the slot
-holding row ``i`` (−1 if none), ``owner[s]`` the row held by slot ``s``, ``stamp[s]`` its last use.
-When ``m >= n`` nothing is ever evicted and the cache is the dense matrix, filled lazily; otherwise
-the least recently used row is evicted (a linear scan over the slots: simple, and cheap next to
-computing a row). ``counters`` = [clock, slots in use, rows computed, rows evicted].
+Q is given by a :class:`QSpec` (the data, the labels and the kernel) and its rows live in a
+:class:`RowCache`: ``rows`` has ``m`` slots of length ``n``; ``slot_of[i]`` is the slot holding
+row ``i`` (−1 if none), ``owner[s]`` the row held by slot ``s``, ``stamp[s]`` its last use. When
+``m >= n`` nothing is ever evicted and the cache is the dense matrix, filled lazily; otherwise the
+least recently used row is evicted (a linear scan over the slots: simple, and cheap next to
+computing a row). ``counters`` = [clock, slots in use, rows computed, rows evicted]. Both records
+are made once per enumeration and passed whole to every kernel (Numba takes a named tuple of
+arrays and scalars as one argument and caches the kernels compiled for it).
 
 Everything here is deterministic (sequential loops, fixed tie-breaking): the same warm start and
 the same active set give bit-identical α.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,6 +34,8 @@ __all__ = [
     "KIND_RBF",
     "KIND_SIGMOID",
     "KIND_PRECOMPUTED",
+    "QSpec",
+    "RowCache",
     "kernel_block",
     "kernel_diag",
     "make_cache",
@@ -50,6 +57,31 @@ _DEGENERATE = int(Status.DEGENERATE)
 
 LOOSE_TOL = 1e-3  # SMO's tolerance before the exact active-set step
 TAU = 1e-12  # libsvm's guard for a non-positive curvature along the working pair
+
+
+class QSpec(NamedTuple):
+    """The matrix Q of the dual, ``Q_ij = y_i y_j k(x_i, x_j)``, by what defines it.
+
+    ``kind, gamma, coef0, degree`` are :class:`fastcf._svm.model.KernelSpec`'s ``params``; for
+    ``KIND_PRECOMPUTED`` X is the Gram matrix.
+    """
+
+    X: np.ndarray  # (n, d) float64 training data, or the (n, n) Gram matrix
+    y: np.ndarray  # (n,) float64 labels ±1
+    kind: int  # KIND_*
+    gamma: float
+    coef0: float
+    degree: float
+
+
+class RowCache(NamedTuple):
+    """The rows of Q computed so far (module docstring); :func:`make_cache` allocates one."""
+
+    rows: np.ndarray  # (m, n) float64: m slots
+    slot_of: np.ndarray  # (n,) int64: the slot of each row, −1 if none
+    owner: np.ndarray  # (m,) int64: the row of each slot, −1 if none
+    stamp: np.ndarray  # (m,) int64: the clock of each slot's last use
+    counters: np.ndarray  # (4,) int64: clock, slots in use, rows computed, rows evicted
 
 
 @kernel()
@@ -98,19 +130,24 @@ def kernel_diag(X, kind, gamma, coef0, degree):
 
 
 def make_cache(n, n_slots):
-    """Allocate an empty row cache with ``n_slots`` rows of length ``n`` (plain NumPy)."""
+    """Allocate an empty :class:`RowCache` with ``n_slots`` rows of length ``n`` (plain NumPy).
+
+    At least 2 slots (:func:`_smo_loop` holds two rows at once), at most ``n``.
+    """
     n_slots = max(2, min(int(n_slots), int(n)))
     rows = np.empty((n_slots, n))
     slot_of = np.full(n, -1, dtype=np.int64)
     owner = np.full(n_slots, -1, dtype=np.int64)
     stamp = np.zeros(n_slots, dtype=np.int64)
     counters = np.zeros(4, dtype=np.int64)
-    return rows, slot_of, owner, stamp, counters
+    return RowCache(rows, slot_of, owner, stamp, counters)
 
 
 @kernel()
-def get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters):
-    """Row ``i`` of Q (``y_i y_j k(x_i, x_j)`` for all j), from the cache or computed into it.
+def get_row(i, q, cache):
+    """Row ``i`` of Q (``y_i y_j k(x_i, x_j)`` for all j), from ``cache`` or computed into it.
+
+    ``q`` is the :class:`QSpec` of Q, ``cache`` its :class:`RowCache`.
 
     Literal arguments: a caller's variable that starts as a constant (``i = -1`` before the loop
     that finds i) is typed ``Literal[int](-1)`` for a while during Numba's type inference, and
@@ -118,6 +155,8 @@ def get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, co
     :func:`_kval`, nearly a second of compile time never used). The callers start such
     variables as ``np.int64(-1)``.
     """
+    X, y, kind, gamma, coef0, degree = q
+    rows, slot_of, owner, stamp, counters = cache
     counters[0] += 1
     s = slot_of[i]
     if s >= 0:
@@ -151,9 +190,7 @@ def get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, co
 
 
 @kernel()
-def _init_gradient(
-    alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
-):
+def _init_gradient(alpha, act, G, q, cache):
     """G = Qα − e (α is zero outside the active indices).
 
     G is only ever read on the active indices; it is updated on all n entries anyway, because a
@@ -165,9 +202,7 @@ def _init_gradient(
         j = act[t]
         aj = alpha[j]
         if aj != 0.0:
-            row = get_row(
-                j, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
-            )
+            row = get_row(j, q, cache)
             for k in range(n):
                 G[k] += aj * row[k]
 
@@ -205,30 +240,12 @@ def _objective_and_intercept(alpha, act, G, y, C):
 
 
 @kernel()
-def _smo_loop(
-    alpha,
-    act,
-    G,
-    QD,
-    X,
-    y,
-    C,
-    kind,
-    gamma,
-    coef0,
-    degree,
-    rows,
-    slot_of,
-    owner,
-    stamp,
-    counters,
-    tol,
-    max_iter,
-):
+def _smo_loop(alpha, act, G, QD, C, q, cache, tol, max_iter):
     """SMO as in libsvm, with second-order working-set selection (WSS2, Fan et al. 2005).
 
     Returns (status, n_iter); stops when the maximal violation m(α) − M(α) < tol.
     """
+    y = q.y
     n_act = act.shape[0]
     it = 0
     while it < max_iter:
@@ -247,7 +264,7 @@ def _smo_loop(
                     i = k
         if i == -1:
             return _OK, it
-        Qi = get_row(i, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters)
+        Qi = get_row(i, q, cache)
         # --- select j: the largest second-order decrease of the objective
         Gmax2 = -np.inf
         jbest = np.int64(-1)  # not a literal: see get_row's note on literal arguments
@@ -284,7 +301,7 @@ def _smo_loop(
             return _OK, it
         j = jbest
         it += 1
-        Qj = get_row(j, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters)
+        Qj = get_row(j, q, cache)
         # Qi stays valid: the cache has >= 2 slots and row i was used more recently than any
         # other row but j, so fetching j never evicts it.
         old_ai = alpha[i]
@@ -369,25 +386,7 @@ def _max_violation(alpha, act, G, y, C):
 
 
 @kernel()
-def _active_set(
-    alpha,
-    act,
-    G,
-    X,
-    y,
-    C,
-    kind,
-    gamma,
-    coef0,
-    degree,
-    rows,
-    slot_of,
-    owner,
-    stamp,
-    counters,
-    tol,
-    max_pivots,
-):
+def _active_set(alpha, act, G, C, q, cache, tol, max_pivots):
     """Primal active-set method started from the feasible ``alpha`` (and its gradient ``G``).
 
     The free set F = {0 < α < C} is kept; each step solves the equality-constrained KKT system
@@ -400,6 +399,7 @@ def _active_set(
     number of pivots, or −1 when it gives up (singular system, no free index, too many pivots,
     F outgrowing its workspace); α stays feasible either way and the caller finishes with SMO.
     """
+    y = q.y
     n_act = act.shape[0]
     n = alpha.shape[0]
     inF = np.zeros(n, dtype=np.bool_)
@@ -424,7 +424,7 @@ def _active_set(
     M = np.empty((nF + 1, nF + 1))
     M[0, 0] = 0.0
     for a in range(nF):
-        row = get_row(F[a], X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters)
+        row = get_row(F[a], q, cache)
         M[0, a + 1] = y[F[a]]
         M[a + 1, 0] = y[F[a]]
         for c in range(nF):
@@ -479,9 +479,7 @@ def _active_set(
             k = F[a]
             dk = t_step * sol[a + 1]
             if dk != 0.0:
-                row = get_row(
-                    k, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
-                )
+                row = get_row(k, q, cache)
                 for kk in range(n):  # all n entries: contiguous (see _init_gradient)
                     G[kk] += dk * row[kk]
             alpha[k] = min(max(alpha[k] + dk, 0.0), C)
@@ -510,9 +508,7 @@ def _active_set(
             return piv + 1
         if nF == cap:
             return -1
-        row = get_row(
-            worst, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
-        )
+        row = get_row(worst, q, cache)
         u[0] = y[worst]
         for a in range(nF):
             u[a + 1] = row[F[a]]
@@ -525,27 +521,10 @@ def _active_set(
 
 
 @kernel(inline="always")
-def solve(
-    alpha,
-    active,
-    QD,
-    X,
-    y,
-    C,
-    kind,
-    gamma,
-    coef0,
-    degree,
-    rows,
-    slot_of,
-    owner,
-    stamp,
-    counters,
-    tol,
-    max_iter,
-    use_active_set,
-):
+def solve(alpha, active, QD, C, q, cache, tol, max_iter, use_active_set):
     """Solve the dual restricted to ``active`` from the feasible start ``alpha`` (in place).
+
+    ``QD`` is the diagonal of Q, ``q`` Q's :class:`QSpec` and ``cache`` its :class:`RowCache`.
 
     With ``use_active_set`` the exact active-set step runs first (see ``_active_set``); SMO then
     runs from wherever it stopped until the maximal violation is below ``tol`` (zero SMO
@@ -555,6 +534,7 @@ def solve(
     must be feasible (box, equality, zero outside the active set). A single-class active set
     returns status DEGENERATE with α = 0.
     """
+    y = q.y
     # the active indices, in order (np.flatnonzero's, without compiling its 0.3 s of generic code)
     n_act = 0
     for j in range(active.shape[0]):
@@ -574,9 +554,7 @@ def solve(
         alpha[:] = 0.0
         return _DEGENERATE, 0, 0.0, 0.0
     G = np.zeros(alpha.shape[0])
-    _init_gradient(
-        alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
-    )
+    _init_gradient(alpha, act, G, q, cache)
     n_piv = 0
     it = 0
     if _max_violation(alpha, act, G, y, C) < tol:
@@ -586,112 +564,21 @@ def solve(
         return _OK, 0, f, b
     if use_active_set:
         max_piv = 50 + act.shape[0] // 10
-        p = _active_set(
-            alpha,
-            act,
-            G,
-            X,
-            y,
-            C,
-            kind,
-            gamma,
-            coef0,
-            degree,
-            rows,
-            slot_of,
-            owner,
-            stamp,
-            counters,
-            tol,
-            max_piv,
-        )
+        p = _active_set(alpha, act, G, C, q, cache, tol, max_piv)
         n_piv += max(p, 0)
         # SMO to a loose tolerance identifies the free set (cheap: SMO's slow phase is the
         # last digits); the exact KKT solve on that set then replaces the slow phase
-        status, it = _smo_loop(
-            alpha,
-            act,
-            G,
-            QD,
-            X,
-            y,
-            C,
-            kind,
-            gamma,
-            coef0,
-            degree,
-            rows,
-            slot_of,
-            owner,
-            stamp,
-            counters,
-            max(tol, LOOSE_TOL),
-            max_iter,
-        )
+        status, it = _smo_loop(alpha, act, G, QD, C, q, cache, max(tol, LOOSE_TOL), max_iter)
         if it > 0:
-            _init_gradient(
-                alpha,
-                act,
-                G,
-                X,
-                y,
-                kind,
-                gamma,
-                coef0,
-                degree,
-                rows,
-                slot_of,
-                owner,
-                stamp,
-                counters,
-            )
-            p = _active_set(
-                alpha,
-                act,
-                G,
-                X,
-                y,
-                C,
-                kind,
-                gamma,
-                coef0,
-                degree,
-                rows,
-                slot_of,
-                owner,
-                stamp,
-                counters,
-                tol,
-                max_piv,
-            )
+            _init_gradient(alpha, act, G, q, cache)
+            p = _active_set(alpha, act, G, C, q, cache, tol, max_piv)
             n_piv += max(p, 0)
     # SMO to the requested tolerance: zero iterations when the exact step already got there
-    status, it2 = _smo_loop(
-        alpha,
-        act,
-        G,
-        QD,
-        X,
-        y,
-        C,
-        kind,
-        gamma,
-        coef0,
-        degree,
-        rows,
-        slot_of,
-        owner,
-        stamp,
-        counters,
-        tol,
-        max(max_iter - it, 1),
-    )
+    status, it2 = _smo_loop(alpha, act, G, QD, C, q, cache, tol, max(max_iter - it, 1))
     it += it2
     if it2 > 0:
         # refresh the gradient so that f and b carry no drift from the incremental updates
-        _init_gradient(
-            alpha, act, G, X, y, kind, gamma, coef0, degree, rows, slot_of, owner, stamp, counters
-        )
+        _init_gradient(alpha, act, G, q, cache)
     f, b = _objective_and_intercept(alpha, act, G, y, C)
     return status, it + n_piv, f, b
 
@@ -749,25 +636,7 @@ def remove_and_rebalance(alpha, r, y, active, C):
 
 @kernel()
 def solve_children(
-    alpha_parent,
-    active_parent,
-    branch,
-    QD,
-    X,
-    y,
-    C,
-    kind,
-    gamma,
-    coef0,
-    degree,
-    rows,
-    slot_of,
-    owner,
-    stamp,
-    counters,
-    tol,
-    max_iter,
-    use_active_set,
+    alpha_parent, active_parent, branch, QD, C, q, cache, tol, max_iter, use_active_set
 ):
     """Solve α*(S minus {i}) for every i in ``branch``, each warm-started from the parent's α.
 
@@ -775,8 +644,10 @@ def solve_children(
     scheme and a warm-started subset: ``fastcf._svm.lawler``): a query compiles this one kernel,
     with :func:`solve` inlined, not :func:`solve` as well (its code linked and optimised twice).
 
-    Returns alphas (m, n), status (m,), n_iter (m,), f (m,), b (m,).
+    The other arguments are :func:`solve`'s. Returns alphas (m, n), status (m,), n_iter (m,),
+    f (m,), b (m,).
     """
+    y = q.y
     m = branch.shape[0]
     n = alpha_parent.shape[0]
     alphas = np.empty((m, n))
@@ -794,26 +665,7 @@ def solve_children(
         if r >= 0:  # (r < 0: the parent itself, from its own α: the root's solve)
             active[r] = False
             remove_and_rebalance(a, r, y, active, C)
-        st, it, f, b = solve(
-            a,
-            active,
-            QD,
-            X,
-            y,
-            C,
-            kind,
-            gamma,
-            coef0,
-            degree,
-            rows,
-            slot_of,
-            owner,
-            stamp,
-            counters,
-            tol,
-            max_iter,
-            use_active_set,
-        )
+        st, it, f, b = solve(a, active, QD, C, q, cache, tol, max_iter, use_active_set)
         status[c] = st
         n_iter[c] = it
         fs[c] = f

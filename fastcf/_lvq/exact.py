@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastcf._kernels.lvq_qp import lvq_fast_batch
+from fastcf._kernels.lvq_qp import Metric, Settings, UserRows, lvq_fast_batch
 from fastcf._status import Status, message
 from fastcf.results import Solution
 
@@ -51,18 +51,10 @@ def solve_ldp(geo, X, tgt, opts, max_iter) -> Solution:
     Xcf, dist, best, nit, status = lvq_fast_batch(
         X,
         tgt,
-        geo.A,
-        geo.b,
-        geo.valid,
-        geo.cls,
-        np.sqrt(opts.w),
-        opts.free,
-        lo,
-        hi,
-        np.ascontiguousarray(opts.C),
-        np.ascontiguousarray(opts.c),
-        opts.margin,
-        int(max_iter),
+        geo.tables,
+        Metric(np.sqrt(opts.w), opts.free, lo, hi),
+        UserRows(np.ascontiguousarray(opts.C), np.ascontiguousarray(opts.c)),
+        Settings(opts.margin, int(max_iter)),
         X.shape[0] >= _PARALLEL_MIN_BATCH,
     )
     return Solution(

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from fastcf._kernels.lvq_qp import Tables
 from fastcf._validation import as_float_array
 
 from .._catalog import signpost
@@ -45,6 +46,7 @@ class Geometry(NamedTuple):
     A: np.ndarray  # (M, M, D): A[i, j]·x ≤ b[i, j]  ⇔  d(x, p_i) ≤ d(x, p_j) (shared metric)
     b: np.ndarray  # (M, M)
     valid: np.ndarray  # (M, M) bool: p_j belongs to another class than p_i
+    tables: Tables  # (A, b, valid, cls) as the exact QP's kernels take them, made once here
 
 
 def check_omega(om, name, D):
@@ -218,7 +220,19 @@ def geometry(P, labels, classes, om) -> Geometry:
     omegas = np.ascontiguousarray(omegas)
     lams = np.einsum("kri,krj->kij", omegas, omegas)
     A, b, valid = linear_constraints(P, lams[0], cls)
-    return Geometry(np.ascontiguousarray(P), labels, classes, cls, kind, omegas, lams, A, b, valid)
+    return Geometry(
+        np.ascontiguousarray(P),
+        labels,
+        classes,
+        cls,
+        kind,
+        omegas,
+        lams,
+        A,
+        b,
+        valid,
+        Tables(A, b, valid, cls),
+    )
 
 
 def check_read(model, ex, rows=None, seed=0):

@@ -83,23 +83,15 @@ class _Node:
 class _Problem(NamedTuple):
     """The arguments every SMO kernel call shares, in the order of ``smo.solve``'s signature.
 
-    They are fixed for the whole enumeration: the diagonal of Q, the data, the ±1 labels, C, the
-    kernel (``KernelSpec.params``) and the row cache of :func:`fastcf._kernels.smo.make_cache`.
+    They are fixed for the whole enumeration and made once, with it: the diagonal of Q, C, Q's
+    :class:`fastcf._kernels.smo.QSpec` (the data, the ±1 labels, ``KernelSpec.params``) and its
+    row cache (:func:`fastcf._kernels.smo.make_cache`).
     """
 
     QD: np.ndarray
-    X: np.ndarray
-    y: np.ndarray
     C: float
-    kind: int
-    gamma: float
-    coef0: float
-    degree: float
-    rows: np.ndarray
-    slot_of: np.ndarray
-    owner: np.ndarray
-    stamp: np.ndarray
-    counters: np.ndarray
+    q: tuple  # smo.QSpec
+    cache: tuple  # smo.RowCache
 
 
 class SVMEnumeration:
@@ -178,9 +170,9 @@ class SVMEnumeration:
         self.time_solving = 0.0
         if not self._sklearn:
             smo = smo_kernels()
-            self._cache = smo.make_cache(n, int(cache_size * 2**20 // (8 * max(n, 1))))
+            cache = smo.make_cache(n, int(cache_size * 2**20 // (8 * max(n, 1))))
             QD = smo.kernel_diag(spec.X, *spec.params)
-            self._problem = _Problem(QD, spec.X, y_pm, C, *spec.params, *self._cache)
+            self._problem = _Problem(QD, C, smo.QSpec(spec.X, y_pm, *spec.params), cache)
             self._stop = (tol, max_iter, True)  # tol, max_iter, use_active_set
         else:
             QD = smo_kernels().kernel_diag(spec.X, *spec.params)
@@ -190,7 +182,7 @@ class SVMEnumeration:
     @property
     def kernel_rows(self) -> int:
         """Kernel rows computed so far (0 for the scikit-learn solver)."""
-        return 0 if self._sklearn else int(self._problem.counters[2])
+        return 0 if self._sklearn else int(self._problem.cache.counters[2])
 
     def __iter__(self):
         return self
