@@ -136,6 +136,12 @@ SCENARIOS = {
     "softmax explain(x, k, region=True)": _softmax({"region": True}),
     "softmax explain(x, k, proba=0.9)": _softmax({"proba": 0.9}),
     "softmax path(x, k)": _softmax("path"),
+    "softmax explain(x, k, metric='manhattan', lam=0.01)": _softmax(
+        {"metric": "manhattan", "lam": 0.01}
+    ),
+    "softmax explain(x, k, metric='manhattan', proba=0.9)": _softmax(
+        {"metric": "manhattan", "proba": 0.9}
+    ),
     "LVQ (GLVQ) explain(x, t)": _setup_lvq,
     "SVM enumerate_svms(X, y, k=5)": _setup_svm,
     "random forest (50 trees) explain(x, t)": _setup_forest,
