@@ -321,8 +321,9 @@ def reduce_rounds(tab, flat, kbar, forms, node, work, given, given_cost, rho, ma
         m = kept
         if margins and H > 0:
             empty, ends_moved = _margin_ends(
-                tab, forms, ka, kb, gap, best_leaf, tops, scales, lo_gap, hi_gap, new_ends
-            )
+                r, eps, ka, kb, ef, e_ka, e_kb, leaf_estart, gap, best_leaf, tops, scales,
+                lo_gap, hi_gap, new_ends,
+            )  # fmt: skip
             if empty:
                 return 1, lb, m
             changed |= ends_moved
@@ -372,7 +373,10 @@ def reduce_rounds(tab, flat, kbar, forms, node, work, given, given_cost, rho, ma
 
 
 @kernel(inline="always")
-def _margin_ends(tab, forms, ka, kb, gap, best_leaf, tops, scales, lo_gap, hi_gap, new_ends):
+def _margin_ends(
+    r, eps, ka, kb, ef, e_ka, e_kb, leaf_estart, gap, best_leaf, tops, scales, lo_gap, hi_gap,
+    new_ends,
+):  # fmt: skip
     """Move each feature's range ends past the intervals where a form cannot be met.
 
     For form j and tree t (``gap``, ``best_leaf`` at ``j·T + t``): the tree's best leaf
@@ -385,13 +389,11 @@ def _margin_ends(tab, forms, ka, kb, gap, best_leaf, tops, scales, lo_gap, hi_ga
     the sums), no cell of the lower end qualifies, nor of any interval below the smallest lower
     edge of those best boxes: the range starts there. The upper end alike. Repeated (the same
     best leaves and gaps) until no end moves, at most 8 times per form; skipped for a form
-    whose gaps all together cannot pass the room. Returns (empty, moved). ``tab``, ``forms``:
-    as :func:`reduce_rounds`'s (the entries of the leaves' boxes, the forms' right-hand sides
-    ``r`` and tolerances ``tol``); ``ka``, ``kb``: the ranges, moved in place; the others are
-    work arrays of the caller's.
+    whose gaps all together cannot pass the room. Returns (empty, moved). (The arrays of
+    :func:`reduce_rounds`'s records, not the records: a record passed down the rounds' loop
+    would stay alive through it, and every array of a live record is one more reference count
+    at each of the loop's exits.)
     """
-    ef, e_ka, e_kb, leaf_estart = tab.b_feat, tab.e_ka, tab.e_kb, tab.leaf_estart
-    r, eps = forms.r, forms.tol
     D = ka.shape[0]
     F = tops.shape[0]
     T = gap.shape[0] // max(F, 1)

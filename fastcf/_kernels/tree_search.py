@@ -174,10 +174,10 @@ def search(stack, node, work, costs, tab, forest, forms, rho, until, margins, ro
     ka, kb, alive = node.ka, node.kb, node.alive
     ids, cost, ref_a, ref_b, p_out = work.ids, work.cost, work.ref_a, work.ref_b, work.point
     flat, kbar, points, ioff = costs.flat, costs.kbar, costs.points, tab.ioff
-    ef, e_ka, e_kb, leaf_estart = tab.b_feat, tab.e_ka, tab.e_kb, tab.leaf_estart
     leaf_ok, leaf_tree, tree_start = tab.leaf_ok, tab.leaf_tree, tab.tree_start
-    V, b_leaf, leafpos, D1 = tab.V, tab.b_leaf, tab.leafpos, tab.key_base
-    coef = forms.coef
+    leafpos = tab.leafpos
+    root, is_leaf, feature, boundary = forest.root, forest.is_leaf, forest.feature, forest.boundary
+    left, right, missing = forest.left, forest.right, forest.missing
     D = kbar.shape[0]
     n = alive.shape[0]
     T = tree_start.shape[0]
@@ -225,7 +225,7 @@ def search(stack, node, work, costs, tab, forest, forms, rho, until, margins, ro
             for q in range(m):
                 alive[live[q]] = False
             continue
-        undecided, spread, vspread = node_spread(live, leaf_tree, V, coef, T)
+        undecided, spread, vspread = node_spread(live, leaf_tree, tab.V, forms.coef, T)
         any_undecided = False
         for t in range(T):
             if undecided[t]:
@@ -238,10 +238,10 @@ def search(stack, node, work, costs, tab, forest, forms, rho, until, margins, ro
                 p_out[f] = points[ioff[f] + k]
                 if np.isnan(p_out[f]):
                     nan += 1
-            routed = forest.missing.shape[0] > 0 and nan > 0
+            routed = missing.shape[0] > 0 and nan > 0
             reached = walk(
-                p_out.reshape((1, D)), forest.root, forest.is_leaf, forest.feature,
-                forest.boundary, forest.left, forest.right, forest.missing, routed,
+                p_out.reshape((1, D)), root, is_leaf, feature, boundary, left, right, missing,
+                routed,
             )  # fmt: skip
             every = True
             for t in range(T):
@@ -268,8 +268,9 @@ def search(stack, node, work, costs, tab, forest, forms, rho, until, margins, ro
         j = -1
         if nodes % 2 == 1 and any_undecided:  # (the two rules in turn)
             f, j = split_best(
-                live, undecided, coef, leaf_tree, T, ka, kb, leaf_estart, ef, e_ka, e_kb, D1
-            )
+                live, undecided, forms.coef, leaf_tree, T, ka, kb, tab.leaf_estart, tab.b_feat,
+                tab.e_ka, tab.e_kb, tab.key_base,
+            )  # fmt: skip
         if f < 0:
             t = 0  # the first maximum (np.argmax: a NaN first)
             for u in range(T):
@@ -281,8 +282,8 @@ def search(stack, node, work, costs, tab, forest, forms, rho, until, margins, ro
             if spread[t] > 0.0 or np.isnan(spread[t]):
                 stop = tree_start[t + 1] if t + 1 < T else n
                 f, j = split_even(
-                    t, alive, ka, kb, leaf_estart[tree_start[t]], leaf_estart[stop], b_leaf,
-                    ef, e_ka, e_kb,
+                    t, alive, ka, kb, tab.leaf_estart[tree_start[t]], tab.leaf_estart[stop],
+                    tab.b_leaf, tab.b_feat, tab.e_ka, tab.e_kb,
                 )  # fmt: skip
         if f < 0:  # pragma: no cover - disjoint boxes always split
             for q in range(m):
