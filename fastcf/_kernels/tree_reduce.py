@@ -32,10 +32,10 @@ class LeafTables(NamedTuple):
     """A forest program's leaf boxes and their indexes, as the tree kernels read them.
 
     One record per program (:attr:`fastcf._trees.structure.Structure.leaf_tables`, made once
-    from the program's arrays: no copies), passed to :func:`reduce_rounds` and
-    :func:`~fastcf._kernels.tree_search.search` in place of its sixteen arrays. The leaves are
-    numbered ``0 .. n - 1`` in tree order; a leaf's box is a list of *entries* (one per feature
-    on its path), sorted by leaf.
+    of the program's own arrays), passed to :func:`reduce_rounds` and
+    :func:`~fastcf._kernels.tree_search.search` instead of its sixteen arrays and one number
+    each. The leaves are numbered ``0 .. n - 1`` in tree order; a leaf's box is a list of
+    *entries* (one per feature on its path), sorted by leaf.
 
     Attributes
     ----------
@@ -156,14 +156,32 @@ def reduce_rounds(tab, flat, kbar, forms, node, work, given, given_cost, rho, ma
     shrank the ranges (this call's rounds, or the parent's reductions when ``given_cost`` is
     given) shrinks them no further.
     """
-    # (the records' arrays as locals: the loops below read them as they read arguments)
-    ef, e_ka, e_kb, leaf_estart = tab.b_feat, tab.e_ka, tab.e_kb, tab.leaf_estart
-    tree, tree_start, leaf_fmask = tab.leaf_tree, tab.tree_start, tab.leaf_fmask
-    entry_group, hull_tree, hull_feat = tab.entry_group, tab.hull_tree, tab.hull_feat
-    hull_start, ioff = tab.hull_start, tab.ioff
-    coef, r, eps = forms.coef, forms.r, forms.tol
-    ka, kb, alive, pruned = node.ka, node.kb, node.alive, node.pruned
-    ids, cost, ref_a, ref_b = work.ids, work.cost, work.ref_a, work.ref_b
+    # the records' arrays as locals, one a line: ``a, b, c, d = r.a, r.b, r.c, r.d`` builds a
+    # tuple and unpacks it, and Numba counts the references of its arrays once more (with
+    # such lines the branch and bound took 1-3 % longer a node and compiled slower)
+    ef = tab.b_feat
+    e_ka = tab.e_ka
+    e_kb = tab.e_kb
+    leaf_estart = tab.leaf_estart
+    tree = tab.leaf_tree
+    tree_start = tab.tree_start
+    leaf_fmask = tab.leaf_fmask
+    entry_group = tab.entry_group
+    hull_tree = tab.hull_tree
+    hull_feat = tab.hull_feat
+    hull_start = tab.hull_start
+    ioff = tab.ioff
+    coef = forms.coef
+    r = forms.r
+    eps = forms.tol
+    ka = node.ka
+    kb = node.kb
+    alive = node.alive
+    pruned = node.pruned
+    ids = work.ids
+    cost = work.cost
+    ref_a = work.ref_a
+    ref_b = work.ref_b
     D = kbar.shape[0]
     n = alive.shape[0]
     T = tree_start.shape[0]

@@ -130,16 +130,17 @@ def branch(
     # the kernel's records (fastcf._kernels.tree_search), made once per search: the stack, a
     # node's work arrays and the query's tables; the program's are made once per program
     state = np.array([1, 0, 0], dtype=np.int64)  # (entries, pool used, nodes)
+    ka, kb, ref_a, ref_b = (np.empty((cap, D), np.int64) for _ in range(4))
     stack = Stack(
-        state, np.empty((cap, D), np.int64), np.empty((cap, D), np.int64),
-        np.empty((cap, D), np.int64), np.empty((cap, D), np.int64), np.full(cap, -1, np.int64),
-        np.zeros(cap, np.int64), np.zeros(cap, dtype=bool), np.empty(POOL0 * n, dtype=np.int64),
-        np.empty(POOL0 * n),
+        state, ka=ka, kb=kb, ref_a=ref_a, ref_b=ref_b,
+        seg=np.full(cap, -1, np.int64), seg_len=np.zeros(cap, np.int64),
+        owner=np.zeros(cap, dtype=bool), pool=np.empty(POOL0 * n, dtype=np.int64),
+        pool_cost=np.empty(POOL0 * n),
     )  # fmt: skip
     stack.ka[0], stack.kb[0] = c.ka, c.kb  # (the root: seg -1, the reachable leaves)
     node = Node(
-        np.empty(D, np.int64), np.empty(D, np.int64), np.zeros(n, dtype=bool),
-        np.zeros(fo.n_trees, dtype=bool),
+        ka=np.empty(D, np.int64), kb=np.empty(D, np.int64), alive=np.zeros(n, dtype=bool),
+        pruned=np.zeros(fo.n_trees, dtype=bool),
     )  # fmt: skip
     work = scratch(st)
     costs = QueryCosts(c.flat, np.asarray(c.kbar, dtype=np.int64), points)
