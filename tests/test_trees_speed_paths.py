@@ -640,13 +640,20 @@ def test_reductions_kernel_equals_the_full_pass_on_the_nodes_of_searches(kind, m
     calls = []
     kernel = tree_reduce.reduce_rounds
 
-    def record(*args):
-        before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    def copied(a):  # (an array, or a record of arrays, as it was before the call)
+        if isinstance(a, np.ndarray):
+            return a.copy()
+        if isinstance(a, tuple):
+            return type(a)(*map(copied, a))
+        return a
+
+    def record(tab, flat, kbar, forms, node, work, given, given_cost, rho, margins, rounds):
+        args = (tab, flat, kbar, forms, node, work, given, given_cost, rho, margins, rounds)
+        before = [copied(a) for a in args]
         out = kernel(*args)
         if not out[0]:  # the list of the alive leaves it leaves in its scratch
-            np.testing.assert_array_equal(args[24][: out[2]], np.flatnonzero(args[10]))
-        calls.append((before, out, args[2].copy(), args[3].copy(), args[10].copy(),
-                      args[20].copy()))  # fmt: skip
+            np.testing.assert_array_equal(work.ids[: out[2]], np.flatnonzero(node.alive))
+        calls.append((before, out, copied(node)))
         return out
 
     monkeypatch.setattr(tree_reduce, "reduce_rounds", record)
@@ -658,19 +665,18 @@ def test_reductions_kernel_equals_the_full_pass_on_the_nodes_of_searches(kind, m
         ex.explain(x0, target, exact=False)
     assert len(calls) > 50
     kinds = set()
-    for before, (empty, lb, _), ka, kb, alive, pruned in calls:
-        flat, kbar, ka0, kb0, _, rho = before[:6]
-        alive0, coef, r, eps, margins, rounds = before[10], *before[13:17], before[21]
-        want = tree_reduce_rounds(st, flat, kbar, ka0, kb0, rho, alive0, coef, r, eps, margins,
-                                  rounds)  # fmt: skip
+    for before, (empty, lb, _), after in calls:
+        _, flat, kbar, forms, node0, _, _, _, rho, margins, rounds = before
+        want = tree_reduce_rounds(st, flat, kbar, node0.ka, node0.kb, rho, node0.alive,
+                                  forms.coef, forms.r, forms.tol, margins, rounds)  # fmt: skip
         assert empty == want[0]
         kinds.add((bool(empty), bool(margins)))
         if not empty:
             assert lb == want[1]
-            np.testing.assert_array_equal(ka, want[2])
-            np.testing.assert_array_equal(kb, want[3])
-            np.testing.assert_array_equal(alive, want[4])
-            np.testing.assert_array_equal(pruned, want[5])
+            np.testing.assert_array_equal(after.ka, want[2])
+            np.testing.assert_array_equal(after.kb, want[3])
+            np.testing.assert_array_equal(after.alive, want[4])
+            np.testing.assert_array_equal(after.pruned, want[5])
     assert {(True, True), (False, True)} <= kinds  # (pruned nodes and kept ones)
     assert any(not m for _, m in kinds)  # (the incumbent's reductions, without margins)
     # (the branch and bound's nodes, given their parent's list of leaves, reduce inside its
@@ -680,26 +686,28 @@ def test_reductions_kernel_equals_the_full_pass_on_the_nodes_of_searches(kind, m
     rng = np.random.default_rng(0)
     ioff = st.ioff[:-1]
     tied = 0
-    for before, _, _, _, alive, _ in [c for c in calls if not c[1][0]][::5]:
-        flat, kbar, ka0, kb0 = before[:4]
+    for before, _, after in [c for c in calls if not c[1][0]][::5]:
+        _, flat, kbar, forms, node0, *_, margins, rounds = before
+        ka0, kb0 = node0.ka, node0.kb
         base = flat[ioff + np.clip(kbar, ka0, kb0)]
         lb = 0.0
         for v in base:
             lb += v
-        for i in rng.choice(np.flatnonzero(alive), 3):
+        for i in rng.choice(np.flatnonzero(after.alive), 3):
             cost = 0.0
             for e in range(st.leaf_estart[i], st.leaf_estart[i + 1]):
                 f = st.b_feat[e]
                 a, b = max(st.e_ka[e], ka0[f]), min(st.e_kb[e], kb0[f])
                 cost += flat[ioff[f] + min(max(kbar[f], a), b)] - base[f]
-            args = [a.copy() if isinstance(a, np.ndarray) else a for a in before]
-            args[5] = lb + cost
+            args = [copied(a) for a in before]
+            args[8] = lb + cost
             got = kernel(*args)
-            want = tree_reduce_rounds(st, flat, kbar, ka0, kb0, lb + cost, before[10],
-                                      *before[13:17], before[21])  # fmt: skip
+            want = tree_reduce_rounds(st, flat, kbar, ka0, kb0, lb + cost, node0.alive,
+                                      forms.coef, forms.r, forms.tol, margins,
+                                      rounds)  # fmt: skip
             assert got[0] == want[0]
             if not got[0]:
-                np.testing.assert_array_equal(args[10], want[4])
+                np.testing.assert_array_equal(args[4].alive, want[4])
                 tied += 1
     assert tied > 10
 

@@ -166,7 +166,29 @@ def split_best(ids, undecided, coef, leaf_tree, T, ka, kb, leaf_estart, b_feat, 
                         c += 1
     if c == 0:
         return -1, -1
-    order = np.argsort(keys[:c], kind="mergesort")  # (stable: each key's weights in order)
+    # the edges by key, stable (each key's weights in order): a bottom-up merge sort of their
+    # positions, the permutation of np.argsort(keys[:c], kind="mergesort") (a stable order is
+    # unique), without compiling NumPy's (~0.5 s of a first query: its only use in the trees)
+    order = np.empty(c, dtype=np.int64)
+    spare = np.empty(c, dtype=np.int64)
+    for q in range(c):
+        order[q] = q
+    width = 1
+    while width < c:
+        for lo in range(0, c, 2 * width):
+            mid = min(lo + width, c)
+            hi = min(lo + 2 * width, c)
+            a = lo
+            b = mid
+            for o in range(lo, hi):
+                if b < hi and (a >= mid or keys[order[b]] < keys[order[a]]):
+                    spare[o] = order[b]
+                    b += 1
+                else:
+                    spare[o] = order[a]
+                    a += 1
+        order, spare = spare, order
+        width *= 2
     best_key = -1
     best = -np.inf
     p = 0

@@ -15,35 +15,140 @@ hold); on the benchmark's XGBoost 100 × 5 (70 000 nodes) they cut the exact mod
 third, the same nodes.
 
 Returns ``empty`` (1: no cell of cost <= ρ is classified as the target, 0 otherwise) and the
-lower bound S; ``ka``, ``kb``, ``alive`` and ``pruned`` are updated in place.
+lower bound S; the node's ranges, alive leaves and pruned trees (a :class:`Node`) are updated
+in place. The program's arrays come in one record, :class:`LeafTables` (made once per program).
 """
+
+from typing import NamedTuple
 
 import numpy as np
 
 from fastcf._kernels import kernel
 
-__all__ = ["reduce_rounds"]
+__all__ = ["reduce_rounds", "LeafTables", "Node"]
+
+
+class LeafTables(NamedTuple):
+    """A forest program's leaf boxes and their indexes, as the tree kernels read them.
+
+    One record per program (:attr:`fastcf._trees.structure.Structure.leaf_tables`, made once
+    of the program's own arrays), passed to :func:`reduce_rounds` and
+    :func:`~fastcf._kernels.tree_search.search` instead of its sixteen arrays and one number
+    each. The leaves are numbered ``0 .. n - 1`` in tree order; a leaf's box is a list of
+    *entries* (one per feature on its path), sorted by leaf.
+
+    Attributes
+    ----------
+    b_feat : ndarray of int64, shape (n_entries,)
+        The feature of each entry.
+    e_ka, e_kb : ndarray of int64, shape (n_entries,)
+        The first and last interval of its feature that the entry's box holds.
+    leaf_estart : ndarray of int64, shape (n + 1,)
+        Leaf i's entries are ``leaf_estart[i] .. leaf_estart[i + 1] - 1``.
+    b_leaf : ndarray of int64, shape (n_entries,)
+        The leaf of each entry.
+    leaf_ok : ndarray of bool, shape (n,)
+        The leaves some input of the domain reaches (an empty box: none does).
+    leaf_tree : ndarray of int64, shape (n,)
+        The tree of each leaf.
+    tree_start : ndarray of int64, shape (T,)
+        Tree t's first leaf (a tree's leaves are consecutive).
+    leaf_fmask : ndarray of int64, shape (n,)
+        The bits ``f mod 64`` of the features of leaf i's entries.
+    entry_group : ndarray of int64, shape (n_entries,)
+        The (tree, feature) group of each entry.
+    hull_tree, hull_feat : ndarray of int64, shape (n_groups,)
+        The tree and the feature of each group.
+    hull_start : ndarray of int64, shape (T + 1,)
+        Tree t's groups are ``hull_start[t] .. hull_start[t + 1] - 1``.
+    ioff : ndarray of int64, shape (D + 1,)
+        Interval k of feature f is ``ioff[f] + k`` in a query's flat tables.
+    V : ndarray of float64, shape (n, S), C-contiguous
+        Each leaf's terms (its values).
+    leafpos : ndarray of int64, shape (n_nodes,)
+        The leaf number of each node of the forest (-1: a split node).
+    key_base : int
+        ``n_y + 1`` (above every interval index): the split rule's key of boundary j of
+        feature f is ``f·key_base + j``
+        (:func:`~fastcf._kernels.tree_branch.split_best`).
+    """
+
+    b_feat: np.ndarray
+    e_ka: np.ndarray
+    e_kb: np.ndarray
+    leaf_estart: np.ndarray
+    b_leaf: np.ndarray
+    leaf_ok: np.ndarray
+    leaf_tree: np.ndarray
+    tree_start: np.ndarray
+    leaf_fmask: np.ndarray
+    entry_group: np.ndarray
+    hull_tree: np.ndarray
+    hull_feat: np.ndarray
+    hull_start: np.ndarray
+    ioff: np.ndarray
+    V: np.ndarray
+    leafpos: np.ndarray
+    key_base: int
+
+
+class Node(NamedTuple):
+    """The box a call of :func:`reduce_rounds` reduces, updated in place.
+
+    Attributes
+    ----------
+    ka, kb : ndarray of int64, shape (D,)
+        The range of intervals ``ka[f] .. kb[f]`` of each feature.
+    alive : ndarray of bool, shape (n,)
+        The leaves a cell of the box may reach (the others are False).
+    pruned : ndarray of bool, shape (T,)
+        Set for a tree some leaf of which died by a margin (not by a cost).
+    """
+
+    ka: np.ndarray
+    kb: np.ndarray
+    alive: np.ndarray
+    pruned: np.ndarray
 
 
 @kernel()
-def reduce_rounds(
-    flat, kbar, ka, kb, ioff, rho, ef, e_ka, e_kb, leaf_estart, alive, tree, tree_start, coef,
-    r, eps, margins, entry_group, hull_tree, hull_feat, pruned, rounds, given, given_cost, ids,
-    cost, ref_a, ref_b, leaf_fmask, hull_start,
-):  # fmt: skip
+def reduce_rounds(tab, flat, kbar, forms, node, work, given, given_cost, rho, margins, rounds):
     """Run at most ``rounds`` rounds of the reductions; return (empty, lb, m).
 
-    ``leaf_estart``: leaf i's entries are ``leaf_estart[i] .. leaf_estart[i + 1] - 1``;
-    ``entry_group[e]``: the (tree, feature) group of entry e, whose tree and feature are
-    ``hull_tree[g]``, ``hull_feat[g]`` (tree t's groups are ``hull_start[t] ..
-    hull_start[t + 1] - 1``); ``leaf_fmask[i]``: the bits ``f mod 64`` of the features of leaf
-    i's entries. ``given``: the alive leaves in order, if the caller has them
-    (read only), else an empty array (they are listed from ``alive``); ``given_cost``, if not
-    empty: their costs beyond ``lb`` at the ranges ``ref_a .. ref_b`` (read only), where none
-    of them misses the ranges (a parent node's alive leaves). ``ids`` and ``cost`` (one per
-    leaf), ``ref_a`` and ``ref_b`` (one per feature): at the end (when not empty) ``ids[:m]``
-    holds the alive leaves, ``cost[:m]`` their costs at the ranges ``ref_a .. ref_b``.
+    Parameters
+    ----------
+    tab : LeafTables
+        The program's leaf boxes and indexes.
+    flat : ndarray of float64
+        The query's interval costs (interval k of feature f at ``tab.ioff[f] + k``).
+    kbar : ndarray of int64, shape (D,)
+        x̄'s interval per feature.
+    forms : LeafForms
+        The target's forms per leaf (:class:`fastcf._trees.reduce.LeafForms`: ``coef``, ``r``
+        and the tolerances ``tol``); read only where ``margins``.
+    node : Node
+        The box, its alive leaves and the pruned trees: updated in place.
+    work : Scratch
+        Work arrays (:class:`fastcf._trees.reduce.Scratch`): ``ids`` and ``cost`` (one per
+        leaf), ``ref_a`` and ``ref_b`` (one per feature); at the end (when not empty)
+        ``ids[:m]`` holds the alive leaves, ``cost[:m]`` their costs at the ranges
+        ``ref_a .. ref_b``.
+    given : ndarray of int64
+        The alive leaves in order, if the caller has them (read only), else an empty array
+        (they are listed from ``node.alive``).
+    given_cost : ndarray of float64
+        If not empty: the costs of ``given`` beyond ``lb`` at the ranges ``work.ref_a ..
+        work.ref_b`` (read only), where none of them misses the ranges (a parent node's alive
+        leaves).
+    rho : float
+        The cutoff.
+    margins : bool
+        Run the margins' rules (else costs and hulls only).
+    rounds : int
+        Rounds at most.
 
+    Notes
+    -----
     A leaf's cost is recomputed only where a feature of its entries changed its range since
     its cost was known (the other terms are the same numbers, summed in the same order). A
     tree's hulls are recomputed only where it lost a leaf: a hull is the range its alive
@@ -51,6 +156,32 @@ def reduce_rounds(
     shrank the ranges (this call's rounds, or the parent's reductions when ``given_cost`` is
     given) shrinks them no further.
     """
+    # the records' arrays as locals, one a line: ``a, b, c, d = r.a, r.b, r.c, r.d`` builds a
+    # tuple and unpacks it, and Numba counts the references of its arrays once more (with
+    # such lines the branch and bound took 1-3 % longer a node and compiled slower)
+    ef = tab.b_feat
+    e_ka = tab.e_ka
+    e_kb = tab.e_kb
+    leaf_estart = tab.leaf_estart
+    tree = tab.leaf_tree
+    tree_start = tab.tree_start
+    leaf_fmask = tab.leaf_fmask
+    entry_group = tab.entry_group
+    hull_tree = tab.hull_tree
+    hull_feat = tab.hull_feat
+    hull_start = tab.hull_start
+    ioff = tab.ioff
+    coef = forms.coef
+    r = forms.r
+    eps = forms.tol
+    ka = node.ka
+    kb = node.kb
+    alive = node.alive
+    pruned = node.pruned
+    ids = work.ids
+    cost = work.cost
+    ref_a = work.ref_a
+    ref_b = work.ref_b
     D = kbar.shape[0]
     n = alive.shape[0]
     T = tree_start.shape[0]
@@ -276,7 +407,10 @@ def _margin_ends(
     the sums), no cell of the lower end qualifies, nor of any interval below the smallest lower
     edge of those best boxes: the range starts there. The upper end alike. Repeated (the same
     best leaves and gaps) until no end moves, at most 8 times per form; skipped for a form
-    whose gaps all together cannot pass the room. Returns (empty, moved).
+    whose gaps all together cannot pass the room. Returns (empty, moved). (The arrays of
+    :func:`reduce_rounds`'s records, not the records: a record passed down the rounds' loop
+    would stay alive through it, and every array of a live record is one more reference count
+    at each of the loop's exits.)
     """
     D = ka.shape[0]
     F = tops.shape[0]

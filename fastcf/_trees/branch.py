@@ -117,7 +117,8 @@ def branch(
     """
     import time
 
-    from .._kernels.tree_search import CANDIDATE, GROW, STUCK, search
+    from .._kernels.tree_reduce import Node
+    from .._kernels.tree_search import CANDIDATE, GROW, STUCK, QueryCosts, Stack, search
     from .query import coord_cost
 
     fo = st.forest
@@ -126,22 +127,24 @@ def branch(
     D, n = c.kbar.size, st.leaf_ids.size
     best, best_cost = None, math.inf
     cap = STACK0
+    # the kernel's records (fastcf._kernels.tree_search), made once per search: the stack, a
+    # node's work arrays and the query's tables; the program's are made once per program
     state = np.array([1, 0, 0], dtype=np.int64)  # (entries, pool used, nodes)
-    ka_st, kb_st = np.empty((cap, D), np.int64), np.empty((cap, D), np.int64)
-    ra_st, rb_st = np.empty((cap, D), np.int64), np.empty((cap, D), np.int64)
-    seg, seg_len = np.full(cap, -1, np.int64), np.zeros(cap, np.int64)
-    owner = np.zeros(cap, dtype=bool)
-    ka_st[0], kb_st[0] = c.ka, c.kb  # (the root: seg -1, the reachable leaves)
-    pool = np.empty(POOL0 * n, dtype=np.int64)
-    pcost = np.empty(POOL0 * n)  # (the pool's leaves' costs)
-    alive = np.zeros(n, dtype=bool)
-    p = np.empty(D)
+    ka, kb, ref_a, ref_b = (np.empty((cap, D), np.int64) for _ in range(4))
+    stack = Stack(
+        state, ka=ka, kb=kb, ref_a=ref_a, ref_b=ref_b,
+        seg=np.full(cap, -1, np.int64), seg_len=np.zeros(cap, np.int64),
+        owner=np.zeros(cap, dtype=bool), pool=np.empty(POOL0 * n, dtype=np.int64),
+        pool_cost=np.empty(POOL0 * n),
+    )  # fmt: skip
+    stack.ka[0], stack.kb[0] = c.ka, c.kb  # (the root: seg -1, the reachable leaves)
+    node = Node(
+        ka=np.empty(D, np.int64), kb=np.empty(D, np.int64), alive=np.zeros(n, dtype=bool),
+        pruned=np.zeros(fo.n_trees, dtype=bool),
+    )  # fmt: skip
     work = scratch(st)
-    pruned = np.zeros(fo.n_trees, dtype=bool)
-    V = np.ascontiguousarray(st.V, dtype=np.float64)
-    missing = np.zeros(0, np.int8) if fo.missing is None else fo.missing
-    kbar = np.asarray(c.kbar, dtype=np.int64)
-    ioff = st.ioff[:-1]
+    costs = QueryCosts(c.flat, np.asarray(c.kbar, dtype=np.int64), points)
+    tab, forest_nodes = st.leaf_tables, st.forest_nodes
     while True:
         nodes = int(state[2])
         if state[0] == 0:
@@ -152,22 +155,12 @@ def branch(
         if deadline != math.inf:  # (back here at every 16th node, to read the clock)
             until = min(budget, nodes + 1 + (14 - nodes) % 16)
         code = search(
-            state, ka_st, kb_st, seg, seg_len, owner, pool, alive, p, until, float(rho),
-            c.flat, kbar, points, ioff, st.b_feat, st.e_ka, st.e_kb, st.leaf_estart,
-            st.leaf_ok, st.leaf_tree, st.tree_start, lforms.coef, lforms.r, lforms.tol,
-            st.entry_group, st.hull_tree, st.hull_feat, ROUNDS, V, st.b_leaf, st.leafpos,
-            fo.root, fo.is_leaf, fo.feature, fo.boundary, fo.left, fo.right, missing, True,
-            work.ids, pruned, st.n_y + 1, st.leaf_fmask, pcost, ra_st, rb_st, work.cost,
-            st.hull_start,
-        )  # fmt: skip
-        if code == GROW:
-            ka_st, kb_st = np.concatenate([ka_st, ka_st]), np.concatenate([kb_st, kb_st])
-            ra_st, rb_st = np.concatenate([ra_st, ra_st]), np.concatenate([rb_st, rb_st])
-            pcost = np.concatenate([pcost, pcost])
-            seg, seg_len = np.concatenate([seg, seg]), np.concatenate([seg_len, seg_len])
-            owner, pool = np.concatenate([owner, owner]), np.concatenate([pool, pool])
+            stack, node, work, costs, tab, forest_nodes, lforms, float(rho), until, True, ROUNDS
+        )
+        if code == GROW:  # (twice as large: new arrays, so a new record; the same state)
+            stack = Stack(state, *(np.concatenate([a, a]) for a in stack[1:]))
         elif code == CANDIDATE:
-            x = p.copy()
+            x = work.point.copy()
             cost = float(coord_cost(x - x0, q.w, q.metric).sum())
             fine = q.max_changes is None or np.count_nonzero(x != x0) <= q.max_changes
             if fine and cost <= rho and accept(x):

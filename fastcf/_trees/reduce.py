@@ -55,11 +55,24 @@ class Costs(NamedTuple):
 
 
 class LeafForms(NamedTuple):
-    """The target's linear forms per leaf: ``Σ_t coef[leaf_t, j] >= r[j]`` (built once a query)."""
+    """The target's linear forms per leaf: ``Σ_t coef[leaf_t, j] >= r[j]`` (built once a query).
 
-    coef: np.ndarray  # (n_leaves, F) C-contiguous: form j's value a_j·V_l at each leaf
-    r: np.ndarray  # (F,) each form's right-hand side, net of the base scores
-    tol: np.ndarray  # (F,) each form's rounding tolerance (sums over the trees)
+    A record the tree kernels take as it is (:func:`~fastcf._kernels.tree_reduce.reduce_rounds`,
+    :func:`~fastcf._kernels.tree_search.search`).
+
+    Attributes
+    ----------
+    coef : ndarray of float64, shape (n_leaves, F), C-contiguous
+        Form j's value ``a_j·V_l`` at each leaf.
+    r : ndarray of float64, shape (F,)
+        Each form's right-hand side, net of the base scores.
+    tol : ndarray of float64, shape (F,)
+        Each form's rounding tolerance (sums over the trees).
+    """
+
+    coef: np.ndarray
+    r: np.ndarray
+    tol: np.ndarray
 
 
 def leaf_forms(V, base, forms, n_trees) -> LeafForms:
@@ -87,18 +100,36 @@ class Reduced(NamedTuple):
 
 
 class Scratch(NamedTuple):
-    """Work arrays of :func:`reduce`, for a caller that reduces many nodes of one query."""
+    """Work arrays of :func:`reduce`, for a caller that reduces many nodes of one query.
 
-    ids: np.ndarray  # (n_leaves,) int64
-    cost: np.ndarray  # (n_leaves,) float64
-    ref_a: np.ndarray  # (D,) int64
-    ref_b: np.ndarray  # (D,) int64
+    A record the tree kernels take as it is (:func:`~fastcf._kernels.tree_reduce.reduce_rounds`,
+    :func:`~fastcf._kernels.tree_search.search`).
+
+    Attributes
+    ----------
+    ids : ndarray of int64, shape (n_leaves,)
+        The alive leaves in order (the first ``m``, as a reduction leaves them).
+    cost : ndarray of float64, shape (n_leaves,)
+        Their costs beyond the lower bound, at the ranges ``ref_a .. ref_b``.
+    ref_a, ref_b : ndarray of int64, shape (D,)
+        The ranges at which ``cost`` was computed.
+    point : ndarray of float64, shape (D,)
+        A decided node's point, where :func:`~fastcf._kernels.tree_search.search` returns
+        ``CANDIDATE`` (the reductions do not use it).
+    """
+
+    ids: np.ndarray
+    cost: np.ndarray
+    ref_a: np.ndarray
+    ref_b: np.ndarray
+    point: np.ndarray
 
 
 def scratch(st) -> Scratch:
     """Return work arrays for the reductions of the forest ``st`` (one thread's)."""
     n, D = st.leaf_ids.size, st.forest.n_features
-    return Scratch(np.empty(n, np.int64), np.empty(n), np.empty(D, np.int64), np.empty(D, np.int64))
+    ids, ref_a, ref_b = np.empty(n, np.int64), np.empty(D, np.int64), np.empty(D, np.int64)
+    return Scratch(ids, np.empty(n), ref_a, ref_b, np.empty(D))
 
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -133,7 +164,7 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True, ids=None, work=No
     work : Scratch, optional
         Work arrays (:func:`scratch`), not to be shared by two threads; else new ones.
     """
-    from .._kernels.tree_reduce import reduce_rounds
+    from .._kernels.tree_reduce import Node, reduce_rounds
 
     T = st.forest.n_trees
     rho = rho * (1.0 + 1e-12)  # (a cell's cost summed in another order may differ by ulps)
@@ -147,12 +178,9 @@ def reduce(st, c: Costs, rho, forms, alive=None, margins=True, ids=None, work=No
     ka, kb = c.ka.astype(np.int64), c.kb.astype(np.int64)  # (copies)
     work = scratch(st) if work is None else work
     empty, lb, m = reduce_rounds(
-        c.flat, np.asarray(c.kbar, dtype=np.int64), ka, kb, st.ioff[:-1], float(rho),
-        st.b_feat, st.e_ka, st.e_kb, st.leaf_estart, alive, st.leaf_tree, st.tree_start,
-        forms.coef, forms.r, forms.tol, bool(margins), st.entry_group, st.hull_tree,
-        st.hull_feat, pruned, ROUNDS,
-        _NONE if ids is None else ids, _NO_COST, work.ids, work.cost, work.ref_a, work.ref_b,
-        st.leaf_fmask, st.hull_start,
+        st.leaf_tables, c.flat, np.asarray(c.kbar, dtype=np.int64), forms,
+        Node(ka, kb, alive, pruned), work, _NONE if ids is None else ids, _NO_COST, float(rho),
+        bool(margins), ROUNDS,
     )  # fmt: skip
     if empty:
         return _empty(st, c)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from functools import cached_property
 
 import numpy as np
 
@@ -220,6 +221,37 @@ class Structure:
         # tree t's groups are hull_start[t] .. hull_start[t + 1] - 1 (sorted by tree)
         self.hull_start = np.searchsorted(self.hull_tree, np.arange(forest.n_trees + 1))
         self.hull_start = self.hull_start.astype(np.int64)
+
+    @cached_property
+    def leaf_tables(self):
+        """The leaf boxes and indexes as the tree kernels take them, made once per program.
+
+        A :class:`~fastcf._kernels.tree_reduce.LeafTables` of this structure's arrays (no
+        copies but ``V``'s, where it is not C-contiguous float64), read once built.
+        """
+        from .._kernels.tree_reduce import LeafTables
+
+        return LeafTables(
+            self.b_feat, self.e_ka, self.e_kb, self.leaf_estart, self.b_leaf, self.leaf_ok,
+            self.leaf_tree, self.tree_start, self.leaf_fmask, self.entry_group, self.hull_tree,
+            self.hull_feat, self.hull_start, self.ioff, np.ascontiguousarray(self.V, np.float64),
+            self.leafpos, self.n_y + 1,
+        )  # fmt: skip
+
+    @cached_property
+    def forest_nodes(self):
+        """The forest's nodes as the branch and bound's walk takes them, made once per program.
+
+        A :class:`~fastcf._kernels.tree_search.ForestNodes` of the forest's arrays (``missing``
+        empty where the model routes no missing value).
+        """
+        from .._kernels.tree_search import ForestNodes
+
+        fo = self.forest
+        missing = np.zeros(0, np.int8) if fo.missing is None else fo.missing
+        return ForestNodes(
+            fo.root, fo.is_leaf, fo.feature, fo.boundary, fo.left, fo.right, missing
+        )  # fmt: skip
 
     def intervals(self, x):
         """Return the interval of each feature that holds the value ``x[f]`` (D,)."""
