@@ -42,11 +42,18 @@ from .._stage import reaim
 from .._status import Status
 from .metric import row_box
 from .reference import softmax_energy
-from .verify import finish_softmax
 
 _EPS = float(np.finfo(float).eps)
 
-__all__ = ["bounded_one", "lam_boxed", "path_boxed", "proba_boxed", "proba_bounded_one"]
+__all__ = [
+    "LAM_METHOD",
+    "PROBA_METHOD",
+    "bounded_one",
+    "lam_boxed",
+    "path_boxed",
+    "proba_boxed",
+    "proba_bounded_one",
+]
 
 
 def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=False):
@@ -304,8 +311,16 @@ def _ceiling(A, b, k, x, free, bnd):
     return float(z[k] - m - math.log(e.sum()) + rise.sum()) + slack
 
 
+LAM_METHOD = "reduced (active set)"
+PROBA_METHOD = "reduced (λ search, active set)"
+
+
 def lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter):
-    """Problem (2) with a box for N queries (:func:`bounded_one` row by row, each in its box)."""
+    """Problem (2) with a box for N queries (:func:`bounded_one` row by row, each in its box).
+
+    Returns the raw answers ``(Xs, nit, status, lams, method, None)``; the route finishes
+    them (:func:`fastcf._linear.verify.finish_softmax`).
+    """
     N = X.shape[0]
     Xs = np.empty_like(X)
     nit = np.zeros(N, dtype=np.int64)
@@ -314,13 +329,14 @@ def lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter):
         Xs[n], nit[n], status[n], _ = bounded_one(
             model, X[n], int(tidx[n]), float(lams[n]), m.v, m.wt, row_box(bnd, n), tol, max_iter
         )
-    return finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, "reduced (active set)")
+    return Xs, nit, status, lams, LAM_METHOD, None
 
 
 def proba_boxed(model, X, tidx, m, bnd, proba):
     """Solve ``proba=τ`` with bounds for softmax models, row by row (:func:`_proba_row`).
 
-    ``bnd``: one box (lo, hi of shape (D,)) for every row, or one per row ((N, D)).
+    ``bnd``: one box (lo, hi of shape (D,)) for every row, or one per row ((N, D)). Returns
+    the raw answers ``(Xs, nit, status, λ, method, None)``; the route finishes them.
     """
     N = X.shape[0]
     Xs = X.copy()
@@ -332,8 +348,7 @@ def proba_boxed(model, X, tidx, m, bnd, proba):
         Xs[n], status[n], lamv[n], nit[n] = _proba_row(
             model, X[n], int(tidx[n]), m.v, m.wt, box, proba
         )
-    method = "reduced (λ search, active set)"
-    return finish_softmax(model, X, Xs, tidx, nit, status, lamv, m, bnd, method, proba_min=proba)
+    return Xs, nit, status, lamv, PROBA_METHOD, None
 
 
 def _proba_row(model, x0, k, v, wt, box, proba):

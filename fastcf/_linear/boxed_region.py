@@ -17,7 +17,6 @@ import numpy as np
 
 from .._status import Status
 from .metric import distances, row_box
-from .verify import finish_softmax
 
 _EPS = float(np.finfo(float).eps)
 _FAR_STEPS = 1e12  # in units u of the step the margins need (region_boxed)
@@ -30,7 +29,8 @@ def region_boxed(model, X, tidx, m, bnd, margins):
 
     ``bnd``: one box (lo, hi of shape (D,)) for every row, or one per row ((N, D));
     ``margins``: one per row. Where Clarabel fails, :func:`_region_fallback`, then
-    :func:`_region_ldp`.
+    :func:`_region_ldp`. Returns the raw answers ``(Xs, nit, status, None, method, None)``;
+    the route finishes them (:func:`fastcf._linear.verify.finish_softmax`).
     """
     import cvxpy as cp
 
@@ -123,7 +123,7 @@ def region_boxed(model, X, tidx, m, bnd, margins):
     method = "cvxpy QP (Clarabel)"
     if dual_rows:
         method += ", or an exact active set where Clarabel failed"
-    return finish_softmax(model, X, Xs, tidx, nit, status, None, m, bnd, method)
+    return Xs, nit, status, None, method, None
 
 
 def _region_fallback(model, x0, k, m, margin, box, D_rows, c):
@@ -144,14 +144,14 @@ def _region_fallback(model, x0, k, m, margin, box, D_rows, c):
 
     lo, hi = box
     t, mg = np.array([k]), np.array([margin])
-    solvers = [lambda: region_primal(model, x0[None], t, m, mg, box)]
+    solvers = [lambda: region_primal(model, x0[None], t, m, mg, box)[0][0]]
     if np.isfinite(lo).any() or np.isfinite(hi).any():
-        solvers.insert(0, lambda: region_solution(model, x0[None], t, m, mg))
+        solvers.insert(0, lambda: region_solution(model, x0[None], t, m, mg).x[0])
     for solve in solvers:
         # an answer that meets the margin rows, in the box: the caller's verdict and the
         # explainer's verification judge it as they judge Clarabel's (at margin 0 it sits on
         # the boundary, where verify.region raises the margin: soak round Q)
-        x = solve().x[0]
+        x = solve()
         if np.isfinite(x).all() and (x >= lo).all() and (x <= hi).all():
             if _meets_rows(D_rows, c, x - x0, x):
                 return x

@@ -23,7 +23,6 @@ import numpy as np
 from .._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
 from .._status import Status
 from .metric import row_box
-from .verify import finish_softmax
 
 __all__ = [
     "SoftmaxProblem",
@@ -364,8 +363,10 @@ def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter)
     """Problem (2) for N queries by a reference ``method``, one query at a time, in R^D.
 
     ``w``: the weights (or ``None``), ``fmask``: the frozen features. Works for both families
-    (on the softmax form of a binary model). The diagnostics of each query go to
-    ``info["per_query"]``.
+    (on the softmax form of a binary model). Returns the raw answers
+    ``(Xs, nit, status, lams, method, info)``, the diagnostics of each query in
+    ``info["per_query"]``; the route finishes them
+    (:func:`fastcf._linear.verify.finish_softmax`).
     """
     if bnd is not None and method != "lbfgs":
         raise ValueError(
@@ -390,5 +391,4 @@ def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter)
             xs, it, st, _g, info = gradient_descent(prob, tol=tol, max_iter=max(max_iter, 1000))
         Xs[n], nit[n], status[n] = xs, it, st
         infos.append(info)
-    sol = finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, method)
-    return sol._replace(info={"per_query": infos})
+    return Xs, nit, status, lams, method, {"per_query": infos}

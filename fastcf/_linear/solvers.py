@@ -24,7 +24,7 @@ from . import boxed as _boxed
 from . import fallbacks as _fb
 from . import softmax as _softmax
 from .metric import distances, row_box
-from .verify import path_result
+from .verify import finish_softmax, path_result
 
 _NUMERIC = int(Status.NUMERIC)
 
@@ -39,16 +39,29 @@ CONSTRAINED_FALLBACKS = (_fb.retry, _fb.closer_shifted)
 PATH_FALLBACKS = (_fb.path_shifted,)
 
 
-def lam(model, X, tidx, m, bnd, lams, tol, max_iter):
-    """Solve problem (2) at one λ per row: closed form, reduced or projected Newton method."""
-    if model.binary:
+def lam(model, X, tidx, m, bnd, lams, tol, max_iter, reference=None, W=None, fmask=None):
+    """Solve problem (2) at one λ per row: closed form, reduced or projected Newton method.
+
+    ``reference``: a reference method of R^D (``"woodbury"``, ``"lbfgs"``, ``"cg"``, ``"gd"``,
+    with the query's diagonal metric ``W`` and frozen mask ``fmask``) instead of the exact
+    solvers. The solvers in R^D (the reference methods, projected Newton in the box) return
+    raw answers, finished here once (:func:`~fastcf._linear.verify.finish_softmax`).
+    """
+    if reference is not None:
+        # scipy.optimize is imported there, not at start-up (most of the import time)
+        from .reference import lam_reference
+
+        raw = lam_reference(model, X, tidx, m, W, fmask, bnd, lams, reference, tol, max_iter)
+    elif model.binary:
         return _binary.lam_closed_form(model, X, tidx, m, bnd, lams)
-    if bnd is not None:
-        return _boxed.lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter)
-    sol = _softmax.reduced_lam(model, X, tidx, lams, m, tol, max_iter)
-    for entry in LAM_FALLBACKS:
-        sol = entry(model, sol, X, tidx, m, lams, tol, max_iter)
-    return sol
+    elif bnd is not None:
+        raw = _boxed.lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter)
+    else:
+        sol = _softmax.reduced_lam(model, X, tidx, lams, m, tol, max_iter)
+        for entry in LAM_FALLBACKS:
+            sol = entry(model, sol, X, tidx, m, lams, tol, max_iter)
+        return sol
+    return finish_softmax(model, X, tidx, m, bnd, raw)
 
 
 def constrained(model, X, tidx, m, bnd, proba, margins, tol, max_iter):

@@ -85,13 +85,17 @@ def softmax_verdict(model, Xs, tidx, status, lams, proba_min, unreachable=False,
     return P, success, status
 
 
-def finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=None):
-    """Return the :class:`~fastcf.results.Solution` of Euclidean softmax answers ``Xs`` in R^D.
+def finish_softmax(model, X, tidx, m, bnd, raw, proba_min=None):
+    """Return the :class:`~fastcf.results.Solution` of Euclidean softmax answers in R^D.
 
-    The verdict (:func:`softmax_verdict`; the stage's judge re-checks with ``predict``'s
-    arithmetic), the distances in the metric ``m``, and for problem (2) (``lams`` given, no
-    ``proba_min``) the norm of the (projected, with ``bnd``) gradient of E at the answer.
+    ``raw``: the raw answers ``(Xs, nit, status, lams, method, info)`` of a solver in R^D
+    (the boxed solvers, the reference methods, the primal active set), which the route
+    finishes here. The verdict (:func:`softmax_verdict`; the stage's judge re-checks with
+    ``predict``'s arithmetic), the distances in the metric ``m``, and for problem (2)
+    (``lams`` given, no ``proba_min``) the norm of the (projected, with ``bnd``) gradient of E
+    at the answer.
     """
+    Xs, nit, status, lams, method, info = raw
     N = X.shape[0]
     v, wt = m.v, m.wt
     P, success, status = softmax_verdict(model, Xs, tidx, status, lams, proba_min)
@@ -108,7 +112,7 @@ def finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_
             G = np.where((Xs <= lo) & (G > 0), 0.0, G)
             G = np.where((Xs >= hi) & (G < 0), 0.0, G)
         gn = np.sqrt(np.einsum("ij,ij->i", G, G))
-    return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn)
+    return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn, None, info)
 
 
 _SOURCE_MEETS = "the source already meets proba=τ (as the model computes it): x̄ itself"
