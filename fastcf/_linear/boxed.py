@@ -22,7 +22,7 @@ With a box the answer leaves the range of V Aᵀ, so the K-space reduction of
   Where fewer features are free than there are classes (|F| < K) the step comes from the
   |F|×|F| Hessian itself instead (:func:`_direct_step`): the Woodbury form rounds away a
   coefficient tiny beside the others and cancels at tiny λ (soak round R, seed 371).
-  The energy E and its gradient are :func:`fastcf._linear.reference.softmax_energy`.
+  The energy E and its gradient are :func:`fastcf._linear.model.softmax_energy`.
 * :func:`proba_bounded_one`, ``proba=τ``: a bisection in log λ over :func:`bounded_one` for
   log p_k(x*(λ)) = log τ (p_k(x*(λ)) increases as λ decreases), warm-started.
   :func:`proba_boxed` runs it row by row, each in its box.
@@ -41,7 +41,7 @@ from .._resolve import raise_log_tau
 from .._stage import reaim
 from .._status import Status
 from .metric import row_box
-from .reference import softmax_energy
+from .model import softmax_energy
 
 _EPS = float(np.finfo(float).eps)
 

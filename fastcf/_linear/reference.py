@@ -6,14 +6,9 @@ gradient descent with Armijo backtracking, slides 002). These work on x ∈ R^D 
 iteration) and exist for comparison, benchmarks and the reproduction of the paper's figures; the
 production path is the K-dimensional Newton of :mod:`fastcf._kernels.softmax`.
 
-:func:`softmax_energy` is the one implementation in Python of the energy of problem (2),
-
-    E(x) = λ/2 ‖x − x̄‖²_W − log p_k(x),   p = softmax(A x + b),
-    ∇E(x) = λ W (x − x̄) + Aᵀ (p − e_k)   (0 on frozen features),
-
-with the log-sum-exp taken stably (−log p_k = max z + log Σ exp(z − max z) − z_k). It serves
-:class:`SoftmaxProblem` (the reference methods), the boxed Newton method
-(:mod:`fastcf._linear.boxed`) and the benchmarks (:mod:`fastcf.bench.linear`).
+Their energy is :func:`fastcf._linear.model.softmax_energy` (re-exported here), the one
+implementation in Python of the energy of problem (2), which the boxed Newton method
+(:mod:`fastcf._linear.boxed`) and the benchmarks (:mod:`fastcf.bench.linear`) share.
 """
 
 from __future__ import annotations
@@ -23,6 +18,7 @@ import numpy as np
 from .._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
 from .._status import Status
 from .metric import row_box
+from .model import softmax_energy
 
 __all__ = [
     "SoftmaxProblem",
@@ -32,61 +28,6 @@ __all__ = [
     "softmax_energy",
     "woodbury_newton",
 ]
-
-
-def softmax_energy(A, b, x0, k, lam, x, wt=None, free=None, grad=True):
-    """Return (E, ∇E, p) of problem (2) at ``x`` (see the module docstring), or E alone.
-
-    Parameters
-    ----------
-    A : ndarray of shape (K, D)
-    b : ndarray of shape (K,)
-    x0 : ndarray of shape (D,)
-        The source x̄.
-    k : int
-        The target class.
-    lam : float
-    x : ndarray of shape (D,)
-    wt : ndarray of shape (D,), optional
-        The diagonal of W (the identity by default).
-    free : ndarray of bool, shape (D,), optional
-        Features allowed to move: the gradient is 0 on the others (all free by default).
-    grad : bool, default=True
-        ``False``: return E alone (the line searches of the reference methods).
-
-    Returns
-    -------
-    E : float
-    g : ndarray of shape (D,)
-    p : ndarray of shape (K,)
-        The class probabilities at ``x``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> E, g, p = softmax_energy(np.eye(2), np.zeros(2), np.zeros(2), 1, 1.0, np.zeros(2))
-    >>> bool(abs(E - np.log(2)) < 1e-15), g.tolist(), p.tolist()
-    (True, [0.5, -0.5], [0.5, 0.5])
-    """
-    z = A @ x + b
-    m = z.max()
-    e = np.exp(z - m)
-    s = e.sum()
-    d = x - x0
-    wd = d if wt is None else wt * d
-    if not grad:
-        # summed left to right, as the reference methods' line searches always have (their
-        # answers keep their bits); with the gradient, the −log p_k term is summed first
-        return 0.5 * lam * float(np.dot(wd, d)) + m + np.log(s) - z[k]
-    p = e / s
-    nll = m + np.log(s) - z[k]
-    E = 0.5 * lam * float(np.dot(wd, d)) + nll
-    pe = p.copy()
-    pe[k] -= 1.0
-    g = (lam * d if wt is None else lam * wt * d) + A.T @ pe
-    if free is not None:
-        g[~free] = 0.0
-    return E, g, p
 
 
 class SoftmaxProblem:
