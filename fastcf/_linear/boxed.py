@@ -42,6 +42,7 @@ from .._stage import reaim
 from .._status import Status
 from .metric import row_box
 from .model import softmax_energy
+from .verify import Raw
 
 _EPS = float(np.finfo(float).eps)
 
@@ -318,8 +319,8 @@ PROBA_METHOD = "reduced (λ search, active set)"
 def lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter):
     """Problem (2) with a box for N queries (:func:`bounded_one` row by row, each in its box).
 
-    Returns the raw answers ``(Xs, nit, status, lams, method, None)``; the route finishes
-    them (:func:`fastcf._linear.verify.finish_softmax`).
+    Returns the raw answers (:class:`~fastcf._linear.verify.Raw`); the route finishes them
+    (:func:`fastcf._linear.verify.finish`).
     """
     N = X.shape[0]
     Xs = np.empty_like(X)
@@ -329,14 +330,15 @@ def lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter):
         Xs[n], nit[n], status[n], _ = bounded_one(
             model, X[n], int(tidx[n]), float(lams[n]), m.v, m.wt, row_box(bnd, n), tol, max_iter
         )
-    return Xs, nit, status, lams, LAM_METHOD, None
+    return Raw(Xs, nit, status, lams, LAM_METHOD)
 
 
 def proba_boxed(model, X, tidx, m, bnd, proba):
     """Solve ``proba=τ`` with bounds for softmax models, row by row (:func:`_proba_row`).
 
     ``bnd``: one box (lo, hi of shape (D,)) for every row, or one per row ((N, D)). Returns
-    the raw answers ``(Xs, nit, status, λ, method, None)``; the route finishes them.
+    the raw answers (:class:`~fastcf._linear.verify.Raw`, with each row's λ); the route finishes
+    them.
     """
     N = X.shape[0]
     Xs = X.copy()
@@ -348,7 +350,7 @@ def proba_boxed(model, X, tidx, m, bnd, proba):
         Xs[n], status[n], lamv[n], nit[n] = _proba_row(
             model, X[n], int(tidx[n]), m.v, m.wt, box, proba
         )
-    return Xs, nit, status, lamv, PROBA_METHOD, None
+    return Raw(Xs, nit, status, lamv, PROBA_METHOD)
 
 
 def _proba_row(model, x0, k, v, wt, box, proba):

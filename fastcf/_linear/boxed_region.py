@@ -17,6 +17,7 @@ import numpy as np
 
 from .._status import Status
 from .metric import distances, row_box
+from .verify import Raw
 
 _EPS = float(np.finfo(float).eps)
 _FAR_STEPS = 1e12  # in units u of the step the margins need (region_boxed)
@@ -29,8 +30,8 @@ def region_boxed(model, X, tidx, m, bnd, margins):
 
     ``bnd``: one box (lo, hi of shape (D,)) for every row, or one per row ((N, D));
     ``margins``: one per row. Where Clarabel fails, :func:`_region_fallback`, then
-    :func:`_region_ldp`. Returns the raw answers ``(Xs, nit, status, None, method, None)``;
-    the route finishes them (:func:`fastcf._linear.verify.finish_softmax`).
+    :func:`_region_ldp`. Returns the raw answers (:class:`~fastcf._linear.verify.Raw`); the
+    route finishes them (:func:`fastcf._linear.verify.finish`).
     """
     import cvxpy as cp
 
@@ -123,7 +124,7 @@ def region_boxed(model, X, tidx, m, bnd, margins):
     method = "cvxpy QP (Clarabel)"
     if dual_rows:
         method += ", or an exact active set where Clarabel failed"
-    return Xs, nit, status, None, method, None
+    return Raw(Xs, nit, status, None, method)
 
 
 def _region_fallback(model, x0, k, m, margin, box, D_rows, c):
@@ -144,7 +145,7 @@ def _region_fallback(model, x0, k, m, margin, box, D_rows, c):
 
     lo, hi = box
     t, mg = np.array([k]), np.array([margin])
-    solvers = [lambda: region_primal(model, x0[None], t, m, mg, box)[0][0]]
+    solvers = [lambda: region_primal(model, x0[None], t, m, mg, box).x[0]]
     if np.isfinite(lo).any() or np.isfinite(hi).any():
         solvers.insert(0, lambda: region_solution(model, x0[None], t, m, mg).x[0])
     for solve in solvers:

@@ -25,7 +25,7 @@ from . import boxed as _boxed
 from . import boxed_region as _boxed_region
 from . import softmax as _softmax
 from .metric import distances, make_metric
-from .verify import finish_softmax, path_result
+from .verify import finish, path_result
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as in fastcf._linear.verify)
@@ -324,13 +324,13 @@ def _solve_boxed(model, X, tidx, m, bnd, proba, margins):
     """Solve ``proba=τ`` or ``region=True`` in a box (the solver of each form), finished.
 
     :func:`fastcf._linear.boxed.proba_boxed`, :func:`fastcf._linear.boxed_region.region_boxed`:
-    their raw answers, finished once here (:func:`~fastcf._linear.verify.finish_softmax`).
+    their raw answers, finished once here (:func:`~fastcf._linear.verify.finish`).
     """
     if proba is not None:
         raw = _boxed.proba_boxed(model, X, tidx, m, bnd, proba)
     else:
         raw = _boxed_region.region_boxed(model, X, tidx, m, bnd, margins)
-    return finish_softmax(model, X, tidx, m, bnd, raw, proba)
+    return finish(model, X, tidx, m, bnd, raw, proba)
 
 
 def scaled(model, X, bnd=None):

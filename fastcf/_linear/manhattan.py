@@ -71,9 +71,9 @@ from .._resolve import ROUNDS, raise_at_least, raise_log_tau
 from .._stage import reaim
 from .._status import Status
 from ..results import Solution
-from .binary import finish as _binary_finish
 from .binary import kernel_box
 from .region_highs import second_opinion
+from .verify import finish_binary as _binary_finish
 from .verify import softmax_verdict
 
 __all__ = [

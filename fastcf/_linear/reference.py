@@ -19,6 +19,7 @@ from .._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
 from .._status import Status
 from .metric import row_box
 from .model import softmax_energy
+from .verify import Raw
 
 __all__ = [
     "SoftmaxProblem",
@@ -305,9 +306,8 @@ def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter)
 
     ``w``: the weights (or ``None``), ``fmask``: the frozen features. Works for both families
     (on the softmax form of a binary model). Returns the raw answers
-    ``(Xs, nit, status, lams, method, info)``, the diagnostics of each query in
-    ``info["per_query"]``; the route finishes them
-    (:func:`fastcf._linear.verify.finish_softmax`).
+    (:class:`~fastcf._linear.verify.Raw`), the diagnostics of each query in
+    ``info["per_query"]``; the route finishes them (:func:`fastcf._linear.verify.finish`).
     """
     if bnd is not None and method != "lbfgs":
         raise ValueError(
@@ -332,4 +332,4 @@ def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter)
             xs, it, st, _g, info = gradient_descent(prob, tol=tol, max_iter=max(max_iter, 1000))
         Xs[n], nit[n], status[n] = xs, it, st
         infos.append(info)
-    return Xs, nit, status, lams, method, {"per_query": infos}
+    return Raw(Xs, nit, status, lams, method, {"per_query": infos})

@@ -32,7 +32,7 @@ from .._stage import reaim, replace_rows
 from .._status import Status
 from ..results import Solution
 from .singular import region_singular, resolve_singular
-from .verify import finish_softmax, path_result
+from .verify import Raw, finish, path_result
 
 __all__ = ["constrained", "reduced_lam", "reduced_path", "region_singular"]
 
@@ -293,8 +293,8 @@ def region_solution(model, X, tidx, m, margins):
         Zbar = model.logits(X1)
         Y, nit1, st1 = _sk.region_batch(Zbar, m.GV, t1, mg, 1e-12, 10 * K + 100, pend.size > 1)
         resolve_singular(Zbar, t1, mg, Y, st1, model.A, m.v)
-        raw = (model.expand(X1, Y, m), nit1, st1, None, REGION_METHOD, None)
-        sub = finish_softmax(model, X1, t1, m, None, raw)
+        raw = Raw(model.expand(X1, Y, m), nit1, st1, None, REGION_METHOD)
+        sub = finish(model, X1, t1, m, None, raw)
         nit[pend] = 0  # (replace_rows adds the re-solve's iterations)
         sol = replace_rows(sol, pend, sub)
     return sol

@@ -24,7 +24,7 @@ from . import boxed as _boxed
 from . import fallbacks as _fb
 from . import softmax as _softmax
 from .metric import distances, row_box
-from .verify import finish_softmax, path_result
+from .verify import finish, path_result
 
 _NUMERIC = int(Status.NUMERIC)
 
@@ -44,8 +44,9 @@ def lam(model, X, tidx, m, bnd, lams, tol, max_iter, reference=None, W=None, fma
 
     ``reference``: a reference method of R^D (``"woodbury"``, ``"lbfgs"``, ``"cg"``, ``"gd"``,
     with the query's diagonal metric ``W`` and frozen mask ``fmask``) instead of the exact
-    solvers. The solvers in R^D (the reference methods, projected Newton in the box) return
-    raw answers, finished here once (:func:`~fastcf._linear.verify.finish_softmax`).
+    solvers. The solvers that do not judge their own answers (the closed form, the reference
+    methods, projected Newton in the box) return raw answers, finished here once
+    (:func:`~fastcf._linear.verify.finish`).
     """
     if reference is not None:
         # scipy.optimize is imported there, not at start-up (most of the import time)
@@ -53,7 +54,7 @@ def lam(model, X, tidx, m, bnd, lams, tol, max_iter, reference=None, W=None, fma
 
         raw = lam_reference(model, X, tidx, m, W, fmask, bnd, lams, reference, tol, max_iter)
     elif model.binary:
-        return _binary.lam_closed_form(model, X, tidx, m, bnd, lams)
+        raw = _binary.lam_closed_form(model, X, tidx, m, bnd, lams)
     elif bnd is not None:
         raw = _boxed.lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter)
     else:
@@ -61,13 +62,14 @@ def lam(model, X, tidx, m, bnd, lams, tol, max_iter, reference=None, W=None, fma
         for entry in LAM_FALLBACKS:
             sol = entry(model, sol, X, tidx, m, lams, tol, max_iter)
         return sol
-    return finish_softmax(model, X, tidx, m, bnd, raw)
+    return finish(model, X, tidx, m, bnd, raw)
 
 
 def constrained(model, X, tidx, m, bnd, proba, margins, tol, max_iter):
     """Solve ``proba=`` (``margins`` None) or ``region=True`` (``margins``: one per row)."""
     if model.binary:
-        return _binary.project(model, X, tidx, m, bnd, proba, margins)
+        raw = _binary.project(model, X, tidx, m, bnd, proba, margins)
+        return finish(model, X, tidx, m, bnd, raw, proba)
     if bnd is not None:
         sol = _fb.boxed(model, X, tidx, m, bnd, proba, margins)
         return _inside_box(model, sol, X, tidx, m, bnd, proba, margins, tol, max_iter)
@@ -107,7 +109,11 @@ def path(model, x0, k, target, lams, m, warm, tol, max_iter, names, w=None, bnd=
     """
     if model.binary or bnd is not None:
         if model.binary:
-            XL, nit, status, gn = _binary.path(model, x0, k, lams, m, bnd)
+            L = lams.shape[0]
+            sol = finish(
+                model, None, np.full(L, k), m, bnd, _binary.path(model, x0, k, lams, m, bnd)
+            )
+            XL, nit, status, gn = sol.x, sol.nit, sol.status, sol.grad_norm
             method = "closed form"
         else:
             XL, nit, status, gn = _boxed.path_boxed(model, x0, k, lams, m, bnd, warm, tol, max_iter)
