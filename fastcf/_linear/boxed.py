@@ -40,7 +40,6 @@ from .._kernels.softmax.core import _apply_inverse, _factor
 from .._resolve import raise_log_tau
 from .._stage import reaim
 from .._status import Status
-from .metric import row_box
 from .model import softmax_energy
 from .verify import Raw
 
@@ -316,8 +315,10 @@ LAM_METHOD = "reduced (active set)"
 PROBA_METHOD = "reduced (λ search, active set)"
 
 
-def lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter):
+def lam_boxed(model, X, tidx, m, boxes, lams, tol, max_iter):
     """Problem (2) with a box for N queries (:func:`bounded_one` row by row, each in its box).
+
+    ``boxes``: the box (lo, hi) of each row (:func:`fastcf._linear.metric.row_boxes`).
 
     Returns the raw answers (:class:`~fastcf._linear.verify.Raw`); the route finishes them
     (:func:`fastcf._linear.verify.finish`).
@@ -328,15 +329,15 @@ def lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter):
     status = np.zeros(N, dtype=np.int64)
     for n in range(N):
         Xs[n], nit[n], status[n], _ = bounded_one(
-            model, X[n], int(tidx[n]), float(lams[n]), m.v, m.wt, row_box(bnd, n), tol, max_iter
+            model, X[n], int(tidx[n]), float(lams[n]), m.v, m.wt, boxes[n], tol, max_iter
         )
     return Raw(Xs, nit, status, lams, LAM_METHOD)
 
 
-def proba_boxed(model, X, tidx, m, bnd, proba):
+def proba_boxed(model, X, tidx, m, boxes, proba):
     """Solve ``proba=τ`` with bounds for softmax models, row by row (:func:`_proba_row`).
 
-    ``bnd``: one box (lo, hi of shape (D,)) for every row, or one per row ((N, D)). Returns
+    ``boxes``: the box (lo, hi) of each row (:func:`fastcf._linear.metric.row_boxes`). Returns
     the raw answers (:class:`~fastcf._linear.verify.Raw`, with each row's λ); the route finishes
     them.
     """
@@ -346,9 +347,8 @@ def proba_boxed(model, X, tidx, m, bnd, proba):
     status = np.zeros(N, dtype=np.int64)
     lamv = np.full(N, np.nan)
     for n in range(N):
-        box = row_box(bnd, n)  # the query's own box (one per row, or the shared one)
         Xs[n], status[n], lamv[n], nit[n] = _proba_row(
-            model, X[n], int(tidx[n]), m.v, m.wt, box, proba
+            model, X[n], int(tidx[n]), m.v, m.wt, boxes[n], proba
         )
     return Raw(Xs, nit, status, lamv, PROBA_METHOD)
 

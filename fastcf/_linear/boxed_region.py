@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from .._status import Status
-from .metric import distances, row_box
+from .metric import distances
 from .verify import Raw
 
 _EPS = float(np.finfo(float).eps)
@@ -25,10 +25,10 @@ _FAR_STEPS = 1e12  # in units u of the step the margins need (region_boxed)
 __all__ = ["region_boxed"]
 
 
-def region_boxed(model, X, tidx, m, bnd, margins):
+def region_boxed(model, X, tidx, m, boxes, margins):
     """Solve ``region=True`` with bounds for softmax models: one QP per row (Clarabel).
 
-    ``bnd``: one box (lo, hi of shape (D,)) for every row, or one per row ((N, D));
+    ``boxes``: the box (lo, hi) of each row (:func:`fastcf._linear.metric.row_boxes`);
     ``margins``: one per row. Where Clarabel fails, :func:`_region_fallback`, then
     :func:`_region_ldp`. Returns the raw answers (:class:`~fastcf._linear.verify.Raw`); the
     route finishes them (:func:`fastcf._linear.verify.finish`).
@@ -44,7 +44,7 @@ def region_boxed(model, X, tidx, m, bnd, margins):
     dual_rows = False  # a row answered by _region_fallback or _region_ldp
     for n in range(N):
         k = int(tidx[n])
-        box = row_box(bnd, n)  # the query's own box (one per row, or the shared one)
+        box = boxes[n]
         # in the step δ = x − x̄, from the model's own logits of x̄: x̄ that meets the margins
         # is its own answer, and the QP is not the difference of two large numbers (with
         # x̄ = 10⁷ and the box [x̄ − 1, x̄ + 1] Clarabel called x̄ itself infeasible)

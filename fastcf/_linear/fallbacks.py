@@ -24,7 +24,7 @@ from .._status import Status
 from . import boxed as _boxed
 from . import boxed_region as _boxed_region
 from . import softmax as _softmax
-from .metric import distances, make_metric
+from .metric import distances, make_metric, row_boxes
 from .verify import finish, path_result
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
@@ -326,10 +326,11 @@ def _solve_boxed(model, X, tidx, m, bnd, proba, margins):
     :func:`fastcf._linear.boxed.proba_boxed`, :func:`fastcf._linear.boxed_region.region_boxed`:
     their raw answers, finished once here (:func:`~fastcf._linear.verify.finish`).
     """
+    boxes = row_boxes(bnd, X.shape[0])  # each row's own box
     if proba is not None:
-        raw = _boxed.proba_boxed(model, X, tidx, m, bnd, proba)
+        raw = _boxed.proba_boxed(model, X, tidx, m, boxes, proba)
     else:
-        raw = _boxed_region.region_boxed(model, X, tidx, m, bnd, margins)
+        raw = _boxed_region.region_boxed(model, X, tidx, m, boxes, margins)
     return finish(model, X, tidx, m, bnd, raw, proba)
 
 

@@ -17,7 +17,6 @@ import numpy as np
 
 from .._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
 from .._status import Status
-from .metric import row_box
 from .model import softmax_energy
 from .verify import Raw
 
@@ -301,15 +300,16 @@ def gradient_descent(prob: SoftmaxProblem, x_init=None, tol=1e-10, max_iter=1000
     return x, nit, status, float(np.linalg.norm(g)), {"E": hist}
 
 
-def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter):
+def lam_reference(model, X, tidx, m, w, fmask, boxes, lams, method, tol, max_iter):
     """Problem (2) for N queries by a reference ``method``, one query at a time, in R^D.
 
-    ``w``: the weights (or ``None``), ``fmask``: the frozen features. Works for both families
+    ``w``: the weights (or ``None``), ``fmask``: the frozen features, ``boxes``: the box of each
+    row (:func:`fastcf._linear.metric.row_boxes`) or None. Works for both families
     (on the softmax form of a binary model). Returns the raw answers
     (:class:`~fastcf._linear.verify.Raw`), the diagnostics of each query in
     ``info["per_query"]``; the route finishes them (:func:`fastcf._linear.verify.finish`).
     """
-    if bnd is not None and method != "lbfgs":
+    if boxes is not None and method != "lbfgs":
         raise ValueError(
             f"bounds are supported by method='auto'/'reduced' (exact) and 'lbfgs' "
             f"(L-BFGS-B); got method={method!r}"
@@ -326,7 +326,11 @@ def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter)
             xs, it, st, _g, info = woodbury_newton(prob, m.GV, tol=tol, max_iter=max_iter)
         elif method in ("lbfgs", "cg"):
             xs, it, st, _g, info = scipy_method(
-                prob, method, tol=tol, max_iter=max(max_iter, 1000), bounds=row_box(bnd, n)
+                prob,
+                method,
+                tol=tol,
+                max_iter=max(max_iter, 1000),
+                bounds=None if boxes is None else boxes[n],
             )
         else:
             xs, it, st, _g, info = gradient_descent(prob, tol=tol, max_iter=max(max_iter, 1000))

@@ -23,7 +23,7 @@ from . import binary as _binary
 from . import boxed as _boxed
 from . import fallbacks as _fb
 from . import softmax as _softmax
-from .metric import distances, row_box
+from .metric import distances, row_box, row_boxes
 from .verify import finish, path_result
 
 _NUMERIC = int(Status.NUMERIC)
@@ -48,15 +48,16 @@ def lam(model, X, tidx, m, bnd, lams, tol, max_iter, reference=None, W=None, fma
     methods, projected Newton in the box) return raw answers, finished here once
     (:func:`~fastcf._linear.verify.finish`).
     """
+    boxes = row_boxes(bnd, X.shape[0])  # (the row-by-row solvers': each row's own box)
     if reference is not None:
         # scipy.optimize is imported there, not at start-up (most of the import time)
         from .reference import lam_reference
 
-        raw = lam_reference(model, X, tidx, m, W, fmask, bnd, lams, reference, tol, max_iter)
+        raw = lam_reference(model, X, tidx, m, W, fmask, boxes, lams, reference, tol, max_iter)
     elif model.binary:
         raw = _binary.lam_closed_form(model, X, tidx, m, bnd, lams)
     elif bnd is not None:
-        raw = _boxed.lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter)
+        raw = _boxed.lam_boxed(model, X, tidx, m, boxes, lams, tol, max_iter)
     else:
         sol = _softmax.reduced_lam(model, X, tidx, lams, m, tol, max_iter)
         for entry in LAM_FALLBACKS:
