@@ -43,7 +43,9 @@ def lam_closed_form(model, X, tidx, m, bnd, lams):
     The answer's ``nit`` is 0 (a closed form); the scalar root's own iterations go to
     ``info["phi_nit"]``. A success whose target logit exceeds 4γ times the rounding scale
     Σ|w_i x_i| + |c| is positive in every evaluation of the model (see
-    :func:`fastcf._kernels.softmax._certain_row`): it is ``certified`` and not rechecked.
+    :func:`fastcf._kernels.softmax._certain_row`): the finish
+    (:func:`fastcf._linear.verify.finish`, to which this returns the kernel's raw answers,
+    :class:`~fastcf._linear.verify.Raw`) makes it ``certified``, and it is not rechecked.
     """
     N = X.shape[0]
     lo, hi = kernel_box(bnd)
@@ -75,7 +77,8 @@ def project(model, X, tidx, m, bnd, proba, margins):
 
     θ = logit τ for ``proba=τ``, raised to ``margins`` where both are given (``proba=τ`` with
     τ ≥ 1/2 is solved as ``region=True`` at margin logit τ by ``verify.region``, whose raises
-    keep its answers beyond rounding of the decision boundary).
+    keep its answers beyond rounding of the decision boundary). Returns the kernel's raw
+    answers (:class:`~fastcf._linear.verify.Raw`); the route finishes them.
     """
     N = X.shape[0]
     if proba is not None:

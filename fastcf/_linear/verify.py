@@ -97,8 +97,9 @@ class Raw(NamedTuple):
     """The raw answers of a linear solver: what :func:`finish` makes a Solution.
 
     The solvers that do not judge their own answers return these (the binary closed forms,
-    the softmax solvers in R^D: the box's, the reference methods, the primal active set);
-    the route finishes them, once, whichever solver answered.
+    the softmax solvers in R^D: the box's, the reference methods); the route finishes them,
+    once, whichever solver answered. (The primal active set's answers, a fallback of the box's
+    region QP, are read there, unfinished: :mod:`fastcf._linear.boxed_region`.)
     """
 
     x: np.ndarray  # (N, D) the answers
