@@ -124,23 +124,18 @@ def finish(model, X, tidx, m, bnd, raw, proba_min=None):
     in R^D by :func:`finish_softmax`. ``proba_min``: τ of ``proba=τ`` (None otherwise).
     """
     if raw.zeta is not None:
-        return finish_binary(
-            model, raw.x, raw.zeta, tidx, raw.nit, raw.status, raw.lam, raw.distance,
-            raw.grad_norm, raw.method, raw.unreachable, proba_min, scale=raw.scale,
-            info=raw.info, certify=raw.certify,
-        )  # fmt: skip
+        return finish_binary(model, raw, tidx, proba_min)
     return finish_softmax(model, X, tidx, m, bnd, raw, proba_min)
 
 
-def finish_binary(
-    model, Xs, zeta, tidx, nit, status, lams, dist, gn, method, unreachable, proba_min,
-    scale=None, info=None, certify=False,
-):  # fmt: skip
+def finish_binary(model, raw, tidx, proba_min=None):
     """Return the :class:`~fastcf.results.Solution` of binary kernels' answers and verdicts.
 
-    ``zeta`` is the target logit at ``Xs``, recomputed from ``Xs``; the model predicts
-    ``classes_[1]`` iff z > 0. ``scale``: the rounding scale Σ|w_i x_i| + |c| of each ``zeta``
-    (a success with ``zeta > 4γ scale`` is ``certified``); else, with ``certify`` (the class
+    ``raw``: the kernels' :class:`Raw` answers (the route's :func:`finish`, and the binary
+    Manhattan solvers, hand them here). ``zeta`` is the target logit at ``Xs``, recomputed from
+    ``Xs``; the model predicts ``classes_[1]`` iff z > 0. ``scale``: the rounding scale
+    Σ|w_i x_i| + |c| of each ``zeta`` (a success with ``zeta > 4γ scale`` is ``certified``);
+    else, with ``certify`` (the class
     alone, no τ: the probabilities here are the kernel's), a success with ``zeta`` above the
     cheap bound of that need (``model.need_bound``) is. Either way every evaluation of the
     logit, the model's own included, differs from the kernel's by less than the need (Higham's
@@ -151,6 +146,7 @@ def finish_binary(
     # query more than its solve): a step that overflowed (tiny w, e.g. |w| = 1e-158) lands at
     # ±inf, where the logit "classifies" it, and is a numerical failure, not an answer; then
     # the one rule of a verdict (verdict_row, as verify.verdict), and the certificate
+    Xs, nit, status, lams, method, info, zeta, dist, gn, scale, unreachable, certify = raw
     mode = 1 if scale is not None else (2 if certify else 0)
     P, success, status, cert = _vk.binary_finish(
         Xs, zeta, tidx, status, dist, math.nan if proba_min is None else float(proba_min),
