@@ -21,9 +21,12 @@ Every explainer's ``explain`` (and each answer of ``enumerate`` and of a batch) 
 A family supplies its query record (``_read``), its route (``_solve``), its judge
 (``_in_target``) and its re-aim policy, and nothing else. (The tabular family reads DataFrame
 rows and packages DataFrame answers itself, and runs its judge and policy through
-:func:`settle`. The linear solvers re-aim inside their route, in their own arithmetic — a
+:func:`settle`. The linear family re-aims inside its route, in its own arithmetic — a
 certified rounding bound of fastcf's copy of the model, on the solver's arrays with warm
-starts — through the same loop, :func:`reaim`: ``docs/architecture.md`` says which.) The row
+starts: its route finishes whichever solver answered once, then runs the form's re-aim policy
+(the fallback entries, the box's retry, the region rounds), and its ``proba=`` solvers their τ
+rounds, the rounds through the same loop, :func:`reaim`: ``docs/architecture.md`` says
+which.) The row
 bookkeeping of a :class:`~fastcf.results.Solution` that a re-aim needs (:func:`replace_rows`,
 :func:`take_rows`, :func:`stack`, :func:`fail`) lives here too, written once for every family.
 

@@ -12,23 +12,21 @@ For the logit z(x) = w·x + c and a target of sign s (+1 for ``classes_[1]``, �
   (θ = logit τ, or the margin), piecewise linear in the multiplier with a box (:func:`project`);
 * the λ-path: the closed form at every λ (:func:`path`, the raw answers).
 
-:func:`finish` turns the kernels' answers into a :class:`~fastcf.results.Solution`.
+The solvers return the kernels' raw answers (:class:`fastcf._linear.verify.Raw`, with the
+target logit ζ of each); the route's one finish (:func:`fastcf._linear.verify.finish`) makes
+them a :class:`~fastcf.results.Solution`.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._kernels import logistic as _lk
-from .._kernels import verdict as _vk
-from ..results import Solution
+from .verify import Raw
 
-__all__ = ["finish", "kernel_box", "lam_closed_form", "path", "project"]
+__all__ = ["kernel_box", "lam_closed_form", "path", "project"]
 
 _EMPTY = np.empty((1, 0))  # the kernels' box when there is none (never read)
-_EMPTY_1 = np.empty(0)  # the finish kernel's scale when there is none (never read)
 
 
 def kernel_box(bnd):
@@ -45,7 +43,9 @@ def lam_closed_form(model, X, tidx, m, bnd, lams):
     The answer's ``nit`` is 0 (a closed form); the scalar root's own iterations go to
     ``info["phi_nit"]``. A success whose target logit exceeds 4γ times the rounding scale
     Σ|w_i x_i| + |c| is positive in every evaluation of the model (see
-    :func:`fastcf._kernels.softmax._certain_row`): it is ``certified`` and not rechecked.
+    :func:`fastcf._kernels.softmax._certain_row`): the finish
+    (:func:`fastcf._linear.verify.finish`, to which this returns the kernel's raw answers,
+    :class:`~fastcf._linear.verify.Raw`) makes it ``certified``, and it is not rechecked.
     """
     N = X.shape[0]
     lo, hi = kernel_box(bnd)
@@ -66,9 +66,9 @@ def lam_closed_form(model, X, tidx, m, bnd, lams):
         m.unit_wt,
         N > 1,
     )
-    return finish(
-        model, Xs, zeta, tidx, np.zeros_like(nit), status, lams, dist, gn, "closed form",
-        m.wvw == 0.0, None, scale=scale, info={"phi_nit": nit},
+    return Raw(
+        Xs, np.zeros_like(nit), status, lams, "closed form", {"phi_nit": nit}, zeta, dist, gn,
+        scale, m.wvw == 0.0,
     )  # fmt: skip
 
 
@@ -77,7 +77,8 @@ def project(model, X, tidx, m, bnd, proba, margins):
 
     θ = logit τ for ``proba=τ``, raised to ``margins`` where both are given (``proba=τ`` with
     τ ≥ 1/2 is solved as ``region=True`` at margin logit τ by ``verify.region``, whose raises
-    keep its answers beyond rounding of the decision boundary).
+    keep its answers beyond rounding of the decision boundary). Returns the kernel's raw
+    answers (:class:`~fastcf._linear.verify.Raw`); the route finishes them.
     """
     N = X.shape[0]
     if proba is not None:
@@ -89,49 +90,18 @@ def project(model, X, tidx, m, bnd, proba, margins):
     Xs, zeta, status, dist = _lk.project_batch(
         X, model.w, model.c, tidx, m.vw, m.wt, thetas, lo, hi, bnd is not None, N > 1
     )
-    return finish(
-        model, Xs, zeta, tidx, np.zeros(N, dtype=np.int64), status, None, dist, None,
-        "projection", False, proba_min=proba, certify=proba is None,
+    return Raw(
+        Xs, np.zeros(N, dtype=np.int64), status, None, "projection", None, zeta, dist,
+        certify=proba is None,
     )  # fmt: skip
-
-
-def finish(
-    model, Xs, zeta, tidx, nit, status, lams, dist, gn, method, unreachable, proba_min,
-    scale=None, info=None, certify=False,
-):  # fmt: skip
-    """Return the :class:`~fastcf.results.Solution` of the kernels' answers and verdicts.
-
-    ``zeta`` is the target logit at ``Xs``, recomputed from ``Xs``; the model predicts
-    ``classes_[1]`` iff z > 0. ``scale``: the rounding scale Σ|w_i x_i| + |c| of each ``zeta``
-    (a success with ``zeta > 4γ scale`` is ``certified``); else, with ``certify`` (the class
-    alone, no τ: the probabilities here are the kernel's), a success with ``zeta`` above the
-    cheap bound of that need (``model.need_bound``) is. Either way every evaluation of the
-    logit, the model's own included, differs from the kernel's by less than the need (Higham's
-    bound holds for any order of the sums), so it puts the answer in the target: the
-    explainer's verification need not recompute it.
-    """
-    # one kernel for the whole verdict (a score of NumPy calls on (N,) arrays cost a single
-    # query more than its solve): a step that overflowed (tiny w, e.g. |w| = 1e-158) lands at
-    # ±inf, where the logit "classifies" it, and is a numerical failure, not an answer; then
-    # the one rule of a verdict (verdict_row, as verify.verdict), and the certificate
-    mode = 1 if scale is not None else (2 if certify else 0)
-    P, success, status, cert = _vk.binary_finish(
-        Xs, zeta, tidx, status, dist, math.nan if proba_min is None else float(proba_min),
-        lams is not None, bool(unreachable), _EMPTY_1 if scale is None else scale, mode,
-        model.gamma, model.max_row_norm, model.max_abs_b,
-    )  # fmt: skip
-    if mode == 0:
-        cert = None
-    return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn, cert, info)
 
 
 def path(model, x0, k, lams, m, bnd):
     """Solve the λ-path of a binary model: the closed form at every λ of ``lams``.
 
-    Returns the raw answers ``(XL, nit, status, gn)``, one row per λ; the path's route
-    (:func:`fastcf._linear.solvers.path`) makes them a path.
+    Returns the raw answers of :func:`lam_closed_form`, one row per λ; the path's route
+    (:func:`fastcf._linear.solvers.path`) finishes them and makes them a path.
     """
     L = lams.shape[0]
     Xr = np.repeat(x0[None, :], L, axis=0)
-    sol = lam_closed_form(model, Xr, np.full(L, k), m, bnd, np.ascontiguousarray(lams))
-    return sol.x, sol.nit, sol.status, sol.grad_norm
+    return lam_closed_form(model, Xr, np.full(L, k), m, bnd, np.ascontiguousarray(lams))

@@ -22,7 +22,7 @@ With a box the answer leaves the range of V Aᵀ, so the K-space reduction of
   Where fewer features are free than there are classes (|F| < K) the step comes from the
   |F|×|F| Hessian itself instead (:func:`_direct_step`): the Woodbury form rounds away a
   coefficient tiny beside the others and cancels at tiny λ (soak round R, seed 371).
-  The energy E and its gradient are :func:`fastcf._linear.reference.softmax_energy`.
+  The energy E and its gradient are :func:`fastcf._linear.model.softmax_energy`.
 * :func:`proba_bounded_one`, ``proba=τ``: a bisection in log λ over :func:`bounded_one` for
   log p_k(x*(λ)) = log τ (p_k(x*(λ)) increases as λ decreases), warm-started.
   :func:`proba_boxed` runs it row by row, each in its box.
@@ -40,13 +40,20 @@ from .._kernels.softmax.core import _apply_inverse, _factor
 from .._resolve import raise_log_tau
 from .._stage import reaim
 from .._status import Status
-from .metric import row_box
-from .reference import softmax_energy
-from .verify import finish_softmax
+from .model import softmax_energy
+from .verify import Raw
 
 _EPS = float(np.finfo(float).eps)
 
-__all__ = ["bounded_one", "lam_boxed", "path_boxed", "proba_boxed", "proba_bounded_one"]
+__all__ = [
+    "LAM_METHOD",
+    "PROBA_METHOD",
+    "bounded_one",
+    "lam_boxed",
+    "path_boxed",
+    "proba_boxed",
+    "proba_bounded_one",
+]
 
 
 def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=False):
@@ -304,23 +311,35 @@ def _ceiling(A, b, k, x, free, bnd):
     return float(z[k] - m - math.log(e.sum()) + rise.sum()) + slack
 
 
-def lam_boxed(model, X, tidx, m, bnd, lams, tol, max_iter):
-    """Problem (2) with a box for N queries (:func:`bounded_one` row by row, each in its box)."""
+LAM_METHOD = "reduced (active set)"
+PROBA_METHOD = "reduced (λ search, active set)"
+
+
+def lam_boxed(model, X, tidx, m, boxes, lams, tol, max_iter):
+    """Problem (2) with a box for N queries (:func:`bounded_one` row by row, each in its box).
+
+    ``boxes``: the box (lo, hi) of each row (:func:`fastcf._linear.metric.row_boxes`).
+
+    Returns the raw answers (:class:`~fastcf._linear.verify.Raw`); the route finishes them
+    (:func:`fastcf._linear.verify.finish`).
+    """
     N = X.shape[0]
     Xs = np.empty_like(X)
     nit = np.zeros(N, dtype=np.int64)
     status = np.zeros(N, dtype=np.int64)
     for n in range(N):
         Xs[n], nit[n], status[n], _ = bounded_one(
-            model, X[n], int(tidx[n]), float(lams[n]), m.v, m.wt, row_box(bnd, n), tol, max_iter
+            model, X[n], int(tidx[n]), float(lams[n]), m.v, m.wt, boxes[n], tol, max_iter
         )
-    return finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, "reduced (active set)")
+    return Raw(Xs, nit, status, lams, LAM_METHOD)
 
 
-def proba_boxed(model, X, tidx, m, bnd, proba):
+def proba_boxed(model, X, tidx, m, boxes, proba):
     """Solve ``proba=τ`` with bounds for softmax models, row by row (:func:`_proba_row`).
 
-    ``bnd``: one box (lo, hi of shape (D,)) for every row, or one per row ((N, D)).
+    ``boxes``: the box (lo, hi) of each row (:func:`fastcf._linear.metric.row_boxes`). Returns
+    the raw answers (:class:`~fastcf._linear.verify.Raw`, with each row's λ); the route finishes
+    them.
     """
     N = X.shape[0]
     Xs = X.copy()
@@ -328,12 +347,10 @@ def proba_boxed(model, X, tidx, m, bnd, proba):
     status = np.zeros(N, dtype=np.int64)
     lamv = np.full(N, np.nan)
     for n in range(N):
-        box = row_box(bnd, n)  # the query's own box (one per row, or the shared one)
         Xs[n], status[n], lamv[n], nit[n] = _proba_row(
-            model, X[n], int(tidx[n]), m.v, m.wt, box, proba
+            model, X[n], int(tidx[n]), m.v, m.wt, boxes[n], proba
         )
-    method = "reduced (λ search, active set)"
-    return finish_softmax(model, X, Xs, tidx, nit, status, lamv, m, bnd, method, proba_min=proba)
+    return Raw(Xs, nit, status, lamv, PROBA_METHOD)
 
 
 def _proba_row(model, x0, k, v, wt, box, proba):

@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 
 from .._status import Status
-from .metric import distances, row_box
-from .verify import finish_softmax
+from .metric import distances
+from .verify import Raw
 
 _EPS = float(np.finfo(float).eps)
 _FAR_STEPS = 1e12  # in units u of the step the margins need (region_boxed)
@@ -25,12 +25,13 @@ _FAR_STEPS = 1e12  # in units u of the step the margins need (region_boxed)
 __all__ = ["region_boxed"]
 
 
-def region_boxed(model, X, tidx, m, bnd, margins):
+def region_boxed(model, X, tidx, m, boxes, margins):
     """Solve ``region=True`` with bounds for softmax models: one QP per row (Clarabel).
 
-    ``bnd``: one box (lo, hi of shape (D,)) for every row, or one per row ((N, D));
+    ``boxes``: the box (lo, hi) of each row (:func:`fastcf._linear.metric.row_boxes`);
     ``margins``: one per row. Where Clarabel fails, :func:`_region_fallback`, then
-    :func:`_region_ldp`.
+    :func:`_region_ldp`. Returns the raw answers (:class:`~fastcf._linear.verify.Raw`); the
+    route finishes them (:func:`fastcf._linear.verify.finish`).
     """
     import cvxpy as cp
 
@@ -43,7 +44,7 @@ def region_boxed(model, X, tidx, m, bnd, margins):
     dual_rows = False  # a row answered by _region_fallback or _region_ldp
     for n in range(N):
         k = int(tidx[n])
-        box = row_box(bnd, n)  # the query's own box (one per row, or the shared one)
+        box = boxes[n]
         # in the step δ = x − x̄, from the model's own logits of x̄: x̄ that meets the margins
         # is its own answer, and the QP is not the difference of two large numbers (with
         # x̄ = 10⁷ and the box [x̄ − 1, x̄ + 1] Clarabel called x̄ itself infeasible)
@@ -123,7 +124,7 @@ def region_boxed(model, X, tidx, m, bnd, margins):
     method = "cvxpy QP (Clarabel)"
     if dual_rows:
         method += ", or an exact active set where Clarabel failed"
-    return finish_softmax(model, X, Xs, tidx, nit, status, None, m, bnd, method)
+    return Raw(Xs, nit, status, None, method)
 
 
 def _region_fallback(model, x0, k, m, margin, box, D_rows, c):
@@ -144,14 +145,14 @@ def _region_fallback(model, x0, k, m, margin, box, D_rows, c):
 
     lo, hi = box
     t, mg = np.array([k]), np.array([margin])
-    solvers = [lambda: region_primal(model, x0[None], t, m, mg, box)]
+    solvers = [lambda: region_primal(model, x0[None], t, m, mg, box).x[0]]
     if np.isfinite(lo).any() or np.isfinite(hi).any():
-        solvers.insert(0, lambda: region_solution(model, x0[None], t, m, mg))
+        solvers.insert(0, lambda: region_solution(model, x0[None], t, m, mg).x[0])
     for solve in solvers:
         # an answer that meets the margin rows, in the box: the caller's verdict and the
         # explainer's verification judge it as they judge Clarabel's (at margin 0 it sits on
         # the boundary, where verify.region raises the margin: soak round Q)
-        x = solve().x[0]
+        x = solve()
         if np.isfinite(x).all() and (x >= lo).all() and (x <= hi).all():
             if _meets_rows(D_rows, c, x - x0, x):
                 return x

@@ -9,7 +9,9 @@ by a power of 2 where its coefficients are tiny: :func:`scaled`). For models wit
 :func:`lam_shifted`, :func:`closer_shifted` and :func:`path_shifted` compare each answer with the
 shifted model's (and return their input unchanged for other models). The routes of
 :mod:`fastcf._linear.solvers` try these entries in order; each judges its rows in the model's
-own arithmetic.
+own arithmetic. With ``bounds=``, the box's solvers answer (:func:`boxed`: each row's box, the
+form's solver and one finish, on the scaled model) and :class:`InsideBox` is the box's re-aim
+policy: its numerical failures solved without the box, kept where inside.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from .._status import Status
 from . import boxed as _boxed
 from . import boxed_region as _boxed_region
 from . import softmax as _softmax
-from .metric import distances, make_metric
-from .verify import path_result
+from .metric import distances, make_metric, row_box, row_boxes
+from .verify import finish, path_result
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as in fastcf._linear.verify)
@@ -36,6 +38,7 @@ _UNREACHABLE = int(Status.UNREACHABLE)
 _BELOW_DECISION = int(Status.BELOW_DECISION)
 
 __all__ = [
+    "InsideBox",
     "retry",
     "shifted_retry",
     "input_space_retry",
@@ -321,13 +324,17 @@ def boxed(model, X, tidx, m, bnd, proba, margins):
 
 
 def _solve_boxed(model, X, tidx, m, bnd, proba, margins):
-    """Solve ``proba=τ`` or ``region=True`` in a box (the solver of each form).
+    """Solve ``proba=τ`` or ``region=True`` in a box (the solver of each form), finished.
 
-    :func:`fastcf._linear.boxed.proba_boxed`, :func:`fastcf._linear.boxed_region.region_boxed`.
+    :func:`fastcf._linear.boxed.proba_boxed`, :func:`fastcf._linear.boxed_region.region_boxed`:
+    their raw answers, finished once here (:func:`~fastcf._linear.verify.finish`).
     """
+    boxes = row_boxes(bnd, X.shape[0])  # each row's own box
     if proba is not None:
-        return _boxed.proba_boxed(model, X, tidx, m, bnd, proba)
-    return _boxed_region.region_boxed(model, X, tidx, m, bnd, margins)
+        raw = _boxed.proba_boxed(model, X, tidx, m, boxes, proba)
+    else:
+        raw = _boxed_region.region_boxed(model, X, tidx, m, boxes, margins)
+    return finish(model, X, tidx, m, bnd, raw, proba)
 
 
 def scaled(model, X, bnd=None):
@@ -420,3 +427,37 @@ def path_shifted(model, pth, x0, k, target, lams, m, warm, tol, max_iter, names)
     return path_result(
         model, lams, X, x0, k, target, dist, nit, status, gn, pth.method, names, proba
     )
+
+
+class InsideBox:
+    """The box's re-aim policy: each numerical failure of the box solver, solved without it.
+
+    Where the unconstrained answer lies in the row's box it is the boxed answer too (it is
+    feasible, and no point of the smaller set is closer): exact. The projected Newton method of
+    the box failed (status 4) where x̄ is far from the origin and its logits cancel (x̄ ~ 2e5,
+    logits ~ 2e3: ``docs/scripts/soak_zoo.py``) while the unconstrained solvers answer.
+    :meth:`pick` names those rows, the route solves them without the box
+    (:func:`fastcf._linear.solvers.constrained`), and :meth:`merge` keeps each answer that
+    succeeds inside its row's box: one round of the stage's loop (:func:`fastcf._stage.reaim`).
+
+    Parameters
+    ----------
+    bnd : tuple of ndarray
+        The query's box (lo, hi), of shape (D,) or (N, D).
+    """
+
+    def __init__(self, bnd):
+        self.bnd = bnd
+
+    def pick(self, sol, _r):
+        """Return the rows the box solver failed numerically (status 4)."""
+        return np.flatnonzero(sol.status == _NUMERIC)
+
+    def merge(self, sol, rows, sub):
+        """Return ``sol`` with the answers of ``sub`` (those ``rows``) that succeed in the box."""
+        lo, hi = row_box(self.bnd, rows)
+        inside = sub.success & np.all((sub.x >= lo) & (sub.x <= hi), axis=1)
+        if not inside.any():
+            return sol
+        take = np.flatnonzero(inside)
+        return replace_rows(sol, rows[take], take_rows(sub, take))

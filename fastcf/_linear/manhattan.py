@@ -71,10 +71,10 @@ from .._resolve import ROUNDS, raise_at_least, raise_log_tau
 from .._stage import reaim
 from .._status import Status
 from ..results import Solution
-from .binary import finish as _binary_finish
 from .binary import kernel_box
 from .region_highs import second_opinion
-from .verify import softmax_verdict
+from .verify import Raw, softmax_verdict
+from .verify import finish_binary as _binary_finish
 
 __all__ = [
     "binary_constrained",
@@ -202,10 +202,10 @@ def binary_constrained(model, X, tidx, cost, free, bnd, proba, margins):
     Xs, zeta, status, dist, nmv = _l1.constrained_batch(
         X, model.w, model.c, signs, cost, free, thetas, lo, hi, bnd is not None, N > 1
     )
-    return _binary_finish(
-        model, Xs, zeta, tidx, np.zeros(N, dtype=np.int64), status, None, dist, None,
-        _BINARY_METHOD, False, proba, info={"n_moved": nmv},
-    )  # fmt: skip
+    raw = Raw(
+        Xs, np.zeros(N, dtype=np.int64), status, None, _BINARY_METHOD, {"n_moved": nmv}, zeta, dist
+    )
+    return _binary_finish(model, raw, tidx, proba)
 
 
 def binary_constrained_lean(model, X, tidx, cost, free, bnd, proba, margins):
@@ -258,11 +258,12 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
     if fallback:
         return None
     t = np.full(n, tidx[0], dtype=np.int64)
-    sol = _binary_finish(
-        model, Xs[:n], zeta[:n], t, np.zeros(n, dtype=np.int64), status[:n], None, dist[:n],
-        None, _BINARY_METHOD, False, proba,
-        info={"n_moved": nmv[:n], **({"enumeration_stopped": "max_nodes"} if limited else {})},
+    info = {"n_moved": nmv[:n], **({"enumeration_stopped": "max_nodes"} if limited else {})}
+    raw = Raw(
+        Xs[:n], np.zeros(n, dtype=np.int64), status[:n], None, _BINARY_METHOD, info, zeta[:n],
+        dist[:n],
     )  # fmt: skip
+    sol = _binary_finish(model, raw, t, proba)
     if proba is None or model.proba_as_region(proba):
         # verify.region's first round, by its own rule (proba=τ ≥ 1/2 is region=True at margin
         # logit τ there): an answer it would re-solve is the Python scheme's to give
@@ -280,10 +281,11 @@ def _binary_lam(model, X, tidx, cost, free, bnd, lams):
         X, model.w, model.c, signs, cost, free, lams, lo, hi, bnd is not None, N > 1
     )
     unreachable = not bool(np.any(free & (model.w != 0.0)))
-    return _binary_finish(
-        model, Xs, zeta, tidx, np.zeros(N, dtype=np.int64), np.zeros(N, dtype=np.int64), lams,
-        dist, gn, _BINARY_METHOD, unreachable, None, scale=scale, info={"n_moved": nmv},
+    raw = Raw(
+        Xs, np.zeros(N, dtype=np.int64), np.zeros(N, dtype=np.int64), lams, _BINARY_METHOD,
+        {"n_moved": nmv}, zeta, dist, gn, scale, unreachable,
     )  # fmt: skip
+    return _binary_finish(model, raw, tidx)
 
 
 # ---------------------------------------------------------------------------- softmax

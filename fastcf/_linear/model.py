@@ -11,7 +11,14 @@ form, and the fallback entries tried after them, are routed by :mod:`fastcf._lin
 Both keep the softmax form of the model (for binary models the rows ``[0, w]`` and intercepts
 ``[0, c]``), used by the K-space solvers and the D-dimensional reference methods, with its
 transpose, its Gram matrix ``A Aᵀ``, its row norms and ``|b|`` (the λ-path's certificate), and the
-rounding constants γ.
+rounding constants γ. :func:`softmax_energy` is the energy of problem (2) on the softmax form,
+
+    E(x) = λ/2 ‖x − x̄‖²_W − log p_k(x),   p = softmax(A x + b),
+    ∇E(x) = λ W (x − x̄) + Aᵀ (p − e_k)   (0 on frozen features),
+
+with the log-sum-exp taken stably (−log p_k = max z + log Σ exp(z − max z) − z_k): the one
+implementation in Python, shared by the reference methods (:mod:`fastcf._linear.reference`), the
+boxed Newton method (:mod:`fastcf._linear.boxed`) and the benchmarks.
 
 Rounding (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1): any evaluation of a
 logit ``z_i = a_i·x + b_i`` in floating point (BLAS in any blocking order, scikit-learn's
@@ -34,7 +41,7 @@ from .._kernels import verdict as _vk
 from .._kernels.linalg import need_bounds as _need_bounds
 from .._kernels.linalg import need_of_norm as _need_of_norm
 
-__all__ = ["BinaryModel", "SoftmaxModel", "make_model"]
+__all__ = ["BinaryModel", "SoftmaxModel", "make_model", "softmax_energy"]
 
 
 def make_model(A, b, columns=True):
@@ -45,6 +52,61 @@ def make_model(A, b, columns=True):
     its logits ``X @ coef.T`` (:meth:`SoftmaxModel.check_logits`).
     """
     return BinaryModel(A, b) if A.shape[0] <= 2 else SoftmaxModel(A, b, columns)
+
+
+def softmax_energy(A, b, x0, k, lam, x, wt=None, free=None, grad=True):
+    """Return (E, ∇E, p) of problem (2) at ``x`` (see the module docstring), or E alone.
+
+    Parameters
+    ----------
+    A : ndarray of shape (K, D)
+    b : ndarray of shape (K,)
+    x0 : ndarray of shape (D,)
+        The source x̄.
+    k : int
+        The target class.
+    lam : float
+    x : ndarray of shape (D,)
+    wt : ndarray of shape (D,), optional
+        The diagonal of W (the identity by default).
+    free : ndarray of bool, shape (D,), optional
+        Features allowed to move: the gradient is 0 on the others (all free by default).
+    grad : bool, default=True
+        ``False``: return E alone (the line searches of the reference methods).
+
+    Returns
+    -------
+    E : float
+    g : ndarray of shape (D,)
+    p : ndarray of shape (K,)
+        The class probabilities at ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> E, g, p = softmax_energy(np.eye(2), np.zeros(2), np.zeros(2), 1, 1.0, np.zeros(2))
+    >>> bool(abs(E - np.log(2)) < 1e-15), g.tolist(), p.tolist()
+    (True, [0.5, -0.5], [0.5, 0.5])
+    """
+    z = A @ x + b
+    m = z.max()
+    e = np.exp(z - m)
+    s = e.sum()
+    d = x - x0
+    wd = d if wt is None else wt * d
+    if not grad:
+        # summed left to right, as the reference methods' line searches always have (their
+        # answers keep their bits); with the gradient, the −log p_k term is summed first
+        return 0.5 * lam * float(np.dot(wd, d)) + m + np.log(s) - z[k]
+    p = e / s
+    nll = m + np.log(s) - z[k]
+    E = 0.5 * lam * float(np.dot(wd, d)) + nll
+    pe = p.copy()
+    pe[k] -= 1.0
+    g = (lam * d if wt is None else lam * wt * d) + A.T @ pe
+    if free is not None:
+        g[~free] = 0.0
+    return E, g, p
 
 
 def _close_rows(A, G):

@@ -6,14 +6,9 @@ gradient descent with Armijo backtracking, slides 002). These work on x ∈ R^D 
 iteration) and exist for comparison, benchmarks and the reproduction of the paper's figures; the
 production path is the K-dimensional Newton of :mod:`fastcf._kernels.softmax`.
 
-:func:`softmax_energy` is the one implementation in Python of the energy of problem (2),
-
-    E(x) = λ/2 ‖x − x̄‖²_W − log p_k(x),   p = softmax(A x + b),
-    ∇E(x) = λ W (x − x̄) + Aᵀ (p − e_k)   (0 on frozen features),
-
-with the log-sum-exp taken stably (−log p_k = max z + log Σ exp(z − max z) − z_k). It serves
-:class:`SoftmaxProblem` (the reference methods), the boxed Newton method
-(:mod:`fastcf._linear.boxed`) and the benchmarks (:mod:`fastcf.bench.linear`).
+Their energy is :func:`fastcf._linear.model.softmax_energy` (re-exported here), the one
+implementation in Python of the energy of problem (2), which the boxed Newton method
+(:mod:`fastcf._linear.boxed`) and the benchmarks (:mod:`fastcf.bench.linear`) share.
 """
 
 from __future__ import annotations
@@ -22,8 +17,8 @@ import numpy as np
 
 from .._kernels.linalg import cholesky_inplace, cholesky_solve_inplace
 from .._status import Status
-from .metric import row_box
-from .verify import finish_softmax
+from .model import softmax_energy
+from .verify import Raw
 
 __all__ = [
     "SoftmaxProblem",
@@ -33,61 +28,6 @@ __all__ = [
     "softmax_energy",
     "woodbury_newton",
 ]
-
-
-def softmax_energy(A, b, x0, k, lam, x, wt=None, free=None, grad=True):
-    """Return (E, ∇E, p) of problem (2) at ``x`` (see the module docstring), or E alone.
-
-    Parameters
-    ----------
-    A : ndarray of shape (K, D)
-    b : ndarray of shape (K,)
-    x0 : ndarray of shape (D,)
-        The source x̄.
-    k : int
-        The target class.
-    lam : float
-    x : ndarray of shape (D,)
-    wt : ndarray of shape (D,), optional
-        The diagonal of W (the identity by default).
-    free : ndarray of bool, shape (D,), optional
-        Features allowed to move: the gradient is 0 on the others (all free by default).
-    grad : bool, default=True
-        ``False``: return E alone (the line searches of the reference methods).
-
-    Returns
-    -------
-    E : float
-    g : ndarray of shape (D,)
-    p : ndarray of shape (K,)
-        The class probabilities at ``x``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> E, g, p = softmax_energy(np.eye(2), np.zeros(2), np.zeros(2), 1, 1.0, np.zeros(2))
-    >>> bool(abs(E - np.log(2)) < 1e-15), g.tolist(), p.tolist()
-    (True, [0.5, -0.5], [0.5, 0.5])
-    """
-    z = A @ x + b
-    m = z.max()
-    e = np.exp(z - m)
-    s = e.sum()
-    d = x - x0
-    wd = d if wt is None else wt * d
-    if not grad:
-        # summed left to right, as the reference methods' line searches always have (their
-        # answers keep their bits); with the gradient, the −log p_k term is summed first
-        return 0.5 * lam * float(np.dot(wd, d)) + m + np.log(s) - z[k]
-    p = e / s
-    nll = m + np.log(s) - z[k]
-    E = 0.5 * lam * float(np.dot(wd, d)) + nll
-    pe = p.copy()
-    pe[k] -= 1.0
-    g = (lam * d if wt is None else lam * wt * d) + A.T @ pe
-    if free is not None:
-        g[~free] = 0.0
-    return E, g, p
 
 
 class SoftmaxProblem:
@@ -360,14 +300,16 @@ def gradient_descent(prob: SoftmaxProblem, x_init=None, tol=1e-10, max_iter=1000
     return x, nit, status, float(np.linalg.norm(g)), {"E": hist}
 
 
-def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter):
+def lam_reference(model, X, tidx, m, w, fmask, boxes, lams, method, tol, max_iter):
     """Problem (2) for N queries by a reference ``method``, one query at a time, in R^D.
 
-    ``w``: the weights (or ``None``), ``fmask``: the frozen features. Works for both families
-    (on the softmax form of a binary model). The diagnostics of each query go to
-    ``info["per_query"]``.
+    ``w``: the weights (or ``None``), ``fmask``: the frozen features, ``boxes``: the box of each
+    row (:func:`fastcf._linear.metric.row_boxes`) or None. Works for both families
+    (on the softmax form of a binary model). Returns the raw answers
+    (:class:`~fastcf._linear.verify.Raw`), the diagnostics of each query in
+    ``info["per_query"]``; the route finishes them (:func:`fastcf._linear.verify.finish`).
     """
-    if bnd is not None and method != "lbfgs":
+    if boxes is not None and method != "lbfgs":
         raise ValueError(
             f"bounds are supported by method='auto'/'reduced' (exact) and 'lbfgs' "
             f"(L-BFGS-B); got method={method!r}"
@@ -384,11 +326,14 @@ def lam_reference(model, X, tidx, m, w, fmask, bnd, lams, method, tol, max_iter)
             xs, it, st, _g, info = woodbury_newton(prob, m.GV, tol=tol, max_iter=max_iter)
         elif method in ("lbfgs", "cg"):
             xs, it, st, _g, info = scipy_method(
-                prob, method, tol=tol, max_iter=max(max_iter, 1000), bounds=row_box(bnd, n)
+                prob,
+                method,
+                tol=tol,
+                max_iter=max(max_iter, 1000),
+                bounds=None if boxes is None else boxes[n],
             )
         else:
             xs, it, st, _g, info = gradient_descent(prob, tol=tol, max_iter=max(max_iter, 1000))
         Xs[n], nit[n], status[n] = xs, it, st
         infos.append(info)
-    sol = finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, method)
-    return sol._replace(info={"per_query": infos})
+    return Raw(Xs, nit, status, lams, method, {"per_query": infos})

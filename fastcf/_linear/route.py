@@ -248,12 +248,8 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
         )
     if q.form == "proba":
         return solve_rows(X, tidx, bnd, q.proba, None)
-    if q.method in REDUCED:
-        return _solvers.lam(model, X, tidx, m, bnd, lams, q.tol, q.max_iter)
-    # scipy.optimize is imported there, not at start-up (most of the import time)
-    from .reference import lam_reference
-
-    return lam_reference(model, X, tidx, m, W, fmask, bnd, lams, q.method, q.tol, q.max_iter)
+    ref = None if q.method in REDUCED else q.method
+    return _solvers.lam(model, X, tidx, m, bnd, lams, q.tol, q.max_iter, ref, W, fmask)
 
 
 def _margins(X, q):

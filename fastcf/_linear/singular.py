@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .._status import Status
-from .verify import finish_softmax
+from .verify import Raw
 
 __all__ = ["region_singular", "resolve_singular", "region_primal", "REGION_PRIMAL_METHOD"]
 
@@ -139,8 +139,8 @@ def region_primal(model, X, tidx, m, margins, box=None):
     solved keep status NUMERIC. ``box``: (lo, hi) of one query (the same for every row of X),
     whose finite sides on the free features join R as rows √v_i u_i ≥ lo_i − x̄_i and
     −√v_i u_i ≥ x̄_i − hi_i (for up to 2 000 free features: a fallback, not a solver for large
-    boxes; beyond that the row is left NUMERIC). Returns a :class:`~fastcf.results.Solution`
-    (:func:`~fastcf._linear.verify.finish_softmax`).
+    boxes; beyond that the row is left NUMERIC). Returns the raw answers
+    (:class:`~fastcf._linear.verify.Raw`), as the other solvers in R^D.
     """
     N, D = X.shape
     A_, v = model.A, m.v
@@ -194,7 +194,7 @@ def region_primal(model, X, tidx, m, margins, box=None):
             Xs[n, on] = X[n, on] + sv * u
             if box is not None:  # on the box's sides to rounding: exactly there
                 Xs[n] = np.clip(Xs[n], box[0], box[1])
-    return finish_softmax(model, X, Xs, tidx, nit, status, None, m, None, REGION_PRIMAL_METHOD)
+    return Raw(Xs, nit, status, None, REGION_PRIMAL_METHOD)
 
 
 def _violation(R, c, u):

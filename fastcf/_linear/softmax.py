@@ -13,9 +13,11 @@ unknowns and touches the D features only to form z̄ = A x̄ + b and the answer 
   :func:`judge`, with re-solves where it puts the answer below τ), and ``region=True``
   by the (K−1)-variable dual QP of the target's region (:func:`region_solution`:
   ``region_rows``, an exact active set);
-* :func:`reduced_path`: problem (2) along a grid of λ, warm-started (§3.4; ``lam_path``);
-* :func:`finish`: the verdict, distance and projected gradient norm of answers in R^D (also used
-  by the boxed solver and the D-dimensional reference methods, for both families).
+* :func:`reduced_path`: problem (2) along a grid of λ, warm-started (§3.4; ``lam_path``).
+
+These judge their own answers (the kernels' verdicts and certificates, :func:`judge`); the rows
+whose region dual is singular are re-solved by :mod:`.singular` and finished by the linear
+solvers' one finish (:func:`fastcf._linear.verify.finish`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from .._stage import reaim, replace_rows
 from .._status import Status
 from ..results import Solution
 from .singular import region_singular, resolve_singular
-from .verify import finish_softmax, path_result
+from .verify import Raw, finish, path_result
 
 __all__ = ["constrained", "reduced_lam", "reduced_path", "region_singular"]
 
@@ -278,7 +280,7 @@ def region_solution(model, X, tidx, m, margins):
     The kernel solves each row's dual and forms the answer (two passes over A);
     :func:`judge` judges it in the model's own arithmetic, with the certificate that
     spares the explainer's verification its recheck. Rows whose dual is singular (PENDING) are
-    solved by :func:`region_singular` and :func:`finish`.
+    solved by :func:`region_singular` and finished (:func:`fastcf._linear.verify.finish`).
     """
     K = model.A.shape[0]
     Xs, dist, nit, status = rows_region(model, X, tidx, margins, m, 1e-12, 10 * K + 100)
@@ -293,9 +295,8 @@ def region_solution(model, X, tidx, m, margins):
         Zbar = model.logits(X1)
         Y, nit1, st1 = _sk.region_batch(Zbar, m.GV, t1, mg, 1e-12, 10 * K + 100, pend.size > 1)
         resolve_singular(Zbar, t1, mg, Y, st1, model.A, m.v)
-        sub = finish_softmax(
-            model, X1, model.expand(X1, Y, m), t1, nit1, st1, None, m, None, REGION_METHOD
-        )
+        raw = Raw(model.expand(X1, Y, m), nit1, st1, None, REGION_METHOD)
+        sub = finish(model, X1, t1, m, None, raw)
         nit[pend] = 0  # (replace_rows adds the re-solve's iterations)
         sol = replace_rows(sol, pend, sub)
     return sol

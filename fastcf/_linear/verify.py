@@ -3,7 +3,10 @@
 * :func:`verdict`: success = the model classifies the answer as the target (and ``p ≥ τ`` when
   ``proba=`` asked), and the status of an answer that is not a success says why.
 * :func:`softmax_verdict`: the verdict of a softmax model's answers from their logits, which
-  every softmax solver's answers pass; :func:`finish_softmax`, the Euclidean ones' Solution.
+  every softmax solver's answers pass.
+* :func:`finish`: the one finish of the solvers' raw answers (:class:`Raw`: the binary closed
+  forms', by their finish kernel, :func:`finish_binary`; the Euclidean softmax solvers' in R^D,
+  :func:`finish_softmax`), applied by the route to whichever solver answered.
 * :func:`region`: ``region=True`` with a margin raised, where the logits are so large that their
   rounding could exceed it, above the worst-case rounding of every evaluation of the model (the
   bound of :meth:`fastcf._linear.model.BinaryModel.rounding_need`, Higham §3.1).
@@ -17,6 +20,7 @@ the judge of the one stage (:func:`fastcf._stage.judge`), through the model's ``
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,6 +32,9 @@ from ..results import CounterfactualPath, Solution
 from .metric import distances, row_box
 
 __all__ = [
+    "Raw",
+    "finish",
+    "finish_binary",
     "finish_softmax",
     "keep_source",
     "margin_rises",
@@ -46,6 +53,7 @@ _NUMERIC = int(Status.NUMERIC)
 _OK = int(Status.OK)
 _TINY = float(np.finfo(float).tiny)
 _FLOOR = 2.0**-900  # the margin floor per unit of the rows' norm (far above the subnormals)
+_EMPTY_1 = np.empty(0)  # the binary finish kernel's scale when there is none (never read)
 
 
 def verdict(pred, P, tidx, status, proba_min, lam_mode, unreachable):
@@ -85,13 +93,81 @@ def softmax_verdict(model, Xs, tidx, status, lams, proba_min, unreachable=False,
     return P, success, status
 
 
-def finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_min=None):
-    """Return the :class:`~fastcf.results.Solution` of Euclidean softmax answers ``Xs`` in R^D.
+class Raw(NamedTuple):
+    """The raw answers of a linear solver: what :func:`finish` makes a Solution.
 
-    The verdict (:func:`softmax_verdict`; the stage's judge re-checks with ``predict``'s
-    arithmetic), the distances in the metric ``m``, and for problem (2) (``lams`` given, no
-    ``proba_min``) the norm of the (projected, with ``bnd``) gradient of E at the answer.
+    The solvers that do not judge their own answers return these (the binary closed forms,
+    the softmax solvers in R^D: the box's, the reference methods); the route finishes them,
+    once, whichever solver answered. (The primal active set's answers, a fallback of the box's
+    region QP, are read there, unfinished: :mod:`fastcf._linear.boxed_region`.)
     """
+
+    x: np.ndarray  # (N, D) the answers
+    nit: np.ndarray
+    status: np.ndarray  # the solver's own
+    lam: np.ndarray | None  # λ of each answer (problem (2), or the λ-search of proba=τ)
+    method: str
+    info: dict | None = None
+    zeta: np.ndarray | None = None  # binary: the target logit at x, by the kernel
+    distance: np.ndarray | None = None  # binary: the kernel's distances
+    grad_norm: np.ndarray | None = None  # binary problem (2): the kernel's
+    scale: np.ndarray | None = None  # binary problem (2): the rounding scale of each ζ
+    unreachable: bool = False  # binary problem (2): no free feature moves the logit
+    certify: bool = False  # binary region=True: certify by the cheap bound of the need
+
+
+def finish(model, X, tidx, m, bnd, raw, proba_min=None):
+    """Return the :class:`~fastcf.results.Solution` of a solver's raw answers (:class:`Raw`).
+
+    The one finish of the linear solvers that do not judge their own answers: binary answers
+    (``raw.zeta`` given) by the binary finish kernel (:func:`finish_binary`), softmax answers
+    in R^D by :func:`finish_softmax`. ``proba_min``: τ of ``proba=τ`` (None otherwise).
+    """
+    if raw.zeta is not None:
+        return finish_binary(model, raw, tidx, proba_min)
+    return finish_softmax(model, X, tidx, m, bnd, raw, proba_min)
+
+
+def finish_binary(model, raw, tidx, proba_min=None):
+    """Return the :class:`~fastcf.results.Solution` of binary kernels' answers and verdicts.
+
+    ``raw``: the kernels' :class:`Raw` answers (the route's :func:`finish`, and the binary
+    Manhattan solvers, hand them here). ``zeta`` is the target logit at ``Xs``, recomputed from
+    ``Xs``; the model predicts ``classes_[1]`` iff z > 0. ``scale``: the rounding scale
+    Σ|w_i x_i| + |c| of each ``zeta`` (a success with ``zeta > 4γ scale`` is ``certified``);
+    else, with ``certify`` (the class
+    alone, no τ: the probabilities here are the kernel's), a success with ``zeta`` above the
+    cheap bound of that need (``model.need_bound``) is. Either way every evaluation of the
+    logit, the model's own included, differs from the kernel's by less than the need (Higham's
+    bound holds for any order of the sums), so it puts the answer in the target: the
+    explainer's verification need not recompute it.
+    """
+    # one kernel for the whole verdict (a score of NumPy calls on (N,) arrays cost a single
+    # query more than its solve): a step that overflowed (tiny w, e.g. |w| = 1e-158) lands at
+    # ±inf, where the logit "classifies" it, and is a numerical failure, not an answer; then
+    # the one rule of a verdict (verdict_row, as verify.verdict), and the certificate
+    Xs, nit, status, lams, method, info, zeta, dist, gn, scale, unreachable, certify = raw
+    mode = 1 if scale is not None else (2 if certify else 0)
+    P, success, status, cert = _vk.binary_finish(
+        Xs, zeta, tidx, status, dist, math.nan if proba_min is None else float(proba_min),
+        lams is not None, bool(unreachable), _EMPTY_1 if scale is None else scale, mode,
+        model.gamma, model.max_row_norm, model.max_abs_b,
+    )  # fmt: skip
+    if mode == 0:
+        cert = None
+    return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn, cert, info)
+
+
+def finish_softmax(model, X, tidx, m, bnd, raw, proba_min=None):
+    """Return the :class:`~fastcf.results.Solution` of Euclidean softmax answers in R^D.
+
+    ``raw``: the :class:`Raw` answers of a solver in R^D (the boxed solvers, the reference
+    methods), which the route finishes (:func:`finish`). The verdict
+    (:func:`softmax_verdict`; the stage's judge re-checks with ``predict``'s arithmetic), the
+    distances in the metric ``m``, and for problem (2) (``lams`` given, no ``proba_min``) the
+    norm of the (projected, with ``bnd``) gradient of E at the answer.
+    """
+    Xs, nit, status, lams, method, info = raw[:6]
     N = X.shape[0]
     v, wt = m.v, m.wt
     P, success, status = softmax_verdict(model, Xs, tidx, status, lams, proba_min)
@@ -108,7 +184,7 @@ def finish_softmax(model, X, Xs, tidx, nit, status, lams, m, bnd, method, proba_
             G = np.where((Xs <= lo) & (G > 0), 0.0, G)
             G = np.where((Xs >= hi) & (G < 0), 0.0, G)
         gn = np.sqrt(np.einsum("ij,ij->i", G, G))
-    return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn)
+    return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn, None, info)
 
 
 _SOURCE_MEETS = "the source already meets proba=τ (as the model computes it): x̄ itself"
