@@ -421,3 +421,33 @@ def test_an_undecided_euclidean_relaxation_is_not_pruned_regression():
         assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
     else:  # or honestly unproven
         assert "undecided" in res.message
+
+
+def test_a_target_reached_only_on_a_tie_is_answered_regression():
+    # soak_net.py, seed 32, example 1289: target 0 of a binary network is reached only where
+    # every ReLU is off and the logit is exactly 0 (a tie, which the model gives to class 0).
+    # The program's point at margin 1e-6 is no point of the network at that margin, but is the
+    # model's answer on the tie: it is kept, not repaired into "infeasible"
+    coefs = [[[-2.1091691365627314, -0.08385996638806914, -0.33157780818702326],
+              [0.8016761880706871, -0.9802503429901241, -0.008840061019112134],
+              [-0.008194867145840962, 586.3888333867901, -3636.7029876693823],
+              [41.97884271784516, -0.668635126130546, -172.0881168134063]],
+             [[-7138.6782283380735, -763.2645675511492, 0.26811385561928647],
+              [0.7308602375436537, 3521.54487024611, 0.3844426539755499],
+              [-22.825061324382908, -4.848757093723243, -322.7345095297772]],
+             [[3460.0888167775715], [811.8394719051189], [0.012955091121041526]]]  # fmt: skip
+    intercepts = [[-0.04424116962479967, 0.08335374952911209, 4016.571685334794],
+                  [39.160634335393766, -790.4012310507319, -572.3153273939462], [0.0]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(2))
+    x0 = np.array([-0.19030415828078606, 0.6288767986851085, 0.4886792513115148,
+                   -0.7269609717447376])  # fmt: skip
+    w = np.array([0.46701869, 2.56883037, 0.38878849, 9.27216113])
+    lo, hi = -2.79260323 * np.ones(4), 2.79260323 * np.ones(4)
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w)
+    # (the brute force's LP at margin 1e-6 stops on the tie, within its tolerance)
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
+                                    binary=True)  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 0  # (on the tie: the model's rule gives it class 0)
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9

@@ -185,13 +185,20 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
             return _Row(xi, ci, True, int(st), text, gap, ci if st == 0 else r.bound, r.nodes)
     if r is None:
         r = solve_milp(prog, G, g, time_limit=_left(deadline), start=xi, plain=plain)
-    if r.status == "infeasible" and xi is None and q.proba is None and ties_differ(net, t):
-        # nothing beyond the margin: a target reachable only on a tie, which the model's rule
-        # gives to the first class (the judge then asks the model itself)
-        G, g = output_rows(net, t, margin, ties=True)
-        r = solve_milp(prog, G, g, time_limit=_left(deadline), plain=plain)
+    # the rows the model's own rule takes as the target (a tie given to it, where it is)
+    tie = q.proba is None and ties_differ(net, t)
+    accept = output_rows(net, t, margin, ties=True) if tie else None
     if r.x is not None:  # a point of the network itself (the program's may be none)
-        r = network_point(prog, G, g, r, ci, deadline, plain)
+        r = network_point(prog, G, g, r, ci, deadline, plain, accept)
+    if r.status == "infeasible" and xi is None and tie:
+        # nothing beyond the margin: a target reachable only on a tie, which the model's rule
+        # gives to the first class (the judge then asks the model itself). After the repairs:
+        # a program's false answer at the margin can hide a true one on the tie (soak_net,
+        # seed 32: every ReLU off, the logit exactly 0)
+        G, g = accept
+        r = solve_milp(prog, G, g, time_limit=_left(deadline), plain=plain)
+        if r.x is not None:
+            r = network_point(prog, G, g, r, ci, deadline, plain)
     if r.x is None and xi is not None and r.status != "failed":
         # the cutoff left nothing cheaper than the incumbent (up to HiGHS's tolerance): it is
         # the optimum where the search was complete

@@ -321,7 +321,7 @@ def solve_milp(
 REPAIRS = 32
 
 
-def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False):
+def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False, accept=None):
     """Return ``r`` with its ``x`` a point of the network itself, meeting the target.
 
     The point is the closest of the activation pattern of the program's answer
@@ -339,15 +339,25 @@ def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False
     runs out of time, or :data:`REPAIRS` rounds.
 
     ``cutoff``: the cost of an answer the caller already holds (the incumbent): only cheaper
-    ones are looked for. ``r.x`` None after the repairs: nothing cheaper than ``cutoff`` (status
-    "infeasible": proven; "time_limit" or "failed": not).
+    ones are looked for. ``accept``: the rows ``(G, g)`` that the model's own rule takes as the
+    target (:func:`output_rows` with ``ties=True``: a tie given to the target), where they ask
+    less than ``G h ≥ g``: a program's point that meets them is the model's answer, not a false
+    one, and is returned as before (a point on a tie at logit exactly 0, every ReLU off:
+    soak_net, seed 32). ``r.x`` None after the repairs: nothing cheaper than ``cutoff``
+    (status "infeasible": proven; "time_limit" or "failed": not).
     """
     net, x0, lo, hi, w = prog.net, prog.x0, prog.lo, prog.hi, prog.w
     x = solve_pattern(net, net.pattern(r.x), x0, lo, hi, w, G, g, prog.metric, r.changed)
     if x is not None:
         return r._replace(x=x)
     own = r.x if r.changed is None else np.where(r.changed, r.x, x0)
-    if bool(net.meets(own[None], G, g)[0]) or r.ints is None:
+    h = net.last_hidden(own[None])[0]
+    # the target's rows at the program's point, to the rounding of their terms (as the
+    # re-aim's floor, RaiseMargin: ~9000 unit roundoffs of |G| |h| + |g|): a miss within it is
+    # the polytope's rounding, not a false answer
+    Ga, ga = (G, g) if accept is None else accept
+    tol = 9e3 * net.unit * (np.abs(Ga) @ np.abs(h) + np.abs(ga))
+    if bool(np.all(Ga @ h - ga >= -tol)) or r.ints is None:
         # (the pattern's polytope missed by rounding: the program's own point)
         return r._replace(x=own)
     import time
