@@ -348,7 +348,8 @@ def _set_weights(coefs, intercepts, classes):
     return mlp
 
 
-# found by docs/scripts/soak_stage.py --only net --seed 3 (examples 11 and 18): HiGHS's answer
+# found by a soak of networks with weights of 10^±3 (now soak_net.py's wild weights; its first
+# run, seed 3, examples 11 and 18): HiGHS's answer
 # was no point of the network (a binary within its integrality tolerance of 0 let u·a ~ 0.7
 # through an "off" ReLU whose big-M bound u was 1.8e7: x̄ itself at cost 0, its logit 716 short;
 # or a point whose logit was 0 where the margin asked 1e-6), the judge refused it round after

@@ -327,12 +327,14 @@ def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False
     The point is the closest of the activation pattern of the program's answer
     (:func:`solve_pattern`), or, where that polytope misses the target by rounding only, the
     program's own point (its unchanged features exactly x̄'s), as long as it meets the target's
-    rows ``G h ≥ g`` in float64. Where it does not, the program's answer is no point of the
-    network: a binary a within HiGHS's integrality tolerance (1e-6) of 0 lets ``u a`` of an
-    "off" neuron's output through, and with big-M bounds u ~ 1e7 that moved a logit by 716
-    (the soak of ``docs/scripts/soak_stage.py``, seed 3: x̄ itself returned at cost 0, then
-    refused by the model). Then the program's integer assignment (the activation pattern and,
-    for L0 / ``max_changes``, the changed features) is solved exactly as a linear program, kept
+    rows ``G h ≥ g`` in float64 to their rounding (or ``accept``'s, below). Where it does not,
+    the program's answer is no point of the network: a binary a within HiGHS's integrality
+    tolerance (1e-6) of 0 lets ``u a`` of an "off" neuron's output through, and with big-M
+    bounds u ~ 1e7 that moved a logit by 716
+    (a soak of networks whose weights span 10^±3, now ``docs/scripts/soak_net.py``'s wild
+    weights: x̄ itself returned at cost 0, then refused by the model). Then the program's
+    integer assignment (the activation pattern and, for L0 / ``max_changes``, the changed
+    features) is solved exactly as a linear program, kept
     if it is the cheapest true answer so far, and excluded (a no-good row, exact: every point
     of the network with that assignment is in the polytope just solved), and the program is
     solved again below the best cost, until it finds nothing cheaper (the best is optimal),
