@@ -313,11 +313,11 @@ def boxed(model, X, tidx, m, bnd, proba, margins):
     coefficients of 1.2e-19 and a box [0, ∞), the answer 5.6·10¹⁸ away needs λ ~ 1e-38, and
     the unscaled search called the query infeasible (soak round S, seed 393).
     """
-    model, Xs, e = scaled(model, X, bnd)
+    model, X, e = scaled(model, X, bnd)  # (e = 0: the model and X themselves)
+    box = bnd if e == 0 else (np.ldexp(bnd[0], e), np.ldexp(bnd[1], e))
+    sub = _solve_boxed(model, X, tidx, m, box, proba, margins)
     if e == 0:
-        return _solve_boxed(model, X, tidx, m, bnd, proba, margins)
-    box = (np.ldexp(bnd[0], e), np.ldexp(bnd[1], e))
-    sub = _solve_boxed(model, Xs, tidx, m, box, proba, margins)
+        return sub
     with np.errstate(over="ignore", under="ignore"):
         lam = None if sub.lam is None else np.ldexp(sub.lam, 2 * e)
         return sub._replace(x=np.ldexp(sub.x, -e), distance=np.ldexp(sub.distance, -e), lam=lam)
