@@ -99,7 +99,8 @@ class Raw(NamedTuple):
     The solvers that do not judge their own answers return these (the binary closed forms,
     the softmax solvers in R^D: the box's, the reference methods); the route finishes them,
     once, whichever solver answered. (The primal active set's answers, a fallback of the box's
-    region QP, are read there, unfinished: :mod:`fastcf._linear.boxed_region`.)
+    region QP, are read there, unfinished: :mod:`fastcf._linear.boxed_region`. The Manhattan
+    solvers finish their own, in their cost: :mod:`fastcf._linear.manhattan`.)
     """
 
     x: np.ndarray  # (N, D) the answers
