@@ -27,7 +27,7 @@ from . import boxed as _boxed
 from . import boxed_region as _boxed_region
 from . import softmax as _softmax
 from .metric import distances, make_metric, row_box, row_boxes
-from .verify import finish, path_result
+from .verify import Raw, finish, path_result
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as in fastcf._linear.verify)
@@ -424,9 +424,8 @@ def path_shifted(model, pth, x0, k, target, lams, m, warm, tol, max_iter, names)
                 sure = model.surely_in(X[ok], np.full(ok.size, k))[0]
             status[ok[~sure]] = _NUMERIC
     dist = distances(X - x0, None if m.unit_wt else m.wt)
-    return path_result(
-        model, lams, X, x0, k, target, dist, nit, status, gn, pth.method, names, proba
-    )
+    raw = Raw(X, nit, status, lams, pth.method, distance=dist, grad_norm=gn)
+    return path_result(model, x0, k, target, raw, names, proba)
 
 
 class InsideBox:
