@@ -27,7 +27,7 @@ from . import boxed as _boxed
 from . import boxed_region as _boxed_region
 from . import softmax as _softmax
 from .metric import distances, make_metric, row_box, row_boxes
-from .verify import finish, path_result
+from .verify import Raw, finish, path_result
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
 # IntEnum member (as in fastcf._linear.verify)
@@ -313,11 +313,11 @@ def boxed(model, X, tidx, m, bnd, proba, margins):
     coefficients of 1.2e-19 and a box [0, ∞), the answer 5.6·10¹⁸ away needs λ ~ 1e-38, and
     the unscaled search called the query infeasible (soak round S, seed 393).
     """
-    model, Xs, e = scaled(model, X, bnd)
+    model, X, e = scaled(model, X, bnd)  # (e = 0: the model and X themselves)
+    box = bnd if e == 0 else (np.ldexp(bnd[0], e), np.ldexp(bnd[1], e))
+    sub = _solve_boxed(model, X, tidx, m, box, proba, margins)
     if e == 0:
-        return _solve_boxed(model, X, tidx, m, bnd, proba, margins)
-    box = (np.ldexp(bnd[0], e), np.ldexp(bnd[1], e))
-    sub = _solve_boxed(model, Xs, tidx, m, box, proba, margins)
+        return sub
     with np.errstate(over="ignore", under="ignore"):
         lam = None if sub.lam is None else np.ldexp(sub.lam, 2 * e)
         return sub._replace(x=np.ldexp(sub.x, -e), distance=np.ldexp(sub.distance, -e), lam=lam)
@@ -424,9 +424,8 @@ def path_shifted(model, pth, x0, k, target, lams, m, warm, tol, max_iter, names)
                 sure = model.surely_in(X[ok], np.full(ok.size, k))[0]
             status[ok[~sure]] = _NUMERIC
     dist = distances(X - x0, None if m.unit_wt else m.wt)
-    return path_result(
-        model, lams, X, x0, k, target, dist, nit, status, gn, pth.method, names, proba
-    )
+    raw = Raw(X, nit, status, lams, pth.method, distance=dist, grad_norm=gn)
+    return path_result(model, x0, k, target, raw, names, proba)
 
 
 class InsideBox:

@@ -311,18 +311,21 @@ def _margin_short(Z, tidx, margins):
     return short
 
 
-def _softmax_finish(model, X, Xs, tidx, cost, free, nit, status, lams, gn, method, proba_min, info,
-                    Z=None):  # fmt: skip
-    """Return the :class:`~fastcf.results.Solution`: probabilities, verdict, distance.
+def _softmax_finish(model, X, tidx, cost, free, raw, proba_min=None, Z=None):
+    """Return the :class:`~fastcf.results.Solution` of the softmax solvers' raw answers.
 
-    ``Z``: the row kernels' logits of ``Xs`` when the caller has them.
+    ``raw``: their :class:`~fastcf._linear.verify.Raw` answers (``x``, ``nit``, ``status``,
+    ``lam``, ``method``, ``info``, ``grad_norm``); the verdict of their logits
+    (:func:`~fastcf._linear.verify.softmax_verdict`) and their cost Σ c |x − x̄|. ``Z``: the
+    row kernels' logits of ``raw.x`` when the caller has them.
     """
+    Xs, nit, status, lams, method, info = raw[:6]
     unreachable = False
     if lams is not None and proba_min is None:  # no free feature changes a logit difference
         unreachable = not bool(np.any(free & model.moves_logits))
     P, success, status = softmax_verdict(model, Xs, tidx, status, lams, proba_min, unreachable, Z)
     dist = _distance(X, Xs, cost, free)
-    return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn, None, info)
+    return Solution.of(Xs, P, dist, success, status, nit, method, lams, raw.grad_norm, None, info)
 
 
 def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter, rounds=ROUNDS):
@@ -421,7 +424,7 @@ def _softmax_region(model, X, tidx, cost, free, bnd, margins, max_iter, rounds=R
         "highs": by_highs,
     }
     return _softmax_finish(
-        model, X, Xs, tidx, cost, free, nit, status, None, None, _LP_METHOD, None, info, Z
+        model, X, tidx, cost, free, Raw(Xs, nit, status, None, _LP_METHOD, info), Z=Z
     )
 
 
@@ -433,10 +436,8 @@ def _softmax_lam(model, X, tidx, cost, free, bnd, lams, max_iter):
     Xs, nit, status, gn, gap, nmv = _l1.softmax_lam_batch(
         model.AT, Zbar, tidx, lams, cost, free, X, lo, hi, bnd is not None, iters, N > 1
     )
-    info = {"gap": gap, "n_moved": nmv}
-    return _softmax_finish(
-        model, X, Xs, tidx, cost, free, nit, status, lams, gn, _DUAL_METHOD, None, info
-    )
+    raw = Raw(Xs, nit, status, lams, _DUAL_METHOD, {"gap": gap, "n_moved": nmv}, grad_norm=gn)
+    return _softmax_finish(model, X, tidx, cost, free, raw)
 
 
 def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
@@ -504,5 +505,5 @@ def _softmax_proba(model, X, tidx, cost, free, bnd, proba, max_iter):
     reaim(None, pick, solve, merge)
     info = {"gap": gap, "n_moved": np.count_nonzero(Xs != X, axis=1)}
     return _softmax_finish(
-        model, X, Xs, tidx, cost, free, nit, status, lamv, None, _DUAL_METHOD, proba, info
+        model, X, tidx, cost, free, Raw(Xs, nit, status, lamv, _DUAL_METHOD, info), proba
     )

@@ -51,27 +51,15 @@ def path(ex, x, target, lams, frozen, weights, bounds, metric, warm_start, tol, 
         # one batch of L rows (the same x̄, one λ each): each λ is solved exactly, so there
         # is nothing to warm-start
         from . import manhattan as _l1
-        from .verify import path_result
+        from .verify import Raw, path_result
 
         L = lams.size
         XL = np.repeat(X, L, axis=0)
         cost = np.ones(ex.n_features_in_) if w is None else w
         sol = _l1.lam_l1(ex._model, XL, np.full(L, k), cost, ~fmask, bnd, lams, tol, max_iter)
         gn = np.full(L, np.nan) if sol.grad_norm is None else sol.grad_norm
-        return path_result(
-            ex._model,
-            lams,
-            sol.x,
-            X[0],
-            k,
-            target,
-            sol.distance,
-            sol.nit,
-            sol.status,
-            gn,
-            sol.method,
-            names,
-        )
+        raw = Raw(sol.x, sol.nit, sol.status, lams, sol.method, distance=sol.distance, grad_norm=gn)
+        return path_result(ex._model, X[0], k, target, raw, names)
     W = None if w is None else w * w  # ‖w ∘ δ‖₂: the diagonal metric W = w²
     m = ex._cache.get(fmask, W)
     return _solvers.path(

@@ -345,4 +345,5 @@ def reduced_path(model, x0, k, target, lams, m, warm, tol, max_iter, names, xx=N
         rows = np.flatnonzero(status == _PENDING)
         good = model.surely_in(form(Y[rows]), np.full(rows.size, k))[0]
         status[rows] = np.where(good, _OK, _NUMERIC)
-    return path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, "reduced", names, P)
+    raw = Raw(XL, nit, status, lams, "reduced", distance=dist, grad_norm=gn)
+    return path_result(model, x0, k, target, raw, names, P)

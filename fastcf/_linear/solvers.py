@@ -29,7 +29,7 @@ from . import boxed as _boxed
 from . import fallbacks as _fb
 from . import softmax as _softmax
 from .metric import distances, row_boxes
-from .verify import finish, path_result
+from .verify import Raw, finish, path_result
 
 __all__ = ["lam", "constrained", "path", "LAM_FALLBACKS", "CONSTRAINED_FALLBACKS", "PATH_FALLBACKS"]
 
@@ -108,7 +108,8 @@ def path(model, x0, k, target, lams, m, warm, tol, max_iter, names, w=None, bnd=
             XL, nit, status, gn = _boxed.path_boxed(model, x0, k, lams, m, bnd, warm, tol, max_iter)
             method = "reduced (active set)"
         dist = distances(XL - x0, np.ones_like(x0) if w is None else w)
-        return path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, method, names)
+        raw = Raw(XL, nit, status, lams, method, distance=dist, grad_norm=gn)
+        return path_result(model, x0, k, target, raw, names)
     pth = _softmax.reduced_path(model, x0, k, target, lams, m, warm, tol, max_iter, names, xx=xx)
     for entry in PATH_FALLBACKS:
         pth = entry(model, pth, x0, k, target, lams, m, warm, tol, max_iter, names)

@@ -96,21 +96,24 @@ def softmax_verdict(model, Xs, tidx, status, lams, proba_min, unreachable=False,
 class Raw(NamedTuple):
     """The raw answers of a linear solver: what :func:`finish` makes a Solution.
 
+    (A λ-path's answers, one per λ, are what :func:`path_result` makes a path.)
+
     The solvers that do not judge their own answers return these (the binary closed forms,
     the softmax solvers in R^D: the box's, the reference methods); the route finishes them,
     once, whichever solver answered. (The primal active set's answers, a fallback of the box's
-    region QP, are read there, unfinished: :mod:`fastcf._linear.boxed_region`.)
+    region QP, are read there, unfinished: :mod:`fastcf._linear.boxed_region`. The Manhattan
+    solvers finish their own, in their cost: :mod:`fastcf._linear.manhattan`.)
     """
 
     x: np.ndarray  # (N, D) the answers
     nit: np.ndarray
     status: np.ndarray  # the solver's own
-    lam: np.ndarray | None  # λ of each answer (problem (2), or the λ-search of proba=τ)
+    lam: np.ndarray | None  # λ of each answer (problem (2), a λ-path, or proba=τ's λ-search)
     method: str
     info: dict | None = None
     zeta: np.ndarray | None = None  # binary: the target logit at x, by the kernel
-    distance: np.ndarray | None = None  # binary: the kernel's distances
-    grad_norm: np.ndarray | None = None  # binary problem (2): the kernel's
+    distance: np.ndarray | None = None  # binary: the kernel's distances; a λ-path's
+    grad_norm: np.ndarray | None = None  # binary problem (2): the kernel's; a λ-path's
     scale: np.ndarray | None = None  # binary problem (2): the rounding scale of each ζ
     unreachable: bool = False  # binary problem (2): no free feature moves the logit
     certify: bool = False  # binary region=True: certify by the cheap bound of the need
@@ -409,15 +412,19 @@ def region(model, X, tidx, bnd, margin, constrained):
     return reaim(constrained(X, tidx, bnd, margins), pick, solve, merge)
 
 
-def path_result(model, lams, XL, x0, k, target, dist, nit, status, gn, method, names, P=None):
-    """Return the :class:`~fastcf.results.CounterfactualPath` of answers ``XL`` (L, D).
+def path_result(model, x0, k, target, raw, names, P=None):
+    """Return the :class:`~fastcf.results.CounterfactualPath` of a λ-path's answers.
 
-    The one builder of a linear λ-path. Without ``P``, the answers are judged here: the class
-    is the model's decision on its own logits (BLAS, as ``predict``: the probabilities can
-    round to a tie). With ``P`` (the K-space path's kernel, which judged its own rows), the
-    solver's probabilities and ``status`` stand, and ``XL`` may be a callable that forms the
+    The one builder of a linear λ-path. ``raw``: the path solver's :class:`Raw` answers, one
+    per λ: ``x`` (L, D), ``lam`` the path's λ, ``distance``, ``nit``, ``status``,
+    ``grad_norm``, ``method``. Without ``P``, the answers are judged here: the class is the
+    model's decision on its own logits (BLAS, as ``predict``: the probabilities can round to
+    a tie). With ``P`` (the K-space path's kernel, which judged its own rows), the solver's
+    probabilities and ``status`` stand, and ``raw.x`` may be a callable that forms the
     answers on first access of ``path.X``.
     """
+    XL, nit, status, lams, method = raw[:5]
+    dist, gn = raw.distance, raw.grad_norm
     if P is None:
         Z = model.model_logits(XL)
         P = model.proba_from_logits(Z)
