@@ -109,6 +109,9 @@ class Program:
         self.net, self.x0, self.lo, self.hi, self.w = net, x0, lo, hi, w
         self.metric, self.max_changes = metric, max_changes
         self.ls, self.us = bounds
+        #: the binary columns s (a changed feature), one per feature for L0 / max_changes:
+        #: the first of :attr:`MilpResult.ints`, before the neurons' a
+        self.n_s = x0.shape[0] if metric == "l0" or max_changes is not None else 0
 
     def columns(self, x):
         """Return the program's column values at input ``x`` (a point of the network).
@@ -142,8 +145,7 @@ class Program:
         D = x0.shape[0]
         H = sum(W.shape[0] for W in net.W[:-1])
         n_a = int(sum(m.sum() for m in unstable(net, self.ls, self.us)))
-        sparse_changes = self.metric == "l0" or self.max_changes is not None
-        n_s = D if sparse_changes else 0
+        n_s = self.n_s
         n_t = D if self.metric == "manhattan" else 0
         # layout: x | t | s | y (every hidden neuron) | a (the unstable ones)
         ix, it, is_, iy = 0, D, D + n_t, D + n_t + n_s
@@ -364,9 +366,8 @@ def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False
         return r._replace(x=own)
     import time
 
-    _, integ, *_ = prog.build(G, g)
     una = unstable(net, prog.ls, prog.us)
-    n_s = int(integ.sum()) - int(sum(m.sum() for m in una))
+    n_s = prog.n_s  # (r.ints: s, then a)
     best, best_cost, nodes, cuts = None, cutoff, r.nodes, []
     for _ in range(REPAIRS):
         s_part, a_part = r.ints[:n_s], r.ints[n_s:]
