@@ -55,12 +55,24 @@ from .._highs import highs
 from .._net import proba as _proba
 from .._net.bounds import box_bounds, interval, linear_bounds, widen
 from .._net.model import Net
-from .._net.program import output_rows, solve_pattern
+from .._net.program import REPAIRS, output_rows, solve_pattern
 from .._net.rows import network_rows, unstable
 from .._status import Status
 from .milp import Program, RowAnswer, choice_rows
 
 __all__ = ["NetProgram", "is_net_fold"]
+
+
+def _meets(rnet, u, G, g):
+    """Tell whether the network's input ``u`` meets the target's rows ``G h ≥ g`` in float64.
+
+    To the rounding of their terms (~9000 unit roundoffs of ``|G| |h| + |g|``, as
+    :func:`fastcf._net.program.network_point`): a miss within it is the pattern's polytope
+    missed by rounding, not a false answer.
+    """
+    h = rnet.last_hidden(u[None])[0]
+    tol = 9e3 * rnet.unit * (np.abs(G) @ np.abs(h) + np.abs(g))
+    return bool(np.all(G @ h - g >= -tol))
 
 
 def is_net_fold(fold):
@@ -94,11 +106,19 @@ class NetProgram(Program):
         self.check(X)
 
     # ------------------------------------------------------------------ the row's network
-    def row_net(self, x0):
-        """Return the :class:`Net` of the row x̄ over ``u = (Δ in steps, δ)``."""
+    def row_net(self, x0, collapse=False):
+        """Return the :class:`Net` of the row x̄ over ``u = (Δ in steps, δ)``.
+
+        ``collapse``: identity hidden layers multiplied into one affine map (the logits' rows
+        on u itself; :meth:`solve`'s second try where HiGHS failed).
+        """
         net = self.net
         W0 = np.hstack([self.G_step, self.G_ind])
         b0 = self.g + self.G_num @ x0
+        if collapse and not net.relu:
+            for W, b in zip(net.W[1:], net.b[1:], strict=True):
+                W0, b0 = W @ W0, W @ b0 + b
+            return Net((W0,), (b0,), net.relu, net.binary)
         return Net((W0, *net.W[1:]), (b0, *net.b[1:]), net.relu, net.binary)
 
     def _bounds(self, rnet, lo, hi, d_hi):
@@ -145,9 +165,19 @@ class NetProgram(Program):
                 f"{self.schema.columns[self.num_cols[j]]!r} has an infinite bound (the default "
                 "bounds, the training range, are finite)"
             )
-        rnet = self.row_net(x0)
         lo = np.concatenate([dlo, np.zeros(self.n_ind)])
         hi = np.concatenate([dhi, d_hi])
+        ans = self._solve(x0, k0, q, prep, self.row_net(x0), lo, hi)
+        if ans.status == int(Status.SOLVER_FAILED) and not self.net.relu and len(self.net.W) > 2:
+            # identity layers: the chain of their y = z rows multiplies weights of 10³ layer
+            # after layer in HiGHS's matrix, which it can fail ("Solve error":
+            # soak_tabular_net.py --wild, seed 7008); solved again as one affine map
+            ans = self._solve(x0, k0, q, prep, self.row_net(x0, collapse=True), lo, hi)
+        return ans
+
+    def _solve(self, x0, k0, q, prep, rnet, lo, hi):
+        """Return :meth:`solve`'s answer over the row's network ``rnet`` and its box."""
+        d_hi = prep[4]
         bounds = self._bounds(rnet, lo, hi, d_hi)
         t = int(q.target)
         G, g = output_rows(rnet, t, float(q.threshold))
@@ -184,14 +214,15 @@ class NetProgram(Program):
         r = self._milp_net(x0, k0, q, prep, rnet, bounds, G, g)
         if isinstance(r, RowAnswer):
             return r, None
-        v, st, info = r
+        v, st, info, a = r
         u = self._pattern(rnet, v, lo, hi, G, g)
-        delta = u[: self.n_num]  # (a view: u is the answer's point)
-        delta[np.abs(delta) * self.w_step <= 1e-13] = 0.0
-        x = self.move(x0, delta)
-        k = self._categories(u[self.n_num :])
-        cn, cc = self.distance(x0, k0, x, k)
-        cost = float(cn.sum() + cc.sum())
+        if a.size and not _meets(rnet, u, G, g):
+            # no point of the network: repaired (:meth:`_repair`)
+            r = self._repair(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info)
+            if isinstance(r, RowAnswer):
+                return r, None
+            u, st, info = r
+        x, k, cost = self._point(x0, k0, u)
         if st == "optimal":
             msg = "exact (MILP over the network's neurons, then its activation pattern; HiGHS)"
             return RowAnswer(x, k, cost, int(Status.OK), msg, info), u
@@ -203,6 +234,75 @@ class NetProgram(Program):
             f"closest (relative gap {gap:.3g})"
         )
         return RowAnswer(x, k, cost, int(Status.MAXITER), msg, info), u
+
+    def _point(self, x0, k0, u):
+        """Return ``(x, k, cost)`` of the network's input ``u`` (its moves' rounding cleared)."""
+        delta = u[: self.n_num]  # (a view: u is the answer's point)
+        delta[np.abs(delta) * self.w_step <= 1e-13] = 0.0
+        x = self.move(x0, delta)
+        k = self._categories(u[self.n_num :])
+        cn, cc = self.distance(x0, k0, x, k)
+        return x, k, float(cn.sum() + cc.sum())
+
+    def _repair(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info):
+        """Return ``(u, status, info)``: the cheapest true answer, where the program's is none.
+
+        The program's answer meets the ReLUs' rows within HiGHS's tolerances only: a binary a
+        within 1e-6 of 0 lets ``u a`` through an "off" neuron, and with weights of 10³ (big-M
+        bounds of 1e7) that moved a logit by more than 1 (``soak_tabular_net.py --wild``, seed
+        7020: x̄ itself returned at cost 0, refused by the pipeline at every margin, a false
+        failure). As :func:`fastcf._net.program.network_point`: the program's activation
+        pattern is solved exactly — the program with its binaries a fixed, the grid moves and
+        categories still integers, then :meth:`_pattern` — and kept if it is the cheapest true
+        answer so far; the pattern is excluded by a no-good row over the a (0/1 even where the
+        grid moves are general integers: exact, every point of the network in that pattern was
+        just solved), and the program is solved again below the best cost, until it has
+        nothing cheaper (the best is optimal), runs out of time, or
+        :data:`~fastcf._net.program.REPAIRS` rounds. A :class:`RowAnswer` where no true answer
+        was found (infeasible where that is proven).
+        """
+        t0 = time.perf_counter()
+        best, best_cost, cuts, exact, last = None, math.inf, [], True, None
+        nodes = info["nodes"]
+        for _ in range(REPAIRS):
+            left = None
+            if q.time_limit is not None:
+                left = float(q.time_limit) - (time.perf_counter() - t0)
+                if left <= 0.0:
+                    exact = False
+                    break
+            sub = q._replace(time_limit=left)
+            r = self._milp_net(x0, k0, sub, prep, rnet, bounds, G, g, fix=a)
+            if isinstance(r, RowAnswer):
+                exact &= r.status == int(Status.INFEASIBLE)
+            else:
+                exact &= r[1] == "optimal"
+                nodes += r[2]["nodes"]
+                uf = self._pattern(rnet, r[0], lo, hi, G, g)
+                if _meets(rnet, uf, G, g):
+                    cost = self._point(x0, k0, uf.copy())[2]
+                    if cost < best_cost:
+                        best, best_cost = uf, cost
+            cuts.append(a)
+            last = self._milp_net(x0, k0, sub, prep, rnet, bounds, G, g, nogoods=cuts,
+                                  cutoff=best_cost)  # fmt: skip
+            if isinstance(last, RowAnswer):
+                exact &= last.status == int(Status.INFEASIBLE)  # (nothing cheaper: proven)
+                break
+            nodes += last[2]["nodes"]
+            a = last[3]
+        else:
+            exact = False
+        if best is None:
+            if isinstance(last, RowAnswer) and (exact or last.status != int(Status.INFEASIBLE)):
+                return last
+            return RowAnswer(x0.copy(), k0.copy(), math.inf, int(Status.MAXITER),
+                             "no answer that is a point of the network was found (the "
+                             "program's answers were none, within HiGHS's tolerances)",
+                             {**info, "nodes": nodes})  # fmt: skip
+        info = {**info, "nodes": nodes, "repairs": len(cuts)}
+        info["bound"] = best_cost if exact else min(info["bound"], best_cost)
+        return best, "optimal" if exact else "stopped", info
 
     def _categories(self, d):
         """Return the category index of each block of the indicators ``d``."""
@@ -235,11 +335,16 @@ class NetProgram(Program):
         y = solve_pattern(rnet, rnet.pattern(u), u0, plo, phi, w, G, g, "manhattan")
         return u if y is None else np.where(free, y, u)
 
-    def _milp_net(self, x0, k0, q, prep, rnet, bounds, G, g):
-        """Return ``(v, status, info)`` of the row's MILP (v: the moves, then the indicators).
+    def _milp_net(self, x0, k0, q, prep, rnet, bounds, G, g, fix=None, nogoods=(),
+                  cutoff=math.inf):  # fmt: skip
+        """Return ``(v, status, info, a)`` of the row's MILP (v: the moves, then the indicators).
 
-        ``status``: "optimal", or "stopped" (HiGHS's time limit, with an answer). A row without
-        an answer: its :class:`RowAnswer` (infeasible, time limit, failure).
+        ``status``: "optimal", or "stopped" (HiGHS's time limit, with an answer); ``a``: the
+        unstable neurons' binaries, rounded to 0/1. A row without an answer: its
+        :class:`RowAnswer` (infeasible, time limit, failure). ``fix``: the binaries a held at
+        these values (an activation pattern); ``nogoods``: assignments of the a excluded
+        (each ``Σ_{p=0} a − Σ_{p=1} a ≥ 1 − |{p = 1}|``); ``cutoff``: only answers costing
+        less (HiGHS's ``objective_bound``; "infeasible" where there is none).
         """
         import highspy
         from scipy import sparse
@@ -282,20 +387,30 @@ class NetProgram(Program):
         )
         nr = network_rows(rnet, ls, us, P, iy, ia, G, g)
         lb[iy:ia], ub[iy:ia] = nr.y_lb, nr.y_ub
+        if fix is not None:
+            lb[ia:] = ub[ia:] = fix
         k = len(rlo)
+        n_net = nr.low.shape[0]
+        # the no-good rows, after the network's
+        ng = len(nogoods)
+        ng_r = np.repeat(np.arange(ng), n_a)
+        ng_c = np.tile(ia + np.arange(n_a), ng)
+        ng_v = np.concatenate([np.where(p > 0.5, -1.0, 1.0) for p in nogoods]) if ng else []
+        ng_lo = np.array([1.0 - float(np.count_nonzero(p > 0.5)) for p in nogoods])
         A = sparse.csr_array(
             (
-                np.concatenate([vals, nr.vals]),
-                (np.concatenate([rows, k + nr.rows]), np.concatenate([cols, nr.cols])),
+                np.concatenate([vals, nr.vals, ng_v]),
+                (np.concatenate([rows, k + nr.rows, k + n_net + ng_r]),
+                 np.concatenate([cols, nr.cols, ng_c])),
             ),
-            shape=(k + nr.low.shape[0], nv),
+            shape=(k + n_net + ng, nv),
         )  # fmt: skip
         A.sum_duplicates()
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = nv, A.shape[0]
         lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, lb, ub
-        lp.row_lower_ = np.concatenate([rlo, nr.low])
-        lp.row_upper_ = np.concatenate([rhi, nr.high])
+        lp.row_lower_ = np.concatenate([rlo, nr.low, ng_lo])
+        lp.row_upper_ = np.concatenate([rhi, nr.high, np.full(ng, np.inf)])
         lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
         lp.a_matrix_.start_ = A.indptr.astype(np.int32)
         lp.a_matrix_.index_ = A.indices.astype(np.int32)
@@ -308,6 +423,7 @@ class NetProgram(Program):
         h.passModel(lp)
         limit = math.inf if q.time_limit is None else float(q.time_limit)
         h.setOptionValue("time_limit", limit)
+        h.setOptionValue("objective_bound", float(cutoff))
         h.run()
         S = highspy.HighsModelStatus
         st = h.getModelStatus()
@@ -325,8 +441,9 @@ class NetProgram(Program):
         if have and st in (S.kOptimal, S.kTimeLimit, S.kInterrupt, S.kIterationLimit):
             v = np.asarray(h.getSolution().col_value)
             u = np.concatenate([v[:n_num] - v[n_num : 2 * n_num], v[2 * n_num : iz]])
-            return u, "optimal" if st == S.kOptimal else "stopped", info
-        if st in (S.kInfeasible, S.kUnboundedOrInfeasible):
+            a = (v[ia:] > 0.5).astype(np.float64)
+            return u, "optimal" if st == S.kOptimal else "stopped", info, a
+        if st in (S.kInfeasible, S.kUnboundedOrInfeasible, S.kObjectiveBound):
             ans = self._infeasible(x0, k0, None)
             return ans._replace(message=ans.message + f" (HiGHS: {text})", info=info)
         if st in (S.kTimeLimit, S.kInterrupt, S.kIterationLimit):
