@@ -211,6 +211,7 @@ class NetProgram(Program):
         ``u``: the answer's input of the row's network (moves in steps, indicators), None
         where the program has no answer.
         """
+        t0 = time.perf_counter()
         r = self._milp_net(x0, k0, q, prep, rnet, bounds, G, g)
         if isinstance(r, RowAnswer):
             return r, None
@@ -218,7 +219,7 @@ class NetProgram(Program):
         u = self._pattern(rnet, v, lo, hi, G, g)
         if a.size and not _meets(rnet, u, G, g):
             # no point of the network: repaired (:meth:`_repair`)
-            r = self._repair(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info)
+            r = self._repair(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0)
             if isinstance(r, RowAnswer):
                 return r, None
             u, st, info = r
@@ -244,7 +245,7 @@ class NetProgram(Program):
         cn, cc = self.distance(x0, k0, x, k)
         return x, k, float(cn.sum() + cc.sum())
 
-    def _repair(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info):
+    def _repair(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0):
         """Return ``(u, status, info)``: the cheapest true answer, where the program's is none.
 
         The program's answer meets the ReLUs' rows within HiGHS's tolerances only: a binary a
@@ -259,19 +260,22 @@ class NetProgram(Program):
         just solved), and the program is solved again below the best cost, until it has
         nothing cheaper (the best is optimal), runs out of time, or
         :data:`~fastcf._net.program.REPAIRS` rounds. A :class:`RowAnswer` where no true answer
-        was found (infeasible where that is proven).
+        was found (infeasible where that is proven). ``t0``: when the first program started
+        (``q.time_limit`` holds for them all).
         """
-        t0 = time.perf_counter()
         best, best_cost, cuts, exact, last = None, math.inf, [], True, None
         nodes = info["nodes"]
+
+        def left():  # (the row's seconds left for HiGHS: None, none set)
+            if q.time_limit is None:
+                return None
+            return max(float(q.time_limit) - (time.perf_counter() - t0), 1e-3)
+
         for _ in range(REPAIRS):
-            left = None
-            if q.time_limit is not None:
-                left = float(q.time_limit) - (time.perf_counter() - t0)
-                if left <= 0.0:
-                    exact = False
-                    break
-            sub = q._replace(time_limit=left)
+            if q.time_limit is not None and time.perf_counter() - t0 >= float(q.time_limit):
+                exact = False
+                break
+            sub = q._replace(time_limit=left())
             r = self._milp_net(x0, k0, sub, prep, rnet, bounds, G, g, fix=a)
             if isinstance(r, RowAnswer):
                 exact &= r.status == int(Status.INFEASIBLE)
@@ -284,6 +288,7 @@ class NetProgram(Program):
                     if cost < best_cost:
                         best, best_cost = uf, cost
             cuts.append(a)
+            sub = q._replace(time_limit=left())
             last = self._milp_net(x0, k0, sub, prep, rnet, bounds, G, g, nogoods=cuts,
                                   cutoff=best_cost)  # fmt: skip
             if isinstance(last, RowAnswer):
