@@ -497,6 +497,23 @@ _IDENTITY_INTERCEPTS = [
 ]
 
 
+def test_a_program_answer_on_a_tie_is_kept_by_the_repairs_regression():
+    # the same pipeline, row 96, target 0: the cheapest answer (cost 0.6) lies on a tie (every
+    # neuron off, the logit exactly 0: the pipeline's class 0). The program's point is no
+    # point of the network at the margin, but is the pipeline's answer on the tie: the repairs
+    # (which excluded it, then said "infeasible") now accept it, as the network family does
+    X, model = _fit(2, (4, 3), "relu", seed=7020, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in _WILD_COEFS]
+    mlp.intercepts_ = [np.array(b) for b in _WILD_INTERCEPTS]
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    row = X.iloc[[96]]
+    res = tx.explain(row, 0)
+    ref = tabular_model_brute_force(model, row, tabular_grids(X, row), tabular_cost(row), 0)
+    assert np.isfinite(ref[0])
+    _check(model, res, row, 0, ref)
+
+
 def test_identity_layers_of_wild_weights_are_one_affine_map_regression():
     # the chain of y = z rows (weights of 10³ multiplied layer after layer) made HiGHS fail
     # ("Solve error"), a false failure where moving job to b (cost 0.9) is an answer; the

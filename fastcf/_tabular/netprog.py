@@ -55,7 +55,7 @@ from .._highs import highs
 from .._net import proba as _proba
 from .._net.bounds import box_bounds, interval, linear_bounds, widen
 from .._net.model import Net
-from .._net.program import REPAIRS, output_rows, solve_pattern
+from .._net.program import REPAIRS, output_rows, solve_pattern, ties_differ
 from .._net.rows import network_rows, unstable
 from .._status import Status
 from .milp import Program, RowAnswer, choice_rows
@@ -63,16 +63,20 @@ from .milp import Program, RowAnswer, choice_rows
 __all__ = ["NetProgram", "is_net_fold"]
 
 
-def _meets(rnet, u, G, g):
+def _meets(rnet, u, G, g, accept=None):
     """Tell whether the network's input ``u`` meets the target's rows ``G h ≥ g`` in float64.
 
     To the rounding of their terms (~9000 unit roundoffs of ``|G| |h| + |g|``, as
     :func:`fastcf._net.program.network_point`): a miss within it is the pattern's polytope
-    missed by rounding, not a false answer.
+    missed by rounding, not a false answer. ``accept``: other rows ``(G, g)`` that do as well
+    (the ties the model's rule gives the target).
     """
     h = rnet.last_hidden(u[None])[0]
-    tol = 9e3 * rnet.unit * (np.abs(G) @ np.abs(h) + np.abs(g))
-    return bool(np.all(G @ h - g >= -tol))
+    for Gr, gr in ((G, g),) if accept is None else ((G, g), accept):
+        tol = 9e3 * rnet.unit * (np.abs(Gr) @ np.abs(h) + np.abs(gr))
+        if bool(np.all(Gr @ h - gr >= -tol)):
+            return True
+    return False
 
 
 def is_net_fold(fold):
@@ -182,7 +186,13 @@ class NetProgram(Program):
         t = int(q.target)
         G, g = output_rows(rnet, t, float(q.threshold))
         if q.proba is None or self.K == 1:
-            return self._attempt(x0, k0, q, prep, rnet, lo, hi, bounds, G, g)[0]
+            # the rows the model's rule takes as the target (a tie given to it, where it is):
+            # a program's point on such a tie is the pipeline's answer, not a false one
+            # (:func:`fastcf._net.program.network_point`'s ``accept``)
+            accept = None
+            if q.proba is None and ties_differ(rnet, t):
+                accept = output_rows(rnet, t, float(q.threshold), ties=True)
+            return self._attempt(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept)[0]
         # K classes, proba=τ: the tangent cuts of log-sum-exp (one copy of the loop), taken
         # the row's margin beyond max(logit τ, 0) inside the set; the time limit is the row's
         tau = float(q.proba)
@@ -205,11 +215,12 @@ class NetProgram(Program):
         return RowAnswer(x0.copy(), k0.copy(), math.inf, int(Status.NUMERIC),
                          _proba.gave_up(tau), info)  # fmt: skip
 
-    def _attempt(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g):
+    def _attempt(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept=None):
         """Return ``(answer, u)``: the row's :class:`RowAnswer` with the target ``G h ≥ g``.
 
         ``u``: the answer's input of the row's network (moves in steps, indicators), None
-        where the program has no answer.
+        where the program has no answer. ``accept``: rows ``(G, g)`` that the model's rule
+        also takes as the target (ties), or None.
         """
         t0 = time.perf_counter()
         r = self._milp_net(x0, k0, q, prep, rnet, bounds, G, g)
@@ -217,9 +228,9 @@ class NetProgram(Program):
             return r, None
         v, st, info, a = r
         u = self._pattern(rnet, v, lo, hi, G, g)
-        if a.size and not _meets(rnet, u, G, g):
+        if a.size and not _meets(rnet, u, G, g, accept):
             # no point of the network: repaired (:meth:`_repair`)
-            r = self._repair(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0)
+            r = self._repair(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0, accept)
             if isinstance(r, RowAnswer):
                 return r, None
             u, st, info = r
@@ -245,7 +256,7 @@ class NetProgram(Program):
         cn, cc = self.distance(x0, k0, x, k)
         return x, k, float(cn.sum() + cc.sum())
 
-    def _repair(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0):
+    def _repair(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0, accept=None):
         """Return ``(u, status, info)``: the cheapest true answer, where the program's is none.
 
         The program's answer meets the ReLUs' rows within HiGHS's tolerances only: a binary a
@@ -261,7 +272,9 @@ class NetProgram(Program):
         nothing cheaper (the best is optimal), runs out of time, or
         :data:`~fastcf._net.program.REPAIRS` rounds. A :class:`RowAnswer` where no true answer
         was found (infeasible where that is proven). ``t0``: when the first program started
-        (``q.time_limit`` holds for them all).
+        (``q.time_limit`` holds for them all); ``accept``: as :meth:`_attempt`'s (a point on a
+        tie given to the target is a true answer: ``soak_tabular_net.py --wild``, seeds 7020
+        and 7035, where the repairs without it said "infeasible").
         """
         best, best_cost, cuts, exact, last = None, math.inf, [], True, None
         nodes = info["nodes"]
@@ -283,7 +296,7 @@ class NetProgram(Program):
                 exact &= r[1] == "optimal"
                 nodes += r[2]["nodes"]
                 uf = self._pattern(rnet, r[0], lo, hi, G, g)
-                if _meets(rnet, uf, G, g):
+                if _meets(rnet, uf, G, g, accept):
                     cost = self._point(x0, k0, uf.copy())[2]
                     if cost < best_cost:
                         best, best_cost = uf, cost
