@@ -530,3 +530,36 @@ def test_identity_layers_of_wild_weights_are_one_affine_map_regression():
     )
     assert np.isfinite(ref[0])
     _check(model, res, row, 2, ref)
+
+
+# soak_tabular_net.py --wild, seed 8095 (binary, hidden (2,), an output bias of 0)
+_TIE_COEFS = [
+    [
+        [0.033647814210608314, -0.42785039898556987],
+        [1355.9283933267932, 0.3559088344747055],
+        [-0.28499635976679344, 0.04571198077724288],
+        [0.8713442919469039, -0.008396675248419222],
+        [0.9957642703262413, 0.00235921426033952],
+        [-0.028735502854948178, 0.0702553219117646],
+        [56.505197121889154, -3635.8184460651],
+    ],
+    [[238.76274804424514], [-0.04397311840052173]],
+]
+_TIE_INTERCEPTS = [[-0.04533819309154126, -0.04533819309154126], [0.0]]
+
+
+def test_a_tie_cheaper_than_the_margin_answer_is_found_regression():
+    # the cheapest answer (1.87) lies where both neurons are off and the logit is exactly 0 (a
+    # tie, the pipeline's class 0); the program at margin 1e-6 answered 3.07, called optimal.
+    # The tie's program is now solved too below the margin answer's cost (as NetExplainer's)
+    X, model = _fit(2, (2,), "relu", seed=8095, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in _TIE_COEFS]
+    mlp.intercepts_ = [np.array(b) for b in _TIE_INTERCEPTS]
+    tx = fastcf.TabularExplainer(model, X, weights=W, immutable=["job"])
+    row = X.iloc[[157]]
+    res = tx.explain(row, 0)
+    grids = tabular_grids(X, row, fixed=["job"])
+    ref = tabular_model_brute_force(model, row, grids, tabular_cost(row), 0)
+    assert np.isfinite(ref[0])
+    _check(model, res, row, 0, ref)

@@ -53,6 +53,7 @@ import numpy as np
 
 from .._highs import highs
 from .._net import proba as _proba
+from .._net.answer import TIE_GAIN
 from .._net.bounds import box_bounds, interval, linear_bounds, widen
 from .._net.model import Net
 from .._net.program import REPAIRS, output_rows, solve_pattern, ties_differ
@@ -192,7 +193,11 @@ class NetProgram(Program):
             accept = None
             if q.proba is None and ties_differ(rnet, t):
                 accept = output_rows(rnet, t, float(q.threshold), ties=True)
-            return self._attempt(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept)[0]
+            ans = self._attempt(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept)[0]
+            if accept is not None and ans.status == int(Status.OK) and ans.cost > 0.0:
+                tie = self._tie(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept, ans)
+                ans = ans if tie is None else tie
+            return ans
         # K classes, proba=τ: the tangent cuts of log-sum-exp (one copy of the loop), taken
         # the row's margin beyond max(logit τ, 0) inside the set; the time limit is the row's
         tau = float(q.proba)
@@ -246,6 +251,50 @@ class NetProgram(Program):
             f"closest (relative gap {gap:.3g})"
         )
         return RowAnswer(x, k, cost, int(Status.MAXITER), msg, info), u
+
+    def _tie(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept, ans):
+        """Return a cheaper answer than ``ans`` on a region of ties, or None.
+
+        The tabular copy of :func:`fastcf._net.answer._tie_row`: where the model's rule gives
+        a tie to the target and some output row's value with its last-layer neurons off
+        (−g of the tie's rows ``accept``) lies in [0, margin) (an output bias of 0), the
+        cheapest answer can lie where those neurons are all off and the logits tie exactly,
+        which no point at the margin reaches (``soak_tabular_net.py --wild``, seed 8095: 1.87
+        on the tie, 3.07 at the margin, called optimal). The tie's program is solved below
+        ``ans``'s cost less :data:`~fastcf._net.answer.TIE_GAIN`; its answer is kept only
+        where every last-layer neuron that a row short of the margin weighs is off beyond its
+        rounding (its output exactly 0 in any order of the model's sums: the tie holds as the
+        pipeline computes it). Such a point on the boundary of that region (a continuous
+        column moved to it) is not taken: the margin's answer stays.
+        """
+        Gt, gt = accept
+        if not rnet.relu or not np.any((g > gt) & (-gt >= 0.0) & (-gt < g - gt)):
+            return None
+        cutoff = ans.cost * (1.0 - TIE_GAIN)
+        r = self._milp_net(x0, k0, q, prep, rnet, bounds, Gt, gt, cutoff=cutoff)
+        if isinstance(r, RowAnswer) or r[1] != "optimal":
+            return None
+        v, _, info, _ = r
+        u = self._pattern(rnet, v, lo, hi, Gt, gt)
+        zs = [z[0] for z in rnet.hidden(u[None])]
+        if not zs:
+            return None
+        below = np.maximum(zs[-2], 0.0) if len(zs) > 1 else u  # (the last layer's input)
+        z = zs[-1]
+        h = np.maximum(z, 0.0)
+        short = ~(G @ h - g >= 0.0)
+        # off beyond their rounding (~9000 unit roundoffs of their terms), so that the
+        # pipeline's own arithmetic has them off too, whatever the order of its sums
+        eps = 9e3 * rnet.unit * (np.abs(rnet.W[-2]) @ np.abs(below) + np.abs(rnet.b[-2]))
+        weighed = np.any(G[short] != 0.0, axis=0)
+        if not np.all(-gt[short] >= 0.0) or np.any(weighed & (z > -eps)):
+            return None
+        x, k, cost = self._point(x0, k0, u)
+        if not cost < cutoff:
+            return None
+        info = {**info, "nodes": ans.info.get("nodes", 0) + info["nodes"], "tie": True}
+        msg = "exact (MILP over the network's neurons, on a tie the model gives the target; HiGHS)"
+        return RowAnswer(x, k, cost, int(Status.OK), msg, info)
 
     def _point(self, x0, k0, u):
         """Return ``(x, k, cost)`` of the network's input ``u`` (its moves' rounding cleared)."""
