@@ -420,3 +420,146 @@ def test_fuzz_small_pipelines(seed, classes, hidden, max_changes):
                 model, row, tabular_grids(X, row), tabular_cost(row), t, max_changes=max_changes
             )
             _check(model, res, row, t, ref)
+
+
+# soak_tabular_net.py --wild, seed 7020 (binary, hidden (4, 3), weights of 10^±3): the
+# network's weights the soak put in place of the fitted ones
+_WILD_COEFS = [
+    [
+        [3.8930078938057138, 990.6350866377643, -1.494811774311448, 10.361304943781665],
+        [0.0477874597427938, 0.09056501353898329, 9507.665145994364, -0.06455035895312784],
+        [-5.733317243858255, -0.007854641582842138, 2145.056989068157, -0.009898708345396308],
+        [679.8080328992698, 5.901494785861721, 0.5328405170419792, -0.4937210854100805],
+        [-880.1249091899684, 53.50033163797139, 18.57458212630053, -0.007298972732289322],
+        [-0.006501802179674644, -428.68181090307786, -6.246762198930305, 8311.173309986063],
+        [6.592250838886206, 0.8958506219806344, -285.9136552867841, -111.95196573205189],
+    ],
+    [
+        [1.87302496665531, 61.56028500896302, -3226.5569662485573],
+        [0.08859155749027299, 88.51709949757898, 6.159050662759173],
+        [63.99859387650654, -78.12263610484004, -0.006202470877552361],
+        [1.87302496665531, 61.56028500896302, -3226.5569662485573],
+    ],
+    [[0.0], [35.54807644884952], [0.705811341576213]],
+]
+_WILD_INTERCEPTS = [
+    [0.0, -4.726978393255342, 1561.73335766232, -521.1162442605929],
+    [0.00478649380835802, -0.2833401819408598, 0.0],
+    [0.0],
+]
+
+
+def test_a_program_answer_off_the_network_is_repaired_regression():
+    # the program's answer was x̄ itself at cost 0 (a binary a within HiGHS's tolerance of 0
+    # let a big-M leak through an "off" neuron), its pattern's polytope missed the target, and
+    # the program's own point was kept: refused by the pipeline at every margin, a false
+    # failure where moving n to 9 (cost 0.6) is an answer. Now the pattern is excluded by a
+    # no-good row over the ReLU binaries and the program solved again
+    X, model = _fit(2, (4, 3), "relu", seed=7020, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in _WILD_COEFS]
+    mlp.intercepts_ = [np.array(b) for b in _WILD_INTERCEPTS]
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    row = X.iloc[[159]]
+    target = _targets(model, row)[0]
+    res = tx.explain(row, target, proba=0.75)
+    ref = tabular_model_brute_force(
+        model, row, tabular_grids(X, row), tabular_cost(row), target, proba=0.75
+    )
+    assert np.isfinite(ref[0])
+    _check(model, res, row, target, ref, proba=0.75)
+
+
+# soak_tabular_net.py --wild, seed 7008 (3 classes, identity layers (2, 2, 2), weights of
+# 10^±3)
+_IDENTITY_COEFS = [
+    [
+        [-6596.121504141118, -11.55499907197402],
+        [0.8405441357667833, -0.7535891111164368],
+        [-0.040528634278872676, 0.005281286006308263],
+        [7995.559679877582, -2.6422914044115924],
+        [0.0091522151172845, 0.009207597675908872],
+        [0.0, 0.0],
+        [2103.960450806948, -0.004224284911875401],
+    ],
+    [[-0.0015708610674288633, -6531.249605671359], [-0.0015708610674288633, -6531.249605671359]],
+    [[0.0, 0.0], [899.034564898562, 1.3693460543764657]],
+    [
+        [-3.6510570013435513, 0.04558749617151706, -562.4950106334085],
+        [-3.6510570013435513, 0.04558749617151706, -562.4950106334085],
+    ],
+]
+_IDENTITY_INTERCEPTS = [
+    [-73.92434876732658, -7.794815992392306],
+    [-0.34439011827012994, -426.95729687432],
+    [-0.0011696598868210933, -0.0011696598868210933],
+    [99.10620021610725, 3058.0905258884595, -0.07600484745441559],
+]
+
+
+def test_a_program_answer_on_a_tie_is_kept_by_the_repairs_regression():
+    # the same pipeline, row 96, target 0: the cheapest answer (cost 0.6) lies on a tie (every
+    # neuron off, the logit exactly 0: the pipeline's class 0). The program's point is no
+    # point of the network at the margin, but is the pipeline's answer on the tie: the repairs
+    # (which excluded it, then said "infeasible") now accept it, as the network family does
+    X, model = _fit(2, (4, 3), "relu", seed=7020, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in _WILD_COEFS]
+    mlp.intercepts_ = [np.array(b) for b in _WILD_INTERCEPTS]
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    row = X.iloc[[96]]
+    res = tx.explain(row, 0)
+    ref = tabular_model_brute_force(model, row, tabular_grids(X, row), tabular_cost(row), 0)
+    assert np.isfinite(ref[0])
+    _check(model, res, row, 0, ref)
+
+
+def test_identity_layers_of_wild_weights_are_one_affine_map_regression():
+    # the chain of y = z rows (weights of 10³ multiplied layer after layer) made HiGHS fail
+    # ("Solve error"), a false failure where moving job to b (cost 0.9) is an answer; the
+    # identity layers are now one affine map of the program's input
+    X, model = _fit(3, (2, 2, 2), "identity", seed=7008, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in _IDENTITY_COEFS]
+    mlp.intercepts_ = [np.array(b) for b in _IDENTITY_INTERCEPTS]
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    row = X.iloc[[90]]
+    res = tx.explain(row, 2, max_changes=2)
+    ref = tabular_model_brute_force(
+        model, row, tabular_grids(X, row), tabular_cost(row), 2, max_changes=2
+    )
+    assert np.isfinite(ref[0])
+    _check(model, res, row, 2, ref)
+
+
+# soak_tabular_net.py --wild, seed 8095 (binary, hidden (2,), an output bias of 0)
+_TIE_COEFS = [
+    [
+        [0.033647814210608314, -0.42785039898556987],
+        [1355.9283933267932, 0.3559088344747055],
+        [-0.28499635976679344, 0.04571198077724288],
+        [0.8713442919469039, -0.008396675248419222],
+        [0.9957642703262413, 0.00235921426033952],
+        [-0.028735502854948178, 0.0702553219117646],
+        [56.505197121889154, -3635.8184460651],
+    ],
+    [[238.76274804424514], [-0.04397311840052173]],
+]
+_TIE_INTERCEPTS = [[-0.04533819309154126, -0.04533819309154126], [0.0]]
+
+
+def test_a_tie_cheaper_than_the_margin_answer_is_found_regression():
+    # the cheapest answer (1.87) lies where both neurons are off and the logit is exactly 0 (a
+    # tie, the pipeline's class 0); the program at margin 1e-6 answered 3.07, called optimal.
+    # The tie's program is now solved too below the margin answer's cost (as NetExplainer's)
+    X, model = _fit(2, (2,), "relu", seed=8095, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in _TIE_COEFS]
+    mlp.intercepts_ = [np.array(b) for b in _TIE_INTERCEPTS]
+    tx = fastcf.TabularExplainer(model, X, weights=W, immutable=["job"])
+    row = X.iloc[[157]]
+    res = tx.explain(row, 0)
+    grids = tabular_grids(X, row, fixed=["job"])
+    ref = tabular_model_brute_force(model, row, grids, tabular_cost(row), 0)
+    assert np.isfinite(ref[0])
+    _check(model, res, row, 0, ref)

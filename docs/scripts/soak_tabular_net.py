@@ -10,8 +10,15 @@ pipeline's own ``predict`` (``tests/reference.py``: ``tabular_model_brute_force`
 must be the target under ``predict`` (and ``predict_proba``) and cost the brute force's
 optimum; a failure must have no answer in the brute force.
 
-Usage: ``python docs/scripts/soak_tabular_net.py [N] [SEED]`` (default 100, 1000). Exit status
-1 on any mismatch.
+``--wild``: the network's fitted weights replaced by wild ones, as ``soak_net.py``'s (each
+weight ±(1…10)·10^(−3…3), each layer at random a zero row or two equal rows: big-M bounds of
+1e7 and more, ties at an output bias of 0); the brute force and the judge are the pipeline's
+own ``predict`` as before. Each mismatch is counted as a false success (a success the
+pipeline does not put in the target, or at ``proba=``, below τ), a false failure (no answer
+where the brute force has one) or a wrong cost (a success whose cost is not the optimum's).
+
+Usage: ``python docs/scripts/soak_tabular_net.py [N] [SEED] [--wild]`` (default 100, 1000).
+Exit status 1 on any mismatch.
 """
 
 import os
@@ -22,8 +29,10 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
+sys.path.insert(0, HERE)
 
 from reference import tabular_model_brute_force  # noqa: E402
+from soak_net import _wild  # noqa: E402
 from test_tabular_net import W, _fit, _targets  # noqa: E402
 from tree_models import tabular_cost, tabular_grids  # noqa: E402
 
@@ -32,16 +41,28 @@ import fastcf  # noqa: E402
 HIDDEN = [(2,), (4,), (6,), (3, 2), (4, 3), (2, 2, 2)]
 
 
-def one(seed):
-    """Return (queries, successes, mismatches) of one random pipeline."""
+KEYS = ("queries", "successes", "false successes", "false failures", "wrong cost", "refused")
+
+
+def one(seed, wild=False):
+    """Return the counts (:data:`KEYS`) of one random pipeline."""
     rng = np.random.default_rng(seed)
     classes = int(rng.choice([2, 3]))
     hidden = HIDDEN[rng.integers(len(HIDDEN))]
     act = "relu" if rng.random() < 0.85 else "identity"
     X, model = _fit(classes, hidden, act, seed=seed, n=160)
+    if wild:
+        mlp = model[-1]
+        mlp.coefs_ = [_wild(rng, c.shape) for c in mlp.coefs_]
+        mlp.intercepts_ = [_wild(rng, (b.shape[0], 1))[:, 0] for b in mlp.intercepts_]
     imm = ["job"] if rng.random() < 0.3 else None
-    tx = fastcf.TabularExplainer(model, X, weights=W, immutable=imm)
-    queries = succ = bad = 0
+    count = dict.fromkeys(KEYS, 0)
+    try:
+        tx = fastcf.TabularExplainer(model, X, weights=W, immutable=imm)
+    except ValueError as e:  # (the fold's check refuses a pipeline it cannot reproduce)
+        print(f"refused: seed {seed} {hidden} {act} classes {classes}: {e}", flush=True)
+        count["refused"] += 1
+        return count
     for i in rng.choice(X.shape[0], 2, replace=False):
         row = X.iloc[[int(i)]]
         for t in _targets(model, row):
@@ -52,37 +73,43 @@ def one(seed):
             ref = tabular_model_brute_force(
                 model, row, grids, tabular_cost(row), t, max_changes=mc, proba=proba
             )[0]
-            queries += 1
+            count["queries"] += 1
+            what = None
             if res.success:
-                succ += 1
+                count["successes"] += 1
                 k = list(model.classes_).index(t)
                 valid = model.predict(res.x)[0] == t and (
                     proba is None or model.predict_proba(res.x)[0, k] >= proba
                 )
-                ok = valid and abs(res.distance - ref) <= 1e-7 * max(1.0, ref)
-            else:
-                ok = not np.isfinite(ref)
-            if not ok:
-                bad += 1
+                if not valid:
+                    what = "false successes"
+                elif abs(res.distance - ref) > 1e-7 * max(1.0, ref):
+                    what = "wrong cost"
+            elif np.isfinite(ref):
+                what = "false failures"
+            if what:
+                count[what] += 1
                 print(
-                    f"MISMATCH seed {seed} {hidden} {act} classes {classes} row {i} target {t} "
-                    f"max_changes {mc} proba {proba}: {res.success} {res.status} "
+                    f"MISMATCH ({what}) seed {seed} {hidden} {act} classes {classes} row {i} "
+                    f"target {t} max_changes {mc} proba {proba}: {res.success} {res.status} "
                     f"{res.distance} vs {ref} ({res.message})",
                     flush=True,
                 )
-    return queries, succ, bad
+    return count
 
 
-def main(n=100, seed=1000):
+def main(n=100, seed=1000, wild=False):
     t0 = time.time()
-    total = np.zeros(3, dtype=int)
+    total = dict.fromkeys(KEYS, 0)
     for s in range(seed, seed + n):
-        total += one(s)
-    q, s, b = total
-    print(f"{n} pipelines, {q} queries, {s} successes, {b} mismatches, {time.time() - t0:.0f} s")
-    return 1 if b else 0
+        for key, v in one(s, wild).items():
+            total[key] += v
+    print(f"{n} pipelines{' (wild)' if wild else ''}, " + ", ".join(f"{v} {k}" for k, v in
+          total.items()) + f", {time.time() - t0:.0f} s")  # fmt: skip
+    return 1 if any(total[k] for k in KEYS[2:5]) else 0
 
 
 if __name__ == "__main__":
-    args = [int(a) for a in sys.argv[1:]]
-    sys.exit(main(*args))
+    wild = "--wild" in sys.argv[1:]
+    args = [int(a) for a in sys.argv[1:] if a != "--wild"]
+    sys.exit(main(*args, wild=wild))

@@ -109,6 +109,9 @@ class Program:
         self.net, self.x0, self.lo, self.hi, self.w = net, x0, lo, hi, w
         self.metric, self.max_changes = metric, max_changes
         self.ls, self.us = bounds
+        #: the binary columns s (a changed feature), one per feature for L0 / max_changes:
+        #: the first of :attr:`MilpResult.ints`, before the neurons' a
+        self.n_s = x0.shape[0] if metric == "l0" or max_changes is not None else 0
 
     def columns(self, x):
         """Return the program's column values at input ``x`` (a point of the network).
@@ -142,8 +145,7 @@ class Program:
         D = x0.shape[0]
         H = sum(W.shape[0] for W in net.W[:-1])
         n_a = int(sum(m.sum() for m in unstable(net, self.ls, self.us)))
-        sparse_changes = self.metric == "l0" or self.max_changes is not None
-        n_s = D if sparse_changes else 0
+        n_s = self.n_s
         n_t = D if self.metric == "manhattan" else 0
         # layout: x | t | s | y (every hidden neuron) | a (the unstable ones)
         ix, it, is_, iy = 0, D, D + n_t, D + n_t + n_s
@@ -364,9 +366,8 @@ def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False
         return r._replace(x=own)
     import time
 
-    _, integ, *_ = prog.build(G, g)
     una = unstable(net, prog.ls, prog.us)
-    n_s = int(integ.sum()) - int(sum(m.sum() for m in una))
+    n_s = prog.n_s  # (r.ints: s, then a)
     best, best_cost, nodes, cuts = None, cutoff, r.nodes, []
     for _ in range(REPAIRS):
         s_part, a_part = r.ints[:n_s], r.ints[n_s:]
@@ -405,23 +406,27 @@ def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False
                       "optimal" if proven else "time_limit", nodes)  # fmt: skip
 
 
-def pattern_rows(net, pattern, G_out, g_out):
+def pattern_rows(net, pattern, G_out, g_out, strict=None):
     """Return ``(A, b)``: the activation ``pattern``'s polytope in the target, ``A x ≤ b``.
 
     Inside the pattern the network is affine (:meth:`~fastcf._net.model.Net.affine`): each
     hidden neuron that is on asks ``z(x) ≥ 0``, each that is off ``z(x) ≤ 0`` (none for
     identity layers), and the target's rows ``G_out h ≥ g_out`` on the last hidden layer's
-    output ``h = M x + m`` (the pattern's map) are linear in x too.
+    output ``h = M x + m`` (the pattern's map) are linear in x too. ``strict`` (an array of
+    |x|'s bounds, or None): each off neuron asks ``z(x) ≤ −ε`` instead, ε ~9000 unit roundoffs
+    of its terms ``|A| strict + |c|``, so that the network's own arithmetic keeps it off (a
+    point on a tie, where the least leak through a ReLU moves the logit off it).
     """
     pre, _ = net.affine(pattern)
     A_ub, b_ub = [], []
     for (A, c), on in zip(pre, pattern, strict=True):
         if not net.relu:
             continue
-        # on: −(A x + c) ≤ 0; off: A x + c ≤ 0
+        # on: −(A x + c) ≤ 0; off: A x + c ≤ 0 (≤ −ε, strict)
         sgn = np.where(on, -1.0, 1.0)
         A_ub.append(sgn[:, None] * A)
-        b_ub.append(-sgn * c)
+        eps = 0.0 if strict is None else 9e3 * net.unit * (np.abs(A) @ strict + np.abs(c))
+        b_ub.append(-sgn * c - np.where(on, 0.0, eps))
     if pre:
         Al, cl = pre[-1]
         if net.relu:
@@ -435,7 +440,7 @@ def pattern_rows(net, pattern, G_out, g_out):
     return np.vstack(A_ub), np.concatenate(b_ub)
 
 
-def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=None):
+def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=None, strict=False):
     """Return the closest point of the activation ``pattern``'s polytope meeting the target.
 
     Inside the pattern the network is affine (:meth:`~fastcf._net.model.Net.affine`): each
@@ -444,7 +449,8 @@ def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=Non
     (a bool mask): the features that may change (the others stay at x̄), for L0 and
     ``max_changes``, whose changed set the mixed-integer program chose. Manhattan: an LP in
     the moves ``x = x̄ + p − n`` (p, n ≥ 0 within the box's room, cost ``Σ w (p + n)``); L0
-    (cost fixed by ``movable``): the closest point in Manhattan terms among those.
+    (cost fixed by ``movable``): the closest point in Manhattan terms among those. ``strict``:
+    the off neurons kept off beyond their rounding (:func:`pattern_rows`).
 
     Returns
     -------
@@ -457,7 +463,8 @@ def solve_pattern(net, pattern, x0, lo, hi, w, G_out, g_out, metric, movable=Non
     if movable is not None:
         lo[~movable] = x0[~movable]
         hi[~movable] = x0[~movable]
-    Ax, bx = pattern_rows(net, pattern, G_out, g_out)
+    mag = np.maximum(np.abs(lo), np.abs(hi)) if strict else None
+    Ax, bx = pattern_rows(net, pattern, G_out, g_out, mag)
     # variables (p, n) ≥ 0, x = x̄ + p − n inside the box; min Σ w (p + n)
     v = _lp(np.concatenate([w, w]), np.hstack([Ax, -Ax]), bx - Ax @ x0,
             np.concatenate([hi - x0, x0 - lo]))  # fmt: skip

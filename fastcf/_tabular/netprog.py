@@ -53,14 +53,31 @@ import numpy as np
 
 from .._highs import highs
 from .._net import proba as _proba
+from .._net.answer import TIE_GAIN
 from .._net.bounds import box_bounds, interval, linear_bounds, widen
 from .._net.model import Net
-from .._net.program import output_rows, solve_pattern
+from .._net.program import REPAIRS, output_rows, solve_pattern, ties_differ
 from .._net.rows import network_rows, unstable
 from .._status import Status
 from .milp import Program, RowAnswer, choice_rows
 
 __all__ = ["NetProgram", "is_net_fold"]
+
+
+def _meets(rnet, u, G, g, accept=None):
+    """Tell whether the network's input ``u`` meets the target's rows ``G h ≥ g`` in float64.
+
+    To the rounding of their terms (~9000 unit roundoffs of ``|G| |h| + |g|``, as
+    :func:`fastcf._net.program.network_point`): a miss within it is the pattern's polytope
+    missed by rounding, not a false answer. ``accept``: other rows ``(G, g)`` that do as well
+    (the ties the model's rule gives the target).
+    """
+    h = rnet.last_hidden(u[None])[0]
+    for Gr, gr in ((G, g),) if accept is None else ((G, g), accept):
+        tol = 9e3 * rnet.unit * (np.abs(Gr) @ np.abs(h) + np.abs(gr))
+        if bool(np.all(Gr @ h - gr >= -tol)):
+            return True
+    return False
 
 
 def is_net_fold(fold):
@@ -94,11 +111,19 @@ class NetProgram(Program):
         self.check(X)
 
     # ------------------------------------------------------------------ the row's network
-    def row_net(self, x0):
-        """Return the :class:`Net` of the row x̄ over ``u = (Δ in steps, δ)``."""
+    def row_net(self, x0, collapse=False):
+        """Return the :class:`Net` of the row x̄ over ``u = (Δ in steps, δ)``.
+
+        ``collapse``: identity hidden layers multiplied into one affine map (the logits' rows
+        on u itself; :meth:`solve`'s second try where HiGHS failed).
+        """
         net = self.net
         W0 = np.hstack([self.G_step, self.G_ind])
         b0 = self.g + self.G_num @ x0
+        if collapse and not net.relu:
+            for W, b in zip(net.W[1:], net.b[1:], strict=True):
+                W0, b0 = W @ W0, W @ b0 + b
+            return Net((W0,), (b0,), net.relu, net.binary)
         return Net((W0, *net.W[1:]), (b0, *net.b[1:]), net.relu, net.binary)
 
     def _bounds(self, rnet, lo, hi, d_hi):
@@ -145,14 +170,34 @@ class NetProgram(Program):
                 f"{self.schema.columns[self.num_cols[j]]!r} has an infinite bound (the default "
                 "bounds, the training range, are finite)"
             )
-        rnet = self.row_net(x0)
         lo = np.concatenate([dlo, np.zeros(self.n_ind)])
         hi = np.concatenate([dhi, d_hi])
+        ans = self._solve(x0, k0, q, prep, self.row_net(x0), lo, hi)
+        if ans.status == int(Status.SOLVER_FAILED) and not self.net.relu and len(self.net.W) > 2:
+            # identity layers: the chain of their y = z rows multiplies weights of 10³ layer
+            # after layer in HiGHS's matrix, which it can fail ("Solve error":
+            # soak_tabular_net.py --wild, seed 7008); solved again as one affine map
+            ans = self._solve(x0, k0, q, prep, self.row_net(x0, collapse=True), lo, hi)
+        return ans
+
+    def _solve(self, x0, k0, q, prep, rnet, lo, hi):
+        """Return :meth:`solve`'s answer over the row's network ``rnet`` and its box."""
+        d_hi = prep[4]
         bounds = self._bounds(rnet, lo, hi, d_hi)
         t = int(q.target)
         G, g = output_rows(rnet, t, float(q.threshold))
         if q.proba is None or self.K == 1:
-            return self._attempt(x0, k0, q, prep, rnet, lo, hi, bounds, G, g)[0]
+            # the rows the model's rule takes as the target (a tie given to it, where it is):
+            # a program's point on such a tie is the pipeline's answer, not a false one
+            # (:func:`fastcf._net.program.network_point`'s ``accept``)
+            accept = None
+            if q.proba is None and ties_differ(rnet, t):
+                accept = output_rows(rnet, t, float(q.threshold), ties=True)
+            ans = self._attempt(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept)[0]
+            if accept is not None and ans.status == int(Status.OK) and ans.cost > 0.0:
+                tie = self._tie(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept, ans)
+                ans = ans if tie is None else tie
+            return ans
         # K classes, proba=τ: the tangent cuts of log-sum-exp (one copy of the loop), taken
         # the row's margin beyond max(logit τ, 0) inside the set; the time limit is the row's
         tau = float(q.proba)
@@ -175,23 +220,26 @@ class NetProgram(Program):
         return RowAnswer(x0.copy(), k0.copy(), math.inf, int(Status.NUMERIC),
                          _proba.gave_up(tau), info)  # fmt: skip
 
-    def _attempt(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g):
+    def _attempt(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept=None):
         """Return ``(answer, u)``: the row's :class:`RowAnswer` with the target ``G h ≥ g``.
 
         ``u``: the answer's input of the row's network (moves in steps, indicators), None
-        where the program has no answer.
+        where the program has no answer. ``accept``: rows ``(G, g)`` that the model's rule
+        also takes as the target (ties), or None.
         """
+        t0 = time.perf_counter()
         r = self._milp_net(x0, k0, q, prep, rnet, bounds, G, g)
         if isinstance(r, RowAnswer):
             return r, None
-        v, st, info = r
+        v, st, info, a = r
         u = self._pattern(rnet, v, lo, hi, G, g)
-        delta = u[: self.n_num]  # (a view: u is the answer's point)
-        delta[np.abs(delta) * self.w_step <= 1e-13] = 0.0
-        x = self.move(x0, delta)
-        k = self._categories(u[self.n_num :])
-        cn, cc = self.distance(x0, k0, x, k)
-        cost = float(cn.sum() + cc.sum())
+        if a.size and not _meets(rnet, u, G, g, accept):
+            # no point of the network: repaired (:meth:`_repair`)
+            r = self._repair(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0, accept)
+            if isinstance(r, RowAnswer):
+                return r, None
+            u, st, info = r
+        x, k, cost = self._point(x0, k0, u)
         if st == "optimal":
             msg = "exact (MILP over the network's neurons, then its activation pattern; HiGHS)"
             return RowAnswer(x, k, cost, int(Status.OK), msg, info), u
@@ -203,6 +251,125 @@ class NetProgram(Program):
             f"closest (relative gap {gap:.3g})"
         )
         return RowAnswer(x, k, cost, int(Status.MAXITER), msg, info), u
+
+    def _tie(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept, ans):
+        """Return a cheaper answer than ``ans`` on a region of ties, or None.
+
+        The tabular copy of :func:`fastcf._net.answer._tie_row`: where the model's rule gives
+        a tie to the target and some output row's value with its last-layer neurons off
+        (−g of the tie's rows ``accept``) lies in [0, margin) (an output bias of 0), the
+        cheapest answer can lie where those neurons are all off and the logits tie exactly,
+        which no point at the margin reaches (``soak_tabular_net.py --wild``, seed 8095: 1.87
+        on the tie, 3.07 at the margin, called optimal). The tie's program is solved below
+        ``ans``'s cost less :data:`~fastcf._net.answer.TIE_GAIN`; its answer is kept only
+        where every last-layer neuron that a row short of the margin weighs is off beyond its
+        rounding (its output exactly 0 in any order of the model's sums: the tie holds as the
+        pipeline computes it). Such a point on the boundary of that region (a continuous
+        column moved to it) is not taken: the margin's answer stays.
+        """
+        Gt, gt = accept
+        if not rnet.relu or not np.any((g > gt) & (-gt >= 0.0) & (-gt < g - gt)):
+            return None
+        cutoff = ans.cost * (1.0 - TIE_GAIN)
+        r = self._milp_net(x0, k0, q, prep, rnet, bounds, Gt, gt, cutoff=cutoff)
+        if isinstance(r, RowAnswer) or r[1] != "optimal":
+            return None
+        v, _, info, _ = r
+        u = self._pattern(rnet, v, lo, hi, Gt, gt)
+        zs = [z[0] for z in rnet.hidden(u[None])]
+        if not zs:
+            return None
+        below = np.maximum(zs[-2], 0.0) if len(zs) > 1 else u  # (the last layer's input)
+        z = zs[-1]
+        h = np.maximum(z, 0.0)
+        short = ~(G @ h - g >= 0.0)
+        # off beyond their rounding (~9000 unit roundoffs of their terms), so that the
+        # pipeline's own arithmetic has them off too, whatever the order of its sums
+        eps = 9e3 * rnet.unit * (np.abs(rnet.W[-2]) @ np.abs(below) + np.abs(rnet.b[-2]))
+        weighed = np.any(G[short] != 0.0, axis=0)
+        if not np.all(-gt[short] >= 0.0) or np.any(weighed & (z > -eps)):
+            return None
+        x, k, cost = self._point(x0, k0, u)
+        if not cost < cutoff:
+            return None
+        info = {**info, "nodes": ans.info.get("nodes", 0) + info["nodes"], "tie": True}
+        msg = "exact (MILP over the network's neurons, on a tie the model gives the target; HiGHS)"
+        return RowAnswer(x, k, cost, int(Status.OK), msg, info)
+
+    def _point(self, x0, k0, u):
+        """Return ``(x, k, cost)`` of the network's input ``u`` (its moves' rounding cleared)."""
+        delta = u[: self.n_num]  # (a view: u is the answer's point)
+        delta[np.abs(delta) * self.w_step <= 1e-13] = 0.0
+        x = self.move(x0, delta)
+        k = self._categories(u[self.n_num :])
+        cn, cc = self.distance(x0, k0, x, k)
+        return x, k, float(cn.sum() + cc.sum())
+
+    def _repair(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0, accept=None):
+        """Return ``(u, status, info)``: the cheapest true answer, where the program's is none.
+
+        The program's answer meets the ReLUs' rows within HiGHS's tolerances only: a binary a
+        within 1e-6 of 0 lets ``u a`` through an "off" neuron, and with weights of 10³ (big-M
+        bounds of 1e7) that moved a logit by more than 1 (``soak_tabular_net.py --wild``, seed
+        7020: x̄ itself returned at cost 0, refused by the pipeline at every margin, a false
+        failure). As :func:`fastcf._net.program.network_point`: the program's activation
+        pattern is solved exactly — the program with its binaries a fixed, the grid moves and
+        categories still integers, then :meth:`_pattern` — and kept if it is the cheapest true
+        answer so far; the pattern is excluded by a no-good row over the a (0/1 even where the
+        grid moves are general integers: exact, every point of the network in that pattern was
+        just solved), and the program is solved again below the best cost, until it has
+        nothing cheaper (the best is optimal), runs out of time, or
+        :data:`~fastcf._net.program.REPAIRS` rounds. A :class:`RowAnswer` where no true answer
+        was found (infeasible where that is proven). ``t0``: when the first program started
+        (``q.time_limit`` holds for them all); ``accept``: as :meth:`_attempt`'s (a point on a
+        tie given to the target is a true answer: ``soak_tabular_net.py --wild``, seeds 7020
+        and 7035, where the repairs without it said "infeasible").
+        """
+        best, best_cost, cuts, exact, last = None, math.inf, [], True, None
+        nodes = info["nodes"]
+
+        def left():  # (the row's seconds left for HiGHS: None, none set)
+            if q.time_limit is None:
+                return None
+            return max(float(q.time_limit) - (time.perf_counter() - t0), 1e-3)
+
+        for _ in range(REPAIRS):
+            if q.time_limit is not None and time.perf_counter() - t0 >= float(q.time_limit):
+                exact = False
+                break
+            sub = q._replace(time_limit=left())
+            r = self._milp_net(x0, k0, sub, prep, rnet, bounds, G, g, fix=a)
+            if isinstance(r, RowAnswer):
+                exact &= r.status == int(Status.INFEASIBLE)
+            else:
+                exact &= r[1] == "optimal"
+                nodes += r[2]["nodes"]
+                uf = self._pattern(rnet, r[0], lo, hi, G, g)
+                if _meets(rnet, uf, G, g, accept):
+                    cost = self._point(x0, k0, uf.copy())[2]
+                    if cost < best_cost:
+                        best, best_cost = uf, cost
+            cuts.append(a)
+            sub = q._replace(time_limit=left())
+            last = self._milp_net(x0, k0, sub, prep, rnet, bounds, G, g, nogoods=cuts,
+                                  cutoff=best_cost)  # fmt: skip
+            if isinstance(last, RowAnswer):
+                exact &= last.status == int(Status.INFEASIBLE)  # (nothing cheaper: proven)
+                break
+            nodes += last[2]["nodes"]
+            a = last[3]
+        else:
+            exact = False
+        if best is None:
+            if isinstance(last, RowAnswer) and (exact or last.status != int(Status.INFEASIBLE)):
+                return last
+            return RowAnswer(x0.copy(), k0.copy(), math.inf, int(Status.MAXITER),
+                             "no answer that is a point of the network was found (the "
+                             "program's answers were none, within HiGHS's tolerances)",
+                             {**info, "nodes": nodes})  # fmt: skip
+        info = {**info, "nodes": nodes, "repairs": len(cuts)}
+        info["bound"] = best_cost if exact else min(info["bound"], best_cost)
+        return best, "optimal" if exact else "stopped", info
 
     def _categories(self, d):
         """Return the category index of each block of the indicators ``d``."""
@@ -235,11 +402,16 @@ class NetProgram(Program):
         y = solve_pattern(rnet, rnet.pattern(u), u0, plo, phi, w, G, g, "manhattan")
         return u if y is None else np.where(free, y, u)
 
-    def _milp_net(self, x0, k0, q, prep, rnet, bounds, G, g):
-        """Return ``(v, status, info)`` of the row's MILP (v: the moves, then the indicators).
+    def _milp_net(self, x0, k0, q, prep, rnet, bounds, G, g, fix=None, nogoods=(),
+                  cutoff=math.inf):  # fmt: skip
+        """Return ``(v, status, info, a)`` of the row's MILP (v: the moves, then the indicators).
 
-        ``status``: "optimal", or "stopped" (HiGHS's time limit, with an answer). A row without
-        an answer: its :class:`RowAnswer` (infeasible, time limit, failure).
+        ``status``: "optimal", or "stopped" (HiGHS's time limit, with an answer); ``a``: the
+        unstable neurons' binaries, rounded to 0/1. A row without an answer: its
+        :class:`RowAnswer` (infeasible, time limit, failure). ``fix``: the binaries a held at
+        these values (an activation pattern); ``nogoods``: assignments of the a excluded
+        (each ``Σ_{p=0} a − Σ_{p=1} a ≥ 1 − |{p = 1}|``); ``cutoff``: only answers costing
+        less (HiGHS's ``objective_bound``; "infeasible" where there is none).
         """
         import highspy
         from scipy import sparse
@@ -282,20 +454,30 @@ class NetProgram(Program):
         )
         nr = network_rows(rnet, ls, us, P, iy, ia, G, g)
         lb[iy:ia], ub[iy:ia] = nr.y_lb, nr.y_ub
+        if fix is not None:
+            lb[ia:] = ub[ia:] = fix
         k = len(rlo)
+        n_net = nr.low.shape[0]
+        # the no-good rows, after the network's
+        ng = len(nogoods)
+        ng_r = np.repeat(np.arange(ng), n_a)
+        ng_c = np.tile(ia + np.arange(n_a), ng)
+        ng_v = np.concatenate([np.where(p > 0.5, -1.0, 1.0) for p in nogoods]) if ng else []
+        ng_lo = np.array([1.0 - float(np.count_nonzero(p > 0.5)) for p in nogoods])
         A = sparse.csr_array(
             (
-                np.concatenate([vals, nr.vals]),
-                (np.concatenate([rows, k + nr.rows]), np.concatenate([cols, nr.cols])),
+                np.concatenate([vals, nr.vals, ng_v]),
+                (np.concatenate([rows, k + nr.rows, k + n_net + ng_r]),
+                 np.concatenate([cols, nr.cols, ng_c])),
             ),
-            shape=(k + nr.low.shape[0], nv),
+            shape=(k + n_net + ng, nv),
         )  # fmt: skip
         A.sum_duplicates()
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = nv, A.shape[0]
         lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, lb, ub
-        lp.row_lower_ = np.concatenate([rlo, nr.low])
-        lp.row_upper_ = np.concatenate([rhi, nr.high])
+        lp.row_lower_ = np.concatenate([rlo, nr.low, ng_lo])
+        lp.row_upper_ = np.concatenate([rhi, nr.high, np.full(ng, np.inf)])
         lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
         lp.a_matrix_.start_ = A.indptr.astype(np.int32)
         lp.a_matrix_.index_ = A.indices.astype(np.int32)
@@ -308,6 +490,7 @@ class NetProgram(Program):
         h.passModel(lp)
         limit = math.inf if q.time_limit is None else float(q.time_limit)
         h.setOptionValue("time_limit", limit)
+        h.setOptionValue("objective_bound", float(cutoff))
         h.run()
         S = highspy.HighsModelStatus
         st = h.getModelStatus()
@@ -325,8 +508,9 @@ class NetProgram(Program):
         if have and st in (S.kOptimal, S.kTimeLimit, S.kInterrupt, S.kIterationLimit):
             v = np.asarray(h.getSolution().col_value)
             u = np.concatenate([v[:n_num] - v[n_num : 2 * n_num], v[2 * n_num : iz]])
-            return u, "optimal" if st == S.kOptimal else "stopped", info
-        if st in (S.kInfeasible, S.kUnboundedOrInfeasible):
+            a = (v[ia:] > 0.5).astype(np.float64)
+            return u, "optimal" if st == S.kOptimal else "stopped", info, a
+        if st in (S.kInfeasible, S.kUnboundedOrInfeasible, S.kObjectiveBound):
             ans = self._infeasible(x0, k0, None)
             return ans._replace(message=ans.message + f" (HiGHS: {text})", info=info)
         if st in (S.kTimeLimit, S.kInterrupt, S.kIterationLimit):
