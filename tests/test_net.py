@@ -454,6 +454,38 @@ def test_a_target_reached_only_on_a_tie_is_answered_regression():
     assert res.distance <= cost * (1 + 1e-6) + 1e-9
 
 
+def test_highs_false_infeasible_is_looked_at_again_regression():
+    # soak_net.py, seed 38, example 249: HiGHS (integrality tolerance 1e-6) took a relaxation
+    # point whose binary was 1.25e-8 for an integer solution (1e-6 leaking through an "off"
+    # ReLU of bound 1.8e4), rejected it, and ended "infeasible" on a program whose optimum
+    # costs 0.584 (and the incumbent search had found nothing): the answer was "no point of
+    # the box". An "infeasible" is now solved once more at a tolerance of 1e-9
+    coefs = [[[36.027019390984485, 0.09109377104176222, 0.00831457854085365],
+              [0.005709716383228767, -41.10107810305685, -9341.506294509856],
+              [0.0, 0.0, 0.0]],
+             [[-5324.134883071194, 576.6570983833457, 0.001035062099769541],
+              [5664.544704177418, -0.09780300848454095, -0.5920170729626553],
+              [4.463535669302649, 0.8118038943751413, 0.3169364652374225]]]  # fmt: skip
+    intercepts = [
+        [-0.005130969086374284, 0.0070694358208637335, 0.0070694358208637335],
+        [-0.013836050768494678, -0.008277463861503253, -0.013836050768494678],
+    ]
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([-0.7505081009653181, 0.30714986264572364, 0.7079086644963937])
+    w = np.array([4.1197198, 1.90182506, 1.90851965])
+    lo, hi = -1.90544529 * np.ones(3), 1.90544529 * np.ones(3)
+    assert mlp.predict(x0[None])[0] != 0
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w)
+    cost, xr = relu_net_brute_force(
+        mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi, binary=False
+    )
+    assert mlp.predict(xr[None])[0] == 0
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
 def test_a_tie_cheaper_than_the_margin_answer_is_found_regression():
     # soak_net.py, seed 32, example 571: the cheapest point of target 0 lies where every ReLU
     # is off and the logit is exactly 0 (a tie, which the model gives to class 0): 5.415; the

@@ -29,6 +29,7 @@ costs no more; and it is a point of the network itself, not of a relaxation.
 from __future__ import annotations
 
 import math
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -255,7 +256,7 @@ def solve_milp(
     """
     import highspy
 
-    from .._highs import highs
+    from .._highs import highs, run_mip
 
     c, integ, bnds, cons, (D, _n_t, n_s, is_) = prog.build(G, g, nogoods=nogoods)
     n = c.shape[0]
@@ -287,12 +288,15 @@ def solve_milp(
         sol.col_value = list(prog.columns(start))
         sol.value_valid = True
         h.setSolution(sol)
-    h.run()
+    if relax:
+        h.run()
+    else:  # (an "infeasible" looked at twice: fastcf._highs.run_mip)
+        run_mip(h, time_limit)
+    S = highspy.HighsModelStatus
     if relax:
         ok = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
         val = float(h.getInfo().objective_function_value) if ok else -math.inf
         return MilpResult(None, None, math.inf, val, "relaxed", 0)
-    S = highspy.HighsModelStatus
     st = h.getModelStatus()
     info = h.getInfo()
     nodes = int(info.mip_node_count)
@@ -364,7 +368,6 @@ def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False
     if bool(np.all(Ga @ h - ga >= -tol)) or r.ints is None:
         # (the pattern's polytope missed by rounding: the program's own point)
         return r._replace(x=own)
-    import time
 
     una = unstable(net, prog.ls, prog.us)
     n_s = prog.n_s  # (r.ints: s, then a)

@@ -51,7 +51,7 @@ import time
 
 import numpy as np
 
-from .._highs import highs
+from .._highs import highs, run_mip
 from .._net import proba as _proba
 from .._net.answer import TIE_GAIN
 from .._net.bounds import box_bounds, interval, linear_bounds, widen
@@ -491,7 +491,7 @@ class NetProgram(Program):
         limit = math.inf if q.time_limit is None else float(q.time_limit)
         h.setOptionValue("time_limit", limit)
         h.setOptionValue("objective_bound", float(cutoff))
-        h.run()
+        run_mip(h, limit)  # ("infeasible" looked at twice)
         S = highspy.HighsModelStatus
         st = h.getModelStatus()
         text = h.modelStatusToString(st)
