@@ -486,6 +486,42 @@ def test_highs_false_infeasible_is_looked_at_again_regression():
     assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
 
 
+def test_a_euclidean_tie_answer_keeps_its_off_neurons_off_in_the_model_regression():
+    # soak_net.py, seed 41, example 186: target 0 equals class 2 wherever the second layer is
+    # off (the same bias, and class 0 never above class 2 otherwise): reachable only on that
+    # tie, which the model gives to the first class. The QP's point lay on the face of a
+    # neuron that must be off (z ~ 0); the model's own sums left it on by a rounding, its
+    # leak made class 2 win, and the answer ended a "numerical failure". The tie's answer is
+    # now solved again with the off neurons beyond their rounding
+    coefs = [[[-45.584746490962104, -0.09323882712948123],
+              [-0.015133639292211553, 0.06798908066435537]],
+             [[-6497.058742121734, 94.46895783728154],
+              [0.037396375410422324, -493.210365407069]],
+             [[-0.001008919636154027, -0.0027246155802175672, 0.7995848465186688],
+              [-0.001008919636154027, -0.0027246155802175672, 0.7995848465186688]]]  # fmt: skip
+    intercepts = [
+        [-0.07666842518507379, 0.0],
+        [0.0, -55.02716908359493],
+        [33.58496528863455, -29.844396932047434, 33.58496528863455],
+    ]
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([-0.5660353700951755, 0.1641635584463812])
+    w = np.array([0.32345963, 1.50019456])
+    lo, hi = -2.63971771 * np.ones(2), 2.63971771 * np.ones(2)
+    assert mlp.predict(x0[None])[0] != 0
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w, metric="euclidean")
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    # the tie's optimum by the brute force (margin 0: on the tie), the answer ε above it
+    with warnings.catch_warnings():  # (Clarabel calls its solution "inaccurate" here)
+        warnings.simplefilter("ignore", UserWarning)
+        cost, xr = relu_net_brute_force(
+            mlp.coefs_, mlp.intercepts_, x0, 0, 0.0, w, lo, hi, binary=False, metric="euclidean"
+        )
+    assert cost <= res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
 def test_a_tie_cheaper_than_the_margin_answer_is_found_regression():
     # soak_net.py, seed 32, example 571: the cheapest point of target 0 lies where every ReLU
     # is off and the logit is exactly 0 (a tie, which the model gives to class 0): 5.415; the

@@ -35,7 +35,7 @@ from .._validation import deadline as time_deadline
 from ..results import Solution
 from . import proba as _proba
 from .bounds import budget_first_layer, interval, linear_bounds, target_bound
-from .euclid import answer_row
+from .euclid import answer_row, pattern_qp
 from .incumbent import incumbent
 from .program import Program, network_point, output_rows, solve_milp, solve_pattern, ties_differ
 from .search import PRUNE, relaxation, search
@@ -314,11 +314,7 @@ def _on_the_tie(net, prog, x, changed, G, g, flat=None):
     """
     if not net.relu:
         return x if bool(net.meets(x[None], G, g)[0]) else None
-    h, pattern = x, []
-    for W, b, z in zip(net.W[:-1], net.b[:-1], net.hidden(x[None]), strict=True):
-        z = z[0]
-        pattern.append(z > 9e3 * net.unit * (np.abs(W) @ np.abs(h) + np.abs(b)))
-        h = np.maximum(z, 0.0)
+    pattern, near = _tie_pattern(net, x)
     lo, hi = prog.lo, prog.hi
     if flat is not None:
         free = lo < hi if changed is None else (lo < hi) & changed
@@ -329,10 +325,29 @@ def _on_the_tie(net, prog, x, changed, G, g, flat=None):
         slope = np.abs(Gm[short] @ M[:, free])
         if np.any(slope > 9e3 * net.unit * (np.abs(Gm[short]) @ np.abs(M[:, free]))):
             return None
-    if bool(net.meets(x[None], G, g)[0]):
+    if not near and bool(net.meets(x[None], G, g)[0]):
         return x
     y = solve_pattern(net, pattern, prog.x0, lo, hi, prog.w, G, g, prog.metric, changed, True)
     return y if y is not None and bool(net.meets(y[None], G, g)[0]) else None
+
+
+def _tie_pattern(net, x):
+    """Return ``(pattern, near)``: x's activation pattern, a neuron within its rounding of 0 off.
+
+    ``near``: some neuron lies within its rounding of 0 (on its face): fastcf's float64 and the
+    model's own sums (another order) can put it on either side, and a neuron the tie needs off
+    can leak through its ReLU in the model. A tie's answer is then solved again with the off
+    neurons beyond their rounding (``strict``).
+    """
+    h, pattern, near = x, [], False
+    for W, b, z in zip(net.W[:-1], net.b[:-1], net.hidden(x[None]), strict=True):
+        z = z[0]
+        eps = 9e3 * net.unit * (np.abs(W) @ np.abs(h) + np.abs(b))
+        on = z > eps
+        near = near or bool(np.any(~on & (z > -eps)))
+        pattern.append(on)
+        h = np.maximum(z, 0.0)
+    return pattern, near
 
 
 #: ``exact=False``: the incumbent is reported optimal (status 0) when its certified bound is
@@ -377,6 +392,17 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline):
     if x is None and what == "infeasible" and q.proba is None and ties_differ(net, t):
         G, g = output_rows(net, t, margin, ties=True)  # (a target reachable only on a tie)
         x, d, what, gap, bound, nodes = answer_row(net, x0, lo, hi, q.w, G, g, rows, **opts)
+        pattern, near = (None, False) if x is None else _tie_pattern(net, x)
+        if near:
+            # an off neuron within its rounding of 0 (the QP's point on its face): the model's
+            # own sums can leave it on, its leak moving a logit off the tie (soak_net, seed 41,
+            # example 186: class 2 by the model). Its pattern solved again with the off neurons
+            # beyond their rounding, the unchanged features held (max_changes)
+            keep = x == x0
+            plo, phi = np.where(keep, x0, lo), np.where(keep, x0, hi)
+            y, dy = pattern_qp(net, pattern, x0, plo, phi, q.w, G, g, d, strict=True)
+            if y is not None and bool(net.meets(y[None], G, g)[0]):
+                x, d = y, dy
     if x is None:
         if what == "infeasible":
             st, text = Status.INFEASIBLE, _INFEASIBLE

@@ -191,15 +191,17 @@ def _scale(radius):
     return radius * radius if math.isfinite(radius) and radius > 0 else 1.0
 
 
-def pattern_qp(net, pattern, x0, lo, hi, w, G, g, radius=math.inf):
+def pattern_qp(net, pattern, x0, lo, hi, w, G, g, radius=math.inf, strict=False):
     """Return the closest point (weighted Euclidean) of ``pattern``'s polytope in the target.
 
     Inside the pattern every neuron's side and the target's rows ``G h ≥ g`` are linear in x
     (:meth:`~fastcf._net.model.Net.affine`). ``radius``: the distance of a known answer (the
-    objective's scale). Returns ``(x, distance)``, or ``(None, inf)``.
+    objective's scale). ``strict``: the off neurons kept off beyond their rounding
+    (:func:`~fastcf._net.program.pattern_rows`). Returns ``(x, distance)``, or ``(None, inf)``.
     """
     D = x0.shape[0]
-    A, b = pattern_rows(net, pattern, G, g)
+    mag = np.maximum(np.abs(lo), np.abs(hi)) if strict else None
+    A, b = pattern_rows(net, pattern, G, g, mag)
     eye = np.eye(D)
     A_ub = np.vstack([A, eye, -eye])
     b_ub = np.concatenate([b - A @ x0, hi - x0, x0 - lo])  # in d = x − x̄
