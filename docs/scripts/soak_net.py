@@ -33,9 +33,9 @@ Counted per entry point:
   that the model's own ``predict`` (and ``predict_proba`` for ``proba=``) takes as one (the
   reference's programs meet the margin to their solvers' tolerance only);
 * suboptimal: a success whose distance exceeds the reference's by more than 1e-6 relative +
-  1e-9, or lies below the margin-0 reference's by as much (a wrong optimum); where the
-  reference's cheaper point is itself refused by the model, the example is *unjudged* (counted
-  apart, not a failure of the soak);
+  1e-9; where the reference's cheaper point is itself refused by the model, or a valid answer
+  lies below the margin-0 reference's optimum by as much (the reference missed it), the
+  example is *unjudged* (counted apart and printed, not a failure of the soak);
 * exceptions.
 
 Usage: ``python docs/scripts/soak_net.py [--n N] [--seed SEED]`` (default n 300). Exit status
@@ -269,7 +269,9 @@ def check(count, entry, res, x0, t, opts, judge, ref, meta, ex):
             return
         _report(c, entry, "suboptimal", meta, f"{res.distance} > ref {at}")
     elif res.distance < zero * (1 - tol) - 1e-9:
-        _report(c, entry, "suboptimal", meta, f"{res.distance} < margin-0 ref {zero}")
+        # a valid answer (judged above by the model) below the reference's optimum at margin 0:
+        # the reference missed it (seed 41, example 17: logits of 3·10⁶, HiGHS's LP 9 % above)
+        _report(c, entry, "unjudged", meta, f"{res.distance} < margin-0 ref {zero}, valid")
 
 
 def _report(c, entry, key, meta, detail):
