@@ -97,16 +97,22 @@ def run_mip(h, time_limit=None):
     ReLU; HiGHS took it for an integer solution, rejected it when the linear program with its
     integers fixed had no point, and ended "infeasible" on a program with answers (soak_net,
     seed 38, example 249: the optimum 0.584 found at the tighter tolerance). Such a result is
-    solved once more with integrality and rows held to :data:`STRICT_FEASIBILITY`, within
-    what is left of ``time_limit`` (seconds; None: none); the instance's tolerance is then
-    restored. Only a program that ends without an answer pays the second solve.
+    solved once more, with its cutoff, by this thread's instance whose integrality and row
+    tolerance is :data:`STRICT_FEASIBILITY`, within what is left of ``time_limit``. (A second
+    instance, not ``h`` with its option changed and restored: highspy 1.7 forgets a model's
+    status when an option is set.) Only a program that ends without an answer pays it.
 
     Parameters
     ----------
     h : highspy.Highs
         An instance holding the program (its options, cutoff and start set).
     time_limit : float or None
-        The seconds both solves may take together.
+        The seconds both solves may take together (None: no limit).
+
+    Returns
+    -------
+    highspy.Highs
+        The instance holding the result to read: ``h``, or the second look's.
     """
     import highspy
 
@@ -114,16 +120,16 @@ def run_mip(h, time_limit=None):
     t0 = time.perf_counter()
     h.run()
     if h.getModelStatus() not in (S.kInfeasible, S.kObjectiveBound):
-        return
+        return h
     left = math.inf if time_limit is None else float(time_limit) - (time.perf_counter() - t0)
     if left <= 0:
-        return
-    old = h.getOptionValue("mip_feasibility_tolerance")
-    old = old[1] if isinstance(old, tuple) else old  # (newer highspy: (status, value))
-    h.setOptionValue("mip_feasibility_tolerance", STRICT_FEASIBILITY)
-    h.setOptionValue("time_limit", left)
-    try:
-        h.clearSolver()  # (the model and its options stay; the first search does not)
-        h.run()
-    finally:
-        h.setOptionValue("mip_feasibility_tolerance", old)
+        return h
+    cutoff = h.getOptionValue("objective_bound")
+    cutoff = cutoff[1] if isinstance(cutoff, tuple) else cutoff  # (highspy: (status, value))
+    s = highs("second-look", (("mip_feasibility_tolerance", STRICT_FEASIBILITY),))
+    s.clearSolver()
+    s.passModel(h.getLp())
+    s.setOptionValue("objective_bound", cutoff)
+    s.setOptionValue("time_limit", left)
+    s.run()
+    return s

@@ -291,7 +291,7 @@ def solve_milp(
     if relax:
         h.run()
     else:  # (an "infeasible" looked at twice: fastcf._highs.run_mip)
-        run_mip(h, time_limit)
+        h = run_mip(h, time_limit)
     S = highspy.HighsModelStatus
     if relax:
         ok = h.getModelStatus() == highspy.HighsModelStatus.kOptimal

@@ -491,7 +491,7 @@ class NetProgram(Program):
         limit = math.inf if q.time_limit is None else float(q.time_limit)
         h.setOptionValue("time_limit", limit)
         h.setOptionValue("objective_bound", float(cutoff))
-        run_mip(h, limit)  # ("infeasible" looked at twice)
+        h = run_mip(h, limit)  # ("infeasible" looked at twice)
         S = highspy.HighsModelStatus
         st = h.getModelStatus()
         text = h.modelStatusToString(st)
