@@ -449,17 +449,22 @@ _WILD_INTERCEPTS = [
 ]
 
 
+def _wild_pipeline():
+    """soak_tabular_net.py --wild, seed 7020: the pipeline with its MLP's wild weights set."""
+    X, model = _fit(2, (4, 3), "relu", seed=7020, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in _WILD_COEFS]
+    mlp.intercepts_ = [np.array(b) for b in _WILD_INTERCEPTS]
+    return X, model, fastcf.TabularExplainer(model, X, weights=W)
+
+
 def test_a_program_answer_off_the_network_is_repaired_regression():
     # the program's answer was x̄ itself at cost 0 (a binary a within HiGHS's tolerance of 0
     # let a big-M leak through an "off" neuron), its pattern's polytope missed the target, and
     # the program's own point was kept: refused by the pipeline at every margin, a false
     # failure where moving n to 9 (cost 0.6) is an answer. Now the pattern is excluded by a
     # no-good row over the ReLU binaries and the program solved again
-    X, model = _fit(2, (4, 3), "relu", seed=7020, n=160)
-    mlp = model[-1]
-    mlp.coefs_ = [np.array(c) for c in _WILD_COEFS]
-    mlp.intercepts_ = [np.array(b) for b in _WILD_INTERCEPTS]
-    tx = fastcf.TabularExplainer(model, X, weights=W)
+    X, model, tx = _wild_pipeline()
     row = X.iloc[[159]]
     target = _targets(model, row)[0]
     res = tx.explain(row, target, proba=0.75)
@@ -502,11 +507,7 @@ def test_a_program_answer_on_a_tie_is_kept_by_the_repairs_regression():
     # neuron off, the logit exactly 0: the pipeline's class 0). The program's point is no
     # point of the network at the margin, but is the pipeline's answer on the tie: the repairs
     # (which excluded it, then said "infeasible") now accept it, as the network family does
-    X, model = _fit(2, (4, 3), "relu", seed=7020, n=160)
-    mlp = model[-1]
-    mlp.coefs_ = [np.array(c) for c in _WILD_COEFS]
-    mlp.intercepts_ = [np.array(b) for b in _WILD_INTERCEPTS]
-    tx = fastcf.TabularExplainer(model, X, weights=W)
+    X, model, tx = _wild_pipeline()
     row = X.iloc[[96]]
     res = tx.explain(row, 0)
     ref = tabular_model_brute_force(model, row, tabular_grids(X, row), tabular_cost(row), 0)
