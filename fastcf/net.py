@@ -145,14 +145,20 @@ class NetExplainer(BaseExplainer):
         return self
 
     def _in_target(self, X, tidx, proba=None):
-        """Which rows of X the model's own ``predict`` puts in their target (and ``p >= τ``)."""
-        label, _ = ask(self._judge, model_input(self._judge, X), proba=False)
-        ok = np.asarray(label) == self.classes_[tidx]
-        if proba is not None:
-            # each row alone, as a user checks one answer: a batch's product can round a row's
-            # p otherwise (found by docs/scripts/soak_net.py: a batch's answer at p = τ)
-            for i in np.flatnonzero(ok):
-                P = self._judge.predict_proba(model_input(self._judge, X[i : i + 1]))
+        """Which rows of X the model's own ``predict`` puts in their target (and ``p >= τ``).
+
+        Each row alone, as a user checks one answer: the network's matrix products round a
+        row's logits by the rows beside it, and an answer on a tie (a logit exactly 0, which
+        ``predict`` gives the first class) or at p = τ is decided by that rounding
+        (``docs/scripts/soak_net.py``: seed 62, example 36, a batch's answer that the stacked
+        rows put in the target and the row alone did not; before it, a batch's answer at
+        p = τ). A row's check costs a forward pass of one row, small beside its program.
+        """
+        ok = np.zeros(X.shape[0], dtype=bool)
+        for i in range(X.shape[0]):
+            label, P = ask(self._judge, model_input(self._judge, X[i : i + 1]), proba is not None)
+            ok[i] = np.asarray(label)[0] == self.classes_[tidx[i]]
+            if proba is not None and ok[i]:
                 ok[i] = float(np.asarray(P, dtype=np.float64)[0, tidx[i]]) >= proba
         return ok
 

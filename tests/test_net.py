@@ -5,6 +5,7 @@ Exactness against the brute force over every activation pattern (one linear prog
 model's own ``predict``; the refusals.
 """
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -547,3 +548,60 @@ def test_a_tie_cheaper_than_the_margin_answer_is_found_regression():
     assert mlp.predict(res.x[None])[0] == 0
     assert np.all((res.x >= lo) & (res.x <= hi))
     assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
+# soak_net.py seed 62, example 36 (binary, wild weights): the optimum of row 0 lies on a tie
+# (its logit exactly 0, which predict gives class 0, the target)
+_TIE_BATCH = (
+    [[[0.007307795413419743, 3399.652059293576, 0.09084087979973779, 156.22596219187102],
+      [2.847637633593735, -97.32517000204025, 829.6256757722858, -214.78359956280838],
+      [0.7318531958792986, -745.342764225235, 998.7704180274281, 0.42441492339718273],
+      [45.055244711910625, 89.60884609717465, 1.5434867474860003, -0.04135947592005043]],
+     [[0.007987554885192207], [31.864701942231033], [59.55371446530326], [540.2525126908918]]],
+    [[-53.16318011205814, -0.08131414418115515, -90.92383005812965, 70.14179623476483], [0.0]],
+    [[0.05157318909657982, 0.3317553230444008, 0.10638972587971529, 0.87703765809906],
+     [-0.2680475656867203, 0.8686431140717237, -0.3371532969558195, 0.7472882458792309],
+     [0.562075670633482, 0.0951678175247137, 0.46765413562247926, 0.6649515260701355]],
+    [0.16721219, 3.59586147, 2.86280498, 0.14657107],
+)  # fmt: skip
+_TIE_X0 = ("-0x1.bd3b6ee0d02a4p-5", "0x1.53b7aadaff9b7p-2", "-0x1.7cb1ead0101fep-3",
+           "0x1.c10b1475cab26p-1")  # fmt: skip
+
+
+def _tie_batch():
+    coefs, biases, X, w = _TIE_BATCH
+    box = (np.full(4, -1.08620327), np.full(4, 1.08620327))
+    return _set_weights(coefs, biases, range(2)), np.array(X), np.array(w), box
+
+
+def test_a_batch_answer_is_judged_as_its_row_alone_regression():
+    # the batch's answer for row 0 was judged with the three rows stacked, whose product
+    # rounded its logit to 0, while the row alone (as a user checks it) has a logit above 0:
+    # class 1, a false success
+    mlp, X, w, box = _tie_batch()
+    ex = NetExplainer(mlp)
+    batch = ex.explain(X, np.array([0, 1, 0]), weights=w, bounds=box)
+    one = ex.explain(X[0], 0, weights=w, bounds=box)
+    assert one.success and mlp.predict(one.x[None])[0] == 0
+    for i, t in enumerate([0, 1, 0]):
+        r = batch[i]
+        assert r.success, r.message
+        assert mlp.predict(r.x[None])[0] == t  # the row alone, as a user checks it
+    assert batch[0].distance == pytest.approx(one.distance, rel=1e-9)
+
+
+def test_verify_model_asks_each_answer_alone_regression():
+    # the answer the batch judge used to pass (row 0's bits as they were): the three rows
+    # stacked put it in class 0, the row alone in class 1; verify="model" asked the stack
+    from fastcf._confirm import confirm
+    from fastcf.results import CounterfactualBatch
+
+    mlp, X, w, box = _tie_batch()
+    x0 = np.array([float.fromhex(h) for h in _TIE_X0])
+    Xs = np.vstack([x0, X[1], X[2]])
+    assert mlp.predict(Xs)[0] == 0 and mlp.predict(x0[None])[0] == 1  # the premise
+    res = NetExplainer(mlp).explain(X, np.array([0, 1, 0]), weights=w, bounds=box)
+    res = dataclasses.replace(res, x=Xs)
+    assert isinstance(res, CounterfactualBatch)
+    out = confirm(mlp, res, mlp.classes_)
+    assert not out.success[0] and out.status[0] == 4
