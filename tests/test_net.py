@@ -605,3 +605,40 @@ def test_verify_model_asks_each_answer_alone_regression():
     assert isinstance(res, CounterfactualBatch)
     out = confirm(mlp, res, mlp.classes_)
     assert not out.success[0] and out.status[0] == 4
+
+
+def test_a_program_point_off_its_pattern_is_not_called_optimal_regression():
+    # soak_net.py seed 61, example 39 (three classes, wild weights, two equal rows, a frozen
+    # feature): HiGHS's point (0.5748) leaked through its tolerance, the closest point of its
+    # activation pattern cost 0.5810, and that was returned as "optimal"; the optimum, in
+    # another pattern, is the brute force's 0.5755
+    coefs = [
+        [[-2171.1943644495736, -16.713342209460215, 6407.559744116725, -0.006436728570324071,
+          90.89811092942688],
+         [-1.282364235252599, -0.020089581498171107, 0.010094743972410853, -2596.9567549690673,
+          -50.62870977631072],
+         [-2171.1943644495736, -16.713342209460215, 6407.559744116725, -0.006436728570324071,
+          90.89811092942688]],
+        [[-44.03517416633953, -73.46952436976916, 0.06634863517984906],
+         [0.007598072183751343, 0.00809476111814271, -5355.416435949665],
+         [559.4432312110716, -29.68124637023273, 43.32708707451214], [0.0, 0.0, 0.0],
+         [0.4297933941934452, 0.09353301406229945, -0.009757331723299656]],
+    ]  # fmt: skip
+    biases = [[-3.0188326889504964, -904.7231902739759, 0.006097238358345937, 0.0,
+               -3.2127280012957526],
+              [-8.936272436199971, 0.4467980961057711, 0.022848419371926765]]  # fmt: skip
+    x0 = np.array([-0.4619476317174249, -0.49635566358570893, -0.3894343381026506])
+    w = np.array([0.67599178, 0.12104939, 2.68685407])
+    lo, hi = np.full(3, -2.20536567), np.full(3, 2.20536567)
+    mlp = _set_weights(coefs, biases, range(3))
+    res = NetExplainer(mlp).explain(x0, 0, weights=w, bounds=(lo, hi), frozen=[2])
+    flo, fhi = lo.copy(), hi.copy()
+    flo[2] = fhi[2] = x0[2]  # (the frozen feature)
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, flo, fhi,
+                                    binary=False)  # fmt: skip
+    assert xr is not None and mlp.predict(xr[None])[0] == 0
+    assert res.success and mlp.predict(res.x[None])[0] == 0, res.message
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost, res.message)
+    alts = NetExplainer(mlp).enumerate(x0, 0, k=3, weights=w, bounds=(lo, hi), frozen=[2])
+    d = [a.distance for a in alts]
+    assert d == sorted(d) and d[0] == pytest.approx(res.distance, rel=1e-12)
