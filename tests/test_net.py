@@ -547,3 +547,44 @@ def test_a_tie_cheaper_than_the_margin_answer_is_found_regression():
     assert mlp.predict(res.x[None])[0] == 0
     assert np.all((res.x >= lo) & (res.x <= hi))
     assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
+def test_a_proba_cut_within_the_programs_tolerance_is_taken_further_inside_regression():
+    # soak_net.py, seed 49, example 33 (three classes, logits of ~1e6): the answer of proba=τ
+    # missed τ by 1.6e-6 on its logits and each tangent cut at it (1e-6 inside) lay within the
+    # linear program's tolerance of it (its rows met to ~1e-12 of their terms): the same point
+    # came back 40 times and the query was given up ("numerical failure") where the brute force
+    # answers at 0.104. A cut the answer misses, or an answer that comes back unmoved, now
+    # takes the next cuts further inside
+    coefs = [[[9133.769807626164, 0.8118565063873465, -1625.9387460466628],
+              [-4.56823136983957, -906.532981555697, -324.31873589991153]],
+             [[-490.27560568375463, -209.71696428108032, 611.9619309658543],
+              [-1.1062993030876351, 0.02899446823342391, -7335.679765392185],
+              [275.19572819012063, -3.822225176445373, -0.05965565973804785]],
+             [[-0.05425443371101779, 40.25698379686814, 6.990211288557564],
+              [-0.05425443371101779, 40.25698379686814, 6.990211288557564],
+              [9750.271887020273, -3287.5985581796904, 0.5733401275454478]]]  # fmt: skip
+    intercepts = [
+        [-0.15380926692564367, 0.06074360849375375, 0.06074360849375375],
+        [-2.403575190960484, 3913.5937653960505, 1743.0959222489114],
+        [-6.567122120218633, 0.939528587054547, -646.1601114021179],
+    ]
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([-0.06385005507869557, 0.5115636363960943])
+    w = np.array([1.7332678406613593, 0.20344444242756313])
+    lo, hi = -1.5514897715867004 * np.ones(2), 1.5514897715867004 * np.ones(2)
+    tau = 0.6398283616285965
+    assert mlp.predict_proba(x0[None])[0, 1] < tau
+    res = NetExplainer(mlp).explain(x0, 1, bounds=(lo, hi), weights=w, proba=tau)
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 1
+    assert mlp.predict_proba(res.x[None])[0, 1] >= tau
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    # (the brute force: one exponential-cone program per pattern, as tests/test_net_proba.py)
+    from reference import relu_net_proba_brute_force
+
+    theta = np.log(tau) - np.log1p(-tau)
+    cost, _ = relu_net_proba_brute_force(mlp.coefs_, mlp.intercepts_, x0, 1, tau, w, lo, hi,
+                                         margin=theta + 1e-6, slack=1e-6)  # fmt: skip
+    assert np.isfinite(cost)
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
