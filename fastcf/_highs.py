@@ -100,7 +100,9 @@ def run_mip(h, time_limit=None):
     solved once more, with its cutoff, by this thread's instance whose integrality and row
     tolerance is :data:`STRICT_FEASIBILITY`, within what is left of ``time_limit``. (A second
     instance, not ``h`` with its option changed and restored: highspy 1.7 forgets a model's
-    status when an option is set.) Only a program that ends without an answer pays it.
+    status when an option is set.) Only a program that ends without an answer pays it, and not
+    one whose instance is already at that tolerance (the network's program,
+    ``fastcf._net.program._OPTIONS``): it would be the same solve again.
 
     Parameters
     ----------
@@ -121,11 +123,12 @@ def run_mip(h, time_limit=None):
     h.run()
     if h.getModelStatus() not in (S.kInfeasible, S.kObjectiveBound):
         return h
+    if _option(h, "mip_feasibility_tolerance") <= STRICT_FEASIBILITY:
+        return h
     left = math.inf if time_limit is None else float(time_limit) - (time.perf_counter() - t0)
     if left <= 0:
         return h
-    cutoff = h.getOptionValue("objective_bound")
-    cutoff = cutoff[1] if isinstance(cutoff, tuple) else cutoff  # (highspy: (status, value))
+    cutoff = _option(h, "objective_bound")
     s = highs("second-look", (("mip_feasibility_tolerance", STRICT_FEASIBILITY),))
     s.clearSolver()
     s.passModel(h.getLp())
@@ -133,3 +136,9 @@ def run_mip(h, time_limit=None):
     s.setOptionValue("time_limit", left)
     s.run()
     return s
+
+
+def _option(h, name):
+    """Return the value of ``h``'s option ``name`` (some highspy return ``(status, value)``)."""
+    value = h.getOptionValue(name)
+    return value[1] if isinstance(value, tuple) else value
