@@ -620,3 +620,41 @@ def test_highs_does_not_prune_a_cheaper_pattern_within_its_tolerance_regression(
     assert mlp.predict(res.x[None])[0] == 0
     assert np.all((res.x >= lo) & (res.x <= hi))
     assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
+def test_a_solver_error_at_the_strict_tolerance_is_solved_at_the_default_regression():
+    # soak_net.py, seed 39, example 49 (L0, three classes, logits of 3e7): at a feasibility
+    # tolerance of 1e-9 HiGHS ended this program in a solver error ("the external solver
+    # failed") where its default tolerance answers at 0.130: such a program is solved once more
+    # at the default (fastcf._highs.run_mip)
+    coefs = [[[73.21469192635809, 1508.935847849886, 0.004224555002446852, 818.1955451380894,
+               0.49248371385436296],
+              [73.21469192635809, 1508.935847849886, 0.004224555002446852, 818.1955451380894,
+               0.49248371385436296],
+              [445.82158283065587, 0.009807656321017141, -1723.6939608079044, -968.686179796713,
+               -589.5710113936086]],
+             [[-1.6064705497972511, 0.0042957092261229545, 4143.040110146829],
+              [-0.05042208863123834, 0.007280730746713416, -0.09409395288607005],
+              [-9037.964884589133, -2381.194960741458, 84.54978770698703],
+              [-8314.519426790834, 5.983206964726906, 455.0051807248202],
+              [573.0376366448729, -1.099925684932346, 5158.816602625701]],
+             [[-9408.62791815389, -0.009648667083512124, -0.46266899124969935],
+              [-3022.75563640949, 0.08442070845659352, -800.8776440401767],
+              [6.303145959721664, -0.07915346084792703, 0.07777787572120967]]]  # fmt: skip
+    intercepts = [[-0.9749260033015084, 0.0, -452.51138341907176, -2.6883079209580596,
+                   -3744.422841226342],
+                  [0.7800673920123687, 9758.8819098362, -9.204315326769562],
+                  [-0.07640708932683449, 68.4879933298628, 765.8239686799138]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([-0.35854464481347925, 0.6285472146108062, 0.019762955917361102])
+    w = np.array([9.874162365051706, 0.19295459132587595, 0.13007484693331392])
+    lo, hi = -2.5716374503692645 * np.ones(3), 2.5716374503692645 * np.ones(3)
+    assert mlp.predict(x0[None])[0] != 0
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w, metric="l0")
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
+                                    binary=False, metric="l0")  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 0
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
