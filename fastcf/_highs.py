@@ -100,12 +100,7 @@ def run_mip(h, time_limit=None):
     solved once more, with its cutoff, by this thread's instance whose integrality and row
     tolerance is :data:`STRICT_FEASIBILITY`, within what is left of ``time_limit``. (A second
     instance, not ``h`` with its option changed and restored: highspy 1.7 forgets a model's
-    status when an option is set.) Only a program that ends without an answer pays it, and not
-    one whose instance is already at that tolerance (the network's program,
-    ``fastcf._net.program._OPTIONS``): it would be the same solve again. Such an instance's
-    program that ends in a solver error instead (no answer, and neither "infeasible" nor a
-    limit: HiGHS at 1e-9 on an L0 program with logits of 3·10⁷, soak_net, seed 39, example 49)
-    is solved once more at HiGHS's default tolerance, as it was before.
+    status when an option is set.) Only a program that ends without an answer pays it.
 
     Parameters
     ----------
@@ -117,40 +112,24 @@ def run_mip(h, time_limit=None):
     Returns
     -------
     highspy.Highs
-        The instance holding the result to read: ``h``, or the second look's (or the default
-        tolerance's).
+        The instance holding the result to read: ``h``, or the second look's.
     """
     import highspy
 
     S = highspy.HighsModelStatus
     t0 = time.perf_counter()
     h.run()
-    st = h.getModelStatus()
-    strict = _option(h, "mip_feasibility_tolerance") <= STRICT_FEASIBILITY
-    if strict:
-        ended = (S.kInfeasible, S.kObjectiveBound, S.kTimeLimit, S.kInterrupt, S.kIterationLimit,
-                 S.kSolutionLimit)  # fmt: skip
-        if st in ended or int(h.getInfo().primal_solution_status) == 2:
-            return h
-        key, options = "default-look", ()  # (a solver error at the strict tolerance)
-    elif st in (S.kInfeasible, S.kObjectiveBound):
-        key, options = "second-look", (("mip_feasibility_tolerance", STRICT_FEASIBILITY),)
-    else:
+    if h.getModelStatus() not in (S.kInfeasible, S.kObjectiveBound):
         return h
     left = math.inf if time_limit is None else float(time_limit) - (time.perf_counter() - t0)
     if left <= 0:
         return h
-    cutoff = _option(h, "objective_bound")
-    s = highs(key, options)
+    cutoff = h.getOptionValue("objective_bound")
+    cutoff = cutoff[1] if isinstance(cutoff, tuple) else cutoff  # (highspy: (status, value))
+    s = highs("second-look", (("mip_feasibility_tolerance", STRICT_FEASIBILITY),))
     s.clearSolver()
     s.passModel(h.getLp())
     s.setOptionValue("objective_bound", cutoff)
     s.setOptionValue("time_limit", left)
     s.run()
     return s
-
-
-def _option(h, name):
-    """Return the value of ``h``'s option ``name`` (some highspy return ``(status, value)``)."""
-    value = h.getOptionValue(name)
-    return value[1] if isinstance(value, tuple) else value

@@ -595,7 +595,7 @@ def test_highs_does_not_prune_a_cheaper_pattern_within_its_tolerance_regression(
     # in one feature): HiGHS's zero gap still prunes every node whose bound is not its
     # mip_feasibility_tolerance (1e-6, absolute) below the incumbent's cost; the answer came in
     # a pattern 3.2e-7 dearer (on a cost of 0.0816: 3.9e-6 relative) than the brute force's and
-    # was called optimal. The network's program now runs at a tolerance of 1e-9
+    # was called optimal. The costs are now scaled (fastcf._net.program.COST_SCALE)
     coefs = [[[3.12609394236607, -0.009862260691927346, 0.007560563824452512],
               [-6352.109395623409, 599.8419280846894, 7197.85180978049],
               [-7.4739981617816555, 1653.283777168768, 40.55315228421147],
@@ -622,11 +622,12 @@ def test_highs_does_not_prune_a_cheaper_pattern_within_its_tolerance_regression(
     assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
 
 
-def test_a_solver_error_at_the_strict_tolerance_is_solved_at_the_default_regression():
-    # soak_net.py, seed 39, example 49 (L0, three classes, logits of 3e7): at a feasibility
-    # tolerance of 1e-9 HiGHS ended this program in a solver error ("the external solver
-    # failed") where its default tolerance answers at 0.130: such a program is solved once more
-    # at the default (fastcf._highs.run_mip)
+def test_the_network_program_keeps_highs_default_feasibility_tolerance_regression():
+    # soak_net.py, seed 39, example 49 (L0, three classes, logits of 3e7): with HiGHS's
+    # mip_feasibility_tolerance lowered to 1e-9 (against the pruning of seed 39, example 233)
+    # this program ended in a solver error ("the external solver failed") where the default
+    # tolerance answers at 0.130; example 203 (below) was called "infeasible". The costs are
+    # scaled instead (fastcf._net.program.COST_SCALE)
     coefs = [[[73.21469192635809, 1508.935847849886, 0.004224555002446852, 818.1955451380894,
                0.49248371385436296],
               [73.21469192635809, 1508.935847849886, 0.004224555002446852, 818.1955451380894,
@@ -653,6 +654,37 @@ def test_a_solver_error_at_the_strict_tolerance_is_solved_at_the_default_regress
     res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w, metric="l0")
     cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
                                     binary=False, metric="l0")  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 0
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
+def test_the_network_program_is_not_called_infeasible_by_a_strict_tolerance_regression():
+    # soak_net.py, seed 39, example 203 (binary, weights up to 8 407): at a feasibility
+    # tolerance of 1e-9 HiGHS called this program "infeasible"; its optimum costs 0.390
+    coefs = [[[-8406.8718108911, -0.32457249179391384, 0.00843192685197237, -998.1618454112235],
+              [-8406.8718108911, -0.32457249179391384, 0.00843192685197237, -998.1618454112235],
+              [-913.0878110651885, -671.3832059604165, -1.5551521022450059,
+               1222.4423120583872]],
+             [[-8.741415472505235, 0.2194641446699612, 683.1905818695595],
+              [-0.23790332145961557, -805.6637075550494, -0.05604192405102992],
+              [0.0, 0.0, 0.0],
+              [-0.08710069765575103, 0.979608817272167, 0.004162433849604474]],
+             [[-0.007014857383093734], [-0.7952842571375115], [0.004723796955899161]]]  # fmt: skip
+    intercepts = [[0.07303464391185122, -4.844522447182581, 0.013497094797613797,
+                   -0.0024678129910443757],
+                  [-4127.60601028002, -0.0809514460839109, 0.0021813755002476],
+                  [0.006264928317087689]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(2))
+    x0 = np.array([-0.9838076208159225, -0.5392441986239744, -0.1648674680780482])
+    w = np.array([0.11460814081228665, 3.3115120325800467, 1.3052988703737258])
+    lo, hi = -2.849231333692743 * np.ones(3), 2.849231333692743 * np.ones(3)
+    assert mlp.predict(x0[None])[0] != 0
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w)
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
+                                    binary=True)  # fmt: skip
     assert mlp.predict(xr[None])[0] == 0
     assert res.success and res.status == 0, res.message
     assert mlp.predict(res.x[None])[0] == 0

@@ -33,10 +33,9 @@ Counted per entry point:
   that the model's own ``predict`` (and ``predict_proba`` for ``proba=``) takes as one (the
   reference's programs meet the margin to their solvers' tolerance only);
 * suboptimal: a success whose distance exceeds the reference's by more than 1e-6 relative +
-  1e-9 (the absolute tolerance the network's program is solved to: ``docs/networks.md``);
-  where the reference's cheaper point is itself refused by the model, or a valid answer lies
-  below the margin-0 reference's optimum by as much (the reference missed it), the example is
-  *unjudged* (counted apart and printed, not a failure of the soak);
+  1e-9; where the reference's cheaper point is itself refused by the model, or a valid answer
+  lies below the margin-0 reference's optimum by as much (the reference missed it), the
+  example is *unjudged* (counted apart and printed, not a failure of the soak);
 * exceptions.
 
 Usage: ``python docs/scripts/soak_net.py [--n N] [--seed SEED]`` (default n 300). Exit status
@@ -260,7 +259,7 @@ def check(count, entry, res, x0, t, opts, judge, ref, meta, ex):
         return
     if res.distance == 0.0:  # x̄ itself, already in the target
         return
-    tol = 1e-6  # (and 1e-9 absolute: HiGHS's feasibility tolerance in the network's program)
+    tol = 1e-6
     if np.isfinite(at) and res.distance > at * (1 + tol) + 1e-9:
         if x_at is not None and _invalid(_Point(x_at), x0, t, opts, judge, ex):
             # the reference's cheaper point is no answer as the model computes it (its LP met

@@ -36,7 +36,6 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint
 
-from .._highs import STRICT_FEASIBILITY
 from .rows import network_rows, unstable
 
 __all__ = [
@@ -232,21 +231,23 @@ class Program:
 #: of a one-node program). HiGHS's ``threads`` is left alone: its task scheduler is one per
 #: process, made by the first run, and a later instance asking another count fails its run
 #: (a tree program solved first made every network program "failed"); one thread would have cut
-#: a (20,) network's query from ~90 to ~27 ms of CPU (its second worker spins).
-#: ``mip_feasibility_tolerance``: HiGHS's zero gap still prunes every node whose bound is not
-#: this tolerance below the incumbent's cost (an absolute 1e-6 by default, whatever
-#: ``mip_abs_gap``): on a cost of 0.08 a pattern 3.2e-7 cheaper was pruned and the dearer answer
-#: called optimal (soak_net, seed 39, example 233). At 1e-9 (also its integrality and row
-#: tolerance, :func:`fastcf._highs.run_mip`'s second look's) the program is optimal to an
-#: absolute 1e-9 of the cost
+#: a (20,) network's query from ~90 to ~27 ms of CPU (its second worker spins)
 _OPTIONS = (
     ("mip_heuristic_run_rins", False),
     ("mip_heuristic_run_rens", False),
     ("mip_heuristic_run_root_reduced_cost", False),
     ("mip_heuristic_run_feasibility_jump", False),
     ("mip_detect_symmetry", False),
-    ("mip_feasibility_tolerance", STRICT_FEASIBILITY),
 )
+
+#: the largest cost coefficient of the network's program as HiGHS sees it (:func:`solve_milp`).
+#: HiGHS's zero gap still prunes every node whose bound is not ``mip_feasibility_tolerance``
+#: (1e-6) below the incumbent's cost, absolute, whatever ``mip_abs_gap``: on a cost of 0.08 a
+#: pattern 3.2e-7 cheaper was pruned and the dearer answer called optimal (soak_net, seed 39,
+#: example 233). The costs scaled so that the largest is 1e3, that pruning is 1e-9 of the
+#: largest weight (the tolerance itself, lowered to 1e-9, also tightened the rows' and the
+#: integers': HiGHS then called programs with answers "infeasible", seed 39, example 203)
+COST_SCALE = 1e3
 
 
 def solve_milp(
@@ -270,10 +271,13 @@ def solve_milp(
     n = c.shape[0]
     A = cons[0].A.tocsr() if cons else sparse.csr_array((0, n))
     A.sum_duplicates()
+    # (HiGHS's costs scaled, its answers' costs and bounds scaled back: COST_SCALE)
+    top = float(np.max(np.abs(c))) if n else 0.0
+    scale = 1.0 if plain or not top > 0.0 else COST_SCALE / top
     lp = highspy.HighsLp()
     lp.num_col_ = n
     lp.num_row_ = A.shape[0]
-    lp.col_cost_ = c
+    lp.col_cost_ = c * scale
     lp.col_lower_ = bnds.lb
     lp.col_upper_ = bnds.ub
     lp.row_lower_ = cons[0].lb if cons else np.zeros(0)
@@ -289,7 +293,9 @@ def solve_milp(
     h = highs("net-plain") if plain else highs("net", _OPTIONS)
     h.clearSolver()
     h.passModel(lp)
-    h.setOptionValue("objective_bound", float(cutoff) if math.isfinite(cutoff) else math.inf)
+    h.setOptionValue(
+        "objective_bound", float(cutoff) * scale if math.isfinite(cutoff) else math.inf
+    )
     h.setOptionValue("time_limit", math.inf if time_limit is None else float(time_limit))
     if start is not None:
         sol = highspy.HighsSolution()
@@ -303,13 +309,13 @@ def solve_milp(
     S = highspy.HighsModelStatus
     if relax:
         ok = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-        val = float(h.getInfo().objective_function_value) if ok else -math.inf
+        val = float(h.getInfo().objective_function_value) / scale if ok else -math.inf
         return MilpResult(None, None, math.inf, val, "relaxed", 0)
     st = h.getModelStatus()
     info = h.getInfo()
     nodes = int(info.mip_node_count)
     have = int(info.primal_solution_status) == 2
-    bound = float(info.mip_dual_bound)
+    bound = float(info.mip_dual_bound) / scale
     bound = bound if math.isfinite(bound) else -math.inf
     if not have:
         if st in (S.kInfeasible, S.kObjectiveBound):
@@ -325,7 +331,7 @@ def solve_milp(
     if changed is not None:  # (a feature the program keeps is x̄'s, not x̄ ± its tolerance)
         x = np.where(changed, x, prog.x0)
     what = "optimal" if st == S.kOptimal else "time_limit"
-    cost = float(info.objective_function_value)
+    cost = float(info.objective_function_value) / scale
     ints = (v[integ > 0] > 0.5).astype(np.float64)
     return MilpResult(x, changed, cost, cost if what == "optimal" else bound, what, nodes, ints)
 
