@@ -642,3 +642,146 @@ def test_a_program_point_off_its_pattern_is_not_called_optimal_regression():
     alts = NetExplainer(mlp).enumerate(x0, 0, k=3, weights=w, bounds=(lo, hi), frozen=[2])
     d = [a.distance for a in alts]
     assert d == sorted(d) and d[0] == pytest.approx(res.distance, rel=1e-12)
+
+
+def test_a_proba_cut_within_the_programs_tolerance_is_taken_further_inside_regression():
+    # soak_net.py, seed 49, example 33 (three classes, logits of ~1e6): the answer of proba=τ
+    # missed τ by 1.6e-6 on its logits and each tangent cut at it (1e-6 inside) lay within the
+    # linear program's tolerance of it (its rows met to ~1e-12 of their terms): the same point
+    # came back 40 times and the query was given up ("numerical failure") where the brute force
+    # answers at 0.104. A cut the answer misses, or an answer that comes back unmoved, now
+    # takes the next cuts further inside
+    coefs = [[[9133.769807626164, 0.8118565063873465, -1625.9387460466628],
+              [-4.56823136983957, -906.532981555697, -324.31873589991153]],
+             [[-490.27560568375463, -209.71696428108032, 611.9619309658543],
+              [-1.1062993030876351, 0.02899446823342391, -7335.679765392185],
+              [275.19572819012063, -3.822225176445373, -0.05965565973804785]],
+             [[-0.05425443371101779, 40.25698379686814, 6.990211288557564],
+              [-0.05425443371101779, 40.25698379686814, 6.990211288557564],
+              [9750.271887020273, -3287.5985581796904, 0.5733401275454478]]]  # fmt: skip
+    intercepts = [
+        [-0.15380926692564367, 0.06074360849375375, 0.06074360849375375],
+        [-2.403575190960484, 3913.5937653960505, 1743.0959222489114],
+        [-6.567122120218633, 0.939528587054547, -646.1601114021179],
+    ]
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([-0.06385005507869557, 0.5115636363960943])
+    w = np.array([1.7332678406613593, 0.20344444242756313])
+    lo, hi = -1.5514897715867004 * np.ones(2), 1.5514897715867004 * np.ones(2)
+    tau = 0.6398283616285965
+    assert mlp.predict_proba(x0[None])[0, 1] < tau
+    res = NetExplainer(mlp).explain(x0, 1, bounds=(lo, hi), weights=w, proba=tau)
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 1
+    assert mlp.predict_proba(res.x[None])[0, 1] >= tau
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    # (the brute force: one exponential-cone program per pattern, as tests/test_net_proba.py)
+    from reference import relu_net_proba_brute_force
+
+    theta = np.log(tau) - np.log1p(-tau)
+    cost, _ = relu_net_proba_brute_force(mlp.coefs_, mlp.intercepts_, x0, 1, tau, w, lo, hi,
+                                         margin=theta + 1e-6, slack=1e-6)  # fmt: skip
+    assert np.isfinite(cost)
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
+def test_highs_does_not_prune_a_cheaper_pattern_within_its_tolerance_regression():
+    # soak_net.py, seed 39, example 233 (binary, weights up to 7 198, a logit slope of ~1e10
+    # in one feature): HiGHS's zero gap still prunes every node whose bound is not its
+    # mip_feasibility_tolerance (1e-6, absolute) below the incumbent's cost; the answer came in
+    # a pattern 3.2e-7 dearer (on a cost of 0.0816: 3.9e-6 relative) than the brute force's and
+    # was called optimal. The costs are now scaled (fastcf._net.program.COST_SCALE)
+    coefs = [[[3.12609394236607, -0.009862260691927346, 0.007560563824452512],
+              [-6352.109395623409, 599.8419280846894, 7197.85180978049],
+              [-7.4739981617816555, 1653.283777168768, 40.55315228421147],
+              [0.750771922346674, 706.0749072827505, -0.6942881474742462]],
+             [[-6584.8923167843495, -0.7480646855698206],
+              [-24.16952635209444, 0.00812818951054605],
+              [-7.407615547949413, -435.0621219993192]],
+             [[-5643.5224086722765], [-5643.5224086722765]]]  # fmt: skip
+    intercepts = [[-32.95415272337695, 8.817667378750613, 0.0], [-0.6532620362092796, 0.0],
+                  [0.19611615942319544]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(2))
+    x0 = np.array([0.38345889360055874, 0.31337742192568085, 0.037401883755151966,
+                   0.564937170986133])  # fmt: skip
+    w = np.array([6.005580105488147, 0.2602102178242318, 1.811731206779277, 1.11511484854975])
+    lo, hi = -1.3734480846692831 * np.ones(4), 1.3734480846692831 * np.ones(4)
+    assert mlp.predict(x0[None])[0] != 0
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w)
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
+                                    binary=True)  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 0
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
+def test_the_network_program_keeps_highs_default_feasibility_tolerance_regression():
+    # soak_net.py, seed 39, example 49 (L0, three classes, logits of 3e7): with HiGHS's
+    # mip_feasibility_tolerance lowered to 1e-9 (against the pruning of seed 39, example 233)
+    # this program ended in a solver error ("the external solver failed") where the default
+    # tolerance answers at 0.130; example 203 (below) was called "infeasible". The costs are
+    # scaled instead (fastcf._net.program.COST_SCALE)
+    coefs = [[[73.21469192635809, 1508.935847849886, 0.004224555002446852, 818.1955451380894,
+               0.49248371385436296],
+              [73.21469192635809, 1508.935847849886, 0.004224555002446852, 818.1955451380894,
+               0.49248371385436296],
+              [445.82158283065587, 0.009807656321017141, -1723.6939608079044, -968.686179796713,
+               -589.5710113936086]],
+             [[-1.6064705497972511, 0.0042957092261229545, 4143.040110146829],
+              [-0.05042208863123834, 0.007280730746713416, -0.09409395288607005],
+              [-9037.964884589133, -2381.194960741458, 84.54978770698703],
+              [-8314.519426790834, 5.983206964726906, 455.0051807248202],
+              [573.0376366448729, -1.099925684932346, 5158.816602625701]],
+             [[-9408.62791815389, -0.009648667083512124, -0.46266899124969935],
+              [-3022.75563640949, 0.08442070845659352, -800.8776440401767],
+              [6.303145959721664, -0.07915346084792703, 0.07777787572120967]]]  # fmt: skip
+    intercepts = [[-0.9749260033015084, 0.0, -452.51138341907176, -2.6883079209580596,
+                   -3744.422841226342],
+                  [0.7800673920123687, 9758.8819098362, -9.204315326769562],
+                  [-0.07640708932683449, 68.4879933298628, 765.8239686799138]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([-0.35854464481347925, 0.6285472146108062, 0.019762955917361102])
+    w = np.array([9.874162365051706, 0.19295459132587595, 0.13007484693331392])
+    lo, hi = -2.5716374503692645 * np.ones(3), 2.5716374503692645 * np.ones(3)
+    assert mlp.predict(x0[None])[0] != 0
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w, metric="l0")
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
+                                    binary=False, metric="l0")  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 0
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
+def test_the_network_program_is_not_called_infeasible_by_a_strict_tolerance_regression():
+    # soak_net.py, seed 39, example 203 (binary, weights up to 8 407): at a feasibility
+    # tolerance of 1e-9 HiGHS called this program "infeasible"; its optimum costs 0.390
+    coefs = [[[-8406.8718108911, -0.32457249179391384, 0.00843192685197237, -998.1618454112235],
+              [-8406.8718108911, -0.32457249179391384, 0.00843192685197237, -998.1618454112235],
+              [-913.0878110651885, -671.3832059604165, -1.5551521022450059,
+               1222.4423120583872]],
+             [[-8.741415472505235, 0.2194641446699612, 683.1905818695595],
+              [-0.23790332145961557, -805.6637075550494, -0.05604192405102992],
+              [0.0, 0.0, 0.0],
+              [-0.08710069765575103, 0.979608817272167, 0.004162433849604474]],
+             [[-0.007014857383093734], [-0.7952842571375115], [0.004723796955899161]]]  # fmt: skip
+    intercepts = [[0.07303464391185122, -4.844522447182581, 0.013497094797613797,
+                   -0.0024678129910443757],
+                  [-4127.60601028002, -0.0809514460839109, 0.0021813755002476],
+                  [0.006264928317087689]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(2))
+    x0 = np.array([-0.9838076208159225, -0.5392441986239744, -0.1648674680780482])
+    w = np.array([0.11460814081228665, 3.3115120325800467, 1.3052988703737258])
+    lo, hi = -2.849231333692743 * np.ones(3), 2.849231333692743 * np.ones(3)
+    assert mlp.predict(x0[None])[0] != 0
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w)
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
+                                    binary=True)  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 0
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)

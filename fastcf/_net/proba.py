@@ -12,7 +12,11 @@ The set the rows describe holds every point with ``p_t ≥ τ``, so the program'
 bounds the true optimum from below: the first answer that meets τ is the optimum. The cuts are
 taken at ``log(1/τ) − s`` (``s``: the row's margin beyond logit τ, ``margin=``, 1e-6 by
 default), a little inside the set, so that the answers reach it after finitely many cuts
-rather than only in the limit; the answer is then exact for that margin.
+rather than only in the limit; the answer is then exact for that margin. Where a program's
+answer misses a cut it was given beyond the cut's rounding, or comes back unmoved (logits of
+10⁶: the linear program meets its rows to ~10⁻¹² of their terms, and a cut 10⁻⁶ inside lies within
+that), the next cuts are taken ten times further inside (as the re-aim raises a refused row's
+margin), and the answer is exact for that larger margin.
 
 :func:`kelley` is the loop, one copy for every program that carries a network's target: the
 network's own (:func:`fastcf._net.answer._proba_row`) and the tabular one
@@ -68,7 +72,8 @@ def kelley(solve, net, t, tau, slack):
     tau : float
         The probability asked.
     slack : float
-        How far inside the set the cuts are taken (:func:`cut`).
+        How far inside the set the cuts are taken (:func:`cut`); raised tenfold (at least ten
+        times the miss) where an answer misses a cut beyond its rounding or comes back unmoved.
 
     Returns
     -------
@@ -78,13 +83,38 @@ def kelley(solve, net, t, tau, slack):
         False where :data:`ROUNDS` answers missed τ (:func:`gave_up` says so).
     """
     G, g = np.zeros((0, net.W[-1].shape[1])), np.zeros(0)
+    last = None
     for _ in range(ROUNDS):
         ans, x = solve(G, g)
         if x is None or p_target(net, x, t) >= tau:
             return ans, True
+        x = np.asarray(x, dtype=np.float64)
+        miss = _missed(net, x, G, g)
+        if miss > 0.0 or (last is not None and np.array_equal(x, last)):
+            # the program's answer misses a cut it was given beyond the rounding of the cut's
+            # terms (or comes back unmoved): the cuts lie within the program's tolerance of it
+            # (logits of 1e6, a point's rows met to ~1e-12 of their terms: soak_net, seed 49,
+            # example 33, the same point 40 times). The next cuts are taken further inside, as
+            # the re-aim raises a refused row's margin (``RaiseMargin``): the answer is then
+            # exact for that larger margin
+            slack = max(10.0 * slack, 10.0 * miss)
+        last = x
         Gc, gc = cut(net, t, tau, x, slack)
         G, g = np.vstack([G, Gc]), np.concatenate([g, gc])
     return ans, False
+
+
+def _missed(net, x, G, g):
+    """Return how far ``x`` misses the rows ``G h ≥ g`` beyond their rounding (0: it meets them).
+
+    The rounding: ~9000 unit roundoffs of the rows' terms ``|G| |h| + |g|`` (as
+    :func:`fastcf._net.program.network_point`'s).
+    """
+    if not G.shape[0]:
+        return 0.0
+    h = net.last_hidden(x[None])[0]
+    tol = 9e3 * net.unit * (np.abs(G) @ np.abs(h) + np.abs(g))
+    return max(0.0, float(np.max(g - G @ h - tol)))
 
 
 def gave_up(tau):
