@@ -71,10 +71,10 @@ from .._resolve import ROUNDS, raise_at_least, raise_log_tau
 from .._stage import reaim
 from .._status import Status
 from ..results import Solution
+from . import verify
 from .binary import kernel_box
 from .region_highs import second_opinion
 from .verify import Raw, softmax_verdict
-from .verify import finish_binary as _binary_finish
 
 __all__ = [
     "binary_constrained",
@@ -205,7 +205,7 @@ def binary_constrained(model, X, tidx, cost, free, bnd, proba, margins):
     raw = Raw(
         Xs, np.zeros(N, dtype=np.int64), status, None, _BINARY_METHOD, {"n_moved": nmv}, zeta, dist
     )
-    return _binary_finish(model, raw, tidx, proba)
+    return verify.finish_binary(model, raw, tidx, proba)
 
 
 def binary_constrained_lean(model, X, tidx, cost, free, bnd, proba, margins):
@@ -263,7 +263,7 @@ def binary_flipsets(model, X, tidx, cost, free, bnd, proba, margin, k, max_nodes
         Xs[:n], np.zeros(n, dtype=np.int64), status[:n], None, _BINARY_METHOD, info, zeta[:n],
         dist[:n],
     )  # fmt: skip
-    sol = _binary_finish(model, raw, t, proba)
+    sol = verify.finish_binary(model, raw, t, proba)
     if proba is None or model.proba_as_region(proba):
         # verify.region's first round, by its own rule (proba=τ ≥ 1/2 is region=True at margin
         # logit τ there): an answer it would re-solve is the Python scheme's to give
@@ -285,7 +285,7 @@ def _binary_lam(model, X, tidx, cost, free, bnd, lams):
         Xs, np.zeros(N, dtype=np.int64), np.zeros(N, dtype=np.int64), lams, _BINARY_METHOD,
         {"n_moved": nmv}, zeta, dist, gn, scale, unreachable,
     )  # fmt: skip
-    return _binary_finish(model, raw, tidx)
+    return verify.finish_binary(model, raw, tidx)
 
 
 # ---------------------------------------------------------------------------- softmax

@@ -14,10 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _stage
 from .._resolve import ROUNDS
-from .._stage import fail as _fail
-from .._stage import row_info as _row_info
-from .._stage import stack
 from .._status import Status
 from .._validation import (
     check_int,
@@ -26,15 +24,14 @@ from .._validation import (
     check_probability,
     check_scalar,
     check_scalar_positive,
+    deadline,
     resolve_bounds,
     resolve_frozen,
     resolve_weights,
 )
-from .._validation import deadline as time_deadline
 from . import solvers as _solvers
+from . import verify
 from .metric import row_box
-from .verify import keep_source
-from .verify import region as _region
 
 __all__ = [
     "Query",
@@ -181,7 +178,7 @@ def solved(ex, X, tidx, q):
     """
     sol = solve(ex, X, tidx, q)
     if q.form == "proba":  # x̄ itself where the model already meets τ there
-        sol = keep_source(ex._model, X, tidx, sol, q.proba)
+        sol = verify.keep_source(ex._model, X, tidx, sol, q.proba)
     return sol
 
 
@@ -232,13 +229,13 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
             return _solvers.constrained(model, Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
 
     if q.form == "region":
-        return _region(
+        return verify.region(
             model, X, tidx, bnd, q.margin, lambda Xr, tr, br, mr: solve_rows(Xr, tr, br, None, mr)
         )
     if q.form == "proba" and model.proba_as_region(q.proba):
         # region=True at margin logit τ, with verify.region's raises; the verdict still
         # asks p ≥ τ
-        return _region(
+        return verify.region(
             model,
             X,
             tidx,
@@ -307,7 +304,7 @@ def solve(ex, X, tidx, q):
     """Return the :class:`~fastcf.results.Solution` of query ``q`` (all its rows)."""
     if q.max_changes is None:
         return continuous(ex, X, tidx, q, q.fmask)
-    return stack([sparse_row(ex, X, tidx, q, n)[0] for n in range(X.shape[0])])
+    return _stage.stack([sparse_row(ex, X, tidx, q, n)[0] for n in range(X.shape[0])])
 
 
 def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
@@ -322,14 +319,14 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
 
     fmask = q.fmask if fmask is None else fmask
     prob = row_problem(ex, X, tidx, q, n) if prob is None else prob
-    deadline = time_deadline(q.time_limit)
+    due = deadline(q.time_limit)
     if q.metric == "euclidean" and q.bnd is None and ex._model.binary:
         # binary, Euclidean, no box: the m free features of largest w_i²/W_i (closed form)
         mask = fmask | top_m_free(ex._model.w, q.w, ~fmask, q.max_changes)
         val = prob.solve(mask)[1]
         info = {"nodes": 1, "solves": 1, "proven": True}
     else:
-        val, mask, info = best_subset(prob, fmask, q.max_changes, deadline=deadline)
+        val, mask, info = best_subset(prob, fmask, q.max_changes, deadline=due)
     sol = prob.full(mask)  # the answer solved in full (the search's nodes were lean)
     if not math.isfinite(val):
         # no answer within max_changes: the source itself, as other infeasible answers
@@ -340,14 +337,14 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
         sol = sol._replace(x=x0, proba=P, distance=np.zeros(1))
     failed = info.get("failed_nodes", 0)
     if not math.isfinite(val) and failed:
-        sol = _fail(
+        sol = _stage.fail(
             sol,
             Status.NUMERIC,
             f"max_changes: {failed} solve(s) of the branch-and-bound failed numerically; no "
             f"answer changing at most {q.max_changes} features was found",
         )
     elif not math.isfinite(val) and int(sol.status[0]) == _OK:
-        sol = _fail(
+        sol = _stage.fail(
             sol,
             Status.INFEASIBLE,
             f"no answer changes at most {q.max_changes} "
@@ -358,11 +355,11 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
             f"{failed} solve(s) of the branch-and-bound failed numerically"
             if failed
             else "time_limit reached"
-            if time.perf_counter() > deadline
+            if time.perf_counter() > due
             else "node limit of the branch-and-bound reached"
         )
-        sol = _fail(
+        sol = _stage.fail(
             sol, Status.MAXITER, f"max_changes: {why}; the answer is the best found, not proven "
             "optimal",
         )  # fmt: skip
-    return sol._replace(info={**_row_info(sol.info), **info}), val, mask
+    return sol._replace(info={**_stage.row_info(sol.info), **info}), val, mask

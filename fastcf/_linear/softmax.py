@@ -26,9 +26,9 @@ import math
 
 import numpy as np
 
+from .._kernels import linalg
 from .._kernels import softmax as _sk
 from .._kernels import verdict as _vk
-from .._kernels.linalg import dot as _dot
 from .._resolve import ROUNDS, raise_at_least, raise_log_tau
 from .._stage import reaim, replace_rows
 from .._status import Status
@@ -308,7 +308,7 @@ def reduced_path(model, x0, k, target, lams, m, warm, tol, max_iter, names, xx=N
     ``xx``: x0·x0 if the caller has it.
     """
     A_, v = model.A, m.v
-    x0norm = math.sqrt(_dot(x0, x0) if xx is None else xx)
+    x0norm = math.sqrt(linalg.dot(x0, x0) if xx is None else xx)
     if not math.isfinite(x0norm):  # x0·x0 overflowed
         x0norm = float(np.linalg.norm(x0))
     zbar = model.logits(x0[None, :])[0]
