@@ -228,20 +228,12 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
         def solve_rows(Xr, tr, br, pr, mr):
             return _solvers.constrained(model, Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
 
-    if q.form == "region":
+    if q.form == "region" or (q.form == "proba" and model.proba_as_region(q.proba)):
+        # proba=τ where it is region=True at margin logit τ: with verify.region's raises too
+        # (the verdict still asks p ≥ τ)
+        margin = q.margin if q.form == "region" else model.theta(q.proba)
         return verify.region(
-            model, X, tidx, bnd, q.margin, lambda Xr, tr, br, mr: solve_rows(Xr, tr, br, None, mr)
-        )
-    if q.form == "proba" and model.proba_as_region(q.proba):
-        # region=True at margin logit τ, with verify.region's raises; the verdict still
-        # asks p ≥ τ
-        return verify.region(
-            model,
-            X,
-            tidx,
-            bnd,
-            model.theta(q.proba),
-            lambda Xr, tr, br, mr: solve_rows(Xr, tr, br, q.proba, mr),
+            model, X, tidx, bnd, margin, lambda Xr, tr, br, mr: solve_rows(Xr, tr, br, q.proba, mr)
         )
     if q.form == "proba":
         return solve_rows(X, tidx, bnd, q.proba, None)
