@@ -231,7 +231,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
     reaim(None, pick, solve, merge)
     status[status == _PENDING] = _NUMERIC  # still short of τ after the re-solves
     # (τ at or below p_k(x̄) as the model computes it, not as the search does: the explainer's
-    # verify.keep_source puts x̄ itself there)
+    # route.keep_source puts x̄ itself there)
     status = honest_infeasible(model, X, tidx, m, proba, status)
     success = status == _OK
     return Solution.of(Xs, P, dist, success, status, nit, PROBA_METHOD, lamv, None, cert)
