@@ -64,12 +64,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import results
 from ._confirm import check_verify, confirm
 from ._resolve import ROUNDS
 from ._status import BOUNDARY_MESSAGE, Status
 from ._threads import limit
-from .results import mark_exact
-from .results import package as _package_solution
 
 __all__ = [
     "ROUNDS",
@@ -261,7 +260,7 @@ def package(ex, sol, X, tidx, names, single):
         sol = sol._replace(proba=None)
     # one query: its label by a slice (a view), not a fancy index
     targets = ex.classes_[tidx[0] : tidx[0] + 1] if single else ex.classes_[tidx]
-    return _package_solution(sol, X, targets, names, single)
+    return results.package(sol, X, targets, names, single)
 
 
 def finish(ex, res, verify="fold", proba=None, exact=True):
@@ -274,7 +273,7 @@ def finish(ex, res, verify="fold", proba=None, exact=True):
     """
     if verify == "model":
         res = confirm(ex._asked, res, ex.classes_, proba)
-    return mark_exact(res, exact)
+    return results.mark_exact(res, exact)
 
 
 def finish_each(ex, answers, verify="fold", proba=None, exact=True):

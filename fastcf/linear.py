@@ -24,9 +24,8 @@ import numpy as np
 from . import _stage
 from ._confirm import check_verify
 from ._fold import pipeline_parts, probe_rows, rounding_eps
+from ._linear import paths
 from ._linear.dual import dual_scores
-from ._linear.paths import path as _path
-from ._linear.paths import short_path
 from ._linear.route import make_query, solved
 from ._linear.scores import LinearScores, by_columns
 from ._threads import limit
@@ -287,7 +286,7 @@ class LinearExplainer(LinearScores):
         check_verify(verify, self.model)
         if verify == "fold" or proba is None:  # (verify="model"'s τ is the stage's judge)
             with limit(n_jobs) if n_jobs is not None else _UNLIMITED:  # (None: no cost)
-                res = short_path(
+                res = paths.short_path(
                     self, x, target, lam, proba, region, margin, frozen, weights, bounds,
                     metric, max_changes, method, tol, max_iter,
                 )  # fmt: skip
@@ -435,6 +434,6 @@ class LinearExplainer(LinearScores):
         >>> bool(np.all(np.diff(path.proba[:, 2]) > 0))
         True
         """
-        return _path(
+        return paths.path(
             self, x, target, lams, frozen, weights, bounds, metric, warm_start, tol, max_iter
         )

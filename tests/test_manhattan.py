@@ -861,7 +861,7 @@ def test_second_opinion_skips_a_row_that_does_not_scale():
     """A soak find: rows of 1e-310 against a right-hand side of order 1 overflowed in the
     scaling of the HiGHS program (a RuntimeWarning, an error under -W error); such a row is
     skipped (the kernel's verdict stands) and a row that scales is still answered."""
-    from fastcf._linear.region_highs import second_opinion
+    from fastcf._linear.manhattan import second_opinion
 
     model = make_model(np.array([[0.0, 0.0], [1e-310, 0.0], [0.0, 1.0]]), np.array([1.0, 0, 0]))
     X = np.zeros((2, 2))

@@ -270,7 +270,7 @@ def test_tau_equal_to_predict_proba_gives_the_source_itself(metric, K, boxed):
     """τ = predict_proba(x̄)[k] to the last bit: x̄ itself, on every path (documented).
 
     The solvers decide "already met" in their own arithmetic, which put p_k(x̄) an ulp below such
-    a τ for about a third of these queries before ``verify.keep_source``: they moved x̄ by 1e-16
+    a τ for about a third of these queries before ``route.keep_source``: they moved x̄ by 1e-16
     to 1e-10, or returned it as a numerical failure.
     """
     for seed in range(25):

@@ -18,8 +18,7 @@ import numpy as np
 from .. import _stage
 from .._validation import check_int, deadline, time_left
 from .metric import row_box
-from .route import make_query, row_problem, solve, sparse_row
-from .verify import keep_source, source_meets
+from .route import keep_source, make_query, row_problem, solve, source_meets, sparse_row
 
 __all__ = ["enumerate_answers", "flipsets"]
 

@@ -53,7 +53,24 @@ __all__ = [
     "path_boxed",
     "proba_boxed",
     "proba_bounded_one",
+    "row_boxes",
 ]
+
+
+def row_boxes(bnd, N):
+    """Return the box of each of ``N`` query rows: a list of (lo, hi) of shape (D,), or None.
+
+    The row-by-row solvers (this module's, :mod:`fastcf._linear.boxed_region`'s, the reference
+    methods) take their rows' boxes from the route in this form, so that the two layouts of
+    ``bnd`` (one box for every row, or one per row) are told apart here, once per call, not by
+    each solver (:func:`fastcf._linear.metric.row_box`).
+    """
+    if bnd is None:
+        return None
+    if bnd[0].ndim == 1:
+        return [bnd] * N
+    lo, hi = bnd
+    return [(lo[n], hi[n]) for n in range(N)]
 
 
 def bounded_one(model, x0, k, lam, v, wt, bnd, tol, max_iter, x_init=None, rel=False):
@@ -318,7 +335,7 @@ PROBA_METHOD = "reduced (λ search, active set)"
 def lam_boxed(model, X, tidx, m, boxes, lams, tol, max_iter):
     """Problem (2) with a box for N queries (:func:`bounded_one` row by row, each in its box).
 
-    ``boxes``: the box (lo, hi) of each row (:func:`fastcf._linear.metric.row_boxes`).
+    ``boxes``: the box (lo, hi) of each row (:func:`row_boxes`).
 
     Returns the raw answers (:class:`~fastcf._linear.verify.Raw`); the route finishes them
     (:func:`fastcf._linear.verify.finish`).
@@ -337,7 +354,7 @@ def lam_boxed(model, X, tidx, m, boxes, lams, tol, max_iter):
 def proba_boxed(model, X, tidx, m, boxes, proba):
     """Solve ``proba=τ`` with bounds for softmax models, row by row (:func:`_proba_row`).
 
-    ``boxes``: the box (lo, hi) of each row (:func:`fastcf._linear.metric.row_boxes`). Returns
+    ``boxes``: the box (lo, hi) of each row (:func:`row_boxes`). Returns
     the raw answers (:class:`~fastcf._linear.verify.Raw`, with each row's λ); the route finishes
     them.
     """

@@ -28,7 +28,7 @@ __all__ = ["region_boxed"]
 def region_boxed(model, X, tidx, m, boxes, margins):
     """Solve ``region=True`` with bounds for softmax models: one QP per row (Clarabel).
 
-    ``boxes``: the box (lo, hi) of each row (:func:`fastcf._linear.metric.row_boxes`);
+    ``boxes``: the box (lo, hi) of each row (:func:`fastcf._linear.boxed.row_boxes`);
     ``margins``: one per row. Where Clarabel fails, :func:`_region_fallback`, then
     :func:`_region_ldp`. Returns the raw answers (:class:`~fastcf._linear.verify.Raw`); the
     route finishes them (:func:`fastcf._linear.verify.finish`).

@@ -26,7 +26,7 @@ from .._status import Status
 from . import boxed as _boxed
 from . import boxed_region as _boxed_region
 from . import softmax as _softmax
-from .metric import distances, make_metric, row_box, row_boxes
+from .metric import distances, make_metric, row_box
 from .verify import Raw, finish, path_result
 
 # the codes as plain ints: NumPy compares an array with an int much faster than with an
@@ -329,7 +329,7 @@ def _solve_boxed(model, X, tidx, m, bnd, proba, margins):
     :func:`fastcf._linear.boxed.proba_boxed`, :func:`fastcf._linear.boxed_region.region_boxed`:
     their raw answers, finished once here (:func:`~fastcf._linear.verify.finish`).
     """
-    boxes = row_boxes(bnd, X.shape[0])  # each row's own box
+    boxes = _boxed.row_boxes(bnd, X.shape[0])  # each row's own box
     if proba is not None:
         raw = _boxed.proba_boxed(model, X, tidx, m, boxes, proba)
     else:

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .._kernels.linalg import dot as _dot
+from .._kernels import linalg
 from .._stage import answer
 from .route import METRICS, common_query
 
@@ -56,7 +56,7 @@ def plain_query(ex, x, target, tol, max_iter):
     # one pass, no warnings: x·x is finite iff x is (and not huge: those go the long way).
     # Not NumPy's x @ x: OpenBLAS runs a long dot on its own threads, which then spin and
     # slowed the parallel row kernel that follows 12× at (131 072, 16) on 2 cores
-    xx = _dot(x, x)
+    xx = linalg.dot(x, x)
     if not math.isfinite(xx):
         return None
     return k, xx

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["MetricCache", "_Metric", "make_metric", "row_box", "row_boxes"]
+__all__ = ["MetricCache", "_Metric", "make_metric", "row_box"]
 
 
 class _Metric(NamedTuple):
@@ -48,21 +48,6 @@ def row_box(bnd, n):
     if bnd is None or bnd[0].ndim == 1:
         return bnd
     return bnd[0][n], bnd[1][n]
-
-
-def row_boxes(bnd, N):
-    """Return the box of each of ``N`` query rows: a list of (lo, hi) of shape (D,), or None.
-
-    The row-by-row solvers (the box's, the reference methods) take their rows' boxes from the
-    route in this form, so that the two layouts of ``bnd`` (one box for every row, or one per
-    row) are told apart here, once per call, not by each solver (:func:`row_box`).
-    """
-    if bnd is None:
-        return None
-    if bnd[0].ndim == 1:
-        return [bnd] * N
-    lo, hi = bnd
-    return [(lo[n], hi[n]) for n in range(N)]
 
 
 def make_metric(model, frozen_mask, weights):

@@ -35,11 +35,10 @@ import math
 
 import numpy as np
 
+from .._kernels import linalg
 from .._kernels import logistic as _lk
 from .._kernels import softmax as _sk
 from .._kernels import verdict as _vk
-from .._kernels.linalg import need_bounds as _need_bounds
-from .._kernels.linalg import need_of_norm as _need_of_norm
 
 __all__ = ["BinaryModel", "SoftmaxModel", "make_model", "softmax_energy"]
 
@@ -206,7 +205,7 @@ class _LinearModel:
         (:func:`fastcf._kernels.linalg.need_bounds`), no NumPy warnings.
         """
         Xs = np.ascontiguousarray(Xs, dtype=np.float64)
-        return _need_bounds(Xs, self.gamma, self.max_row_norm, self.max_abs_b)
+        return linalg.need_bounds(Xs, self.gamma, self.max_row_norm, self.max_abs_b)
 
     def finite_need(self, Xs, tidx):
         """Return :meth:`rounding_need` of the rows, 0 where it is not finite (silently).
@@ -225,7 +224,7 @@ class _LinearModel:
         (:func:`fastcf._kernels.linalg.need_of_norm`), for the ``max_changes`` search
         (``fastcf._linear.route``), which bounds ‖x‖₂ of the answers it has not formed.
         """
-        return _need_of_norm(float(nx), self.gamma, self.max_row_norm, self.max_abs_b)
+        return linalg.need_of_norm(float(nx), self.gamma, self.max_row_norm, self.max_abs_b)
 
     def clear_of_need(self, Xs, margins):
         """Return (clear, n_clear): rows whose margin exceeds 4 × :meth:`need_bound` at ``Xs``.

@@ -304,7 +304,7 @@ def lam_reference(model, X, tidx, m, w, fmask, boxes, lams, method, tol, max_ite
     """Problem (2) for N queries by a reference ``method``, one query at a time, in R^D.
 
     ``w``: the weights (or ``None``), ``fmask``: the frozen features, ``boxes``: the box of each
-    row (:func:`fastcf._linear.metric.row_boxes`) or None. Works for both families
+    row (:func:`fastcf._linear.boxed.row_boxes`) or None. Works for both families
     (on the softmax form of a binary model). Returns the raw answers
     (:class:`~fastcf._linear.verify.Raw`), the diagnostics of each query in
     ``info["per_query"]``; the route finishes them (:func:`fastcf._linear.verify.finish`).

@@ -2,8 +2,11 @@
 
 :func:`make_query` checks every option of a query once; :func:`solve` routes it: the continuous
 solvers of each metric and form (:func:`continuous`), or the exact ``max_changes`` search over them
-(:func:`sparse_row`, a branch-and-bound of :mod:`fastcf._linear.subsets`). The explainer
-(:class:`fastcf.LinearExplainer`) validates, calls these and packages the answer.
+(:func:`sparse_row`, a branch-and-bound of :mod:`fastcf._linear.subsets`); :func:`solved` is
+that answer with x̄ itself in the rows whose source already meets ``proba=τ`` as the model
+computes it (:func:`keep_source`, :func:`source_meets`: the route's last step, whichever solver
+answered). The explainer (:class:`fastcf.LinearExplainer`) validates, calls these and packages
+the answer.
 """
 
 from __future__ import annotations
@@ -14,11 +17,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _stage
 from .._resolve import ROUNDS
-from .._stage import fail as _fail
-from .._stage import row_info as _row_info
-from .._stage import stack
-from .._status import Status
+from .._status import Status, message
 from .._validation import (
     check_int,
     check_max_changes,
@@ -26,15 +27,14 @@ from .._validation import (
     check_probability,
     check_scalar,
     check_scalar_positive,
+    deadline,
     resolve_bounds,
     resolve_frozen,
     resolve_weights,
 )
-from .._validation import deadline as time_deadline
 from . import solvers as _solvers
+from . import verify
 from .metric import row_box
-from .verify import keep_source
-from .verify import region as _region
 
 __all__ = [
     "Query",
@@ -45,6 +45,8 @@ __all__ = [
     "make_query",
     "common_query",
     "solved",
+    "source_meets",
+    "keep_source",
     "continuous",
     "row_problem",
     "solve",
@@ -177,12 +179,96 @@ def solved(ex, X, tidx, q):
     """Return the (unjudged) :class:`~fastcf.results.Solution` of the checked query ``q``.
 
     :func:`solve`, then x̄ itself where it already meets ``proba=τ``
-    (:func:`~fastcf._linear.verify.keep_source`).
+    (:func:`keep_source`).
     """
     sol = solve(ex, X, tidx, q)
     if q.form == "proba":  # x̄ itself where the model already meets τ there
         sol = keep_source(ex._model, X, tidx, sol, q.proba)
     return sol
+
+
+_SOURCE_MEETS = "the source already meets proba=τ (as the model computes it): x̄ itself"
+
+
+def source_meets(model, X, tidx, proba):
+    """Return which rows x̄ of ``X`` the model puts in ``tidx`` with p_target ≥ ``proba``.
+
+    The verification's test (:meth:`~fastcf._linear.model._LinearModel.in_target`), after a
+    first test of p_target(x̄) ≥ τ alone (two calls), which rules out nearly every row.
+    """
+    _P0, meets, sure = model.source_tests(X, tidx, proba)
+    good = meets.copy()
+    good[meets] = sure
+    return good
+
+
+def keep_source(model, X, tidx, sol, proba):
+    """Return ``sol`` with x̄ itself in each row whose source already meets ``proba=τ``.
+
+    The solvers decide "x̄ already meets τ" in their own arithmetic (a kernel's dot products,
+    ζ̄ ≥ logit τ). The model's own (BLAS one row at a time, the bits of ``predict_proba``) can
+    differ by the rounding of the logits and of logit τ: with τ equal to
+    ``predict_proba(x̄)[k]`` exactly, a solver then moved x̄ by ~1e-14 (or ~1e-10 for τ within
+    1e-9 of 1, where logit τ amplifies τ's rounding), or returned x̄ as a numerical failure
+    (its own verdict computed p_k(x̄) an ulp below τ). The documented answer is x̄ itself. So
+    every row but the successes at x̄ is checked at x̄ with the verification's own test
+    (:meth:`~fastcf._linear.model._LinearModel.in_target`: the class beyond rounding, and
+    p_target ≥ τ): one product per such row, after a first test of p_target ≥ τ alone. The rows
+    set to x̄ are successes, ``certified`` (just checked). Rows that failed where x̄ meets τ but
+    its class is not surely the target get x̄ too, with the documented BELOW_DECISION.
+    """
+    kept = sol.success & (sol.distance == 0.0)
+    if np.count_nonzero(kept):
+        rows = np.flatnonzero(~kept)
+        if rows.size == 0:
+            return sol
+        P0, hit, sure = model.source_tests(X[rows], tidx[rows], proba)
+    else:  # every row (a single query's usual case: no copies of the rows)
+        rows = None
+        P0, hit, sure = model.source_tests(X, tidx, proba)
+    if not np.count_nonzero(hit):
+        return sol
+    meets = np.flatnonzero(hit) if rows is None else rows[hit]
+    at = meets[sure]
+    # x̄ meets τ but its class is not surely the target (a tie: three identical rows and τ = 1/3,
+    # soak round Q): x̄ is the optimum, at distance 0, and the documented outcome is
+    # BELOW_DECISION, not a solver's failure or its "infeasible"
+    below = meets[~sure]
+    below = below[~sol.success[below] & (sol.status[below] != int(Status.BELOW_DECISION))]
+    changed = np.concatenate([at, below])
+    if changed.size == 0:
+        return sol
+    P0 = P0[changed if rows is None else np.searchsorted(rows, changed)]  # computed above
+    x = sol.x.copy()
+    x[changed] = X[changed]
+    success = sol.success.copy()
+    success[at] = True
+    status = sol.status.copy()
+    status[at] = int(Status.OK)
+    status[below] = int(Status.BELOW_DECISION)
+    msgs = list(sol.message)
+    for n in at:
+        msgs[n] = _SOURCE_MEETS
+    for n in below:
+        msgs[n] = message(int(Status.BELOW_DECISION))
+    out = {"x": x, "success": success, "status": status, "message": msgs}
+    if sol.proba is not None:
+        P = sol.proba.copy()
+        P[changed] = P0
+        out["proba"] = P
+    for name, value in (("distance", 0.0), ("nit", 0), ("lam", np.inf), ("grad_norm", 0.0)):
+        arr = getattr(sol, name)
+        if arr is not None:
+            arr = arr.copy()
+            arr[changed] = value
+            out[name] = arr
+    cert = np.zeros(sol.success.shape[0], dtype=bool)
+    if sol.certified is not None:
+        cert |= sol.certified
+    cert[at] = True
+    cert[below] = False
+    out["certified"] = cert
+    return sol._replace(**out)
 
 
 def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
@@ -231,20 +317,12 @@ def continuous(ex, X, tidx, q, fmask, lams=None, bnd=None, lean=False):
         def solve_rows(Xr, tr, br, pr, mr):
             return _solvers.constrained(model, Xr, tr, m, br, pr, mr, q.tol, q.max_iter)
 
-    if q.form == "region":
-        return _region(
-            model, X, tidx, bnd, q.margin, lambda Xr, tr, br, mr: solve_rows(Xr, tr, br, None, mr)
-        )
-    if q.form == "proba" and model.proba_as_region(q.proba):
-        # region=True at margin logit τ, with verify.region's raises; the verdict still
-        # asks p ≥ τ
-        return _region(
-            model,
-            X,
-            tidx,
-            bnd,
-            model.theta(q.proba),
-            lambda Xr, tr, br, mr: solve_rows(Xr, tr, br, q.proba, mr),
+    if q.form == "region" or (q.form == "proba" and model.proba_as_region(q.proba)):
+        # proba=τ where it is region=True at margin logit τ: with verify.region's raises too
+        # (the verdict still asks p ≥ τ)
+        margin = q.margin if q.form == "region" else model.theta(q.proba)
+        return verify.region(
+            model, X, tidx, bnd, margin, lambda Xr, tr, br, mr: solve_rows(Xr, tr, br, q.proba, mr)
         )
     if q.form == "proba":
         return solve_rows(X, tidx, bnd, q.proba, None)
@@ -307,7 +385,7 @@ def solve(ex, X, tidx, q):
     """Return the :class:`~fastcf.results.Solution` of query ``q`` (all its rows)."""
     if q.max_changes is None:
         return continuous(ex, X, tidx, q, q.fmask)
-    return stack([sparse_row(ex, X, tidx, q, n)[0] for n in range(X.shape[0])])
+    return _stage.stack([sparse_row(ex, X, tidx, q, n)[0] for n in range(X.shape[0])])
 
 
 def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
@@ -322,14 +400,14 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
 
     fmask = q.fmask if fmask is None else fmask
     prob = row_problem(ex, X, tidx, q, n) if prob is None else prob
-    deadline = time_deadline(q.time_limit)
+    due = deadline(q.time_limit)
     if q.metric == "euclidean" and q.bnd is None and ex._model.binary:
         # binary, Euclidean, no box: the m free features of largest w_i²/W_i (closed form)
         mask = fmask | top_m_free(ex._model.w, q.w, ~fmask, q.max_changes)
         val = prob.solve(mask)[1]
         info = {"nodes": 1, "solves": 1, "proven": True}
     else:
-        val, mask, info = best_subset(prob, fmask, q.max_changes, deadline=deadline)
+        val, mask, info = best_subset(prob, fmask, q.max_changes, deadline=due)
     sol = prob.full(mask)  # the answer solved in full (the search's nodes were lean)
     if not math.isfinite(val):
         # no answer within max_changes: the source itself, as other infeasible answers
@@ -340,14 +418,14 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
         sol = sol._replace(x=x0, proba=P, distance=np.zeros(1))
     failed = info.get("failed_nodes", 0)
     if not math.isfinite(val) and failed:
-        sol = _fail(
+        sol = _stage.fail(
             sol,
             Status.NUMERIC,
             f"max_changes: {failed} solve(s) of the branch-and-bound failed numerically; no "
             f"answer changing at most {q.max_changes} features was found",
         )
     elif not math.isfinite(val) and int(sol.status[0]) == _OK:
-        sol = _fail(
+        sol = _stage.fail(
             sol,
             Status.INFEASIBLE,
             f"no answer changes at most {q.max_changes} "
@@ -358,11 +436,11 @@ def sparse_row(ex, X, tidx, q, n, fmask=None, prob=None):
             f"{failed} solve(s) of the branch-and-bound failed numerically"
             if failed
             else "time_limit reached"
-            if time.perf_counter() > deadline
+            if time.perf_counter() > due
             else "node limit of the branch-and-bound reached"
         )
-        sol = _fail(
+        sol = _stage.fail(
             sol, Status.MAXITER, f"max_changes: {why}; the answer is the best found, not proven "
             "optimal",
         )  # fmt: skip
-    return sol._replace(info={**_row_info(sol.info), **info}), val, mask
+    return sol._replace(info={**_stage.row_info(sol.info), **info}), val, mask

@@ -26,9 +26,9 @@ import math
 
 import numpy as np
 
+from .._kernels import linalg
 from .._kernels import softmax as _sk
 from .._kernels import verdict as _vk
-from .._kernels.linalg import dot as _dot
 from .._resolve import ROUNDS, raise_at_least, raise_log_tau
 from .._stage import reaim, replace_rows
 from .._status import Status
@@ -231,7 +231,7 @@ def proba_solution(model, X, tidx, m, proba, tol, max_iter):
     reaim(None, pick, solve, merge)
     status[status == _PENDING] = _NUMERIC  # still short of τ after the re-solves
     # (τ at or below p_k(x̄) as the model computes it, not as the search does: the explainer's
-    # verify.keep_source puts x̄ itself there)
+    # route.keep_source puts x̄ itself there)
     status = honest_infeasible(model, X, tidx, m, proba, status)
     success = status == _OK
     return Solution.of(Xs, P, dist, success, status, nit, PROBA_METHOD, lamv, None, cert)
@@ -308,7 +308,7 @@ def reduced_path(model, x0, k, target, lams, m, warm, tol, max_iter, names, xx=N
     ``xx``: x0·x0 if the caller has it.
     """
     A_, v = model.A, m.v
-    x0norm = math.sqrt(_dot(x0, x0) if xx is None else xx)
+    x0norm = math.sqrt(linalg.dot(x0, x0) if xx is None else xx)
     if not math.isfinite(x0norm):  # x0·x0 overflowed
         x0norm = float(np.linalg.norm(x0))
     zbar = model.logits(x0[None, :])[0]

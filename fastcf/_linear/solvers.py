@@ -8,7 +8,7 @@ projected Newton method or the region QP where a softmax query has ``bounds=`` (
 the reference methods in R^D (:mod:`.reference`). The solvers that do not judge their own
 answers return them raw (:class:`~fastcf._linear.verify.Raw`), and the route finishes them once,
 whichever answered (:func:`~fastcf._linear.verify.finish`); the row-by-row ones take each row's
-box from the route (:func:`~fastcf._linear.metric.row_boxes`). The softmax answers then pass the
+box from the route (:func:`~fastcf._linear.boxed.row_boxes`). The softmax answers then pass the
 form's re-aim policy (:mod:`.fallbacks`): the *fallback entries* (:data:`LAM_FALLBACKS`,
 :data:`CONSTRAINED_FALLBACKS`, :data:`PATH_FALLBACKS`), in order, each re-solving the rows the
 solvers before it failed or left open and keeping its own answer only where the model's
@@ -28,7 +28,7 @@ from . import binary as _binary
 from . import boxed as _boxed
 from . import fallbacks as _fb
 from . import softmax as _softmax
-from .metric import distances, row_boxes
+from .metric import distances
 from .verify import Raw, finish, path_result
 
 __all__ = ["lam", "constrained", "path", "LAM_FALLBACKS", "CONSTRAINED_FALLBACKS", "PATH_FALLBACKS"]
@@ -51,7 +51,7 @@ def lam(model, X, tidx, m, bnd, lams, tol, max_iter, reference=None, W=None, fma
     methods, projected Newton in the box) return raw answers, finished here once
     (:func:`~fastcf._linear.verify.finish`).
     """
-    boxes = row_boxes(bnd, X.shape[0])  # (the row-by-row solvers': each row's own box)
+    boxes = _boxed.row_boxes(bnd, X.shape[0])  # (the row-by-row solvers': each row's own box)
     if reference is not None:
         # scipy.optimize is imported there, not at start-up (most of the import time)
         from .reference import lam_reference

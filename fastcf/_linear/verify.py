@@ -27,7 +27,7 @@ import numpy as np
 from .._kernels import verdict as _vk
 from .._resolve import raise_margin
 from .._stage import reaim, replace_rows, take_rows
-from .._status import Status, message
+from .._status import Status
 from ..results import CounterfactualPath, Solution
 from .metric import distances, row_box
 
@@ -36,9 +36,7 @@ __all__ = [
     "finish",
     "finish_binary",
     "finish_softmax",
-    "keep_source",
     "margin_rises",
-    "source_meets",
     "path_result",
     "region",
     "softmax_verdict",
@@ -188,90 +186,6 @@ def finish_softmax(model, X, tidx, m, bnd, raw, proba_min=None):
             G = np.where((Xs >= hi) & (G < 0), 0.0, G)
         gn = np.sqrt(np.einsum("ij,ij->i", G, G))
     return Solution.of(Xs, P, dist, success, status, nit, method, lams, gn, None, info)
-
-
-_SOURCE_MEETS = "the source already meets proba=τ (as the model computes it): x̄ itself"
-
-
-def source_meets(model, X, tidx, proba):
-    """Return which rows x̄ of ``X`` the model puts in ``tidx`` with p_target ≥ ``proba``.
-
-    The verification's test (:meth:`~fastcf._linear.model._LinearModel.in_target`), after a
-    first test of p_target(x̄) ≥ τ alone (two calls), which rules out nearly every row.
-    """
-    _P0, meets, sure = model.source_tests(X, tidx, proba)
-    good = meets.copy()
-    good[meets] = sure
-    return good
-
-
-def keep_source(model, X, tidx, sol, proba):
-    """Return ``sol`` with x̄ itself in each row whose source already meets ``proba=τ``.
-
-    The solvers decide "x̄ already meets τ" in their own arithmetic (a kernel's dot products,
-    ζ̄ ≥ logit τ). The model's own (BLAS one row at a time, the bits of ``predict_proba``) can
-    differ by the rounding of the logits and of logit τ: with τ equal to
-    ``predict_proba(x̄)[k]`` exactly, a solver then moved x̄ by ~1e-14 (or ~1e-10 for τ within
-    1e-9 of 1, where logit τ amplifies τ's rounding), or returned x̄ as a numerical failure
-    (its own verdict computed p_k(x̄) an ulp below τ). The documented answer is x̄ itself. So
-    every row but the successes at x̄ is checked at x̄ with the verification's own test
-    (:meth:`~fastcf._linear.model._LinearModel.in_target`: the class beyond rounding, and
-    p_target ≥ τ): one product per such row, after a first test of p_target ≥ τ alone. The rows
-    set to x̄ are successes, ``certified`` (just checked). Rows that failed where x̄ meets τ but
-    its class is not surely the target get x̄ too, with the documented BELOW_DECISION.
-    """
-    kept = sol.success & (sol.distance == 0.0)
-    if np.count_nonzero(kept):
-        rows = np.flatnonzero(~kept)
-        if rows.size == 0:
-            return sol
-        P0, hit, sure = model.source_tests(X[rows], tidx[rows], proba)
-    else:  # every row (a single query's usual case: no copies of the rows)
-        rows = None
-        P0, hit, sure = model.source_tests(X, tidx, proba)
-    if not np.count_nonzero(hit):
-        return sol
-    meets = np.flatnonzero(hit) if rows is None else rows[hit]
-    at = meets[sure]
-    # x̄ meets τ but its class is not surely the target (a tie: three identical rows and τ = 1/3,
-    # soak round Q): x̄ is the optimum, at distance 0, and the documented outcome is
-    # BELOW_DECISION, not a solver's failure or its "infeasible"
-    below = meets[~sure]
-    below = below[~sol.success[below] & (sol.status[below] != int(Status.BELOW_DECISION))]
-    changed = np.concatenate([at, below])
-    if changed.size == 0:
-        return sol
-    P0 = P0[changed if rows is None else np.searchsorted(rows, changed)]  # computed above
-    x = sol.x.copy()
-    x[changed] = X[changed]
-    success = sol.success.copy()
-    success[at] = True
-    status = sol.status.copy()
-    status[at] = int(Status.OK)
-    status[below] = int(Status.BELOW_DECISION)
-    msgs = list(sol.message)
-    for n in at:
-        msgs[n] = _SOURCE_MEETS
-    for n in below:
-        msgs[n] = message(int(Status.BELOW_DECISION))
-    out = {"x": x, "success": success, "status": status, "message": msgs}
-    if sol.proba is not None:
-        P = sol.proba.copy()
-        P[changed] = P0
-        out["proba"] = P
-    for name, value in (("distance", 0.0), ("nit", 0), ("lam", np.inf), ("grad_norm", 0.0)):
-        arr = getattr(sol, name)
-        if arr is not None:
-            arr = arr.copy()
-            arr[changed] = value
-            out[name] = arr
-    cert = np.zeros(sol.success.shape[0], dtype=bool)
-    if sol.certified is not None:
-        cert |= sol.certified
-    cert[at] = True
-    cert[below] = False
-    out["certified"] = cert
-    return sol._replace(**out)
 
 
 def _rhs_scale(model, X, tidx, margins):
