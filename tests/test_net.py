@@ -785,3 +785,34 @@ def test_the_network_program_is_not_called_infeasible_by_a_strict_tolerance_regr
     assert mlp.predict(res.x[None])[0] == 0
     assert np.all((res.x >= lo) & (res.x <= hi))
     assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
+def test_a_reduced_accuracy_relaxation_does_not_prune_the_optimum_regression():
+    # soak_net.py seed 72, example 32 (binary, Euclidean, two wild layers: relaxed outputs of
+    # 1e7): Clarabel's "AlmostSolved" value of a node's relaxation, taken as its bound, pruned
+    # the optimum's node, and a 1.4 % dearer answer (0.78877) was called optimal
+    coefs = [
+        [[-1559.9401800388503, 748.1977116044793, 195.83100856388052],
+         [-58.467260440179416, 0.009960924016513717, 0.007215895572071718],
+         [5699.805983413107, -306.1604133658765, 779.7151721636171],
+         [0.003178965681465692, 3.3416206799667525, -352.315509460547]],
+        [[5257.818200564222, 8540.694275460879, 0.020811649653938575],
+         [5257.818200564222, 8540.694275460879, 0.020811649653938575],
+         [-1.5599173309669454, 0.8331655861726287, 827.3072782692377]],
+        [[555.0698815202264], [-878.5258172275176], [470.07224883295197]],
+    ]  # fmt: skip
+    biases = [[0.004228805117291272, -610.6089351230555, -610.6089351230555],
+              [-563.4368159651249, 6918.269283902955, -0.4781108201525477], [0.0]]  # fmt: skip
+    x0 = np.array([0.5120004153575077, 0.32590881185845677, 0.20000167897062893,
+                   -0.30231296358587945])  # fmt: skip
+    w = np.array([0.42121607, 1.62387005, 0.50973923, 1.92101982])
+    lo, hi = np.full(4, -1.23384377), np.full(4, 1.23384377)
+    mlp = _set_weights(coefs, biases, range(2))
+    res = NetExplainer(mlp).explain(x0, 1, weights=w, bounds=(lo, hi), metric="euclidean")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (cvxpy: "Solution may be inaccurate")
+        cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 1, 1e-6, w, lo, hi,
+                                        binary=True, metric="euclidean")  # fmt: skip
+    assert xr is not None  # (its LP meets the margin to its tolerance: the model may refuse it)
+    assert res.success and mlp.predict(res.x[None])[0] == 1, res.message
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost, res.message)
