@@ -354,8 +354,8 @@ def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False
     solved again below the best cost, until it finds nothing cheaper (the best is optimal),
     runs out of time, or :data:`REPAIRS` rounds (status ``"repairs"``: not proven). For L0 and
     ``max_changes`` the no-good leaves out the s of the changed features (the linear program
-    let each of them move), and every s where the pattern holds no answer even with every
-    feature free.
+    let each of them move; L0: only where it found no point), and every s where the pattern
+    holds no answer even with every feature free.
 
     ``cutoff``: the cost of an answer the caller already holds (the incumbent): only cheaper
     ones are looked for. ``accept``: the rows ``(G, g)`` that the model's own rule takes as the
@@ -399,12 +399,14 @@ def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False
             if cost < best_cost:
                 best, best_cost = x, cost
         # excluded: this pattern with every changed set inside the s's (the linear program
-        # just solved let each of those features move), or with any changed set where the
-        # pattern holds no answer with every feature free; not this one set alone: with
-        # big-M bounds of 1e8 the program leaked through one pattern under 7 changed sets in
-        # turn, and 32 rounds ran out before its true answer (soak_net, seed 48, example 192)
+        # just solved let each of those features move: it found none, or, Manhattan, the
+        # cheapest), or with any changed set where the pattern holds no answer with every
+        # feature free; not this one set alone: with big-M bounds of 1e8 the program leaked
+        # through one pattern under 7 changed sets in turn, and 32 rounds ran out before its
+        # true answer (soak_net, seed 48, example 192). (L0 with an answer: this set alone,
+        # as a subset can hold an answer of fewer changes than the LP's closest point)
         cut = r.ints.copy()
-        if n_s:
+        if n_s and (x is None or prog.metric != "l0"):
             empty = x is None and (
                 movable.all()
                 or solve_pattern(net, pattern, x0, lo, hi, w, G, g, prog.metric) is None
