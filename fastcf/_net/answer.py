@@ -218,13 +218,15 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
         # the cutoff left nothing cheaper than the incumbent (up to HiGHS's tolerance): it is
         # the optimum where the search was complete
         st = Status.OK if r.status == "infeasible" else Status.MAXITER
+        gap = 0.0 if st == 0 else (ci - r.bound) / ci if ci > 0 else 0.0
         row = _Row(
             xi,
             ci,
             True,
             int(st),
-            "milp: optimal (the incumbent)",
-            0.0 if st == 0 else (ci - r.bound) / ci if ci > 0 else 0.0,
+            # (unproven: the time limit, or the repairs ran out)
+            "milp: optimal (the incumbent)" if st == 0 else _limit(gap, r.status),
+            gap,
             ci if st == 0 else r.bound,
             r.nodes,
         )
