@@ -233,19 +233,13 @@ class Program:
 #: of a one-node program). HiGHS's ``threads`` is left alone: its task scheduler is one per
 #: process, made by the first run, and a later instance asking another count fails its run
 #: (a tree program solved first made every network program "failed"); one thread would have cut
-#: a (20,) network's query from ~90 to ~27 ms of CPU (its second worker spins). No restart
-#: after the root: HiGHS 1.16's presolve of the restart, with the cutoff of a rounding
-#: heuristic's answer (8.230), removed the optimum (0.692) of a ``max_changes`` program with
-#: big-M bounds of 1.5e4 and called that answer optimal, so that ``enumerate`` listed its
-#: alternatives out of order (soak_net, seed 44, example 67; 0.692 without the restart, or
-#: without presolve); the same answers and times otherwise on the soak's first 200 examples
+#: a (20,) network's query from ~90 to ~27 ms of CPU (its second worker spins)
 _OPTIONS = (
     ("mip_heuristic_run_rins", False),
     ("mip_heuristic_run_rens", False),
     ("mip_heuristic_run_root_reduced_cost", False),
     ("mip_heuristic_run_feasibility_jump", False),
     ("mip_detect_symmetry", False),
-    ("mip_allow_restart", False),
 )
 
 
