@@ -816,3 +816,39 @@ def test_a_reduced_accuracy_relaxation_does_not_prune_the_optimum_regression():
     assert xr is not None  # (its LP meets the margin to its tolerance: the model may refuse it)
     assert res.success and mlp.predict(res.x[None])[0] == 1, res.message
     assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost, res.message)
+
+
+def test_a_pattern_leaking_under_every_changed_set_is_excluded_at_once_regression():
+    # soak_net.py, seed 48, example 192 (max_changes=2, big-M bounds of 1.3e8): the program's
+    # answers leaked through "off" ReLUs, and each repair excluded one assignment of the
+    # pattern and of the changed features, so that the same empty pattern came back under 7
+    # changed sets in turn; the 32 repairs ran out and the query ended "time_limit reached
+    # before any answer was found" (no time_limit was given) where the optimum costs 1.148.
+    # A repair now excludes the pattern under every changed set its linear program covers
+    coefs = [[[83.10162532520027, 8422.25476236822, -382.01757151371856, 0.00930043361665995,
+               226.5984302503082],
+              [0.005917583462923524, -350.0096408566921, 869.6987946283201, 0.5954003176217015,
+               0.7784568479454876],
+              [0.005917583462923524, -350.0096408566921, 869.6987946283201, 0.5954003176217015,
+               0.7784568479454876]],
+             [[-0.715341419463748, 102.66360183094274], [63.24904777513905, -6531.82742904184],
+              [-980.5973332739519, -78.81597169330313], [-0.8653301978035858, -0.1604216813826025],
+              [0.0, 0.0]],
+             [[46.86744552073583, 46.93201070208798, 7764.1258680623905],
+              [-3020.498890842986, -3.106480705966982, -0.05437764503842538]]]  # fmt: skip
+    intercepts = [[0.032934215998697065, 80.577098255642, 650.213618880476, 0.044692697483857007,
+                   0.6736824373792197],
+                  [-0.07883360311768155, -0.07883360311768155],
+                  [967.3095653098206, 967.3095653098206, -6854.300429299347]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([-0.5653552897343079, 0.8401944890941795, 0.21906711808970214])
+    w = np.array([1.4057950852794128, 0.22538526746607582, 6.022916293661737])
+    lo, hi = -2.151352979360018 * np.ones(3), 2.151352979360018 * np.ones(3)
+    res = NetExplainer(mlp).explain(x0, 1, bounds=(lo, hi), weights=w, max_changes=2)
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 1, 1e-6, w, lo, hi,
+                                    binary=False, max_changes=2)  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 1  # (1.148, as the model says)
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 1
+    assert np.count_nonzero(res.x != x0) <= 2 and np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)

@@ -37,7 +37,15 @@ from . import proba as _proba
 from .bounds import budget_first_layer, interval, linear_bounds, target_bound
 from .euclid import answer_row, pattern_qp
 from .incumbent import incumbent
-from .program import Program, network_point, output_rows, solve_milp, solve_pattern, ties_differ
+from .program import (
+    REPAIRS,
+    Program,
+    network_point,
+    output_rows,
+    solve_milp,
+    solve_pattern,
+    ties_differ,
+)
 from .search import PRUNE, relaxation, search
 
 __all__ = ["NetQuery", "METRICS", "query", "answer", "RaiseMargin", "distance"]
@@ -210,13 +218,15 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
         # the cutoff left nothing cheaper than the incumbent (up to HiGHS's tolerance): it is
         # the optimum where the search was complete
         st = Status.OK if r.status == "infeasible" else Status.MAXITER
+        gap = 0.0 if st == 0 else (ci - r.bound) / ci if ci > 0 else 0.0
         row = _Row(
             xi,
             ci,
             True,
             int(st),
-            "milp: optimal (the incumbent)",
-            0.0 if st == 0 else (ci - r.bound) / ci if ci > 0 else 0.0,
+            # (unproven: the time limit, or the repairs ran out)
+            "milp: optimal (the incumbent)" if st == 0 else _limit(gap, r.status),
+            gap,
             ci if st == 0 else r.bound,
             r.nodes,
         )
@@ -226,6 +236,8 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
             st, text = Status.INFEASIBLE, _INFEASIBLE
         elif r.status == "time_limit":
             st, text = Status.MAXITER, "time_limit reached before any answer was found"
+        elif r.status == "repairs":
+            st, text = Status.SOLVER_FAILED, _REPAIRED + ", and none was a point of the network"
         else:
             st, text = Status.SOLVER_FAILED, message(Status.SOLVER_FAILED)
         return _Row(x0.copy(), 0.0, False, int(st), text, math.inf, r.bound, r.nodes)
@@ -235,7 +247,8 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
         row = _Row(x, d, True, int(Status.OK), f"{how}: optimal", 0.0, r.bound, r.nodes)
     else:
         gap = (d - r.bound) / d if d > 0 else 0.0
-        row = _Row(x, d, True, int(Status.MAXITER), _limit(gap), max(gap, 0.0), r.bound, r.nodes)
+        text = _limit(gap, r.status)
+        row = _Row(x, d, True, int(Status.MAXITER), text, max(gap, 0.0), r.bound, r.nodes)
     return row if tied else _tie_row(net, prog, q, t, margin, row, deadline, plain)
 
 
@@ -292,7 +305,8 @@ def _tie_row(net, prog, q, t, margin, row, deadline, plain):
     if r.status == "optimal":  # (the tie's program holds the margin's: its optimum is both's)
         return _Row(x, d, True, int(Status.OK), "milp: optimal (on a tie)", 0.0, r.bound, nodes)
     gap = (d - r.bound) / d if d > 0 else 0.0
-    return _Row(x, d, True, int(Status.MAXITER), _limit(gap), max(gap, 0.0), r.bound, nodes)
+    return _Row(x, d, True, int(Status.MAXITER), _limit(gap, r.status), max(gap, 0.0), r.bound,
+                nodes)  # fmt: skip
 
 
 def _on_the_tie(net, prog, x, changed, G, g, flat=None):
@@ -381,8 +395,9 @@ def _left(deadline):
     return None if deadline == math.inf else max(deadline - time.perf_counter(), 1e-3)
 
 
-def _limit(gap):
-    return f"time_limit: the best answer found, {gap:.2%} above the bound (not proven optimal)"
+def _limit(gap, status="time_limit"):
+    why = _REPAIRED if status == "repairs" else "time_limit"
+    return f"{why}: the best answer found, {gap:.2%} above the bound (not proven optimal)"
 
 
 def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline):
@@ -487,6 +502,10 @@ _SOURCE = "the model already classifies the source as the target: x̄ itself"
 _UNDECIDED = (
     "a relaxation of the branch-and-bound that neither Clarabel nor HiGHS could solve "
     "(ill-conditioned weights) was left undecided"
+)
+#: a row whose program gave REPAIRS false answers in turn (:func:`.program.network_point`)
+_REPAIRED = (
+    f"the mixed-integer program gave false answers (big-M leaks, each excluded) {REPAIRS} times"
 )
 _INFEASIBLE = (
     "infeasible: no point of the box (bounds=, or the training data's range from fit_data) "

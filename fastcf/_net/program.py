@@ -57,7 +57,7 @@ class MilpResult(NamedTuple):
     changed: np.ndarray | None  # (D,) bool: features the program lets change (L0 / max_changes)
     cost: float  # its objective (inf without x)
     bound: float  # HiGHS's lower bound on the optimum
-    status: str  # "optimal", "infeasible", "time_limit", "failed"
+    status: str  # "optimal", "infeasible", "time_limit", "failed" ("repairs": network_point)
     nodes: int
     #: the integer columns (s, then a: :meth:`Program.build`'s layout) rounded to 0/1
     ints: np.ndarray | None = None
@@ -140,7 +140,8 @@ class Program:
         """Return (c, integrality, Bounds, [LinearConstraint]) of the program, and the layout.
 
         ``nogoods``: assignments of the integer columns (0/1 arrays, in column order) that the
-        program must leave: each adds ``Σ_{p=0} v − Σ_{p=1} v ≥ 1 − |{p = 1}|``.
+        program must leave: each adds ``Σ_{p=0} v − Σ_{p=1} v ≥ 1 − |{p = 1}|``. An entry
+        below 0 leaves its column out of the row (any value of it is excluded with the rest).
         """
         net, x0, lo, hi, w = self.net, self.x0, self.lo, self.hi, self.w
         D = x0.shape[0]
@@ -217,8 +218,9 @@ class Program:
             rows(1, (np.zeros(cidx.size), cidx, c[cidx]), -np.inf, cutoff)
         icols = np.flatnonzero(integ)
         for p in nogoods:
-            rows(1, (np.zeros(icols.size), icols, np.where(p > 0.5, -1.0, 1.0)),
-                 1.0 - float(np.count_nonzero(p > 0.5)), np.inf)  # fmt: skip
+            on, use = p > 0.5, p >= 0.0
+            rows(1, (np.zeros(int(use.sum())), icols[use], np.where(on[use], -1.0, 1.0)),
+                 1.0 - float(np.count_nonzero(on)), np.inf)  # fmt: skip
         rows_, cols, vals = np.concatenate(R), np.concatenate(C), np.concatenate(V)
         rlo, rhi = np.concatenate(RL), np.concatenate(RH)
         A = sparse.csr_array((vals, (rows_, cols)), shape=(r, n))
@@ -364,7 +366,10 @@ def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False
     if it is the cheapest true answer so far, and excluded (a no-good row, exact: every point
     of the network with that assignment is in the polytope just solved), and the program is
     solved again below the best cost, until it finds nothing cheaper (the best is optimal),
-    runs out of time, or :data:`REPAIRS` rounds.
+    runs out of time, or :data:`REPAIRS` rounds (status ``"repairs"``: not proven). For L0 and
+    ``max_changes`` the no-good leaves out the s of the changed features (the linear program
+    let each of them move; L0: only where it found no point), and every s where the pattern
+    holds no answer even with every feature free.
 
     ``cutoff``: the cost of an answer the caller already holds (the incumbent): only cheaper
     ones are looked for. ``accept``: the rows ``(G, g)`` that the model's own rule takes as the
@@ -372,7 +377,7 @@ def network_point(prog, G, g, r, cutoff=math.inf, deadline=math.inf, plain=False
     less than ``G h ≥ g``: a program's point that meets them is the model's answer, not a false
     one, and is returned as before (a point on a tie at logit exactly 0, every ReLU off:
     soak_net, seed 32). ``r.x`` None after the repairs: nothing cheaper than ``cutoff``
-    (status "infeasible": proven; "time_limit" or "failed": not).
+    (status "infeasible": proven; "time_limit", "repairs" or "failed": not).
     """
     net, x0, lo, hi, w = prog.net, prog.x0, prog.lo, prog.hi, prog.w
     x = solve_pattern(net, net.pattern(r.x), x0, lo, hi, w, G, g, prog.metric, r.changed)
@@ -427,7 +432,21 @@ def _repair(prog, G, g, r, best, best_cost, deadline, plain):
             cost = _cost(x - x0, w, prog.metric)
             if cost < best_cost:
                 best, best_cost = x, cost
-        cuts.append(r.ints)
+        # excluded: this pattern with every changed set inside the s's (the linear program
+        # just solved let each of those features move: it found none, or, Manhattan, the
+        # cheapest), or with any changed set where the pattern holds no answer with every
+        # feature free; not this one set alone: with big-M bounds of 1e8 the program leaked
+        # through one pattern under 7 changed sets in turn, and 32 rounds ran out before its
+        # true answer (soak_net, seed 48, example 192). (L0 with an answer: this set alone,
+        # as a subset can hold an answer of fewer changes than the LP's closest point)
+        cut = r.ints.copy()
+        if n_s and (x is None or prog.metric != "l0"):
+            empty = x is None and (
+                movable.all()
+                or solve_pattern(net, pattern, x0, lo, hi, w, G, g, prog.metric) is None
+            )
+            cut[:n_s][movable | empty] = -1.0
+        cuts.append(cut)
         left = deadline - time.perf_counter()
         if left <= 0.0:
             status = "time_limit"
@@ -439,14 +458,15 @@ def _repair(prog, G, g, r, best, best_cost, deadline, plain):
             status = r.status  # ("infeasible": nothing below the best cost)
             break
     else:
-        status = "time_limit"
+        status = "repairs"  # (REPAIRS rounds, each a false answer: not the time_limit)
     if best is None:
         return MilpResult(None, None, math.inf, r.bound, status, nodes)
     proven = status == "infeasible"
     d = best - x0
     changed = None if n_s == 0 else d != 0
+    what = "optimal" if proven else "repairs" if status == "repairs" else "time_limit"
     return MilpResult(best, changed, best_cost, best_cost if proven else min(r.bound, best_cost),
-                      "optimal" if proven else "time_limit", nodes)  # fmt: skip
+                      what, nodes)  # fmt: skip
 
 
 def _cost(d, w, metric):
