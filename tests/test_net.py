@@ -852,3 +852,30 @@ def test_a_pattern_leaking_under_every_changed_set_is_excluded_at_once_regressio
     assert mlp.predict(res.x[None])[0] == 1
     assert np.count_nonzero(res.x != x0) <= 2 and np.all((res.x >= lo) & (res.x <= hi))
     assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
+def test_a_euclidean_tie_cheaper_than_the_margin_answer_is_found_regression():
+    # soak_net.py seed 73, example 198 (binary, Euclidean): the target's cheapest points lie on
+    # a region of ties (every last-layer neuron the logit weighs off, the logit exactly 0, which
+    # predict gives class 0, the target) at 0.1294; explain answered the margin's 5.645 as
+    # optimal (the Euclidean tie was solved only where the margin had no answer)
+    coefs = [
+        [[87.11274302908623, 0.07803493730656064, -0.052538387199429576, -45.47603853096899],
+         [0.0, 0.0, 0.0, 0.0],
+         [-0.03927893736631496, -47.52226415213612, 54.66384387724237, 0.007041242902820816]],
+        [[-8.721328884177753], [0.0], [77.70173023898634], [0.001468780354497254]],
+    ]  # fmt: skip
+    biases = [[-4.346141719981138, 0.2724775667737969, 0.2724775667737969, -7922.174492528717],
+              [0.0]]  # fmt: skip
+    x0 = np.array([-0.9184806026888233, -0.19319882711453062, 0.40081796054376806])
+    w = np.array([5.82759713, 0.1731632, 0.3182015])
+    box = (np.full(3, -2.5702118), np.full(3, 2.5702118))
+    mlp = _set_weights(coefs, biases, range(2))
+    ex = NetExplainer(mlp)
+    res = ex.explain(x0, 0, weights=w, bounds=box, metric="euclidean")
+    assert res.success and mlp.predict(res.x[None])[0] == 0, res.message
+    assert res.distance < 0.13, (res.distance, res.message)
+    alts = ex.enumerate(x0, 0, k=3, weights=w, bounds=box, metric="euclidean")
+    d = [a.distance for a in alts]
+    assert d == sorted(d) and d[0] == pytest.approx(res.distance, rel=1e-9)
+    assert all(mlp.predict(a.x[None])[0] == 0 for a in alts)

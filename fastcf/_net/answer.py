@@ -283,14 +283,10 @@ def _tie_row(net, prog, q, t, margin, row, deadline, plain):
         return row
     if row.distance <= 0.0 or q.metric == "euclidean":
         return row
-    G, g = output_rows(net, t, margin, ties=True)
-    flat = output_rows(net, t, margin)
-    # a row flat at a value short of its margin, where every last-layer neuron it weighs is 0
-    # (off), is there at −g: the program runs only where some −g lies in [0, margin) (an
-    # output bias of exactly 0; rare in a trained network, where this costs nothing). A flat
-    # region at another value needs the weights to cancel exactly: not looked for
-    if not np.any((flat[1] > g) & (-g >= 0.0) & (-g < flat[1] - g)):
+    rows = _ties_can_be(net, t, margin)
+    if rows is None:  # (the program runs only where a region of ties can be)
         return row
+    (G, g), flat = rows
     cutoff = row.distance * (1.0 - TIE_GAIN)
     left = _left(deadline)
     r = solve_milp(prog, G, g, cutoff, time_limit=left, plain=plain)
@@ -330,19 +326,43 @@ def _on_the_tie(net, prog, x, changed, G, g, flat=None):
         return x if bool(net.meets(x[None], G, g)[0]) else None
     pattern, near = _tie_pattern(net, x)
     lo, hi = prog.lo, prog.hi
-    if flat is not None:
-        free = lo < hi if changed is None else (lo < hi) & changed
-        pre, _ = net.affine(pattern)
-        M = pre[-1][0] * pattern[-1][:, None] if pre else np.eye(x.shape[0])
-        Gm, gm = flat
-        short = ~(net.last_hidden(x[None])[0] @ Gm.T >= gm)
-        slope = np.abs(Gm[short] @ M[:, free])
-        if np.any(slope > 9e3 * net.unit * (np.abs(Gm[short]) @ np.abs(M[:, free]))):
-            return None
+    if flat is not None and not _flat(net, x, pattern, lo, hi, changed, flat):
+        return None
     if not near and bool(net.meets(x[None], G, g)[0]):
         return x
     y = solve_pattern(net, pattern, prog.x0, lo, hi, prog.w, G, g, prog.metric, changed, True)
     return y if y is not None and bool(net.meets(y[None], G, g)[0]) else None
+
+
+def _flat(net, x, pattern, lo, hi, changed, flat):
+    """Return whether each margin row ``flat`` that ``x`` meets short of the margin is flat there.
+
+    Flat in ``x``'s activation ``pattern``: the row's gradient along the features free to move
+    (``lo < hi``, and ``changed`` where given) is 0 to its rounding — a region of ties, which no
+    margin reaches, not a point of a sloped boundary (:func:`_on_the_tie`).
+    """
+    free = lo < hi if changed is None else (lo < hi) & changed
+    pre, _ = net.affine(pattern)
+    M = pre[-1][0] * pattern[-1][:, None] if pre else np.eye(x.shape[0])
+    Gm, gm = flat
+    short = ~(net.last_hidden(x[None])[0] @ Gm.T >= gm)
+    slope = np.abs(Gm[short] @ M[:, free])
+    return not np.any(slope > 9e3 * net.unit * (np.abs(Gm[short]) @ np.abs(M[:, free])))
+
+
+def _ties_can_be(net, t, margin):
+    """Return the tie's rows and the margin's, where a region of ties can lie, else None.
+
+    An output row flat at a value short of its margin, where every last-layer neuron it weighs
+    is 0 (off), is there at −g: only where some −g lies in [0, margin) (an output bias of
+    exactly 0; rare in a trained network). A flat region at another value needs the weights to
+    cancel exactly: not looked for.
+    """
+    G, g = output_rows(net, t, margin, ties=True)
+    flat = output_rows(net, t, margin)
+    if not np.any((flat[1] > g) & (-g >= 0.0) & (-g < flat[1] - g)):
+        return None
+    return (G, g), flat
 
 
 def _tie_pattern(net, x):
@@ -418,6 +438,11 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline):
             y, dy = pattern_qp(net, pattern, x0, plo, phi, q.w, G, g, d, strict=True)
             if y is not None and bool(net.meets(y[None], G, g)[0]):
                 x, d = y, dy
+    elif x is not None and d > 0.0 and q.ties and q.proba is None and ties_differ(net, t):
+        tied = _euclid_tie(net, x0, t, lo, hi, q, margin, rows, opts, d)
+        if tied is not None:
+            x, d, what, gap, bound, n = tied
+            nodes += n
     if x is None:
         if what == "infeasible":
             st, text = Status.INFEASIBLE, _INFEASIBLE
@@ -437,6 +462,38 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline):
         else f"time_limit: the best answer found, {gap:.2%} above the bound (not proven optimal)"
     )
     return _Row(x, d, True, int(Status.MAXITER), text, gap, bound, nodes)
+
+
+def _euclid_tie(net, x0, t, lo, hi, q, margin, rows, opts, d):
+    """Return a Euclidean answer on a region of ties cheaper than the margin's ``d``, or None.
+
+    As :func:`_tie_row` for the Manhattan programs: where a region of ties can be
+    (:func:`_ties_can_be`), the tie's branch-and-bound (its rows a superset of the margin's,
+    so its optimum is the query's where it lies on such a region); kept where it costs less
+    than ``d`` by :data:`TIE_GAIN`, lies on a flat region of ties (:func:`_flat`) and, with a
+    neuron within its rounding of 0, stays on the tie solved with the off neurons beyond it
+    (soak_net, seed 73, example 198: 5.645 called optimal, the tie's 0.1294 listed by
+    ``enumerate`` second). ``(x, d, what, gap, bound, nodes)`` as :func:`.euclid.answer_row`.
+    """
+    got = _ties_can_be(net, t, margin)
+    if got is None or not net.relu:
+        return None
+    (G, g), flat = got
+    x, dt, what, gap, bound, nodes = answer_row(net, x0, lo, hi, q.w, G, g, rows, **opts)
+    if x is None or not dt < d * (1.0 - TIE_GAIN):
+        return None
+    changed = None if q.max_changes is None else x != x0
+    pattern, near = _tie_pattern(net, x)
+    if not _flat(net, x, pattern, lo, hi, changed, flat):
+        return None
+    if near or not bool(net.meets(x[None], G, g)[0]):
+        keep = x == x0
+        plo, phi = np.where(keep, x0, lo), np.where(keep, x0, hi)
+        y, dy = pattern_qp(net, pattern, x0, plo, phi, q.w, G, g, dt, strict=True)
+        if y is None or not bool(net.meets(y[None], G, g)[0]) or not dy < d * (1.0 - TIE_GAIN):
+            return None
+        x, dt = y, dy  # (~ε dearer than the tie's optimum, as the margin-free tie above)
+    return x, dt, what, gap, bound, nodes
 
 
 def _proba_row(net, x0, t, lo, hi, q, margin, rows, plain):
