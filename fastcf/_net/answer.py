@@ -433,10 +433,8 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline):
             # own sums can leave it on, its leak moving a logit off the tie (soak_net, seed 41,
             # example 186: class 2 by the model). Its pattern solved again with the off neurons
             # beyond their rounding, the unchanged features held (max_changes)
-            keep = x == x0
-            plo, phi = np.where(keep, x0, lo), np.where(keep, x0, hi)
-            y, dy = pattern_qp(net, pattern, x0, plo, phi, q.w, G, g, d, strict=True)
-            if y is not None and bool(net.meets(y[None], G, g)[0]):
+            y, dy = _strict_tie(net, x, x0, lo, hi, q.w, pattern, G, g, d)
+            if y is not None:
                 x, d = y, dy
     elif x is not None and d > 0.0 and q.ties and q.proba is None and ties_differ(net, t):
         tied = _euclid_tie(net, x0, t, lo, hi, q, margin, rows, opts, d)
@@ -487,13 +485,26 @@ def _euclid_tie(net, x0, t, lo, hi, q, margin, rows, opts, d):
     if not _flat(net, x, pattern, lo, hi, changed, flat):
         return None
     if near or not bool(net.meets(x[None], G, g)[0]):
-        keep = x == x0
-        plo, phi = np.where(keep, x0, lo), np.where(keep, x0, hi)
-        y, dy = pattern_qp(net, pattern, x0, plo, phi, q.w, G, g, dt, strict=True)
-        if y is None or not bool(net.meets(y[None], G, g)[0]) or not dy < d * (1.0 - TIE_GAIN):
+        y, dy = _strict_tie(net, x, x0, lo, hi, q.w, pattern, G, g, dt)
+        if y is None or not dy < d * (1.0 - TIE_GAIN):
             return None
         x, dt = y, dy  # (~ε dearer than the tie's optimum, as the margin-free tie above)
     return x, dt, what, gap, bound, nodes
+
+
+def _strict_tie(net, x, x0, lo, hi, w, pattern, G, g, radius):
+    """Return ``(y, d)``: a Euclidean tie answer ``x`` solved again off its neurons' faces.
+
+    ``x``'s ``pattern`` (:func:`_tie_pattern`) solved with its off neurons beyond their
+    rounding and its unchanged features held (``max_changes``), kept where fastcf's float64
+    puts it on the tie's rows ``G h ≥ g``; ``(None, inf)`` otherwise.
+    """
+    keep = x == x0
+    plo, phi = np.where(keep, x0, lo), np.where(keep, x0, hi)
+    y, dy = pattern_qp(net, pattern, x0, plo, phi, w, G, g, radius, strict=True)
+    if y is None or not bool(net.meets(y[None], G, g)[0]):
+        return None, math.inf
+    return y, dy
 
 
 def _proba_row(net, x0, t, lo, hi, q, margin, rows, plain):
