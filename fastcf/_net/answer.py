@@ -34,8 +34,9 @@ from .._validation import (
 from .._validation import deadline as time_deadline
 from ..results import Solution
 from . import proba as _proba
+from . import ties as _ties
 from .bounds import budget_first_layer, interval, linear_bounds, target_bound
-from .euclid import answer_row, pattern_qp
+from .euclid import answer_row
 from .incumbent import incumbent
 from .program import (
     REPAIRS,
@@ -43,7 +44,6 @@ from .program import (
     network_point,
     output_rows,
     solve_milp,
-    solve_pattern,
     ties_differ,
 )
 from .search import PRUNE, relaxation, search
@@ -212,7 +212,7 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
         if r.x is not None:
             r = network_point(prog, G, g, r, ci, deadline, plain)
         if r.x is not None:  # (kept on the tie by the network's arithmetic, where it can be)
-            on = _on_the_tie(net, prog, r.x, r.changed, G, g)
+            on = _ties.on_the_tie(net, prog, r.x, r.changed, G, g)
             r = r if on is None else r._replace(x=on)
     if r.x is None and xi is not None and r.status != "failed":
         # the cutoff left nothing cheaper than the incumbent (up to HiGHS's tolerance): it is
@@ -252,12 +252,6 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
     return row if tied else _tie_row(net, prog, q, t, margin, row, deadline, plain)
 
 
-#: a tie's answer replaces the margin's only where it costs less by this fraction of it
-#: (:func:`_tie_row`, HiGHS's cutoff): a point of the margin's sloped boundary gains ~the
-#: margin's width, mostly less; a region of ties (every ReLU off, a logit exactly 0) a finite step
-TIE_GAIN = 1e-6
-
-
 def _tie_row(net, prog, q, t, margin, row, deadline, plain):
     """Return ``row``, or a cheaper answer that the model's rule gives the target on a tie.
 
@@ -268,8 +262,8 @@ def _tie_row(net, prog, q, t, margin, row, deadline, plain):
     example 571 answered 6.049 where the tie costs 5.415. Where such a region can be (below:
     an output row whose value with its last-layer neurons off lies in [0, margin)), the tie's
     program (:func:`~fastcf._net.program.output_rows` with ``ties=True``, whose points are a
-    superset of the margin's) is solved below ``row``'s cost less :data:`TIE_GAIN` (HiGHS's
-    cutoff); its answer is kept where it is on a region of ties (:func:`_on_the_tie`: flat,
+    superset of the margin's) is solved below ``row``'s cost less :data:`.ties.TIE_GAIN` (HiGHS's
+    cutoff); its answer is kept where it is on a region of ties (:func:`.ties.on_the_tie`: flat,
     and on the tie in fastcf's float64 copy of the network), and the stage's judge still asks
     the model itself. Not looked for: a region of ties cheaper than the margin's answer but
     dearer than the tie program's optimum on a sloped boundary (which is rejected), or flat
@@ -283,18 +277,18 @@ def _tie_row(net, prog, q, t, margin, row, deadline, plain):
         return row
     if row.distance <= 0.0 or q.metric == "euclidean":
         return row
-    rows = _ties_can_be(net, t, margin)
+    rows = _ties.ties_can_be(net, t, margin)
     if rows is None:  # (the program runs only where a region of ties can be)
         return row
     (G, g), flat = rows
-    cutoff = row.distance * (1.0 - TIE_GAIN)
+    cutoff = row.distance * (1.0 - _ties.TIE_GAIN)
     left = _left(deadline)
     r = solve_milp(prog, G, g, cutoff, time_limit=left, plain=plain)
     nodes = row.nodes + r.nodes
     if r.x is not None:
         r = network_point(prog, G, g, r, cutoff, deadline, plain)
         nodes = row.nodes + r.nodes
-    x = None if r.x is None else _on_the_tie(net, prog, r.x, r.changed, G, g, flat)
+    x = None if r.x is None else _ties.on_the_tie(net, prog, r.x, r.changed, G, g, flat)
     d = math.inf if x is None else distance(x, prog.x0, q.w, q.metric)
     if not d < cutoff:
         return row._replace(nodes=nodes)
@@ -303,85 +297,6 @@ def _tie_row(net, prog, q, t, margin, row, deadline, plain):
     gap = (d - r.bound) / d if d > 0 else 0.0
     return _Row(x, d, True, int(Status.MAXITER), _limit(gap, r.status), max(gap, 0.0), r.bound,
                 nodes)  # fmt: skip
-
-
-def _on_the_tie(net, prog, x, changed, G, g, flat=None):
-    """Return ``x``, or the closest point of its pattern that stays on the tie, or None.
-
-    ``x`` (the tie program's point of the network) meets the tie's rows ``G h ≥ g`` in exact
-    arithmetic, on the face where an off neuron's z is 0; its rounding can leave z = +1e-17,
-    whose leak through the ReLU, times weights of 10³, moves the logit off the tie (soak_net,
-    seed 32, example 571). Then the neurons within their rounding of 0 are taken as off, and
-    the pattern's linear program is solved with every off neuron ε beyond its rounding
-    (:func:`~fastcf._net.program.solve_pattern`, ``strict``): its point costs ~ε more. None
-    where that point is not on the tie either, as fastcf's float64 copy computes it.
-
-    ``flat``: the margin's rows ``(G, g)``; then the point is kept only where each row it
-    meets short of the margin is flat in the pattern (its gradient along the features free to
-    move is 0 to rounding): a region of ties, which no margin reaches, and not a point of a
-    sloped boundary, a margin's width from the margin program's answer and refused by the
-    model's rounding about half the time.
-    """
-    if not net.relu:
-        return x if bool(net.meets(x[None], G, g)[0]) else None
-    pattern, near = _tie_pattern(net, x)
-    lo, hi = prog.lo, prog.hi
-    if flat is not None and not _flat(net, x, pattern, lo, hi, changed, flat):
-        return None
-    if not near and bool(net.meets(x[None], G, g)[0]):
-        return x
-    y = solve_pattern(net, pattern, prog.x0, lo, hi, prog.w, G, g, prog.metric, changed, True)
-    return y if y is not None and bool(net.meets(y[None], G, g)[0]) else None
-
-
-def _flat(net, x, pattern, lo, hi, changed, flat):
-    """Return whether each margin row ``flat`` that ``x`` meets short of the margin is flat there.
-
-    Flat in ``x``'s activation ``pattern``: the row's gradient along the features free to move
-    (``lo < hi``, and ``changed`` where given) is 0 to its rounding — a region of ties, which no
-    margin reaches, not a point of a sloped boundary (:func:`_on_the_tie`).
-    """
-    free = lo < hi if changed is None else (lo < hi) & changed
-    pre, _ = net.affine(pattern)
-    M = pre[-1][0] * pattern[-1][:, None] if pre else np.eye(x.shape[0])
-    Gm, gm = flat
-    short = ~(net.last_hidden(x[None])[0] @ Gm.T >= gm)
-    slope = np.abs(Gm[short] @ M[:, free])
-    return not np.any(slope > 9e3 * net.unit * (np.abs(Gm[short]) @ np.abs(M[:, free])))
-
-
-def _ties_can_be(net, t, margin):
-    """Return the tie's rows and the margin's, where a region of ties can lie, else None.
-
-    An output row flat at a value short of its margin, where every last-layer neuron it weighs
-    is 0 (off), is there at −g: only where some −g lies in [0, margin) (an output bias of
-    exactly 0; rare in a trained network). A flat region at another value needs the weights to
-    cancel exactly: not looked for.
-    """
-    G, g = output_rows(net, t, margin, ties=True)
-    flat = output_rows(net, t, margin)
-    if not np.any((flat[1] > g) & (-g >= 0.0) & (-g < flat[1] - g)):
-        return None
-    return (G, g), flat
-
-
-def _tie_pattern(net, x):
-    """Return ``(pattern, near)``: x's activation pattern, a neuron within its rounding of 0 off.
-
-    ``near``: some neuron lies within its rounding of 0 (on its face): fastcf's float64 and the
-    model's own sums (another order) can put it on either side, and a neuron the tie needs off
-    can leak through its ReLU in the model. A tie's answer is then solved again with the off
-    neurons beyond their rounding (``strict``).
-    """
-    h, pattern, near = x, [], False
-    for W, b, z in zip(net.W[:-1], net.b[:-1], net.hidden(x[None]), strict=True):
-        z = z[0]
-        eps = 9e3 * net.unit * (np.abs(W) @ np.abs(h) + np.abs(b))
-        on = z > eps
-        near = near or bool(np.any(~on & (z > -eps)))
-        pattern.append(on)
-        h = np.maximum(z, 0.0)
-    return pattern, near
 
 
 #: ``exact=False``: the incumbent is reported optimal (status 0) when its certified bound is
@@ -427,13 +342,13 @@ def _euclid_row(net, x0, t, lo, hi, q, margin, rows, G, g, deadline):
     if x is None and what == "infeasible" and q.proba is None and ties_differ(net, t):
         G, g = output_rows(net, t, margin, ties=True)  # (a target reachable only on a tie)
         x, d, what, gap, bound, nodes = answer_row(net, x0, lo, hi, q.w, G, g, rows, **opts)
-        pattern, near = (None, False) if x is None else _tie_pattern(net, x)
+        pattern, near = (None, False) if x is None else _ties.tie_pattern(net, x)
         if near:
             # an off neuron within its rounding of 0 (the QP's point on its face): the model's
             # own sums can leave it on, its leak moving a logit off the tie (soak_net, seed 41,
             # example 186: class 2 by the model). Its pattern solved again with the off neurons
             # beyond their rounding, the unchanged features held (max_changes)
-            y, dy = _strict_tie(net, x, x0, lo, hi, q.w, pattern, G, g, d)
+            y, dy = _ties.strict_tie(net, x, x0, lo, hi, q.w, pattern, G, g, d)
             if y is not None:
                 x, d = y, dy
     elif x is not None and d > 0.0 and q.ties and q.proba is None and ties_differ(net, t):
@@ -466,45 +381,31 @@ def _euclid_tie(net, x0, t, lo, hi, q, margin, rows, opts, d):
     """Return a Euclidean answer on a region of ties cheaper than the margin's ``d``, or None.
 
     As :func:`_tie_row` for the Manhattan programs: where a region of ties can be
-    (:func:`_ties_can_be`), the tie's branch-and-bound (its rows a superset of the margin's,
-    so its optimum is the query's where it lies on such a region); kept where it costs less
-    than ``d`` by :data:`TIE_GAIN`, lies on a flat region of ties (:func:`_flat`) and, with a
-    neuron within its rounding of 0, stays on the tie solved with the off neurons beyond it
-    (soak_net, seed 73, example 198: 5.645 called optimal, the tie's 0.1294 listed by
-    ``enumerate`` second). ``(x, d, what, gap, bound, nodes)`` as :func:`.euclid.answer_row`.
+    (:func:`.ties.ties_can_be`), the tie's branch-and-bound (its rows a superset of the
+    margin's, so its optimum is the query's where it lies on such a region); kept where it
+    costs less than ``d`` by :data:`.ties.TIE_GAIN`, lies on a flat region of ties
+    (:func:`.ties.is_flat`) and, with a neuron within its rounding of 0, stays on the tie
+    solved with the off neurons beyond it (soak_net, seed 73, example 198: 5.645 called
+    optimal, the tie's 0.1294 listed by ``enumerate`` second). ``(x, d, what, gap, bound,
+    nodes)`` as :func:`.euclid.answer_row`.
     """
-    got = _ties_can_be(net, t, margin)
+    got = _ties.ties_can_be(net, t, margin)
     if got is None or not net.relu:
         return None
     (G, g), flat = got
     x, dt, what, gap, bound, nodes = answer_row(net, x0, lo, hi, q.w, G, g, rows, **opts)
-    if x is None or not dt < d * (1.0 - TIE_GAIN):
+    if x is None or not dt < d * (1.0 - _ties.TIE_GAIN):
         return None
     changed = None if q.max_changes is None else x != x0
-    pattern, near = _tie_pattern(net, x)
-    if not _flat(net, x, pattern, lo, hi, changed, flat):
+    pattern, near = _ties.tie_pattern(net, x)
+    if not _ties.is_flat(net, x, pattern, lo, hi, changed, flat):
         return None
     if near or not bool(net.meets(x[None], G, g)[0]):
-        y, dy = _strict_tie(net, x, x0, lo, hi, q.w, pattern, G, g, dt)
-        if y is None or not dy < d * (1.0 - TIE_GAIN):
+        y, dy = _ties.strict_tie(net, x, x0, lo, hi, q.w, pattern, G, g, dt)
+        if y is None or not dy < d * (1.0 - _ties.TIE_GAIN):
             return None
         x, dt = y, dy  # (~ε dearer than the tie's optimum, as the margin-free tie above)
     return x, dt, what, gap, bound, nodes
-
-
-def _strict_tie(net, x, x0, lo, hi, w, pattern, G, g, radius):
-    """Return ``(y, d)``: a Euclidean tie answer ``x`` solved again off its neurons' faces.
-
-    ``x``'s ``pattern`` (:func:`_tie_pattern`) solved with its off neurons beyond their
-    rounding and its unchanged features held (``max_changes``), kept where fastcf's float64
-    puts it on the tie's rows ``G h ≥ g``; ``(None, inf)`` otherwise.
-    """
-    keep = x == x0
-    plo, phi = np.where(keep, x0, lo), np.where(keep, x0, hi)
-    y, dy = pattern_qp(net, pattern, x0, plo, phi, w, G, g, radius, strict=True)
-    if y is None or not bool(net.meets(y[None], G, g)[0]):
-        return None, math.inf
-    return y, dy
 
 
 def _proba_row(net, x0, t, lo, hi, q, margin, rows, plain):

@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 
-from .._net.answer import TIE_GAIN
 from .._net.program import REPAIRS
+from .._net.ties import TIE_GAIN
 from .._status import Status
 from .milp import RowAnswer
 
@@ -49,7 +49,7 @@ def tie(p, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept, ans):
     cheapest answer can lie where those neurons are all off and the logits tie exactly,
     which no point at the margin reaches (``soak_tabular_net.py --wild``, seed 8095: 1.87
     on the tie, 3.07 at the margin, called optimal). The tie's program is solved below
-    ``ans``'s cost less :data:`~fastcf._net.answer.TIE_GAIN`; its answer is kept only
+    ``ans``'s cost less :data:`~fastcf._net.ties.TIE_GAIN`; its answer is kept only
     where every last-layer neuron that a row short of the margin weighs is off beyond its
     rounding (its output exactly 0 in any order of the model's sums: the tie holds as the
     pipeline computes it). Such a point on the boundary of that region (a continuous
