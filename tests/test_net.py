@@ -349,6 +349,18 @@ def _set_weights(coefs, intercepts, classes):
     return mlp
 
 
+def _optimal_for_class_0(mlp, x0, w, lo, hi):
+    """Assert that a binary network's Manhattan answer for class 0 is the brute force's optimum."""
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w)
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
+                                    binary=True)  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 0
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0
+    assert np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
 # found by a soak of networks with weights of 10^±3 (now soak_net.py's wild weights; its first
 # run, seed 3, examples 11 and 18): HiGHS's answer
 # was no point of the network (a binary within its integrality tolerance of 0 let u·a ~ 0.7
@@ -707,14 +719,7 @@ def test_highs_does_not_prune_a_cheaper_pattern_within_its_tolerance_regression(
     w = np.array([6.005580105488147, 0.2602102178242318, 1.811731206779277, 1.11511484854975])
     lo, hi = -1.3734480846692831 * np.ones(4), 1.3734480846692831 * np.ones(4)
     assert mlp.predict(x0[None])[0] != 0
-    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w)
-    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
-                                    binary=True)  # fmt: skip
-    assert mlp.predict(xr[None])[0] == 0
-    assert res.success and res.status == 0, res.message
-    assert mlp.predict(res.x[None])[0] == 0
-    assert np.all((res.x >= lo) & (res.x <= hi))
-    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+    _optimal_for_class_0(mlp, x0, w, lo, hi)
 
 
 def test_the_network_program_keeps_highs_default_feasibility_tolerance_regression():
@@ -777,14 +782,7 @@ def test_the_network_program_is_not_called_infeasible_by_a_strict_tolerance_regr
     w = np.array([0.11460814081228665, 3.3115120325800467, 1.3052988703737258])
     lo, hi = -2.849231333692743 * np.ones(3), 2.849231333692743 * np.ones(3)
     assert mlp.predict(x0[None])[0] != 0
-    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w)
-    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
-                                    binary=True)  # fmt: skip
-    assert mlp.predict(xr[None])[0] == 0
-    assert res.success and res.status == 0, res.message
-    assert mlp.predict(res.x[None])[0] == 0
-    assert np.all((res.x >= lo) & (res.x <= hi))
-    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+    _optimal_for_class_0(mlp, x0, w, lo, hi)
 
 
 def test_a_reduced_accuracy_relaxation_does_not_prune_the_optimum_regression():
