@@ -365,7 +365,8 @@ class LinearExplainer(LinearScores):
         Returns
         -------
         list of Counterfactual, or an iterator of Counterfactual when ``k`` is None
-            For N queries, a list of N of those, one per query.
+            Empty when the query itself has no answer (:meth:`explain`'s ``message``
+            says why). For N queries, a list of N of those, one per query.
 
         Examples
         --------

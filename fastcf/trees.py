@@ -437,7 +437,8 @@ class TreeExplainer(BaseExplainer):
         Returns
         -------
         list of Counterfactual, or an iterator of Counterfactual when ``k`` is None
-            For N queries, a list of N of those.
+            Empty when the query itself has no answer (:meth:`explain`'s ``message``
+            says why). For N queries, a list of N of those.
 
         Examples
         --------

@@ -62,3 +62,47 @@ def test_tabular_enumerate_of_several_rows_is_each_rows_enumeration():
         for a, b in zip(many[i], one, strict=True):
             pd.testing.assert_frame_equal(a.x, b.x)  # (x: the answer as a one-row DataFrame)
             assert int(model.predict(a.x)[0]) == tg[i]
+
+
+def _frozen_all_models():
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.neural_network import MLPClassifier
+
+    X, y = make_classification(200, 4, random_state=0)
+    models = [
+        LogisticRegression().fit(X, y),
+        RandomForestClassifier(5, max_depth=3, random_state=0).fit(X, y),
+        MLPClassifier((4,), max_iter=2000, random_state=0).fit(X, y),
+    ]
+    return X, models
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["linear", "forest", "net"])
+def test_enumerate_is_empty_exactly_when_the_query_has_no_answer(which):
+    # a query every feature of which is frozen has no answer: explain says why, enumerate
+    # returns no alternative (its docstring's "Empty when the query itself has no answer")
+    X, models = _frozen_all_models()
+    model = models[which]
+    ex = fastcf.explainer_for(model)
+    if which == 2:
+        ex.fit_data(X)  # (a network is answered over a finite box: the data's range)
+    x = X[0]
+    t = 1 - model.predict(x[None])[0]
+    r = ex.explain(x, t, frozen=[0, 1, 2, 3])
+    assert not r.success and r.message
+    assert ex.enumerate(x, t, k=2, frozen=[0, 1, 2, 3]) == []
+    # and the same query with every feature free has its answer first
+    alts = ex.enumerate(x, t, k=2)
+    assert alts and alts[0].success
+    assert alts[0].distance == ex.explain(x, t).distance
+
+
+def test_linear_proba_enumerate_is_empty_where_explain_says_proba_is_not_enough():
+    # x̄ already has p = 1/3 >= 0.2 for class 2 but predict gives class 0: explain says so
+    # (success=False, ask for a larger proba or region=True) and enumerate has no answer
+    ex = fastcf.LinearExplainer.from_arrays(np.eye(3, 4), np.zeros(3))
+    r = ex.explain(np.zeros(4), 2, proba=0.2)
+    assert not r.success and "region=True" in r.message
+    assert ex.enumerate(np.zeros(4), 2, k=2, proba=0.2) == []
+    assert len(ex.enumerate(np.zeros(4), 2, k=2, proba=0.5)) == 2
