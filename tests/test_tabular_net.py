@@ -564,3 +564,39 @@ def test_a_tie_cheaper_than_the_margin_answer_is_found_regression():
     ref = tabular_model_brute_force(model, row, grids, tabular_cost(row), 0)
     assert np.isfinite(ref[0])
     _check(model, res, row, 0, ref)
+
+
+# soak_tabular_net.py --wild, seed 9076 (binary, hidden (2,), job immutable, an output bias
+# of 0 and output weights >= 0: the logit is never below 0)
+_TIE_ONLY_COEFS = [
+    [
+        [0.004029408298857136, -0.005144295929710513],
+        [-69.0832404170967, -0.060909373710373464],
+        [95.90032226716347, -0.005036385178124048],
+        [-0.008368171022776297, -0.0058524046562350145],
+        [-0.008368171022776297, -0.0058524046562350145],
+        [0.053440819886713155, -0.007863738405825979],
+        [0.001974982883596629, -423.20012232384937],
+    ],
+    [[0.07371642582113386], [0.0]],
+]
+_TIE_ONLY_INTERCEPTS = [[0.5790815941332946, -0.4888598569106294], [0.0]]
+
+
+def test_a_target_reached_only_on_a_tie_is_found_regression():
+    # class 0 needs a logit <= 0, and no point has one below 0: the program at margin 1e-6 is
+    # infeasible, and the tie's program was solved only against a margin answer, so the row
+    # was called "infeasible" where moving d to 2.3 (cost 2.04; both neurons off, the logit
+    # exactly 0, the pipeline's class 0) is an answer. The tie's program now runs where the
+    # margin's has no answer too (as NetExplainer's)
+    X, model = _fit(2, (2,), "relu", seed=9076, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in _TIE_ONLY_COEFS]
+    mlp.intercepts_ = [np.array(b) for b in _TIE_ONLY_INTERCEPTS]
+    tx = fastcf.TabularExplainer(model, X, weights=W, immutable=["job"])
+    row = X.iloc[[56]]
+    res = tx.explain(row, 0)
+    grids = tabular_grids(X, row, fixed=["job"])
+    ref = tabular_model_brute_force(model, row, grids, tabular_cost(row), 0)
+    assert np.isfinite(ref[0])
+    _check(model, res, row, 0, ref)

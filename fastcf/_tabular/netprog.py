@@ -178,7 +178,10 @@ class NetProgram(Program):
             if q.proba is None and ties_differ(rnet, t):
                 accept = output_rows(rnet, t, float(q.threshold), ties=True)
             ans = self._attempt(x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept)[0]
-            if accept is not None and ans.status == int(Status.OK) and ans.cost > 0.0:
+            # the tie's program below the margin's answer, or where the margin has none (a
+            # target reached only on a tie: soak_tabular_net.py --wild, seed 9076)
+            ok = ans.status == int(Status.OK) and ans.cost > 0.0
+            if accept is not None and (ok or ans.status == int(Status.INFEASIBLE)):
                 on = tie(self, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept, ans)
                 ans = ans if on is None else on
             return ans

@@ -43,6 +43,9 @@ def meets(rnet, u, G, g, accept=None):
 def tie(p, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept, ans):
     """Return a cheaper answer than ``ans`` on a region of ties, or None.
 
+    ``ans`` is the margin's answer, or its "infeasible" (cost inf: the tie's program then has
+    no cutoff, as NetExplainer's where nothing lies beyond the margin).
+
     The tabular copy of :func:`fastcf._net.answer._tie_row`: where the model's rule gives
     a tie to the target and some output row's value with its last-layer neurons off
     (−g of the tie's rows ``accept``) lies in [0, margin) (an output bias of 0), the
