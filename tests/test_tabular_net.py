@@ -600,3 +600,51 @@ def test_a_target_reached_only_on_a_tie_is_found_regression():
     ref = tabular_model_brute_force(model, row, grids, tabular_cost(row), 0)
     assert np.isfinite(ref[0])
     _check(model, res, row, 0, ref)
+
+
+# soak_tabular_net.py --wild, seed 9044 (3 classes, hidden (3, 2), big-M bounds of 8·10⁶)
+_PRESOLVE_COEFS = [
+    [
+        [0.04686247886730536, 0.002376905395564353, 8383.528962276252],
+        [8602.43351530205, 0.004743250143975639, 29.161090863084134],
+        [-0.058485956034781766, 0.8121864804832364, 0.0036141576159156538],
+        [-727.5130695389119, 673.6039401990045, 0.09337792291254397],
+        [82.37347476676696, 0.054198617922709656, -5488.508584957839],
+        [4.7601832909990245, -42.10105538156317, -0.025860748065512352],
+        [-5043.875526162715, -0.00305184875682534, 9.041724847226932],
+    ],
+    [
+        [-0.0019929602110540655, -5.842895064292245],
+        [-570.2531050969549, 9.352652050053358],
+        [-570.2531050969549, 9.352652050053358],
+    ],
+    [
+        [422.650543808297, 5444.537581218888, -794.8778178121167],
+        [-6604.1300223433445, 0.8989379425673919, -5301.3862441641595],
+    ],
+]
+_PRESOLVE_INTERCEPTS = [
+    [7.7969884757899575, -47.655510600471914, -0.06743897322627485],
+    [364.00578912537276, 2.6091375111884623],
+    [418.83504906347645, -0.07762837870237305, -111.45006408576785],
+]
+
+
+def test_a_program_presolve_removed_the_optimum_of_is_answered_regression():
+    # max_changes=1, target 0: moving job to b (cost 0.9; every second-layer neuron off, the
+    # logits the output bias, class 0 by 530) is the optimum. HiGHS 1.16's presolve, on this
+    # program's big-M rows (a coefficient of 8·10⁶ beside ones of 10⁻³), removed it and HiGHS
+    # called moving n by 8 (cost 2.4) optimal at the root. The tabular network program now
+    # runs without presolve
+    X, model = _fit(3, (3, 2), "relu", seed=9044, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in _PRESOLVE_COEFS]
+    mlp.intercepts_ = [np.array(b) for b in _PRESOLVE_INTERCEPTS]
+    tx = fastcf.TabularExplainer(model, X, weights=W)
+    row = X.iloc[[68]]
+    res = tx.explain(row, 0, max_changes=1)
+    ref = tabular_model_brute_force(
+        model, row, tabular_grids(X, row), tabular_cost(row), 0, max_changes=1
+    )
+    assert np.isfinite(ref[0])
+    _check(model, res, row, 0, ref)

@@ -11,10 +11,11 @@ categories, ``max_changes`` — with the network's rows after it, those of the n
 program (:func:`fastcf._net.rows.network_rows`):
 
 * the network reads ``u = (Δ, δ)``, the moves in steps and the indicators: its first layer is
-  ``[G_num · unit, G_ind] u + (g + G_num x̄)``, its other layers the classifier's own;
-* each hidden neuron with pre-activation bounds ``l ≤ z ≤ u`` over the row's box is stable off
-  (``y = 0``), stable on or of an identity layer (``y = z``), or unstable (big-M rows with a
-  binary a, exact at a ∈ {0, 1}: :mod:`fastcf._net.rows`);
+  ``[G_num · unit, G_ind] u + (g + G_num x̄)``, its other layers the classifier's own (identity
+  hidden layers multiplied into one affine map of u: :meth:`NetProgram.row_net`);
+* each hidden ReLU neuron with pre-activation bounds ``l ≤ z ≤ u`` over the row's box is stable
+  off (``y = 0``), stable on (``y = z``), or unstable (big-M rows with a binary a, exact at
+  a ∈ {0, 1}: :mod:`fastcf._net.rows`);
 * the target's rows ``G_out h_L ≥ g_out`` on the last hidden layer
   (:func:`fastcf._net.program.output_rows`; binary: the one logit past ``±θ``, θ the margin, or
   ``max(logit τ, 0) + margin`` for ``proba=τ``; K classes: ``z_t − z_j ≥ margin``, or
@@ -63,6 +64,18 @@ from .netrepair import meets, repair, tie
 
 __all__ = ["NetProgram", "is_net_fold"]
 
+#: HiGHS's options of this program (:func:`fastcf._highs.highs`): no presolve. On a program
+#: of big-M rows that mix coefficients of 10⁶ and 10⁻³ (weights of 10³ layer after layer),
+#: HiGHS 1.16's presolve removed the optimum and the dearer answer it kept was called optimal
+#: at the root (``soak_tabular_net.py --wild``, seed 9044: 2.4 against 0.9; turning off any
+#: one of several of its rules alone also found 0.9). Without it: 0 mismatches on that soak's
+#: 594 queries (1 with it); on 108 queries of fitted networks ((4,) to (32, 32), with and
+#: without ``max_changes=2``) the same answers at 0.94× the time per query (median, load ~10:
+#: the programs are small, and presolve did not pay for itself). The second look of
+#: :func:`fastcf._highs.run_mip` at a claim of "infeasible" keeps its own instance (presolve
+#: on: another path to the same answer)
+_OPTIONS = (("presolve", "off"),)
+
 
 def is_net_fold(fold):
     """Tell whether ``fold`` is that of a pipeline ending in a network."""
@@ -95,16 +108,19 @@ class NetProgram(Program):
         self.check(X)
 
     # ------------------------------------------------------------------ the row's network
-    def row_net(self, x0, collapse=False):
+    def row_net(self, x0):
         """Return the :class:`Net` of the row x̄ over ``u = (Δ in steps, δ)``.
 
-        ``collapse``: identity hidden layers multiplied into one affine map (the logits' rows
-        on u itself; :meth:`solve`'s second try where HiGHS failed).
+        Identity hidden layers are multiplied into one affine map (the logits' rows on u
+        itself): the chain of their ``y = z`` rows multiplies weights of 10³ layer after layer
+        in HiGHS's matrix, which HiGHS failed on ("Solve error", with presolve) or answered
+        wrongly (1.5 called optimal where 0.9 exists, without it): ``soak_tabular_net.py
+        --wild``, seed 7008.
         """
         net = self.net
         W0 = np.hstack([self.G_step, self.G_ind])
         b0 = self.g + self.G_num @ x0
-        if collapse and not net.relu:
+        if not net.relu:
             for W, b in zip(net.W[1:], net.b[1:], strict=True):
                 W0, b0 = W @ W0, W @ b0 + b
             return Net((W0,), (b0,), net.relu, net.binary)
@@ -156,13 +172,7 @@ class NetProgram(Program):
             )
         lo = np.concatenate([dlo, np.zeros(self.n_ind)])
         hi = np.concatenate([dhi, d_hi])
-        ans = self._solve(x0, k0, q, prep, self.row_net(x0), lo, hi)
-        if ans.status == int(Status.SOLVER_FAILED) and not self.net.relu and len(self.net.W) > 2:
-            # identity layers: the chain of their y = z rows multiplies weights of 10³ layer
-            # after layer in HiGHS's matrix, which it can fail ("Solve error":
-            # soak_tabular_net.py --wild, seed 7008); solved again as one affine map
-            ans = self._solve(x0, k0, q, prep, self.row_net(x0, collapse=True), lo, hi)
-        return ans
+        return self._solve(x0, k0, q, prep, self.row_net(x0), lo, hi)
 
     def _solve(self, x0, k0, q, prep, rnet, lo, hi):
         """Return :meth:`solve`'s answer over the row's network ``rnet`` and its box."""
@@ -362,7 +372,7 @@ class NetProgram(Program):
         lp.integrality_ = [
             highspy.HighsVarType.kInteger if t else highspy.HighsVarType.kContinuous for t in integ
         ]
-        h = highs("tabular-net")
+        h = highs("tabular-net", _OPTIONS)
         h.clearSolver()
         h.passModel(lp)
         limit = math.inf if q.time_limit is None else float(q.time_limit)
