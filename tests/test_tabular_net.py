@@ -648,3 +648,49 @@ def test_a_program_presolve_removed_the_optimum_of_is_answered_regression():
     )
     assert np.isfinite(ref[0])
     _check(model, res, row, 0, ref)
+
+
+# soak_tabular_net.py --wild, seed 9360 (binary, hidden (4, 3), job immutable, an output bias
+# of 0)
+_TIE_LEAK_COEFS = [
+    [
+        [1.0362627005385416, 6201.373434807909, 0.08312677089885886, 13.774562825646813],
+        [-0.3249247456404529, 477.23859288923427, -0.6987199480320606, -4.41998722981927],
+        [923.4333955556192, -0.6666244870990736, 3165.1342284848038, -697.814817451514],
+        [0.5775286436519144, 0.29324696595861915, 0.7117634562787313, -0.41098781824510633],
+        [0.0473352267552922, -91.22088876256427, 3682.2660153919146, 8587.003869557353],
+        [5.377529642484229, -45.93829439119328, -762.2493585690244, -0.00729487036846357],
+        [-687.059413493698, -0.0025926579776806894, 47.47812269129247, 8.555758847198078],
+    ],
+    [
+        [0.001254226303485717, 3933.5712529772645, 0.008742607727429406],
+        [0.007353274185709571, 0.096181234009745, -616.4161687325483],
+        [-906.1786065745272, -599.2693863820548, 709.8807003344172],
+        [0.0, 0.0, 0.0],
+    ],
+    [[-3546.991817962029], [21.76015017409894], [0.022482512645494765]],
+]
+_TIE_LEAK_INTERCEPTS = [
+    [0.08177467563078865, -11.832055319456448, -0.5956528599884668, 0.0],
+    [-0.0038175617915194413, 4.122055518746379, 0.0],
+    [0.0],
+]
+
+
+def test_a_tie_program_answer_off_the_network_is_repaired_regression():
+    # the cheapest answer (1.5) lies on a tie (every last-layer neuron off, the logit exactly 0:
+    # the pipeline's class 0); the margin's answer costs 2.44. The tie's program answered x̄
+    # itself (cost 0) through a big-M leak (a last-layer neuron at z = 4.1 taken as off), which
+    # is no point of the network, and the margin's answer was kept as optimal. The tie
+    # program's answer is now repaired as the margin's are
+    X, model = _fit(2, (4, 3), "relu", seed=9360, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in _TIE_LEAK_COEFS]
+    mlp.intercepts_ = [np.array(b) for b in _TIE_LEAK_INTERCEPTS]
+    tx = fastcf.TabularExplainer(model, X, weights=W, immutable=["job"])
+    row = X.iloc[[133]]
+    res = tx.explain(row, 0)
+    grids = tabular_grids(X, row, fixed=["job"])
+    ref = tabular_model_brute_force(model, row, grids, tabular_cost(row), 0)
+    assert np.isfinite(ref[0])
+    _check(model, res, row, 0, ref)

@@ -62,11 +62,21 @@ def tie(p, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept, ans):
     if not rnet.relu or not np.any((g > gt) & (-gt >= 0.0) & (-gt < g - gt)):
         return None
     cutoff = ans.cost * (1.0 - TIE_GAIN)
+    t0 = time.perf_counter()
     r = p._milp_net(x0, k0, q, prep, rnet, bounds, Gt, gt, cutoff=cutoff)
     if isinstance(r, RowAnswer) or r[1] != "optimal":
         return None
-    v, _, info, _ = r
+    v, _, info, a = r
     u = p._pattern(rnet, v, lo, hi, Gt, gt)
+    if a.size and not meets(rnet, u, Gt, gt):
+        # the tie program's answer is no point of the network (a big-M leak through an "off"
+        # neuron: soak_tabular_net.py --wild, seed 9360, x̄ itself at cost 0 with a last-layer
+        # neuron at z = 4.1, where the tie costs 1.5): repaired as the margin's answers are
+        r = repair(p, x0, k0, q, prep, rnet, lo, hi, bounds, Gt, gt, a, info, t0,
+                   cutoff=cutoff)  # fmt: skip
+        if isinstance(r, RowAnswer) or r[1] != "optimal":
+            return None
+        u, _, info = r
     zs = [z[0] for z in rnet.hidden(u[None])]
     if not zs:
         return None
@@ -88,7 +98,8 @@ def tie(p, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, accept, ans):
     return RowAnswer(x, k, cost, int(Status.OK), msg, info)
 
 
-def repair(p, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0, accept=None):
+def repair(p, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0, accept=None,
+           cutoff=math.inf):  # fmt: skip
     """Return ``(u, status, info)``: the cheapest true answer, where the program's is none.
 
     The program's answer meets the ReLUs' rows within HiGHS's tolerances only: a binary a
@@ -106,7 +117,7 @@ def repair(p, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0, accept=N
     ``t0``: when the first program started (``q.time_limit`` holds for them all);
     ``accept``: as ``p._attempt``'s (a point on a tie given to the target is a true answer:
     ``soak_tabular_net.py --wild``, seeds 7020 and 7035, where the repairs without it said
-    "infeasible").
+    "infeasible"); ``cutoff``: only answers cheaper than this are looked for (:func:`tie`'s).
     """
     best, best_cost, cuts, exact, last = None, math.inf, [], True, None
     nodes = info["nodes"]
@@ -135,7 +146,7 @@ def repair(p, x0, k0, q, prep, rnet, lo, hi, bounds, G, g, a, info, t0, accept=N
         cuts.append(a)
         sub = q._replace(time_limit=left())
         last = p._milp_net(x0, k0, sub, prep, rnet, bounds, G, g, nogoods=cuts,
-                              cutoff=best_cost)  # fmt: skip
+                              cutoff=min(best_cost, cutoff))  # fmt: skip
         if isinstance(last, RowAnswer):
             exact &= last.status == int(Status.INFEASIBLE)  # (nothing cheaper: proven)
             break
