@@ -268,11 +268,11 @@ class Rows:
         fold = self.ex._schema.fold
         if self.prog.folded and fold.proto_class is None:
             # HiGHS meets a score row to its feasibility tolerance relative to the row, which
-            # milp scales by up to 2^-60 (a diverged SGDClassifier: coefficients ~1e15): its
-            # answer then fell short of the asked margin by more than the scores' rounding
-            # (~1e2 at scores ~3e14, under a margin of 26; the pipeline zoo, seed 3 case 652)
-            # and every re-solve landed as short. Past the shortfall by four times as much,
-            # as raise_margin does for a solver that met its constraints only so far.
+            # milp scales by powers of 2 (2^-50 for a diverged SGDClassifier of coefficients
+            # ~1e15): its answer then fell short of the asked margin by more than the scores'
+            # rounding (~1e2 at scores ~3e14, under a margin of 26; the pipeline zoo, seed 3
+            # case 652) and the re-solves landed as short. Past the shortfall by four times
+            # as much, as raise_margin does for a solver that met its constraints only so far.
             was = self.base + self.margins[rows]
             short = was - self._gap(rows, self._variables(sol, rows))
             m = np.where(short > 0.0, np.maximum(m, self.margins[rows] + 4.0 * short), m)
