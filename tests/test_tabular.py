@@ -978,3 +978,31 @@ def test_a_diverged_fit_with_scores_of_1e20_is_answered():
         res = tx.explain(row, 1, **kw)
         assert res.success, res.message
         assert model.predict(res.x)[0] == 1
+
+
+def test_the_re_aim_passes_the_solvers_shortfall_on_scaled_rows(monkeypatch):
+    # the pipeline zoo's case (seed 3, case 652): a TruncatedSVD and a diverged
+    # SGDClassifier(loss="squared_error") of 3 classes (coefficients ~1e15, scores ~3e14 at the
+    # answer). HiGHS meets the score rows, scaled by 2^-50, to its tolerance relative to them:
+    # its answer fell short of the margin by ~1e2, more than the scores' rounding (~1), and
+    # every re-solve as short (status 4, while training rows lie deep in the target). The
+    # re-aim now asks past the shortfall it measures
+    from reference import soak_zoo
+    from sklearn.base import clone
+
+    from fastcf._tabular import solve
+
+    zoo = soak_zoo()
+    case = zoo.make_case(3, 652, 0.05)
+    X, y = case["X"], case["y"]
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
+    model = make_pipeline(*[clone(s) for s in case["steps"]], clone(case["model"]))
+    model.fit(frame, y)
+    assert np.abs(model[-1].coef_).max() > 1e14
+    tx = TabularExplainer(model, frame)
+    row = frame.iloc[[46]]
+    res = tx.explain(row, 1)
+    assert res.success, res.message
+    assert model.predict(res.x)[0] == 1
+    monkeypatch.setattr(solve.Rows, "_gap", lambda self, rows, V: np.full(rows.size, np.inf))
+    assert tx.explain(row, 1).status == 4  # (no shortfall seen: the re-aim as before)
