@@ -877,3 +877,31 @@ def test_a_euclidean_tie_cheaper_than_the_margin_answer_is_found_regression():
     d = [a.distance for a in alts]
     assert d == sorted(d) and d[0] == pytest.approx(res.distance, rel=1e-9)
     assert all(mlp.predict(a.x[None])[0] == 0 for a in alts)
+
+
+def test_a_margin_programs_answer_on_a_tie_keeps_off_its_neurons_faces_regression():
+    # soak_net.py seed 91, example 37 (binary, target 0 reached on a tie: every ReLU off, the
+    # logit exactly 0). With feature 0 frozen the margin's program leaked onto the tie at
+    # 0.2001 and its point was taken as the tie's (network_point's accept=), on the face of a
+    # neuron (z = -3.6e-17) that the model's own sums left on: class 1, refused, and the
+    # re-aim (no tie) answered 0.5382 — enumerate listed 0.1235, 0.5382, then 0.2001
+    coefs = [[[-0.01920273531069001, 7.192033429950481], [76.05710716191076, 0.007954724645662587],
+              [-0.01920273531069001, 7.192033429950481]],
+             [[-96.891508622071], [4.8057186455183345]]]  # fmt: skip
+    mlp = _set_weights(coefs, [[0.003729882330986929, 0.003729882330986929], [0.0]], range(2))
+    x0 = np.array([0.6757874551163086, -0.25014402534911917, -0.45288725507545124])
+    w = np.array([0.5536427278673618, 2.1425800303799436, 0.8965938014316088])
+    lo, hi = -1.3159339072273812 * np.ones(3), 1.3159339072273812 * np.ones(3)
+    ex = NetExplainer(mlp)
+    res = ex.explain(x0, 0, bounds=(lo, hi), weights=w, frozen=[0])
+    flo, fhi = lo.copy(), hi.copy()
+    flo[0] = fhi[0] = x0[0]
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, flo, fhi,
+                                    binary=True)  # fmt: skip
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0 and res.x[0] == x0[0]
+    assert res.distance <= 0.2001 < cost, (res.distance, cost)  # (the brute force: the margin's)
+    alts = ex.enumerate(x0, 0, k=3, bounds=(lo, hi), weights=w)
+    d = [a.distance for a in alts]
+    assert len(d) == 3 and d == sorted(d), d
+    assert all(mlp.predict(a.x[None])[0] == 0 for a in alts)
