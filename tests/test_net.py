@@ -877,3 +877,67 @@ def test_a_euclidean_tie_cheaper_than_the_margin_answer_is_found_regression():
     d = [a.distance for a in alts]
     assert d == sorted(d) and d[0] == pytest.approx(res.distance, rel=1e-9)
     assert all(mlp.predict(a.x[None])[0] == 0 for a in alts)
+
+
+def test_a_margin_programs_answer_on_a_tie_keeps_off_its_neurons_faces_regression():
+    # soak_net.py seed 91, example 37 (binary, target 0 reached on a tie: every ReLU off, the
+    # logit exactly 0). With feature 0 frozen the margin's program leaked onto the tie at
+    # 0.2001 and its point was taken as the tie's (network_point's accept=), on the face of a
+    # neuron (z = -3.6e-17) that the model's own sums left on: class 1, refused, and the
+    # re-aim (no tie) answered 0.5382 — enumerate listed 0.1235, 0.5382, then 0.2001
+    coefs = [[[-0.01920273531069001, 7.192033429950481], [76.05710716191076, 0.007954724645662587],
+              [-0.01920273531069001, 7.192033429950481]],
+             [[-96.891508622071], [4.8057186455183345]]]  # fmt: skip
+    mlp = _set_weights(coefs, [[0.003729882330986929, 0.003729882330986929], [0.0]], range(2))
+    x0 = np.array([0.6757874551163086, -0.25014402534911917, -0.45288725507545124])
+    w = np.array([0.5536427278673618, 2.1425800303799436, 0.8965938014316088])
+    lo, hi = -1.3159339072273812 * np.ones(3), 1.3159339072273812 * np.ones(3)
+    ex = NetExplainer(mlp)
+    res = ex.explain(x0, 0, bounds=(lo, hi), weights=w, frozen=[0])
+    flo, fhi = lo.copy(), hi.copy()
+    flo[0] = fhi[0] = x0[0]
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, flo, fhi,
+                                    binary=True)  # fmt: skip
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0 and res.x[0] == x0[0]
+    assert res.distance <= 0.2001 < cost, (res.distance, cost)  # (the brute force: the margin's)
+    alts = ex.enumerate(x0, 0, k=3, bounds=(lo, hi), weights=w)
+    d = [a.distance for a in alts]
+    assert len(d) == 3 and d == sorted(d), d
+    assert all(mlp.predict(a.x[None])[0] == 0 for a in alts)
+
+
+def test_highs_restart_does_not_remove_the_optimum_regression():
+    # soak_net.py seed 44, example 67 (three classes, max_changes=1, big-M bounds of 1.5e4):
+    # with feature 1 frozen HiGHS 1.16's randomized rounding found 8.230 at the root, and the
+    # presolve of its restart, cut off at that cost, removed the optimum 0.692: 8.230 called
+    # optimal, and enumerate listed 0.390, 8.230, then 0.692
+    coefs = [[[350.88288186742716, 0.5733566432949092, -410.83851124311775, 43.08349543928315],
+              [-3012.471221538937, -0.005256874198633288, 0.02161133856540392,
+               -105.79646038083406],
+              [-3750.4124906422367, -0.9905673373880364, -0.0017298069713347543,
+               -5891.092730930542]],
+             [[-3592.293509072057, -0.002574123514202739, 0.08376187416270824],
+              [-0.0057720916856275764, 430.1421383420463, 9989.956234919771],
+              [24.73622332976, -5.414566894525175, -4.681821829668846],
+              [0.3354355565518663, 20.7697053657426, -5.841815701344585]]]  # fmt: skip
+    intercepts = [[-0.06183927471774433, 0.0, 0.0050200682767407015, -921.2368008154474],
+                  [-6914.063134588141, -6.3362607500098935, -308.4140560890228]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([-0.7431239533697371, -0.2106317130596611, 0.9168149572510629])
+    w = np.array([3.45775405004984, 0.2955074348708381, 0.65327987021302])
+    lo, hi = -2.4116940263926483 * np.ones(3), 2.4116940263926483 * np.ones(3)
+    ex = NetExplainer(mlp)
+    res = ex.explain(x0, 2, bounds=(lo, hi), weights=w, max_changes=1, frozen=[1])
+    flo, fhi = lo.copy(), hi.copy()
+    flo[1] = fhi[1] = x0[1]
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 2, 1e-6, w, flo, fhi,
+                                    binary=False, max_changes=1)  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 2  # (0.692, as the model says)
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 2 and res.x[1] == x0[1]
+    assert np.count_nonzero(res.x != x0) <= 1
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+    alts = ex.enumerate(x0, 2, k=3, bounds=(lo, hi), weights=w, max_changes=1)
+    d = [a.distance for a in alts]
+    assert len(d) == 3 and d == sorted(d), d

@@ -200,6 +200,15 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
     accept = output_rows(net, t, margin, ties=True) if tie else None
     if r.x is not None:  # a point of the network itself (the program's may be none)
         r = network_point(prog, G, g, r, ci, deadline, plain, accept)
+        if tie and r.x is not None and _short_of(net, r.x, G, g):
+            # the program's point taken on the tie (``accept``), short of the margin beyond
+            # rounding: kept on the tie off its neurons' faces, as the tie program's answer
+            # below. On a face (z = -3.6e-17) the model's own sums left a neuron on, its leak
+            # gave class 1, the answer was refused, and the re-aim (no tie) answered the
+            # margin's 0.5382 where the tie costs 0.2001 (soak_net, seed 91, example 37:
+            # enumerate's node with feature 0 frozen)
+            on = _ties.on_the_tie(net, prog, r.x, r.changed, *accept)
+            r = r if on is None else r._replace(x=on)
     tied = False
     if r.status == "infeasible" and xi is None and tie:
         # nothing beyond the margin: a target reachable only on a tie, which the model's rule
@@ -250,6 +259,18 @@ def _row(net, x0, t, lo, hi, q, margin, rows=None, plain=False, cuts=None, deadl
         text = _limit(gap, r.status)
         row = _Row(x, d, True, int(Status.MAXITER), text, max(gap, 0.0), r.bound, r.nodes)
     return row if tied else _tie_row(net, prog, q, t, margin, row, deadline, plain)
+
+
+def _short_of(net, x, G, g):
+    """Return whether ``x`` misses the target's rows ``G h ≥ g`` beyond their rounding.
+
+    The rounding as :func:`~fastcf._net.program.network_point`'s (~9000 unit roundoffs of
+    ``|G| |h| + |g|``): a miss within it is a margin answer met to the linear program's
+    tolerance, not a point on a tie.
+    """
+    h = net.last_hidden(x[None])[0]
+    tol = 9e3 * net.unit * (np.abs(G) @ np.abs(h) + np.abs(g))
+    return bool(np.any(G @ h - g < -tol))
 
 
 def _tie_row(net, prog, q, t, margin, row, deadline, plain):

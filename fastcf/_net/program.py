@@ -233,13 +233,19 @@ class Program:
 #: of a one-node program). HiGHS's ``threads`` is left alone: its task scheduler is one per
 #: process, made by the first run, and a later instance asking another count fails its run
 #: (a tree program solved first made every network program "failed"); one thread would have cut
-#: a (20,) network's query from ~90 to ~27 ms of CPU (its second worker spins)
+#: a (20,) network's query from ~90 to ~27 ms of CPU (its second worker spins). No restart
+#: (``mip_allow_restart``): HiGHS 1.16's randomized rounding found 8.230 at the root, and the
+#: presolve of its restart, cut off at that cost, removed the optimum 0.692, called optimal
+#: (soak_net, seed 44, example 67: ``max_changes=1``, big-M bounds of 1.5e4; highspy 1.7.2,
+#: 1.11.0, 1.13.1 and 1.15.1 find it). A program that would restart is solved on in its
+#: tree: 29 of 218 soak programs restart, and took 0.86x the time without (docs/reliability.md)
 _OPTIONS = (
     ("mip_heuristic_run_rins", False),
     ("mip_heuristic_run_rens", False),
     ("mip_heuristic_run_root_reduced_cost", False),
     ("mip_heuristic_run_feasibility_jump", False),
     ("mip_detect_symmetry", False),
+    ("mip_allow_restart", False),
 )
 
 #: the largest cost coefficient of the network's program as HiGHS sees it (:func:`solve_milp`).
