@@ -877,3 +877,38 @@ def test_a_euclidean_tie_cheaper_than_the_margin_answer_is_found_regression():
     d = [a.distance for a in alts]
     assert d == sorted(d) and d[0] == pytest.approx(res.distance, rel=1e-9)
     assert all(mlp.predict(a.x[None])[0] == 0 for a in alts)
+
+
+def test_a_false_infeasibility_certificate_of_clarabel_is_looked_at_again_regression():
+    # soak_net.py seed 95, example 292 (three classes, Euclidean, wild weights: neurons' outputs
+    # up to 1.4e4): Clarabel called the root relaxation infeasible after one iteration (its
+    # certificate, A'z of 4e-3 against b'z of -7.4, passed its 1e-8 tolerance on the
+    # equilibrated rows), and the query ended "infeasible" where the optimum costs 1.005. An
+    # "infeasible" of Clarabel is now looked at again with its certificate asked to 1e-12
+    coefs = [[[6.7561471511394275, 9.78533275313583, -0.05941906871425084, 730.4113048143626],
+              [0.0, 0.0, 0.0, 0.0],
+              [-0.004139391029454939, -4678.70106257766, 0.031773499876531754, 846.0362479697021]],
+             [[660.5133170462884, 526.6346165721646, -0.04125874709460537], [0.0, 0.0, 0.0],
+              [-3.8965519233408488, -69.15598252675959, 82.15496736844337],
+              [0.4455625119484401, 2.8846152416507667, -4.26878444807143]],
+             [[2.3197785890407854, 0.415258754557991, -9045.164268155078],
+              [319.64424109828343, -85.2143583401223, 2.707015147290557],
+              [-610.8086152318009, -0.022090196944278506, 2.2637057279389965]]]  # fmt: skip
+    intercepts = [[-5.258223580749855, -0.997102077012136, -9454.632336074093,
+                   0.039937327483381496],
+                  [7710.307625775288, -0.006042891870832836, 17.305479227844693],
+                  [-0.003990348686395197, 7141.622974348727, 2.169168161795601]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([-0.3967315715708013, -0.7187457694311425, -0.4780969180096766])
+    w = np.array([1.2000203392263007, 0.42504859556750274, 2.5729122230756905])
+    lo, hi = np.full(3, -1.8143775297150182), np.full(3, 1.8143775297150182)
+    assert mlp.predict(x0[None])[0] != 0
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w, metric="euclidean")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (cvxpy: "Solution may be inaccurate")
+        cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
+                                        binary=False, metric="euclidean")  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 0  # (1.005, as the model says)
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0 and np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
