@@ -96,8 +96,9 @@ def _qp(P, q, A_eq, b_eq, A_ub, b_ub):
 
     ``P``: CSC; the rows: dense arrays.
 
-    ``(None, inf)`` where it is infeasible; where Clarabel stops without a verdict, HiGHS's QP
-    solver (:func:`_qp_highs`), and ``(None, nan)`` where neither gives one.
+    ``(None, inf)`` where it is infeasible (Clarabel's certificate holding to :data:`_INFEAS` on
+    a second look); where Clarabel stops without a verdict, HiGHS's QP solver
+    (:func:`_qp_highs`), and ``(None, nan)`` where neither gives one.
     """
     import clarabel
 

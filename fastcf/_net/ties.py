@@ -35,8 +35,10 @@ def on_the_tie(net, prog, x, changed, G, g, flat=None):
     whose leak through the ReLU, times weights of 10³, moves the logit off the tie (soak_net,
     seed 32, example 571). Then the neurons within their rounding of 0 are taken as off, and
     the pattern's linear program is solved with every off neuron ε beyond its rounding
-    (:func:`~fastcf._net.program.solve_pattern`, ``strict``): its point costs ~ε more. None
-    where that point is not on the tie either, as fastcf's float64 copy computes it.
+    (:func:`~fastcf._net.program.solve_pattern`, ``strict``): its point costs ~ε more. Where
+    that finds nothing, again with the neurons within the rounding of x itself of 0 taken off
+    (:func:`tie_pattern`'s ``by_input``). None where no point is on the tie, as fastcf's
+    float64 copy computes it.
 
     ``flat``: the margin's rows ``(G, g)``; then the point is kept only where each row it
     meets short of the margin is flat in the pattern (its gradient along the features free to
