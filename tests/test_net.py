@@ -941,3 +941,77 @@ def test_highs_restart_does_not_remove_the_optimum_regression():
     alts = ex.enumerate(x0, 2, k=3, bounds=(lo, hi), weights=w, max_changes=1)
     d = [a.distance for a in alts]
     assert len(d) == 3 and d == sorted(d), d
+
+
+def test_a_false_infeasibility_certificate_of_clarabel_is_looked_at_again_regression():
+    # soak_net.py seed 95, example 292 (three classes, Euclidean, wild weights: neurons' outputs
+    # up to 1.4e4): Clarabel called the root relaxation infeasible after one iteration (its
+    # certificate, A'z of 4e-3 against b'z of -7.4, passed its 1e-8 tolerance on the
+    # equilibrated rows), and the query ended "infeasible" where the optimum costs 1.005. An
+    # "infeasible" of Clarabel is now looked at again with its certificate asked to 1e-12
+    coefs = [[[6.7561471511394275, 9.78533275313583, -0.05941906871425084, 730.4113048143626],
+              [0.0, 0.0, 0.0, 0.0],
+              [-0.004139391029454939, -4678.70106257766, 0.031773499876531754, 846.0362479697021]],
+             [[660.5133170462884, 526.6346165721646, -0.04125874709460537], [0.0, 0.0, 0.0],
+              [-3.8965519233408488, -69.15598252675959, 82.15496736844337],
+              [0.4455625119484401, 2.8846152416507667, -4.26878444807143]],
+             [[2.3197785890407854, 0.415258754557991, -9045.164268155078],
+              [319.64424109828343, -85.2143583401223, 2.707015147290557],
+              [-610.8086152318009, -0.022090196944278506, 2.2637057279389965]]]  # fmt: skip
+    intercepts = [[-5.258223580749855, -0.997102077012136, -9454.632336074093,
+                   0.039937327483381496],
+                  [7710.307625775288, -0.006042891870832836, 17.305479227844693],
+                  [-0.003990348686395197, 7141.622974348727, 2.169168161795601]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([-0.3967315715708013, -0.7187457694311425, -0.4780969180096766])
+    w = np.array([1.2000203392263007, 0.42504859556750274, 2.5729122230756905])
+    lo, hi = np.full(3, -1.8143775297150182), np.full(3, 1.8143775297150182)
+    assert mlp.predict(x0[None])[0] != 0
+    res = NetExplainer(mlp).explain(x0, 0, bounds=(lo, hi), weights=w, metric="euclidean")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (cvxpy: "Solution may be inaccurate")
+        cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 1e-6, w, lo, hi,
+                                        binary=False, metric="euclidean")  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 0  # (1.005, as the model says)
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0 and np.all((res.x >= lo) & (res.x <= hi))
+    assert res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+
+
+def test_a_tie_answer_off_its_face_by_the_inputs_rounding_is_kept_on_the_tie_regression():
+    # soak_net.py seed 95, example 27 (three classes, wild weights): target 0 equals class 2
+    # wherever the second layer's first neuron is off (the same bias), so it is reached only on
+    # that tie, which the model gives to the first class. The tie's point lay on that neuron's
+    # face, whose z moves by 4.7e7 per unit of feature 1: the program's point left it at
+    # z = +7e-10 (half an ulp of the feature), beyond the rounding of its sums, so its pattern
+    # had it on, the pattern solved again held no point on the tie, the leak made class 2 win,
+    # and the query ended a "numerical failure" where 1.771 exists. The neurons within the
+    # rounding of x itself of 0 are now taken off too
+    coefs = [[[0.0, 0.0, 0.0], [0.06771636084062259, 4896.0454393333475, 0.004600625639705969],
+              [-0.05115190069004355, -0.00930461854448018, -0.6101246062337351],
+              [0.14618609668148205, -0.9324130622028828, -0.9661719725777907]],
+             [[0.0, 0.0], [-9550.048022956362, -90.77859045983892],
+              [0.006501065850464671, 0.8848928491372284]],
+             [[0.04059198737193091, -5.3594674978671994, 86.30916418496892],
+              [0.0, 0.0, 0.0]]]  # fmt: skip
+    intercepts = [[-0.8839107343906414, 800.6638873887576, -3695.6949762874824],
+                  [7.334584963975773, 0.0],
+                  [0.8292378412176504, -8550.365343291258, 0.8292378412176504]]  # fmt: skip
+    mlp = _set_weights(coefs, intercepts, range(3))
+    x0 = np.array([0.8308255930689274, -0.46363567817185203, 0.43304928637817475,
+                   -0.7475745410247836])  # fmt: skip
+    w = np.array([3.848421170136825, 5.904372760660552, 9.842186378632814, 0.8459280071139921])
+    lo, hi = np.full(4, -1.2255090095355243), np.full(4, 1.2255090095355243)
+    assert mlp.predict(x0[None])[0] != 0
+    ex = NetExplainer(mlp)
+    res = ex.explain(x0, 0, bounds=(lo, hi), weights=w)
+    assert res.success and res.status == 0, res.message
+    assert mlp.predict(res.x[None])[0] == 0 and np.all((res.x >= lo) & (res.x <= hi))
+    # the tie's optimum by the brute force (margin 0: on the tie), the answer ε above it
+    cost, xr = relu_net_brute_force(mlp.coefs_, mlp.intercepts_, x0, 0, 0.0, w, lo, hi,
+                                    binary=False)  # fmt: skip
+    assert mlp.predict(xr[None])[0] == 0  # (1.771, as the model says)
+    assert cost * (1 - 1e-9) <= res.distance <= cost * (1 + 1e-6) + 1e-9, (res.distance, cost)
+    alts = ex.enumerate(x0, 0, k=3, bounds=(lo, hi), weights=w)
+    assert alts and alts[0].distance == pytest.approx(res.distance, rel=1e-9)
+    assert all(mlp.predict(a.x[None])[0] == 0 for a in alts)

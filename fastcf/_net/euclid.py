@@ -67,6 +67,8 @@ _SHORT = 48
 #: it finds an answer within this fraction of the last one; at most this many times
 _SHRINK, _MAX_RESTARTS = 0.9, 8
 _FIRST = 1
+#: Clarabel's infeasibility tolerances in :func:`_qp`'s second look at an "infeasible"
+_INFEAS = 1e-12
 
 
 class EuclidResult(NamedTuple):
@@ -94,8 +96,9 @@ def _qp(P, q, A_eq, b_eq, A_ub, b_ub):
 
     ``P``: CSC; the rows: dense arrays.
 
-    ``(None, inf)`` where it is infeasible; where Clarabel stops without a verdict, HiGHS's QP
-    solver (:func:`_qp_highs`), and ``(None, nan)`` where neither gives one.
+    ``(None, inf)`` where it is infeasible (Clarabel's certificate holding to :data:`_INFEAS` on
+    a second look); where Clarabel stops without a verdict, HiGHS's QP solver
+    (:func:`_qp_highs`), and ``(None, nan)`` where neither gives one.
     """
     import clarabel
 
@@ -117,6 +120,16 @@ def _qp(P, q, A_eq, b_eq, A_ub, b_ub):
     solver = clarabel.DefaultSolver(P, q, A, b, cones, settings)
     sol = solver.solve()
     status = str(sol.status)
+    if status == "PrimalInfeasible":
+        # a second look, its certificate asked to hold to 1e-12 (Clarabel's default: 1e-8): on
+        # rows of 1e3…1e4 times each other its first iterate's equilibrated certificate can
+        # pass 1e-8 while the program has points — soak_net, seed 95, example 292: the root
+        # relaxation called infeasible after 1 iteration (A'z 4e-3 against b'z −7.4, with
+        # neurons' outputs up to 1.4e4), so the query "infeasible" where 1.005 exists. Only a
+        # program called infeasible pays it
+        settings.tol_infeas_abs = settings.tol_infeas_rel = _INFEAS
+        sol = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
+        status = str(sol.status)
     if status == "Solved":
         return np.asarray(sol.x), float(sol.obj_val)
     if status == "PrimalInfeasible":

@@ -35,8 +35,10 @@ def on_the_tie(net, prog, x, changed, G, g, flat=None):
     whose leak through the ReLU, times weights of 10³, moves the logit off the tie (soak_net,
     seed 32, example 571). Then the neurons within their rounding of 0 are taken as off, and
     the pattern's linear program is solved with every off neuron ε beyond its rounding
-    (:func:`~fastcf._net.program.solve_pattern`, ``strict``): its point costs ~ε more. None
-    where that point is not on the tie either, as fastcf's float64 copy computes it.
+    (:func:`~fastcf._net.program.solve_pattern`, ``strict``): its point costs ~ε more. Where
+    that finds nothing, again with the neurons within the rounding of x itself of 0 taken off
+    (:func:`tie_pattern`'s ``by_input``). None where no point is on the tie, as fastcf's
+    float64 copy computes it.
 
     ``flat``: the margin's rows ``(G, g)``; then the point is kept only where each row it
     meets short of the margin is flat in the pattern (its gradient along the features free to
@@ -47,6 +49,21 @@ def on_the_tie(net, prog, x, changed, G, g, flat=None):
     if not net.relu:
         return x if bool(net.meets(x[None], G, g)[0]) else None
     pattern, near = tie_pattern(net, x)
+    y = _tie_point(net, prog, x, changed, G, g, flat, pattern, near)
+    if y is None:
+        # the neurons within the rounding of x itself of 0 taken off too: on weights of 1e3…1e4
+        # an ulp of a feature moves a neuron's z by more than the rounding of its sums, and the
+        # program's point of the face z = 0 (none in float64) left a neuron the tie needs off at
+        # z = +7e-10, which leaked 6e-8 into the logits (soak_net, seed 95, example 27: class 2
+        # by the model, then a "numerical failure" where the tie's 1.771 exists)
+        wide, _ = tie_pattern(net, x, by_input=True)
+        if any(np.any(a != b) for a, b in zip(wide, pattern, strict=True)):
+            y = _tie_point(net, prog, x, changed, G, g, flat, wide, True)
+    return y
+
+
+def _tie_point(net, prog, x, changed, G, g, flat, pattern, near):
+    """Return :func:`on_the_tie`'s point in ``pattern`` (``near``: solved off the faces)."""
     lo, hi = prog.lo, prog.hi
     if flat is not None and not is_flat(net, x, pattern, lo, hi, changed, flat):
         return None
@@ -87,22 +104,31 @@ def ties_can_be(net, t, margin):
     return (G, g), flat
 
 
-def tie_pattern(net, x):
+def tie_pattern(net, x, by_input=False):
     """Return ``(pattern, near)``: x's activation pattern, a neuron within its rounding of 0 off.
 
     ``near``: some neuron lies within its rounding of 0 (on its face): fastcf's float64 and the
     model's own sums (another order) can put it on either side, and a neuron the tie needs off
     can leak through its ReLU in the model. A tie's answer is then solved again with the off
-    neurons beyond their rounding (``strict``).
+    neurons beyond their rounding (``strict``). ``by_input``: the rounding also that of x itself
+    through the pattern's affine map (``|A| |x| + |c|``, as ``strict`` takes it: the face
+    z = 0 may hold no point of float64 x).
     """
     h, pattern, near = x, [], False
+    A, c = None, None  # (by_input: the map x ↦ z of the layer, in the pattern so far)
     for W, b, z in zip(net.W[:-1], net.b[:-1], net.hidden(x[None]), strict=True):
         z = z[0]
-        eps = 9e3 * net.unit * (np.abs(W) @ np.abs(h) + np.abs(b))
+        terms = np.abs(W) @ np.abs(h) + np.abs(b)
+        if by_input:
+            A, c = (W, b) if A is None else (W @ A, W @ c + b)
+            terms = np.maximum(terms, np.abs(A) @ np.abs(x) + np.abs(c))
+        eps = 9e3 * net.unit * terms
         on = z > eps
         near = near or bool(np.any(~on & (z > -eps)))
         pattern.append(on)
         h = np.maximum(z, 0.0)
+        if by_input:
+            A, c = A * on[:, None], c * on
     return pattern, near
 
 
