@@ -1004,5 +1004,10 @@ def test_the_re_aim_passes_the_solvers_shortfall_on_scaled_rows(monkeypatch):
     res = tx.explain(row, 1)
     assert res.success, res.message
     assert model.predict(res.x)[0] == 1
+    # (the re-aim as before, no shortfall seen: status 4 with highspy 1.16, as at 837cf70;
+    # highspy 1.7, the lowest version, meets these rows and answers either way)
     monkeypatch.setattr(solve.Rows, "_gap", lambda self, rows, V: np.full(rows.size, np.inf))
-    assert tx.explain(row, 1).status == 4  # (no shortfall seen: the re-aim as before)
+    from importlib.metadata import version
+
+    if tuple(int(v) for v in version("highspy").split(".")[:2]) >= (1, 16):
+        assert tx.explain(row, 1).status == 4
