@@ -533,6 +533,25 @@ def test_identity_layers_of_wild_weights_are_one_affine_map_regression():
     _check(model, res, row, 2, ref)
 
 
+def _wild_answer_is_exact(classes, hidden, seed, coefs, intercepts, i, target, imm=None, **query):
+    """Check row ``i``'s answer of a soak_tabular_net.py --wild pipeline against the brute force.
+
+    The pipeline is refitted as the soak's ``seed`` and its MLP's wild weights set; the brute
+    force must have an answer.
+    """
+    X, model = _fit(classes, hidden, "relu", seed=seed, n=160)
+    mlp = model[-1]
+    mlp.coefs_ = [np.array(c) for c in coefs]
+    mlp.intercepts_ = [np.array(b) for b in intercepts]
+    tx = fastcf.TabularExplainer(model, X, weights=W, immutable=imm)
+    row = X.iloc[[i]]
+    res = tx.explain(row, target, **query)
+    grids = tabular_grids(X, row, fixed=imm or ())
+    ref = tabular_model_brute_force(model, row, grids, tabular_cost(row), target, **query)
+    assert np.isfinite(ref[0])
+    _check(model, res, row, target, ref)
+
+
 # soak_tabular_net.py --wild, seed 8095 (binary, hidden (2,), an output bias of 0)
 _TIE_COEFS = [
     [
@@ -553,17 +572,7 @@ def test_a_tie_cheaper_than_the_margin_answer_is_found_regression():
     # the cheapest answer (1.87) lies where both neurons are off and the logit is exactly 0 (a
     # tie, the pipeline's class 0); the program at margin 1e-6 answered 3.07, called optimal.
     # The tie's program is now solved too below the margin answer's cost (as NetExplainer's)
-    X, model = _fit(2, (2,), "relu", seed=8095, n=160)
-    mlp = model[-1]
-    mlp.coefs_ = [np.array(c) for c in _TIE_COEFS]
-    mlp.intercepts_ = [np.array(b) for b in _TIE_INTERCEPTS]
-    tx = fastcf.TabularExplainer(model, X, weights=W, immutable=["job"])
-    row = X.iloc[[157]]
-    res = tx.explain(row, 0)
-    grids = tabular_grids(X, row, fixed=["job"])
-    ref = tabular_model_brute_force(model, row, grids, tabular_cost(row), 0)
-    assert np.isfinite(ref[0])
-    _check(model, res, row, 0, ref)
+    _wild_answer_is_exact(2, (2,), 8095, _TIE_COEFS, _TIE_INTERCEPTS, 157, 0, ["job"])
 
 
 # soak_tabular_net.py --wild, seed 9076 (binary, hidden (2,), job immutable, an output bias
@@ -589,17 +598,7 @@ def test_a_target_reached_only_on_a_tie_is_found_regression():
     # was called "infeasible" where moving d to 2.3 (cost 2.04; both neurons off, the logit
     # exactly 0, the pipeline's class 0) is an answer. The tie's program now runs where the
     # margin's has no answer too (as NetExplainer's)
-    X, model = _fit(2, (2,), "relu", seed=9076, n=160)
-    mlp = model[-1]
-    mlp.coefs_ = [np.array(c) for c in _TIE_ONLY_COEFS]
-    mlp.intercepts_ = [np.array(b) for b in _TIE_ONLY_INTERCEPTS]
-    tx = fastcf.TabularExplainer(model, X, weights=W, immutable=["job"])
-    row = X.iloc[[56]]
-    res = tx.explain(row, 0)
-    grids = tabular_grids(X, row, fixed=["job"])
-    ref = tabular_model_brute_force(model, row, grids, tabular_cost(row), 0)
-    assert np.isfinite(ref[0])
-    _check(model, res, row, 0, ref)
+    _wild_answer_is_exact(2, (2,), 9076, _TIE_ONLY_COEFS, _TIE_ONLY_INTERCEPTS, 56, 0, ["job"])
 
 
 # soak_tabular_net.py --wild, seed 9044 (3 classes, hidden (3, 2), big-M bounds of 8·10⁶)
@@ -636,18 +635,9 @@ def test_a_program_presolve_removed_the_optimum_of_is_answered_regression():
     # program's big-M rows (a coefficient of 8·10⁶ beside ones of 10⁻³), removed it and HiGHS
     # called moving n by 8 (cost 2.4) optimal at the root. The tabular network program now
     # runs without presolve
-    X, model = _fit(3, (3, 2), "relu", seed=9044, n=160)
-    mlp = model[-1]
-    mlp.coefs_ = [np.array(c) for c in _PRESOLVE_COEFS]
-    mlp.intercepts_ = [np.array(b) for b in _PRESOLVE_INTERCEPTS]
-    tx = fastcf.TabularExplainer(model, X, weights=W)
-    row = X.iloc[[68]]
-    res = tx.explain(row, 0, max_changes=1)
-    ref = tabular_model_brute_force(
-        model, row, tabular_grids(X, row), tabular_cost(row), 0, max_changes=1
+    _wild_answer_is_exact(
+        3, (3, 2), 9044, _PRESOLVE_COEFS, _PRESOLVE_INTERCEPTS, 68, 0, max_changes=1
     )
-    assert np.isfinite(ref[0])
-    _check(model, res, row, 0, ref)
 
 
 # soak_tabular_net.py --wild, seed 9360 (binary, hidden (4, 3), job immutable, an output bias
@@ -683,14 +673,4 @@ def test_a_tie_program_answer_off_the_network_is_repaired_regression():
     # itself (cost 0) through a big-M leak (a last-layer neuron at z = 4.1 taken as off), which
     # is no point of the network, and the margin's answer was kept as optimal. The tie
     # program's answer is now repaired as the margin's are
-    X, model = _fit(2, (4, 3), "relu", seed=9360, n=160)
-    mlp = model[-1]
-    mlp.coefs_ = [np.array(c) for c in _TIE_LEAK_COEFS]
-    mlp.intercepts_ = [np.array(b) for b in _TIE_LEAK_INTERCEPTS]
-    tx = fastcf.TabularExplainer(model, X, weights=W, immutable=["job"])
-    row = X.iloc[[133]]
-    res = tx.explain(row, 0)
-    grids = tabular_grids(X, row, fixed=["job"])
-    ref = tabular_model_brute_force(model, row, grids, tabular_cost(row), 0)
-    assert np.isfinite(ref[0])
-    _check(model, res, row, 0, ref)
+    _wild_answer_is_exact(2, (4, 3), 9360, _TIE_LEAK_COEFS, _TIE_LEAK_INTERCEPTS, 133, 0, ["job"])
